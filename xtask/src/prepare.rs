@@ -1,0 +1,114 @@
+//! Makes sure the external programs the tests drive are present.
+//!
+//! The tests use real parts: the `kubectl` client against the API emulator, nginx as
+//! the mTLS ingress, and PyJWT as an independent JOSE implementation. On a fresh
+//! machine they are installed through the system's package tools when running as
+//! root; otherwise this fails with the exact command to run.
+
+use std::process::Command;
+
+/// One thing the tests need, how to detect it and how to install it.
+struct Prerequisite {
+    what: &'static str,
+    present: fn() -> bool,
+    apt_packages: &'static [&'static str],
+    pip_packages: &'static [&'static str],
+}
+
+fn succeeds(program: &str, args: &[&str]) -> bool {
+    Command::new(program)
+        .args(args)
+        .output()
+        .map(|output| output.status.success())
+        .unwrap_or(false)
+}
+
+fn python() -> &'static str {
+    if succeeds("python3", &["--version"]) {
+        "python3"
+    } else {
+        "python"
+    }
+}
+
+const PREREQUISITES: &[Prerequisite] = &[
+    Prerequisite {
+        what: "kubectl (drives the API emulator in kube-testbed's tests)",
+        present: || succeeds("kubectl", &["version", "--client"]),
+        apt_packages: &["kubernetes-client"],
+        pip_packages: &[],
+    },
+    Prerequisite {
+        what: "nginx (the mTLS ingress in svc-tls's rotation test)",
+        present: || succeeds("nginx", &["-v"]) || succeeds("/usr/sbin/nginx", &["-v"]),
+        apt_packages: &["nginx"],
+        pip_packages: &[],
+    },
+    Prerequisite {
+        what: "PyJWT with cryptography (the independent JWS implementation in svc-tls's interop test)",
+        present: || succeeds(python(), &["-c", "import jwt, cryptography"]),
+        apt_packages: &[],
+        pip_packages: &["pyjwt", "cryptography"],
+    },
+];
+
+fn is_root() -> bool {
+    Command::new("id")
+        .arg("-u")
+        .output()
+        .map(|output| String::from_utf8_lossy(&output.stdout).trim() == "0")
+        .unwrap_or(false)
+}
+
+/// Installs what is missing (as root) or explains how to (otherwise).
+pub fn test_prerequisites() -> Result<(), String> {
+    let missing: Vec<&Prerequisite> = PREREQUISITES
+        .iter()
+        .filter(|prerequisite| !(prerequisite.present)())
+        .collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    let apt: Vec<&str> = missing.iter().flat_map(|p| p.apt_packages).copied().collect();
+    let pip: Vec<&str> = missing.iter().flat_map(|p| p.pip_packages).copied().collect();
+    let apt_command = format!(
+        "apt-get update && apt-get install -y --no-install-recommends {}",
+        apt.join(" ")
+    );
+    let pip_command = format!("{} -m pip install --quiet {}", python(), pip.join(" "));
+    for prerequisite in &missing {
+        eprintln!("xtask: missing {}", prerequisite.what);
+    }
+    if !is_root() {
+        let mut commands = Vec::new();
+        if !apt.is_empty() {
+            commands.push(format!("sudo sh -c '{apt_command}'"));
+        }
+        if !pip.is_empty() {
+            commands.push(pip_command);
+        }
+        return Err(format!(
+            "the tests need programs that are not installed; run:\n  {}",
+            commands.join("\n  ")
+        ));
+    }
+    if !apt.is_empty() {
+        super::run_checked(Command::new("sh").args(["-c", &apt_command]).env(
+            "DEBIAN_FRONTEND",
+            "noninteractive",
+        ))?;
+    }
+    if !pip.is_empty() {
+        super::run_checked(Command::new("sh").args(["-c", &pip_command]))?;
+    }
+    let still_missing: Vec<&str> = PREREQUISITES
+        .iter()
+        .filter(|prerequisite| !(prerequisite.present)())
+        .map(|prerequisite| prerequisite.what)
+        .collect();
+    if still_missing.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("still missing after installing: {}", still_missing.join("; ")))
+    }
+}
