@@ -110,5 +110,8 @@ fn deny() -> Result<(), String> {
             install.display()
         ));
     }
+    // cargo-deny reads `cargo metadata` offline, which needs every platform's crates
+    // downloaded (crates.io is reachable; the advisory database's host is not).
+    run_checked(cargo().args(["fetch", "--quiet"]))?;
     run_checked(cargo().args(["deny", "--offline", "check"]))
 }
