@@ -10,3 +10,6 @@
 //! It deliberately does not own: TLS identities for service-to-service calls
 //! (`svc-tls`), or which cluster a provisioning step acts on (`provision-scope`).
 #![deny(missing_docs)]
+
+pub mod registry;
+pub mod types;

@@ -1,0 +1,1089 @@
+//! The platform's type registry (the Go code's "scheme").
+//!
+//! A [`Registry`] maps a group/version/kind to what a client needs to know about
+//! it: the plural resource name, the [`Scope`], and a typed decoder. With it a
+//! caller can
+//!
+//! - resolve a [`kube::discovery::ApiResource`] for dynamic access
+//!   ([`Registry::api_resource`]),
+//! - decode a [`DynamicObject`] into the Rust type registered for its kind
+//!   ([`Registry::decode`], or [`Registry::decode_any`] when the type is not known
+//!   statically), and
+//! - encode a typed object as a [`DynamicObject`] carrying its `apiVersion` and
+//!   `kind` ([`Registry::encode`]).
+//!
+//! [`platform_registry`] builds the registry every platform service uses. It is
+//! **broad on purpose**: it registers every Kubernetes built-in kind k8s-openapi
+//! provides for the selected Kubernetes version, not just the handful the services
+//! touch (Secret, Namespace, Service and their lists), so that generic code (caches,
+//! owner references, dynamic reads) never fails on a kind someone forgot to list.
+//! The cost is one small entry per kind, built once per process.
+//!
+//! The Argo CD shim ([`crate::types::argo`]) is **legacy**: it is registered only
+//! for compatibility with the old in-tree CD layer. New code must not grow around it.
+//!
+//! # Registration rules
+//!
+//! - Registration order is kept ([`Registry::iter`] returns kinds in the order
+//!   they were first registered).
+//! - Registering a group/version/kind again with the **same** Rust type (and the
+//!   same plural and scope) is a no-op, so additions may overlap with what is
+//!   already there (as Go's `scheme.AddKnownTypes` allows).
+//! - Registering a group/version/kind again with a **different** type, plural or
+//!   scope is an error ([`RegistryError::Conflict`]); the registry is left as it was.
+//! - One Rust type may be registered under several kinds (Go allows that too).
+//! - A list kind (`<Kind>List`) is registered with [`kube::core::ObjectList`] of
+//!   the item type; it shares the item's plural and scope.
+
+mod builtins;
+
+use std::any::{Any, TypeId};
+use std::collections::HashMap;
+use std::fmt;
+
+use kube::core::{
+    ClusterResourceScope, DynamicObject, GroupVersionKind, NamespaceResourceScope, ObjectList,
+    SubResourceScope,
+};
+use kube::discovery::ApiResource;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use crate::types;
+
+/// Where objects of a kind live in the API.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Scope {
+    /// Objects live in a namespace (`/namespaces/<ns>/<plural>`).
+    Namespaced,
+    /// Objects are cluster-wide.
+    Cluster,
+    /// The kind is only ever the body of a subresource request (for example
+    /// `Scale`, `Eviction`, `TokenRequest`); there is no collection to access.
+    Subresource,
+}
+
+impl fmt::Display for Scope {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Scope::Namespaced => "Namespaced",
+            Scope::Cluster => "Cluster",
+            Scope::Subresource => "Subresource",
+        })
+    }
+}
+
+/// Maps a kube / k8s-openapi scope marker type to a [`Scope`].
+///
+/// Implemented for [`NamespaceResourceScope`], [`ClusterResourceScope`] and
+/// [`SubResourceScope`], the scopes of every statically typed resource.
+pub trait ScopeMarker {
+    /// The scope this marker stands for.
+    const SCOPE: Scope;
+}
+
+impl ScopeMarker for NamespaceResourceScope {
+    const SCOPE: Scope = Scope::Namespaced;
+}
+
+impl ScopeMarker for ClusterResourceScope {
+    const SCOPE: Scope = Scope::Cluster;
+}
+
+impl ScopeMarker for SubResourceScope {
+    const SCOPE: Scope = Scope::Subresource;
+}
+
+/// A value decoded by a registration's decoder: one of the registered Rust types,
+/// behind [`Any`].
+pub type AnyObject = Box<dyn Any + Send + Sync>;
+
+type DecodeFn = fn(serde_json::Value) -> Result<AnyObject, serde_json::Error>;
+
+fn decode_as<T>(value: serde_json::Value) -> Result<AnyObject, serde_json::Error>
+where
+    T: DeserializeOwned + Send + Sync + 'static,
+{
+    Ok(Box::new(serde_json::from_value::<T>(value)?))
+}
+
+/// Formats a group/version/kind the way Kubernetes does: `group/version, Kind=kind`
+/// (`version, Kind=kind` for the core group).
+pub fn display_gvk(gvk: &GroupVersionKind) -> String {
+    if gvk.group.is_empty() {
+        format!("{}, Kind={}", gvk.version, gvk.kind)
+    } else {
+        format!("{}/{}, Kind={}", gvk.group, gvk.version, gvk.kind)
+    }
+}
+
+/// The `apiVersion` string of a group/version/kind.
+fn api_version(gvk: &GroupVersionKind) -> String {
+    if gvk.group.is_empty() {
+        gvk.version.clone()
+    } else {
+        format!("{}/{}", gvk.group, gvk.version)
+    }
+}
+
+/// Errors building or querying a [`Registry`].
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RegistryError {
+    /// The kind is already registered with another type, plural or scope.
+    #[error(
+        "{} is already registered as {existing} (plural {existing_plural:?}, scope {existing_scope}); \
+         refusing to register it again as {new} (plural {new_plural:?}, scope {new_scope})",
+        display_gvk(.gvk)
+    )]
+    Conflict {
+        /// The kind registered twice.
+        gvk: GroupVersionKind,
+        /// The Rust type already registered.
+        existing: &'static str,
+        /// Its plural.
+        existing_plural: String,
+        /// Its scope.
+        existing_scope: Scope,
+        /// The Rust type that was offered.
+        new: &'static str,
+        /// The plural that was offered.
+        new_plural: String,
+        /// The scope that was offered.
+        new_scope: Scope,
+    },
+    /// A registration was missing a version, kind or plural.
+    #[error("cannot register {}: {reason}", display_gvk(.gvk))]
+    Invalid {
+        /// The kind offered.
+        gvk: GroupVersionKind,
+        /// What is wrong with it.
+        reason: &'static str,
+    },
+    /// The kind is not registered.
+    #[error("{} is not registered", display_gvk(.0))]
+    NotRegistered(GroupVersionKind),
+    /// The kind is the body of a subresource request and has no collection.
+    #[error("{} is a subresource kind; it has no API collection to access", display_gvk(.0))]
+    Subresource(GroupVersionKind),
+    /// A caller-supplied addition failed (see [`platform_registry`]).
+    #[error("registry addition #{index} failed: {source}")]
+    Addition {
+        /// Position of the addition in the list passed to [`platform_registry`],
+        /// counting from 0.
+        index: usize,
+        /// What went wrong.
+        #[source]
+        source: Box<RegistryError>,
+    },
+    /// Any other failure reported by a caller-supplied addition.
+    #[error("{0}")]
+    Other(Box<dyn std::error::Error + Send + Sync>),
+}
+
+/// Errors decoding an untyped object into its registered type.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum DecodeError {
+    /// The object has no `apiVersion`/`kind`.
+    #[error("object has no apiVersion/kind, so its type cannot be looked up")]
+    MissingTypeMeta,
+    /// The object's `apiVersion` is not `version` or `group/version`.
+    #[error("object has an invalid apiVersion {0:?}")]
+    InvalidApiVersion(String),
+    /// The object's kind is not registered.
+    #[error("{} is not registered", display_gvk(.0))]
+    NotRegistered(GroupVersionKind),
+    /// The kind is registered with a different type than the one requested.
+    #[error("{} is registered as {registered}, not {requested}", display_gvk(.gvk))]
+    TypeMismatch {
+        /// The object's kind.
+        gvk: GroupVersionKind,
+        /// The type registered for it.
+        registered: &'static str,
+        /// The type the caller asked for.
+        requested: &'static str,
+    },
+    /// The object does not have the shape of its registered type.
+    #[error("cannot decode {} as {type_name}: {source}", display_gvk(.gvk))]
+    Deserialize {
+        /// The object's kind.
+        gvk: GroupVersionKind,
+        /// The type registered for it.
+        type_name: &'static str,
+        /// The serde error.
+        #[source]
+        source: serde_json::Error,
+    },
+}
+
+/// Errors encoding a typed object.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum EncodeError {
+    /// The object's kind is not registered.
+    #[error("{} is not registered", display_gvk(.0))]
+    NotRegistered(GroupVersionKind),
+    /// The kind is registered with a different type than the one offered.
+    #[error("{} is registered as {registered}, not {offered}", display_gvk(.gvk))]
+    TypeMismatch {
+        /// The object's kind.
+        gvk: GroupVersionKind,
+        /// The type registered for it.
+        registered: &'static str,
+        /// The type offered.
+        offered: &'static str,
+    },
+    /// The object did not serialize to a JSON object.
+    #[error("cannot encode {}: {reason}", display_gvk(.gvk))]
+    NotAnObject {
+        /// The object's kind.
+        gvk: GroupVersionKind,
+        /// What it serialized to instead.
+        reason: &'static str,
+    },
+    /// Serialization failed.
+    #[error("cannot encode {}: {source}", display_gvk(.gvk))]
+    Serialize {
+        /// The object's kind.
+        gvk: GroupVersionKind,
+        /// The serde error.
+        #[source]
+        source: serde_json::Error,
+    },
+}
+
+/// Everything the registry knows about one kind.
+#[derive(Clone)]
+pub struct Registration {
+    gvk: GroupVersionKind,
+    plural: String,
+    scope: Scope,
+    list_of: Option<String>,
+    type_id: TypeId,
+    type_name: &'static str,
+    decode: DecodeFn,
+}
+
+impl fmt::Debug for Registration {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Registration")
+            .field("gvk", &display_gvk(&self.gvk))
+            .field("plural", &self.plural)
+            .field("scope", &self.scope)
+            .field("list_of", &self.list_of)
+            .field("type_name", &self.type_name)
+            .finish()
+    }
+}
+
+impl Registration {
+    /// A registration of `T` under an explicit kind, plural and scope.
+    ///
+    /// This is for types that do not implement [`kube::Resource`]; types that do
+    /// are registered with [`Registry::register`].
+    pub fn new<T>(gvk: GroupVersionKind, plural: impl Into<String>, scope: Scope) -> Self
+    where
+        T: DeserializeOwned + Send + Sync + 'static,
+    {
+        Self {
+            gvk,
+            plural: plural.into(),
+            scope,
+            list_of: None,
+            type_id: TypeId::of::<T>(),
+            type_name: std::any::type_name::<T>(),
+            decode: decode_as::<T>,
+        }
+    }
+
+    /// The registration of a statically typed resource.
+    pub fn of<K>() -> Self
+    where
+        K: kube::Resource<DynamicType = ()> + DeserializeOwned + Send + Sync + 'static,
+        K::Scope: ScopeMarker,
+    {
+        Self::new::<K>(
+            GroupVersionKind::gvk(&K::group(&()), &K::version(&()), &K::kind(&())),
+            K::plural(&()),
+            <K::Scope as ScopeMarker>::SCOPE,
+        )
+    }
+
+    /// The registration of the list kind (`<Kind>List`) of a statically typed
+    /// resource, decoded as [`ObjectList<K>`].
+    pub fn list_of<K>() -> Self
+    where
+        K: kube::Resource<DynamicType = ()> + DeserializeOwned + Clone + Send + Sync + 'static,
+        K::Scope: ScopeMarker,
+    {
+        let kind = K::kind(&());
+        let mut registration = Self::new::<ObjectList<K>>(
+            GroupVersionKind::gvk(&K::group(&()), &K::version(&()), &format!("{kind}List")),
+            K::plural(&()),
+            <K::Scope as ScopeMarker>::SCOPE,
+        );
+        registration.list_of = Some(kind.into_owned());
+        registration
+    }
+
+    /// The kind.
+    pub fn gvk(&self) -> &GroupVersionKind {
+        &self.gvk
+    }
+
+    /// The plural resource name (for a list kind: its items' plural).
+    pub fn plural(&self) -> &str {
+        &self.plural
+    }
+
+    /// Where objects of the kind live.
+    pub fn scope(&self) -> Scope {
+        self.scope
+    }
+
+    /// For a list kind, the kind of its items.
+    pub fn list_item_kind(&self) -> Option<&str> {
+        self.list_of.as_deref()
+    }
+
+    /// The name of the registered Rust type.
+    pub fn type_name(&self) -> &'static str {
+        self.type_name
+    }
+
+    /// Whether `T` is the registered Rust type.
+    pub fn is<T: 'static>(&self) -> bool {
+        self.type_id == TypeId::of::<T>()
+    }
+
+    /// Decodes a JSON value with the registered type's decoder.
+    pub fn decode_value(&self, value: serde_json::Value) -> Result<AnyObject, DecodeError> {
+        (self.decode)(value).map_err(|source| DecodeError::Deserialize {
+            gvk: self.gvk.clone(),
+            type_name: self.type_name,
+            source,
+        })
+    }
+
+    fn same_as(&self, other: &Registration) -> bool {
+        self.type_id == other.type_id
+            && self.plural == other.plural
+            && self.scope == other.scope
+            && self.list_of == other.list_of
+    }
+}
+
+/// An object decoded into its registered type without naming the type statically.
+#[derive(Debug)]
+pub struct TypedObject {
+    gvk: GroupVersionKind,
+    type_name: &'static str,
+    value: AnyObject,
+}
+
+impl TypedObject {
+    /// The object's kind.
+    pub fn gvk(&self) -> &GroupVersionKind {
+        &self.gvk
+    }
+
+    /// The name of the Rust type it was decoded into.
+    pub fn type_name(&self) -> &'static str {
+        self.type_name
+    }
+
+    /// Whether the object is a `T`.
+    pub fn is<T: 'static>(&self) -> bool {
+        self.value.is::<T>()
+    }
+
+    /// Borrows the object as a `T`, if it is one.
+    pub fn downcast_ref<T: 'static>(&self) -> Option<&T> {
+        self.value.downcast_ref::<T>()
+    }
+
+    /// Takes the object as a `T`, or gives it back when it is not one.
+    pub fn downcast<T: 'static>(self) -> Result<T, Self> {
+        match self.value.downcast::<T>() {
+            Ok(value) => Ok(*value),
+            Err(value) => Err(Self {
+                gvk: self.gvk,
+                type_name: self.type_name,
+                value,
+            }),
+        }
+    }
+
+    /// The boxed value.
+    pub fn into_inner(self) -> AnyObject {
+        self.value
+    }
+}
+
+/// The type registry. See the [module documentation](self).
+#[derive(Clone, Default)]
+pub struct Registry {
+    entries: Vec<Registration>,
+    index: HashMap<GroupVersionKind, usize>,
+}
+
+impl fmt::Debug for Registry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Registry")
+            .field("kinds", &self.entries.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Registry {
+    /// An empty registry.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The platform registry without caller additions; see [`platform_registry`].
+    pub fn platform() -> Result<Self, RegistryError> {
+        platform_registry(std::iter::empty::<fn(&mut Registry) -> Result<(), RegistryError>>())
+    }
+
+    /// Adds one registration.
+    ///
+    /// The same kind with the same type, plural and scope again is a no-op;
+    /// with anything different it is [`RegistryError::Conflict`].
+    pub fn add(&mut self, registration: Registration) -> Result<(), RegistryError> {
+        let gvk = &registration.gvk;
+        let invalid = |reason| RegistryError::Invalid {
+            gvk: gvk.clone(),
+            reason,
+        };
+        if gvk.version.is_empty() {
+            return Err(invalid("the version is empty"));
+        }
+        if gvk.kind.is_empty() {
+            return Err(invalid("the kind is empty"));
+        }
+        if registration.plural.is_empty() && registration.scope != Scope::Subresource {
+            return Err(invalid("the plural is empty"));
+        }
+        if let Some(&at) = self.index.get(gvk) {
+            let existing = &self.entries[at];
+            if existing.same_as(&registration) {
+                return Ok(());
+            }
+            return Err(RegistryError::Conflict {
+                gvk: gvk.clone(),
+                existing: existing.type_name,
+                existing_plural: existing.plural.clone(),
+                existing_scope: existing.scope,
+                new: registration.type_name,
+                new_plural: registration.plural,
+                new_scope: registration.scope,
+            });
+        }
+        self.index.insert(gvk.clone(), self.entries.len());
+        self.entries.push(registration);
+        Ok(())
+    }
+
+    /// Registers a statically typed resource (its kind only).
+    pub fn register<K>(&mut self) -> Result<(), RegistryError>
+    where
+        K: kube::Resource<DynamicType = ()> + DeserializeOwned + Send + Sync + 'static,
+        K::Scope: ScopeMarker,
+    {
+        self.add(Registration::of::<K>())
+    }
+
+    /// Registers a statically typed resource and its list kind (`<Kind>List`,
+    /// decoded as [`ObjectList<K>`]).
+    ///
+    /// Both or neither: when the list kind conflicts, the item kind is not left
+    /// behind.
+    pub fn register_with_list<K>(&mut self) -> Result<(), RegistryError>
+    where
+        K: kube::Resource<DynamicType = ()> + DeserializeOwned + Clone + Send + Sync + 'static,
+        K::Scope: ScopeMarker,
+    {
+        let item = Registration::of::<K>();
+        let list = Registration::list_of::<K>();
+        let item_was_new = !self.index.contains_key(&item.gvk);
+        self.add(item)?;
+        if let Err(error) = self.add(list) {
+            if item_was_new {
+                self.remove_last();
+            }
+            return Err(error);
+        }
+        Ok(())
+    }
+
+    fn remove_last(&mut self) {
+        if let Some(last) = self.entries.pop() {
+            self.index.remove(&last.gvk);
+        }
+    }
+
+    /// Number of registered kinds (list kinds count separately).
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Whether nothing is registered.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// The registrations in registration order.
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = &Registration> {
+        self.entries.iter()
+    }
+
+    /// The registration of a kind.
+    pub fn get(&self, gvk: &GroupVersionKind) -> Option<&Registration> {
+        self.index.get(gvk).map(|&at| &self.entries[at])
+    }
+
+    /// Whether a kind is registered.
+    pub fn contains(&self, gvk: &GroupVersionKind) -> bool {
+        self.index.contains_key(gvk)
+    }
+
+    /// Position of a kind in registration order.
+    pub fn position(&self, gvk: &GroupVersionKind) -> Option<usize> {
+        self.index.get(gvk).copied()
+    }
+
+    /// The registration of the statically typed resource `K`, if `K` is the type
+    /// registered for its kind.
+    pub fn get_typed<K>(&self) -> Option<&Registration>
+    where
+        K: kube::Resource<DynamicType = ()> + 'static,
+    {
+        self.get(&gvk_of::<K>()).filter(|r| r.is::<K>())
+    }
+
+    /// The [`ApiResource`] for dynamic access to a kind.
+    ///
+    /// For a list kind this is the resource of its items (the collection the list
+    /// came from). A subresource kind has no collection:
+    /// [`RegistryError::Subresource`].
+    pub fn api_resource(&self, gvk: &GroupVersionKind) -> Result<ApiResource, RegistryError> {
+        let registration = self
+            .get(gvk)
+            .ok_or_else(|| RegistryError::NotRegistered(gvk.clone()))?;
+        if registration.scope == Scope::Subresource {
+            return Err(RegistryError::Subresource(gvk.clone()));
+        }
+        let kind = registration.list_of.as_deref().unwrap_or(&gvk.kind);
+        Ok(ApiResource {
+            group: gvk.group.clone(),
+            version: gvk.version.clone(),
+            api_version: api_version(gvk),
+            kind: kind.to_owned(),
+            plural: registration.plural.clone(),
+        })
+    }
+
+    /// Whether objects of a kind are namespaced (`None` when it is not registered).
+    pub fn is_namespaced(&self, gvk: &GroupVersionKind) -> Option<bool> {
+        self.get(gvk).map(|r| r.scope == Scope::Namespaced)
+    }
+
+    fn lookup_value(&self, value: &serde_json::Value) -> Result<&Registration, DecodeError> {
+        let gvk = gvk_of_value(value)?;
+        self.get(&gvk).ok_or(DecodeError::NotRegistered(gvk))
+    }
+
+    /// Decodes a JSON object (with `apiVersion` and `kind`) into the type
+    /// registered for its kind, which must be `K`.
+    pub fn decode_value<K>(&self, value: serde_json::Value) -> Result<K, DecodeError>
+    where
+        K: DeserializeOwned + 'static,
+    {
+        let registration = self.lookup_value(&value)?;
+        if !registration.is::<K>() {
+            return Err(DecodeError::TypeMismatch {
+                gvk: registration.gvk.clone(),
+                registered: registration.type_name,
+                requested: std::any::type_name::<K>(),
+            });
+        }
+        serde_json::from_value(value).map_err(|source| DecodeError::Deserialize {
+            gvk: registration.gvk.clone(),
+            type_name: registration.type_name,
+            source,
+        })
+    }
+
+    /// Decodes a dynamic object into the type registered for its kind, which
+    /// must be `K`.
+    pub fn decode<K>(&self, object: &DynamicObject) -> Result<K, DecodeError>
+    where
+        K: DeserializeOwned + 'static,
+    {
+        self.decode_value(dynamic_to_value(object)?)
+    }
+
+    /// Decodes a JSON object (with `apiVersion` and `kind`) into whatever type
+    /// is registered for its kind.
+    pub fn decode_value_any(&self, value: serde_json::Value) -> Result<TypedObject, DecodeError> {
+        let registration = self.lookup_value(&value)?;
+        let decoded = registration.decode_value(value)?;
+        Ok(TypedObject {
+            gvk: registration.gvk.clone(),
+            type_name: registration.type_name,
+            value: decoded,
+        })
+    }
+
+    /// Decodes a dynamic object into whatever type is registered for its kind.
+    pub fn decode_any(&self, object: &DynamicObject) -> Result<TypedObject, DecodeError> {
+        self.decode_value_any(dynamic_to_value(object)?)
+    }
+
+    /// Encodes a typed object as JSON with its `apiVersion` and `kind` set.
+    ///
+    /// `K` must be the type registered for its kind.
+    pub fn encode_value<K>(&self, object: &K) -> Result<serde_json::Value, EncodeError>
+    where
+        K: kube::Resource<DynamicType = ()> + Serialize + 'static,
+    {
+        let gvk = gvk_of::<K>();
+        let registration = self
+            .get(&gvk)
+            .ok_or_else(|| EncodeError::NotRegistered(gvk.clone()))?;
+        if !registration.is::<K>() {
+            return Err(EncodeError::TypeMismatch {
+                gvk,
+                registered: registration.type_name,
+                offered: std::any::type_name::<K>(),
+            });
+        }
+        let mut value = serde_json::to_value(object).map_err(|source| EncodeError::Serialize {
+            gvk: gvk.clone(),
+            source,
+        })?;
+        let Some(map) = value.as_object_mut() else {
+            return Err(EncodeError::NotAnObject {
+                gvk,
+                reason: "it did not serialize to a JSON object",
+            });
+        };
+        map.insert("apiVersion".into(), api_version(&gvk).into());
+        map.insert("kind".into(), gvk.kind.clone().into());
+        Ok(value)
+    }
+
+    /// Encodes a typed object as a [`DynamicObject`] with its `apiVersion` and
+    /// `kind` set.
+    ///
+    /// `K` must be the type registered for its kind.
+    pub fn encode<K>(&self, object: &K) -> Result<DynamicObject, EncodeError>
+    where
+        K: kube::Resource<DynamicType = ()> + Serialize + 'static,
+    {
+        let value = self.encode_value(object)?;
+        serde_json::from_value(value).map_err(|source| EncodeError::Serialize {
+            gvk: gvk_of::<K>(),
+            source,
+        })
+    }
+}
+
+/// The group/version/kind of a statically typed resource.
+pub fn gvk_of<K>() -> GroupVersionKind
+where
+    K: kube::Resource<DynamicType = ()>,
+{
+    GroupVersionKind::gvk(&K::group(&()), &K::version(&()), &K::kind(&()))
+}
+
+fn gvk_of_value(value: &serde_json::Value) -> Result<GroupVersionKind, DecodeError> {
+    let api_version = value.get("apiVersion").and_then(serde_json::Value::as_str);
+    let kind = value.get("kind").and_then(serde_json::Value::as_str);
+    let (Some(api_version), Some(kind)) = (api_version, kind) else {
+        return Err(DecodeError::MissingTypeMeta);
+    };
+    if api_version.is_empty() || kind.is_empty() {
+        return Err(DecodeError::MissingTypeMeta);
+    }
+    let (group, version) = match api_version.split_once('/') {
+        None => ("", api_version),
+        Some((group, version)) => (group, version),
+    };
+    if version.is_empty() || version.contains('/') || (api_version.contains('/') && group.is_empty())
+    {
+        return Err(DecodeError::InvalidApiVersion(api_version.to_owned()));
+    }
+    Ok(GroupVersionKind::gvk(group, version, kind))
+}
+
+fn dynamic_to_value(object: &DynamicObject) -> Result<serde_json::Value, DecodeError> {
+    if object.types.is_none() {
+        return Err(DecodeError::MissingTypeMeta);
+    }
+    // A DynamicObject always serializes (string keys, JSON values).
+    serde_json::to_value(object).map_err(|_| DecodeError::MissingTypeMeta)
+}
+
+/// Registers the Kubernetes built-in kinds: every kind (and list) k8s-openapi
+/// provides for the enabled Kubernetes version, core `v1` first, then the API
+/// groups alphabetically (including `apiextensions.k8s.io` and
+/// `apiregistration.k8s.io`).
+pub fn add_kubernetes_builtins(registry: &mut Registry) -> Result<(), RegistryError> {
+    builtins::add(registry)
+}
+
+/// Registers the Unikorn API types (group `unikorn-cloud.org`, `v1alpha1`):
+/// HelmApplication and its list.
+pub fn add_unikorn_types(registry: &mut Registry) -> Result<(), RegistryError> {
+    registry.register_with_list::<types::HelmApplication>()
+}
+
+/// Registers the fake Unikorn types (group `unikorn.unikorn-cloud.org`,
+/// `v1alpha1`): ManagedResource and its list. They are test fixtures for generic
+/// reconcilers; no CRD is shipped for them.
+pub fn add_fake_types(registry: &mut Registry) -> Result<(), RegistryError> {
+    registry.register_with_list::<types::fake::ManagedResource>()
+}
+
+/// Registers the legacy Argo CD shim (group `argoproj.io`, `v1alpha1`):
+/// Application and its list.
+///
+/// Legacy: kept for compatibility with the old in-tree CD layer. New code must
+/// not grow around it.
+pub fn add_argo_shim(registry: &mut Registry) -> Result<(), RegistryError> {
+    registry.register_with_list::<types::argo::Application>()
+}
+
+/// A caller-supplied addition to the platform registry, boxed so that different
+/// closures fit in one list.
+pub type Addition = Box<dyn FnOnce(&mut Registry) -> Result<(), RegistryError> + Send>;
+
+/// Builds the platform registry (Go's `NewScheme(adders...)`).
+///
+/// Registers, in this order: the Kubernetes built-ins
+/// ([`add_kubernetes_builtins`]), the Unikorn API types ([`add_unikorn_types`]),
+/// the fake Unikorn types ([`add_fake_types`]), the legacy Argo CD shim
+/// ([`add_argo_shim`]), then each addition in order. The first error stops it
+/// and no registry is returned; an addition's error comes back wrapped in
+/// [`RegistryError::Addition`] with the addition's position.
+///
+/// The registry is deliberately broad (see the [module documentation](self)).
+///
+/// ```
+/// # use kube_construct::registry::{platform_registry, Registry, RegistryError};
+/// # use kube::core::GroupVersionKind;
+/// fn my_types(r: &mut Registry) -> Result<(), RegistryError> {
+///     // r.register_with_list::<MyKind>()
+///     Ok(())
+/// }
+/// let registry = platform_registry([my_types]).unwrap();
+/// let secret = GroupVersionKind::gvk("", "v1", "Secret");
+/// assert_eq!(registry.api_resource(&secret).unwrap().plural, "secrets");
+/// ```
+pub fn platform_registry<I, F>(additions: I) -> Result<Registry, RegistryError>
+where
+    I: IntoIterator<Item = F>,
+    F: FnOnce(&mut Registry) -> Result<(), RegistryError>,
+{
+    let mut registry = Registry::new();
+    add_kubernetes_builtins(&mut registry)?;
+    add_unikorn_types(&mut registry)?;
+    add_fake_types(&mut registry)?;
+    add_argo_shim(&mut registry)?;
+    for (index, addition) in additions.into_iter().enumerate() {
+        addition(&mut registry).map_err(|source| RegistryError::Addition {
+            index,
+            source: Box::new(source),
+        })?;
+    }
+    Ok(registry)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use std::cell::Cell;
+
+    use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret};
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+    use kube::core::{ObjectList, TypeMeta};
+    use serde_json::json;
+
+    use super::*;
+    use crate::types::argo::Application;
+    use crate::types::fake::ManagedResource;
+    use crate::types::{HelmApplication, HelmApplicationSpec, HelmApplicationVersion, SemanticVersion};
+
+    fn gvk(group: &str, version: &str, kind: &str) -> GroupVersionKind {
+        GroupVersionKind::gvk(group, version, kind)
+    }
+
+    fn widget(registry: &mut Registry) -> Result<(), RegistryError> {
+        registry.add(Registration::new::<serde_json::Value>(
+            gvk("example.com", "v1", "Widget"),
+            "widgets",
+            Scope::Namespaced,
+        ))
+    }
+
+    #[test]
+    fn platform_registers_in_order() {
+        let registry = platform_registry([widget]).unwrap();
+        let position = |g: &str, v: &str, k: &str| registry.position(&gvk(g, v, k)).unwrap_or_else(|| panic!("{k} missing"));
+        let secret = position("", "v1", "Secret");
+        let last_builtin = position("storage.k8s.io", "v1", "StorageClassList");
+        let helm = position("unikorn-cloud.org", "v1alpha1", "HelmApplication");
+        let helm_list = position("unikorn-cloud.org", "v1alpha1", "HelmApplicationList");
+        let fake = position("unikorn.unikorn-cloud.org", "v1alpha1", "ManagedResource");
+        let fake_list = position("unikorn.unikorn-cloud.org", "v1alpha1", "ManagedResourceList");
+        let argo = position("argoproj.io", "v1alpha1", "Application");
+        let argo_list = position("argoproj.io", "v1alpha1", "ApplicationList");
+        let added = position("example.com", "v1", "Widget");
+        assert!(secret < last_builtin);
+        assert!(last_builtin < helm && helm < helm_list && helm_list < fake && fake < fake_list);
+        assert!(fake_list < argo && argo < argo_list && argo_list < added);
+        assert_eq!(added, registry.len() - 1);
+        // Core v1 comes first.
+        assert_eq!(registry.iter().next().unwrap().gvk().group, "");
+        let order: Vec<_> = registry.iter().map(|r| r.gvk().clone()).collect();
+        assert_eq!(order.len(), registry.len());
+        assert_eq!(Registry::platform().unwrap().len(), registry.len() - 1);
+    }
+
+    #[test]
+    fn builtins_cover_every_group() {
+        let registry = Registry::platform().unwrap();
+        for group in [
+            "", "admissionregistration.k8s.io", "apps", "authentication.k8s.io", "authorization.k8s.io",
+            "autoscaling", "batch", "certificates.k8s.io", "coordination.k8s.io", "discovery.k8s.io",
+            "events.k8s.io", "flowcontrol.apiserver.k8s.io", "networking.k8s.io", "node.k8s.io", "policy",
+            "rbac.authorization.k8s.io", "resource.k8s.io", "scheduling.k8s.io", "storage.k8s.io",
+            "apiextensions.k8s.io", "apiregistration.k8s.io",
+        ] {
+            assert!(registry.iter().any(|r| r.gvk().group == group), "group {group:?} missing");
+        }
+        for (g, v, k, plural, scope) in [
+            ("", "v1", "Secret", "secrets", Scope::Namespaced),
+            ("", "v1", "SecretList", "secrets", Scope::Namespaced),
+            ("", "v1", "Namespace", "namespaces", Scope::Cluster),
+            ("", "v1", "Service", "services", Scope::Namespaced),
+            ("apps", "v1", "Deployment", "deployments", Scope::Namespaced),
+            ("rbac.authorization.k8s.io", "v1", "ClusterRole", "clusterroles", Scope::Cluster),
+            ("autoscaling", "v1", "Scale", "scale", Scope::Subresource),
+        ] {
+            let r = registry.get(&gvk(g, v, k)).unwrap_or_else(|| panic!("{k} missing"));
+            assert_eq!((r.plural(), r.scope()), (plural, scope), "{k}");
+        }
+        assert!(registry.get(&gvk("", "v1", "Secret")).unwrap().is::<Secret>());
+        assert!(registry.get(&gvk("", "v1", "SecretList")).unwrap().is::<ObjectList<Secret>>());
+    }
+
+    #[test]
+    fn api_resources() {
+        let registry = Registry::platform().unwrap();
+        let secret = registry.api_resource(&gvk("", "v1", "Secret")).unwrap();
+        assert_eq!(secret, ApiResource::erase::<Secret>(&()));
+        let list = registry.api_resource(&gvk("", "v1", "SecretList")).unwrap();
+        assert_eq!(list, secret, "a list resolves to its items' resource");
+        let helm = registry.api_resource(&gvk("unikorn-cloud.org", "v1alpha1", "HelmApplication")).unwrap();
+        assert_eq!((helm.api_version.as_str(), helm.plural.as_str()), ("unikorn-cloud.org/v1alpha1", "helmapplications"));
+        let fake = registry.api_resource(&gvk("unikorn.unikorn-cloud.org", "v1alpha1", "ManagedResource")).unwrap();
+        assert_eq!(fake.plural, "managedresources");
+        let argo = registry.api_resource(&gvk("argoproj.io", "v1alpha1", "Application")).unwrap();
+        assert_eq!(argo.plural, "applications");
+        assert_eq!(registry.is_namespaced(&gvk("argoproj.io", "v1alpha1", "Application")), Some(true));
+        assert_eq!(registry.is_namespaced(&gvk("", "v1", "Namespace")), Some(false));
+
+        let missing = registry.api_resource(&gvk("example.com", "v1", "Nope")).unwrap_err();
+        assert!(matches!(missing, RegistryError::NotRegistered(_)));
+        assert_eq!(missing.to_string(), "example.com/v1, Kind=Nope is not registered");
+        let scale = registry.api_resource(&gvk("autoscaling", "v1", "Scale")).unwrap_err();
+        assert!(matches!(scale, RegistryError::Subresource(_)), "{scale}");
+    }
+
+    #[test]
+    fn same_type_again_is_a_no_op() {
+        let mut registry = Registry::platform().unwrap();
+        let before = registry.len();
+        registry.register_with_list::<Secret>().unwrap();
+        registry.register::<HelmApplication>().unwrap();
+        add_argo_shim(&mut registry).unwrap();
+        assert_eq!(registry.len(), before);
+    }
+
+    #[test]
+    fn another_type_for_a_registered_kind_is_an_error() {
+        let mut registry = Registry::platform().unwrap();
+        let before = registry.len();
+        let error = registry
+            .add(Registration::new::<ConfigMap>(gvk("", "v1", "Secret"), "secrets", Scope::Namespaced))
+            .unwrap_err();
+        let RegistryError::Conflict { gvk: conflict, existing, new, .. } = &error else {
+            panic!("{error}")
+        };
+        assert_eq!(conflict, &gvk("", "v1", "Secret"));
+        assert!(existing.ends_with("::Secret") && new.ends_with("::ConfigMap"));
+        assert!(error.to_string().starts_with("v1, Kind=Secret is already registered as"), "{error}");
+        // Same type with another plural or scope conflicts too.
+        assert!(registry.add(Registration::new::<Secret>(gvk("", "v1", "Secret"), "secretz", Scope::Namespaced)).is_err());
+        assert!(registry.add(Registration::new::<Secret>(gvk("", "v1", "Secret"), "secrets", Scope::Cluster)).is_err());
+        assert_eq!(registry.len(), before);
+        assert!(registry.get(&gvk("", "v1", "Secret")).unwrap().is::<Secret>());
+    }
+
+    #[test]
+    fn a_list_conflict_rolls_back_its_item() {
+        let mut registry = Registry::new();
+        registry
+            .add(Registration::new::<serde_json::Value>(gvk("", "v1", "SecretList"), "secrets", Scope::Namespaced))
+            .unwrap();
+        assert!(registry.register_with_list::<Secret>().is_err());
+        assert_eq!(registry.len(), 1);
+        assert!(!registry.contains(&gvk("", "v1", "Secret")));
+    }
+
+    #[test]
+    fn invalid_registrations_are_refused() {
+        let mut registry = Registry::new();
+        let empty_kind = registry.add(Registration::new::<serde_json::Value>(gvk("x.io", "v1", ""), "xs", Scope::Cluster));
+        assert!(matches!(empty_kind, Err(RegistryError::Invalid { .. })));
+        let empty_plural = registry.add(Registration::new::<serde_json::Value>(gvk("x.io", "v1", "X"), "", Scope::Cluster));
+        assert!(matches!(empty_plural, Err(RegistryError::Invalid { .. })));
+        assert!(registry.is_empty());
+    }
+
+    #[test]
+    fn first_failing_addition_stops_the_build() {
+        let third_ran = Cell::new(false);
+        let additions: Vec<Box<dyn FnOnce(&mut Registry) -> Result<(), RegistryError> + '_>> = vec![
+            Box::new(widget),
+            Box::new(|r: &mut Registry| {
+                r.add(Registration::new::<ConfigMap>(gvk("", "v1", "Namespace"), "namespaces", Scope::Cluster))
+            }),
+            Box::new(|_: &mut Registry| {
+                third_ran.set(true);
+                Ok(())
+            }),
+        ];
+        let error = platform_registry(additions).unwrap_err();
+        let RegistryError::Addition { index, source } = &error else { panic!("{error}") };
+        assert_eq!(*index, 1);
+        assert!(matches!(**source, RegistryError::Conflict { .. }));
+        assert!(error.to_string().contains("v1, Kind=Namespace"), "{error}");
+        assert!(!third_ran.get(), "additions after the failing one must not run");
+
+        // Boxed additions of the public alias type work too.
+        let ok: Vec<Addition> = vec![Box::new(widget), Box::new(|_: &mut Registry| Ok(()))];
+        assert!(platform_registry(ok).unwrap().contains(&gvk("example.com", "v1", "Widget")));
+    }
+
+    fn secret() -> Secret {
+        Secret {
+            metadata: ObjectMeta {
+                name: Some("s".into()),
+                namespace: Some("ns".into()),
+                ..ObjectMeta::default()
+            },
+            type_: Some("kubernetes.io/tls".into()),
+            string_data: Some([("a".to_owned(), "b".to_owned())].into()),
+            ..Secret::default()
+        }
+    }
+
+    #[test]
+    fn encode_and_decode_built_ins() {
+        let registry = Registry::platform().unwrap();
+        let dynamic = registry.encode(&secret()).unwrap();
+        assert_eq!(dynamic.types, Some(TypeMeta { api_version: "v1".into(), kind: "Secret".into() }));
+        assert_eq!(dynamic.data["type"], "kubernetes.io/tls");
+        assert_eq!(dynamic.metadata.name.as_deref(), Some("s"));
+
+        assert_eq!(registry.decode::<Secret>(&dynamic).unwrap(), secret());
+        let any = registry.decode_any(&dynamic).unwrap();
+        assert_eq!(any.gvk(), &gvk("", "v1", "Secret"));
+        assert!(any.is::<Secret>());
+        assert_eq!(any.downcast::<Secret>().unwrap(), secret());
+
+        let mismatch = registry.decode::<ConfigMap>(&dynamic).unwrap_err();
+        assert!(matches!(mismatch, DecodeError::TypeMismatch { .. }), "{mismatch}");
+        assert!(mismatch.to_string().starts_with("v1, Kind=Secret is registered as"), "{mismatch}");
+    }
+
+    #[test]
+    fn decode_errors_name_the_problem() {
+        let registry = Registry::platform().unwrap();
+        let mut untyped = registry.encode(&secret()).unwrap();
+        untyped.types = None;
+        assert!(matches!(registry.decode_any(&untyped), Err(DecodeError::MissingTypeMeta)));
+
+        let unknown = json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}});
+        let error = registry.decode_value_any(unknown).unwrap_err();
+        assert_eq!(error.to_string(), "example.com/v1, Kind=Widget is not registered");
+
+        let bad_version = json!({"apiVersion": "a/b/c", "kind": "X"});
+        assert!(matches!(registry.decode_value_any(bad_version), Err(DecodeError::InvalidApiVersion(_))));
+
+        let wrong_shape = json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"}, "data": {"k": 5}});
+        let error = registry.decode_value::<Secret>(wrong_shape).unwrap_err();
+        assert!(matches!(error, DecodeError::Deserialize { .. }));
+        assert!(error.to_string().starts_with("cannot decode v1, Kind=Secret as"), "{error}");
+    }
+
+    #[test]
+    fn encode_requires_the_registered_type() {
+        let registry = Registry::new();
+        let error = registry.encode(&secret()).unwrap_err();
+        assert!(matches!(error, EncodeError::NotRegistered(_)));
+        assert_eq!(error.to_string(), "v1, Kind=Secret is not registered");
+
+        let mut registry = Registry::new();
+        registry
+            .add(Registration::new::<serde_json::Value>(gvk("", "v1", "Secret"), "secrets", Scope::Namespaced))
+            .unwrap();
+        assert!(matches!(registry.encode(&secret()), Err(EncodeError::TypeMismatch { .. })));
+    }
+
+    #[test]
+    fn platform_types_through_dynamic_objects() {
+        let registry = Registry::platform().unwrap();
+        let mut helm = HelmApplication::new(
+            "app",
+            HelmApplicationSpec {
+                tags: Default::default(),
+                documentation: "d".into(),
+                license: "l".into(),
+                icon: k8s_openapi::ByteString(vec![1, 2, 3]),
+                versions: vec![HelmApplicationVersion::chart("r", "c", SemanticVersion::parse("v1.0").unwrap())],
+            },
+        );
+        helm.status = Some(Default::default());
+        let dynamic = registry.encode(&helm).unwrap();
+        assert_eq!(dynamic.data["spec"]["versions"][0]["version"], "v1.0");
+        assert_eq!(registry.decode::<HelmApplication>(&dynamic).unwrap(), helm);
+
+        let fake = ManagedResource::new("m");
+        let dynamic = registry.encode(&fake).unwrap();
+        assert_eq!(registry.decode_any(&dynamic).unwrap().downcast::<ManagedResource>().unwrap(), fake);
+
+        let mut app = Application::new("a", Default::default());
+        app.spec.project = "default".into();
+        let dynamic = registry.encode(&app).unwrap();
+        assert_eq!(dynamic.types.as_ref().unwrap().api_version, "argoproj.io/v1alpha1");
+        assert_eq!(registry.decode::<Application>(&dynamic).unwrap(), app);
+
+        // Lists decode into ObjectList of their items.
+        let list = json!({
+            "apiVersion": "v1",
+            "kind": "NamespaceList",
+            "metadata": {"resourceVersion": "7"},
+            "items": [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "a"}}],
+        });
+        let decoded = registry.decode_value_any(list).unwrap().downcast::<ObjectList<Namespace>>().unwrap();
+        assert_eq!(decoded.items[0].metadata.name.as_deref(), Some("a"));
+        assert_eq!(decoded.metadata.resource_version.as_deref(), Some("7"));
+    }
+}
