@@ -1,0 +1,184 @@
+//! The remote-cluster step: enter a remote cluster and run the children there.
+//!
+//! The caller obtains the remote cluster's `kube::Config` *using the parent scope's
+//! client* (for a virtual cluster inside a workload cluster, that is the workload
+//! cluster's client, from [`cluster_client`](crate::cluster_client)), then calls
+//! [`with_remote_cluster`].
+
+use std::future::Future;
+
+use url::{Host, Url};
+
+use crate::error::RemoteError;
+use crate::identifier::ResourceIdentifier;
+use crate::scope::{Cluster, with_cluster};
+
+/// Host and port of a cluster's API server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Endpoint {
+    /// Host name or IP address; IPv6 addresses without brackets.
+    pub host: String,
+    /// Port: explicit in the URL, else 443 for `https` and 80 for `http`.
+    pub port: u16,
+}
+
+/// Derives the API server endpoint from a server URL.
+///
+/// Only `https` and `http` are accepted; the port defaults to 443 and 80. A URL
+/// without a host is an error.
+///
+/// ```
+/// use provision_scope::endpoint;
+///
+/// let e = endpoint("https://api.example.com").unwrap();
+/// assert_eq!((e.host.as_str(), e.port), ("api.example.com", 443));
+/// assert_eq!(endpoint("http://10.0.0.1:8080/").unwrap().port, 8080);
+/// assert!(endpoint("unix:///run/kube.sock").is_err());
+/// ```
+pub fn endpoint(server: &str) -> Result<Endpoint, RemoteError> {
+    let url = Url::parse(server).map_err(RemoteError::InvalidUrl)?;
+    let default_port = match url.scheme() {
+        "https" => 443,
+        "http" => 80,
+        other => {
+            return Err(RemoteError::UnsupportedScheme {
+                scheme: other.to_owned(),
+            });
+        }
+    };
+    let host = match url.host() {
+        Some(Host::Domain(domain)) if !domain.is_empty() => domain.to_owned(),
+        Some(Host::Ipv4(addr)) => addr.to_string(),
+        Some(Host::Ipv6(addr)) => addr.to_string(),
+        _ => return Err(RemoteError::MissingHost),
+    };
+    Ok(Endpoint {
+        host,
+        port: url.port().unwrap_or(default_port),
+    })
+}
+
+/// Builds the [`Cluster`] for a remote cluster: its endpoint from
+/// `config.cluster_url`, its client from `config` (kube's standard client stack).
+///
+/// Needs a Tokio runtime (kube's client spawns its request buffer).
+pub fn remote_cluster(
+    config: kube::Config,
+    id: ResourceIdentifier,
+) -> Result<Cluster, RemoteError> {
+    let Endpoint { host, port } = endpoint(&config.cluster_url.to_string())?;
+    let client = kube::Client::try_from(config).map_err(|source| RemoteError::Client {
+        cluster: id.cluster_name(),
+        source,
+    })?;
+    Ok(Cluster::remote(client, id, host, port))
+}
+
+/// The remote-cluster step: builds the remote cluster from `config` and `id` (see
+/// [`remote_cluster`]) and runs `children` with it as the current cluster. The
+/// provisioner client and namespace are inherited from the parent scope.
+///
+/// Fails, without running `children`, when the endpoint cannot be derived or the
+/// client cannot be built. A caller that builds its client another way can do the
+/// same with [`endpoint`], [`Cluster::remote`] and [`with_cluster`].
+pub async fn with_remote_cluster<F: Future>(
+    config: kube::Config,
+    id: ResourceIdentifier,
+    children: F,
+) -> Result<F::Output, RemoteError> {
+    let cluster = remote_cluster(config, id)?;
+    Ok(with_cluster(cluster, children).await)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use super::*;
+
+    fn ok(server: &str) -> (String, u16) {
+        let e = endpoint(server).unwrap();
+        (e.host, e.port)
+    }
+
+    #[test]
+    fn default_ports_by_scheme() {
+        assert_eq!(
+            ok("https://api.example.com"),
+            ("api.example.com".into(), 443)
+        );
+        assert_eq!(ok("http://api.example.com"), ("api.example.com".into(), 80));
+        assert_eq!(
+            ok("https://api.example.com/"),
+            ("api.example.com".into(), 443)
+        );
+        assert_eq!(
+            ok("HTTPS://API.Example.com"),
+            ("api.example.com".into(), 443)
+        );
+    }
+
+    #[test]
+    fn explicit_ports_win_even_when_they_are_the_other_default() {
+        assert_eq!(ok("https://10.1.2.3:6443"), ("10.1.2.3".into(), 6443));
+        assert_eq!(
+            ok("http://cp.local:8080/prefix/path"),
+            ("cp.local".into(), 8080)
+        );
+        assert_eq!(ok("https://h:80"), ("h".into(), 80));
+        assert_eq!(ok("http://h:443"), ("h".into(), 443));
+        // The scheme's own default, written out.
+        assert_eq!(ok("https://h:443"), ("h".into(), 443));
+    }
+
+    #[test]
+    fn ipv6_hosts_lose_their_brackets() {
+        assert_eq!(ok("https://[::1]:6443"), ("::1".into(), 6443));
+        assert_eq!(ok("https://[fd00::10]"), ("fd00::10".into(), 443));
+    }
+
+    #[test]
+    fn user_info_is_not_part_of_the_host() {
+        assert_eq!(
+            ok("https://user:secret@api.example.com:6443"),
+            ("api.example.com".into(), 6443)
+        );
+    }
+
+    #[test]
+    fn other_schemes_are_rejected_by_name() {
+        for (server, scheme) in [
+            ("unix:///var/run/k.sock", "unix"),
+            ("ftp://h", "ftp"),
+            ("wss://h", "wss"),
+        ] {
+            match endpoint(server) {
+                Err(RemoteError::UnsupportedScheme { scheme: got }) => assert_eq!(got, scheme),
+                other => panic!("{server}: {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn missing_host_and_garbage_are_errors() {
+        assert!(matches!(
+            endpoint("api.example.com:6443"),
+            Err(RemoteError::UnsupportedScheme { .. })
+        ));
+        assert!(matches!(
+            endpoint("not a url"),
+            Err(RemoteError::InvalidUrl(_))
+        ));
+        assert!(matches!(
+            endpoint("https://:6443"),
+            Err(RemoteError::InvalidUrl(_))
+        ));
+        assert!(matches!(endpoint(""), Err(RemoteError::InvalidUrl(_))));
+    }
+
+    #[test]
+    fn errors_do_not_echo_the_url() {
+        let err = endpoint("ftp://user:hunter2@h").unwrap_err();
+        assert!(!err.to_string().contains("hunter2"), "{err}");
+    }
+}

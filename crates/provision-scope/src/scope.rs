@@ -1,0 +1,202 @@
+//! The task-local scope, its runners and accessors.
+//!
+//! One task-local holds an immutable, shared ([`Arc`]) scope value. A runner
+//! (`with_*`) derives a copy with one value replaced and runs a future (or, for the
+//! `sync_with_*` forms, a closure) with that copy installed; when the future
+//! completes — or whenever it is not being polled — the outer value is in place
+//! again. The copy is derived when the runner *starts running* (its first poll), so
+//! runners compose in either nesting order: `with_namespace(ns, with_cluster(c, f))`
+//! sees both.
+//!
+//! Task-locals do not cross `tokio::spawn`: use [`crate::spawn()`] / [`crate::spawn_in`].
+
+use std::fmt;
+use std::future::Future;
+use std::sync::Arc;
+
+use tracing::Instrument;
+
+use crate::error::{ScopeError, ScopeValue};
+use crate::identifier::ResourceIdentifier;
+
+tokio::task_local! {
+    /// The one task-local. Never mutated in place: runners install a new `Arc`.
+    pub(crate) static SCOPE: Arc<Scope>;
+}
+
+/// The values carried by the provisioning scope. Immutable once installed.
+#[derive(Clone, Default)]
+pub(crate) struct Scope {
+    provisioner: Option<kube::Client>,
+    cluster: Option<Arc<Cluster>>,
+    namespace: Option<Arc<str>>,
+}
+
+/// The scope installed on this task, or an empty one.
+pub(crate) fn current() -> Arc<Scope> {
+    SCOPE.try_with(Arc::clone).unwrap_or_default()
+}
+
+/// A copy of the current scope with `change` applied.
+fn derive(change: impl FnOnce(&mut Scope)) -> Arc<Scope> {
+    let mut next = Scope::clone(&current());
+    change(&mut next);
+    Arc::new(next)
+}
+
+fn read<T>(value: ScopeValue, get: impl FnOnce(&Scope) -> Option<T>) -> Result<T, ScopeError> {
+    SCOPE
+        .try_with(|scope| get(scope))
+        .ok()
+        .flatten()
+        .ok_or(ScopeError::Missing(value))
+}
+
+/// The cluster a step acts on: a client for it and, for remote clusters, its
+/// identifier and API endpoint.
+///
+/// The local cluster (the root of the tree) has no identifier, host or port.
+#[derive(Clone)]
+pub struct Cluster {
+    /// A client for this cluster's API.
+    pub client: kube::Client,
+    /// The CD identifier of a remote cluster; `None` for the local one.
+    pub id: Option<ResourceIdentifier>,
+    /// The API server host of a remote cluster (no brackets for IPv6).
+    pub host: Option<String>,
+    /// The API server port of a remote cluster.
+    pub port: Option<u16>,
+}
+
+impl Cluster {
+    /// The local cluster: no identifier, host or port.
+    pub fn local(client: kube::Client) -> Self {
+        Self {
+            client,
+            id: None,
+            host: None,
+            port: None,
+        }
+    }
+
+    /// A remote cluster.
+    pub fn remote(
+        client: kube::Client,
+        id: ResourceIdentifier,
+        host: impl Into<String>,
+        port: u16,
+    ) -> Self {
+        Self {
+            client,
+            id: Some(id),
+            host: Some(host.into()),
+            port: Some(port),
+        }
+    }
+
+    /// Whether this is the local cluster (it has no identifier).
+    pub fn is_local(&self) -> bool {
+        self.id.is_none()
+    }
+
+    fn span(&self) -> tracing::Span {
+        let id = self.id.as_ref().map(ResourceIdentifier::cluster_name);
+        tracing::info_span!(
+            "cluster",
+            cluster.id = id.as_deref().unwrap_or("local"),
+            cluster.host = self.host.as_deref(),
+            cluster.port = self.port,
+        )
+    }
+}
+
+/// Shows the identifier, host and port; the client (and its credentials) is elided.
+impl fmt::Debug for Cluster {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Cluster")
+            .field("id", &self.id)
+            .field("host", &self.host)
+            .field("port", &self.port)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The provisioner (local control plane) client, whatever the current cluster.
+///
+/// Steps that keep platform objects (application bundles, namespaces) use this one.
+pub fn provisioner() -> Result<kube::Client, ScopeError> {
+    read(ScopeValue::Provisioner, |s| s.provisioner.clone())
+}
+
+/// The current cluster.
+pub fn cluster() -> Result<Arc<Cluster>, ScopeError> {
+    read(ScopeValue::Cluster, |s| s.cluster.clone())
+}
+
+/// The current cluster's client: where a step's own writes go by default.
+pub fn cluster_client() -> Result<kube::Client, ScopeError> {
+    read(ScopeValue::Cluster, |s| {
+        s.cluster.as_ref().map(|c| c.client.clone())
+    })
+}
+
+/// The current namespace.
+pub fn namespace() -> Result<Arc<str>, ScopeError> {
+    read(ScopeValue::Namespace, |s| s.namespace.clone())
+}
+
+/// Runs `fut` with `client` as the provisioner client.
+pub async fn with_provisioner<F: Future>(client: kube::Client, fut: F) -> F::Output {
+    let next = derive(|s| s.provisioner = Some(client));
+    SCOPE.scope(next, fut).await
+}
+
+/// Runs `fut` with `cluster` as the current cluster, inside a `cluster` span
+/// carrying `cluster.id` (the CD cluster name, or `local`), `cluster.host` and
+/// `cluster.port`.
+pub async fn with_cluster<F: Future>(cluster: Cluster, fut: F) -> F::Output {
+    let span = cluster.span();
+    let next = derive(|s| s.cluster = Some(Arc::new(cluster)));
+    SCOPE.scope(next, fut).instrument(span).await
+}
+
+/// Runs `fut` with `namespace` as the current namespace, inside a `namespace` span.
+pub async fn with_namespace<F: Future>(namespace: impl Into<Arc<str>>, fut: F) -> F::Output {
+    let namespace: Arc<str> = namespace.into();
+    let span = tracing::debug_span!("namespace", namespace = &*namespace);
+    let next = derive(|s| s.namespace = Some(namespace));
+    SCOPE.scope(next, fut).instrument(span).await
+}
+
+/// Runs `fut` at the root of a provisioning tree: `client` is both the provisioner
+/// client and the current (local) cluster's client.
+pub async fn with_root<F: Future>(client: kube::Client, fut: F) -> F::Output {
+    let cluster = Cluster::local(client.clone());
+    let span = cluster.span();
+    let next = derive(|s| {
+        s.provisioner = Some(client);
+        s.cluster = Some(Arc::new(cluster));
+    });
+    SCOPE.scope(next, fut).instrument(span).await
+}
+
+/// Runs `f` with `client` as the provisioner client.
+pub fn sync_with_provisioner<R>(client: kube::Client, f: impl FnOnce() -> R) -> R {
+    let next = derive(|s| s.provisioner = Some(client));
+    SCOPE.sync_scope(next, f)
+}
+
+/// Runs `f` with `cluster` as the current cluster, inside its `cluster` span.
+pub fn sync_with_cluster<R>(cluster: Cluster, f: impl FnOnce() -> R) -> R {
+    let span = cluster.span();
+    let next = derive(|s| s.cluster = Some(Arc::new(cluster)));
+    span.in_scope(|| SCOPE.sync_scope(next, f))
+}
+
+/// Runs `f` with `namespace` as the current namespace, inside a `namespace` span.
+pub fn sync_with_namespace<R>(namespace: impl Into<Arc<str>>, f: impl FnOnce() -> R) -> R {
+    let namespace: Arc<str> = namespace.into();
+    let span = tracing::debug_span!("namespace", namespace = &*namespace);
+    let next = derive(|s| s.namespace = Some(namespace));
+    span.in_scope(|| SCOPE.sync_scope(next, f))
+}
