@@ -1,0 +1,544 @@
+//! The cache-backed client: reads from the declared caches, writes to the API.
+//!
+//! Every constructor — [`ClientBuilder::in_cluster`], [`ClientBuilder::from_config`],
+//! [`ClientBuilder::from_options`] and [`ClientBuilder::from_client`] — ends in the
+//! same cache-proving step: it returns `Ok` only when every declared cache has
+//! completed its initial list (see [`crate::cache`] for the failure rules).
+//!
+//! Reads ([`CachedClient::get`], [`CachedClient::list`] and their `_dynamic`
+//! forms) never touch the network: they answer from the caches, typed or dynamic
+//! whichever way the cache was declared (a typed read of a dynamically declared
+//! cache, and the reverse, convert through JSON). A read that no declared cache
+//! covers is an error ([`ClientError::NotCached`]), never a silent API call.
+//!
+//! Writes (create, replace, patch, delete) go to the API server; the caches see
+//! their effect when the watch delivers it, like any other change.
+
+use std::{fmt, sync::Arc, time::Duration};
+
+use kube::{
+    Api,
+    api::{ApiResource, DeleteParams, DynamicObject, Patch, PatchParams, PostParams},
+    core::Selector,
+};
+use serde::Serialize;
+use thiserror::Error;
+
+use crate::{
+    cache::{
+        CacheDeclaration, CacheError, CachedType, Caches, DEFAULT_SYNC_TIMEOUT, DynamicReader, HealthReport,
+        KnownScope, Selection, TypedReader, dedupe,
+    },
+    config::{ConfigError, ConfigSource, Environment, InClusterError, InClusterSource, KubeOptions},
+};
+
+/// Why a client could not be constructed.
+#[derive(Debug, Error)]
+#[non_exhaustive]
+pub enum ConstructError {
+    /// In-cluster configuration is unavailable.
+    #[error(transparent)]
+    InCluster(#[from] InClusterError),
+    /// The command-line options did not resolve to a configuration.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// The configuration did not produce a client (TLS material, auth plugin...).
+    #[error("cannot build a Kubernetes client from the configuration: {0}")]
+    Client(#[source] kube::Error),
+    /// The declared caches could not be proven synced.
+    #[error(transparent)]
+    Cache(#[from] CacheError),
+}
+
+/// Why a read or a write failed.
+#[derive(Debug, Error)]
+#[non_exhaustive]
+pub enum ClientError {
+    /// No declared cache covers what was asked for.
+    #[error("{resource} {} is not covered by any declared cache (declare one at construction)", Target { namespace: namespace.as_deref(), name: name.as_deref() })]
+    NotCached {
+        /// `plural.version.group` of the resource.
+        resource: String,
+        /// The namespace asked for.
+        namespace: Option<String>,
+        /// The name asked for (None for a list).
+        name: Option<String>,
+    },
+    /// A cached object does not decode as the requested type.
+    #[error("cached {resource} does not decode as the requested type: {source}")]
+    Decode {
+        /// `plural.version.group` of the resource.
+        resource: String,
+        /// The decoding error.
+        #[source]
+        source: serde_json::Error,
+    },
+    /// A namespaced object without `metadata.namespace` was given to a write.
+    #[error("{kind} is namespaced but the object has no metadata.namespace")]
+    MissingNamespace {
+        /// The kind.
+        kind: String,
+    },
+    /// An object without `metadata.name` was given to replace.
+    #[error("{kind} object has no metadata.name")]
+    MissingName {
+        /// The kind.
+        kind: String,
+    },
+    /// The API server rejected the request, or it could not be sent.
+    #[error("Kubernetes API request failed: {0}")]
+    Api(#[source] kube::Error),
+}
+
+struct Target<'a> {
+    namespace: Option<&'a str>,
+    name: Option<&'a str>,
+}
+
+impl fmt::Display for Target<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match (self.namespace, self.name) {
+            (Some(ns), Some(name)) => write!(f, "{ns}/{name}"),
+            (None, Some(name)) => write!(f, "{name}"),
+            (Some(ns), None) => write!(f, "in namespace {ns}"),
+            (None, None) => f.write_str("across all namespaces"),
+        }
+    }
+}
+
+/// Declares the caches, then constructs a [`CachedClient`] from one of the sources.
+#[derive(Debug)]
+pub struct ClientBuilder {
+    declarations: Vec<CacheDeclaration>,
+    sync_timeout: Duration,
+}
+
+impl Default for ClientBuilder {
+    fn default() -> Self {
+        Self {
+            declarations: Vec::new(),
+            sync_timeout: DEFAULT_SYNC_TIMEOUT,
+        }
+    }
+}
+
+impl ClientBuilder {
+    /// No caches yet, the default sync timeout (2 minutes).
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Declare a cache of a typed resource.
+    #[must_use]
+    pub fn cache<K: CachedType>(self, selection: Selection) -> Self {
+        self.declare(CacheDeclaration::typed::<K>(selection))
+    }
+
+    /// Declare a cache of a resource known only at run time.
+    #[must_use]
+    pub fn dynamic_cache(self, resource: ApiResource, selection: Selection) -> Self {
+        self.declare(CacheDeclaration::dynamic(resource, selection))
+    }
+
+    /// Declare a prepared cache declaration.
+    #[must_use]
+    pub fn declare(mut self, declaration: CacheDeclaration) -> Self {
+        self.declarations.push(declaration);
+        self
+    }
+
+    /// How long construction waits for every cache's initial list.
+    #[must_use]
+    pub fn sync_timeout(mut self, timeout: Duration) -> Self {
+        self.sync_timeout = timeout;
+        self
+    }
+
+    /// In-cluster: service-account files and `KUBERNETES_SERVICE_HOST`/`_PORT`, nothing else.
+    pub async fn in_cluster(self) -> Result<CachedClient, ConstructError> {
+        self.in_cluster_from(&InClusterSource::from_env()).await
+    }
+
+    /// In-cluster from an explicit source (tests, unusual mounts).
+    pub async fn in_cluster_from(self, source: &InClusterSource) -> Result<CachedClient, ConstructError> {
+        let config = source.load()?;
+        tracing::info!(dir = %source.dir.display(), "using in-cluster Kubernetes configuration");
+        self.from_config(config).await
+    }
+
+    /// From the command-line options, with the documented precedence
+    /// ([`crate::config`]).
+    pub async fn from_options(self, options: &KubeOptions) -> Result<CachedClient, ConstructError> {
+        self.from_options_in(options, &Environment::from_process()).await
+    }
+
+    /// From the command-line options, against an explicit environment.
+    pub async fn from_options_in(
+        self,
+        options: &KubeOptions,
+        env: &Environment,
+    ) -> Result<CachedClient, ConstructError> {
+        let resolved = options.resolve_in(env).await?;
+        tracing::info!(source = %resolved.source, "using Kubernetes configuration");
+        let client = kube::Client::try_from(resolved.config).map_err(ConstructError::Client)?;
+        self.build(client, Some(resolved.source)).await
+    }
+
+    /// From any `kube::Config`.
+    pub async fn from_config(self, config: kube::Config) -> Result<CachedClient, ConstructError> {
+        let client = kube::Client::try_from(config).map_err(ConstructError::Client)?;
+        self.from_client(client).await
+    }
+
+    /// From an existing client (a process never needs a second one). Every other
+    /// constructor ends here.
+    pub async fn from_client(self, client: kube::Client) -> Result<CachedClient, ConstructError> {
+        self.build(client, None).await
+    }
+
+    async fn build(self, client: kube::Client, source: Option<ConfigSource>) -> Result<CachedClient, ConstructError> {
+        let caches = Caches::start(&client, self.declarations, self.sync_timeout).await?;
+        Ok(CachedClient {
+            inner: Arc::new(Inner {
+                client,
+                caches,
+                source,
+            }),
+        })
+    }
+}
+
+struct Inner {
+    client: kube::Client,
+    caches: Caches,
+    source: Option<ConfigSource>,
+}
+
+/// A Kubernetes client whose reads come from caches proven synced at construction.
+///
+/// Cheap to clone; the caches stop when the last clone is dropped.
+#[derive(Clone)]
+pub struct CachedClient {
+    inner: Arc<Inner>,
+}
+
+impl fmt::Debug for CachedClient {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CachedClient")
+            .field("source", &self.inner.source)
+            .field(
+                "caches",
+                &self.inner.caches.entries.iter().map(|e| e.name.to_string()).collect::<Vec<_>>(),
+            )
+            .finish_non_exhaustive()
+    }
+}
+
+fn resource_of(group: &str, version: &str, plural: &str) -> String {
+    if group.is_empty() {
+        format!("{plural}.{version}")
+    } else {
+        format!("{plural}.{version}.{group}")
+    }
+}
+
+impl CachedClient {
+    /// Start declaring caches.
+    pub fn builder() -> ClientBuilder {
+        ClientBuilder::new()
+    }
+
+    /// The underlying client, for anything this type does not wrap.
+    pub fn kube_client(&self) -> &kube::Client {
+        &self.inner.client
+    }
+
+    /// Where the configuration came from, when built from options.
+    pub fn source(&self) -> Option<&ConfigSource> {
+        self.inner.source.as_ref()
+    }
+
+    /// The health of every declared cache.
+    pub fn health(&self) -> HealthReport {
+        self.inner.caches.health()
+    }
+
+    /// Get one object by name from the caches. `Ok(None)` when a cache covering it
+    /// does not hold it; [`ClientError::NotCached`] when no declared cache covers it.
+    pub fn get<K: CachedType>(&self, namespace: Option<&str>, name: &str) -> Result<Option<Arc<K>>, ClientError> {
+        let (group, version, kind) = (K::group(&()), K::version(&()), K::kind(&()));
+        let resource = || resource_of(&group, &version, &K::plural(&()));
+        let mut covered = false;
+        for entry in self.inner.caches.of_kind(&group, &version, &kind) {
+            if !entry.name.selection.covers_object(namespace, name) {
+                continue;
+            }
+            covered = true;
+            if let Some(typed) = entry.reader.as_any().downcast_ref::<TypedReader<K>>() {
+                if let Some(obj) = typed.get(namespace, name) {
+                    return Ok(Some(obj));
+                }
+            } else if let Some(value) = entry.reader.get_json(namespace, name) {
+                let decoded = value
+                    .and_then(serde_json::from_value::<K>)
+                    .map_err(|source| ClientError::Decode {
+                        resource: resource(),
+                        source,
+                    })?;
+                return Ok(Some(Arc::new(decoded)));
+            }
+        }
+        if covered {
+            Ok(None)
+        } else {
+            Err(ClientError::NotCached {
+                resource: resource(),
+                namespace: namespace.map(str::to_owned),
+                name: Some(name.to_owned()),
+            })
+        }
+    }
+
+    /// List objects from the caches, in `namespace` (None: all namespaces, or a
+    /// cluster-scoped kind) matching a label selector (`&Selector::default()` for
+    /// all). A cache declared with selectors holds only what they select.
+    pub fn list<K: CachedType>(&self, namespace: Option<&str>, selector: &Selector) -> Result<Vec<Arc<K>>, ClientError> {
+        let (group, version, kind) = (K::group(&()), K::version(&()), K::kind(&()));
+        let resource = || resource_of(&group, &version, &K::plural(&()));
+        let mut covered = false;
+        let mut items = Vec::new();
+        for entry in self.inner.caches.of_kind(&group, &version, &kind) {
+            if !entry.name.selection.covers_namespace(namespace) {
+                continue;
+            }
+            covered = true;
+            if let Some(typed) = entry.reader.as_any().downcast_ref::<TypedReader<K>>() {
+                items.extend(typed.list(namespace, selector));
+            } else {
+                for value in entry.reader.list_json(namespace, selector) {
+                    let decoded = value
+                        .and_then(serde_json::from_value::<K>)
+                        .map_err(|source| ClientError::Decode {
+                            resource: resource(),
+                            source,
+                        })?;
+                    items.push(Arc::new(decoded));
+                }
+            }
+        }
+        if !covered {
+            return Err(ClientError::NotCached {
+                resource: resource(),
+                namespace: namespace.map(str::to_owned),
+                name: None,
+            });
+        }
+        Ok(dedupe(items))
+    }
+
+    /// [`CachedClient::get`] for a resource known only at run time.
+    pub fn get_dynamic(
+        &self,
+        resource: &ApiResource,
+        namespace: Option<&str>,
+        name: &str,
+    ) -> Result<Option<Arc<DynamicObject>>, ClientError> {
+        let mut covered = false;
+        for entry in self
+            .inner
+            .caches
+            .of_kind(&resource.group, &resource.version, &resource.kind)
+        {
+            if !entry.name.selection.covers_object(namespace, name) {
+                continue;
+            }
+            covered = true;
+            if let Some(dynamic) = entry.reader.as_any().downcast_ref::<DynamicReader>() {
+                if let Some(obj) = dynamic.get(namespace, name) {
+                    return Ok(Some(obj));
+                }
+            } else if let Some(value) = entry.reader.get_json(namespace, name) {
+                let decoded = value
+                    .and_then(serde_json::from_value::<DynamicObject>)
+                    .map_err(|source| ClientError::Decode {
+                        resource: resource_of(&resource.group, &resource.version, &resource.plural),
+                        source,
+                    })?;
+                return Ok(Some(Arc::new(decoded)));
+            }
+        }
+        if covered {
+            Ok(None)
+        } else {
+            Err(ClientError::NotCached {
+                resource: resource_of(&resource.group, &resource.version, &resource.plural),
+                namespace: namespace.map(str::to_owned),
+                name: Some(name.to_owned()),
+            })
+        }
+    }
+
+    /// [`CachedClient::list`] for a resource known only at run time.
+    pub fn list_dynamic(
+        &self,
+        resource: &ApiResource,
+        namespace: Option<&str>,
+        selector: &Selector,
+    ) -> Result<Vec<Arc<DynamicObject>>, ClientError> {
+        let mut covered = false;
+        let mut items = Vec::new();
+        for entry in self
+            .inner
+            .caches
+            .of_kind(&resource.group, &resource.version, &resource.kind)
+        {
+            if !entry.name.selection.covers_namespace(namespace) {
+                continue;
+            }
+            covered = true;
+            if let Some(dynamic) = entry.reader.as_any().downcast_ref::<DynamicReader>() {
+                items.extend(dynamic.list(namespace, selector));
+            } else {
+                for value in entry.reader.list_json(namespace, selector) {
+                    let decoded = value
+                        .and_then(serde_json::from_value::<DynamicObject>)
+                        .map_err(|source| ClientError::Decode {
+                            resource: resource_of(&resource.group, &resource.version, &resource.plural),
+                            source,
+                        })?;
+                    items.push(Arc::new(decoded));
+                }
+            }
+        }
+        if !covered {
+            return Err(ClientError::NotCached {
+                resource: resource_of(&resource.group, &resource.version, &resource.plural),
+                namespace: namespace.map(str::to_owned),
+                name: None,
+            });
+        }
+        Ok(dedupe(items))
+    }
+
+    fn api<K: CachedType>(&self, namespace: Option<&str>) -> Api<K> {
+        <K::Scope as KnownScope>::api::<K>(self.inner.client.clone(), namespace)
+    }
+
+    fn write_namespace<K: CachedType>(obj: &K) -> Result<Option<&str>, ClientError> {
+        let namespace = obj.meta().namespace.as_deref();
+        if namespace.is_none() && <K::Scope as KnownScope>::NAMESPACED == Some(true) {
+            return Err(ClientError::MissingNamespace {
+                kind: K::kind(&()).into_owned(),
+            });
+        }
+        Ok(namespace)
+    }
+
+    fn dynamic_api(&self, resource: &ApiResource, namespace: Option<&str>) -> Api<DynamicObject> {
+        match namespace {
+            Some(ns) => Api::namespaced_with(self.inner.client.clone(), ns, resource),
+            None => Api::all_with(self.inner.client.clone(), resource),
+        }
+    }
+
+    /// Create an object (in its `metadata.namespace`) through the API.
+    pub async fn create<K: CachedType>(&self, obj: &K) -> Result<K, ClientError> {
+        let namespace = Self::write_namespace(obj)?;
+        self.api::<K>(namespace)
+            .create(&PostParams::default(), obj)
+            .await
+            .map_err(ClientError::Api)
+    }
+
+    /// Replace an object (by its `metadata.namespace`/`name`; its
+    /// `metadata.resourceVersion`, if set, guards against lost updates).
+    pub async fn replace<K: CachedType>(&self, obj: &K) -> Result<K, ClientError> {
+        let namespace = Self::write_namespace(obj)?;
+        let name = obj.meta().name.as_deref().ok_or_else(|| ClientError::MissingName {
+            kind: K::kind(&()).into_owned(),
+        })?;
+        self.api::<K>(namespace)
+            .replace(name, &PostParams::default(), obj)
+            .await
+            .map_err(ClientError::Api)
+    }
+
+    /// Patch an object through the API.
+    pub async fn patch<K: CachedType, P: Serialize + fmt::Debug>(
+        &self,
+        namespace: Option<&str>,
+        name: &str,
+        params: &PatchParams,
+        patch: &Patch<P>,
+    ) -> Result<K, ClientError> {
+        self.api::<K>(namespace)
+            .patch(name, params, patch)
+            .await
+            .map_err(ClientError::Api)
+    }
+
+    /// Delete an object through the API.
+    pub async fn delete<K: CachedType>(&self, namespace: Option<&str>, name: &str) -> Result<(), ClientError> {
+        self.api::<K>(namespace)
+            .delete(name, &DeleteParams::default())
+            .await
+            .map(drop)
+            .map_err(ClientError::Api)
+    }
+
+    /// Create a dynamic object (in its `metadata.namespace`, none for cluster-scoped kinds).
+    pub async fn create_dynamic(
+        &self,
+        resource: &ApiResource,
+        obj: &DynamicObject,
+    ) -> Result<DynamicObject, ClientError> {
+        self.dynamic_api(resource, obj.metadata.namespace.as_deref())
+            .create(&PostParams::default(), obj)
+            .await
+            .map_err(ClientError::Api)
+    }
+
+    /// Replace a dynamic object (by its `metadata.namespace`/`name`).
+    pub async fn replace_dynamic(
+        &self,
+        resource: &ApiResource,
+        obj: &DynamicObject,
+    ) -> Result<DynamicObject, ClientError> {
+        let name = obj.metadata.name.as_deref().ok_or_else(|| ClientError::MissingName {
+            kind: resource.kind.clone(),
+        })?;
+        self.dynamic_api(resource, obj.metadata.namespace.as_deref())
+            .replace(name, &PostParams::default(), obj)
+            .await
+            .map_err(ClientError::Api)
+    }
+
+    /// Patch a dynamic object.
+    pub async fn patch_dynamic<P: Serialize + fmt::Debug>(
+        &self,
+        resource: &ApiResource,
+        namespace: Option<&str>,
+        name: &str,
+        params: &PatchParams,
+        patch: &Patch<P>,
+    ) -> Result<DynamicObject, ClientError> {
+        self.dynamic_api(resource, namespace)
+            .patch(name, params, patch)
+            .await
+            .map_err(ClientError::Api)
+    }
+
+    /// Delete a dynamic object.
+    pub async fn delete_dynamic(
+        &self,
+        resource: &ApiResource,
+        namespace: Option<&str>,
+        name: &str,
+    ) -> Result<(), ClientError> {
+        self.dynamic_api(resource, namespace)
+            .delete(name, &DeleteParams::default())
+            .await
+            .map(drop)
+            .map_err(ClientError::Api)
+    }
+}
