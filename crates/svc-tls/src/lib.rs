@@ -8,3 +8,7 @@
 //! It deliberately does not own: building the service's general Kubernetes client
 //! (`kube-construct`; this crate takes a `kube::Client`), or server-side TLS.
 #![deny(missing_docs)]
+
+pub mod error;
+pub mod material;
+pub mod options;

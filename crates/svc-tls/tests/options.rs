@@ -1,0 +1,312 @@
+//! `svc_tls::options`: the deployed flag names, several option sets in one
+//! command, the one rule for Secret references, the deprecated interval.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::Write;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use clap::Command;
+use svc_tls::options::{ClientIdentityOptions, ConfigError, PeerOptions, SecretRef};
+
+/// A service command as a Unikorn service declares it: three peers, the default
+/// identity, and a distinct identity towards `region`.
+fn command() -> Command {
+    let mut cmd = Command::new("svc").arg(
+        clap::Arg::new("namespace")
+            .long("namespace")
+            .help("a flag of the service itself"),
+    );
+    for peer in ["identity", "region", "kubernetes"] {
+        cmd = PeerOptions::augment(cmd, peer);
+    }
+    cmd = ClientIdentityOptions::augment(cmd, None);
+    ClientIdentityOptions::augment(cmd, Some("region"))
+}
+
+fn parse(args: &[&str]) -> clap::ArgMatches {
+    command()
+        .try_get_matches_from(std::iter::once("svc").chain(args.iter().copied()))
+        .unwrap()
+}
+
+#[test]
+fn command_with_several_sets_is_consistent() {
+    command().debug_assert();
+}
+
+#[test]
+fn several_sets_parse_independently() {
+    let m = parse(&[
+        "--identity-host=https://identity.example.com",
+        "--identity-ca-secret-namespace=unikorn",
+        "--identity-ca-secret-name=unikorn-ca",
+        "--region-host",
+        "https://region.example.com:8443/api",
+        "--client-certificate-namespace=unikorn-region",
+        "--client-certificate-name=unikorn-region-client-certificate",
+        "--region-client-certificate-namespace=other",
+        "--region-client-certificate-name=other-cert",
+        "--namespace=ns",
+    ]);
+
+    let identity = PeerOptions::from_matches(&m, "identity").unwrap();
+    assert_eq!(identity.service(), "identity");
+    assert_eq!(
+        identity.host().unwrap().as_str(),
+        "https://identity.example.com/"
+    );
+    assert_eq!(
+        identity.ca_secret().unwrap(),
+        Some(SecretRef::new("unikorn", "unikorn-ca"))
+    );
+
+    let region = PeerOptions::from_matches(&m, "region").unwrap();
+    assert_eq!(region.host().unwrap().port(), Some(8443));
+    assert_eq!(region.ca_secret().unwrap(), None);
+
+    let kubernetes = PeerOptions::from_matches(&m, "kubernetes").unwrap();
+    assert_eq!(kubernetes.host(), None);
+    assert_eq!(
+        kubernetes.require_host().unwrap_err(),
+        ConfigError::MissingFlag {
+            flag: "kubernetes-host".into()
+        }
+    );
+    assert_eq!(kubernetes.ca_secret().unwrap(), None);
+
+    let default = ClientIdentityOptions::from_matches(&m, None).unwrap();
+    assert_eq!(default.prefix(), None);
+    let secret = default.secret().unwrap().unwrap();
+    assert_eq!(
+        secret,
+        SecretRef::new("unikorn-region", "unikorn-region-client-certificate")
+    );
+    assert_eq!(
+        secret.to_string(),
+        "unikorn-region/unikorn-region-client-certificate"
+    );
+
+    let towards_region = ClientIdentityOptions::from_matches(&m, Some("region")).unwrap();
+    assert_eq!(towards_region.prefix(), Some("region"));
+    assert_eq!(
+        towards_region.secret().unwrap(),
+        Some(SecretRef::new("other", "other-cert"))
+    );
+    assert_eq!(m.get_one::<String>("namespace").unwrap(), "ns");
+}
+
+#[test]
+fn nothing_set_means_no_references() {
+    let m = parse(&[]);
+    assert_eq!(
+        ClientIdentityOptions::from_matches(&m, None)
+            .unwrap()
+            .secret()
+            .unwrap(),
+        None
+    );
+    assert_eq!(
+        PeerOptions::from_matches(&m, "identity")
+            .unwrap()
+            .ca_secret()
+            .unwrap(),
+        None
+    );
+}
+
+#[test]
+fn half_set_references_name_the_missing_flag() {
+    let cases: [(&[&str], &str, &str); 6] = [
+        (
+            &["--identity-ca-secret-name=unikorn-ca"],
+            "identity-ca-secret-name",
+            "identity-ca-secret-namespace",
+        ),
+        (
+            &["--identity-ca-secret-namespace=unikorn"],
+            "identity-ca-secret-namespace",
+            "identity-ca-secret-name",
+        ),
+        (
+            &["--client-certificate-namespace=unikorn"],
+            "client-certificate-namespace",
+            "client-certificate-name",
+        ),
+        (
+            &["--client-certificate-name=cert"],
+            "client-certificate-name",
+            "client-certificate-namespace",
+        ),
+        (
+            &["--region-client-certificate-name=cert"],
+            "region-client-certificate-name",
+            "region-client-certificate-namespace",
+        ),
+        // An empty value counts as unset (Helm renders unset values as `--flag=`).
+        (
+            &[
+                "--client-certificate-namespace=",
+                "--client-certificate-name=cert",
+            ],
+            "client-certificate-name",
+            "client-certificate-namespace",
+        ),
+    ];
+    for (args, set, missing) in cases {
+        let m = parse(args);
+        let err = if set.contains("ca-secret") {
+            PeerOptions::from_matches(&m, "identity")
+                .unwrap()
+                .ca_secret()
+                .unwrap_err()
+        } else {
+            let prefix = set
+                .strip_suffix("client-certificate-name")
+                .map_or_else(|| set.strip_suffix("client-certificate-namespace"), Some);
+            let prefix = prefix.and_then(|p| p.strip_suffix('-'));
+            ClientIdentityOptions::from_matches(&m, prefix)
+                .unwrap()
+                .secret()
+                .unwrap_err()
+        };
+        assert_eq!(
+            err,
+            ConfigError::HalfSetReference {
+                set: set.into(),
+                missing: missing.into()
+            },
+            "{args:?}"
+        );
+        let msg = err.to_string();
+        assert!(msg.contains(&format!("--{missing} is not")), "{msg}");
+    }
+}
+
+#[test]
+fn invalid_host_is_a_parse_error_naming_the_flag() {
+    let err = command()
+        .try_get_matches_from(["svc", "--identity-host=identity.example.com"])
+        .unwrap_err();
+    assert_eq!(err.kind(), clap::error::ErrorKind::ValueValidation);
+    assert!(err.to_string().contains("--identity-host"), "{err}");
+}
+
+#[test]
+fn help_names_the_service() {
+    let help = command().render_long_help().to_string();
+    for needle in [
+        "--identity-host <URL>",
+        "Base URL of the identity service",
+        "the region service's certificate",
+        "--client-certificate-namespace <NAMESPACE>",
+        "--region-client-certificate-name <NAME>",
+        "presented to the region service",
+        "Deprecated and ignored",
+    ] {
+        assert!(help.contains(needle), "{needle:?} not in\n{help}");
+    }
+}
+
+#[derive(Clone, Default)]
+struct Captured(Arc<Mutex<Vec<u8>>>);
+
+impl Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[test]
+fn deprecated_reload_interval_is_accepted_ignored_and_reported_once() {
+    // A prefix of its own: the "once" is per flag and per process.
+    let cmd = || ClientIdentityOptions::augment(Command::new("svc"), Some("audit"));
+    let captured = Captured::default();
+    let writer = captured.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_writer(move || writer.clone())
+        .with_ansi(false)
+        .finish();
+    tracing::subscriber::with_default(subscriber, || {
+        let m = cmd()
+            .try_get_matches_from([
+                "svc",
+                "--audit-client-certificate-reload-interval=1h30m",
+                "--audit-client-certificate-namespace=ns",
+                "--audit-client-certificate-name=cert",
+            ])
+            .unwrap();
+        let opts = ClientIdentityOptions::from_matches(&m, Some("audit")).unwrap();
+        assert_eq!(
+            opts.deprecated_reload_interval(),
+            Some(Duration::from_secs(5400))
+        );
+        assert_eq!(opts.secret().unwrap(), Some(SecretRef::new("ns", "cert")));
+        // Reading the options again does not repeat the warning.
+        ClientIdentityOptions::from_matches(&m, Some("audit")).unwrap();
+    });
+    let logs = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+    assert_eq!(
+        logs.matches("--audit-client-certificate-reload-interval is deprecated")
+            .count(),
+        1,
+        "{logs}"
+    );
+    assert!(logs.contains("WARN"), "{logs}");
+}
+
+#[test]
+fn deprecated_reload_interval_takes_go_durations_and_rejects_garbage() {
+    for (value, want) in [("24h", 86_400), ("30m", 1_800), ("1.5h", 5_400), ("0", 0)] {
+        let m = parse(&[&format!("--client-certificate-reload-interval={value}")]);
+        let opts = ClientIdentityOptions::from_matches(&m, None).unwrap();
+        assert_eq!(
+            opts.deprecated_reload_interval(),
+            Some(Duration::from_secs(want))
+        );
+    }
+    // Not given: nothing to report.
+    let opts = ClientIdentityOptions::from_matches(&parse(&[]), None).unwrap();
+    assert_eq!(opts.deprecated_reload_interval(), None);
+
+    let err = command()
+        .try_get_matches_from(["svc", "--region-client-certificate-reload-interval=daily"])
+        .unwrap_err();
+    assert_eq!(err.kind(), clap::error::ErrorKind::ValueValidation);
+    assert!(
+        err.to_string()
+            .contains("--region-client-certificate-reload-interval"),
+        "{err}"
+    );
+}
+
+/// clap validates argument ids only in debug builds.
+#[cfg(debug_assertions)]
+#[test]
+fn reading_options_that_were_not_added_is_an_error_not_a_panic() {
+    let m = Command::new("svc").try_get_matches_from(["svc"]).unwrap();
+    let err = PeerOptions::from_matches(&m, "identity").unwrap_err();
+    assert!(
+        matches!(&err, ConfigError::NotDefined { flag, .. } if flag == "identity-host"),
+        "{err:?}"
+    );
+}
+
+#[test]
+fn options_built_in_code_follow_the_same_rule() {
+    let peer = PeerOptions::new("identity").with_ca_secret("", "ca");
+    assert_eq!(
+        peer.ca_secret().unwrap_err(),
+        ConfigError::HalfSetReference {
+            set: "identity-ca-secret-name".into(),
+            missing: "identity-ca-secret-namespace".into()
+        }
+    );
+    let id = ClientIdentityOptions::new(Some("")).with_secret("ns", "name");
+    assert_eq!(id.prefix(), None);
+    assert_eq!(id.secret().unwrap(), Some(SecretRef::new("ns", "name")));
+}
