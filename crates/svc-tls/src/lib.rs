@@ -9,6 +9,10 @@
 //! (`kube-construct`; this crate takes a `kube::Client`), or server-side TLS.
 #![deny(missing_docs)]
 
+pub mod client;
 pub mod error;
 pub mod material;
 pub mod options;
+pub mod report;
+pub mod resolver;
+pub mod source;

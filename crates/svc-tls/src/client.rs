@@ -1,0 +1,268 @@
+//! TLS client configurations and `reqwest` clients for calling peer services.
+//!
+//! [`client_config`] builds a rustls [`ClientConfig`] from CA trust and an optional
+//! [`IdentityResolver`]:
+//! - TLS 1.3 only;
+//! - the crypto provider is passed in explicitly (use
+//!   `rustls::crypto::aws_lc_rs::default_provider()`); the process-wide default provider
+//!   is never consulted;
+//! - **session resumption is disabled** (`Resumption::disabled()`): a resumed handshake
+//!   does not run the client-certificate resolver, so a rotated identity would not be
+//!   presented on connections that resume an old session (the legacy Go client kept no
+//!   session cache either);
+//! - ALPN offers `h2` and `http/1.1`.
+//!
+//! [`reqwest_client`] puts that configuration under a `reqwest::Client`
+//! (`use_preconfigured_tls`).
+//!
+//! # Rotation and pooled connections
+//! Every *new* connection runs a full handshake and so presents the identity currently
+//! in the Secret. A connection already open (kept alive in reqwest's pool, or an HTTP/2
+//! connection being multiplexed) keeps the identity and trust it was opened with until
+//! it is closed, by either side or by the pool's idle timeout. A peer that must stop
+//! accepting an old certificate at once has to close its existing connections (nginx
+//! does so for idle keep-alive connections when it is reloaded); a client that must
+//! re-present quickly can bound connection age with
+//! `reqwest::ClientBuilder::pool_idle_timeout`.
+//!
+//! # Example
+//! ```no_run
+//! # async fn f(client: kube::Client) -> Result<(), Box<dyn std::error::Error>> {
+//! use std::sync::Arc;
+//! use svc_tls::client::{Trust, client_config, reqwest_client, trust_from_secret};
+//! use svc_tls::options::SecretRef;
+//! use svc_tls::resolver::IdentityResolver;
+//!
+//! let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+//! let ca = SecretRef { namespace: "unikorn".into(), name: "unikorn-ca".into() };
+//! let identity = SecretRef {
+//!     namespace: "unikorn".into(),
+//!     name: "unikorn-region-client-certificate".into(),
+//! };
+//!
+//! // Once, at start-up: trust (read once) and the watched identity (waits for sync).
+//! let trust = Trust::Roots(trust_from_secret(&client, &ca).await?);
+//! let resolver = IdentityResolver::builder(client.clone(), identity)
+//!     .provider(provider.clone())
+//!     .build()
+//!     .await?;
+//!
+//! // As often as needed (e.g. per reconcile): no waiting, the resolver is shared.
+//! let config = client_config(provider, trust, Some(&resolver))?;
+//! let http = reqwest_client(config)?;
+//! let response = http.get("https://identity.example/api/v1/organizations").send().await?;
+//! # let _ = response; Ok(()) }
+//! ```
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::Secret;
+use kube::Api;
+use rustls::client::Resumption;
+use rustls::crypto::CryptoProvider;
+use rustls::{ClientConfig, RootCertStore};
+
+use crate::error::ConfigError;
+use crate::material::{self, MaterialError};
+use crate::options::{ClientIdentityOptions, PeerOptions, SecretRef};
+use crate::resolver::{IdentityError, IdentityResolver};
+
+/// Why a client could not be built.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ClientError {
+    /// The CA Secret does not exist.
+    #[error("CA Secret {namespace}/{name} not found")]
+    CaSecretNotFound {
+        /// Namespace of the Secret.
+        namespace: String,
+        /// Name of the Secret.
+        name: String,
+    },
+    /// Reading the CA Secret failed.
+    #[error("reading CA Secret {namespace}/{name} failed: {source}")]
+    CaSecretRead {
+        /// Namespace of the Secret.
+        namespace: String,
+        /// Name of the Secret.
+        name: String,
+        /// The API error.
+        #[source]
+        source: kube::Error,
+    },
+    /// The CA Secret holds no usable trust (the error names the Secret and data key).
+    #[error("CA {0}")]
+    Trust(#[source] MaterialError),
+    /// rustls refused the configuration (e.g. the provider lacks TLS 1.3 suites), or
+    /// the platform verifier could not be set up.
+    #[error("TLS configuration rejected: {0}")]
+    Tls(#[from] rustls::Error),
+    /// The options do not describe a usable setup (e.g. a half-set Secret reference).
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// The client identity could not be loaded.
+    #[error(transparent)]
+    Identity(#[from] IdentityError),
+    /// reqwest could not build its client.
+    #[error("building the HTTP client failed: {0}")]
+    Http(#[source] reqwest::Error),
+}
+
+/// Which server certificates to trust.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub enum Trust {
+    /// Exactly these roots (typically from the peer's CA Secret).
+    Roots(RootCertStore),
+    /// The platform's trust store (when no CA Secret is configured).
+    Platform,
+}
+
+/// Reads a CA Secret once and returns its roots (the issuer CA is long-lived; trust is
+/// not reloaded). Every certificate in `tls.crt`, and in `ca.crt` when present, becomes
+/// a root.
+pub async fn trust_from_secret(
+    client: &kube::Client,
+    secret: &SecretRef,
+) -> Result<RootCertStore, ClientError> {
+    let api: Api<Secret> = Api::namespaced(client.clone(), &secret.namespace);
+    let object = api
+        .get_opt(&secret.name)
+        .await
+        .map_err(|source| ClientError::CaSecretRead {
+            namespace: secret.namespace.clone(),
+            name: secret.name.clone(),
+            source,
+        })?
+        .ok_or_else(|| ClientError::CaSecretNotFound {
+            namespace: secret.namespace.clone(),
+            name: secret.name.clone(),
+        })?;
+    material::load_trust(&object).map_err(ClientError::Trust)
+}
+
+/// Builds a TLS 1.3 client configuration with session resumption disabled, trusting
+/// `trust` and presenting the identity from `identity` (reloaded on every handshake),
+/// or no client certificate when `identity` is `None`.
+pub fn client_config(
+    provider: Arc<CryptoProvider>,
+    trust: Trust,
+    identity: Option<&IdentityResolver>,
+) -> Result<ClientConfig, ClientError> {
+    let builder = ClientConfig::builder_with_provider(provider.clone())
+        .with_protocol_versions(&[&rustls::version::TLS13])?;
+    let builder = match trust {
+        Trust::Roots(roots) => builder.with_root_certificates(roots),
+        Trust::Platform => {
+            let verifier = rustls_platform_verifier::Verifier::new(provider)?;
+            builder
+                .dangerous()
+                .with_custom_certificate_verifier(Arc::new(verifier))
+        }
+    };
+    let mut config = match identity {
+        Some(resolver) => builder.with_client_cert_resolver(Arc::new(resolver.clone())),
+        None => builder.with_no_client_auth(),
+    };
+    // A resumed handshake skips the resolver: every connection must run it.
+    config.resumption = Resumption::disabled();
+    config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    Ok(config)
+}
+
+/// A `reqwest` client builder on `config`; add timeouts and the like, then `build()`.
+pub fn reqwest_builder(config: ClientConfig) -> reqwest::ClientBuilder {
+    reqwest::Client::builder().use_preconfigured_tls(config)
+}
+
+/// A `reqwest` client on `config`.
+pub fn reqwest_client(config: ClientConfig) -> Result<reqwest::Client, ClientError> {
+    reqwest_builder(config).build().map_err(ClientError::Http)
+}
+
+/// Everything needed to call one peer service, loaded once: trust, and the identity
+/// resolver (shared by every configuration built from it). Cheap to clone.
+#[derive(Debug, Clone)]
+pub struct PeerTls {
+    provider: Arc<CryptoProvider>,
+    trust: Trust,
+    identity: Option<IdentityResolver>,
+}
+
+impl PeerTls {
+    /// From parts already loaded.
+    pub fn new(
+        provider: Arc<CryptoProvider>,
+        trust: Trust,
+        identity: Option<IdentityResolver>,
+    ) -> Self {
+        Self {
+            provider,
+            trust,
+            identity,
+        }
+    }
+
+    /// From the command-line options: trust from `--S-ca-secret-*` (read once; the
+    /// platform's trust store when unset) and the identity from
+    /// `--[P-]client-certificate-*` (watched, reloaded per handshake; no client
+    /// certificate when unset). Waits at most `sync_timeout` for the identity's cache.
+    /// The provider is aws-lc-rs, passed explicitly.
+    ///
+    /// ```no_run
+    /// # async fn f(client: kube::Client, peer: svc_tls::options::PeerOptions,
+    /// #            me: svc_tls::options::ClientIdentityOptions) -> Result<(), Box<dyn std::error::Error>> {
+    /// use svc_tls::client::PeerTls;
+    ///
+    /// let tls = PeerTls::from_options(&client, &peer, &me, std::time::Duration::from_secs(30)).await?;
+    /// let http = tls.reqwest_client()?; // per reconcile if you like: no waiting
+    /// let url = peer.require_host()?.join("api/v1/regions")?;
+    /// let regions = http.get(url).send().await?;
+    /// # let _ = regions; Ok(()) }
+    /// ```
+    pub async fn from_options(
+        client: &kube::Client,
+        peer: &PeerOptions,
+        identity: &ClientIdentityOptions,
+        sync_timeout: Duration,
+    ) -> Result<Self, ClientError> {
+        let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+        let ca = peer.ca_secret()?;
+        let secret = identity.secret()?;
+        let trust = match ca {
+            Some(ca) => Trust::Roots(trust_from_secret(client, &ca).await?),
+            None => Trust::Platform,
+        };
+        let identity = match secret {
+            Some(secret) => Some(
+                IdentityResolver::builder(client.clone(), secret)
+                    .provider(provider.clone())
+                    .sync_timeout(sync_timeout)
+                    .build()
+                    .await?,
+            ),
+            None => None,
+        };
+        Ok(Self::new(provider, trust, identity))
+    }
+
+    /// The identity resolver, when a client certificate is configured.
+    pub fn identity(&self) -> Option<&IdentityResolver> {
+        self.identity.as_ref()
+    }
+
+    /// A new rustls configuration (see [`client_config`]).
+    pub fn config(&self) -> Result<ClientConfig, ClientError> {
+        client_config(
+            self.provider.clone(),
+            self.trust.clone(),
+            self.identity.as_ref(),
+        )
+    }
+
+    /// A new `reqwest` client on [`PeerTls::config`].
+    pub fn reqwest_client(&self) -> Result<reqwest::Client, ClientError> {
+        reqwest_client(self.config()?)
+    }
+}

@@ -1,0 +1,269 @@
+//! What the identity resolver tells the outside world: rate-limited warnings about a
+//! stale identity, and a small recorder trait for its state.
+//!
+//! Nothing here depends on a metrics backend. A service that exports metrics implements
+//! [`StateRecorder`] (a few lines forwarding to the `metrics` facade or Prometheus) and
+//! passes it to the resolver; the default records nothing.
+//!
+//! Warnings go through a [`governor`] rate limiter (at most one per period, a minute by
+//! default, per identity), not an edge flag: an edge flag ("warn on the first failure
+//! only") either goes quiet for good or, reset carelessly under concurrency, swallows
+//! the next real failure. Failures that the limiter suppresses are counted with an
+//! atomic and the next warning says how many there were.
+
+use std::fmt;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant, SystemTime};
+
+use governor::clock::Clock as GovernorClock;
+use governor::middleware::NoOpMiddleware;
+use governor::state::{InMemoryState, NotKeyed};
+use governor::{Quota, RateLimiter};
+
+use crate::material::Identity;
+use crate::options::SecretRef;
+
+/// The default period of the stale-identity warning: at most one per minute.
+pub const DEFAULT_WARNING_PERIOD: Duration = Duration::from_secs(60);
+
+/// A monotonic clock: the time elapsed since an arbitrary, fixed origin.
+///
+/// The resolver and its warning limiter read time only through this trait, so tests can
+/// drive them with a [`ManualClock`].
+pub trait MonotonicClock: Send + Sync + fmt::Debug + 'static {
+    /// Time since this clock's origin; never decreases.
+    fn elapsed(&self) -> Duration;
+}
+
+/// The real monotonic clock ([`std::time::Instant`]).
+#[derive(Debug, Clone, Copy)]
+pub struct SystemClock {
+    origin: Instant,
+}
+
+impl SystemClock {
+    /// A clock whose origin is now.
+    pub fn new() -> Self {
+        Self {
+            origin: Instant::now(),
+        }
+    }
+}
+
+impl Default for SystemClock {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl MonotonicClock for SystemClock {
+    fn elapsed(&self) -> Duration {
+        self.origin.elapsed()
+    }
+}
+
+/// A clock that moves only when told to (for tests). Clones share one time.
+#[derive(Debug, Clone, Default)]
+pub struct ManualClock {
+    nanos: Arc<AtomicU64>,
+}
+
+impl ManualClock {
+    /// A clock standing at its origin.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Moves the clock forward.
+    pub fn advance(&self, by: Duration) {
+        let by = u64::try_from(by.as_nanos()).unwrap_or(u64::MAX);
+        // fetch_update never fails with a closure that always returns Some.
+        let _ = self
+            .nanos
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |now| {
+                Some(now.saturating_add(by))
+            });
+    }
+}
+
+impl MonotonicClock for ManualClock {
+    fn elapsed(&self) -> Duration {
+        Duration::from_nanos(self.nanos.load(Ordering::Acquire))
+    }
+}
+
+/// Adapts a [`MonotonicClock`] to governor's clock trait.
+#[derive(Debug, Clone)]
+struct LimiterClock(Arc<dyn MonotonicClock>);
+
+impl GovernorClock for LimiterClock {
+    type Instant = Duration;
+
+    fn now(&self) -> Duration {
+        self.0.elapsed()
+    }
+}
+
+/// Admits at most one warning per period and counts the ones it holds back.
+///
+/// Concurrency: the limiter decision is governor's (lock-free GCRA); the count of
+/// suppressed failures is an atomic that the admitted caller takes with `swap(0)`. A
+/// failure racing with an admitted one is counted in the next warning instead of this
+/// one; none is lost, and none can keep the next period's first failure from being
+/// logged.
+pub struct WarningLimiter {
+    limiter: RateLimiter<NotKeyed, InMemoryState, LimiterClock, NoOpMiddleware<Duration>>,
+    suppressed: AtomicU64,
+}
+
+impl fmt::Debug for WarningLimiter {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("WarningLimiter")
+            .field("suppressed", &self.suppressed.load(Ordering::Relaxed))
+            .finish_non_exhaustive()
+    }
+}
+
+impl WarningLimiter {
+    /// A limiter admitting one warning per `period` (a zero period is taken as one
+    /// nanosecond), reading time from `clock`.
+    pub fn new(period: Duration, clock: Arc<dyn MonotonicClock>) -> Self {
+        let quota = Quota::with_period(period.max(Duration::from_nanos(1)))
+            .unwrap_or_else(|| Quota::per_minute(nonzero_one()));
+        Self {
+            limiter: RateLimiter::direct_with_clock(quota, LimiterClock(clock)),
+            suppressed: AtomicU64::new(0),
+        }
+    }
+
+    /// Asks to emit one warning. `Some(n)`: emit it, `n` earlier warnings were
+    /// suppressed since the last one; `None`: suppressed (and counted).
+    pub fn admit(&self) -> Option<u64> {
+        if self.limiter.check().is_ok() {
+            Some(self.suppressed.swap(0, Ordering::AcqRel))
+        } else {
+            self.suppressed.fetch_add(1, Ordering::AcqRel);
+            None
+        }
+    }
+}
+
+fn nonzero_one() -> std::num::NonZeroU32 {
+    std::num::NonZeroU32::MIN
+}
+
+/// A warning that a reload failed and the last good identity is being served.
+#[derive(Debug)]
+pub struct StaleWarning<'a> {
+    /// The client-certificate Secret.
+    pub secret: &'a SecretRef,
+    /// Why this reload failed.
+    pub error: &'a (dyn std::error::Error + 'static),
+    /// Serial number (hex) of the identity still being served.
+    pub serving_serial_hex: String,
+    /// How long the identity being served has been stale (since the last good reload).
+    pub stale_for: Duration,
+    /// Failures not warned about since the previous warning.
+    pub suppressed: u64,
+}
+
+/// The resolver's visible state, as returned by
+/// [`IdentityResolver::state`](crate::resolver::IdentityResolver::state).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IdentityState {
+    /// The client-certificate Secret.
+    pub secret: SecretRef,
+    /// Serial number (hex) of the identity currently served (the last good one).
+    pub serial_hex: String,
+    /// When the served certificate expires.
+    pub not_after: SystemTime,
+    /// Wall-clock time of the last successful reload.
+    pub last_good_reload: SystemTime,
+    /// Failed reloads since the resolver was built.
+    pub failures: u64,
+    /// Whether the most recent reload failed (the served identity is stale).
+    pub stale: bool,
+}
+
+/// Receives the resolver's state changes; implement it to export metrics.
+///
+/// Called on the handshake path: implementations must be cheap and must not block
+/// (update atomics or a metrics facade; no I/O, no long locks). Every method has a
+/// no-op default.
+pub trait StateRecorder: Send + Sync + fmt::Debug + 'static {
+    /// A reload succeeded; `identity` is now served. Called on every successful
+    /// handshake-time reload (so `at` is the time of the last good reload).
+    fn reloaded(&self, secret: &SecretRef, identity: &Identity, at: SystemTime) {
+        let _ = (secret, identity, at);
+    }
+
+    /// A reload failed; `failures` is the total number of failed reloads so far.
+    fn reload_failed(
+        &self,
+        secret: &SecretRef,
+        error: &(dyn std::error::Error + 'static),
+        failures: u64,
+    ) {
+        let _ = (secret, error, failures);
+    }
+
+    /// A rate-limited stale-identity warning was logged (at `WARN` through `tracing`).
+    fn stale_warning(&self, warning: &StaleWarning<'_>) {
+        let _ = warning;
+    }
+}
+
+/// A recorder that records nothing (the default).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoopRecorder;
+
+impl StateRecorder for NoopRecorder {}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+
+    #[test]
+    fn one_warning_per_period_with_suppressed_count() {
+        let clock = ManualClock::new();
+        let limiter = WarningLimiter::new(Duration::from_secs(60), Arc::new(clock.clone()));
+        assert_eq!(limiter.admit(), Some(0));
+        for _ in 0..5 {
+            clock.advance(Duration::from_secs(5));
+            assert_eq!(limiter.admit(), None);
+        }
+        clock.advance(Duration::from_secs(35));
+        assert_eq!(limiter.admit(), Some(5), "the window has passed");
+        assert_eq!(limiter.admit(), None);
+    }
+
+    #[test]
+    fn concurrent_failures_lose_no_count_and_block_no_next_warning() {
+        let clock = ManualClock::new();
+        let limiter = Arc::new(WarningLimiter::new(
+            Duration::from_secs(60),
+            Arc::new(clock.clone()),
+        ));
+        let admitted = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..4)
+                .map(|_| {
+                    let limiter = limiter.clone();
+                    s.spawn(move || (0..250).filter_map(|_| limiter.admit()).collect::<Vec<_>>())
+                })
+                .collect();
+            handles
+                .into_iter()
+                .flat_map(|h| h.join().unwrap())
+                .collect::<Vec<_>>()
+        });
+        assert_eq!(admitted, vec![0], "exactly one warning in the window");
+        clock.advance(Duration::from_secs(60));
+        assert_eq!(
+            limiter.admit(),
+            Some(999),
+            "every suppressed failure counted"
+        );
+    }
+}

@@ -1,0 +1,339 @@
+//! Per-handshake identity reload against a real TLS 1.3 server that requires and
+//! verifies client certificates, with the Secret held in the API emulator.
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+
+mod support;
+
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use kube_testbed::{Rule, Testbed};
+use support::*;
+use svc_tls::client::{Trust, client_config, reqwest_client};
+use svc_tls::options::SecretRef;
+use svc_tls::report::{ManualClock, StaleWarning, StateRecorder};
+use svc_tls::resolver::{IdentityError, IdentityResolver};
+use svc_tls::source::SourceError;
+
+const NAME: &str = "region-client-certificate";
+
+fn secret_ref() -> SecretRef {
+    SecretRef {
+        namespace: NS.to_string(),
+        name: NAME.to_string(),
+    }
+}
+
+async fn resolver(tb: &Testbed) -> IdentityResolver {
+    IdentityResolver::builder(tb.client(), secret_ref())
+        .sync_timeout(Duration::from_secs(10))
+        .build()
+        .await
+        .unwrap()
+}
+
+async fn get_serial(http: &reqwest::Client, url: &str) -> u64 {
+    let body = http.get(url).send().await.unwrap().text().await.unwrap();
+    body.trim().parse().unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn secret_update_makes_the_next_connection_present_the_new_leaf() {
+    let tb = Testbed::start().await;
+    let (server_ca, client_ca) = (TestCa::new("server"), TestCa::new("clients"));
+    let (one, two) = (
+        client_ca.client_leaf("svc", 101),
+        client_ca.client_leaf("svc", 102),
+    );
+    tb.upsert(tls_secret(NAME, &one.cert_pem, &one.key_pem));
+    let server = TestServer::start(&server_ca, &client_ca).await;
+
+    let resolver = resolver(&tb).await;
+    let config =
+        client_config(provider(), Trust::Roots(server_ca.roots()), Some(&resolver)).unwrap();
+    let http = reqwest_client(config).unwrap();
+    assert_eq!(get_serial(&http, &server.url()).await, 101);
+
+    tb.upsert(tls_secret(NAME, &two.cert_pem, &two.key_pem));
+    wait_until("the cache sees the new Secret", || {
+        cached_cert_is(resolver.source(), &two.cert_pem)
+    })
+    .await;
+    // The server closes every connection, so this is a new connection: no restart,
+    // no new client, the new leaf.
+    assert_eq!(get_serial(&http, &server.url()).await, 102);
+    assert_eq!(server.seen.lock().unwrap().last(), Some(&two.der));
+    let state = resolver.state();
+    assert_eq!(state.failures, 0);
+    assert!(!state.stale);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ca_rotation_needs_no_client_restart() {
+    let tb = Testbed::start().await;
+    let server_ca = TestCa::new("server");
+    let (ca_a, ca_b) = (TestCa::new("clients A"), TestCa::new("clients B"));
+    let (leaf_a, leaf_b) = (ca_a.client_leaf("svc", 201), ca_b.client_leaf("svc", 202));
+    tb.upsert(tls_secret(NAME, &leaf_a.cert_pem, &leaf_a.key_pem));
+    let server = TestServer::start(&server_ca, &ca_a).await;
+
+    let resolver = resolver(&tb).await;
+    let config = Arc::new(
+        client_config(provider(), Trust::Roots(server_ca.roots()), Some(&resolver)).unwrap(),
+    );
+    assert_eq!(handshake_serial(config.clone(), server.addr).await, Ok(201));
+
+    // The ingress now trusts only CA B: the old leaf is refused...
+    server.set_client_ca(&ca_b);
+    assert!(handshake_serial(config.clone(), server.addr).await.is_err());
+    // ...until cert-manager writes the B-issued leaf; the same config then works.
+    tb.upsert(tls_secret(NAME, &leaf_b.cert_pem, &leaf_b.key_pem));
+    wait_until("the cache sees the B-issued leaf", || {
+        cached_cert_is(resolver.source(), &leaf_b.cert_pem)
+    })
+    .await;
+    assert_eq!(handshake_serial(config, server.addr).await, Ok(202));
+}
+
+/// Records warnings and failures for assertions.
+#[derive(Debug, Default)]
+struct Recorded {
+    warnings: Mutex<Vec<(u64, Duration)>>,
+    failures: AtomicU64,
+    reloads: AtomicU64,
+}
+
+impl StateRecorder for Recorded {
+    fn reloaded(&self, _: &SecretRef, _: &svc_tls::material::Identity, _: std::time::SystemTime) {
+        self.reloads.fetch_add(1, Ordering::SeqCst);
+    }
+    fn reload_failed(&self, _: &SecretRef, _: &(dyn std::error::Error + 'static), n: u64) {
+        self.failures.store(n, Ordering::SeqCst);
+    }
+    fn stale_warning(&self, w: &StaleWarning<'_>) {
+        self.warnings
+            .lock()
+            .unwrap()
+            .push((w.suppressed, w.stale_for));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failed_reload_serves_last_good_with_one_limited_warning() {
+    let tb = Testbed::start().await;
+    let (server_ca, client_ca) = (TestCa::new("server"), TestCa::new("clients"));
+    let good = client_ca.client_leaf("svc", 301);
+    let other = client_ca.client_leaf("svc", 302);
+    tb.upsert(tls_secret(NAME, &good.cert_pem, &good.key_pem));
+    let server = TestServer::start(&server_ca, &client_ca).await;
+
+    let clock = ManualClock::new();
+    let recorded = Arc::new(Recorded::default());
+    let resolver = IdentityResolver::builder(tb.client(), secret_ref())
+        .clock(Arc::new(clock.clone()))
+        .recorder(recorded.clone())
+        .build()
+        .await
+        .unwrap();
+    let config = Arc::new(
+        client_config(provider(), Trust::Roots(server_ca.roots()), Some(&resolver)).unwrap(),
+    );
+
+    // A leaf with another leaf's key: rejected on reload, the last good one served.
+    tb.upsert(tls_secret(NAME, &good.cert_pem, &other.key_pem));
+    wait_until("the cache sees the broken Secret", || {
+        resolver
+            .source()
+            .get()
+            .and_then(|s| s.data.as_ref()?.get("tls.key").cloned())
+            .is_some_and(|k| k.0 == other.key_pem.as_bytes())
+    })
+    .await;
+    for _ in 0..5 {
+        clock.advance(Duration::from_secs(5));
+        assert_eq!(handshake_serial(config.clone(), server.addr).await, Ok(301));
+    }
+    assert_eq!(recorded.failures.load(Ordering::SeqCst), 5);
+    assert_eq!(
+        recorded.warnings.lock().unwrap().clone(),
+        vec![(0, Duration::from_secs(5))],
+        "one warning for five failures within a minute"
+    );
+    let state = resolver.state();
+    assert_eq!((state.failures, state.stale), (5, true));
+
+    // After the window, the next failure is logged, counting the suppressed ones.
+    clock.advance(Duration::from_secs(60));
+    assert_eq!(handshake_serial(config.clone(), server.addr).await, Ok(301));
+    assert_eq!(
+        recorded.warnings.lock().unwrap().last().copied(),
+        Some((4, Duration::from_secs(85)))
+    );
+
+    // A deleted Secret keeps the last good identity.
+    tb.delete("v1", "Secret", Some(NS), NAME);
+    wait_until("the cache sees the deletion", || {
+        resolver.source().get().is_none()
+    })
+    .await;
+    assert_eq!(handshake_serial(config.clone(), server.addr).await, Ok(301));
+    assert_eq!(resolver.state().failures, 7);
+
+    // A recreated one is used at once.
+    tb.upsert(tls_secret(NAME, &other.cert_pem, &other.key_pem));
+    wait_until("the cache sees the recreated Secret", || {
+        cached_cert_is(resolver.source(), &other.cert_pem)
+    })
+    .await;
+    assert_eq!(handshake_serial(config, server.addr).await, Ok(302));
+    let state = resolver.state();
+    assert!(!state.stale);
+    assert_eq!(state.failures, 7);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_handshakes_while_the_secret_flips_present_whole_identities() {
+    let tb = Arc::new(Testbed::start().await);
+    let (server_ca, client_ca) = (TestCa::new("server"), TestCa::new("clients"));
+    // Two key types, so a certificate with the other identity's key cannot even sign
+    // with the scheme the certificate announces: any mix fails the server's check.
+    let a = client_ca.client_leaf("svc", 401);
+    let b = client_ca.client_leaf_with(
+        "svc",
+        402,
+        rcgen::KeyPair::generate_for(&rcgen::PKCS_ED25519).unwrap(),
+    );
+    tb.upsert(tls_secret(NAME, &a.cert_pem, &a.key_pem));
+    let server = TestServer::start(&server_ca, &client_ca).await;
+    let resolver = resolver(&tb).await;
+    let config = Arc::new(
+        client_config(provider(), Trust::Roots(server_ca.roots()), Some(&resolver)).unwrap(),
+    );
+
+    let done = Arc::new(AtomicBool::new(false));
+    let flipper = tokio::spawn({
+        let (tb, done, a, b) = (tb.clone(), done.clone(), a.clone(), b.clone());
+        async move {
+            let mut flips = 0u32;
+            while !done.load(Ordering::SeqCst) {
+                let leaf = if flips.is_multiple_of(2) { &b } else { &a };
+                tb.upsert(tls_secret(NAME, &leaf.cert_pem, &leaf.key_pem));
+                flips += 1;
+                tokio::time::sleep(Duration::from_millis(2)).await;
+            }
+            flips
+        }
+    });
+    let clients: Vec<_> = (0..4)
+        .map(|_| {
+            let config = config.clone();
+            let addr = server.addr;
+            tokio::spawn(async move {
+                let mut serials = Vec::new();
+                for _ in 0..40 {
+                    serials.push(handshake_serial(config.clone(), addr).await);
+                }
+                serials
+            })
+        })
+        .collect();
+    let results = tokio::time::timeout(Duration::from_secs(60), futures::future::join_all(clients))
+        .await
+        .expect("no deadlock: all handshakes finish");
+    done.store(true, Ordering::SeqCst);
+    let flips = flipper.await.unwrap();
+    assert!(flips > 1, "the Secret flipped during the run");
+
+    let mut seen = HashSet::new();
+    for serial in results.into_iter().flat_map(|r| r.unwrap()) {
+        let serial = serial.expect("every handshake presents one whole, valid identity");
+        seen.insert(serial);
+    }
+    assert!(seen.is_subset(&HashSet::from([401, 402])), "{seen:?}");
+    assert_eq!(resolver.state().failures, 0, "no snapshot was ever a mix");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_watch_needs_rights_on_the_one_secret_only() {
+    let tb = Testbed::start().await;
+    let ca = TestCa::new("clients");
+    let leaf = ca.client_leaf("svc", 501);
+    let other = ca.client_leaf("other", 502);
+    tb.upsert(tls_secret(NAME, &leaf.cert_pem, &leaf.key_pem));
+    tb.upsert(tls_secret("someone-else", &other.cert_pem, &other.key_pem));
+    tb.add_token(
+        "narrow",
+        vec![
+            Rule::new(&["get", "list", "watch"], "", "secrets")
+                .namespace(NS)
+                .names(&[NAME]),
+        ],
+    );
+    let client = kube::Client::try_from(tb.config_for_token("narrow")).unwrap();
+    let resolver = IdentityResolver::builder(client, secret_ref())
+        .sync_timeout(Duration::from_secs(10))
+        .build()
+        .await
+        .unwrap();
+    assert_eq!(
+        resolver.source().get().unwrap().metadata.name.as_deref(),
+        Some(NAME)
+    );
+
+    // Without the rights, construction fails fast with a refusal naming the Secret.
+    tb.add_token("none", vec![]);
+    let client = kube::Client::try_from(tb.config_for_token("none")).unwrap();
+    let err = IdentityResolver::builder(client, secret_ref())
+        .sync_timeout(Duration::from_secs(30))
+        .build()
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            IdentityError::Source(SourceError::Refused { code: 403, .. })
+        ),
+        "{err:?}"
+    );
+    assert!(err.to_string().contains(&format!("{NS}/{NAME}")), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn construction_fails_on_a_missing_secret_naming_it() {
+    let tb = Testbed::start().await;
+    let err = IdentityResolver::builder(tb.client(), secret_ref())
+        .sync_timeout(Duration::from_secs(10))
+        .build()
+        .await
+        .unwrap_err();
+    assert!(matches!(err, IdentityError::NotFound { .. }), "{err:?}");
+    assert_eq!(
+        err.to_string(),
+        format!("client certificate Secret {NS}/{NAME} not found")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn construction_times_out_when_the_api_is_unreachable() {
+    let tb = Testbed::start().await;
+    let client = tb.client();
+    tb.stop().await;
+    let err = IdentityResolver::builder(client, secret_ref())
+        .sync_timeout(Duration::from_millis(500))
+        .build()
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            IdentityError::Source(SourceError::SyncTimeout {
+                last_error: Some(_),
+                ..
+            })
+        ),
+        "{err:?}"
+    );
+    assert!(err.to_string().contains(&format!("{NS}/{NAME}")), "{err}");
+}
