@@ -48,7 +48,8 @@ pub(super) fn add(r: &mut Registry) -> Result<(), RegistryError> {
     // admissionregistration.k8s.io/v1 MutatingWebhookConfiguration (ClusterResourceScope)
     r.register_with_list::<k8s_openapi::api::admissionregistration::v1::MutatingWebhookConfiguration>()?;
     // admissionregistration.k8s.io/v1 ValidatingAdmissionPolicy (ClusterResourceScope)
-    r.register_with_list::<k8s_openapi::api::admissionregistration::v1::ValidatingAdmissionPolicy>()?;
+    r.register_with_list::<k8s_openapi::api::admissionregistration::v1::ValidatingAdmissionPolicy>(
+    )?;
     // admissionregistration.k8s.io/v1 ValidatingAdmissionPolicyBinding (ClusterResourceScope)
     r.register_with_list::<k8s_openapi::api::admissionregistration::v1::ValidatingAdmissionPolicyBinding>()?;
     // admissionregistration.k8s.io/v1 ValidatingWebhookConfiguration (ClusterResourceScope)

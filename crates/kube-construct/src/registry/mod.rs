@@ -126,32 +126,38 @@ fn api_version(gvk: &GroupVersionKind) -> String {
     }
 }
 
+/// Details of a [`RegistryError::Conflict`]: a kind offered again with another
+/// type, plural or scope.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "{} is already registered as {existing} (plural {existing_plural:?}, scope {existing_scope}); \
+     refusing to register it again as {new} (plural {new_plural:?}, scope {new_scope})",
+    display_gvk(.gvk)
+)]
+pub struct KindConflict {
+    /// The kind registered twice.
+    pub gvk: GroupVersionKind,
+    /// The Rust type already registered.
+    pub existing: &'static str,
+    /// Its plural.
+    pub existing_plural: String,
+    /// Its scope.
+    pub existing_scope: Scope,
+    /// The Rust type that was offered.
+    pub new: &'static str,
+    /// The plural that was offered.
+    pub new_plural: String,
+    /// The scope that was offered.
+    pub new_scope: Scope,
+}
+
 /// Errors building or querying a [`Registry`].
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum RegistryError {
     /// The kind is already registered with another type, plural or scope.
-    #[error(
-        "{} is already registered as {existing} (plural {existing_plural:?}, scope {existing_scope}); \
-         refusing to register it again as {new} (plural {new_plural:?}, scope {new_scope})",
-        display_gvk(.gvk)
-    )]
-    Conflict {
-        /// The kind registered twice.
-        gvk: GroupVersionKind,
-        /// The Rust type already registered.
-        existing: &'static str,
-        /// Its plural.
-        existing_plural: String,
-        /// Its scope.
-        existing_scope: Scope,
-        /// The Rust type that was offered.
-        new: &'static str,
-        /// The plural that was offered.
-        new_plural: String,
-        /// The scope that was offered.
-        new_scope: Scope,
-    },
+    #[error("{0}")]
+    Conflict(Box<KindConflict>),
     /// A registration was missing a version, kind or plural.
     #[error("cannot register {}: {reason}", display_gvk(.gvk))]
     Invalid {
@@ -444,7 +450,9 @@ impl Registry {
 
     /// The platform registry without caller additions; see [`platform_registry`].
     pub fn platform() -> Result<Self, RegistryError> {
-        platform_registry(std::iter::empty::<fn(&mut Registry) -> Result<(), RegistryError>>())
+        platform_registry(std::iter::empty::<
+            fn(&mut Registry) -> Result<(), RegistryError>,
+        >())
     }
 
     /// Adds one registration.
@@ -471,7 +479,7 @@ impl Registry {
             if existing.same_as(&registration) {
                 return Ok(());
             }
-            return Err(RegistryError::Conflict {
+            return Err(RegistryError::Conflict(Box::new(KindConflict {
                 gvk: gvk.clone(),
                 existing: existing.type_name,
                 existing_plural: existing.plural.clone(),
@@ -479,7 +487,7 @@ impl Registry {
                 new: registration.type_name,
                 new_plural: registration.plural,
                 new_scope: registration.scope,
-            });
+            })));
         }
         self.index.insert(gvk.clone(), self.entries.len());
         self.entries.push(registration);
@@ -712,7 +720,9 @@ fn gvk_of_value(value: &serde_json::Value) -> Result<GroupVersionKind, DecodeErr
         None => ("", api_version),
         Some((group, version)) => (group, version),
     };
-    if version.is_empty() || version.contains('/') || (api_version.contains('/') && group.is_empty())
+    if version.is_empty()
+        || version.contains('/')
+        || (api_version.contains('/') && group.is_empty())
     {
         return Err(DecodeError::InvalidApiVersion(api_version.to_owned()));
     }
@@ -816,7 +826,9 @@ mod tests {
     use super::*;
     use crate::types::argo::Application;
     use crate::types::fake::ManagedResource;
-    use crate::types::{HelmApplication, HelmApplicationSpec, HelmApplicationVersion, SemanticVersion};
+    use crate::types::{
+        HelmApplication, HelmApplicationSpec, HelmApplicationVersion, SemanticVersion,
+    };
 
     fn gvk(group: &str, version: &str, kind: &str) -> GroupVersionKind {
         GroupVersionKind::gvk(group, version, kind)
@@ -833,13 +845,21 @@ mod tests {
     #[test]
     fn platform_registers_in_order() {
         let registry = platform_registry([widget]).unwrap();
-        let position = |g: &str, v: &str, k: &str| registry.position(&gvk(g, v, k)).unwrap_or_else(|| panic!("{k} missing"));
+        let position = |g: &str, v: &str, k: &str| {
+            registry
+                .position(&gvk(g, v, k))
+                .unwrap_or_else(|| panic!("{k} missing"))
+        };
         let secret = position("", "v1", "Secret");
         let last_builtin = position("storage.k8s.io", "v1", "StorageClassList");
         let helm = position("unikorn-cloud.org", "v1alpha1", "HelmApplication");
         let helm_list = position("unikorn-cloud.org", "v1alpha1", "HelmApplicationList");
         let fake = position("unikorn.unikorn-cloud.org", "v1alpha1", "ManagedResource");
-        let fake_list = position("unikorn.unikorn-cloud.org", "v1alpha1", "ManagedResourceList");
+        let fake_list = position(
+            "unikorn.unikorn-cloud.org",
+            "v1alpha1",
+            "ManagedResourceList",
+        );
         let argo = position("argoproj.io", "v1alpha1", "Application");
         let argo_list = position("argoproj.io", "v1alpha1", "ApplicationList");
         let added = position("example.com", "v1", "Widget");
@@ -858,13 +878,32 @@ mod tests {
     fn builtins_cover_every_group() {
         let registry = Registry::platform().unwrap();
         for group in [
-            "", "admissionregistration.k8s.io", "apps", "authentication.k8s.io", "authorization.k8s.io",
-            "autoscaling", "batch", "certificates.k8s.io", "coordination.k8s.io", "discovery.k8s.io",
-            "events.k8s.io", "flowcontrol.apiserver.k8s.io", "networking.k8s.io", "node.k8s.io", "policy",
-            "rbac.authorization.k8s.io", "resource.k8s.io", "scheduling.k8s.io", "storage.k8s.io",
-            "apiextensions.k8s.io", "apiregistration.k8s.io",
+            "",
+            "admissionregistration.k8s.io",
+            "apps",
+            "authentication.k8s.io",
+            "authorization.k8s.io",
+            "autoscaling",
+            "batch",
+            "certificates.k8s.io",
+            "coordination.k8s.io",
+            "discovery.k8s.io",
+            "events.k8s.io",
+            "flowcontrol.apiserver.k8s.io",
+            "networking.k8s.io",
+            "node.k8s.io",
+            "policy",
+            "rbac.authorization.k8s.io",
+            "resource.k8s.io",
+            "scheduling.k8s.io",
+            "storage.k8s.io",
+            "apiextensions.k8s.io",
+            "apiregistration.k8s.io",
         ] {
-            assert!(registry.iter().any(|r| r.gvk().group == group), "group {group:?} missing");
+            assert!(
+                registry.iter().any(|r| r.gvk().group == group),
+                "group {group:?} missing"
+            );
         }
         for (g, v, k, plural, scope) in [
             ("", "v1", "Secret", "secrets", Scope::Namespaced),
@@ -872,14 +911,32 @@ mod tests {
             ("", "v1", "Namespace", "namespaces", Scope::Cluster),
             ("", "v1", "Service", "services", Scope::Namespaced),
             ("apps", "v1", "Deployment", "deployments", Scope::Namespaced),
-            ("rbac.authorization.k8s.io", "v1", "ClusterRole", "clusterroles", Scope::Cluster),
+            (
+                "rbac.authorization.k8s.io",
+                "v1",
+                "ClusterRole",
+                "clusterroles",
+                Scope::Cluster,
+            ),
             ("autoscaling", "v1", "Scale", "scale", Scope::Subresource),
         ] {
-            let r = registry.get(&gvk(g, v, k)).unwrap_or_else(|| panic!("{k} missing"));
+            let r = registry
+                .get(&gvk(g, v, k))
+                .unwrap_or_else(|| panic!("{k} missing"));
             assert_eq!((r.plural(), r.scope()), (plural, scope), "{k}");
         }
-        assert!(registry.get(&gvk("", "v1", "Secret")).unwrap().is::<Secret>());
-        assert!(registry.get(&gvk("", "v1", "SecretList")).unwrap().is::<ObjectList<Secret>>());
+        assert!(
+            registry
+                .get(&gvk("", "v1", "Secret"))
+                .unwrap()
+                .is::<Secret>()
+        );
+        assert!(
+            registry
+                .get(&gvk("", "v1", "SecretList"))
+                .unwrap()
+                .is::<ObjectList<Secret>>()
+        );
     }
 
     #[test]
@@ -889,19 +946,45 @@ mod tests {
         assert_eq!(secret, ApiResource::erase::<Secret>(&()));
         let list = registry.api_resource(&gvk("", "v1", "SecretList")).unwrap();
         assert_eq!(list, secret, "a list resolves to its items' resource");
-        let helm = registry.api_resource(&gvk("unikorn-cloud.org", "v1alpha1", "HelmApplication")).unwrap();
-        assert_eq!((helm.api_version.as_str(), helm.plural.as_str()), ("unikorn-cloud.org/v1alpha1", "helmapplications"));
-        let fake = registry.api_resource(&gvk("unikorn.unikorn-cloud.org", "v1alpha1", "ManagedResource")).unwrap();
+        let helm = registry
+            .api_resource(&gvk("unikorn-cloud.org", "v1alpha1", "HelmApplication"))
+            .unwrap();
+        assert_eq!(
+            (helm.api_version.as_str(), helm.plural.as_str()),
+            ("unikorn-cloud.org/v1alpha1", "helmapplications")
+        );
+        let fake = registry
+            .api_resource(&gvk(
+                "unikorn.unikorn-cloud.org",
+                "v1alpha1",
+                "ManagedResource",
+            ))
+            .unwrap();
         assert_eq!(fake.plural, "managedresources");
-        let argo = registry.api_resource(&gvk("argoproj.io", "v1alpha1", "Application")).unwrap();
+        let argo = registry
+            .api_resource(&gvk("argoproj.io", "v1alpha1", "Application"))
+            .unwrap();
         assert_eq!(argo.plural, "applications");
-        assert_eq!(registry.is_namespaced(&gvk("argoproj.io", "v1alpha1", "Application")), Some(true));
-        assert_eq!(registry.is_namespaced(&gvk("", "v1", "Namespace")), Some(false));
+        assert_eq!(
+            registry.is_namespaced(&gvk("argoproj.io", "v1alpha1", "Application")),
+            Some(true)
+        );
+        assert_eq!(
+            registry.is_namespaced(&gvk("", "v1", "Namespace")),
+            Some(false)
+        );
 
-        let missing = registry.api_resource(&gvk("example.com", "v1", "Nope")).unwrap_err();
+        let missing = registry
+            .api_resource(&gvk("example.com", "v1", "Nope"))
+            .unwrap_err();
         assert!(matches!(missing, RegistryError::NotRegistered(_)));
-        assert_eq!(missing.to_string(), "example.com/v1, Kind=Nope is not registered");
-        let scale = registry.api_resource(&gvk("autoscaling", "v1", "Scale")).unwrap_err();
+        assert_eq!(
+            missing.to_string(),
+            "example.com/v1, Kind=Nope is not registered"
+        );
+        let scale = registry
+            .api_resource(&gvk("autoscaling", "v1", "Scale"))
+            .unwrap_err();
         assert!(matches!(scale, RegistryError::Subresource(_)), "{scale}");
     }
 
@@ -920,26 +1003,60 @@ mod tests {
         let mut registry = Registry::platform().unwrap();
         let before = registry.len();
         let error = registry
-            .add(Registration::new::<ConfigMap>(gvk("", "v1", "Secret"), "secrets", Scope::Namespaced))
+            .add(Registration::new::<ConfigMap>(
+                gvk("", "v1", "Secret"),
+                "secrets",
+                Scope::Namespaced,
+            ))
             .unwrap_err();
-        let RegistryError::Conflict { gvk: conflict, existing, new, .. } = &error else {
+        let RegistryError::Conflict(conflict) = &error else {
             panic!("{error}")
         };
-        assert_eq!(conflict, &gvk("", "v1", "Secret"));
-        assert!(existing.ends_with("::Secret") && new.ends_with("::ConfigMap"));
-        assert!(error.to_string().starts_with("v1, Kind=Secret is already registered as"), "{error}");
+        assert_eq!(conflict.gvk, gvk("", "v1", "Secret"));
+        assert!(conflict.existing.ends_with("::Secret") && conflict.new.ends_with("::ConfigMap"));
+        assert!(
+            error
+                .to_string()
+                .starts_with("v1, Kind=Secret is already registered as"),
+            "{error}"
+        );
         // Same type with another plural or scope conflicts too.
-        assert!(registry.add(Registration::new::<Secret>(gvk("", "v1", "Secret"), "secretz", Scope::Namespaced)).is_err());
-        assert!(registry.add(Registration::new::<Secret>(gvk("", "v1", "Secret"), "secrets", Scope::Cluster)).is_err());
+        assert!(
+            registry
+                .add(Registration::new::<Secret>(
+                    gvk("", "v1", "Secret"),
+                    "secretz",
+                    Scope::Namespaced
+                ))
+                .is_err()
+        );
+        assert!(
+            registry
+                .add(Registration::new::<Secret>(
+                    gvk("", "v1", "Secret"),
+                    "secrets",
+                    Scope::Cluster
+                ))
+                .is_err()
+        );
         assert_eq!(registry.len(), before);
-        assert!(registry.get(&gvk("", "v1", "Secret")).unwrap().is::<Secret>());
+        assert!(
+            registry
+                .get(&gvk("", "v1", "Secret"))
+                .unwrap()
+                .is::<Secret>()
+        );
     }
 
     #[test]
     fn a_list_conflict_rolls_back_its_item() {
         let mut registry = Registry::new();
         registry
-            .add(Registration::new::<serde_json::Value>(gvk("", "v1", "SecretList"), "secrets", Scope::Namespaced))
+            .add(Registration::new::<serde_json::Value>(
+                gvk("", "v1", "SecretList"),
+                "secrets",
+                Scope::Namespaced,
+            ))
             .unwrap();
         assert!(registry.register_with_list::<Secret>().is_err());
         assert_eq!(registry.len(), 1);
@@ -949,9 +1066,17 @@ mod tests {
     #[test]
     fn invalid_registrations_are_refused() {
         let mut registry = Registry::new();
-        let empty_kind = registry.add(Registration::new::<serde_json::Value>(gvk("x.io", "v1", ""), "xs", Scope::Cluster));
+        let empty_kind = registry.add(Registration::new::<serde_json::Value>(
+            gvk("x.io", "v1", ""),
+            "xs",
+            Scope::Cluster,
+        ));
         assert!(matches!(empty_kind, Err(RegistryError::Invalid { .. })));
-        let empty_plural = registry.add(Registration::new::<serde_json::Value>(gvk("x.io", "v1", "X"), "", Scope::Cluster));
+        let empty_plural = registry.add(Registration::new::<serde_json::Value>(
+            gvk("x.io", "v1", "X"),
+            "",
+            Scope::Cluster,
+        ));
         assert!(matches!(empty_plural, Err(RegistryError::Invalid { .. })));
         assert!(registry.is_empty());
     }
@@ -959,10 +1084,15 @@ mod tests {
     #[test]
     fn first_failing_addition_stops_the_build() {
         let third_ran = Cell::new(false);
-        let additions: Vec<Box<dyn FnOnce(&mut Registry) -> Result<(), RegistryError> + '_>> = vec![
+        type Adder<'a> = Box<dyn FnOnce(&mut Registry) -> Result<(), RegistryError> + 'a>;
+        let additions: Vec<Adder<'_>> = vec![
             Box::new(widget),
             Box::new(|r: &mut Registry| {
-                r.add(Registration::new::<ConfigMap>(gvk("", "v1", "Namespace"), "namespaces", Scope::Cluster))
+                r.add(Registration::new::<ConfigMap>(
+                    gvk("", "v1", "Namespace"),
+                    "namespaces",
+                    Scope::Cluster,
+                ))
             }),
             Box::new(|_: &mut Registry| {
                 third_ran.set(true);
@@ -970,15 +1100,24 @@ mod tests {
             }),
         ];
         let error = platform_registry(additions).unwrap_err();
-        let RegistryError::Addition { index, source } = &error else { panic!("{error}") };
+        let RegistryError::Addition { index, source } = &error else {
+            panic!("{error}")
+        };
         assert_eq!(*index, 1);
-        assert!(matches!(**source, RegistryError::Conflict { .. }));
+        assert!(matches!(**source, RegistryError::Conflict(_)));
         assert!(error.to_string().contains("v1, Kind=Namespace"), "{error}");
-        assert!(!third_ran.get(), "additions after the failing one must not run");
+        assert!(
+            !third_ran.get(),
+            "additions after the failing one must not run"
+        );
 
         // Boxed additions of the public alias type work too.
         let ok: Vec<Addition> = vec![Box::new(widget), Box::new(|_: &mut Registry| Ok(()))];
-        assert!(platform_registry(ok).unwrap().contains(&gvk("example.com", "v1", "Widget")));
+        assert!(
+            platform_registry(ok)
+                .unwrap()
+                .contains(&gvk("example.com", "v1", "Widget"))
+        );
     }
 
     fn secret() -> Secret {
@@ -998,7 +1137,13 @@ mod tests {
     fn encode_and_decode_built_ins() {
         let registry = Registry::platform().unwrap();
         let dynamic = registry.encode(&secret()).unwrap();
-        assert_eq!(dynamic.types, Some(TypeMeta { api_version: "v1".into(), kind: "Secret".into() }));
+        assert_eq!(
+            dynamic.types,
+            Some(TypeMeta {
+                api_version: "v1".into(),
+                kind: "Secret".into()
+            })
+        );
         assert_eq!(dynamic.data["type"], "kubernetes.io/tls");
         assert_eq!(dynamic.metadata.name.as_deref(), Some("s"));
 
@@ -1009,8 +1154,16 @@ mod tests {
         assert_eq!(any.downcast::<Secret>().unwrap(), secret());
 
         let mismatch = registry.decode::<ConfigMap>(&dynamic).unwrap_err();
-        assert!(matches!(mismatch, DecodeError::TypeMismatch { .. }), "{mismatch}");
-        assert!(mismatch.to_string().starts_with("v1, Kind=Secret is registered as"), "{mismatch}");
+        assert!(
+            matches!(mismatch, DecodeError::TypeMismatch { .. }),
+            "{mismatch}"
+        );
+        assert!(
+            mismatch
+                .to_string()
+                .starts_with("v1, Kind=Secret is registered as"),
+            "{mismatch}"
+        );
     }
 
     #[test]
@@ -1018,19 +1171,34 @@ mod tests {
         let registry = Registry::platform().unwrap();
         let mut untyped = registry.encode(&secret()).unwrap();
         untyped.types = None;
-        assert!(matches!(registry.decode_any(&untyped), Err(DecodeError::MissingTypeMeta)));
+        assert!(matches!(
+            registry.decode_any(&untyped),
+            Err(DecodeError::MissingTypeMeta)
+        ));
 
-        let unknown = json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}});
+        let unknown =
+            json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}});
         let error = registry.decode_value_any(unknown).unwrap_err();
-        assert_eq!(error.to_string(), "example.com/v1, Kind=Widget is not registered");
+        assert_eq!(
+            error.to_string(),
+            "example.com/v1, Kind=Widget is not registered"
+        );
 
         let bad_version = json!({"apiVersion": "a/b/c", "kind": "X"});
-        assert!(matches!(registry.decode_value_any(bad_version), Err(DecodeError::InvalidApiVersion(_))));
+        assert!(matches!(
+            registry.decode_value_any(bad_version),
+            Err(DecodeError::InvalidApiVersion(_))
+        ));
 
         let wrong_shape = json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"}, "data": {"k": 5}});
         let error = registry.decode_value::<Secret>(wrong_shape).unwrap_err();
         assert!(matches!(error, DecodeError::Deserialize { .. }));
-        assert!(error.to_string().starts_with("cannot decode v1, Kind=Secret as"), "{error}");
+        assert!(
+            error
+                .to_string()
+                .starts_with("cannot decode v1, Kind=Secret as"),
+            "{error}"
+        );
     }
 
     #[test]
@@ -1042,9 +1210,16 @@ mod tests {
 
         let mut registry = Registry::new();
         registry
-            .add(Registration::new::<serde_json::Value>(gvk("", "v1", "Secret"), "secrets", Scope::Namespaced))
+            .add(Registration::new::<serde_json::Value>(
+                gvk("", "v1", "Secret"),
+                "secrets",
+                Scope::Namespaced,
+            ))
             .unwrap();
-        assert!(matches!(registry.encode(&secret()), Err(EncodeError::TypeMismatch { .. })));
+        assert!(matches!(
+            registry.encode(&secret()),
+            Err(EncodeError::TypeMismatch { .. })
+        ));
     }
 
     #[test]
@@ -1057,7 +1232,11 @@ mod tests {
                 documentation: "d".into(),
                 license: "l".into(),
                 icon: k8s_openapi::ByteString(vec![1, 2, 3]),
-                versions: vec![HelmApplicationVersion::chart("r", "c", SemanticVersion::parse("v1.0").unwrap())],
+                versions: vec![HelmApplicationVersion::chart(
+                    "r",
+                    "c",
+                    SemanticVersion::parse("v1.0").unwrap(),
+                )],
             },
         );
         helm.status = Some(Default::default());
@@ -1067,12 +1246,22 @@ mod tests {
 
         let fake = ManagedResource::new("m");
         let dynamic = registry.encode(&fake).unwrap();
-        assert_eq!(registry.decode_any(&dynamic).unwrap().downcast::<ManagedResource>().unwrap(), fake);
+        assert_eq!(
+            registry
+                .decode_any(&dynamic)
+                .unwrap()
+                .downcast::<ManagedResource>()
+                .unwrap(),
+            fake
+        );
 
         let mut app = Application::new("a", Default::default());
         app.spec.project = "default".into();
         let dynamic = registry.encode(&app).unwrap();
-        assert_eq!(dynamic.types.as_ref().unwrap().api_version, "argoproj.io/v1alpha1");
+        assert_eq!(
+            dynamic.types.as_ref().unwrap().api_version,
+            "argoproj.io/v1alpha1"
+        );
         assert_eq!(registry.decode::<Application>(&dynamic).unwrap(), app);
 
         // Lists decode into ObjectList of their items.
@@ -1082,7 +1271,11 @@ mod tests {
             "metadata": {"resourceVersion": "7"},
             "items": [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "a"}}],
         });
-        let decoded = registry.decode_value_any(list).unwrap().downcast::<ObjectList<Namespace>>().unwrap();
+        let decoded = registry
+            .decode_value_any(list)
+            .unwrap()
+            .downcast::<ObjectList<Namespace>>()
+            .unwrap();
         assert_eq!(decoded.items[0].metadata.name.as_deref(), Some("a"));
         assert_eq!(decoded.metadata.resource_version.as_deref(), Some("7"));
     }

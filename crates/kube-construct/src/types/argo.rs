@@ -44,7 +44,11 @@ pub struct ApplicationSpec {
     #[serde(default)]
     pub sync_policy: ApplicationSyncPolicy,
     /// Differences to ignore when syncing.
-    #[serde(default, skip_serializing_if = "Vec::is_empty", deserialize_with = "null_as_default")]
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        deserialize_with = "null_as_default"
+    )]
     pub ignore_differences: Vec<ApplicationIgnoreDifference>,
 }
 
@@ -80,7 +84,11 @@ pub struct ApplicationSourceHelm {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub values: Option<String>,
     /// `--set` parameters.
-    #[serde(default, skip_serializing_if = "Vec::is_empty", deserialize_with = "null_as_default")]
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        deserialize_with = "null_as_default"
+    )]
     pub parameters: Vec<HelmParameter>,
 }
 
@@ -147,10 +155,18 @@ pub struct ApplicationSyncAutomation {
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq)]
 pub struct NamespaceMetadata {
     /// Labels.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty", deserialize_with = "null_as_default")]
+    #[serde(
+        default,
+        skip_serializing_if = "BTreeMap::is_empty",
+        deserialize_with = "null_as_default"
+    )]
     pub labels: BTreeMap<String, String>,
     /// Annotations.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty", deserialize_with = "null_as_default")]
+    #[serde(
+        default,
+        skip_serializing_if = "BTreeMap::is_empty",
+        deserialize_with = "null_as_default"
+    )]
     pub annotations: BTreeMap<String, String>,
 }
 
@@ -246,13 +262,21 @@ mod tests {
         assert_eq!(app.status, Some(ApplicationStatus::default()));
         let written = serde_json::to_value(&app).unwrap();
         assert_eq!(written["spec"]["syncPolicy"], json!({"syncOptions": []}));
-        assert_eq!(written["spec"]["source"], json!({"repoURL": "https://charts", "chart": "c", "targetRevision": "1.0.0"}));
+        assert_eq!(
+            written["spec"]["source"],
+            json!({"repoURL": "https://charts", "chart": "c", "targetRevision": "1.0.0"})
+        );
         assert_eq!(written["status"], json!({}));
     }
 
     #[test]
     fn sync_options_and_statuses() {
-        let options: Vec<ApplicationSyncOption> = serde_json::from_value(json!(["CreateNamespace=true", "ServerSideApply=true", "Prune=false"])).unwrap();
+        let options: Vec<ApplicationSyncOption> = serde_json::from_value(json!([
+            "CreateNamespace=true",
+            "ServerSideApply=true",
+            "Prune=false"
+        ]))
+        .unwrap();
         assert_eq!(
             options,
             [
@@ -261,10 +285,22 @@ mod tests {
                 ApplicationSyncOption::Other("Prune=false".into())
             ]
         );
-        let status: ApplicationStatus = serde_json::from_value(json!({"health": {"status": "Degraded"}, "sync": {"status": "Synced"}})).unwrap();
-        assert_eq!(status.health.unwrap().status, ApplicationHealthStatus::Degraded);
+        let status: ApplicationStatus = serde_json::from_value(
+            json!({"health": {"status": "Degraded"}, "sync": {"status": "Synced"}}),
+        )
+        .unwrap();
+        assert_eq!(
+            status.health.unwrap().status,
+            ApplicationHealthStatus::Degraded
+        );
         assert_eq!(status.sync.unwrap().status, ApplicationSyncStatus::Synced);
-        let automated = ApplicationSyncAutomation { self_heal: true, prune: false };
-        assert_eq!(serde_json::to_value(&automated).unwrap(), json!({"selfHeal": true}));
+        let automated = ApplicationSyncAutomation {
+            self_heal: true,
+            prune: false,
+        };
+        assert_eq!(
+            serde_json::to_value(&automated).unwrap(),
+            json!({"selfHeal": true})
+        );
     }
 }

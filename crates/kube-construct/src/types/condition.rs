@@ -98,7 +98,10 @@ impl Condition {
 }
 
 /// The first condition of a type.
-pub fn get_condition<'a>(conditions: &'a [Condition], type_: &ConditionType) -> Option<&'a Condition> {
+pub fn get_condition<'a>(
+    conditions: &'a [Condition],
+    type_: &ConditionType,
+) -> Option<&'a Condition> {
     conditions.iter().find(|c| &c.type_ == type_)
 }
 
@@ -185,7 +188,8 @@ pub trait ReconcilePauser {
 /// A resource whose status conditions can be read.
 pub trait StatusConditionReader {
     /// The first condition of a type.
-    fn status_condition_read(&self, type_: &ConditionType) -> Result<&Condition, ConditionNotFound>;
+    fn status_condition_read(&self, type_: &ConditionType)
+    -> Result<&Condition, ConditionNotFound>;
 }
 
 /// A resource whose status conditions can be written.
@@ -208,7 +212,11 @@ pub trait ManagableResource:
 }
 
 impl<T> ManagableResource for T where
-    T: kube::Resource + ResourceLabeller + ReconcilePauser + StatusConditionReader + StatusConditionWriter
+    T: kube::Resource
+        + ResourceLabeller
+        + ReconcilePauser
+        + StatusConditionReader
+        + StatusConditionWriter
 {
 }
 
@@ -239,19 +247,40 @@ mod tests {
             "message": "ok",
         });
         assert_eq!(serde_json::to_value(&condition).unwrap(), json);
-        assert_eq!(serde_json::from_value::<Condition>(json).unwrap(), condition);
+        assert_eq!(
+            serde_json::from_value::<Condition>(json).unwrap(),
+            condition
+        );
         // Unknown values are kept verbatim.
-        let other: ConditionReason = serde_json::from_value(serde_json::json!("Frobnicating")).unwrap();
+        let other: ConditionReason =
+            serde_json::from_value(serde_json::json!("Frobnicating")).unwrap();
         assert_eq!(other, ConditionReason::Other("Frobnicating".into()));
-        assert_eq!(serde_json::to_value(&other).unwrap(), serde_json::json!("Frobnicating"));
+        assert_eq!(
+            serde_json::to_value(&other).unwrap(),
+            serde_json::json!("Frobnicating")
+        );
         assert_eq!(ConditionStatus::from("Unknown"), ConditionStatus::Unknown);
     }
 
     #[test]
     fn update_appends_a_missing_condition() {
         let mut conditions = Vec::new();
-        assert!(update_condition_at(&mut conditions, ConditionType::Available, ConditionStatus::False, ConditionReason::Provisioning, "starting", at(10)));
-        assert!(update_condition_at(&mut conditions, ConditionType::Healthy, ConditionStatus::Unknown, ConditionReason::Unknown, "", at(11)));
+        assert!(update_condition_at(
+            &mut conditions,
+            ConditionType::Available,
+            ConditionStatus::False,
+            ConditionReason::Provisioning,
+            "starting",
+            at(10)
+        ));
+        assert!(update_condition_at(
+            &mut conditions,
+            ConditionType::Healthy,
+            ConditionStatus::Unknown,
+            ConditionReason::Unknown,
+            "",
+            at(11)
+        ));
         assert_eq!(conditions.len(), 2);
         assert_eq!(conditions[0].type_, ConditionType::Available);
         assert_eq!(conditions[1].type_, ConditionType::Healthy);
@@ -261,9 +290,23 @@ mod tests {
     #[test]
     fn update_without_change_keeps_the_old_transition_time() {
         let mut conditions = Vec::new();
-        update_condition_at(&mut conditions, ConditionType::Available, ConditionStatus::False, ConditionReason::Provisioning, "starting", at(10));
+        update_condition_at(
+            &mut conditions,
+            ConditionType::Available,
+            ConditionStatus::False,
+            ConditionReason::Provisioning,
+            "starting",
+            at(10),
+        );
         let before = conditions.clone();
-        assert!(!update_condition_at(&mut conditions, ConditionType::Available, ConditionStatus::False, ConditionReason::Provisioning, "starting", at(20)));
+        assert!(!update_condition_at(
+            &mut conditions,
+            ConditionType::Available,
+            ConditionStatus::False,
+            ConditionReason::Provisioning,
+            "starting",
+            at(20)
+        ));
         assert_eq!(conditions, before);
     }
 
@@ -271,17 +314,39 @@ mod tests {
     fn any_change_replaces_with_a_new_transition_time() {
         let base = || {
             let mut conditions = Vec::new();
-            update_condition_at(&mut conditions, ConditionType::Available, ConditionStatus::False, ConditionReason::Provisioning, "starting", at(10));
+            update_condition_at(
+                &mut conditions,
+                ConditionType::Available,
+                ConditionStatus::False,
+                ConditionReason::Provisioning,
+                "starting",
+                at(10),
+            );
             conditions
         };
         let cases = [
-            (ConditionStatus::True, ConditionReason::Provisioning, "starting"),
+            (
+                ConditionStatus::True,
+                ConditionReason::Provisioning,
+                "starting",
+            ),
             (ConditionStatus::False, ConditionReason::Errored, "starting"),
-            (ConditionStatus::False, ConditionReason::Provisioning, "still starting"),
+            (
+                ConditionStatus::False,
+                ConditionReason::Provisioning,
+                "still starting",
+            ),
         ];
         for (status, reason, message) in cases {
             let mut conditions = base();
-            assert!(update_condition_at(&mut conditions, ConditionType::Available, status.clone(), reason.clone(), message, at(30)));
+            assert!(update_condition_at(
+                &mut conditions,
+                ConditionType::Available,
+                status.clone(),
+                reason.clone(),
+                message,
+                at(30)
+            ));
             assert_eq!(conditions.len(), 1);
             assert_eq!(conditions[0].status, status);
             assert_eq!(conditions[0].reason, reason);
@@ -294,8 +359,19 @@ mod tests {
     fn get_condition_finds_by_type() {
         let mut conditions = Vec::new();
         assert!(get_condition(&conditions, &ConditionType::Available).is_none());
-        update_condition(&mut conditions, ConditionType::Healthy, ConditionStatus::True, ConditionReason::Healthy, "fine");
-        assert_eq!(get_condition(&conditions, &ConditionType::Healthy).unwrap().message, "fine");
+        update_condition(
+            &mut conditions,
+            ConditionType::Healthy,
+            ConditionStatus::True,
+            ConditionReason::Healthy,
+            "fine",
+        );
+        assert_eq!(
+            get_condition(&conditions, &ConditionType::Healthy)
+                .unwrap()
+                .message,
+            "fine"
+        );
         assert!(get_condition(&conditions, &ConditionType::Available).is_none());
         // The current time is kept at whole seconds, as the API stores it.
         assert_eq!(conditions[0].last_transition_time.0.subsec_nanosecond(), 0);

@@ -15,9 +15,9 @@ use kube::core::{NamespaceResourceScope, ObjectList};
 use serde::{Deserialize, Serialize};
 
 use super::condition::{
-    Condition, ConditionNotFound, ConditionReason, ConditionStatus, ConditionType,
-    ReconcilePauser, ResourceLabelError, ResourceLabeller, StatusConditionReader,
-    StatusConditionWriter, get_condition, update_condition,
+    Condition, ConditionNotFound, ConditionReason, ConditionStatus, ConditionType, ReconcilePauser,
+    ResourceLabelError, ResourceLabeller, StatusConditionReader, StatusConditionWriter,
+    get_condition, update_condition,
 };
 
 /// The API group of the fake types.
@@ -132,8 +132,12 @@ impl ReconcilePauser for ManagedResource {
 }
 
 impl StatusConditionReader for ManagedResource {
-    fn status_condition_read(&self, type_: &ConditionType) -> Result<&Condition, ConditionNotFound> {
-        get_condition(&self.status.conditions, type_).ok_or_else(|| ConditionNotFound(type_.clone()))
+    fn status_condition_read(
+        &self,
+        type_: &ConditionType,
+    ) -> Result<&Condition, ConditionNotFound> {
+        get_condition(&self.status.conditions, type_)
+            .ok_or_else(|| ConditionNotFound(type_.clone()))
     }
 }
 
@@ -159,7 +163,8 @@ mod tests {
     #[test]
     fn shape_and_interfaces() {
         let mut resource = ManagedResource::new("thing");
-        resource.metadata.labels = Some([("unikorn-cloud.org/name".to_owned(), "x".to_owned())].into());
+        resource.metadata.labels =
+            Some([("unikorn-cloud.org/name".to_owned(), "x".to_owned())].into());
         assert_eq!(
             serde_json::to_value(&resource).unwrap(),
             json!({
@@ -169,17 +174,40 @@ mod tests {
                 "status": {},
             })
         );
-        assert_eq!(resource.resource_labels().unwrap(), resource.metadata.labels.clone().unwrap());
+        assert_eq!(
+            resource.resource_labels().unwrap(),
+            resource.metadata.labels.clone().unwrap()
+        );
         assert!(!resource.paused());
-        let missing = resource.status_condition_read(&ConditionType::Available).unwrap_err();
+        let missing = resource
+            .status_condition_read(&ConditionType::Available)
+            .unwrap_err();
         assert_eq!(missing.to_string(), "status condition Available not found");
 
-        resource.status_condition_write(ConditionType::Available, ConditionStatus::False, ConditionReason::Provisioning, "working");
-        let first = resource.status_condition_read(&ConditionType::Available).unwrap().clone();
+        resource.status_condition_write(
+            ConditionType::Available,
+            ConditionStatus::False,
+            ConditionReason::Provisioning,
+            "working",
+        );
+        let first = resource
+            .status_condition_read(&ConditionType::Available)
+            .unwrap()
+            .clone();
         assert_eq!(first.reason, ConditionReason::Provisioning);
-        resource.status_condition_write(ConditionType::Available, ConditionStatus::False, ConditionReason::Provisioning, "working");
+        resource.status_condition_write(
+            ConditionType::Available,
+            ConditionStatus::False,
+            ConditionReason::Provisioning,
+            "working",
+        );
         assert_eq!(resource.status.conditions, [first]);
-        resource.status_condition_write(ConditionType::Available, ConditionStatus::True, ConditionReason::Provisioned, "done");
+        resource.status_condition_write(
+            ConditionType::Available,
+            ConditionStatus::True,
+            ConditionReason::Provisioned,
+            "done",
+        );
         assert_eq!(resource.status.conditions.len(), 1);
         assert_eq!(resource.status.conditions[0].status, ConditionStatus::True);
 
@@ -188,7 +216,8 @@ mod tests {
         let back: ManagedResource = serde_json::from_value(json).unwrap();
         assert_eq!(back, resource);
         // Go writes `status` always; a missing one decodes to empty.
-        let bare: ManagedResource = serde_json::from_value(json!({"metadata": {"name": "n"}})).unwrap();
+        let bare: ManagedResource =
+            serde_json::from_value(json!({"metadata": {"name": "n"}})).unwrap();
         assert!(bare.status.conditions.is_empty());
     }
 }

@@ -27,7 +27,11 @@ use super::values::{SemanticVersion, SemanticVersionConstraints, TagList};
         type_ = "string",
         json_path = ".metadata.labels['unikorn-cloud\\.org/name']"
     ),
-    printcolumn(name = "age", type_ = "date", json_path = ".metadata.creationTimestamp")
+    printcolumn(
+        name = "age",
+        type_ = "date",
+        json_path = ".metadata.creationTimestamp"
+    )
 )]
 #[serde(rename_all = "camelCase")]
 pub struct HelmApplicationSpec {
@@ -98,7 +102,11 @@ pub struct HelmApplicationVersion {
 
 impl HelmApplicationVersion {
     /// A version from a Helm chart repository.
-    pub fn chart(repo: impl Into<String>, chart: impl Into<String>, version: SemanticVersion) -> Self {
+    pub fn chart(
+        repo: impl Into<String>,
+        chart: impl Into<String>,
+        version: SemanticVersion,
+    ) -> Self {
         Self {
             repo: repo.into(),
             chart: Some(chart.into()),
@@ -165,7 +173,10 @@ pub struct VersionNotFound {
 
 impl HelmApplication {
     /// The version entry equal (by semantic-version precedence) to `version`.
-    pub fn get_version(&self, version: &SemanticVersion) -> Result<&HelmApplicationVersion, VersionNotFound> {
+    pub fn get_version(
+        &self,
+        version: &SemanticVersion,
+    ) -> Result<&HelmApplicationVersion, VersionNotFound> {
         self.spec
             .versions
             .iter()
@@ -226,7 +237,10 @@ mod tests {
     #[test]
     fn crd_matches_the_platform() {
         let crd = serde_json::to_value(helm_application_crd()).unwrap();
-        assert_eq!(crd["metadata"]["name"], "helmapplications.unikorn-cloud.org");
+        assert_eq!(
+            crd["metadata"]["name"],
+            "helmapplications.unikorn-cloud.org"
+        );
         let spec = &crd["spec"];
         assert_eq!(spec["group"], "unikorn-cloud.org");
         assert_eq!(spec["scope"], "Namespaced");
@@ -254,10 +268,18 @@ mod tests {
         assert_eq!(schema["required"], json!(["spec"]));
         assert_eq!(schema["properties"]["status"]["type"], "object");
         let spec_schema = &schema["properties"]["spec"];
-        let mut required: Vec<_> = spec_schema["required"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
+        let mut required: Vec<_> = spec_schema["required"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_str().unwrap())
+            .collect();
         required.sort_unstable();
         assert_eq!(required, ["documentation", "icon", "license"]);
-        assert_eq!(spec_schema["properties"]["icon"], json!({"type": "string", "format": "byte", "description": "Icon is a base64 encoded icon for the application."}));
+        assert_eq!(
+            spec_schema["properties"]["icon"],
+            json!({"type": "string", "format": "byte", "description": "Icon is a base64 encoded icon for the application."})
+        );
         let item = &spec_schema["properties"]["versions"]["items"];
         assert_eq!(
             item["x-kubernetes-validations"],
@@ -266,15 +288,35 @@ mod tests {
                 {"rule": "!(has(self.chart) && has(self.branch))", "message": "only one of chart or branch may be specified"},
             ])
         );
-        let mut required: Vec<_> = item["required"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
+        let mut required: Vec<_> = item["required"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_str().unwrap())
+            .collect();
         required.sort_unstable();
         assert_eq!(required, ["repo", "version"]);
-        assert_eq!(item["properties"]["version"]["pattern"], crate::types::values::SEMVER_PATTERN);
+        assert_eq!(
+            item["properties"]["version"]["pattern"],
+            crate::types::values::SEMVER_PATTERN
+        );
         assert_eq!(item["properties"]["createNamespace"]["type"], "boolean");
-        assert_eq!(item["properties"]["parameters"]["items"]["properties"]["value"]["minLength"], 1);
-        assert_eq!(item["properties"]["dependencies"]["items"]["required"], json!(["name"]));
-        assert_eq!(item["properties"]["recommends"]["items"]["properties"]["name"]["minLength"], 1);
-        assert!(!crd.to_string().contains("\"nullable\""), "controller-gen does not mark optional fields nullable");
+        assert_eq!(
+            item["properties"]["parameters"]["items"]["properties"]["value"]["minLength"],
+            1
+        );
+        assert_eq!(
+            item["properties"]["dependencies"]["items"]["required"],
+            json!(["name"])
+        );
+        assert_eq!(
+            item["properties"]["recommends"]["items"]["properties"]["name"]["minLength"],
+            1
+        );
+        assert!(
+            !crd.to_string().contains("\"nullable\""),
+            "controller-gen does not mark optional fields nullable"
+        );
     }
 
     #[test]
@@ -286,7 +328,11 @@ mod tests {
                 documentation: "https://docs".into(),
                 license: "Apache-2.0".into(),
                 icon: ByteString(b"<svg/>".to_vec()),
-                versions: vec![HelmApplicationVersion::chart("https://helm.cilium.io", "cilium", SemanticVersion::parse("1.15.0").unwrap())],
+                versions: vec![HelmApplicationVersion::chart(
+                    "https://helm.cilium.io",
+                    "cilium",
+                    SemanticVersion::parse("1.15.0").unwrap(),
+                )],
             },
         );
         assert_eq!(
@@ -303,9 +349,16 @@ mod tests {
                 },
             })
         );
-        let found = minimal.get_version(&SemanticVersion::parse("v1.15").unwrap()).unwrap();
+        let found = minimal
+            .get_version(&SemanticVersion::parse("v1.15").unwrap())
+            .unwrap();
         assert_eq!(found.chart.as_deref(), Some("cilium"));
-        let missing = minimal.get_version(&SemanticVersion::parse("2.0.0").unwrap()).unwrap_err();
-        assert_eq!(missing.to_string(), "version 2.0.0 not found in application \"cilium\"");
+        let missing = minimal
+            .get_version(&SemanticVersion::parse("2.0.0").unwrap())
+            .unwrap_err();
+        assert_eq!(
+            missing.to_string(),
+            "version 2.0.0 not found in application \"cilium\""
+        );
     }
 }

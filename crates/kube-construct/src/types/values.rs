@@ -85,7 +85,9 @@ impl SemanticVersion {
         let (rest, build) = match rest.split_once('+') {
             Some((rest, build)) => {
                 if !valid_identifiers(build) {
-                    return Err(malformed("the build metadata is not dot-separated [0-9A-Za-z-] identifiers"));
+                    return Err(malformed(
+                        "the build metadata is not dot-separated [0-9A-Za-z-] identifiers",
+                    ));
                 }
                 (rest, Some(build.to_owned()))
             }
@@ -94,26 +96,39 @@ impl SemanticVersion {
         let (core, prerelease) = match rest.split_once('-') {
             Some((core, pre)) => {
                 if !valid_identifiers(pre) {
-                    return Err(malformed("the prerelease is not dot-separated [0-9A-Za-z-] identifiers"));
+                    return Err(malformed(
+                        "the prerelease is not dot-separated [0-9A-Za-z-] identifiers",
+                    ));
                 }
                 if pre.split('.').any(|part| {
-                    part.len() > 1 && part.starts_with('0') && part.bytes().all(|b| b.is_ascii_digit())
+                    part.len() > 1
+                        && part.starts_with('0')
+                        && part.bytes().all(|b| b.is_ascii_digit())
                 }) {
-                    return Err(malformed("a numeric prerelease identifier has a leading zero"));
+                    return Err(malformed(
+                        "a numeric prerelease identifier has a leading zero",
+                    ));
                 }
                 (core, Some(pre.to_owned()))
             }
             None => (rest, None),
         };
         let mut numbers = core.split('.');
-        let major = parse_number(numbers.next().unwrap_or(""), "the major version is not a number")
-            .map_err(malformed)?;
+        let major = parse_number(
+            numbers.next().unwrap_or(""),
+            "the major version is not a number",
+        )
+        .map_err(malformed)?;
         let minor = match numbers.next() {
-            Some(part) => parse_number(part, "the minor version is not a number").map_err(malformed)?,
+            Some(part) => {
+                parse_number(part, "the minor version is not a number").map_err(malformed)?
+            }
             None => 0,
         };
         let patch = match numbers.next() {
-            Some(part) => parse_number(part, "the patch version is not a number").map_err(malformed)?,
+            Some(part) => {
+                parse_number(part, "the patch version is not a number").map_err(malformed)?
+            }
             None => 0,
         };
         if numbers.next().is_some() {
@@ -376,7 +391,9 @@ pub struct TagList(pub Vec<Tag>);
 impl TagList {
     /// Whether the list holds a tag with this name and value.
     pub fn contains(&self, tag: &Tag) -> bool {
-        self.0.iter().any(|t| t.name == tag.name && t.value == tag.value)
+        self.0
+            .iter()
+            .any(|t| t.name == tag.name && t.value == tag.value)
     }
 
     /// Whether the list holds every tag of `other` (true when `other` is empty).
@@ -639,7 +656,15 @@ mod tests {
 
     #[test]
     fn semantic_version_round_trips_its_exact_text() {
-        for text in ["v1.2.3", "1.2.3", "v1", "1.2", "v0.1.0-rc.1+build.5", "1.0.0+20130313144700", "01.2.3"] {
+        for text in [
+            "v1.2.3",
+            "1.2.3",
+            "v1",
+            "1.2",
+            "v0.1.0-rc.1+build.5",
+            "1.0.0+20130313144700",
+            "01.2.3",
+        ] {
             let parsed = v(text);
             assert_eq!(parsed.as_str(), text);
             assert_eq!(parsed.to_string(), text);
@@ -665,10 +690,26 @@ mod tests {
     #[test]
     fn semantic_version_rejects_what_the_crd_pattern_rejects() {
         for text in [
-            "", "v", "x1.0.0", "1.2.3.4", "1..2", "1.2.", "1.2.3-", "1.2.3+", "1.2.3-a..b", "1.2.3-a_b",
-            "1.2.3+b@d", "V1.2.3", " 1.2.3", "1.2.3-01", "99999999999999999999999",
+            "",
+            "v",
+            "x1.0.0",
+            "1.2.3.4",
+            "1..2",
+            "1.2.",
+            "1.2.3-",
+            "1.2.3+",
+            "1.2.3-a..b",
+            "1.2.3-a_b",
+            "1.2.3+b@d",
+            "V1.2.3",
+            " 1.2.3",
+            "1.2.3-01",
+            "99999999999999999999999",
         ] {
-            assert!(SemanticVersion::parse(text).is_err(), "{text:?} should be rejected");
+            assert!(
+                SemanticVersion::parse(text).is_err(),
+                "{text:?} should be rejected"
+            );
             let json = serde_json::Value::String(text.into());
             assert!(serde_json::from_value::<SemanticVersion>(json).is_err());
         }
@@ -680,8 +721,18 @@ mod tests {
     #[test]
     fn semantic_version_precedence() {
         let ordered = [
-            "0.9.9", "1.0.0-alpha", "1.0.0-alpha.1", "1.0.0-alpha.beta", "1.0.0-beta", "1.0.0-beta.2",
-            "1.0.0-beta.11", "1.0.0-rc.1", "1.0.0", "v1.0.1", "1.1", "2",
+            "0.9.9",
+            "1.0.0-alpha",
+            "1.0.0-alpha.1",
+            "1.0.0-alpha.beta",
+            "1.0.0-beta",
+            "1.0.0-beta.2",
+            "1.0.0-beta.11",
+            "1.0.0-rc.1",
+            "1.0.0",
+            "v1.0.1",
+            "1.1",
+            "2",
         ];
         for pair in ordered.windows(2) {
             assert!(v(pair[0]) < v(pair[1]), "{} < {}", pair[0], pair[1]);
@@ -697,10 +748,16 @@ mod tests {
 
     #[test]
     fn constraints_keep_their_text() {
-        let c: SemanticVersionConstraints = serde_json::from_value(serde_json::json!(">= 1.2, < 2")).unwrap();
+        let c: SemanticVersionConstraints =
+            serde_json::from_value(serde_json::json!(">= 1.2, < 2")).unwrap();
         assert_eq!(c.as_str(), ">= 1.2, < 2");
-        assert_eq!(serde_json::to_value(&c).unwrap(), serde_json::json!(">= 1.2, < 2"));
-        assert!(serde_json::from_value::<SemanticVersionConstraints>(serde_json::json!("  ")).is_err());
+        assert_eq!(
+            serde_json::to_value(&c).unwrap(),
+            serde_json::json!(">= 1.2, < 2")
+        );
+        assert!(
+            serde_json::from_value::<SemanticVersionConstraints>(serde_json::json!("  ")).is_err()
+        );
     }
 
     #[test]
@@ -721,18 +778,38 @@ mod tests {
 
     #[test]
     fn ipv4_values() {
-        let address: IPv4Address = serde_json::from_value(serde_json::json!("192.168.0.1")).unwrap();
-        assert_eq!(serde_json::to_value(address).unwrap(), serde_json::json!("192.168.0.1"));
+        let address: IPv4Address =
+            serde_json::from_value(serde_json::json!("192.168.0.1")).unwrap();
+        assert_eq!(
+            serde_json::to_value(address).unwrap(),
+            serde_json::json!("192.168.0.1")
+        );
         assert!(serde_json::from_value::<IPv4Address>(serde_json::json!("300.1.1.1")).is_err());
         assert!(serde_json::from_value::<IPv4Address>(serde_json::json!("::1")).is_err());
 
         let prefix: IPv4Prefix = serde_json::from_value(serde_json::json!("10.1.2.3/16")).unwrap();
-        assert_eq!(serde_json::to_value(prefix).unwrap(), serde_json::json!("10.1.0.0/16"));
+        assert_eq!(
+            serde_json::to_value(prefix).unwrap(),
+            serde_json::json!("10.1.0.0/16")
+        );
         assert!(prefix.contains("10.1.255.1".parse().unwrap()));
         assert!(!prefix.contains("10.2.0.1".parse().unwrap()));
-        assert_eq!("0.0.0.0/0".parse::<IPv4Prefix>().unwrap().to_string(), "0.0.0.0/0");
-        assert_eq!("1.2.3.4/32".parse::<IPv4Prefix>().unwrap().to_string(), "1.2.3.4/32");
-        for bad in ["10.0.0.0", "10.0.0.0/33", "10.0.0.0/", "10.0.0/8", "10.0.0.0/+8", "10.0.0.0/008"] {
+        assert_eq!(
+            "0.0.0.0/0".parse::<IPv4Prefix>().unwrap().to_string(),
+            "0.0.0.0/0"
+        );
+        assert_eq!(
+            "1.2.3.4/32".parse::<IPv4Prefix>().unwrap().to_string(),
+            "1.2.3.4/32"
+        );
+        for bad in [
+            "10.0.0.0",
+            "10.0.0.0/33",
+            "10.0.0.0/",
+            "10.0.0/8",
+            "10.0.0.0/+8",
+            "10.0.0.0/008",
+        ] {
             assert!(bad.parse::<IPv4Prefix>().is_err(), "{bad:?}");
         }
     }
@@ -745,13 +822,23 @@ mod tests {
             disk_size: None,
             replicas: None,
         };
-        assert_eq!(serde_json::to_value(&machine).unwrap(), serde_json::json!({"imageId": "img", "flavorId": "flv"}));
-        let json = serde_json::json!({"imageId": "i", "flavorId": "f", "diskSize": "50Gi", "replicas": 3});
+        assert_eq!(
+            serde_json::to_value(&machine).unwrap(),
+            serde_json::json!({"imageId": "img", "flavorId": "flv"})
+        );
+        let json =
+            serde_json::json!({"imageId": "i", "flavorId": "f", "diskSize": "50Gi", "replicas": 3});
         let machine: MachineGeneric = serde_json::from_value(json.clone()).unwrap();
         assert_eq!(serde_json::to_value(&machine).unwrap(), json);
-        assert!(serde_json::from_value::<MachineGeneric>(serde_json::json!({"imageId": "i", "flavorId": "f", "replicas": -1})).is_err());
+        assert!(
+            serde_json::from_value::<MachineGeneric>(
+                serde_json::json!({"imageId": "i", "flavorId": "f", "replicas": -1})
+            )
+            .is_err()
+        );
 
-        let json = serde_json::json!({"nodeNetwork": "192.168.0.0/24", "dnsNameservers": ["8.8.8.8"]});
+        let json =
+            serde_json::json!({"nodeNetwork": "192.168.0.0/24", "dnsNameservers": ["8.8.8.8"]});
         let network: NetworkGeneric = serde_json::from_value(json.clone()).unwrap();
         assert_eq!(serde_json::to_value(&network).unwrap(), json);
 
