@@ -13,6 +13,7 @@ pub mod client;
 pub mod error;
 pub mod material;
 pub mod options;
+pub mod principal;
 pub mod report;
 pub mod resolver;
 pub mod source;

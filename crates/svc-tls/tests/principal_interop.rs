@@ -1,0 +1,183 @@
+//! Interoperability of principals with an independent JOSE implementation: PyJWT and
+//! `cryptography` (from PyPI) verify our PS512 tokens and produce tokens we verify,
+//! for RSA 2048, 3072 and 4096 (plus ES256/ES384 under the opt-in policy).
+//!
+//! The Python side is `tests/interop/jws_interop.py`; `cargo xtask test` installs its
+//! packages. PSS is randomised, so tokens are round-tripped, never compared.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+#[path = "principal_support/keys.rs"]
+mod keys;
+
+use std::io::Write as _;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+
+use serde_json::{Value, json};
+use svc_tls::principal::{
+    Algorithm, AlgorithmPolicy, PeerCertificate, Principal, VerifyError, sign_with_key, verify,
+};
+
+fn script() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/interop/jws_interop.py")
+}
+
+/// Fails (never skips) when the Python side cannot run, saying what to install.
+fn require_python() {
+    let probe = Command::new("python3")
+        .args(["-c", "import jwt, cryptography"])
+        .output();
+    match probe {
+        Ok(out) if out.status.success() => {}
+        Ok(out) => panic!(
+            "the principal interop test needs PyJWT and cryptography for python3: \
+             run `pip install pyjwt cryptography` (`cargo xtask test` does this). \
+             python3 said: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        ),
+        Err(e) => panic!(
+            "the principal interop test needs python3 with PyJWT and cryptography \
+             (`pip install pyjwt cryptography`; `cargo xtask test` does this): {e}"
+        ),
+    }
+}
+
+fn run_python(request: &Value) -> Value {
+    let mut child = Command::new("python3")
+        .arg(script())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("python3 starts");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(request.to_string().as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "jws_interop.py failed ({}):\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+fn principal_for(name: &str) -> Principal {
+    Principal {
+        organization_id: Some(format!("org-{name}")),
+        project_id: Some("proj-interop".into()),
+        actor: Some("interop@example.com".into()),
+    }
+}
+
+#[test]
+fn pyjwt_verifies_ours_and_we_verify_pyjwt_for_every_rsa_size() {
+    require_python();
+    let fixtures = keys::rsa_all();
+    let mut to_verify = Vec::new();
+    let mut to_sign = Vec::new();
+    for f in fixtures {
+        let token = sign_with_key(
+            f.signing_key.as_ref(),
+            &principal_for(f.name),
+            AlgorithmPolicy::Ps512Only,
+        )
+        .unwrap();
+        to_verify.push(json!({
+            "name": f.name, "alg": "PS512", "cert_pem": f.cert_pem, "token": token.as_str()
+        }));
+        to_sign.push(json!({
+            "name": f.name, "alg": "PS512", "key_pem": f.key_pem,
+            "payload": serde_json::to_value(principal_for(f.name)).unwrap()
+        }));
+    }
+    let answer = run_python(&json!({
+        "verify": to_verify, "sign": to_sign, "sign_max_salt": to_sign,
+    }));
+
+    // Python verified ours (including salt 64 and the exact header) and read the payload.
+    let verified = answer["verified"].as_array().unwrap();
+    assert_eq!(verified.len(), fixtures.len());
+    for (f, v) in fixtures.iter().zip(verified) {
+        assert_eq!(v["name"], f.name);
+        assert_eq!(v["header"], json!({"alg": "PS512"}));
+        assert_eq!(
+            v["payload"],
+            serde_json::to_value(principal_for(f.name)).unwrap()
+        );
+    }
+
+    // We verify Python's PS512 tokens (salt 64, header with "typ") ...
+    let signed = answer["signed"].as_array().unwrap();
+    let max_salt = answer["signed_max_salt"].as_array().unwrap();
+    assert_eq!(signed.len(), fixtures.len());
+    assert_eq!(max_salt.len(), fixtures.len());
+    for (i, f) in fixtures.iter().enumerate() {
+        let certificate = PeerCertificate::from_pem(f.cert_pem.as_bytes()).unwrap();
+        for token in [&signed[i]["token"], &max_salt[i]["token"]] {
+            let token = token.as_str().unwrap();
+            let back: Principal = verify(token, &certificate, AlgorithmPolicy::Ps512Only)
+                .unwrap_or_else(|e| panic!("{}: {e}", f.name));
+            assert_eq!(back, principal_for(f.name));
+        }
+        // ... and only against the right certificate.
+        let other = fixtures[(i + 1) % fixtures.len()];
+        let other = PeerCertificate::from_pem(other.cert_pem.as_bytes()).unwrap();
+        let err = verify::<Principal>(
+            signed[i]["token"].as_str().unwrap(),
+            &other,
+            AlgorithmPolicy::Ps512Only,
+        )
+        .unwrap_err();
+        assert!(matches!(err, VerifyError::BadSignature), "{err:?}");
+    }
+}
+
+#[test]
+fn pyjwt_interoperates_on_opt_in_ecdsa() {
+    require_python();
+    let cases = [
+        (keys::p256(), Algorithm::Es256),
+        (keys::p384(), Algorithm::Es384),
+    ];
+    let mut to_verify = Vec::new();
+    let mut to_sign = Vec::new();
+    for (f, alg) in cases {
+        let token = sign_with_key(
+            f.signing_key.as_ref(),
+            &principal_for(f.name),
+            AlgorithmPolicy::Ps512OrEcdsa,
+        )
+        .unwrap();
+        assert_eq!(token.algorithm(), alg);
+        to_verify.push(json!({
+            "name": f.name, "alg": alg.name(), "cert_pem": f.cert_pem, "token": token.as_str()
+        }));
+        to_sign.push(json!({
+            "name": f.name, "alg": alg.name(), "key_pem": f.key_pem,
+            "payload": serde_json::to_value(principal_for(f.name)).unwrap()
+        }));
+    }
+    let answer = run_python(&json!({"verify": to_verify, "sign": to_sign}));
+    for (i, (f, alg)) in cases.iter().enumerate() {
+        assert_eq!(answer["verified"][i]["header"], json!({"alg": alg.name()}));
+        assert_eq!(
+            answer["verified"][i]["payload"],
+            serde_json::to_value(principal_for(f.name)).unwrap()
+        );
+        let certificate = PeerCertificate::from_pem(f.cert_pem.as_bytes()).unwrap();
+        let token = answer["signed"][i]["token"].as_str().unwrap();
+        let back: Principal = verify(token, &certificate, AlgorithmPolicy::Ps512OrEcdsa).unwrap();
+        assert_eq!(back, principal_for(f.name));
+        // The default policy still refuses them.
+        let err = verify::<Principal>(token, &certificate, AlgorithmPolicy::Ps512Only).unwrap_err();
+        assert!(
+            matches!(err, VerifyError::AlgorithmNotAllowed { .. }),
+            "{err:?}"
+        );
+    }
+}
