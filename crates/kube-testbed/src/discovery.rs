@@ -1,0 +1,143 @@
+//! Discovery documents: `/version`, `/api`, `/api/v1`, `/apis`, `/apis/{g}`,
+//! `/apis/{g}/{v}`, and minimal OpenAPI documents.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+
+use crate::store::KindSpec;
+
+const VERBS: [&str; 8] = [
+    "create",
+    "delete",
+    "deletecollection",
+    "get",
+    "list",
+    "patch",
+    "update",
+    "watch",
+];
+
+pub(crate) fn version() -> Value {
+    json!({
+        "major": "1",
+        "minor": "37",
+        "emulationMajor": "1",
+        "emulationMinor": "37",
+        "gitVersion": "v1.37.0-testbed",
+        "gitCommit": "0000000000000000000000000000000000000000",
+        "gitTreeState": "clean",
+        "buildDate": "2026-01-01T00:00:00Z",
+        "goVersion": "go1.25.0",
+        "compiler": "gc",
+        "platform": "linux/amd64"
+    })
+}
+
+pub(crate) fn core_versions(server_address: &str) -> Value {
+    json!({
+        "kind": "APIVersions",
+        "versions": ["v1"],
+        "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": server_address}]
+    })
+}
+
+fn resources(kinds: &[Arc<KindSpec>]) -> Vec<Value> {
+    let mut out = Vec::new();
+    for k in kinds {
+        out.push(json!({
+            "name": k.plural,
+            "singularName": k.singular,
+            "namespaced": k.namespaced,
+            "kind": k.kind,
+            "verbs": VERBS,
+            "shortNames": k.short_names,
+            "storageVersionHash": "",
+        }));
+        if k.status_subresource {
+            out.push(json!({
+                "name": format!("{}/status", k.plural),
+                "singularName": "",
+                "namespaced": k.namespaced,
+                "kind": k.kind,
+                "verbs": ["get", "patch", "update"],
+            }));
+        }
+    }
+    out
+}
+
+/// `APIResourceList` for one group/version.
+pub(crate) fn resource_list(kinds: &[Arc<KindSpec>], group: &str, version: &str) -> Option<Value> {
+    let selected: Vec<Arc<KindSpec>> = kinds
+        .iter()
+        .filter(|k| k.group == group && k.version == version)
+        .cloned()
+        .collect();
+    if selected.is_empty() {
+        return None;
+    }
+    let gv = selected
+        .first()
+        .map(|k| k.api_version())
+        .unwrap_or_default();
+    Some(json!({
+        "kind": "APIResourceList",
+        "apiVersion": "v1",
+        "groupVersion": gv,
+        "resources": resources(&selected),
+    }))
+}
+
+fn groups(kinds: &[Arc<KindSpec>]) -> BTreeMap<String, Vec<String>> {
+    let mut groups: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for k in kinds.iter().filter(|k| !k.group.is_empty()) {
+        let versions = groups.entry(k.group.clone()).or_default();
+        if !versions.contains(&k.version) {
+            versions.push(k.version.clone());
+        }
+    }
+    groups
+}
+
+fn group_doc(name: &str, versions: &[String]) -> Value {
+    let vs: Vec<Value> = versions
+        .iter()
+        .map(|v| json!({"groupVersion": format!("{name}/{v}"), "version": v}))
+        .collect();
+    json!({
+        "kind": "APIGroup",
+        "apiVersion": "v1",
+        "name": name,
+        "versions": vs,
+        "preferredVersion": vs.first().cloned().unwrap_or(Value::Null),
+    })
+}
+
+/// `APIGroupList`.
+pub(crate) fn group_list(kinds: &[Arc<KindSpec>]) -> Value {
+    let groups: Vec<Value> = groups(kinds).iter().map(|(g, v)| group_doc(g, v)).collect();
+    json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups})
+}
+
+/// `APIGroup`.
+pub(crate) fn group(kinds: &[Arc<KindSpec>], name: &str) -> Option<Value> {
+    groups(kinds).get(name).map(|v| group_doc(name, v))
+}
+
+/// A valid OpenAPI v2 document with no definitions: clients that validate
+/// against it find no schema and skip client-side validation.
+pub(crate) fn openapi_v2() -> Value {
+    json!({
+        "swagger": "2.0",
+        "info": {"title": "Kubernetes (kube-testbed)", "version": "v1.37.0"},
+        "paths": {},
+        "definitions": {}
+    })
+}
+
+/// The OpenAPI v3 index with no group-versions.
+pub(crate) fn openapi_v3() -> Value {
+    json!({"paths": {}})
+}
