@@ -449,3 +449,34 @@ async fn dynamic_and_typed_reads_agree() {
     })
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn label_scoped_cache_holds_only_what_it_selects() {
+    let tb = Testbed::start().await;
+    tb.upsert(configmap("apps", "labelled", "1"));
+    tb.upsert(json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"namespace": "apps", "name": "plain"}}));
+    let client = within(
+        CachedClient::builder()
+            .cache::<ConfigMap>(Selection::in_namespace("apps").labels("app=demo"))
+            .from_client(tb.client()),
+    )
+    .await
+    .unwrap();
+    assert_eq!(client.health().caches[0].objects, 1);
+    assert!(client.get::<ConfigMap>(Some("apps"), "labelled").unwrap().is_some());
+    // Covered by the namespace, filtered out by the server-side selector.
+    assert!(client.get::<ConfigMap>(Some("apps"), "plain").unwrap().is_none());
+
+    // An object gaining the label enters the cache; losing it, leaves.
+    tb.upsert(json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"namespace": "apps", "name": "plain", "labels": {"app": "demo"}}}));
+    eventually("labelled object enters", || {
+        client.get::<ConfigMap>(Some("apps"), "plain").unwrap().is_some()
+    })
+    .await;
+    tb.upsert(json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"namespace": "apps", "name": "labelled"}}));
+    eventually("unlabelled object leaves", || {
+        client.get::<ConfigMap>(Some("apps"), "labelled").unwrap().is_none()
+    })
+    .await;
+}
