@@ -46,6 +46,14 @@
 //! - Steps that keep platform objects (application bundles, namespaces) always use
 //!   [`provisioner`], whatever the current cluster.
 //!
+//! ## What it does not do
+//!
+//! It carries values; it does not decide anything. Registering a remote cluster with
+//! the CD layer, reference-counting remotes, yielding until a kubeconfig exists and
+//! Go's background-deletion flag stay with the provisioners. Values are not carried
+//! across `std::thread::spawn` or `spawn_blocking` (wrap the closure in a
+//! `sync_with_*` runner), nor by plain `tokio::spawn` (use [`spawn()`]).
+//!
 //! ## Example: a provisioner tree
 //!
 //! ```no_run

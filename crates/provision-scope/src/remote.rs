@@ -59,7 +59,11 @@ pub fn endpoint(server: &str) -> Result<Endpoint, RemoteError> {
 }
 
 /// Builds the [`Cluster`] for a remote cluster: its endpoint from
-/// `config.cluster_url`, its client from `config` (kube's standard client stack).
+/// `config.cluster_url`, its client from `config` with kube's standard client stack
+/// (`kube::Client::try_from`; with this workspace's features, rustls with the
+/// aws-lc-rs provider, which kube installs as the process default only if none is
+/// set). To use another stack, build the client yourself and combine [`endpoint`],
+/// [`Cluster::remote`] and [`with_cluster`].
 ///
 /// Needs a Tokio runtime (kube's client spawns its request buffer).
 pub fn remote_cluster(

@@ -4,6 +4,10 @@
 //! spawned step would see no scope (every accessor fails) and log outside its
 //! cluster's span. These helpers capture both **at the call site** and install them
 //! in the new task.
+//!
+//! Runners derive their scope when first polled, so `tokio::spawn(with_cluster(c, f))`
+//! gives `f` the cluster `c` but *no* provisioner client or namespace; write
+//! `spawn(with_cluster(c, f))` instead.
 
 use std::future::Future;
 
