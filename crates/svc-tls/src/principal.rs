@@ -71,6 +71,7 @@ use x509_parser::oid_registry::{
 use x509_parser::prelude::FromDer as _;
 
 use crate::material::Identity;
+use crate::resolver::IdentityResolver;
 
 /// The HTTP header that carries the signed principal.
 pub const PRINCIPAL_HEADER: &str = "X-Principal";
@@ -466,6 +467,22 @@ impl<T: CurrentIdentity + ?Sized> CurrentIdentity for &T {
 
     fn current(&self) -> Result<Identity, Self::Error> {
         (**self).current()
+    }
+}
+
+/// The resolver's identity: the Secret is re-read from the watched cache now, exactly
+/// as a handshake does ([`IdentityResolver::reload`]); when that fails, the last good
+/// identity (the one handshakes keep presenting) signs. Go's `EncodeAndSign` also read
+/// the Secret afresh for every principal.
+///
+/// A pooled connection keeps the identity it was opened with, so just after a
+/// rotation a principal signed with the new key can travel on a connection that
+/// presented the old certificate; Go's client behaves the same way.
+impl CurrentIdentity for IdentityResolver {
+    type Error = Infallible;
+
+    fn current(&self) -> Result<Identity, Infallible> {
+        Ok(self.reload())
     }
 }
 
