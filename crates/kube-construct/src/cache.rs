@@ -19,8 +19,10 @@
 //! default backoff. After construction, errors never stop a cache: it reports
 //! [`CacheState::Degraded`] with its last error, logs through `tracing`, keeps
 //! retrying, and reads keep serving the last known state (a re-list replaces the
-//! store contents atomically when it completes). The next event the watch delivers
-//! marks it [`CacheState::Ready`] again.
+//! store contents atomically when it completes). It is [`CacheState::Ready`]
+//! again as soon as the API server accepts its WATCH again (each cache's requests
+//! pass through a thin observer on the one shared client, because kube-runtime's
+//! watcher resumes a watch silently), or the watch delivers an event.
 
 use std::{
     any::Any,
@@ -270,19 +272,27 @@ pub struct HealthReport {
 impl HealthReport {
     /// True when every cache is [`CacheState::Ready`].
     pub fn is_ready(&self) -> bool {
-        self.caches.iter().all(|cache| cache.state == CacheState::Ready)
+        self.caches
+            .iter()
+            .all(|cache| cache.state == CacheState::Ready)
     }
 
     /// The caches that are not ready.
     pub fn not_ready(&self) -> impl Iterator<Item = &CacheHealth> {
-        self.caches.iter().filter(|cache| cache.state != CacheState::Ready)
+        self.caches
+            .iter()
+            .filter(|cache| cache.state != CacheState::Ready)
     }
 }
 
 impl fmt::Display for HealthReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         for cache in &self.caches {
-            write!(f, "{}: {}, {} objects", cache.cache, cache.state, cache.objects)?;
+            write!(
+                f,
+                "{}: {}, {} objects",
+                cache.cache, cache.state, cache.objects
+            )?;
             if let Some(err) = &cache.last_error {
                 write!(f, ", last error: {err}")?;
             }
@@ -510,9 +520,17 @@ fn lock(health: &SharedHealth) -> std::sync::MutexGuard<'_, HealthCell> {
 /// Type-erased read access to one store.
 pub(crate) trait Reader: Send + Sync {
     /// The object as JSON with apiVersion and kind set.
-    fn get_json(&self, namespace: Option<&str>, name: &str) -> Option<Result<serde_json::Value, serde_json::Error>>;
+    fn get_json(
+        &self,
+        namespace: Option<&str>,
+        name: &str,
+    ) -> Option<Result<serde_json::Value, serde_json::Error>>;
     /// Matching objects as JSON with apiVersion and kind set.
-    fn list_json(&self, namespace: Option<&str>, selector: &Selector) -> Vec<Result<serde_json::Value, serde_json::Error>>;
+    fn list_json(
+        &self,
+        namespace: Option<&str>,
+        selector: &Selector,
+    ) -> Vec<Result<serde_json::Value, serde_json::Error>>;
     fn len(&self) -> usize;
     fn is_ready(&self) -> bool;
     fn wait_ready(&self) -> BoxFuture<'static, bool>;
@@ -525,7 +543,8 @@ pub(crate) struct TypedReader<K: Resource<DynamicType = ()> + 'static> {
 
 impl<K: CachedType> TypedReader<K> {
     pub(crate) fn get(&self, namespace: Option<&str>, name: &str) -> Option<Arc<K>> {
-        self.store.get(&ObjectRef::<K>::new(name).within_opt(namespace))
+        self.store
+            .get(&ObjectRef::<K>::new(name).within_opt(namespace))
     }
 
     pub(crate) fn list(&self, namespace: Option<&str>, selector: &Selector) -> Vec<Arc<K>> {
@@ -544,12 +563,20 @@ pub(crate) fn in_namespace<K: Resource>(obj: &K, namespace: Option<&str>) -> boo
 }
 
 impl<K: CachedType> Reader for TypedReader<K> {
-    fn get_json(&self, namespace: Option<&str>, name: &str) -> Option<Result<serde_json::Value, serde_json::Error>> {
+    fn get_json(
+        &self,
+        namespace: Option<&str>,
+        name: &str,
+    ) -> Option<Result<serde_json::Value, serde_json::Error>> {
         let key = ObjectRef::<K>::new(name).within_opt(namespace);
         self.store.get(&key).map(|obj| typed_json(obj.as_ref()))
     }
 
-    fn list_json(&self, namespace: Option<&str>, selector: &Selector) -> Vec<Result<serde_json::Value, serde_json::Error>> {
+    fn list_json(
+        &self,
+        namespace: Option<&str>,
+        selector: &Selector,
+    ) -> Vec<Result<serde_json::Value, serde_json::Error>> {
         self.store
             .state_filter(|obj| in_namespace(obj, namespace) && selector.matches(obj.labels()))
             .iter()
@@ -611,7 +638,11 @@ impl DynamicReader {
         })
     }
 
-    pub(crate) fn list(&self, namespace: Option<&str>, selector: &Selector) -> Vec<Arc<DynamicObject>> {
+    pub(crate) fn list(
+        &self,
+        namespace: Option<&str>,
+        selector: &Selector,
+    ) -> Vec<Arc<DynamicObject>> {
         self.store
             .state_filter(|obj| in_namespace(obj, namespace) && selector.matches(obj.labels()))
             .into_iter()
@@ -624,11 +655,20 @@ impl DynamicReader {
 }
 
 impl Reader for DynamicReader {
-    fn get_json(&self, namespace: Option<&str>, name: &str) -> Option<Result<serde_json::Value, serde_json::Error>> {
-        self.get(namespace, name).map(|obj| serde_json::to_value(obj.as_ref()))
+    fn get_json(
+        &self,
+        namespace: Option<&str>,
+        name: &str,
+    ) -> Option<Result<serde_json::Value, serde_json::Error>> {
+        self.get(namespace, name)
+            .map(|obj| serde_json::to_value(obj.as_ref()))
     }
 
-    fn list_json(&self, namespace: Option<&str>, selector: &Selector) -> Vec<Result<serde_json::Value, serde_json::Error>> {
+    fn list_json(
+        &self,
+        namespace: Option<&str>,
+        selector: &Selector,
+    ) -> Vec<Result<serde_json::Value, serde_json::Error>> {
         self.list(namespace, selector)
             .iter()
             .map(|obj| serde_json::to_value(obj.as_ref()))
@@ -669,7 +709,8 @@ where
     }
 }
 
-type Launch = Box<dyn FnOnce(Client, SharedHealth, mpsc::UnboundedSender<CacheError>) -> Launched + Send>;
+type Launch =
+    Box<dyn FnOnce(Client, SharedHealth, mpsc::UnboundedSender<CacheError>) -> Launched + Send>;
 
 struct Launched {
     reader: Box<dyn Reader>,
@@ -685,7 +726,9 @@ pub struct CacheDeclaration {
 
 impl fmt::Debug for CacheDeclaration {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("CacheDeclaration").field("name", &self.name).finish_non_exhaustive()
+        f.debug_struct("CacheDeclaration")
+            .field("name", &self.name)
+            .finish_non_exhaustive()
     }
 }
 
@@ -702,7 +745,8 @@ impl CacheDeclaration {
             launch: Box::new(move |client, health, fatal| {
                 let api = <K::Scope as KnownScope>::api::<K>(client, namespace.as_deref());
                 let (store, writer) = reflector::store::<K>();
-                let stream = reflector::reflector(writer, watcher::watcher(api, config).default_backoff());
+                let stream =
+                    reflector::reflector(writer, watcher::watcher(api, config).default_backoff());
                 Launched {
                     reader: Box::new(TypedReader { store }),
                     task: drive(task_name, stream, health, fatal).boxed(),
@@ -727,7 +771,8 @@ impl CacheDeclaration {
                 };
                 let writer = reflector::store::Writer::new(resource.clone());
                 let store = writer.as_reader();
-                let stream = reflector::reflector(writer, watcher::watcher(api, config).default_backoff());
+                let stream =
+                    reflector::reflector(writer, watcher::watcher(api, config).default_backoff());
                 Launched {
                     reader: Box::new(DynamicReader { store, resource }),
                     task: drive(task_name, stream, health, fatal).boxed(),
@@ -742,9 +787,43 @@ impl CacheDeclaration {
     }
 }
 
+/// The same client (connection pool, credentials), with one cache's requests
+/// observed: an accepted WATCH proves the watch is back, which kube-runtime's
+/// watcher does not report (it resumes silently and swallows bookmarks).
+fn observed_client(client: &Client, health: SharedHealth, name: CacheName) -> Client {
+    let default_namespace = client.default_namespace().to_owned();
+    let inner = client.clone();
+    let service = tower::service_fn(move |request: http::Request<kube::client::Body>| {
+        let inner = inner.clone();
+        let health = health.clone();
+        let name = name.clone();
+        async move {
+            let is_watch = request
+                .uri()
+                .query()
+                .is_some_and(|query| query.split('&').any(|pair| pair == "watch=true"));
+            let response = inner.send(request).await?;
+            if is_watch && response.status().is_success() {
+                let mut cell = lock(&health);
+                if cell.state == CacheState::Degraded {
+                    cell.state = CacheState::Ready;
+                    cell.last_error = None;
+                    tracing::info!(cache = %name, "cache recovered: watch re-established");
+                }
+            }
+            Ok::<_, kube::Error>(response)
+        }
+    });
+    Client::new(service, default_namespace)
+}
+
 /// Runs one reflector for the life of the client, keeping its health current.
-async fn drive<K, S>(name: CacheName, stream: S, health: SharedHealth, fatal: mpsc::UnboundedSender<CacheError>)
-where
+async fn drive<K, S>(
+    name: CacheName,
+    stream: S,
+    health: SharedHealth,
+    fatal: mpsc::UnboundedSender<CacheError>,
+) where
     S: Stream<Item = Result<watcher::Event<K>, watcher::Error>> + Send,
 {
     let mut stream = std::pin::pin!(stream);
@@ -833,7 +912,9 @@ impl Caches {
         timeout: Duration,
     ) -> Result<Self, CacheError> {
         for declaration in &declarations {
-            if declaration.namespaced == Some(false) && declaration.name.selection.namespace.is_some() {
+            if declaration.namespaced == Some(false)
+                && declaration.name.selection.namespace.is_some()
+            {
                 return Err(CacheError::NamespaceOnClusterScoped {
                     cache: declaration.name.clone(),
                 });
@@ -849,7 +930,8 @@ impl Caches {
                 last_error: None,
                 errors: 0,
             }));
-            let launched = (declaration.launch)(client.clone(), health.clone(), fatal_tx.clone());
+            let observed = observed_client(client, health.clone(), declaration.name.clone());
+            let launched = (declaration.launch)(observed, health.clone(), fatal_tx.clone());
             tasks.0.push(tokio::spawn(launched.task));
             entries.push(CacheEntry {
                 name: declaration.name,
@@ -858,9 +940,14 @@ impl Caches {
             });
         }
         drop(fatal_tx);
-        tracing::debug!(caches = entries.len(), ?timeout, "waiting for caches to sync");
+        tracing::debug!(
+            caches = entries.len(),
+            ?timeout,
+            "waiting for caches to sync"
+        );
 
-        let all_ready = futures::future::join_all(entries.iter().map(|entry| entry.reader.wait_ready()));
+        let all_ready =
+            futures::future::join_all(entries.iter().map(|entry| entry.reader.wait_ready()));
         tokio::select! {
             biased;
             Some(err) = fatal_rx.recv() => return Err(err),
@@ -943,7 +1030,10 @@ mod tests {
     #[test]
     fn field_selector_terms() {
         assert_eq!(field_equals("metadata.name=x", "metadata.name"), Some("x"));
-        assert_eq!(field_equals("type=a, metadata.name==y", "metadata.name"), Some("y"));
+        assert_eq!(
+            field_equals("type=a, metadata.name==y", "metadata.name"),
+            Some("y")
+        );
         assert_eq!(field_equals("metadata.name!=x", "metadata.name"), None);
         assert_eq!(field_equals("type=a", "metadata.name"), None);
     }

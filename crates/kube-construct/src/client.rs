@@ -26,10 +26,12 @@ use thiserror::Error;
 
 use crate::{
     cache::{
-        CacheDeclaration, CacheError, CachedType, Caches, DEFAULT_SYNC_TIMEOUT, DynamicReader, HealthReport,
-        KnownScope, Selection, TypedReader, dedupe,
+        CacheDeclaration, CacheError, CachedType, Caches, DEFAULT_SYNC_TIMEOUT, DynamicReader,
+        HealthReport, KnownScope, Selection, TypedReader, dedupe,
     },
-    config::{ConfigError, ConfigSource, Environment, InClusterError, InClusterSource, KubeOptions},
+    config::{
+        ConfigError, ConfigSource, Environment, InClusterError, InClusterSource, KubeOptions,
+    },
 };
 
 /// Why a client could not be constructed.
@@ -160,7 +162,10 @@ impl ClientBuilder {
     }
 
     /// In-cluster from an explicit source (tests, unusual mounts).
-    pub async fn in_cluster_from(self, source: &InClusterSource) -> Result<CachedClient, ConstructError> {
+    pub async fn in_cluster_from(
+        self,
+        source: &InClusterSource,
+    ) -> Result<CachedClient, ConstructError> {
         let config = source.load()?;
         tracing::info!(dir = %source.dir.display(), "using in-cluster Kubernetes configuration");
         self.from_config(config).await
@@ -169,7 +174,8 @@ impl ClientBuilder {
     /// From the command-line options, with the documented precedence
     /// ([`crate::config`]).
     pub async fn from_options(self, options: &KubeOptions) -> Result<CachedClient, ConstructError> {
-        self.from_options_in(options, &Environment::from_process()).await
+        self.from_options_in(options, &Environment::from_process())
+            .await
     }
 
     /// From the command-line options, against an explicit environment.
@@ -196,7 +202,11 @@ impl ClientBuilder {
         self.build(client, None).await
     }
 
-    async fn build(self, client: kube::Client, source: Option<ConfigSource>) -> Result<CachedClient, ConstructError> {
+    async fn build(
+        self,
+        client: kube::Client,
+        source: Option<ConfigSource>,
+    ) -> Result<CachedClient, ConstructError> {
         let caches = Caches::start(&client, self.declarations, self.sync_timeout).await?;
         Ok(CachedClient {
             inner: Arc::new(Inner {
@@ -228,7 +238,13 @@ impl fmt::Debug for CachedClient {
             .field("source", &self.inner.source)
             .field(
                 "caches",
-                &self.inner.caches.entries.iter().map(|e| e.name.to_string()).collect::<Vec<_>>(),
+                &self
+                    .inner
+                    .caches
+                    .entries
+                    .iter()
+                    .map(|e| e.name.to_string())
+                    .collect::<Vec<_>>(),
             )
             .finish_non_exhaustive()
     }
@@ -265,7 +281,11 @@ impl CachedClient {
 
     /// Get one object by name from the caches. `Ok(None)` when a cache covering it
     /// does not hold it; [`ClientError::NotCached`] when no declared cache covers it.
-    pub fn get<K: CachedType>(&self, namespace: Option<&str>, name: &str) -> Result<Option<Arc<K>>, ClientError> {
+    pub fn get<K: CachedType>(
+        &self,
+        namespace: Option<&str>,
+        name: &str,
+    ) -> Result<Option<Arc<K>>, ClientError> {
         let (group, version, kind) = (K::group(&()), K::version(&()), K::kind(&()));
         let resource = || resource_of(&group, &version, &K::plural(&()));
         let mut covered = false;
@@ -302,7 +322,11 @@ impl CachedClient {
     /// List objects from the caches, in `namespace` (None: all namespaces, or a
     /// cluster-scoped kind) matching a label selector (`&Selector::default()` for
     /// all). A cache declared with selectors holds only what they select.
-    pub fn list<K: CachedType>(&self, namespace: Option<&str>, selector: &Selector) -> Result<Vec<Arc<K>>, ClientError> {
+    pub fn list<K: CachedType>(
+        &self,
+        namespace: Option<&str>,
+        selector: &Selector,
+    ) -> Result<Vec<Arc<K>>, ClientError> {
         let (group, version, kind) = (K::group(&()), K::version(&()), K::kind(&()));
         let resource = || resource_of(&group, &version, &K::plural(&()));
         let mut covered = false;
@@ -316,12 +340,13 @@ impl CachedClient {
                 items.extend(typed.list(namespace, selector));
             } else {
                 for value in entry.reader.list_json(namespace, selector) {
-                    let decoded = value
-                        .and_then(serde_json::from_value::<K>)
-                        .map_err(|source| ClientError::Decode {
-                            resource: resource(),
-                            source,
-                        })?;
+                    let decoded =
+                        value
+                            .and_then(serde_json::from_value::<K>)
+                            .map_err(|source| ClientError::Decode {
+                                resource: resource(),
+                                source,
+                            })?;
                     items.push(Arc::new(decoded));
                 }
             }
@@ -403,7 +428,11 @@ impl CachedClient {
                     let decoded = value
                         .and_then(serde_json::from_value::<DynamicObject>)
                         .map_err(|source| ClientError::Decode {
-                            resource: resource_of(&resource.group, &resource.version, &resource.plural),
+                            resource: resource_of(
+                                &resource.group,
+                                &resource.version,
+                                &resource.plural,
+                            ),
                             source,
                         })?;
                     items.push(Arc::new(decoded));
@@ -454,9 +483,13 @@ impl CachedClient {
     /// `metadata.resourceVersion`, if set, guards against lost updates).
     pub async fn replace<K: CachedType>(&self, obj: &K) -> Result<K, ClientError> {
         let namespace = Self::write_namespace(obj)?;
-        let name = obj.meta().name.as_deref().ok_or_else(|| ClientError::MissingName {
-            kind: K::kind(&()).into_owned(),
-        })?;
+        let name = obj
+            .meta()
+            .name
+            .as_deref()
+            .ok_or_else(|| ClientError::MissingName {
+                kind: K::kind(&()).into_owned(),
+            })?;
         self.api::<K>(namespace)
             .replace(name, &PostParams::default(), obj)
             .await
@@ -478,7 +511,11 @@ impl CachedClient {
     }
 
     /// Delete an object through the API.
-    pub async fn delete<K: CachedType>(&self, namespace: Option<&str>, name: &str) -> Result<(), ClientError> {
+    pub async fn delete<K: CachedType>(
+        &self,
+        namespace: Option<&str>,
+        name: &str,
+    ) -> Result<(), ClientError> {
         self.api::<K>(namespace)
             .delete(name, &DeleteParams::default())
             .await
@@ -504,9 +541,13 @@ impl CachedClient {
         resource: &ApiResource,
         obj: &DynamicObject,
     ) -> Result<DynamicObject, ClientError> {
-        let name = obj.metadata.name.as_deref().ok_or_else(|| ClientError::MissingName {
-            kind: resource.kind.clone(),
-        })?;
+        let name = obj
+            .metadata
+            .name
+            .as_deref()
+            .ok_or_else(|| ClientError::MissingName {
+                kind: resource.kind.clone(),
+            })?;
         self.dynamic_api(resource, obj.metadata.namespace.as_deref())
             .replace(name, &PostParams::default(), obj)
             .await

@@ -273,7 +273,9 @@ pub enum InClusterProblem {
         value: String,
     },
     /// Host and port do not form a URL.
-    #[error("{url:?} (from {SERVICE_HOST_ENV} and {SERVICE_PORT_ENV}) is not a valid URL: {reason}")]
+    #[error(
+        "{url:?} (from {SERVICE_HOST_ENV} and {SERVICE_PORT_ENV}) is not a valid URL: {reason}"
+    )]
     InvalidUrl {
         /// The URL formed.
         url: String,
@@ -383,7 +385,9 @@ impl Environment {
 
     /// The default kubeconfig location, `~/.kube/config`.
     pub fn default_kubeconfig(&self) -> Option<PathBuf> {
-        self.home.as_ref().map(|home| home.join(".kube").join("config"))
+        self.home
+            .as_ref()
+            .map(|home| home.join(".kube").join("config"))
     }
 }
 
@@ -481,7 +485,11 @@ pub enum ConfigError {
         source: KubeconfigError,
     },
     /// The requested context is not defined in the kubeconfig.
-    #[error("context {context:?} does not exist in kubeconfig {}; available contexts: {}", Paths(paths), Names(available))]
+    #[error(
+        "context {context:?} does not exist in kubeconfig {}; available contexts: {}",
+        Paths(paths),
+        Names(available)
+    )]
     ContextNotFound {
         /// The requested context.
         context: String,
@@ -491,7 +499,11 @@ pub enum ConfigError {
         available: Vec<String>,
     },
     /// The kubeconfig has no current context and `--context` was not given.
-    #[error("kubeconfig {} has no current-context; pass --context (available: {})", Paths(paths), Names(available))]
+    #[error(
+        "kubeconfig {} has no current-context; pass --context (available: {})",
+        Paths(paths),
+        Names(available)
+    )]
     NoCurrentContext {
         /// The kubeconfig files read.
         paths: Vec<PathBuf>,
@@ -588,9 +600,7 @@ impl KubeOptions {
                     });
                 }
                 if paths.is_empty() {
-                    return Err(ConfigError::KubeconfigNotFound {
-                        path: list.clone(),
-                    });
+                    return Err(ConfigError::KubeconfigNotFound { path: list.clone() });
                 }
                 paths
             }
@@ -623,19 +633,22 @@ impl KubeOptions {
 
         let mut merged: Option<Kubeconfig> = None;
         for path in &paths {
-            let next = Kubeconfig::read_from(path).map_err(|source| ConfigError::KubeconfigUnreadable {
-                path: path.clone(),
-                source,
+            let next = Kubeconfig::read_from(path).map_err(|source| {
+                ConfigError::KubeconfigUnreadable {
+                    path: path.clone(),
+                    source,
+                }
             })?;
-            merged = Some(match merged {
-                None => next,
-                Some(previous) => previous
-                    .merge(next)
-                    .map_err(|source| ConfigError::KubeconfigUnreadable {
-                        path: path.clone(),
-                        source,
+            merged =
+                Some(match merged {
+                    None => next,
+                    Some(previous) => previous.merge(next).map_err(|source| {
+                        ConfigError::KubeconfigUnreadable {
+                            path: path.clone(),
+                            source,
+                        }
                     })?,
-            });
+                });
         }
         let kubeconfig = merged.unwrap_or_default();
         let available: Vec<String> = kubeconfig.contexts.iter().map(|c| c.name.clone()).collect();
@@ -687,11 +700,17 @@ fn parse_master(value: &str) -> Result<(String, http::Uri), ConfigError> {
         value: value.to_owned(),
         reason,
     };
-    let uri: http::Uri = value.parse().map_err(|err: http::uri::InvalidUri| invalid(err.to_string()))?;
+    let uri: http::Uri = value
+        .parse()
+        .map_err(|err: http::uri::InvalidUri| invalid(err.to_string()))?;
     match uri.scheme_str() {
         Some("http" | "https") => {}
         Some(other) => return Err(invalid(format!("scheme {other:?} is not http or https"))),
-        None => return Err(invalid("it has no scheme (expected https://host:port)".to_owned())),
+        None => {
+            return Err(invalid(
+                "it has no scheme (expected https://host:port)".to_owned(),
+            ));
+        }
     }
     if uri.host().is_none_or(str::is_empty) {
         return Err(invalid("it has no host".to_owned()));
@@ -707,7 +726,10 @@ mod tests {
 
     #[test]
     fn service_url_formats_like_client_go() {
-        assert_eq!(service_url("10.0.0.1", "443").unwrap().to_string(), "https://10.0.0.1/");
+        assert_eq!(
+            service_url("10.0.0.1", "443").unwrap().to_string(),
+            "https://10.0.0.1/"
+        );
         assert_eq!(
             service_url("10.0.0.1", "6443").unwrap().to_string(),
             "https://10.0.0.1:6443/"
@@ -720,7 +742,10 @@ mod tests {
             service_url("10.0.0.1", "http"),
             Err(InClusterProblem::InvalidPort { .. })
         ));
-        assert!(matches!(service_url("10.0.0.1", "0"), Err(InClusterProblem::InvalidPort { .. })));
+        assert!(matches!(
+            service_url("10.0.0.1", "0"),
+            Err(InClusterProblem::InvalidPort { .. })
+        ));
     }
 
     #[test]
@@ -745,7 +770,13 @@ mod tests {
         };
         let err = source.load().unwrap_err();
         let text = err.to_string();
-        for needle in [SERVICE_HOST_ENV, SERVICE_PORT_ENV, "token", "CA certificate", "namespace"] {
+        for needle in [
+            SERVICE_HOST_ENV,
+            SERVICE_PORT_ENV,
+            "token",
+            "CA certificate",
+            "namespace",
+        ] {
             assert!(text.contains(needle), "{needle} missing from: {text}");
         }
         assert_eq!(err.problems.len(), 5);
@@ -757,9 +788,23 @@ mod tests {
         std::fs::write(dir.path().join(TOKEN_FILE), "").unwrap();
         std::fs::write(dir.path().join(CA_FILE), "not a certificate").unwrap();
         std::fs::write(dir.path().join(NAMESPACE_FILE), "\n").unwrap();
-        let err = InClusterSource::new(dir.path(), "10.0.0.1", 443).load().unwrap_err();
-        assert!(matches!(err.problems[0], InClusterProblem::Empty { what: "token", .. }));
-        assert!(matches!(err.problems[1], InClusterProblem::InvalidCa { .. }));
-        assert!(matches!(err.problems[2], InClusterProblem::Empty { what: "namespace", .. }));
+        let err = InClusterSource::new(dir.path(), "10.0.0.1", 443)
+            .load()
+            .unwrap_err();
+        assert!(matches!(
+            err.problems[0],
+            InClusterProblem::Empty { what: "token", .. }
+        ));
+        assert!(matches!(
+            err.problems[1],
+            InClusterProblem::InvalidCa { .. }
+        ));
+        assert!(matches!(
+            err.problems[2],
+            InClusterProblem::Empty {
+                what: "namespace",
+                ..
+            }
+        ));
     }
 }

@@ -77,7 +77,10 @@ async fn in_cluster_construction_from_a_service_account_dir() {
     .await
     .unwrap();
 
-    let cm = client.get::<ConfigMap>(Some("default"), "pre").unwrap().unwrap();
+    let cm = client
+        .get::<ConfigMap>(Some("default"), "pre")
+        .unwrap()
+        .unwrap();
     assert_eq!(cm.data.as_ref().unwrap()["value"], "1");
     assert_eq!(client.kube_client().default_namespace(), "default");
 }
@@ -104,9 +107,16 @@ async fn construction_returns_only_after_every_cache_synced() {
     .unwrap();
 
     // No waiting: the stores hold everything that existed before construction.
-    let all = client.list::<ConfigMap>(Some("apps"), &Selector::default()).unwrap();
+    let all = client
+        .list::<ConfigMap>(Some("apps"), &Selector::default())
+        .unwrap();
     assert_eq!(all.len(), 20);
-    assert!(client.get::<Secret>(Some("apps"), "wanted").unwrap().is_some());
+    assert!(
+        client
+            .get::<Secret>(Some("apps"), "wanted")
+            .unwrap()
+            .is_some()
+    );
     assert!(client.get::<Namespace>(None, "apps").unwrap().is_some());
     let health = client.health();
     assert!(health.is_ready(), "{health}");
@@ -116,7 +126,10 @@ async fn construction_returns_only_after_every_cache_synced() {
     // The single-object cache watches exactly that object; other names are not covered.
     let err = client.get::<Secret>(Some("apps"), "unwanted").unwrap_err();
     assert!(matches!(err, ClientError::NotCached { .. }), "{err}");
-    assert!(err.to_string().contains("secrets.v1 apps/unwanted"), "{err}");
+    assert!(
+        err.to_string().contains("secrets.v1 apps/unwanted"),
+        "{err}"
+    );
     // Nor is another namespace, nor a kind that was never declared.
     assert!(matches!(
         client.get::<ConfigMap>(Some("other"), "elsewhere"),
@@ -131,7 +144,12 @@ async fn construction_returns_only_after_every_cache_synced() {
         Err(ClientError::NotCached { .. })
     ));
     // A covered object that does not exist is simply absent.
-    assert!(client.get::<ConfigMap>(Some("apps"), "missing").unwrap().is_none());
+    assert!(
+        client
+            .get::<ConfigMap>(Some("apps"), "missing")
+            .unwrap()
+            .is_none()
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -162,7 +180,10 @@ async fn forbidden_resource_fails_fast_naming_it() {
         other => panic!("expected Forbidden, got {other}"),
     }
     let text = err.to_string();
-    assert!(text.contains("secrets.v1") && text.contains("403"), "{text}");
+    assert!(
+        text.contains("secrets.v1") && text.contains("403"),
+        "{text}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -214,7 +235,10 @@ async fn slow_api_times_out_naming_the_cache() {
         other => panic!("expected Timeout, got {other}"),
     }
     let text = err.to_string();
-    assert!(text.contains("secrets.v1") && text.contains("metadata.name=slow"), "{text}");
+    assert!(
+        text.contains("secrets.v1") && text.contains("metadata.name=slow"),
+        "{text}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -243,7 +267,10 @@ async fn cached_reads_see_writes_through_the_client_and_by_others() {
         .unwrap();
     assert!(created.metadata.resource_version.is_some());
     eventually("created object cached", || {
-        client.get::<ConfigMap>(Some("apps"), "mine").unwrap().is_some()
+        client
+            .get::<ConfigMap>(Some("apps"), "mine")
+            .unwrap()
+            .is_some()
     })
     .await;
 
@@ -260,7 +287,11 @@ async fn cached_reads_see_writes_through_the_client_and_by_others() {
     })
     .await;
 
-    let mut current = (*client.get::<ConfigMap>(Some("apps"), "mine").unwrap().unwrap()).clone();
+    let mut current = (*client
+        .get::<ConfigMap>(Some("apps"), "mine")
+        .unwrap()
+        .unwrap())
+    .clone();
     current.data = Some([("value".to_owned(), "3".to_owned())].into());
     client.replace(&current).await.unwrap();
     eventually("replace cached", || {
@@ -274,20 +305,32 @@ async fn cached_reads_see_writes_through_the_client_and_by_others() {
     // By someone else.
     tb.upsert(configmap("apps", "theirs", "x"));
     eventually("other writer's object cached", || {
-        client.get::<ConfigMap>(Some("apps"), "theirs").unwrap().is_some()
+        client
+            .get::<ConfigMap>(Some("apps"), "theirs")
+            .unwrap()
+            .is_some()
     })
     .await;
     let selector: Selector = Expression::Equal("app".into(), "demo".into()).into();
     assert_eq!(
-        client.list::<ConfigMap>(Some("apps"), &selector).unwrap().len(),
+        client
+            .list::<ConfigMap>(Some("apps"), &selector)
+            .unwrap()
+            .len(),
         1,
         "only the labelled object matches"
     );
 
-    client.delete::<ConfigMap>(Some("apps"), "mine").await.unwrap();
+    client
+        .delete::<ConfigMap>(Some("apps"), "mine")
+        .await
+        .unwrap();
     tb.delete("v1", "ConfigMap", "apps", "theirs");
     eventually("deletions cached", || {
-        client.list::<ConfigMap>(Some("apps"), &Selector::default()).unwrap().is_empty()
+        client
+            .list::<ConfigMap>(Some("apps"), &Selector::default())
+            .unwrap()
+            .is_empty()
     })
     .await;
 
@@ -312,21 +355,35 @@ async fn dropped_watch_degrades_health_and_recovers() {
     // The watch ends and the re-watch fails: the cache is degraded.
     tb.fail_next(2, 500);
     tb.drop_watches();
-    eventually("cache degraded", || client.health().caches[0].state == CacheState::Degraded).await;
+    eventually("cache degraded", || {
+        client.health().caches[0].state == CacheState::Degraded
+    })
+    .await;
     let health = client.health();
     assert!(!health.is_ready());
     assert!(health.caches[0].last_error.is_some(), "{health}");
     assert!(health.caches[0].errors >= 1);
     // Reads keep serving the last known state.
-    assert!(client.get::<ConfigMap>(Some("apps"), "before").unwrap().is_some());
+    assert!(
+        client
+            .get::<ConfigMap>(Some("apps"), "before")
+            .unwrap()
+            .is_some()
+    );
 
-    // The watch resumes; the next event it delivers proves it and clears the state.
+    // The re-watch succeeds after the injected failures: ready again, with no
+    // change needed to prove it.
+    eventually("cache recovered", || client.health().is_ready()).await;
+    assert!(client.health().caches[0].last_error.is_none());
+    // And the resumed watch delivers changes.
     tb.upsert(configmap("apps", "after", "2"));
-    eventually("cache recovered", || {
-        client.health().is_ready() && client.get::<ConfigMap>(Some("apps"), "after").unwrap().is_some()
+    eventually("change after recovery cached", || {
+        client
+            .get::<ConfigMap>(Some("apps"), "after")
+            .unwrap()
+            .is_some()
     })
     .await;
-    assert!(client.health().caches[0].last_error.is_none());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -341,14 +398,26 @@ async fn expired_history_relists_and_recovers() {
     .await
     .unwrap();
     tb.expire_history();
-    eventually("watch error recorded", || client.health().caches[0].errors >= 1).await;
+    eventually("watch error recorded", || {
+        client.health().caches[0].errors >= 1
+    })
+    .await;
     // Changed while the watch was gone: only the relist can bring this.
     tb.upsert(configmap("apps", "during", "2"));
     eventually("relisted and ready", || {
-        client.health().is_ready() && client.get::<ConfigMap>(Some("apps"), "during").unwrap().is_some()
+        client.health().is_ready()
+            && client
+                .get::<ConfigMap>(Some("apps"), "during")
+                .unwrap()
+                .is_some()
     })
     .await;
-    assert!(client.get::<ConfigMap>(Some("apps"), "before").unwrap().is_some());
+    assert!(
+        client
+            .get::<ConfigMap>(Some("apps"), "before")
+            .unwrap()
+            .is_some()
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -403,7 +472,10 @@ async fn dynamic_and_typed_reads_agree() {
         assert_eq!(as_typed.data.as_ref().unwrap()["value"], "1");
         assert_eq!(as_dynamic.data["data"]["value"], "1");
         assert_eq!(as_dynamic.types.as_ref().unwrap().kind, "ConfigMap");
-        assert_eq!(as_typed.metadata.resource_version, as_dynamic.metadata.resource_version);
+        assert_eq!(
+            as_typed.metadata.resource_version,
+            as_dynamic.metadata.resource_version
+        );
         assert_eq!(as_typed.metadata.uid, as_dynamic.metadata.uid);
 
         let mut typed_names: Vec<_> = client
@@ -425,16 +497,28 @@ async fn dynamic_and_typed_reads_agree() {
     }
 
     // A custom resource through the dynamic cache, with its spec intact.
-    let app = typed.get_dynamic(&helm, Some("apps"), "argo").unwrap().unwrap();
+    let app = typed
+        .get_dynamic(&helm, Some("apps"), "argo")
+        .unwrap()
+        .unwrap();
     assert_eq!(app.data["spec"]["versions"][0]["version"], "1.0.0");
-    assert_eq!(app.types.as_ref().unwrap().api_version, "unikorn-cloud.org/v1alpha1");
+    assert_eq!(
+        app.types.as_ref().unwrap().api_version,
+        "unikorn-cloud.org/v1alpha1"
+    );
 
     // Dynamic writes reach the API and come back through the cache.
     let mut obj = DynamicObject::new("three", &configmap_resource()).within("apps");
     obj.data = json!({"data": {"value": "3"}});
-    dynamic.create_dynamic(&configmap_resource(), &obj).await.unwrap();
+    dynamic
+        .create_dynamic(&configmap_resource(), &obj)
+        .await
+        .unwrap();
     eventually("dynamic create cached", || {
-        dynamic.get::<ConfigMap>(Some("apps"), "three").unwrap().is_some()
+        dynamic
+            .get::<ConfigMap>(Some("apps"), "three")
+            .unwrap()
+            .is_some()
     })
     .await;
     dynamic
@@ -463,20 +547,36 @@ async fn label_scoped_cache_holds_only_what_it_selects() {
     .await
     .unwrap();
     assert_eq!(client.health().caches[0].objects, 1);
-    assert!(client.get::<ConfigMap>(Some("apps"), "labelled").unwrap().is_some());
+    assert!(
+        client
+            .get::<ConfigMap>(Some("apps"), "labelled")
+            .unwrap()
+            .is_some()
+    );
     // Covered by the namespace, filtered out by the server-side selector.
-    assert!(client.get::<ConfigMap>(Some("apps"), "plain").unwrap().is_none());
+    assert!(
+        client
+            .get::<ConfigMap>(Some("apps"), "plain")
+            .unwrap()
+            .is_none()
+    );
 
     // An object gaining the label enters the cache; losing it, leaves.
     tb.upsert(json!({"apiVersion": "v1", "kind": "ConfigMap",
         "metadata": {"namespace": "apps", "name": "plain", "labels": {"app": "demo"}}}));
     eventually("labelled object enters", || {
-        client.get::<ConfigMap>(Some("apps"), "plain").unwrap().is_some()
+        client
+            .get::<ConfigMap>(Some("apps"), "plain")
+            .unwrap()
+            .is_some()
     })
     .await;
     tb.upsert(json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"namespace": "apps", "name": "labelled"}}));
     eventually("unlabelled object leaves", || {
-        client.get::<ConfigMap>(Some("apps"), "labelled").unwrap().is_none()
+        client
+            .get::<ConfigMap>(Some("apps"), "labelled")
+            .unwrap()
+            .is_none()
     })
     .await;
 }

@@ -105,7 +105,12 @@ async fn context_selects_a_non_current_context() {
         .from_options_in(&opts(Some(&kubeconfig), None, Some("good")), &env)
         .await
         .unwrap();
-    assert!(client.get::<ConfigMap>(Some("apps"), "x").unwrap().is_some());
+    assert!(
+        client
+            .get::<ConfigMap>(Some("apps"), "x")
+            .unwrap()
+            .is_some()
+    );
     assert_eq!(client.kube_client().default_namespace(), "apps");
     assert_eq!(
         client.source(),
@@ -138,7 +143,10 @@ async fn master_overrides_the_kubeconfig_server() {
     let options = opts(Some(&kubeconfig), Some(&tb.base_url()), Some("good"));
 
     let resolved = options.resolve_in(&env).await.unwrap();
-    assert_eq!(resolved.config.cluster_url.to_string(), format!("{}/", tb.base_url()));
+    assert_eq!(
+        resolved.config.cluster_url.to_string(),
+        format!("{}/", tb.base_url())
+    );
 
     let client = builder().from_options_in(&options, &env).await.unwrap();
     assert!(client.health().is_ready());
@@ -166,7 +174,10 @@ async fn context_alone_reads_the_default_kubeconfig() {
     std::fs::rename(&written, home_kube.join("config")).unwrap();
 
     // --context alone reads ~/.kube/config, not in-cluster.
-    let resolved = opts(None, None, Some("good")).resolve_in(&env).await.unwrap();
+    let resolved = opts(None, None, Some("good"))
+        .resolve_in(&env)
+        .await
+        .unwrap();
     assert!(
         matches!(&resolved.source, ConfigSource::Kubeconfig { paths, context, .. }
             if paths == &vec![home_kube.join("config")] && context == "good"),
@@ -196,11 +207,22 @@ async fn in_cluster_only_without_out_of_cluster_flags() {
         .from_options_in(&KubeOptions::default(), &env)
         .await
         .unwrap();
-    assert!(matches!(client.source(), Some(ConfigSource::InCluster { .. })));
-    assert!(client.get::<ConfigMap>(Some("apps"), "x").unwrap().is_some());
+    assert!(matches!(
+        client.source(),
+        Some(ConfigSource::InCluster { .. })
+    ));
+    assert!(
+        client
+            .get::<ConfigMap>(Some("apps"), "x")
+            .unwrap()
+            .is_some()
+    );
 
     // Any out-of-cluster flag takes over, and its failure is returned as such.
-    let err = opts(None, None, Some("missing")).resolve_in(&env).await.unwrap_err();
+    let err = opts(None, None, Some("missing"))
+        .resolve_in(&env)
+        .await
+        .unwrap_err();
     assert!(matches!(err, ConfigError::ContextNotFound { .. }), "{err}");
 }
 
@@ -211,7 +233,10 @@ async fn missing_kubeconfig_is_reported_never_replaced_by_in_cluster() {
     // In-cluster would work here; an explicit flag must still win and fail.
     let env = in_cluster_env(dir.path(), &tb);
     let missing = dir.path().join("does-not-exist.yaml");
-    let err = opts(Some(&missing), None, None).resolve_in(&env).await.unwrap_err();
+    let err = opts(Some(&missing), None, None)
+        .resolve_in(&env)
+        .await
+        .unwrap_err();
     match &err {
         ConfigError::KubeconfigNotFound { path } => assert_eq!(path, &missing),
         other => panic!("expected KubeconfigNotFound, got {other}"),
@@ -219,7 +244,10 @@ async fn missing_kubeconfig_is_reported_never_replaced_by_in_cluster() {
     assert!(err.to_string().contains("does-not-exist.yaml"), "{err}");
 
     // --context with no kubeconfig anywhere: its own error, not in-cluster either.
-    let err = opts(None, None, Some("good")).resolve_in(&env).await.unwrap_err();
+    let err = opts(None, None, Some("good"))
+        .resolve_in(&env)
+        .await
+        .unwrap_err();
     assert!(
         matches!(&err, ConfigError::NoKubeconfigForContext { context, .. } if context == "good"),
         "{err}"
@@ -236,14 +264,19 @@ async fn unknown_context_lists_the_available_ones() {
         .await
         .unwrap_err();
     match &err {
-        ConfigError::ContextNotFound { context, available, .. } => {
+        ConfigError::ContextNotFound {
+            context, available, ..
+        } => {
             assert_eq!(context, "staging");
             assert_eq!(available, &vec!["broken".to_owned(), "good".to_owned()]);
         }
         other => panic!("expected ContextNotFound, got {other}"),
     }
     let text = err.to_string();
-    assert!(text.contains("\"staging\"") && text.contains("\"good\""), "{text}");
+    assert!(
+        text.contains("\"staging\"") && text.contains("\"good\""),
+        "{text}"
+    );
 }
 
 #[tokio::test]
@@ -278,7 +311,10 @@ async fn no_source_at_all_lists_every_source_tried() {
         .from_options_in(&KubeOptions::default(), &empty_env(dir.path()))
         .await
         .unwrap_err();
-    assert!(matches!(err, ConstructError::Config(ConfigError::NoSource { .. })), "{err}");
+    assert!(
+        matches!(err, ConstructError::Config(ConfigError::NoSource { .. })),
+        "{err}"
+    );
 }
 
 #[tokio::test]
@@ -288,7 +324,10 @@ async fn master_alone_without_any_kubeconfig_uses_that_url() {
         .resolve_in(&empty_env(dir.path()))
         .await
         .unwrap();
-    assert_eq!(resolved.config.cluster_url.to_string(), "http://127.0.0.1:8001/");
+    assert_eq!(
+        resolved.config.cluster_url.to_string(),
+        "http://127.0.0.1:8001/"
+    );
     assert!(matches!(resolved.source, ConfigSource::Master { .. }));
 
     let err = opts(None, Some("127.0.0.1:8001"), None)
@@ -343,18 +382,28 @@ fn options_combine_with_other_option_groups() {
             context: Some("admin@prod".into()),
         }
     );
-    assert_eq!(parsed.peer.identity_host.as_deref(), Some("https://identity.example"));
+    assert_eq!(
+        parsed.peer.identity_host.as_deref(),
+        Some("https://identity.example")
+    );
     assert_eq!(parsed.namespace.as_deref(), Some("unikorn"));
 
     // Long options only; --kubeconfig reads KUBECONFIG.
     let command = Command::command();
     for arg in command.get_arguments() {
-        assert!(arg.get_short().is_none(), "{:?} has a short flag", arg.get_id());
+        assert!(
+            arg.get_short().is_none(),
+            "{:?} has a short flag",
+            arg.get_id()
+        );
         assert!(!arg.is_global_set(), "{:?} is global", arg.get_id());
     }
     let kubeconfig = command
         .get_arguments()
         .find(|arg| arg.get_long() == Some("kubeconfig"))
         .unwrap();
-    assert_eq!(kubeconfig.get_env(), Some(std::ffi::OsStr::new("KUBECONFIG")));
+    assert_eq!(
+        kubeconfig.get_env(),
+        Some(std::ffi::OsStr::new("KUBECONFIG"))
+    );
 }
