@@ -15,8 +15,9 @@
 //! 1. Explicit out-of-cluster options: `--kubeconfig` (or `KUBECONFIG`, which clap
 //!    reads as the value of `--kubeconfig`), `--master`, `--context`.
 //!    * With a kubeconfig path: that file (a `KUBECONFIG`-style list of paths is
-//!      merged) and its current context, or the one `--context` names; `--master`
-//!      replaces the selected cluster's server URL (CA and credentials stay).
+//!      merged, and every file in it must exist) and its current context, or the
+//!      one `--context` names; `--master` replaces the selected cluster's server
+//!      URL (CA and credentials stay).
 //!    * With `--master` and/or `--context` but no kubeconfig path: the default
 //!      kubeconfig `~/.kube/config`. `--context` requires it to exist;
 //!      `--master` alone, when it does not exist, uses the URL with no credentials

@@ -407,3 +407,50 @@ fn options_combine_with_other_option_groups() {
         Some(std::ffi::OsStr::new("KUBECONFIG"))
     );
 }
+
+#[tokio::test]
+async fn a_kubeconfig_list_is_merged() {
+    let tb = Testbed::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let first = write_kubeconfig(dir.path(), &tb, &tb.base_url());
+    let second = dir.path().join("extra");
+    std::fs::write(
+        &second,
+        format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: other\n  cluster:\n    server: http://127.0.0.1:8001\n\
+             contexts:\n- name: proxy\n  context:\n    cluster: other\n    user: admin\nusers: []\n"
+        ),
+    )
+    .unwrap();
+    let list = std::env::join_paths([&first, &second]).unwrap();
+    let options = KubeOptions {
+        kubeconfig: Some(PathBuf::from(list)),
+        master: None,
+        context: Some("proxy".into()),
+    };
+    let resolved = options.resolve_in(&empty_env(dir.path())).await.unwrap();
+    assert_eq!(
+        resolved.config.cluster_url.to_string(),
+        "http://127.0.0.1:8001/"
+    );
+    assert!(
+        matches!(&resolved.source, ConfigSource::Kubeconfig { paths, .. } if paths == &vec![first.clone(), second.clone()])
+    );
+
+    // One missing entry in the list is reported, by name.
+    let missing = dir.path().join("gone");
+    let options = KubeOptions {
+        kubeconfig: Some(PathBuf::from(
+            std::env::join_paths([&first, &missing]).unwrap(),
+        )),
+        ..KubeOptions::default()
+    };
+    let err = options
+        .resolve_in(&empty_env(dir.path()))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, ConfigError::KubeconfigNotFound { path } if path == &missing),
+        "{err}"
+    );
+}
