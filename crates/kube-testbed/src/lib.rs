@@ -25,6 +25,7 @@
 
 mod auth;
 mod discovery;
+mod proto;
 mod selectors;
 mod server;
 mod store;

@@ -207,6 +207,34 @@ async fn read_body(req: Request<Incoming>) -> Result<Bytes, ApiError> {
         .map_err(|e| ApiError::new(413, "RequestEntityTooLarge", format!("request body: {e}")))
 }
 
+fn content_type(req: &Request<Incoming>) -> String {
+    req.headers()
+        .get(CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase()
+}
+
+/// Decode an object body: JSON, YAML, or (for built-in kinds) Kubernetes protobuf.
+fn decode_object(ct: &str, bytes: &[u8]) -> Result<Value, ApiError> {
+    match ct {
+        "application/vnd.kubernetes.protobuf" => crate::proto::decode(bytes).map_err(|e| {
+            ApiError::new(
+                415,
+                "UnsupportedMediaType",
+                format!("the body of the request was in an unknown format: {e}"),
+            )
+        }),
+        "application/yaml" => serde_yaml::from_slice(bytes)
+            .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}"))),
+        _ => parse_json(bytes),
+    }
+}
+
 fn parse_json(bytes: &[u8]) -> Result<Value, ApiError> {
     serde_json::from_slice(bytes)
         .map_err(|e| ApiError::bad_request(format!("the request body is not valid JSON: {e}")))
@@ -255,9 +283,29 @@ async fn route(shared: &Arc<Shared>, req: Request<Incoming>) -> Result<Response<
         .to_string();
 
     let is_get = req.method() == Method::GET;
+    let accepts_json = req
+        .headers()
+        .get(hyper::header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .is_none_or(|a| a.contains("json") || a.contains("*/*"));
     match seg.as_slice() {
-        ["openapi", "v2"] if is_get => return Ok(json_response(200, &discovery::openapi_v2())),
-        ["openapi", "v3"] if is_get => return Ok(json_response(200, &discovery::openapi_v3())),
+        // JSON only: a protobuf OpenAPI v2 document is not served
+        ["openapi", "v2"] if is_get && accepts_json => {
+            return Ok(json_response(200, &discovery::openapi_v2()));
+        }
+        ["openapi", "v3"] if is_get => {
+            let store = lock(&shared.store);
+            return Ok(json_response(
+                200,
+                &discovery::openapi_v3_root(store.kinds()),
+            ));
+        }
+        ["openapi", "v3", rest @ ..] if is_get => {
+            let store = lock(&shared.store);
+            let doc =
+                discovery::openapi_v3_gv(store.kinds(), &rest.join("/")).ok_or_else(not_found)?;
+            return Ok(json_response(200, &doc));
+        }
         ["api"] if is_get => {
             let addr = lock(&shared.server_address).clone();
             return Ok(json_response(200, &discovery::core_versions(&addr)));
@@ -373,13 +421,15 @@ async fn resource_request(
         }
         "watch" => watch_request(shared, t, &q, labels, fields),
         "create" => {
-            let body = parse_json(&read_body(req).await?)?;
+            let ct = content_type(&req);
+            let body = decode_object(&ct, &read_body(req).await?)?;
             let dry = dry_run(&q, None);
             let obj = lock(&shared.store).create(kind, ns, body, dry)?;
             Ok(json_response(201, &obj))
         }
         "update" => {
-            let body = parse_json(&read_body(req).await?)?;
+            let ct = content_type(&req);
+            let body = decode_object(&ct, &read_body(req).await?)?;
             let name = t.name.as_deref().unwrap_or("");
             let dry = dry_run(&q, None);
             let obj = lock(&shared.store).update(kind, ns, name, body, t.status, dry)?;
@@ -425,11 +475,8 @@ async fn resource_request(
         }
         "delete" => {
             let bytes = read_body(req).await?;
-            let opts: Value = if bytes.is_empty() {
-                json!({})
-            } else {
-                parse_json(&bytes)?
-            };
+            // DeleteOptions; a protobuf body (typed clients) is ignored
+            let opts: Value = serde_json::from_slice(&bytes).unwrap_or_else(|_| json!({}));
             let pre_rv = opts
                 .pointer("/preconditions/resourceVersion")
                 .and_then(Value::as_str);
@@ -441,11 +488,8 @@ async fn resource_request(
         }
         "deletecollection" => {
             let bytes = read_body(req).await?;
-            let opts: Value = if bytes.is_empty() {
-                json!({})
-            } else {
-                parse_json(&bytes)?
-            };
+            // DeleteOptions; a protobuf body (typed clients) is ignored
+            let opts: Value = serde_json::from_slice(&bytes).unwrap_or_else(|_| json!({}));
             let dry = dry_run(&q, Some(&opts));
             let scope = OwnedScope {
                 ns: t.ns.clone(),

@@ -1,0 +1,294 @@
+//! Watch semantics and fault injection, driven through kube-rs.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::time::Duration;
+
+use futures::{StreamExt, TryStreamExt};
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::{Api, ListParams, PostParams, WatchEvent, WatchParams};
+use kube::runtime::watcher;
+use kube_testbed::{Fault, Testbed, TestbedOptions};
+use serde_json::json;
+
+fn cm(name: &str) -> ConfigMap {
+    let mut c = ConfigMap::default();
+    c.metadata.name = Some(name.to_string());
+    c
+}
+
+fn status(e: kube::Error) -> kube::core::Status {
+    match e {
+        kube::Error::Api(s) => *s,
+        other => panic!("expected an API Status error, got {other:?}"),
+    }
+}
+
+async fn next<S: futures::Stream + Unpin>(s: &mut S) -> S::Item {
+    tokio::time::timeout(Duration::from_secs(10), s.next())
+        .await
+        .expect("no watch event in time")
+        .expect("watch stream ended")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn watch_from_list_rv_delivers_exactly_later_events_and_bookmarks() {
+    let tb = Testbed::start_with(TestbedOptions {
+        bookmark_interval: Duration::from_millis(50),
+        ..Default::default()
+    })
+    .await;
+    let api: Api<ConfigMap> = Api::namespaced(tb.client(), "default");
+    api.create(&PostParams::default(), &cm("before"))
+        .await
+        .unwrap();
+    let rv = api
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .metadata
+        .resource_version
+        .unwrap();
+    api.create(&PostParams::default(), &cm("after-1"))
+        .await
+        .unwrap();
+    api.create(&PostParams::default(), &cm("after-2"))
+        .await
+        .unwrap();
+
+    let mut w = api
+        .watch(&WatchParams::default(), &rv)
+        .await
+        .unwrap()
+        .boxed();
+    let mut names = Vec::new();
+    while names.len() < 2 {
+        match next(&mut w).await.unwrap() {
+            WatchEvent::Added(c) => names.push(c.metadata.name.unwrap()),
+            WatchEvent::Bookmark(_) => {}
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+    assert_eq!(names, ["after-1", "after-2"]);
+    // then periodic bookmarks carrying the current resourceVersion
+    loop {
+        if let WatchEvent::Bookmark(b) = next(&mut w).await.unwrap() {
+            assert_eq!(
+                b.metadata.resource_version,
+                tb.resource_version().to_string()
+            );
+            break;
+        }
+    }
+
+    // label-filtered watch: a label change in and out of the selector is ADDED / DELETED
+    let mut sel = api
+        .watch(
+            &WatchParams::default().labels("team=a"),
+            &tb.resource_version().to_string(),
+        )
+        .await
+        .unwrap()
+        .boxed();
+    tb.upsert(json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "before", "namespace": "default", "labels": {"team": "a"}}}));
+    assert!(matches!(
+        next(&mut sel).await.unwrap(),
+        WatchEvent::Added(_)
+    ));
+    tb.upsert(json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "before", "namespace": "default", "labels": {"team": "b"}}}));
+    assert!(matches!(
+        next(&mut sel).await.unwrap(),
+        WatchEvent::Deleted(_)
+    ));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn expired_history_gives_410_and_the_watcher_relists() {
+    let tb = Testbed::start().await;
+    let api: Api<ConfigMap> = Api::namespaced(tb.client(), "default");
+    api.create(&PostParams::default(), &cm("a")).await.unwrap();
+    let old_rv = api
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .metadata
+        .resource_version
+        .unwrap();
+
+    let mut events = watcher(api.clone(), watcher::Config::default()).boxed();
+    // initial list
+    loop {
+        if let watcher::Event::InitDone = next(&mut events).await.unwrap() {
+            break;
+        }
+    }
+    api.create(&PostParams::default(), &cm("b")).await.unwrap();
+    assert!(
+        matches!(next(&mut events).await.unwrap(), watcher::Event::Apply(c) if c.metadata.name.as_deref() == Some("b"))
+    );
+
+    tb.expire_history();
+    // the open watch is told 410 ...
+    match next(&mut events).await {
+        Err(watcher::Error::WatchError(s)) => assert_eq!(s.code, 410),
+        other => panic!("expected a 410 watch error, got {other:?}"),
+    }
+    // ... and the watcher relists, seeing both objects again
+    assert!(matches!(
+        next(&mut events).await.unwrap(),
+        watcher::Event::Init
+    ));
+    let mut relisted = Vec::new();
+    loop {
+        match next(&mut events).await.unwrap() {
+            watcher::Event::InitApply(c) => relisted.push(c.metadata.name.unwrap()),
+            watcher::Event::InitDone => break,
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+    relisted.sort();
+    assert_eq!(relisted, ["a", "b"]);
+    api.create(&PostParams::default(), &cm("c")).await.unwrap();
+    assert!(
+        matches!(next(&mut events).await.unwrap(), watcher::Event::Apply(c) if c.metadata.name.as_deref() == Some("c"))
+    );
+
+    // a fresh WATCH from the old resourceVersion is 410 Gone (as an ERROR event)
+    let mut w = api
+        .watch(&WatchParams::default(), &old_rv)
+        .await
+        .unwrap()
+        .boxed();
+    match next(&mut w).await.unwrap() {
+        WatchEvent::Error(e) => assert_eq!((e.code, e.reason.as_str()), (410, "Expired")),
+        other => panic!("expected 410, got {other:?}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bounded_history_window_gives_410() {
+    let tb = Testbed::start_with(TestbedOptions {
+        history_limit: 3,
+        ..Default::default()
+    })
+    .await;
+    let api: Api<ConfigMap> = Api::namespaced(tb.client(), "default");
+    let rv = tb.resource_version().to_string();
+    for i in 0..5 {
+        api.create(&PostParams::default(), &cm(&format!("c{i}")))
+            .await
+            .unwrap();
+    }
+    let mut w = api
+        .watch(&WatchParams::default(), &rv)
+        .await
+        .unwrap()
+        .boxed();
+    assert!(matches!(next(&mut w).await.unwrap(), WatchEvent::Error(e) if e.code == 410));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dropped_watches_and_timeouts_end_streams() {
+    let tb = Testbed::start().await;
+    let api: Api<ConfigMap> = Api::namespaced(tb.client(), "default");
+    let rv = tb.resource_version().to_string();
+    let mut w = api
+        .watch(&WatchParams::default(), &rv)
+        .await
+        .unwrap()
+        .boxed();
+    api.create(&PostParams::default(), &cm("x")).await.unwrap();
+    assert!(matches!(next(&mut w).await.unwrap(), WatchEvent::Added(_)));
+    tb.inject(Fault::DropWatches);
+    let end = tokio::time::timeout(Duration::from_secs(10), w.next())
+        .await
+        .expect("stream did not end");
+    assert!(end.is_none(), "expected the stream to end, got {end:?}");
+
+    let mut w = api
+        .watch(&WatchParams::default().timeout(1), &rv)
+        .await
+        .unwrap()
+        .boxed();
+    assert!(matches!(next(&mut w).await.unwrap(), WatchEvent::Added(_)));
+    let end = tokio::time::timeout(Duration::from_secs(10), w.try_next())
+        .await
+        .expect("timeoutSeconds not honoured");
+    assert!(matches!(end, Ok(None)));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fail_next_and_delay() {
+    let tb = Testbed::start().await;
+    let api: Api<ConfigMap> = Api::namespaced(tb.client(), "default");
+    tb.fail_next(2, 500);
+    assert_eq!(status(api.get_opt("x").await.unwrap_err()).code, 500);
+    assert_eq!(status(api.get_opt("x").await.unwrap_err()).code, 500);
+    assert!(api.get_opt("x").await.unwrap().is_none());
+
+    tb.set_delay(Duration::from_secs(30));
+    assert!(
+        tokio::time::timeout(Duration::from_millis(200), api.get_opt("x"))
+            .await
+            .is_err()
+    );
+    tb.set_delay(Duration::ZERO);
+    assert!(api.get_opt("x").await.unwrap().is_none());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stop_and_restart_keep_or_reset_state() {
+    let tb = Testbed::start().await;
+    let url = tb.base_url();
+    let api: Api<ConfigMap> = Api::namespaced(tb.client(), "default");
+    api.create(&PostParams::default(), &cm("kept"))
+        .await
+        .unwrap();
+
+    tb.stop().await;
+    assert!(
+        api.get("kept").await.is_err(),
+        "a stopped testbed must not answer"
+    );
+
+    tb.restart(true).await;
+    assert_eq!(tb.base_url(), url);
+    let fresh: Api<ConfigMap> = Api::namespaced(tb.client(), "default");
+    assert!(fresh.get("kept").await.is_ok());
+
+    tb.restart(false).await;
+    let fresh: Api<ConfigMap> = Api::namespaced(tb.client(), "default");
+    assert!(fresh.get_opt("kept").await.unwrap().is_none());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn in_cluster_directory_works_with_kube() {
+    let tb = Testbed::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let env = tb.write_in_cluster_dir(dir.path());
+    assert_eq!(env.host, "127.0.0.1");
+    assert_eq!(env.port, tb.port());
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("namespace")).unwrap(),
+        "default"
+    );
+    // the files make a working config (what kube's in-cluster loader reads)
+    let kubeconfig: kube::config::Kubeconfig = serde_yaml::from_value(
+        serde_yaml::to_value(json!({
+            "apiVersion": "v1", "kind": "Config",
+            "clusters": [{"name": "c", "cluster": {
+                "server": format!("https://{}:{}", env.host, env.port),
+                "certificate-authority": dir.path().join("ca.crt"),
+            }}],
+            "users": [{"name": "u", "user": {"tokenFile": dir.path().join("token")}}],
+            "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}],
+            "current-context": "x",
+        }))
+        .unwrap(),
+    )
+    .unwrap();
+    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
+        .await
+        .unwrap();
+    let api: Api<ConfigMap> = Api::namespaced(kube::Client::try_from(config).unwrap(), "default");
+    assert!(api.get_opt("nothing").await.unwrap().is_none());
+}
