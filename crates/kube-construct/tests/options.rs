@@ -416,10 +416,8 @@ async fn a_kubeconfig_list_is_merged() {
     let second = dir.path().join("extra");
     std::fs::write(
         &second,
-        format!(
-            "apiVersion: v1\nkind: Config\nclusters:\n- name: other\n  cluster:\n    server: http://127.0.0.1:8001\n\
-             contexts:\n- name: proxy\n  context:\n    cluster: other\n    user: admin\nusers: []\n"
-        ),
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: other\n  cluster:\n    server: http://127.0.0.1:8001\n\
+             contexts:\n- name: proxy\n  context:\n    cluster: other\n    user: admin\nusers: []\n",
     )
     .unwrap();
     let list = std::env::join_paths([&first, &second]).unwrap();
