@@ -351,6 +351,12 @@ async fn resource_request(
     req: Request<Incoming>,
 ) -> Result<Response<Body>, ApiError> {
     let method = req.method().clone();
+    // kube-rs metadata APIs (`get_metadata`, `list_metadata`, `metadata_watcher`)
+    let metadata_only = req
+        .headers()
+        .get(hyper::header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|a| a.contains("as=PartialObjectMetadata"));
     let watch = truthy(&q, "watch");
     let verb = match (&method, t.name.is_some()) {
         (&Method::GET, true) => "get",
@@ -402,6 +408,9 @@ async fn resource_request(
         "get" => {
             let name = t.name.as_deref().unwrap_or("");
             let obj = lock(&shared.store).get(kind, ns, name)?;
+            if metadata_only {
+                return Ok(json_response(200, &crate::watch::partial_metadata(&obj)));
+            }
             Ok(json_response(200, &obj))
         }
         "list" => {
@@ -411,6 +420,18 @@ async fn resource_request(
                 fields,
             };
             let (items, rv) = lock(&shared.store).list(kind, &scope.scope());
+            if metadata_only {
+                let items: Vec<Value> = items.iter().map(crate::watch::partial_metadata).collect();
+                return Ok(json_response(
+                    200,
+                    &json!({
+                        "kind": "PartialObjectMetadataList",
+                        "apiVersion": "meta.k8s.io/v1",
+                        "metadata": {"resourceVersion": rv.to_string()},
+                        "items": items,
+                    }),
+                ));
+            }
             let list = json!({
                 "kind": format!("{}List", kind.kind),
                 "apiVersion": kind.api_version(),
@@ -419,7 +440,7 @@ async fn resource_request(
             });
             Ok(json_response(200, &list))
         }
-        "watch" => watch_request(shared, t, &q, labels, fields),
+        "watch" => watch_request(shared, t, &q, labels, fields, metadata_only),
         "create" => {
             let ct = content_type(&req);
             let body = decode_object(&ct, &read_body(req).await?)?;
@@ -530,6 +551,7 @@ fn watch_request(
     q: &HashMap<String, String>,
     labels: LabelSelector,
     fields: FieldSelector,
+    metadata_only: bool,
 ) -> Result<Response<Body>, ApiError> {
     let rv = q.get("resourceVersion").map(String::as_str).unwrap_or("");
     let start = if truthy(q, "sendInitialEvents") {
@@ -561,6 +583,7 @@ fn watch_request(
                 kind: t.kind.clone(),
                 scope,
                 bookmarks: truthy(q, "allowWatchBookmarks"),
+                metadata_only,
                 initial: VecDeque::from(initial),
                 rx: Some(rx),
                 deadline: tokio::time::Instant::now() + Duration::from_secs(timeout),

@@ -754,7 +754,22 @@ impl Store {
             .map(str::to_string);
         let mut new = match patch_kind {
             PatchKind::Json => json_patch(&old, &patch)?,
-            PatchKind::Merge | PatchKind::StrategicMerge | PatchKind::Apply => {
+            PatchKind::StrategicMerge => {
+                if !kind.group.is_empty() {
+                    return Err(ApiError::new(
+                        415,
+                        "UnsupportedMediaType",
+                        "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml",
+                    ));
+                }
+                if !patch.is_object() {
+                    return Err(ApiError::bad_request("patch body must be a JSON object"));
+                }
+                let mut n = old.clone();
+                strategic_merge(&mut n, &patch);
+                n
+            }
+            PatchKind::Merge | PatchKind::Apply => {
                 if !patch.is_object() {
                     return Err(ApiError::bad_request("patch body must be a JSON object"));
                 }
@@ -1142,6 +1157,89 @@ pub(crate) fn merge_patch(target: &mut Value, patch: &Value) {
     }
 }
 
+/// An approximation of a strategic merge patch: a JSON merge patch that also
+/// understands the `$patch: replace|delete` directive, ignores the other `$`
+/// directives, and merges lists of objects keyed by `name` (or `port`) instead of
+/// replacing them. Other lists are replaced.
+pub(crate) fn strategic_merge(target: &mut Value, patch: &Value) {
+    let Value::Object(p) = patch else {
+        *target = patch.clone();
+        return;
+    };
+    if p.get("$patch").and_then(Value::as_str) == Some("replace") {
+        let mut clean = patch.clone();
+        strip_directives(&mut clean);
+        *target = clean;
+        return;
+    }
+    if !target.is_object() {
+        *target = json!({});
+    }
+    let Some(t) = target.as_object_mut() else {
+        return;
+    };
+    for (k, v) in p {
+        if k.starts_with('$') {
+            continue;
+        }
+        if v.is_null() || v.get("$patch").and_then(Value::as_str) == Some("delete") {
+            t.remove(k);
+            continue;
+        }
+        match (t.get_mut(k), v) {
+            (Some(Value::Array(existing)), Value::Array(items))
+                if merge_key(existing, items).is_some() =>
+            {
+                let key = merge_key(existing, items).unwrap_or("name");
+                for item in items {
+                    let id = item.get(key).cloned();
+                    let pos = existing.iter().position(|e| e.get(key) == id.as_ref());
+                    let delete = item.get("$patch").and_then(Value::as_str) == Some("delete");
+                    match (pos, delete) {
+                        (Some(i), true) => {
+                            existing.remove(i);
+                        }
+                        (Some(i), false) => strategic_merge(&mut existing[i], item),
+                        (None, true) => {}
+                        (None, false) => {
+                            let mut clean = item.clone();
+                            strip_directives(&mut clean);
+                            existing.push(clean);
+                        }
+                    }
+                }
+            }
+            (Some(existing), _) => strategic_merge(existing, v),
+            (None, _) => {
+                let mut clean = v.clone();
+                strip_directives(&mut clean);
+                t.insert(k.clone(), clean);
+            }
+        }
+    }
+}
+
+fn merge_key(existing: &[Value], items: &[Value]) -> Option<&'static str> {
+    ["name", "port"].into_iter().find(|key| {
+        !items.is_empty()
+            && items
+                .iter()
+                .chain(existing.iter())
+                .all(|e| e.get(*key).is_some())
+    })
+}
+
+fn strip_directives(v: &mut Value) {
+    match v {
+        Value::Object(m) => {
+            m.retain(|k, _| !k.starts_with('$'));
+            m.values_mut().for_each(strip_directives);
+        }
+        Value::Array(a) => a.iter_mut().for_each(strip_directives),
+        _ => {}
+    }
+}
+
 fn unescape(token: &str) -> String {
     token.replace("~1", "/").replace("~0", "~")
 }
@@ -1359,6 +1457,24 @@ fn format_rfc3339(secs: u64) -> String {
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
     use super::*;
+
+    #[test]
+    fn strategic_merge_keys_lists_and_directives() {
+        let mut doc = json!({"spec": {"ports": [{"port": 80, "name": "http"}, {"port": 443, "name": "https"}], "x": [1, 2]}});
+        strategic_merge(
+            &mut doc,
+            &json!({"$setElementOrder/ports": [], "spec": {
+                "ports": [{"name": "http", "targetPort": 8080}, {"name": "https", "$patch": "delete"}, {"name": "m", "port": 9}],
+                "x": [3]
+            }}),
+        );
+        assert_eq!(
+            doc,
+            json!({"spec": {"ports": [{"port": 80, "name": "http", "targetPort": 8080}, {"name": "m", "port": 9}], "x": [3]}})
+        );
+        strategic_merge(&mut doc, &json!({"spec": {"$patch": "replace", "y": 1}}));
+        assert_eq!(doc, json!({"spec": {"y": 1}}));
+    }
 
     #[test]
     fn rfc3339() {

@@ -37,6 +37,8 @@ pub(crate) struct WatchStream {
     pub kind: Arc<KindSpec>,
     pub scope: OwnedScope,
     pub bookmarks: bool,
+    /// Send `PartialObjectMetadata` instead of whole objects.
+    pub metadata_only: bool,
     pub initial: VecDeque<WatchMsg>,
     pub rx: Option<UnboundedReceiver<WatchMsg>>,
     pub deadline: Instant,
@@ -53,6 +55,15 @@ fn line(ty: &str, object: &Value) -> Bytes {
     let mut v = serde_json::to_vec(&json!({"type": ty, "object": object})).unwrap_or_default();
     v.push(b'\n');
     Bytes::from(v)
+}
+
+/// The `PartialObjectMetadata` form of an object.
+pub(crate) fn partial_metadata(obj: &Value) -> Value {
+    json!({
+        "kind": "PartialObjectMetadata",
+        "apiVersion": "meta.k8s.io/v1",
+        "metadata": obj.get("metadata").cloned().unwrap_or_else(|| json!({})),
+    })
 }
 
 /// A body holding one ERROR event (e.g. 410 for a too-old resourceVersion).
@@ -82,7 +93,11 @@ impl WatchStream {
                     }
                     _ => return Render::Skip,
                 };
-                Render::Line(line(ty, &ev.object))
+                if self.metadata_only {
+                    Render::Line(line(ty, &partial_metadata(&ev.object)))
+                } else {
+                    Render::Line(line(ty, &ev.object))
+                }
             }
             WatchMsg::Bookmark { rv, initial_end } => {
                 if !self.bookmarks && !initial_end {

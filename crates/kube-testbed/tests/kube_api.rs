@@ -438,3 +438,55 @@ async fn reflector_sees_create_patch_replace_delete() {
         task.abort();
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metadata_only_apis_and_strategic_merge() {
+    let tb = Testbed::start().await;
+    let secrets: Api<Secret> = Api::namespaced(tb.client(), "ns");
+    secrets
+        .create(&PostParams::default(), &secret("m", &[("app", "x")]))
+        .await
+        .unwrap();
+    let meta = secrets.get_metadata("m").await.unwrap();
+    assert_eq!(meta.metadata.labels.unwrap()["app"], "x");
+    let list = secrets.list_metadata(&ListParams::default()).await.unwrap();
+    assert_eq!(list.items.len(), 1);
+
+    // strategic merge: maps merge, `$patch: delete` removes
+    let patched = secrets
+        .patch(
+            "m",
+            &PatchParams::default(),
+            &Patch::Strategic(json!({"metadata": {"labels": {"app": null, "b": "2"}}, "data": {"$patch": "delete"}})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        patched.metadata.labels.unwrap(),
+        BTreeMap::from([("b".to_string(), "2".to_string())])
+    );
+    assert!(patched.data.is_none());
+
+    // custom kinds refuse strategic merge like the apiserver (415)
+    tb.register_kind(KindSpec::cluster("example.org", "v1", "Thing", "things"));
+    tb.upsert(json!({"apiVersion": "example.org/v1", "kind": "Thing", "metadata": {"name": "t"}}));
+    let ar = kube::discovery::ApiResource {
+        group: "example.org".into(),
+        version: "v1".into(),
+        api_version: "example.org/v1".into(),
+        kind: "Thing".into(),
+        plural: "things".into(),
+    };
+    let things: Api<kube::api::DynamicObject> = Api::all_with(tb.client(), &ar);
+    let e = api_status(
+        things
+            .patch(
+                "t",
+                &PatchParams::default(),
+                &Patch::Strategic(json!({"spec": {}})),
+            )
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!(e.code, 415);
+}
