@@ -567,7 +567,12 @@ impl Store {
         }
         meta.insert("uid".into(), Value::String(make_uid(serial)));
         meta.insert("creationTimestamp".into(), Value::String(now_rfc3339()));
-        meta.insert("generation".into(), json!(1));
+        // Like the apiserver: built-in kinds served here have no generation.
+        if kind.group.is_empty() {
+            meta.remove("generation");
+        } else {
+            meta.insert("generation".into(), json!(1));
+        }
         meta.remove("deletionTimestamp");
         meta.remove("deletionGracePeriodSeconds");
         meta.remove("resourceVersion");
@@ -692,7 +697,7 @@ impl Store {
         if kind.is_core("Secret") && new.get("type") != old.get("type") {
             return Err(ApiError::invalid(kind, name, "type", "field is immutable"));
         }
-        if spec_changed(&old, &new) {
+        if !kind.group.is_empty() && spec_changed(&old, &new) {
             let generation = old
                 .pointer("/metadata/generation")
                 .and_then(Value::as_i64)

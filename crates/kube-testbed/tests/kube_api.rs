@@ -57,6 +57,10 @@ async fn crud_over_https() {
     assert!(created.metadata.uid.is_some());
     assert!(created.metadata.creation_timestamp.is_some());
     assert_eq!(created.type_.as_deref(), Some("Opaque"));
+    assert_eq!(
+        created.metadata.generation, None,
+        "built-in kinds have no generation"
+    );
 
     let got = secrets.get("a").await.unwrap();
     assert_eq!(got.data.unwrap()["k"].0, b"v");
@@ -233,7 +237,8 @@ async fn cluster_scoped_and_registered_kinds_over_http() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+// also runs on the current-thread test runtime: the server has a thread of its own
+#[tokio::test]
 async fn selectors_filter_lists() {
     let tb = Testbed::start().await;
     let secrets: Api<Secret> = Api::namespaced(tb.client(), "ns");
@@ -489,4 +494,10 @@ async fn metadata_only_apis_and_strategic_merge() {
             .unwrap_err(),
     );
     assert_eq!(e.code, 415);
+}
+
+#[test]
+fn testbed_is_shareable_across_tasks() {
+    fn send_sync<T: Send + Sync>() {}
+    send_sync::<Testbed>();
 }
