@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use super::values::{SemanticVersion, SemanticVersionConstraints, TagList};
 
-/// The specification of a [`HelmApplication`].
+/// The specification of a HelmApplication.
 #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
 #[kube(
     group = "unikorn-cloud.org",
@@ -50,8 +50,8 @@ pub struct HelmApplicationSpec {
     pub versions: Vec<HelmApplicationVersion>,
 }
 
-/// One version of a [`HelmApplication`]: exactly one of `chart` (a Helm
-/// repository) and `branch` (a git repository) is set.
+/// One version of a HelmApplication: exactly one of chart (a Helm repository)
+/// and branch (a git repository) is set.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, KubeSchema)]
 #[x_kube(
     validation = Rule::new("has(self.chart) || has(self.branch)").message("either chart or branch must be specified"),
@@ -154,7 +154,7 @@ pub struct HelmApplicationRecommendation {
     pub name: String,
 }
 
-/// The status of a [`HelmApplication`]: an empty object.
+/// The status of a HelmApplication: an empty object.
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
 pub struct HelmApplicationStatus {}
 
