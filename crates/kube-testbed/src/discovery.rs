@@ -145,6 +145,26 @@ fn gv_path(k: &KindSpec) -> String {
     }
 }
 
+/// The same empty OpenAPI v2 document in the protobuf form (gnostic
+/// `openapi_v2.Document`: `swagger`, `info{title, version}`, empty `paths`), which
+/// is what kubectl asks for; with no definitions it skips client-side validation.
+pub(crate) fn openapi_v2_protobuf() -> Vec<u8> {
+    fn field(out: &mut Vec<u8>, tag: u8, payload: &[u8]) {
+        out.push(tag);
+        // every payload here is shorter than 128 bytes: a one-byte varint length
+        out.push(u8::try_from(payload.len()).unwrap_or(0x7f).min(0x7f));
+        out.extend_from_slice(payload);
+    }
+    let mut info = Vec::new();
+    field(&mut info, 0x0a, b"Kubernetes (kube-testbed)");
+    field(&mut info, 0x12, b"v1.37.0");
+    let mut doc = Vec::new();
+    field(&mut doc, 0x0a, b"2.0");
+    field(&mut doc, 0x12, &info);
+    field(&mut doc, 0x42, b"");
+    doc
+}
+
 /// The OpenAPI v3 index: one entry per served group-version.
 pub(crate) fn openapi_v3_root(kinds: &[Arc<KindSpec>]) -> Value {
     let mut paths = serde_json::Map::new();

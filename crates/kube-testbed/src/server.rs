@@ -287,10 +287,17 @@ async fn route(shared: &Arc<Shared>, req: Request<Incoming>) -> Result<Response<
         .headers()
         .get(hyper::header::ACCEPT)
         .and_then(|v| v.to_str().ok())
-        .is_none_or(|a| a.contains("json") || a.contains("*/*"));
+        .is_none_or(|a| !a.contains("protobuf"));
     match seg.as_slice() {
-        // JSON only: a protobuf OpenAPI v2 document is not served
-        ["openapi", "v2"] if is_get && accepts_json => {
+        ["openapi", "v2"] | ["swagger-2.0.0.pb-v1"] if is_get && !accepts_json => {
+            let mut r = Response::new(full(discovery::openapi_v2_protobuf()));
+            r.headers_mut().insert(
+                CONTENT_TYPE,
+                HeaderValue::from_static("application/octet-stream"),
+            );
+            return Ok(r);
+        }
+        ["openapi", "v2"] if is_get => {
             return Ok(json_response(200, &discovery::openapi_v2()));
         }
         ["openapi", "v3"] if is_get => {
