@@ -100,7 +100,30 @@ pub struct HelmApplicationVersion {
     pub recommends: Vec<HelmApplicationRecommendation>,
 }
 
+/// A [`HelmApplicationVersion`] breaks one of the CRD's validation rules (the
+/// messages are the CRD's).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum HelmApplicationVersionError {
+    /// Neither `chart` nor `branch` is set.
+    #[error("either chart or branch must be specified")]
+    NeitherChartNorBranch,
+    /// Both `chart` and `branch` are set.
+    #[error("only one of chart or branch may be specified")]
+    BothChartAndBranch,
+}
+
 impl HelmApplicationVersion {
+    /// Checks the CRD's chart/branch rules client-side (the API server enforces
+    /// them with CEL).
+    pub fn validate(&self) -> Result<(), HelmApplicationVersionError> {
+        match (&self.chart, &self.branch) {
+            (None, None) => Err(HelmApplicationVersionError::NeitherChartNorBranch),
+            (Some(_), Some(_)) => Err(HelmApplicationVersionError::BothChartAndBranch),
+            _ => Ok(()),
+        }
+    }
+
     /// A version from a Helm chart repository.
     pub fn chart(
         repo: impl Into<String>,
@@ -353,6 +376,23 @@ mod tests {
             .get_version(&SemanticVersion::parse("v1.15").unwrap())
             .unwrap();
         assert_eq!(found.chart.as_deref(), Some("cilium"));
+        let mut version = minimal.spec.versions[0].clone();
+        assert_eq!(version.validate(), Ok(()));
+        version.branch = Some("main".into());
+        let both = version.validate().unwrap_err();
+        assert_eq!(
+            both.to_string(),
+            "only one of chart or branch may be specified"
+        );
+        version.chart = None;
+        assert_eq!(version.validate(), Ok(()));
+        version.branch = None;
+        let neither = version.validate().unwrap_err();
+        assert_eq!(
+            neither.to_string(),
+            "either chart or branch must be specified"
+        );
+
         let missing = minimal
             .get_version(&SemanticVersion::parse("2.0.0").unwrap())
             .unwrap_err();

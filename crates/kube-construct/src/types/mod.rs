@@ -32,7 +32,7 @@ pub use condition::{
 pub use helm::{
     HelmApplication, HelmApplicationDependency, HelmApplicationList, HelmApplicationParameter,
     HelmApplicationRecommendation, HelmApplicationSpec, HelmApplicationStatus,
-    HelmApplicationVersion, VersionNotFound, helm_application_crd,
+    HelmApplicationVersion, HelmApplicationVersionError, VersionNotFound, helm_application_crd,
 };
 pub use values::{
     ApplicationNamedReference, ApplicationReference, ApplicationReferenceKind, IPv4Address,
