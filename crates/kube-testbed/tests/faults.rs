@@ -292,3 +292,41 @@ async fn in_cluster_directory_works_with_kube() {
     let api: Api<ConfigMap> = Api::namespaced(kube::Client::try_from(config).unwrap(), "default");
     assert!(api.get_opt("nothing").await.unwrap().is_none());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reflector_follows_a_restart_that_resets_state() {
+    use kube::runtime::{WatchStreamExt, reflector};
+    let tb = Testbed::start().await;
+    let api: Api<ConfigMap> = Api::namespaced(tb.client(), "default");
+    api.create(&PostParams::default(), &cm("old"))
+        .await
+        .unwrap();
+    let (reader, writer) = reflector::store();
+    let stream =
+        reflector(writer, watcher(api.clone(), watcher::Config::default())).applied_objects();
+    let task = tokio::spawn(async move {
+        futures::pin_mut!(stream);
+        while stream.next().await.is_some() {}
+    });
+    reader.wait_until_ready().await.unwrap();
+    assert_eq!(reader.state().len(), 1);
+
+    // a server that lost its state: the watch resumes from a resourceVersion that
+    // no longer exists, gets 410, relists and sees the new state only
+    tb.restart(false).await;
+    tb.upsert(json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "new", "namespace": "default"}}));
+    let mut names = Vec::new();
+    for _ in 0..1000 {
+        names = reader
+            .state()
+            .iter()
+            .map(|c| c.metadata.name.clone().unwrap())
+            .collect();
+        if names == ["new"] {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(names, ["new"]);
+    task.abort();
+}
