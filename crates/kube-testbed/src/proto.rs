@@ -1,5 +1,5 @@
 //! A minimal decoder for the Kubernetes protobuf encoding, for the request bodies
-//! `kubectl create secret|configmap|namespace` sends (typed clients send protobuf
+//! `kubectl create secret|configmap|namespace|service` sends (typed clients send protobuf
 //! and do not fall back to JSON). Only these kinds and the common `ObjectMeta`
 //! fields are understood; anything else is answered 415.
 
@@ -155,6 +155,64 @@ fn object_meta(b: &[u8]) -> Result<Value, ProtoError> {
     Ok(Value::Object(m))
 }
 
+fn service_port(b: &[u8]) -> Result<Value, ProtoError> {
+    let mut p = Map::new();
+    for (n, f) in fields(b)? {
+        match (n, f) {
+            (1, Field::Bytes(b)) => p.insert("name".into(), Value::String(string(b)?)),
+            (2, Field::Bytes(b)) => p.insert("protocol".into(), Value::String(string(b)?)),
+            (3, Field::Varint(v)) => p.insert("port".into(), json!(v as i32)),
+            (4, Field::Bytes(b)) => {
+                let (mut ty, mut int, mut s) = (0, 0, String::new());
+                for (n, f) in fields(b)? {
+                    match (n, f) {
+                        (1, Field::Varint(v)) => ty = v,
+                        (2, Field::Varint(v)) => int = v as i32,
+                        (3, Field::Bytes(b)) => s = string(b)?,
+                        _ => {}
+                    }
+                }
+                let v = if ty == 1 {
+                    Value::String(s)
+                } else {
+                    json!(int)
+                };
+                p.insert("targetPort".into(), v)
+            }
+            (5, Field::Varint(v)) => p.insert("nodePort".into(), json!(v as i32)),
+            (6, Field::Bytes(b)) => p.insert("appProtocol".into(), Value::String(string(b)?)),
+            _ => None,
+        };
+    }
+    // proto2 sends unset optionals as zero values; JSON clients omit them
+    p.retain(|k, v| v.as_str() != Some("") && !(k == "nodePort" && v == &json!(0)));
+    Ok(Value::Object(p))
+}
+
+fn service_spec(b: &[u8]) -> Result<Value, ProtoError> {
+    let mut s = Map::new();
+    for (n, f) in fields(b)? {
+        match (n, f) {
+            (1, Field::Bytes(b)) => push(&mut s, "ports", service_port(b)?),
+            (2, Field::Bytes(b)) => insert_entry(&mut s, "selector", map_entry(b, false)?),
+            (3, Field::Bytes(b)) => {
+                s.insert("clusterIP".into(), Value::String(string(b)?));
+            }
+            (4, Field::Bytes(b)) => {
+                s.insert("type".into(), Value::String(string(b)?));
+            }
+            (5, Field::Bytes(b)) => push(&mut s, "externalIPs", Value::String(string(b)?)),
+            (10, Field::Bytes(b)) => {
+                s.insert("externalName".into(), Value::String(string(b)?));
+            }
+            (18, Field::Bytes(b)) => push(&mut s, "clusterIPs", Value::String(string(b)?)),
+            _ => {}
+        }
+    }
+    s.retain(|_, v| v.as_str() != Some(""));
+    Ok(Value::Object(s))
+}
+
 /// Decode a protobuf request body into the JSON form of the object.
 pub(crate) fn decode(body: &[u8]) -> Result<Value, ProtoError> {
     let envelope = body.strip_prefix(b"k8s\0").ok_or(ProtoError::Envelope)?;
@@ -217,6 +275,19 @@ pub(crate) fn decode(body: &[u8]) -> Result<Value, ProtoError> {
             for (n, f) in fields(raw)? {
                 if let (1, Field::Bytes(b)) = (n, f) {
                     o.insert("metadata".into(), object_meta(b)?);
+                }
+            }
+        }
+        ("v1", "Service") => {
+            for (n, f) in fields(raw)? {
+                match (n, f) {
+                    (1, Field::Bytes(b)) => {
+                        o.insert("metadata".into(), object_meta(b)?);
+                    }
+                    (2, Field::Bytes(b)) => {
+                        o.insert("spec".into(), service_spec(b)?);
+                    }
+                    _ => {}
                 }
             }
         }

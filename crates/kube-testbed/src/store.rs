@@ -1127,10 +1127,12 @@ fn apply_defaults(kind: &KindSpec, obj: &mut Value, serial: u64) -> Result<(), A
         if let Some(s) = spec.as_object_mut() {
             s.entry("type")
                 .or_insert_with(|| Value::String("ClusterIP".into()));
-            if s.get("clusterIP")
-                .and_then(Value::as_str)
-                .unwrap_or("")
-                .is_empty()
+            let external = s.get("type").and_then(Value::as_str) == Some("ExternalName");
+            if !external
+                && s.get("clusterIP")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .is_empty()
             {
                 let ip = format!("10.96.{}.{}", (serial / 250) % 250, serial % 250 + 1);
                 s.insert("clusterIP".into(), Value::String(ip.clone()));

@@ -196,3 +196,49 @@ async fn kubectl_get_watch_observes_a_change() {
     assert_eq!(next(&mut lines).await, "configmap/second");
     child.kill().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_creates_other_built_in_kinds() {
+    let tb = Testbed::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let k = Kubectl::new(&tb, dir.path());
+    k.run(&["create", "namespace", "team"]).await;
+    assert_eq!(
+        tb.get("v1", "Namespace", "", "team").unwrap()["status"]["phase"],
+        "Active"
+    );
+    k.run(&[
+        "create",
+        "configmap",
+        "settings",
+        "--from-literal=mode=fast",
+        "-n",
+        "team",
+    ])
+    .await;
+    assert_eq!(
+        tb.get("v1", "ConfigMap", "team", "settings").unwrap()["data"]["mode"],
+        "fast"
+    );
+    k.run(&[
+        "create",
+        "service",
+        "clusterip",
+        "web",
+        "--tcp=80:8080",
+        "-n",
+        "team",
+    ])
+    .await;
+    let svc = tb.get("v1", "Service", "team", "web").unwrap();
+    assert_eq!(svc["spec"]["ports"][0]["port"], 80);
+    assert_eq!(svc["spec"]["ports"][0]["targetPort"], 8080);
+    assert_eq!(svc["spec"]["selector"]["app"], "web");
+    // deleting the namespace takes its contents along
+    k.run(&["delete", "namespace", "team"]).await;
+    assert!(tb.get("v1", "ConfigMap", "team", "settings").is_none());
+    let out = k
+        .run(&["get", "configmaps,services", "-A", "-o", "name"])
+        .await;
+    assert!(out.trim().is_empty(), "{out}");
+}
