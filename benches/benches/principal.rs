@@ -5,8 +5,8 @@
 //! - `principal/sign-provider-raw/rsaN`: the provider's RSA-PSS signature alone over
 //!   the same signing input;
 //! - `principal/sign-rsa-crate/rsaN`: the same signature with the `rsa` crate's
-//!   blinded `pss::SigningKey<Sha512>` (for comparison only: the library never uses
-//!   `rsa` private-key operations, RUSTSEC-2023-0071);
+//!   `pss::SigningKey<Sha512>` (blinded; formerly `BlindedSigningKey`), for comparison
+//!   only: the library never uses `rsa` private-key operations (RUSTSEC-2023-0071);
 //! - `principal/verify/rsaN`: `PeerCertificate::verify` (the `rsa` crate,
 //!   salt auto-detected as Go does) including header checks and JSON decoding;
 //! - `principal/verify-provider-raw/rsaN`: aws-lc-rs RSA-PSS SHA-512 verification
@@ -22,7 +22,6 @@ use rcgen::{CertificateParams, KeyPair, RsaKeySize};
 use rsa::pkcs8::DecodePrivateKey as _;
 use rsa::signature::{SignatureEncoding as _, Signer as _};
 use rustls::SignatureScheme;
-use rustls_pki_types::SignatureVerificationAlgorithm as _;
 use svc_tls::material::load_identity_from_pem;
 use svc_tls::options::SecretRef;
 use svc_tls::principal::{AlgorithmPolicy, PeerCertificate, Principal, sign_with};
@@ -82,8 +81,8 @@ fn bench(c: &mut Criterion) {
             b.iter(|| raw_signer.sign(input.as_bytes()).unwrap());
         });
 
-        let rsa_key = rsa::pss::BlindedSigningKey::<sha2::Sha512>::new(
-            rsa::RsaPrivateKey::from_pkcs8_der(key.serialized_der()).unwrap(),
+        let rsa_key = rsa::pss::SigningKey::<sha2::Sha512>::new(
+            rsa::PrivateKey::from_pkcs8_der(key.serialized_der()).unwrap(),
         );
         // Same primitive, same parameters: the provider verifies what the rsa crate made.
         let check = rsa_key.try_sign(input.as_bytes()).unwrap().to_vec();

@@ -387,7 +387,8 @@ fn ingress_helper_names_what_is_wrong() {
     let ok = peer_certificate_from_ingress(&ingress_headers(Some("SUCCESS"), Some(&light)));
     assert_eq!(ok.unwrap().der(), &leaf.der);
 
-    let cases: Vec<(HeaderMap, fn(&IngressError) -> bool)> = vec![
+    type Expect = fn(&IngressError) -> bool;
+    let cases: Vec<(HeaderMap, Expect)> = vec![
         (ingress_headers(None, Some(&encoded)), |e| {
             matches!(e, IngressError::MissingVerify)
         }),
