@@ -742,8 +742,7 @@ impl Store {
     ) -> Result<Value, ApiError> {
         let old = match self.get(kind, ns, name) {
             Ok(o) => o,
-            Err(e) if patch_kind == PatchKind::Apply && !status_only => {
-                let _ = e;
+            Err(_) if patch_kind == PatchKind::Apply && !status_only => {
                 let mut obj = patch;
                 if let Some(m) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
                     m.entry("name")
@@ -804,9 +803,6 @@ impl Store {
                     "field is immutable",
                 ));
             }
-        }
-        if status_only || !kind.status_subresource {
-            // PUT semantics below handle the rest
         }
         self.update(kind, ns, name, new, status_only, dry_run)
     }
