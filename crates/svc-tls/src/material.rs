@@ -215,6 +215,96 @@ pub fn load_identity_from_pem_at(
     load_core(&name, cert_pem, key_pem, provider, now)
 }
 
+/// Remembers the last identity loaded from exactly the same Secret bytes, so a
+/// handshake with an unchanged Secret costs a byte comparison instead of a full
+/// load.
+///
+/// [`load_identity`] is a pure function of `tls.crt`, `tls.key` and the time, so
+/// reusing its result for identical bytes is indistinguishable from reloading,
+/// as long as validity is checked against the current time on every call, which
+/// [`IdentityCache::load`] does. Any change to either value (a rotation, a
+/// broken edit) is a miss and gets the full load at once; a failed load is never
+/// remembered, and does not evict the last good entry. The comparison is of the
+/// exact bytes, not a hash.
+///
+/// This matters because loading an RSA key with aws-lc-rs costs hundreds of
+/// microseconds (its parser runs a full key consistency check), far more than
+/// the rest of a reload.
+///
+/// Lock-free: the entry lives in an `ArcSwapOption`; concurrent misses each load,
+/// and the last one stored wins. Holds one copy of the Secret's `tls.crt` and
+/// `tls.key` (the same bytes the watch cache already holds).
+pub struct IdentityCache {
+    provider: Arc<CryptoProvider>,
+    last: arc_swap::ArcSwapOption<Cached>,
+}
+
+struct Cached {
+    cert_pem: Box<[u8]>,
+    key_pem: Box<[u8]>,
+    identity: Identity,
+}
+
+impl IdentityCache {
+    /// An empty cache loading keys with `provider` (see [`crypto_provider`]).
+    pub fn new(provider: Arc<CryptoProvider>) -> Self {
+        Self {
+            provider,
+            last: arc_swap::ArcSwapOption::empty(),
+        }
+    }
+
+    /// The crypto provider keys are loaded with.
+    pub fn provider(&self) -> &Arc<CryptoProvider> {
+        &self.provider
+    }
+
+    /// [`load_identity`], reusing the previous result when `tls.crt` and
+    /// `tls.key` are byte-for-byte the same as last time.
+    pub fn load(&self, secret: &Secret) -> Result<Identity, MaterialError> {
+        self.load_at(secret, SystemTime::now())
+    }
+
+    /// [`IdentityCache::load`] with validity checked at `now`.
+    pub fn load_at(&self, secret: &Secret, now: SystemTime) -> Result<Identity, MaterialError> {
+        let name = || secret_ref_of(secret);
+        check_type(secret, &name)?;
+        let cert_pem = required(secret, TLS_CRT, &name)?;
+        let key_pem = required(secret, TLS_KEY, &name)?;
+        if let Some(cached) = &*self.last.load()
+            && *cached.cert_pem == *cert_pem
+            && *cached.key_pem == *key_pem
+            && cached.identity.not_before <= now
+            && now <= cached.identity.not_after
+        {
+            return Ok(cached.identity.clone());
+        }
+        // A miss, or a hit outside the validity period (the full load then
+        // reports the precise error).
+        let identity = load_core(&name, cert_pem, key_pem, &self.provider, now)?;
+        self.last.store(Some(Arc::new(Cached {
+            cert_pem: cert_pem.into(),
+            key_pem: key_pem.into(),
+            identity: identity.clone(),
+        })));
+        Ok(identity)
+    }
+
+    /// Forgets the remembered identity (the next load is a full one).
+    pub fn clear(&self) {
+        self.last.store(None);
+    }
+}
+
+impl fmt::Debug for IdentityCache {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let last = self.last.load();
+        f.debug_struct("IdentityCache")
+            .field("last", &last.as_ref().map(|c| &c.identity))
+            .finish_non_exhaustive()
+    }
+}
+
 /// The trust roots in a CA Secret, with how many certificates were not usable.
 #[derive(Debug, Clone)]
 pub struct Trust {
@@ -737,6 +827,72 @@ fn check_match(
         cert_key: TLS_CRT,
         detail: "the key's public key differs from the certificate's".to_owned(),
     })
+}
+
+/// The aws-lc-rs crypto provider with a key loader that reads the key type from
+/// the DER first and calls only the matching aws-lc-rs loader.
+///
+/// rustls's own aws-lc-rs key provider tries RSA, then ECDSA P-256, P-384, P-521,
+/// then Ed25519, and each failed attempt on a PKCS#8 key fully parses it (for
+/// Ed25519 and EC keys that includes a scalar multiplication). An Ed25519 key is
+/// thus parsed five times and a P-384 PKCS#8 key three times. This provider
+/// parses each key once. Everything else (cipher suites, key exchange,
+/// signature verification) is `rustls::crypto::aws_lc_rs::default_provider()`.
+/// Keys this loader does not recognise go to rustls's loader unchanged.
+pub fn crypto_provider() -> CryptoProvider {
+    CryptoProvider {
+        key_provider: &KEY_TYPE_DISPATCH,
+        ..rustls::crypto::aws_lc_rs::default_provider()
+    }
+}
+
+static KEY_TYPE_DISPATCH: KeyTypeDispatch = KeyTypeDispatch;
+
+#[derive(Debug)]
+struct KeyTypeDispatch;
+
+impl rustls::crypto::KeyProvider for KeyTypeDispatch {
+    fn load_private_key(
+        &self,
+        key_der: PrivateKeyDer<'static>,
+    ) -> Result<Arc<dyn SigningKey>, rustls::Error> {
+        use rustls::crypto::aws_lc_rs::sign;
+        match (key_class(&key_der), &key_der) {
+            (Some(KeyClass::Ec(_)), _) => sign::any_ecdsa_type(&key_der),
+            (Some(KeyClass::Ed25519), PrivateKeyDer::Pkcs8(pkcs8)) => sign::any_eddsa_type(pkcs8),
+            // RSA is rustls's first attempt anyway.
+            _ => rustls::crypto::aws_lc_rs::default_provider()
+                .key_provider
+                .load_private_key(key_der),
+        }
+    }
+
+    fn fips(&self) -> bool {
+        rustls::crypto::aws_lc_rs::default_provider()
+            .key_provider
+            .fips()
+    }
+}
+
+/// The key type named in a key's DER (PKCS#1, SEC1, or a PKCS#8 algorithm OID).
+fn key_class(key: &PrivateKeyDer<'_>) -> Option<KeyClass> {
+    match key {
+        PrivateKeyDer::Pkcs1(_) => Some(KeyClass::Rsa),
+        PrivateKeyDer::Sec1(_) => Some(KeyClass::Ec(None)),
+        PrivateKeyDer::Pkcs8(pkcs8) => {
+            let (info, _) = der::expect(pkcs8.secret_pkcs8_der(), tag::SEQUENCE)?;
+            let (_version, rest) = der::expect(info, tag::INTEGER)?;
+            let (alg_id, _) = der::expect(rest, tag::SEQUENCE)?;
+            let (alg, _) = der::expect(alg_id, tag::OID)?;
+            match alg {
+                oid::RSA_ENCRYPTION => Some(KeyClass::Rsa),
+                oid::EC_PUBLIC_KEY => Some(KeyClass::Ec(None)),
+                oid::ED25519 => Some(KeyClass::Ed25519),
+                _ => None,
+            }
+        }
+        _ => None,
+    }
 }
 
 #[cfg(test)]

@@ -22,8 +22,8 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
 use rustls::server::WebPkiClientVerifier;
 use rustls::{ClientConfig, ClientConnection, RootCertStore, ServerConfig, ServerConnection};
 use svc_tls::material::{
-    Identity, KeyKind, MaterialError, TLS_CRT, TLS_KEY, load_identity, load_identity_at,
-    load_identity_from_pem, load_trust, load_trust_detailed,
+    self, Identity, IdentityCache, KeyKind, MaterialError, TLS_CRT, TLS_KEY, load_identity,
+    load_identity_at, load_identity_from_pem, load_trust, load_trust_detailed,
 };
 use svc_tls::options::SecretRef;
 
@@ -349,8 +349,18 @@ fn check_loads(ca: &Ca, alg: Alg, key: &KeyPair, format: Format) {
         ("ca.crt", ca.pem().as_bytes()),
     ]);
 
-    let identity =
+    // rustls's aws-lc-rs key loader and this crate's key-type dispatching one
+    // load the same identity.
+    let plain =
         load_identity(&secret, &provider()).unwrap_or_else(|e| panic!("{alg:?} {format:?}: {e}"));
+    let identity = load_identity(&secret, &material::crypto_provider())
+        .unwrap_or_else(|e| panic!("{alg:?} {format:?}: {e}"));
+    assert_eq!(plain.key_kind(), identity.key_kind());
+    assert_eq!(plain.chain(), identity.chain());
+    assert_eq!(
+        plain.certified_key().key.public_key(),
+        identity.certified_key().key.public_key()
+    );
     assert_eq!(identity.key_kind(), alg.kind(), "{alg:?} {format:?}");
     assert_eq!(identity.serial_hex(), "9c017f");
     assert_eq!(
@@ -1012,4 +1022,79 @@ fn trust_errors_name_the_secret_and_key() {
     let trust = load_trust_detailed(&tls_secret(&[(TLS_CRT, mixed.as_bytes())])).unwrap();
     assert_eq!((trust.roots.len(), trust.ignored), (1, 2));
     verify_with(trust.roots, &a).unwrap();
+}
+
+// ---------------------------------------------------------------- the identity cache
+
+#[test]
+fn identity_cache_reuses_identical_bytes_and_reloads_changed_ones() {
+    let ca = Ca::new("ca");
+    let key_a = Alg::Rsa2048.generate();
+    let leaf_a = ca.issue(&key_a, &Ca::leaf_params(&[0xa1]));
+    let secret_a = tls_secret(&[
+        (TLS_CRT, leaf_a.as_bytes()),
+        (TLS_KEY, key_a.serialize_pem().as_bytes()),
+    ]);
+    let key_b = Alg::P256.generate();
+    let leaf_b = ca.issue(&key_b, &Ca::leaf_params(&[0xb2]));
+    let secret_b = tls_secret(&[
+        (TLS_CRT, leaf_b.as_bytes()),
+        (TLS_KEY, key_b.serialize_pem().as_bytes()),
+    ]);
+    let cache = IdentityCache::new(Arc::new(material::crypto_provider()));
+
+    // Unchanged bytes: the very same loaded key is served again.
+    let first = cache.load(&secret_a).unwrap();
+    let again = cache.load(&secret_a.clone()).unwrap();
+    assert!(Arc::ptr_eq(first.certified_key(), again.certified_key()));
+    assert_eq!(again.serial_hex(), "a1");
+
+    // A rotation is picked up at once.
+    let rotated = cache.load(&secret_b).unwrap();
+    assert_eq!(rotated.serial_hex(), "b2");
+    assert_eq!(rotated.key_kind(), KeyKind::EcdsaP256);
+
+    // Only the key changes (to one that does not match): the full check runs.
+    let mut mismatched = secret_b.clone();
+    mismatched.data.as_mut().unwrap().insert(
+        TLS_KEY.to_owned(),
+        ByteString(key_a.serialize_pem().into_bytes()),
+    );
+    let err = cache.load(&mismatched).unwrap_err();
+    assert!(matches!(err, MaterialError::KeyMismatch { .. }), "{err:?}");
+
+    // A failed load is not remembered and does not evict the good entry.
+    let again = cache.load(&secret_b).unwrap();
+    assert!(Arc::ptr_eq(rotated.certified_key(), again.certified_key()));
+
+    // Checks that do not depend on the two values still run on a hit.
+    let mut opaque = secret_b.clone();
+    opaque.type_ = Some("Opaque".into());
+    let err = cache.load(&opaque).unwrap_err();
+    assert!(matches!(err, MaterialError::WrongType { .. }), "{err:?}");
+
+    // Validity is checked against the given time even on a hit.
+    let after = rotated.not_after() + Duration::from_secs(1);
+    let err = cache.load_at(&secret_b, after).unwrap_err();
+    assert!(
+        matches!(err, MaterialError::CertificateExpired { .. }),
+        "{err:?}"
+    );
+    let err = cache
+        .load_at(&secret_b, SystemTime::UNIX_EPOCH)
+        .unwrap_err();
+    assert!(err.is_not_yet_valid(), "{err:?}");
+    // ...and the entry is still there for the present.
+    let again = cache.load(&secret_b).unwrap();
+    assert!(Arc::ptr_eq(rotated.certified_key(), again.certified_key()));
+
+    // Cleared: a full load, a new key object with the same content.
+    cache.clear();
+    let fresh = cache.load(&secret_b).unwrap();
+    assert!(!Arc::ptr_eq(rotated.certified_key(), fresh.certified_key()));
+    assert_eq!(fresh.chain(), rotated.chain());
+
+    let debug = format!("{cache:?}");
+    assert!(debug.contains("b2"), "{debug}");
+    assert_no_key_material(&debug, &key_b);
 }
