@@ -634,6 +634,7 @@ fn sign_payload(
 }
 
 /// The public key of a peer certificate, prepared for verifying principals.
+#[derive(Clone)]
 enum PeerKey {
     Rsa {
         key: rsa::pss::VerifyingKey<Sha512>,
@@ -657,6 +658,7 @@ impl PeerKey {
 
 /// A peer's certificate (what it presented in the TLS handshake), with its public
 /// key parsed once for verifying any number of principals.
+#[derive(Clone)]
 pub struct PeerCertificate {
     der: CertificateDer<'static>,
     key: PeerKey,
