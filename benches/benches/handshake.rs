@@ -45,7 +45,11 @@ struct Pair {
     key_pem: String,
 }
 
-fn issue(issuer: &CertifiedIssuer<'static, KeyPair>, sans: Vec<String>, eku: ExtendedKeyUsagePurpose) -> Pair {
+fn issue(
+    issuer: &CertifiedIssuer<'static, KeyPair>,
+    sans: Vec<String>,
+    eku: ExtendedKeyUsagePurpose,
+) -> Pair {
     let mut params = CertificateParams::new(sans).unwrap();
     params.extended_key_usages = vec![eku];
     let key = KeyPair::generate().unwrap();
@@ -113,7 +117,11 @@ fn benches(c: &mut Criterion) {
 
     let server_ca = ca();
     let client_ca = ca();
-    let server_leaf = issue(&server_ca, vec!["127.0.0.1".into()], ExtendedKeyUsagePurpose::ServerAuth);
+    let server_leaf = issue(
+        &server_ca,
+        vec!["127.0.0.1".into()],
+        ExtendedKeyUsagePurpose::ServerAuth,
+    );
     let client_leaf = issue(&client_ca, Vec::new(), ExtendedKeyUsagePurpose::ClientAuth);
 
     let server_config = {
@@ -143,8 +151,14 @@ fn benches(c: &mut Criterion) {
             },
             type_: Some("kubernetes.io/tls".into()),
             data: Some(BTreeMap::from([
-                ("tls.crt".to_string(), ByteString(client_leaf.cert_pem.clone().into_bytes())),
-                ("tls.key".to_string(), ByteString(client_leaf.key_pem.clone().into_bytes())),
+                (
+                    "tls.crt".to_string(),
+                    ByteString(client_leaf.cert_pem.clone().into_bytes()),
+                ),
+                (
+                    "tls.key".to_string(),
+                    ByteString(client_leaf.key_pem.clone().into_bytes()),
+                ),
             ])),
             ..Default::default()
         };

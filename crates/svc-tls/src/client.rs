@@ -266,3 +266,25 @@ impl PeerTls {
         reqwest_client(self.config()?)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+
+    fn provider() -> Arc<CryptoProvider> {
+        Arc::new(rustls::crypto::aws_lc_rs::default_provider())
+    }
+
+    #[test]
+    fn configs_offer_h2_and_http1_and_build_a_reqwest_client() {
+        for trust in [Trust::Roots(RootCertStore::empty()), Trust::Platform] {
+            let config = client_config(provider(), trust, None).unwrap();
+            assert_eq!(
+                config.alpn_protocols,
+                vec![b"h2".to_vec(), b"http/1.1".to_vec()]
+            );
+            reqwest_client(config).unwrap();
+        }
+    }
+}

@@ -9,6 +9,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use rustls_pki_types::pem::PemObject;
+
 use kube_testbed::{Rule, Testbed};
 use support::*;
 use svc_tls::client::{Trust, client_config, reqwest_client};
@@ -251,7 +253,11 @@ async fn concurrent_handshakes_while_the_secret_flips_present_whole_identities()
         let serial = serial.expect("every handshake presents one whole, valid identity");
         seen.insert(serial);
     }
-    assert!(seen.is_subset(&HashSet::from([401, 402])), "{seen:?}");
+    assert_eq!(
+        seen,
+        HashSet::from([401, 402]),
+        "both identities, nothing else"
+    );
     assert_eq!(resolver.state().failures, 0, "no snapshot was ever a mix");
 }
 
@@ -336,4 +342,34 @@ async fn construction_times_out_when_the_api_is_unreachable() {
         "{err:?}"
     );
     assert!(err.to_string().contains(&format!("{NS}/{NAME}")), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tls12_only_server_is_refused() {
+    let server_ca = TestCa::new("server");
+    let leaf = server_ca.server_leaf();
+    let server_config = rustls::ServerConfig::builder_with_provider(provider())
+        .with_protocol_versions(&[&rustls::version::TLS12])
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(
+            vec![leaf.der.clone()],
+            rustls_pki_types::PrivateKeyDer::from_pem_slice(leaf.key_pem.as_bytes()).unwrap(),
+        )
+        .unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(server_config));
+    let server = tokio::spawn(async move {
+        let (tcp, _) = listener.accept().await.unwrap();
+        acceptor.accept(tcp).await.is_ok()
+    });
+    let config =
+        Arc::new(client_config(provider(), Trust::Roots(server_ca.roots()), None).unwrap());
+    let err = handshake_serial(config, addr).await.unwrap_err();
+    assert!(err.starts_with("handshake:"), "{err}");
+    assert!(
+        !server.await.unwrap(),
+        "the server saw no TLS 1.2 handshake succeed"
+    );
 }
