@@ -373,3 +373,50 @@ async fn a_tls12_only_server_is_refused() {
         "the server saw no TLS 1.2 handshake succeed"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_cache_follows_the_secret_across_dropped_watches_expired_history_and_api_restarts() {
+    let tb = Testbed::start().await;
+    let (server_ca, client_ca) = (TestCa::new("server"), TestCa::new("clients"));
+    let leaves: Vec<_> = (0..4)
+        .map(|i| client_ca.client_leaf("svc", 600 + i))
+        .collect();
+    tb.upsert(tls_secret(NAME, &leaves[0].cert_pem, &leaves[0].key_pem));
+    let server = TestServer::start(&server_ca, &client_ca).await;
+    let resolver = resolver(&tb).await;
+    let config = Arc::new(
+        client_config(provider(), Trust::Roots(server_ca.roots()), Some(&resolver)).unwrap(),
+    );
+
+    // The watch stream ends: the reflector watches again from where it was.
+    tb.drop_watches();
+    tb.upsert(tls_secret(NAME, &leaves[1].cert_pem, &leaves[1].key_pem));
+    wait_until("the cache sees leaf 1 after a dropped watch", || {
+        cached_cert_is(resolver.source(), &leaves[1].cert_pem)
+    })
+    .await;
+    assert_eq!(handshake_serial(config.clone(), server.addr).await, Ok(601));
+
+    // The watch's resourceVersion is too old (410 Gone): it lists again.
+    tb.expire_history();
+    tb.drop_watches();
+    tb.upsert(tls_secret(NAME, &leaves[2].cert_pem, &leaves[2].key_pem));
+    wait_until("the cache sees leaf 2 after a relist", || {
+        cached_cert_is(resolver.source(), &leaves[2].cert_pem)
+    })
+    .await;
+    assert_eq!(handshake_serial(config.clone(), server.addr).await, Ok(602));
+
+    // The API server goes away: handshakes keep working from the cache...
+    tb.stop().await;
+    assert_eq!(handshake_serial(config.clone(), server.addr).await, Ok(602));
+    assert_eq!(resolver.state().failures, 0);
+    // ...and when it is back, changes flow again.
+    tb.restart(true).await;
+    tb.upsert(tls_secret(NAME, &leaves[3].cert_pem, &leaves[3].key_pem));
+    wait_until("the cache sees leaf 3 after an API restart", || {
+        cached_cert_is(resolver.source(), &leaves[3].cert_pem)
+    })
+    .await;
+    assert_eq!(handshake_serial(config, server.addr).await, Ok(603));
+}
