@@ -826,24 +826,18 @@ fn check_match(
     let Some(key_spki) = key.public_key() else {
         return Ok(());
     };
+    // Byte comparison of the DER SubjectPublicKeyInfo, as rustls's own
+    // `CertifiedKey::keys_match` does: a certificate whose SPKI encodes the same
+    // key differently (odd parameters, unused bits, a compressed point) is
+    // reported as a mismatch rather than guessed at.
     if key_spki.as_ref() == cert_spki.raw {
-        return Ok(());
-    }
-    // Same key, different encoding (e.g. absent vs NULL RSA parameters)?
-    let same = x509_parser::prelude::FromDer::from_der(key_spki.as_ref())
-        .ok()
-        .is_some_and(|(_, k): (_, SubjectPublicKeyInfo<'_>)| {
-            k.algorithm.algorithm == cert_spki.algorithm.algorithm
-                && k.subject_public_key.data == cert_spki.subject_public_key.data
-        });
-    if same {
         return Ok(());
     }
     Err(MaterialError::KeyMismatch {
         secret: name(),
         key: TLS_KEY,
         cert_key: TLS_CRT,
-        detail: "the key's public key differs from the certificate's".to_owned(),
+        detail: "the public key derived from the private key differs from the certificate's (SubjectPublicKeyInfo compared byte for byte)".to_owned(),
     })
 }
 
