@@ -4,8 +4,8 @@
 //! [`IdentityResolver`]:
 //! - TLS 1.3 only;
 //! - the crypto provider is passed in explicitly (use
-//!   `rustls::crypto::aws_lc_rs::default_provider()`); the process-wide default provider
-//!   is never consulted;
+//!   [`crypto_provider`](crate::material::crypto_provider), aws-lc-rs); the
+//!   process-wide default provider is never consulted;
 //! - **session resumption is disabled** (`Resumption::disabled()`): a resumed handshake
 //!   does not run the client-certificate resolver, so a rotated identity would not be
 //!   presented on connections that resume an old session (the legacy Go client kept no
@@ -33,7 +33,7 @@
 //! use svc_tls::options::SecretRef;
 //! use svc_tls::resolver::IdentityResolver;
 //!
-//! let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+//! let provider = Arc::new(svc_tls::material::crypto_provider());
 //! let ca = SecretRef { namespace: "unikorn".into(), name: "unikorn-ca".into() };
 //! let identity = SecretRef {
 //!     namespace: "unikorn".into(),
@@ -208,7 +208,8 @@ impl PeerTls {
     /// platform's trust store when unset) and the identity from
     /// `--[P-]client-certificate-*` (watched, reloaded per handshake; no client
     /// certificate when unset). Waits at most `sync_timeout` for the identity's cache.
-    /// The provider is aws-lc-rs, passed explicitly.
+    /// The provider is [`crypto_provider`](crate::material::crypto_provider) (aws-lc-rs),
+    /// passed explicitly.
     ///
     /// ```no_run
     /// # async fn f(client: kube::Client, peer: svc_tls::options::PeerOptions,
@@ -227,7 +228,7 @@ impl PeerTls {
         identity: &ClientIdentityOptions,
         sync_timeout: Duration,
     ) -> Result<Self, ClientError> {
-        let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+        let provider = Arc::new(crate::material::crypto_provider());
         let ca = peer.ca_secret()?;
         let secret = identity.secret()?;
         let trust = match ca {

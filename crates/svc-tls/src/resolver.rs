@@ -2,11 +2,15 @@
 //!
 //! [`IdentityResolver`] implements rustls's [`ResolvesClientCert`]. On **every**
 //! handshake it reads the client-certificate Secret from its [`SecretSource`] (a sync
-//! map read and an `Arc` clone), parses the PEM, loads the key, checks that it matches
-//! the certificate and presents the result. No lock is held while parsing and nothing
-//! on this path does I/O. Each handshake presents one whole identity built from one
-//! snapshot of the Secret: a certificate and a key from two different versions cannot
-//! be mixed.
+//! map read and an `Arc` clone) and loads the identity from it: PEM parsed, key loaded,
+//! key checked against the certificate, validity checked against the current time. The
+//! load goes through [`IdentityCache`]: when `tls.crt` and `tls.key` are byte-for-byte
+//! those of the previous load, its result is reused (loading is a pure function of
+//! those bytes and the time, and the time checks run every handshake), so an unchanged
+//! Secret costs a byte comparison, and any change is fully loaded on the very next
+//! handshake. No lock is held while loading and nothing on this path does I/O. Each
+//! handshake presents one whole identity built from one snapshot of the Secret: a
+//! certificate and a key from two different versions cannot be mixed.
 //!
 //! When a reload fails after a good one (malformed Secret, wrong key, deleted Secret),
 //! the last good identity is served, the failure is counted, and a warning is logged at
@@ -35,7 +39,7 @@ use rustls::client::ResolvesClientCert;
 use rustls::crypto::CryptoProvider;
 use rustls::sign::CertifiedKey;
 
-use crate::material::{self, Identity, MaterialError};
+use crate::material::{Identity, IdentityCache, MaterialError};
 use crate::options::SecretRef;
 use crate::report::{
     DEFAULT_WARNING_PERIOD, IdentityState, MonotonicClock, NoopRecorder, StaleWarning,
@@ -90,7 +94,7 @@ struct Served {
 
 struct Inner {
     source: SecretSource,
-    provider: Arc<CryptoProvider>,
+    cache: IdentityCache,
     current: ArcSwap<Served>,
     failures: AtomicU64,
     stale: AtomicBool,
@@ -150,9 +154,10 @@ impl IdentityResolverBuilder {
         self
     }
 
-    /// The crypto provider that loads keys (default: aws-lc-rs, passed explicitly; the
-    /// process-wide default provider is never consulted). Use the same provider as the
-    /// `ClientConfig`.
+    /// The crypto provider that loads keys (default:
+    /// [`crypto_provider`](crate::material::crypto_provider): aws-lc-rs with a key
+    /// loader that loads each key type once; the process-wide default provider is
+    /// never consulted).
     pub fn provider(mut self, provider: Arc<CryptoProvider>) -> Self {
         self.provider = Some(provider);
         self
@@ -186,7 +191,7 @@ impl IdentityResolverBuilder {
         let source = SecretSource::watch(self.client, self.secret, self.timeout).await?;
         let provider = self
             .provider
-            .unwrap_or_else(|| Arc::new(rustls::crypto::aws_lc_rs::default_provider()));
+            .unwrap_or_else(|| Arc::new(crate::material::crypto_provider()));
         IdentityResolver::from_source(
             source,
             provider,
@@ -244,8 +249,8 @@ impl IdentityResolver {
                 name: secret.name,
             });
         };
-        let identity =
-            material::load_identity(&object, &provider).map_err(IdentityError::Material)?;
+        let cache = IdentityCache::new(provider);
+        let identity = cache.load(&object).map_err(IdentityError::Material)?;
         let loaded_at = SystemTime::now();
         recorder.reloaded(&secret, &identity, loaded_at);
         let served = Served {
@@ -256,7 +261,7 @@ impl IdentityResolver {
         Ok(Self {
             inner: Arc::new(Inner {
                 source,
-                provider,
+                cache,
                 current: ArcSwap::from_pointee(served),
                 failures: AtomicU64::new(0),
                 stale: AtomicBool::new(false),
@@ -273,9 +278,7 @@ impl IdentityResolver {
         let inner = &*self.inner;
         let secret = inner.source.secret_ref();
         let loaded = match inner.source.get() {
-            Some(object) => {
-                material::load_identity(&object, &inner.provider).map_err(ReloadError::Material)
-            }
+            Some(object) => inner.cache.load(&object).map_err(ReloadError::Material),
             None => Err(ReloadError::NotFound {
                 namespace: secret.namespace.clone(),
                 name: secret.name.clone(),
@@ -356,7 +359,7 @@ impl IdentityResolver {
 
     /// The crypto provider keys are loaded with.
     pub fn provider(&self) -> &Arc<CryptoProvider> {
-        &self.inner.provider
+        self.inner.cache.provider()
     }
 }
 
