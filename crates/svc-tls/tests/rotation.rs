@@ -420,3 +420,61 @@ async fn the_cache_follows_the_secret_across_dropped_watches_expired_history_and
     .await;
     assert_eq!(handshake_serial(config, server.addr).await, Ok(603));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn peer_tls_from_options_calls_the_peer_with_the_watched_identity() {
+    use svc_tls::client::{ClientError, PeerTls};
+    use svc_tls::options::{ClientIdentityOptions, PeerOptions};
+
+    let tb = Testbed::start().await;
+    let (server_ca, client_ca) = (TestCa::new("server"), TestCa::new("clients"));
+    let (one, two) = (
+        client_ca.client_leaf("svc", 701),
+        client_ca.client_leaf("svc", 702),
+    );
+    tb.upsert(secret_with(
+        "region-ca",
+        "kubernetes.io/tls",
+        &[("tls.crt", &server_ca.pem()), ("ca.crt", &server_ca.pem())],
+    ));
+    tb.upsert(tls_secret(NAME, &one.cert_pem, &one.key_pem));
+    let server = TestServer::start(&server_ca, &client_ca).await;
+
+    let peer = PeerOptions::new("region").with_ca_secret(NS, "region-ca");
+    let me = ClientIdentityOptions::new(None).with_secret(NS, NAME);
+    let tls = PeerTls::from_options(&tb.client(), &peer, &me, Duration::from_secs(10))
+        .await
+        .unwrap();
+    // A client per "reconcile": each is built without waiting, all share the resolver.
+    assert_eq!(
+        get_serial(&tls.reqwest_client().unwrap(), &server.url()).await,
+        701
+    );
+    tb.upsert(tls_secret(NAME, &two.cert_pem, &two.key_pem));
+    wait_until("the cache sees the new Secret", || {
+        cached_cert_is(tls.identity().unwrap().source(), &two.cert_pem)
+    })
+    .await;
+    let again = tls.clone();
+    assert_eq!(
+        get_serial(&again.reqwest_client().unwrap(), &server.url()).await,
+        702
+    );
+
+    // A half-set CA reference is a configuration error naming the missing flag.
+    let half = PeerOptions::new("region").with_ca_secret(NS, "");
+    let err = PeerTls::from_options(&tb.client(), &half, &me, Duration::from_secs(10))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, ClientError::Config(_)), "{err:?}");
+    assert!(err.to_string().contains("--region-ca-secret-name"), "{err}");
+    // A missing CA Secret is named.
+    let missing = PeerOptions::new("region").with_ca_secret(NS, "no-such-ca");
+    let err = PeerTls::from_options(&tb.client(), &missing, &me, Duration::from_secs(10))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        format!("CA Secret {NS}/no-such-ca not found")
+    );
+}
