@@ -14,6 +14,7 @@ use std::process::{Command, ExitCode};
 const USAGE: &str = "usage: cargo xtask <bench|test|ci>
 
   bench   run the benchmarks in benches/ and print the cost table
+          (--table-only: print the last run's table again)
   test    install what the tests need (as root), then run the whole suite
   ci      fmt check, clippy -D warnings, cargo-deny, then test";
 
