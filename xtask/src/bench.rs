@@ -196,7 +196,11 @@ fn render(medians: &Medians) -> String {
                 human(*provider),
                 human(*rsa_crate),
                 provider / rsa_crate,
-                if provider <= rsa_crate { "provider faster" } else { "rsa crate faster" }
+                if provider <= rsa_crate {
+                    "provider faster"
+                } else {
+                    "rsa crate faster"
+                }
             );
         }
     }

@@ -95,10 +95,13 @@ fn deny() -> Result<(), String> {
     let root = workspace_root();
     let install = root.join("../shared/advisory-db/install");
     if install.exists() {
-        let home = std::env::var("CARGO_HOME").unwrap_or_else(|_| {
-            format!("{}/.cargo", std::env::var("HOME").unwrap_or_default())
-        });
-        run_checked(Command::new("bash").arg(&install).arg(format!("{home}/advisory-dbs")))?;
+        let home = std::env::var("CARGO_HOME")
+            .unwrap_or_else(|_| format!("{}/.cargo", std::env::var("HOME").unwrap_or_default()));
+        run_checked(
+            Command::new("bash")
+                .arg(&install)
+                .arg(format!("{home}/advisory-dbs")),
+        )?;
         eprintln!(
             "xtask: advisories are checked against the offline snapshot from {}",
             std::fs::read_to_string(root.join("../shared/advisory-db/SNAPSHOT"))

@@ -69,8 +69,16 @@ pub fn test_prerequisites() -> Result<(), String> {
     if missing.is_empty() {
         return Ok(());
     }
-    let apt: Vec<&str> = missing.iter().flat_map(|p| p.apt_packages).copied().collect();
-    let pip: Vec<&str> = missing.iter().flat_map(|p| p.pip_packages).copied().collect();
+    let apt: Vec<&str> = missing
+        .iter()
+        .flat_map(|p| p.apt_packages)
+        .copied()
+        .collect();
+    let pip: Vec<&str> = missing
+        .iter()
+        .flat_map(|p| p.pip_packages)
+        .copied()
+        .collect();
     let apt_command = format!(
         "apt-get update && apt-get install -y --no-install-recommends {}",
         apt.join(" ")
@@ -93,10 +101,11 @@ pub fn test_prerequisites() -> Result<(), String> {
         ));
     }
     if !apt.is_empty() {
-        super::run_checked(Command::new("sh").args(["-c", &apt_command]).env(
-            "DEBIAN_FRONTEND",
-            "noninteractive",
-        ))?;
+        super::run_checked(
+            Command::new("sh")
+                .args(["-c", &apt_command])
+                .env("DEBIAN_FRONTEND", "noninteractive"),
+        )?;
     }
     if !pip.is_empty() {
         super::run_checked(Command::new("sh").args(["-c", &pip_command]))?;
@@ -109,6 +118,9 @@ pub fn test_prerequisites() -> Result<(), String> {
     if still_missing.is_empty() {
         Ok(())
     } else {
-        Err(format!("still missing after installing: {}", still_missing.join("; ")))
+        Err(format!(
+            "still missing after installing: {}",
+            still_missing.join("; ")
+        ))
     }
 }
