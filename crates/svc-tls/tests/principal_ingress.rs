@@ -11,14 +11,13 @@
 
 mod support;
 
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use kube_testbed::Testbed;
 use percent_encoding::{NON_ALPHANUMERIC, utf8_percent_encode};
 use rcgen::{KeyPair, RsaKeySize};
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+use support::nginx::Nginx;
 use support::*;
 use svc_tls::client::{Trust, client_config, reqwest_builder};
 use svc_tls::options::SecretRef;
@@ -49,137 +48,6 @@ fn who(actor: &str) -> Principal {
 
 // ---------------------------------------------------------------------------------
 // nginx in front of an upstream that hands every request's headers to the test.
-
-struct Nginx {
-    binary: PathBuf,
-    prefix: tempfile::TempDir,
-    child: Child,
-    port: u16,
-}
-
-impl Nginx {
-    fn start(server: &Leaf, client_ca_pem: &str, upstream_port: u16) -> Self {
-        let binary = [
-            PathBuf::from("/usr/sbin/nginx"),
-            PathBuf::from("/usr/bin/nginx"),
-        ]
-        .into_iter()
-        .find(|p| p.exists())
-        .unwrap_or_else(|| {
-            panic!(
-                "nginx is not installed: install Debian's `nginx` package \
-                     (`apt-get install nginx`, or run `cargo xtask test`, which installs it); \
-                     this test needs it and is never skipped"
-            )
-        });
-        let prefix = tempfile::tempdir().unwrap();
-        let dir = prefix.path();
-        set_mode(dir, 0o755);
-        std::fs::write(dir.join("server.crt"), &server.cert_pem).unwrap();
-        std::fs::write(dir.join("server.key"), &server.key_pem).unwrap();
-        std::fs::write(dir.join("client-ca.crt"), client_ca_pem).unwrap();
-        let port = free_port();
-        let d = dir.display();
-        // optional_no_ca: a certificate from an unknown CA reaches the upstream with
-        // ssl-client-verify "FAILED:...", so the helper's refusal can be observed.
-        let conf = format!(
-            r#"daemon off;
-worker_processes 1;
-pid {d}/nginx.pid;
-error_log {d}/error.log info;
-events {{ worker_connections 64; }}
-http {{
-    access_log off;
-    client_body_temp_path {d}/client_body;
-    proxy_temp_path {d}/proxy;
-    fastcgi_temp_path {d}/fastcgi;
-    uwsgi_temp_path {d}/uwsgi;
-    scgi_temp_path {d}/scgi;
-    server {{
-        listen 127.0.0.1:{port} ssl;
-        ssl_protocols TLSv1.3;
-        ssl_certificate {d}/server.crt;
-        ssl_certificate_key {d}/server.key;
-        ssl_client_certificate {d}/client-ca.crt;
-        ssl_verify_client optional_no_ca;
-        location / {{
-            proxy_pass http://127.0.0.1:{upstream_port};
-            proxy_set_header ssl-client-cert $ssl_client_escaped_cert;
-            proxy_set_header ssl-client-verify $ssl_client_verify;
-        }}
-    }}
-}}
-"#
-        );
-        std::fs::write(dir.join("nginx.conf"), conf).unwrap();
-        let child = Command::new(&binary)
-            .arg("-p")
-            .arg(dir)
-            .arg("-c")
-            .arg(dir.join("nginx.conf"))
-            .arg("-e")
-            .arg(dir.join("error.log"))
-            .stdin(Stdio::null())
-            .spawn()
-            .unwrap();
-        let nginx = Self {
-            binary,
-            prefix,
-            child,
-            port,
-        };
-        let deadline = std::time::Instant::now() + Duration::from_secs(10);
-        while std::net::TcpStream::connect(("127.0.0.1", nginx.port)).is_err() {
-            assert!(
-                std::time::Instant::now() < deadline,
-                "nginx did not listen: {}",
-                std::fs::read_to_string(nginx.prefix.path().join("error.log")).unwrap_or_default()
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        nginx
-    }
-
-    fn url(&self) -> String {
-        format!("https://127.0.0.1:{}/api", self.port)
-    }
-}
-
-impl Drop for Nginx {
-    fn drop(&mut self) {
-        let prefix = self.prefix.path();
-        let _ = Command::new(&self.binary)
-            .arg("-p")
-            .arg(prefix)
-            .arg("-c")
-            .arg(prefix.join("nginx.conf"))
-            .arg("-e")
-            .arg(prefix.join("error.log"))
-            .args(["-s", "stop"])
-            .output();
-        for _ in 0..100 {
-            if matches!(self.child.try_wait(), Ok(Some(_))) {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn set_mode(path: &Path, mode: u32) {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
 
 /// A plain-HTTP upstream: answers 200 to every request and sends its headers (as a
 /// `HeaderMap`, the type servers built on `http` hand to handlers) to the test.
@@ -261,7 +129,18 @@ async fn principal_signed_with_the_handshake_identity_verifies_behind_nginx_acro
     let (one, two) = (rsa_leaf(&client_ca, 0x701), rsa_leaf(&client_ca, 0x702));
     tb.upsert(tls_secret(NAME, &one.cert_pem, &one.key_pem));
     let (upstream_port, mut rx, upstream_task) = upstream().await;
-    let nginx = Nginx::start(&server_ca.server_leaf(), &client_ca.pem(), upstream_port);
+    // optional_no_ca: a certificate from an unknown CA reaches the upstream with
+    // ssl-client-verify "FAILED:...", so the helper's refusal can be observed.
+    let nginx = Nginx::start(
+        &server_ca.server_leaf(),
+        &client_ca.pem(),
+        "optional_no_ca",
+        &format!(
+            "proxy_pass http://127.0.0.1:{upstream_port}; \
+             proxy_set_header ssl-client-cert $ssl_client_escaped_cert; \
+             proxy_set_header ssl-client-verify $ssl_client_verify;"
+        ),
+    );
 
     let resolver = resolver_for(&tb, NAME).await;
     let config =
@@ -275,7 +154,9 @@ async fn principal_signed_with_the_handshake_identity_verifies_behind_nginx_acro
     let signer = PrincipalSigner::new(&resolver);
 
     // 1. The ingress-verified certificate and the principal signed with our identity.
-    let request = signer.attach(http.get(nginx.url()), &who("alice")).unwrap();
+    let request = signer
+        .attach(http.get(nginx.url("/api")), &who("alice"))
+        .unwrap();
     let headers = forwarded(&http, request, &mut rx).await;
     let raw_cert = headers.get("ssl-client-cert").unwrap().to_str().unwrap();
     assert!(
@@ -297,7 +178,9 @@ async fn principal_signed_with_the_handshake_identity_verifies_behind_nginx_acro
         cached_cert_is(resolver.source(), &two.cert_pem)
     })
     .await;
-    let request = signer.attach(http.get(nginx.url()), &who("bob")).unwrap();
+    let request = signer
+        .attach(http.get(nginx.url("/api")), &who("bob"))
+        .unwrap();
     let headers = forwarded(&http, request, &mut rx).await;
     assert_eq!(
         peer_certificate_from_ingress(&headers).unwrap().der(),
@@ -319,7 +202,7 @@ async fn principal_signed_with_the_handshake_identity_verifies_behind_nginx_acro
             .unwrap();
     let forged = utf8_percent_encode(&one.cert_pem, NON_ALPHANUMERIC).to_string();
     let request = anonymous
-        .get(nginx.url())
+        .get(nginx.url("/api"))
         .header("ssl-client-verify", "SUCCESS")
         .header("ssl-client-cert", forged)
         .header(PRINCIPAL_HEADER, token);
@@ -346,7 +229,7 @@ async fn principal_signed_with_the_handshake_identity_verifies_behind_nginx_acro
     .build()
     .unwrap();
     let request = PrincipalSigner::new(&rogue_resolver)
-        .attach(rogue_http.get(nginx.url()), &who("mallory"))
+        .attach(rogue_http.get(nginx.url("/api")), &who("mallory"))
         .unwrap();
     let headers = forwarded(&rogue_http, request, &mut rx).await;
     let err = verify_ingress_request::<Principal>(&headers, POLICY).unwrap_err();

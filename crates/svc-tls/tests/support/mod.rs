@@ -20,6 +20,8 @@ use rustls_pki_types::{CertificateDer, PrivateKeyDer};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
+pub mod nginx;
+
 pub const NS: &str = "unikorn";
 
 pub fn provider() -> Arc<CryptoProvider> {
