@@ -1,12 +1,13 @@
-//! A minimal DER reader for classifying private keys (PKCS#8, PKCS#1, SEC1)
-//! without loading them, and for re-encoding a PKCS#8 EC key as SEC1.
+//! The crate's one DER reader and writer: classifying private keys (PKCS#8,
+//! PKCS#1, SEC1) without loading them, re-encoding a PKCS#8 EC key as SEC1, and
+//! converting ECDSA signatures between DER and JWS form ([`crate::principal`]).
 //!
-//! Only what classification needs: definite lengths up to 4 length bytes,
+//! Only what those need: definite lengths up to 4 length bytes,
 //! single-byte tags. Anything else is "not DER" and left to the crypto
 //! provider to reject.
 
 /// DER tags used here.
-pub(super) mod tag {
+pub(crate) mod tag {
     pub const INTEGER: u8 = 0x02;
     pub const OCTET_STRING: u8 = 0x04;
     pub const OID: u8 = 0x06;
@@ -18,7 +19,7 @@ pub(super) mod tag {
 }
 
 /// Object identifiers (DER content bytes).
-pub(super) mod oid {
+pub(crate) mod oid {
     /// 1.2.840.113549.1.1.1 rsaEncryption
     pub const RSA_ENCRYPTION: &[u8] = &[0x2a, 0x86, 0x48, 0x86, 0xf7, 0x0d, 0x01, 0x01, 0x01];
     /// 1.2.840.113549.1.1.10 id-RSASSA-PSS
@@ -93,7 +94,7 @@ pub(super) mod oid {
 }
 
 /// One TLV: `(tag, value, rest)`.
-pub(super) fn read_tlv(input: &[u8]) -> Option<(u8, &[u8], &[u8])> {
+pub(crate) fn read_tlv(input: &[u8]) -> Option<(u8, &[u8], &[u8])> {
     let (&tag, rest) = input.split_first()?;
     let (&first, rest) = rest.split_first()?;
     let (len, rest) = if first < 0x80 {
@@ -117,13 +118,13 @@ pub(super) fn read_tlv(input: &[u8]) -> Option<(u8, &[u8], &[u8])> {
 }
 
 /// Reads a TLV with the expected tag.
-pub(super) fn expect(input: &[u8], want: u8) -> Option<(&[u8], &[u8])> {
+pub(crate) fn expect(input: &[u8], want: u8) -> Option<(&[u8], &[u8])> {
     let (tag, value, rest) = read_tlv(input)?;
     (tag == want).then_some((value, rest))
 }
 
 /// Appends a DER TLV.
-pub(super) fn write_tlv(out: &mut Vec<u8>, tag: u8, value: &[u8]) {
+pub(crate) fn write_tlv(out: &mut Vec<u8>, tag: u8, value: &[u8]) {
     out.push(tag);
     let len = value.len();
     if len < 0x80 {

@@ -1,0 +1,103 @@
+//! The identity cache: a handshake with unchanged Secret bytes reuses the last
+//! load instead of repeating it.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use k8s_openapi::api::core::v1::Secret;
+use rustls::crypto::CryptoProvider;
+
+use super::identity::{Identity, load_core};
+use super::secret::{check_type, required, secret_ref_of};
+use super::{MaterialError, TLS_CRT, TLS_KEY};
+
+/// Remembers the last identity loaded from exactly the same Secret bytes, so a
+/// handshake with an unchanged Secret costs a byte comparison instead of a full
+/// load.
+///
+/// [`load_identity`] is a pure function of `tls.crt`, `tls.key` and the time, so
+/// reusing its result for identical bytes is indistinguishable from reloading,
+/// as long as validity is checked against the current time on every call, which
+/// [`IdentityCache::load`] does. Any change to either value (a rotation, a
+/// broken edit) is a miss and gets the full load at once; a failed load is never
+/// remembered, and does not evict the last good entry. The comparison is of the
+/// exact bytes, not a hash.
+///
+/// This matters because loading an RSA key with aws-lc-rs costs hundreds of
+/// microseconds (its parser runs a full key consistency check), far more than
+/// the rest of a reload.
+///
+/// Lock-free: the entry lives in an `ArcSwapOption`; concurrent misses each load,
+/// and the last one stored wins. Holds one copy of the Secret's `tls.crt` and
+/// `tls.key` (the same bytes the watch cache already holds).
+pub struct IdentityCache {
+    provider: Arc<CryptoProvider>,
+    last: arc_swap::ArcSwapOption<Cached>,
+}
+
+struct Cached {
+    cert_pem: Box<[u8]>,
+    key_pem: Box<[u8]>,
+    identity: Identity,
+}
+
+impl IdentityCache {
+    /// An empty cache loading keys with `provider` (see [`crypto_provider`]).
+    pub fn new(provider: Arc<CryptoProvider>) -> Self {
+        Self {
+            provider,
+            last: arc_swap::ArcSwapOption::empty(),
+        }
+    }
+
+    /// The crypto provider keys are loaded with.
+    pub fn provider(&self) -> &Arc<CryptoProvider> {
+        &self.provider
+    }
+
+    /// [`load_identity`], reusing the previous result when `tls.crt` and
+    /// `tls.key` are byte-for-byte the same as last time.
+    pub fn load(&self, secret: &Secret) -> Result<Identity, MaterialError> {
+        self.load_at(secret, SystemTime::now())
+    }
+
+    /// [`IdentityCache::load`] with validity checked at `now`.
+    pub fn load_at(&self, secret: &Secret, now: SystemTime) -> Result<Identity, MaterialError> {
+        let name = || secret_ref_of(secret);
+        check_type(secret, &name)?;
+        let cert_pem = required(secret, TLS_CRT, &name)?;
+        let key_pem = required(secret, TLS_KEY, &name)?;
+        if let Some(cached) = &*self.last.load()
+            && *cached.cert_pem == *cert_pem
+            && *cached.key_pem == *key_pem
+            && cached.identity.not_before() <= now
+            && now <= cached.identity.not_after()
+        {
+            return Ok(cached.identity.clone());
+        }
+        // A miss, or a hit outside the validity period (the full load then
+        // reports the precise error).
+        let identity = load_core(&name, cert_pem, key_pem, &self.provider, now)?;
+        self.last.store(Some(Arc::new(Cached {
+            cert_pem: cert_pem.into(),
+            key_pem: key_pem.into(),
+            identity: identity.clone(),
+        })));
+        Ok(identity)
+    }
+
+    /// Forgets the remembered identity (the next load is a full one).
+    pub fn clear(&self) {
+        self.last.store(None);
+    }
+}
+
+impl fmt::Debug for IdentityCache {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let last = self.last.load();
+        f.debug_struct("IdentityCache")
+            .field("last", &last.as_ref().map(|c| &c.identity))
+            .finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,77 @@
+//! Bytes to identity and trust: pure functions of a Secret's data, no I/O.
+//!
+//! [`load_identity`] turns a `kubernetes.io/tls` Secret into an [`Identity`]
+//! (the certificate chain in `tls.crt`, leaf first, and the private key in
+//! `tls.key`, as a rustls [`CertifiedKey`]); [`load_trust`] turns a CA Secret
+//! into a [`RootCertStore`]. Both return a typed [`MaterialError`] that names
+//! the Secret and the data key, and never contains key material.
+//!
+//! The identity is re-loaded on every TLS handshake, so the loader is built to
+//! be cheap: the PEM is decoded once, the leaf is parsed once (x509-parser,
+//! without deep-parsing extensions), the key type is read from the DER before
+//! the key is loaded, and the key is handed to the crypto provider in the form
+//! that makes its loader succeed at the first attempt (see [`crypto_provider`]).
+//! Loading a key is still the dominant cost (an RSA-2048 key takes aws-lc-rs a
+//! few hundred microseconds), so the handshake path should go through an
+//! [`IdentityCache`], which reuses the identity loaded from byte-identical
+//! `tls.crt`/`tls.key` and re-checks only what depends on time:
+//!
+//! ```
+//! use std::sync::Arc;
+//! use k8s_openapi::api::core::v1::Secret;
+//! use svc_tls::material::{Identity, IdentityCache, MaterialError, crypto_provider};
+//!
+//! // Built once per client identity...
+//! let cache = IdentityCache::new(Arc::new(crypto_provider()));
+//! // ...and asked on every handshake with the Secret from the watch cache.
+//! fn on_handshake(cache: &IdentityCache, secret: &Secret) -> Result<Identity, MaterialError> {
+//!     cache.load(secret)
+//! }
+//! # let _ = on_handshake;
+//! ```
+//!
+//! # What is checked
+//!
+//! - Secret type `kubernetes.io/tls`; `tls.crt` and `tls.key` present and non-empty.
+//! - `tls.crt` is PEM with at least one `CERTIFICATE`; the first is the leaf and
+//!   parses as X.509; the whole chain is presented as given.
+//! - The leaf's key is RSA 2048 to 4096 bits, ECDSA P-256 or P-384, or Ed25519.
+//! - The leaf is within its validity period (see below).
+//! - `tls.key` is an unencrypted PKCS#8, PKCS#1 (RSA) or SEC1 (EC) key the
+//!   provider can load, and its public key equals the leaf's.
+//!
+//! # Certificate validity
+//!
+//! A leaf outside its validity period is an **error**
+//! ([`MaterialError::CertificateExpired`], [`MaterialError::CertificateNotYetValid`]),
+//! not a warning. Peers reject such a certificate anyway, so presenting it can
+//! only fail; refusing it at load time makes start-up fail with a clear error
+//! and, during rotation, makes the handshake-time resolver keep the last good
+//! identity, which is still valid because cert-manager renews well before
+
+mod cache;
+pub(crate) mod der;
+mod identity;
+mod key;
+mod pem;
+mod provider;
+mod secret;
+mod trust;
+
+pub use crate::error::MaterialError;
+pub use cache::IdentityCache;
+pub use identity::{
+    Identity, load_identity, load_identity_at, load_identity_from_pem, load_identity_from_pem_at,
+};
+pub use key::KeyKind;
+pub use provider::crypto_provider;
+pub use trust::{Trust, load_trust, load_trust_detailed};
+
+/// The Secret type both identity and CA Secrets must have.
+pub const SECRET_TYPE_TLS: &str = "kubernetes.io/tls";
+/// Data key of the certificate (chain), PEM.
+pub const TLS_CRT: &str = "tls.crt";
+/// Data key of the private key, PEM.
+pub const TLS_KEY: &str = "tls.key";
+/// Data key of the issuing CA written by cert-manager, PEM.
+pub const CA_CRT: &str = "ca.crt";

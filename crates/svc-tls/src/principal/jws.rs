@@ -1,0 +1,315 @@
+//! JWS compact encoding: the algorithms, the protected header, the token, and
+//! ECDSA signatures between DER (what the provider produces and verifies) and
+//! JWS `r||s`.
+
+use std::fmt;
+
+use base64::Engine as _;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use reqwest::header::HeaderValue;
+use serde::Deserialize;
+use serde::de::{Deserializer, MapAccess, Visitor};
+
+use super::verify::VerifyError;
+use crate::material::der::{self, tag};
+
+/// Which JWS algorithms may be produced and accepted.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum AlgorithmPolicy {
+    /// PS512 only: what the Go services produce and accept. The default.
+    #[default]
+    Ps512Only,
+    /// PS512 for RSA keys, and ES256 / ES384 for P-256 / P-384 keys. Only for peers
+    /// known to accept ECDSA principals (the Go verifiers do not).
+    Ps512OrEcdsa,
+}
+
+impl AlgorithmPolicy {
+    pub(super) fn ecdsa(self) -> bool {
+        self == Self::Ps512OrEcdsa
+    }
+}
+
+/// A JWS algorithm this module can produce or accept.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Algorithm {
+    /// RSASSA-PSS with SHA-512 (salt 64 when signing).
+    Ps512,
+    /// ECDSA P-256 with SHA-256, raw `r||s`.
+    Es256,
+    /// ECDSA P-384 with SHA-384, raw `r||s`.
+    Es384,
+}
+
+impl Algorithm {
+    /// The JWS `alg` name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Ps512 => "PS512",
+            Self::Es256 => "ES256",
+            Self::Es384 => "ES384",
+        }
+    }
+
+    pub(super) fn from_name(name: &str) -> Option<Self> {
+        match name {
+            "PS512" => Some(Self::Ps512),
+            "ES256" => Some(Self::Es256),
+            "ES384" => Some(Self::Es384),
+            _ => None,
+        }
+    }
+
+    /// The exact protected header this module emits for the algorithm, base64url.
+    pub(super) fn encoded_header(self) -> String {
+        URL_SAFE_NO_PAD.encode(format!(r#"{{"alg":"{}"}}"#, self.name()))
+    }
+
+    /// Length of one ECDSA coordinate in bytes.
+    pub(super) fn ecdsa_field_len(self) -> Option<usize> {
+        match self {
+            Self::Ps512 => None,
+            Self::Es256 => Some(32),
+            Self::Es384 => Some(48),
+        }
+    }
+}
+
+impl fmt::Display for Algorithm {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A signed principal: a compact JWS. Its `Debug` output never shows the token.
+#[derive(Clone)]
+pub struct PrincipalToken {
+    pub(super) token: String,
+    pub(super) header: HeaderValue,
+    pub(super) algorithm: Algorithm,
+}
+
+impl PrincipalToken {
+    /// The compact serialization, for sending.
+    pub fn as_str(&self) -> &str {
+        &self.token
+    }
+
+    /// The compact serialization, owned.
+    pub fn into_string(self) -> String {
+        self.token
+    }
+
+    /// The algorithm it was signed with.
+    pub fn algorithm(&self) -> Algorithm {
+        self.algorithm
+    }
+
+    /// The token as an HTTP header value, marked sensitive (kept out of HPACK
+    /// indexing and debug output).
+    pub fn header_value(&self) -> HeaderValue {
+        self.header.clone()
+    }
+}
+
+impl fmt::Debug for PrincipalToken {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PrincipalToken")
+            .field("algorithm", &self.algorithm)
+            .field("len", &self.token.len())
+            .field("token", &"<redacted>")
+            .finish()
+    }
+}
+
+/// A part of a compact JWS.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Part {
+    /// The protected header.
+    Header,
+    /// The payload.
+    Payload,
+    /// The signature.
+    Signature,
+}
+
+impl fmt::Display for Part {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Header => "header",
+            Self::Payload => "payload",
+            Self::Signature => "signature",
+        })
+    }
+}
+
+pub(super) fn decode_part(part: &str, which: Part) -> Result<Vec<u8>, VerifyError> {
+    URL_SAFE_NO_PAD
+        .decode(part)
+        .map_err(|_| VerifyError::Base64 { part: which })
+}
+
+/// The protected header: a JSON object, every member name unique.
+pub(super) struct RawHeader {
+    pub(super) alg: Option<serde_json::Value>,
+    pub(super) crit: Option<Vec<String>>,
+}
+
+impl<'de> Deserialize<'de> for RawHeader {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct HeaderVisitor;
+        impl<'de> Visitor<'de> for HeaderVisitor {
+            type Value = RawHeader;
+
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a JWS protected header object")
+            }
+
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<RawHeader, A::Error> {
+                let mut seen = std::collections::HashSet::new();
+                let mut header = RawHeader {
+                    alg: None,
+                    crit: None,
+                };
+                while let Some(name) = map.next_key::<String>()? {
+                    let value: serde_json::Value = map.next_value()?;
+                    match name.as_str() {
+                        "alg" => header.alg = Some(value),
+                        "crit" => {
+                            header.crit = Some(match value {
+                                serde_json::Value::Array(names) => names
+                                    .into_iter()
+                                    .map(|n| match n {
+                                        serde_json::Value::String(s) => s,
+                                        other => other.to_string(),
+                                    })
+                                    .collect(),
+                                other => vec![other.to_string()],
+                            });
+                        }
+                        _ => {}
+                    }
+                    if !seen.insert(name) {
+                        return Err(serde::de::Error::custom("duplicate header member"));
+                    }
+                }
+                Ok(header)
+            }
+        }
+        deserializer.deserialize_map(HeaderVisitor)
+    }
+}
+
+pub(super) fn accept_algorithm(header: &RawHeader, policy: AlgorithmPolicy) -> Result<Algorithm, VerifyError> {
+    let alg = match &header.alg {
+        None => return Err(VerifyError::MissingAlgorithm),
+        Some(serde_json::Value::String(alg)) => alg.as_str(),
+        Some(other) => {
+            return Err(VerifyError::AlgorithmNotAllowed {
+                alg: other.to_string(),
+                policy,
+            });
+        }
+    };
+    if alg.eq_ignore_ascii_case("none") {
+        return Err(VerifyError::AlgorithmNone);
+    }
+    if alg
+        .as_bytes()
+        .get(..2)
+        .is_some_and(|p| p.eq_ignore_ascii_case(b"HS"))
+    {
+        return Err(VerifyError::Hmac { alg: alg.into() });
+    }
+    match Algorithm::from_name(alg) {
+        Some(Algorithm::Ps512) => Ok(Algorithm::Ps512),
+        Some(ecdsa) if policy.ecdsa() => Ok(ecdsa),
+        _ => Err(VerifyError::AlgorithmNotAllowed {
+            alg: alg.into(),
+            policy,
+        }),
+    }
+}
+
+/// DER `SEQUENCE { INTEGER r, INTEGER s }` to JWS `r||s`, each `len` bytes.
+pub(super) fn ecdsa_der_to_raw(der: &[u8], len: usize) -> Option<Vec<u8>> {
+    let (body, rest) = der::expect(der, tag::SEQUENCE)?;
+    if !rest.is_empty() {
+        return None;
+    }
+    let (r, body) = der::expect(body, tag::INTEGER)?;
+    let (s, body) = der::expect(body, tag::INTEGER)?;
+    if !body.is_empty() {
+        return None;
+    }
+    let mut raw = vec![0u8; 2 * len];
+    let (raw_r, raw_s) = raw.split_at_mut(len);
+    for (integer, out) in [(r, raw_r), (s, raw_s)] {
+        let digits = strip_leading_zeros(integer);
+        let start = len.checked_sub(digits.len())?;
+        out[start..].copy_from_slice(digits);
+    }
+    Some(raw)
+}
+
+/// JWS `r||s` (exactly `2 * len` bytes) to DER `SEQUENCE { INTEGER r, INTEGER s }`.
+pub(super) fn ecdsa_raw_to_der(raw: &[u8], len: usize) -> Option<Vec<u8>> {
+    if raw.len() != 2 * len {
+        return None;
+    }
+    let mut body = Vec::with_capacity(2 * len + 6);
+    let mut integer = Vec::with_capacity(len + 1);
+    for half in [&raw[..len], &raw[len..]] {
+        let digits = strip_leading_zeros(half);
+        integer.clear();
+        // A leading zero keeps the INTEGER positive (and encodes zero).
+        if digits.first().is_none_or(|b| b & 0x80 != 0) {
+            integer.push(0);
+        }
+        integer.extend_from_slice(digits);
+        der::write_tlv(&mut body, tag::INTEGER, &integer);
+    }
+    let mut out = Vec::with_capacity(body.len() + 3);
+    der::write_tlv(&mut out, tag::SEQUENCE, &body);
+    Some(out)
+}
+
+fn strip_leading_zeros(mut bytes: &[u8]) -> &[u8] {
+    while let [0, rest @ ..] = bytes {
+        bytes = rest;
+    }
+    bytes
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+
+    #[test]
+    fn header_is_exactly_alg_ps512() {
+        assert_eq!(Algorithm::Ps512.encoded_header(), "eyJhbGciOiJQUzUxMiJ9");
+        let decoded = URL_SAFE_NO_PAD
+            .decode(Algorithm::Ps512.encoded_header())
+            .unwrap();
+        assert_eq!(decoded, br#"{"alg":"PS512"}"#);
+    }
+
+    #[test]
+    fn ecdsa_conversion_round_trips_including_high_bit_and_short_integers() {
+        for len in [32usize, 48] {
+            for (r0, s0) in [(0x80u8, 0x01u8), (0x00, 0x7f), (0xff, 0x00)] {
+                let mut raw = vec![0x11u8; 2 * len];
+                raw[0] = r0;
+                raw[len] = s0;
+                if s0 == 0 {
+                    raw[len + 1] = 0; // two leading zero bytes in s
+                }
+                let der = ecdsa_raw_to_der(&raw, len).unwrap();
+                assert_eq!(ecdsa_der_to_raw(&der, len).unwrap(), raw);
+            }
+        }
+        assert!(ecdsa_raw_to_der(&[0u8; 63], 32).is_none());
+        assert!(ecdsa_der_to_raw(&[0x30, 0x03, 0x02, 0x01], 32).is_none());
+    }
+}

@@ -1,0 +1,136 @@
+//! Signed principals: the `X-Principal` header, wire-compatible with the Go services.
+//!
+//! A service says on whose behalf it calls a peer by sending a JWS in **compact**
+//! serialization, algorithm **PS512** (RSA-PSS, SHA-512, MGF1-SHA-512, salt length 64),
+//! protected header exactly `{"alg":"PS512"}`, signed with the private key of its mTLS
+//! client identity. The receiver verifies it against the certificate the peer
+//! presented in the TLS handshake (behind the ingress: the `ssl-client-cert` header).
+//!
+//! # Signing
+//! [`PrincipalSigner`] signs with the identity its [`CurrentIdentity`] source returns
+//! *at the time of the call* — the same Secret the handshake presents, never a copy
+//! kept from before a rotation. [`sign_with`] signs with one given [`Identity`].
+//!
+//! Private-key operations go through the rustls crypto provider (aws-lc-rs, the one
+//! that performs the handshake): the `rsa` crate is used for public-key verification
+//! only, never with a private key (RUSTSEC-2023-0071 concerns its private-key
+//! operations).
+//!
+//! Non-RSA identities are refused by default ([`SignError::UnsupportedKeyType`], Go's
+//! "private key type is unsupported"), because the Go verifiers accept PS512 only.
+//! [`AlgorithmPolicy::Ps512OrEcdsa`] opts into ES256 (P-256) and ES384 (P-384) with
+//! JWS raw `r||s` signatures for peers that accept them.
+//!
+//! # Verifying
+//! [`verify`] (or [`PeerCertificate::verify`]) checks a token against a peer
+//! certificate and decodes the payload into any [`DeserializeOwned`] type. Only PS512 is
+//! accepted (plus ES256/ES384 under [`AlgorithmPolicy::Ps512OrEcdsa`]), and the
+//! algorithm must match the certificate's key type. Every rejection is a
+//! [`VerifyError`] variant naming what is wrong. RSA-PSS salt length is auto-detected,
+//! as the Go verifier does, so tokens signed with another salt length still verify.
+//!
+//! Behind the nginx ingress, [`peer_certificate_from_ingress`] turns the forwarded
+//! `ssl-client-cert` / `ssl-client-verify` headers into a [`PeerCertificate`], and
+//! [`verify_ingress_request`] does the whole receiving side in one call.
+//!
+//! ```no_run
+//! # fn demo(identity: svc_tls::material::Identity, headers: reqwest::header::HeaderMap)
+//! # -> Result<(), Box<dyn std::error::Error>> {
+//! use svc_tls::principal::{self, AlgorithmPolicy, Principal, PrincipalSigner};
+//!
+//! // Sending side (usually over the resolver, so rotations are followed).
+//! let signer = PrincipalSigner::new(identity);
+//! let who = Principal { organization_id: Some("org-1".into()), ..Default::default() };
+//! let request = signer.attach(reqwest::Client::new().get("https://peer/api"), &who)?;
+//!
+//! // Receiving side, behind the ingress.
+//! let who: Principal = principal::verify_ingress_request(&headers, AlgorithmPolicy::default())?;
+//! # let _ = (request, who); Ok(()) }
+//! ```
+
+
+// Private modules, one job each, re-exported flat: the public paths are
+// `svc_tls::principal::*`, as before the split.
+mod ingress;
+mod jws;
+mod sign;
+mod verify;
+
+use serde::{Deserialize, Deserializer, Serialize};
+
+pub use ingress::{
+    INGRESS_CLIENT_CERT_HEADER, INGRESS_CLIENT_VERIFY_HEADER, INGRESS_VERIFY_SUCCESS,
+    IngressError, RequestPrincipalError, peer_certificate_from_ingress, verify_ingress_request,
+};
+pub use jws::{Algorithm, AlgorithmPolicy, Part, PrincipalToken};
+pub use sign::{
+    CurrentIdentity, PrincipalSigner, SignError, attach_principal, sign_with, sign_with_key,
+};
+pub use verify::{CertificateError, MIN_RSA_BITS, PeerCertificate, VerifyError, verify};
+
+/// The HTTP header that carries the signed principal.
+pub const PRINCIPAL_HEADER: &str = "X-Principal";
+
+/// The principal the identity service understands: on whose behalf a call is made.
+///
+/// JSON names are `organizationId`, `projectId` and `actor`; each is omitted when empty
+/// (Go's `omitempty`), and an empty string received is read as absent.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Principal {
+    /// The organization the call is for.
+    #[serde(
+        default,
+        skip_serializing_if = "is_empty",
+        deserialize_with = "empty_as_none"
+    )]
+    pub organization_id: Option<String>,
+    /// The project the call is for.
+    #[serde(
+        default,
+        skip_serializing_if = "is_empty",
+        deserialize_with = "empty_as_none"
+    )]
+    pub project_id: Option<String>,
+    /// Who is acting (the end user or service the call originates from).
+    #[serde(
+        default,
+        skip_serializing_if = "is_empty",
+        deserialize_with = "empty_as_none"
+    )]
+    pub actor: Option<String>,
+}
+
+fn is_empty(value: &Option<String>) -> bool {
+    value.as_deref().is_none_or(str::is_empty)
+}
+
+fn empty_as_none<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<String>, D::Error> {
+    let value = Option::<String>::deserialize(deserializer)?;
+    Ok(value.filter(|s| !s.is_empty()))
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+
+    #[test]
+    fn principal_json_names_and_omission() {
+        let p = Principal {
+            organization_id: Some("o".into()),
+            project_id: Some(String::new()),
+            actor: None,
+        };
+        assert_eq!(
+            serde_json::to_string(&p).unwrap(),
+            r#"{"organizationId":"o"}"#
+        );
+        let back: Principal =
+            serde_json::from_str(r#"{"organizationId":"o","projectId":"","actor":"a"}"#).unwrap();
+        assert_eq!(back.organization_id.as_deref(), Some("o"));
+        assert_eq!(back.project_id, None);
+        assert_eq!(back.actor.as_deref(), Some("a"));
+        assert_eq!(serde_json::to_string(&Principal::default()).unwrap(), "{}");
+    }
+}

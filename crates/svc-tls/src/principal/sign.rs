@@ -1,0 +1,246 @@
+//! Signing: the identity in force now signs the principal, through the rustls
+//! crypto provider (never the `rsa` crate with a private key).
+
+use std::convert::Infallible;
+use std::sync::Arc;
+
+use base64::Engine as _;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use reqwest::header::HeaderValue;
+use rustls::sign::SigningKey;
+use rustls::{SignatureAlgorithm, SignatureScheme};
+use serde::Serialize;
+
+use super::PRINCIPAL_HEADER;
+use super::jws::{Algorithm, AlgorithmPolicy, PrincipalToken, ecdsa_der_to_raw};
+use crate::material::Identity;
+use crate::resolver::IdentityResolver;
+
+/// Why a principal could not be signed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SignError {
+    /// The current identity could not be obtained.
+    #[error("principal signing: the current client identity is unavailable")]
+    Identity(#[source] Box<dyn std::error::Error + Send + Sync + 'static>),
+    /// The identity's key cannot sign a principal under the policy.
+    #[error(
+        "private key type is unsupported: {key} key (principal signing needs RSA{})",
+        if *.ecdsa_allowed { ", ECDSA P-256 or P-384" } else { "; ECDSA is not enabled" }
+    )]
+    UnsupportedKeyType {
+        /// The key type found.
+        key: &'static str,
+        /// Whether the policy allowed ECDSA.
+        ecdsa_allowed: bool,
+    },
+    /// The value could not be encoded as JSON.
+    #[error("principal payload could not be encoded as JSON")]
+    Encode(#[source] serde_json::Error),
+    /// The crypto provider refused to sign.
+    #[error("the TLS crypto provider failed to sign the principal")]
+    Provider(#[source] rustls::Error),
+    /// The provider's ECDSA signature was not the expected DER structure.
+    #[error("the TLS crypto provider returned a malformed ECDSA signature")]
+    MalformedProviderSignature,
+}
+
+/// A source of the identity in force *now* (the one the next handshake presents).
+///
+/// The TLS resolver implements it, so a [`PrincipalSigner`] built over the resolver
+/// signs with the same Secret as the handshake and follows rotations. An [`Identity`]
+/// implements it for itself (a fixed identity).
+pub trait CurrentIdentity {
+    /// Why the identity is unavailable.
+    type Error: std::error::Error + Send + Sync + 'static;
+
+    /// The identity in force at the time of the call.
+    fn current(&self) -> Result<Identity, Self::Error>;
+}
+
+impl CurrentIdentity for Identity {
+    type Error = Infallible;
+
+    fn current(&self) -> Result<Identity, Infallible> {
+        Ok(self.clone())
+    }
+}
+
+impl<T: CurrentIdentity + ?Sized> CurrentIdentity for Arc<T> {
+    type Error = T::Error;
+
+    fn current(&self) -> Result<Identity, Self::Error> {
+        (**self).current()
+    }
+}
+
+impl<T: CurrentIdentity + ?Sized> CurrentIdentity for &T {
+    type Error = T::Error;
+
+    fn current(&self) -> Result<Identity, Self::Error> {
+        (**self).current()
+    }
+}
+
+/// The resolver's identity: the Secret is re-read from the watched cache now, exactly
+/// as a handshake does ([`IdentityResolver::reload`]); when that fails, the last good
+/// identity (the one handshakes keep presenting) signs. Go's `EncodeAndSign` also read
+/// the Secret afresh for every principal.
+///
+/// A pooled connection keeps the identity it was opened with, so just after a
+/// rotation a principal signed with the new key can travel on a connection that
+/// presented the old certificate; Go's client behaves the same way.
+impl CurrentIdentity for IdentityResolver {
+    type Error = Infallible;
+
+    fn current(&self) -> Result<Identity, Infallible> {
+        Ok(self.reload())
+    }
+}
+
+/// Signs principals with the identity current at each call.
+#[derive(Clone, Debug)]
+pub struct PrincipalSigner<S> {
+    source: S,
+    policy: AlgorithmPolicy,
+}
+
+impl<S: CurrentIdentity> PrincipalSigner<S> {
+    /// A PS512-only signer over `source`.
+    pub fn new(source: S) -> Self {
+        Self {
+            source,
+            policy: AlgorithmPolicy::default(),
+        }
+    }
+
+    /// The same signer with another algorithm policy.
+    #[must_use]
+    pub fn with_policy(mut self, policy: AlgorithmPolicy) -> Self {
+        self.policy = policy;
+        self
+    }
+
+    /// The identity source.
+    pub fn source(&self) -> &S {
+        &self.source
+    }
+
+    /// JSON-encodes `value` and signs it with the current identity.
+    ///
+    /// # Errors
+    /// [`SignError::Identity`] when the source fails, otherwise as [`sign_with`].
+    pub fn sign<T: Serialize + ?Sized>(&self, value: &T) -> Result<PrincipalToken, SignError> {
+        let identity = self
+            .source
+            .current()
+            .map_err(|e| SignError::Identity(Box::new(e)))?;
+        sign_with(&identity, value, self.policy)
+    }
+
+    /// Signs `value` and attaches it to `request` as the `X-Principal` header.
+    ///
+    /// # Errors
+    /// As [`PrincipalSigner::sign`].
+    pub fn attach<T: Serialize + ?Sized>(
+        &self,
+        request: reqwest::RequestBuilder,
+        value: &T,
+    ) -> Result<reqwest::RequestBuilder, SignError> {
+        Ok(attach_principal(request, &self.sign(value)?))
+    }
+}
+
+/// Sets the `X-Principal` header of `request` to `token` (replacing any previous one).
+pub fn attach_principal(
+    request: reqwest::RequestBuilder,
+    token: &PrincipalToken,
+) -> reqwest::RequestBuilder {
+    request.header(PRINCIPAL_HEADER, token.header_value())
+}
+
+/// JSON-encodes `value` and signs it with `identity`'s private key.
+///
+/// # Errors
+/// [`SignError::UnsupportedKeyType`] for keys the policy does not allow,
+/// [`SignError::Encode`] when `value` does not serialize, [`SignError::Provider`] when
+/// the crypto provider fails.
+pub fn sign_with<T: Serialize + ?Sized>(
+    identity: &Identity,
+    value: &T,
+    policy: AlgorithmPolicy,
+) -> Result<PrincipalToken, SignError> {
+    sign_with_key(identity.certified_key().key.as_ref(), value, policy)
+}
+
+/// As [`sign_with`], for a rustls signing key held directly.
+///
+/// # Errors
+/// As [`sign_with`].
+pub fn sign_with_key<T: Serialize + ?Sized>(
+    key: &dyn SigningKey,
+    value: &T,
+    policy: AlgorithmPolicy,
+) -> Result<PrincipalToken, SignError> {
+    let payload = serde_json::to_vec(value).map_err(SignError::Encode)?;
+    sign_payload(key, &payload, policy)
+}
+
+fn sign_payload(
+    key: &dyn SigningKey,
+    payload: &[u8],
+    policy: AlgorithmPolicy,
+) -> Result<PrincipalToken, SignError> {
+    let unsupported = |key: &'static str| SignError::UnsupportedKeyType {
+        key,
+        ecdsa_allowed: policy.ecdsa(),
+    };
+    let (algorithm, signer) = match key.algorithm() {
+        SignatureAlgorithm::RSA => {
+            let signer = key
+                .choose_scheme(&[SignatureScheme::RSA_PSS_SHA512])
+                .ok_or(unsupported("RSA"))?;
+            (Algorithm::Ps512, signer)
+        }
+        SignatureAlgorithm::ECDSA if policy.ecdsa() => {
+            let signer = key
+                .choose_scheme(&[
+                    SignatureScheme::ECDSA_NISTP256_SHA256,
+                    SignatureScheme::ECDSA_NISTP384_SHA384,
+                ])
+                .ok_or(unsupported("ECDSA (curve other than P-256/P-384)"))?;
+            let algorithm = match signer.scheme() {
+                SignatureScheme::ECDSA_NISTP256_SHA256 => Algorithm::Es256,
+                SignatureScheme::ECDSA_NISTP384_SHA384 => Algorithm::Es384,
+                _ => return Err(unsupported("ECDSA")),
+            };
+            (algorithm, signer)
+        }
+        SignatureAlgorithm::ECDSA => return Err(unsupported("ECDSA")),
+        SignatureAlgorithm::ED25519 => return Err(unsupported("Ed25519")),
+        SignatureAlgorithm::ED448 => return Err(unsupported("Ed448")),
+        _ => return Err(unsupported("unknown")),
+    };
+
+    let mut token = algorithm.encoded_header();
+    token.push('.');
+    URL_SAFE_NO_PAD.encode_string(payload, &mut token);
+    let signature = signer.sign(token.as_bytes()).map_err(SignError::Provider)?;
+    let signature = match algorithm.ecdsa_field_len() {
+        None => signature,
+        Some(len) => {
+            ecdsa_der_to_raw(&signature, len).ok_or(SignError::MalformedProviderSignature)?
+        }
+    };
+    token.push('.');
+    URL_SAFE_NO_PAD.encode_string(&signature, &mut token);
+
+    let mut header =
+        HeaderValue::from_str(&token).map_err(|_| SignError::MalformedProviderSignature)?;
+    header.set_sensitive(true);
+    Ok(PrincipalToken {
+        token,
+        header,
+        algorithm,
+    })
+}

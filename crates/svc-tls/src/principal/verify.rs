@@ -1,0 +1,464 @@
+//! Verifying: a token against the certificate a peer presented.
+//!
+//! PS512 has two paths. The fast one verifies through the aws-lc-rs provider
+//! (`webpki::aws_lc_rs::RSA_PSS_2048_8192_SHA512_LEGACY_KEY`), which requires
+//! the PSS salt length to equal the hash length (64 bytes): what go-jose and
+//! this crate produce, so nearly every token. When it rejects a token, the
+//! general path (the `rsa` crate, salt length auto-detected as Go's verifier
+//! does) decides, so tokens with another salt length still verify and a
+//! tampered token is rejected by both.
+
+use std::fmt;
+
+use rsa::pkcs8::DecodePublicKey as _;
+use rsa::signature::Verifier as _;
+use rsa::traits::PublicKeyParts as _;
+use rustls_pki_types::pem::PemObject as _;
+use rustls_pki_types::{CertificateDer, SignatureVerificationAlgorithm};
+use serde::de::DeserializeOwned;
+use sha2::Sha512;
+use x509_parser::oid_registry::{
+    OID_EC_P256, OID_KEY_TYPE_EC_PUBLIC_KEY, OID_NIST_EC_P384, OID_PKCS1_RSAENCRYPTION,
+};
+use x509_parser::prelude::FromDer as _;
+
+use super::jws::{
+    Algorithm, AlgorithmPolicy, Part, RawHeader, accept_algorithm, decode_part, ecdsa_raw_to_der,
+};
+
+/// RSA keys shorter than this are refused when verifying.
+pub const MIN_RSA_BITS: usize = 2048;
+
+/// Why a token was rejected.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum VerifyError {
+    /// The token is empty.
+    #[error("principal token is empty")]
+    Empty,
+    /// Not three dot-separated parts (JWS compact serialization); JWE (five parts),
+    /// JSON serialization and appended segments land here.
+    #[error("principal token is not a compact JWS: {found} dot-separated parts, expected 3")]
+    SegmentCount {
+        /// How many parts there were.
+        found: usize,
+    },
+    /// A part is not unpadded base64url (this includes padding, whitespace, trailing
+    /// data and non-canonical encodings).
+    #[error("principal token {part} is not canonical unpadded base64url")]
+    Base64 {
+        /// Which part.
+        part: Part,
+    },
+    /// The protected header is not a JSON object with unique member names.
+    #[error("principal token header is not a valid JSON object")]
+    MalformedHeader(#[source] serde_json::Error),
+    /// The header has no `alg`.
+    #[error("principal token header has no \"alg\"")]
+    MissingAlgorithm,
+    /// `alg` is `none` (an unsecured JWS).
+    #[error("principal token is unsigned (alg \"none\")")]
+    AlgorithmNone,
+    /// `alg` is an HMAC algorithm (a shared-secret token, never a principal).
+    #[error("principal token uses HMAC algorithm {alg}, which is never accepted")]
+    Hmac {
+        /// The algorithm named.
+        alg: String,
+    },
+    /// `alg` is not accepted by the policy.
+    #[error("principal token algorithm {alg} is not accepted (policy: {policy:?})")]
+    AlgorithmNotAllowed {
+        /// The algorithm named.
+        alg: String,
+        /// The policy in force.
+        policy: AlgorithmPolicy,
+    },
+    /// `alg` is acceptable but does not fit the certificate's key.
+    #[error("principal token algorithm {alg} does not match the peer certificate's {key} key")]
+    AlgorithmKeyMismatch {
+        /// The algorithm named.
+        alg: Algorithm,
+        /// The certificate key type.
+        key: &'static str,
+    },
+    /// The header has `crit`: no JWS extension is understood here.
+    #[error("principal token has critical header parameters that are not understood: {crit:?}")]
+    UnsupportedCritical {
+        /// The names listed (as far as they are strings).
+        crit: Vec<String>,
+    },
+    /// The peer certificate's key cannot verify principals.
+    #[error("peer certificate has an unsupported key type: {key}")]
+    UnsupportedKeyType {
+        /// The key type found.
+        key: &'static str,
+    },
+    /// The peer certificate's RSA key is too short.
+    #[error("peer certificate RSA key has {bits} bits, at least {MIN_RSA_BITS} are required")]
+    WeakRsaKey {
+        /// The modulus size.
+        bits: usize,
+    },
+    /// The signature does not verify: wrong key, or header, payload or signature altered.
+    #[error("principal token signature does not verify against the peer certificate")]
+    BadSignature,
+    /// The verified payload is not JSON.
+    #[error("principal token payload is not JSON")]
+    PayloadNotJson(#[source] serde_json::Error),
+    /// The verified payload is JSON but not of the expected shape.
+    #[error("principal token payload does not have the expected structure")]
+    PayloadType(#[source] serde_json::Error),
+}
+
+/// Why a peer certificate could not be loaded.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum CertificateError {
+    /// The PEM could not be read.
+    #[error("peer certificate PEM is malformed")]
+    Pem(#[source] rustls_pki_types::pem::Error),
+    /// The PEM holds no `CERTIFICATE` section.
+    #[error("peer certificate PEM holds no CERTIFICATE")]
+    NoCertificate,
+    /// The DER is not an X.509 certificate.
+    #[error("peer certificate is not a valid X.509 certificate: {0}")]
+    X509(String),
+    /// The certificate's RSA public key is invalid.
+    #[error("peer certificate RSA public key is invalid: {0}")]
+    RsaKey(String),
+    /// The certificate's EC public key is invalid.
+    #[error("peer certificate EC public key is invalid")]
+    EcKey,
+}
+
+/// The public key of a peer certificate, prepared for verifying principals.
+#[derive(Clone)]
+enum PeerKey {
+    Rsa {
+        /// The DER `RSAPublicKey`, for the provider's fast path.
+        public_key: Vec<u8>,
+        /// The general path (any salt length).
+        key: rsa::pss::VerifyingKey<Sha512>,
+        bits: usize,
+    },
+    EcP256(Vec<u8>),
+    EcP384(Vec<u8>),
+    Unsupported(&'static str),
+}
+
+impl PeerKey {
+    fn name(&self) -> &'static str {
+        match self {
+            Self::Rsa { .. } => "RSA",
+            Self::EcP256(_) => "ECDSA P-256",
+            Self::EcP384(_) => "ECDSA P-384",
+            Self::Unsupported(name) => name,
+        }
+    }
+}
+
+/// A peer's certificate (what it presented in the TLS handshake), with its public
+/// key parsed once for verifying any number of principals.
+#[derive(Clone)]
+pub struct PeerCertificate {
+    der: CertificateDer<'static>,
+    key: PeerKey,
+}
+
+impl fmt::Debug for PeerCertificate {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PeerCertificate")
+            .field("key", &self.key.name())
+            .field("der_len", &self.der.len())
+            .finish()
+    }
+}
+
+impl PeerCertificate {
+    /// Loads a DER certificate.
+    ///
+    /// # Errors
+    /// When it is not an X.509 certificate or its public key is malformed.
+    pub fn from_der(der: impl Into<CertificateDer<'static>>) -> Result<Self, CertificateError> {
+        let der = der.into();
+        let key = peer_key(&der)?;
+        Ok(Self { der, key })
+    }
+
+    /// Loads the first `CERTIFICATE` of a PEM text.
+    ///
+    /// # Errors
+    /// [`CertificateError::Pem`] / [`CertificateError::NoCertificate`] for bad PEM,
+    /// otherwise as [`PeerCertificate::from_der`].
+    pub fn from_pem(pem: &[u8]) -> Result<Self, CertificateError> {
+        let der = match CertificateDer::from_pem_slice(pem) {
+            Ok(der) => der,
+            Err(rustls_pki_types::pem::Error::NoItemsFound) => {
+                return Err(CertificateError::NoCertificate);
+            }
+            Err(e) => return Err(CertificateError::Pem(e)),
+        };
+        Self::from_der(der)
+    }
+
+    /// The certificate, DER.
+    pub fn der(&self) -> &CertificateDer<'static> {
+        &self.der
+    }
+
+    /// The certificate's key type, e.g. `RSA` or `ECDSA P-256`.
+    pub fn key_type(&self) -> &'static str {
+        self.key.name()
+    }
+
+    /// Verifies `token` against this certificate and decodes its payload.
+    ///
+    /// # Errors
+    /// A [`VerifyError`] naming why the token was rejected.
+    pub fn verify<T: DeserializeOwned>(
+        &self,
+        token: &str,
+        policy: AlgorithmPolicy,
+    ) -> Result<T, VerifyError> {
+        let payload = self.verify_bytes(token, policy)?;
+        serde_json::from_slice(&payload).map_err(|e| match e.classify() {
+            serde_json::error::Category::Data => VerifyError::PayloadType(e),
+            _ => VerifyError::PayloadNotJson(e),
+        })
+    }
+
+    fn verify_bytes(&self, token: &str, policy: AlgorithmPolicy) -> Result<Vec<u8>, VerifyError> {
+        if token.is_empty() {
+            return Err(VerifyError::Empty);
+        }
+        let parts: Vec<&str> = token.split('.').collect();
+        let [header_b64, payload_b64, signature_b64] = parts[..] else {
+            return Err(VerifyError::SegmentCount { found: parts.len() });
+        };
+
+        let header = decode_part(header_b64, Part::Header)?;
+        let header: RawHeader =
+            serde_json::from_slice(&header).map_err(VerifyError::MalformedHeader)?;
+        let algorithm = accept_algorithm(&header, policy)?;
+        if let Some(crit) = header.crit {
+            return Err(VerifyError::UnsupportedCritical { crit });
+        }
+        let payload = decode_part(payload_b64, Part::Payload)?;
+        let signature = decode_part(signature_b64, Part::Signature)?;
+
+        // The signing input is the received ASCII, as is.
+        let signing_input = &token[..header_b64.len() + 1 + payload_b64.len()];
+        match (&self.key, algorithm) {
+            (PeerKey::Rsa { bits, .. }, Algorithm::Ps512) if *bits < MIN_RSA_BITS => {
+                return Err(VerifyError::WeakRsaKey { bits: *bits });
+            }
+            (PeerKey::Rsa {
+                public_key, key, ..
+            }, Algorithm::Ps512) => {
+                if verify_ps512_fast(public_key, signing_input.as_bytes(), &signature).is_err() {
+                    verify_ps512_general(key, signing_input.as_bytes(), &signature)?;
+                }
+            }
+            (PeerKey::EcP256(point), Algorithm::Es256) => verify_ecdsa(
+                webpki::aws_lc_rs::ECDSA_P256_SHA256,
+                point,
+                signing_input.as_bytes(),
+                &signature,
+                32,
+            )?,
+            (PeerKey::EcP384(point), Algorithm::Es384) => verify_ecdsa(
+                webpki::aws_lc_rs::ECDSA_P384_SHA384,
+                point,
+                signing_input.as_bytes(),
+                &signature,
+                48,
+            )?,
+            (PeerKey::Unsupported(key), _) => return Err(VerifyError::UnsupportedKeyType { key }),
+            (key, alg) => {
+                return Err(VerifyError::AlgorithmKeyMismatch {
+                    alg,
+                    key: key.name(),
+                });
+            }
+        }
+        Ok(payload)
+    }
+}
+
+/// Verifies `token` against `certificate` and decodes its payload into `T`.
+///
+/// # Errors
+/// A [`VerifyError`] naming why the token was rejected.
+pub fn verify<T: DeserializeOwned>(
+    token: &str,
+    certificate: &PeerCertificate,
+    policy: AlgorithmPolicy,
+) -> Result<T, VerifyError> {
+    certificate.verify(token, policy)
+}
+
+fn peer_key(der: &CertificateDer<'_>) -> Result<PeerKey, CertificateError> {
+    let (rest, cert) = x509_parser::certificate::X509Certificate::from_der(der.as_ref())
+        .map_err(|e| CertificateError::X509(e.to_string()))?;
+    if !rest.is_empty() {
+        return Err(CertificateError::X509(
+            "trailing data after the certificate".into(),
+        ));
+    }
+    let spki = cert.public_key();
+    let algorithm = &spki.algorithm.algorithm;
+    if *algorithm == OID_PKCS1_RSAENCRYPTION {
+        let key = rsa::PublicKey::from_public_key_der(spki.raw)
+            .map_err(|e| CertificateError::RsaKey(e.to_string()))?;
+        let bits = key.n().bit_width() as usize;
+        return Ok(PeerKey::Rsa {
+            public_key: spki.subject_public_key.data.to_vec(),
+            key: rsa::pss::VerifyingKey::new_with_auto_salt_len(key),
+            bits,
+        });
+    }
+    if *algorithm == OID_KEY_TYPE_EC_PUBLIC_KEY {
+        let curve = spki
+            .algorithm
+            .parameters
+            .as_ref()
+            .and_then(|p| x509_parser::der_parser::oid::Oid::try_from(p).ok())
+            .ok_or(CertificateError::EcKey)?;
+        let point = spki.subject_public_key.data.to_vec();
+        return Ok(if curve == OID_EC_P256 {
+            PeerKey::EcP256(point)
+        } else if curve == OID_NIST_EC_P384 {
+            PeerKey::EcP384(point)
+        } else {
+            PeerKey::Unsupported("ECDSA (curve other than P-256/P-384)")
+        });
+    }
+    Ok(PeerKey::Unsupported(
+        match algorithm.to_id_string().as_str() {
+            "1.3.101.112" => "Ed25519",
+            "1.3.101.113" => "Ed448",
+            "1.2.840.113549.1.1.10" => "RSASSA-PSS",
+            _ => "unknown",
+        },
+    ))
+}
+
+fn verify_ecdsa(
+    algorithm: &dyn SignatureVerificationAlgorithm,
+    point: &[u8],
+    message: &[u8],
+    raw: &[u8],
+    field_len: usize,
+) -> Result<(), VerifyError> {
+    let der = ecdsa_raw_to_der(raw, field_len).ok_or(VerifyError::BadSignature)?;
+    algorithm
+        .verify_signature(point, message, &der)
+        .map_err(|_| VerifyError::BadSignature)
+}
+
+/// PS512 through the aws-lc-rs provider: salt length equal to the hash length
+/// (64 bytes) only, as go-jose and this crate sign. Keys of 2048 to 8192 bits.
+fn verify_ps512_fast(public_key: &[u8], message: &[u8], signature: &[u8]) -> Result<(), VerifyError> {
+    webpki::aws_lc_rs::RSA_PSS_2048_8192_SHA512_LEGACY_KEY
+        .verify_signature(public_key, message, signature)
+        .map_err(|_| VerifyError::BadSignature)
+}
+
+/// PS512 through the `rsa` crate, salt length auto-detected (Go's verifier
+/// accepts any salt length too).
+fn verify_ps512_general(
+    key: &rsa::pss::VerifyingKey<Sha512>,
+    message: &[u8],
+    signature: &[u8],
+) -> Result<(), VerifyError> {
+    let signature =
+        rsa::pss::Signature::try_from(signature).map_err(|_| VerifyError::BadSignature)?;
+    key.verify(message, &signature)
+        .map_err(|_| VerifyError::BadSignature)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use aws_lc_rs::rand::SystemRandom;
+    use aws_lc_rs::signature::{self, RsaKeyPair, RsaPssSaltLength, RsaSignatureEncoding};
+    use base64::Engine as _;
+    use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+
+    use super::*;
+
+    const SALT_64: RsaSignatureEncoding =
+        signature::RSA_PSS_SHA512.with_pss_salt_length(RsaPssSaltLength::Custom(64));
+    const SALT_32: RsaSignatureEncoding =
+        signature::RSA_PSS_SHA512.with_pss_salt_length(RsaPssSaltLength::Custom(32));
+
+    /// A compact PS512 token over `payload`, signed with the given salt length.
+    fn token(key: &RsaKeyPair, encoding: &'static RsaSignatureEncoding, payload: &[u8]) -> String {
+        let mut input = Algorithm::Ps512.encoded_header();
+        input.push('.');
+        URL_SAFE_NO_PAD.encode_string(payload, &mut input);
+        let mut sig = vec![0; key.public_modulus_len()];
+        key.sign(encoding, &SystemRandom::new(), input.as_bytes(), &mut sig)
+            .unwrap();
+        input.push('.');
+        URL_SAFE_NO_PAD.encode_string(&sig, &mut input);
+        input
+    }
+
+    fn parts(token: &str) -> (&str, Vec<u8>) {
+        let (input, sig) = token.rsplit_once('.').unwrap();
+        (input, URL_SAFE_NO_PAD.decode(sig).unwrap())
+    }
+
+    #[test]
+    fn ps512_fast_and_general_paths_agree_and_other_salts_take_the_general_path() {
+        let generated = rcgen::KeyPair::generate_rsa_for(
+            &rcgen::PKCS_RSA_SHA256,
+            rcgen::RsaKeySize::_2048,
+        )
+        .unwrap();
+        let cert = rcgen::CertificateParams::new(vec!["peer.svc.test".into()])
+            .unwrap()
+            .self_signed(&generated)
+            .unwrap();
+        let peer = PeerCertificate::from_der(cert.der().clone()).unwrap();
+        let PeerKey::Rsa {
+            public_key, key, ..
+        } = &peer.key
+        else {
+            panic!("not an RSA peer key");
+        };
+        let signer = RsaKeyPair::from_pkcs8(&generated.serialize_der()).unwrap();
+        let payload = br#"{"actor":"a"}"#;
+
+        // Salt 64 (what go-jose and this crate sign): both paths accept it.
+        let good = token(&signer, &SALT_64, payload);
+        let (input, sig) = parts(&good);
+        verify_ps512_fast(public_key, input.as_bytes(), &sig).unwrap();
+        verify_ps512_general(key, input.as_bytes(), &sig).unwrap();
+
+        // Tampered payload: both paths reject it, and so does the whole verifier.
+        let (header, _) = input.split_once('.').unwrap();
+        let tampered_input = format!("{header}.{}", URL_SAFE_NO_PAD.encode(br#"{"actor":"b"}"#));
+        assert!(verify_ps512_fast(public_key, tampered_input.as_bytes(), &sig).is_err());
+        assert!(verify_ps512_general(key, tampered_input.as_bytes(), &sig).is_err());
+        let tampered = format!("{tampered_input}.{}", URL_SAFE_NO_PAD.encode(&sig));
+        assert!(matches!(
+            peer.verify::<serde_json::Value>(&tampered, AlgorithmPolicy::default()),
+            Err(VerifyError::BadSignature)
+        ));
+
+        // Salt 32: the fast path cannot verify it, the general path does, and
+        // the whole verifier accepts it.
+        let other_salt = token(&signer, &SALT_32, payload);
+        let (input, sig) = parts(&other_salt);
+        assert!(verify_ps512_fast(public_key, input.as_bytes(), &sig).is_err());
+        verify_ps512_general(key, input.as_bytes(), &sig).unwrap();
+        let value: serde_json::Value = peer
+            .verify(&other_salt, AlgorithmPolicy::default())
+            .unwrap();
+        assert_eq!(value["actor"], "a");
+        let value: serde_json::Value = peer.verify(&good, AlgorithmPolicy::default()).unwrap();
+        assert_eq!(value["actor"], "a");
+    }
+}
