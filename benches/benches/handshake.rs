@@ -28,7 +28,7 @@ use rustls::server::WebPkiClientVerifier;
 use rustls::{ClientConfig, RootCertStore, ServerConfig};
 use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer, ServerName};
-use svc_tls::client::{Trust, client_config};
+use svc_tls::client::{TrustMode, client_config};
 use svc_tls::options::SecretRef;
 use svc_tls::resolver::IdentityResolver;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -191,7 +191,7 @@ fn benches(c: &mut Criterion) {
         Arc::new(config)
     };
     let reload_config = Arc::new(
-        client_config(provider(), Trust::Roots(roots(&server_ca)), Some(&resolver)).unwrap(),
+        client_config(provider(), TrustMode::Roots(roots(&server_ca)), Some(&resolver)).unwrap(),
     );
 
     let mut group = c.benchmark_group("handshake");

@@ -29,7 +29,7 @@
 //! ```no_run
 //! # async fn f(client: kube::Client) -> Result<(), Box<dyn std::error::Error>> {
 //! use std::sync::Arc;
-//! use svc_tls::client::{Trust, client_config, reqwest_client, trust_from_secret};
+//! use svc_tls::client::{TrustMode, client_config, reqwest_client, trust_from_secret};
 //! use svc_tls::options::SecretRef;
 //! use svc_tls::resolver::IdentityResolver;
 //!
@@ -41,7 +41,7 @@
 //! };
 //!
 //! // Once, at start-up: trust (read once) and the watched identity (waits for sync).
-//! let trust = Trust::Roots(trust_from_secret(&client, &ca).await?);
+//! let trust = TrustMode::Roots(trust_from_secret(&client, &ca).await?);
 //! let resolver = IdentityResolver::builder(client.clone(), identity)
 //!     .provider(provider.clone())
 //!     .build()
@@ -63,7 +63,7 @@ use rustls::client::Resumption;
 use rustls::crypto::CryptoProvider;
 use rustls::{ClientConfig, RootCertStore};
 
-use crate::error::ConfigError;
+use crate::error::OptionsError;
 use crate::material::{self, MaterialError};
 use crate::options::{ClientIdentityOptions, PeerOptions, SecretRef};
 use crate::resolver::{IdentityError, IdentityResolver};
@@ -71,22 +71,18 @@ use crate::resolver::{IdentityError, IdentityResolver};
 /// Why a client could not be built.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
-pub enum ClientError {
+pub enum PeerClientError {
     /// The CA Secret does not exist.
-    #[error("CA Secret {namespace}/{name} not found")]
+    #[error("CA Secret {secret} not found")]
     CaSecretNotFound {
-        /// Namespace of the Secret.
-        namespace: String,
-        /// Name of the Secret.
-        name: String,
+        /// The Secret.
+        secret: SecretRef,
     },
     /// Reading the CA Secret failed.
-    #[error("reading CA Secret {namespace}/{name} failed: {source}")]
+    #[error("reading CA Secret {secret} failed: {source}")]
     CaSecretRead {
-        /// Namespace of the Secret.
-        namespace: String,
-        /// Name of the Secret.
-        name: String,
+        /// The Secret.
+        secret: SecretRef,
         /// The API error.
         #[source]
         source: kube::Error,
@@ -100,7 +96,7 @@ pub enum ClientError {
     Tls(#[from] rustls::Error),
     /// The options do not describe a usable setup (e.g. a half-set Secret reference).
     #[error(transparent)]
-    Config(#[from] ConfigError),
+    Config(#[from] OptionsError),
     /// The client identity could not be loaded.
     #[error(transparent)]
     Identity(#[from] IdentityError),
@@ -112,7 +108,7 @@ pub enum ClientError {
 /// Which server certificates to trust.
 #[derive(Debug, Clone)]
 #[non_exhaustive]
-pub enum Trust {
+pub enum TrustMode {
     /// Exactly these roots (typically from the peer's CA Secret).
     Roots(RootCertStore),
     /// The platform's trust store (when no CA Secret is configured).
@@ -125,21 +121,19 @@ pub enum Trust {
 pub async fn trust_from_secret(
     client: &kube::Client,
     secret: &SecretRef,
-) -> Result<RootCertStore, ClientError> {
+) -> Result<RootCertStore, PeerClientError> {
     let api: Api<Secret> = Api::namespaced(client.clone(), &secret.namespace);
     let object = api
         .get_opt(&secret.name)
         .await
-        .map_err(|source| ClientError::CaSecretRead {
-            namespace: secret.namespace.clone(),
-            name: secret.name.clone(),
+        .map_err(|source| PeerClientError::CaSecretRead {
+            secret: secret.clone(),
             source,
         })?
-        .ok_or_else(|| ClientError::CaSecretNotFound {
-            namespace: secret.namespace.clone(),
-            name: secret.name.clone(),
+        .ok_or_else(|| PeerClientError::CaSecretNotFound {
+            secret: secret.clone(),
         })?;
-    material::load_trust(&object).map_err(ClientError::Trust)
+    material::load_trust(&object).map_err(PeerClientError::Trust)
 }
 
 /// Builds a TLS 1.3 client configuration with session resumption disabled, trusting
@@ -147,14 +141,14 @@ pub async fn trust_from_secret(
 /// or no client certificate when `identity` is `None`.
 pub fn client_config(
     provider: Arc<CryptoProvider>,
-    trust: Trust,
+    trust: TrustMode,
     identity: Option<&IdentityResolver>,
-) -> Result<ClientConfig, ClientError> {
+) -> Result<ClientConfig, PeerClientError> {
     let builder = ClientConfig::builder_with_provider(provider.clone())
         .with_protocol_versions(&[&rustls::version::TLS13])?;
     let builder = match trust {
-        Trust::Roots(roots) => builder.with_root_certificates(roots),
-        Trust::Platform => {
+        TrustMode::Roots(roots) => builder.with_root_certificates(roots),
+        TrustMode::Platform => {
             let verifier = rustls_platform_verifier::Verifier::new(provider)?;
             builder
                 .dangerous()
@@ -177,8 +171,10 @@ pub fn reqwest_builder(config: ClientConfig) -> reqwest::ClientBuilder {
 }
 
 /// A `reqwest` client on `config`.
-pub fn reqwest_client(config: ClientConfig) -> Result<reqwest::Client, ClientError> {
-    reqwest_builder(config).build().map_err(ClientError::Http)
+pub fn reqwest_client(config: ClientConfig) -> Result<reqwest::Client, PeerClientError> {
+    reqwest_builder(config)
+        .build()
+        .map_err(PeerClientError::Http)
 }
 
 /// Everything needed to call one peer service, loaded once: trust, and the identity
@@ -186,7 +182,7 @@ pub fn reqwest_client(config: ClientConfig) -> Result<reqwest::Client, ClientErr
 #[derive(Debug, Clone)]
 pub struct PeerTls {
     provider: Arc<CryptoProvider>,
-    trust: Trust,
+    trust: TrustMode,
     identity: Option<IdentityResolver>,
 }
 
@@ -194,7 +190,7 @@ impl PeerTls {
     /// From parts already loaded.
     pub fn new(
         provider: Arc<CryptoProvider>,
-        trust: Trust,
+        trust: TrustMode,
         identity: Option<IdentityResolver>,
     ) -> Self {
         Self {
@@ -227,13 +223,13 @@ impl PeerTls {
         peer: &PeerOptions,
         identity: &ClientIdentityOptions,
         sync_timeout: Duration,
-    ) -> Result<Self, ClientError> {
+    ) -> Result<Self, PeerClientError> {
         let provider = Arc::new(crate::material::crypto_provider());
         let ca = peer.ca_secret()?;
         let secret = identity.secret()?;
         let trust = match ca {
-            Some(ca) => Trust::Roots(trust_from_secret(client, &ca).await?),
-            None => Trust::Platform,
+            Some(ca) => TrustMode::Roots(trust_from_secret(client, &ca).await?),
+            None => TrustMode::Platform,
         };
         let identity = match secret {
             Some(secret) => Some(
@@ -254,7 +250,7 @@ impl PeerTls {
     }
 
     /// A new rustls configuration (see [`client_config`]).
-    pub fn config(&self) -> Result<ClientConfig, ClientError> {
+    pub fn config(&self) -> Result<ClientConfig, PeerClientError> {
         client_config(
             self.provider.clone(),
             self.trust.clone(),
@@ -263,7 +259,7 @@ impl PeerTls {
     }
 
     /// A new `reqwest` client on [`PeerTls::config`].
-    pub fn reqwest_client(&self) -> Result<reqwest::Client, ClientError> {
+    pub fn reqwest_client(&self) -> Result<reqwest::Client, PeerClientError> {
         reqwest_client(self.config()?)
     }
 }
@@ -279,7 +275,10 @@ mod tests {
 
     #[test]
     fn configs_offer_h2_and_http1_and_build_a_reqwest_client() {
-        for trust in [Trust::Roots(RootCertStore::empty()), Trust::Platform] {
+        for trust in [
+            TrustMode::Roots(RootCertStore::empty()),
+            TrustMode::Platform,
+        ] {
             let config = client_config(provider(), trust, None).unwrap();
             assert_eq!(
                 config.alpn_protocols,

@@ -1,11 +1,12 @@
 //! Errors of the configuration ([`options`](crate::options)) and material
 //! ([`material`](crate::material)) layers.
 //!
-//! Every [`MaterialError`] names the Secret (`namespace/name`) and, where one is
+//! Every [`MaterialError`] names the Secret ([`SecretRef`]) and, where one is
 //! involved, the data key (`tls.crt`, `tls.key`, `ca.crt`). None of them ever
 //! carries key bytes, PEM text or parser output derived from key bytes: the
 //! reasons they carry are fixed texts chosen by this crate.
 
+use std::fmt;
 use std::time::SystemTime;
 
 use crate::options::SecretRef;
@@ -13,7 +14,7 @@ use crate::options::SecretRef;
 /// A start-up configuration error: flags that cannot describe a usable setup.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
-pub enum ConfigError {
+pub enum OptionsError {
     /// One flag of a Secret reference is set and the other is not.
     ///
     /// One rule applies to CA and client-certificate references alike: both
@@ -42,155 +43,84 @@ pub enum ConfigError {
     },
 }
 
-/// Why a Secret cannot serve as client identity or CA trust.
+/// Why a Secret cannot serve as client identity or CA trust: which Secret, which
+/// data key, and what is wrong ([`MaterialErrorKind`]).
 ///
-/// Each variant names the Secret and, where one is involved, the data key.
 /// `Display` never includes key material.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MaterialError {
+    secret: SecretRef,
+    data_key: Option<&'static str>,
+    kind: MaterialErrorKind,
+}
+
+/// What is wrong with a Secret's material. Variants carry the detail a caller
+/// may act on; the Secret and data key are on [`MaterialError`].
+#[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
-pub enum MaterialError {
-    /// The Secret's `type` is not `kubernetes.io/tls`.
-    #[error("secret {secret}: type is {found:?}, expected \"kubernetes.io/tls\"")]
+pub enum MaterialErrorKind {
+    /// The Secret's `type` is not `kubernetes.io/tls` (no data key).
     WrongType {
-        /// The Secret.
-        secret: SecretRef,
         /// The type found (`None` when unset).
         found: Option<String>,
     },
     /// A required data key is absent.
-    #[error("secret {secret}: data key {key} is missing")]
-    MissingKey {
-        /// The Secret.
-        secret: SecretRef,
-        /// The data key.
-        key: &'static str,
-    },
+    MissingKey,
     /// A required data key is present but empty.
-    #[error("secret {secret}: data key {key} is empty")]
-    EmptyKey {
-        /// The Secret.
-        secret: SecretRef,
-        /// The data key.
-        key: &'static str,
-    },
+    EmptyKey,
     /// The value is not PEM, or a PEM section is malformed.
-    #[error("secret {secret}: data key {key} is not valid PEM: {reason}")]
     NotPem {
-        /// The Secret.
-        secret: SecretRef,
-        /// The data key.
-        key: &'static str,
         /// What is wrong (a fixed text, never the data).
         reason: &'static str,
     },
     /// The value is PEM but holds no `CERTIFICATE` section.
-    #[error("secret {secret}: data key {key} holds no PEM CERTIFICATE section")]
-    NoCertificate {
-        /// The Secret.
-        secret: SecretRef,
-        /// The data key.
-        key: &'static str,
-    },
+    NoCertificate,
     /// The first (leaf) certificate is not a parseable X.509 certificate.
-    #[error("secret {secret}: data key {key}: the leaf certificate cannot be parsed: {reason}")]
     InvalidCertificate {
-        /// The Secret.
-        secret: SecretRef,
-        /// The data key.
-        key: &'static str,
         /// The parser's explanation (certificates are public data).
         reason: String,
     },
     /// The value is PEM but holds no private-key section.
-    #[error(
-        "secret {secret}: data key {key} holds no PEM PRIVATE KEY, RSA PRIVATE KEY or EC PRIVATE KEY section"
-    )]
-    NoPrivateKey {
-        /// The Secret.
-        secret: SecretRef,
-        /// The data key.
-        key: &'static str,
-    },
+    NoPrivateKey,
     /// The private key is encrypted (PKCS#8 `EncryptedPrivateKeyInfo`, an
     /// `ENCRYPTED PRIVATE KEY` section, or a legacy `Proc-Type: 4,ENCRYPTED`
     /// header); services cannot supply a passphrase.
-    #[error("secret {secret}: data key {key} holds an encrypted private key; store it unencrypted")]
-    EncryptedKey {
-        /// The Secret.
-        secret: SecretRef,
-        /// The data key.
-        key: &'static str,
-    },
+    EncryptedKey,
     /// The private key cannot be parsed or loaded.
-    #[error("secret {secret}: data key {key}: the private key cannot be loaded: {reason}")]
     UnparseableKey {
-        /// The Secret.
-        secret: SecretRef,
-        /// The data key.
-        key: &'static str,
         /// What is wrong (a fixed text, never the data).
         reason: &'static str,
     },
     /// The key algorithm or size is not supported (supported: RSA 2048 to 4096
     /// bits, ECDSA P-256 and P-384, Ed25519).
-    #[error(
-        "secret {secret}: data key {key}: unsupported key algorithm {algorithm} (supported: RSA 2048-4096 bits, ECDSA P-256, ECDSA P-384, Ed25519)"
-    )]
     UnsupportedAlgorithm {
-        /// The Secret.
-        secret: SecretRef,
-        /// The data key.
-        key: &'static str,
         /// A description of the algorithm found (e.g. `RSA-1024`, `ECDSA curve 1.3.132.0.35`).
         algorithm: String,
     },
-    /// The private key does not belong to the leaf certificate.
-    #[error(
-        "secret {secret}: the private key in {key} does not match the certificate in {cert_key}: {detail}"
-    )]
+    /// The private key (in the error's data key) does not belong to the leaf
+    /// certificate.
     KeyMismatch {
-        /// The Secret.
-        secret: SecretRef,
-        /// The data key of the private key.
-        key: &'static str,
         /// The data key of the certificate.
         cert_key: &'static str,
         /// How they differ (key types, or "different public keys").
         detail: String,
     },
     /// The leaf certificate's `notAfter` has passed.
-    #[error("secret {secret}: data key {key}: the certificate expired at {not_after_text}")]
     CertificateExpired {
-        /// The Secret.
-        secret: SecretRef,
-        /// The data key.
-        key: &'static str,
         /// The certificate's `notAfter`.
         not_after: SystemTime,
         /// `notAfter` as written in the certificate.
         not_after_text: String,
     },
     /// The leaf certificate's `notBefore` is still in the future.
-    #[error(
-        "secret {secret}: data key {key}: the certificate is not valid before {not_before_text}"
-    )]
     CertificateNotYetValid {
-        /// The Secret.
-        secret: SecretRef,
-        /// The data key.
-        key: &'static str,
         /// The certificate's `notBefore`.
         not_before: SystemTime,
         /// `notBefore` as written in the certificate.
         not_before_text: String,
     },
     /// A CA Secret holds certificates, but none is usable as a trust anchor.
-    #[error(
-        "secret {secret}: none of the {ignored} certificate(s) in {keys} is usable as a trust root"
-    )]
     NoUsableRoot {
-        /// The Secret.
-        secret: SecretRef,
         /// The data keys read (e.g. `tls.crt, ca.crt`).
         keys: &'static str,
         /// How many certificates were rejected.
@@ -199,52 +129,102 @@ pub enum MaterialError {
 }
 
 impl MaterialError {
-    /// The Secret this error is about.
-    pub fn secret(&self) -> &SecretRef {
-        match self {
-            Self::WrongType { secret, .. }
-            | Self::MissingKey { secret, .. }
-            | Self::EmptyKey { secret, .. }
-            | Self::NotPem { secret, .. }
-            | Self::NoCertificate { secret, .. }
-            | Self::InvalidCertificate { secret, .. }
-            | Self::NoPrivateKey { secret, .. }
-            | Self::EncryptedKey { secret, .. }
-            | Self::UnparseableKey { secret, .. }
-            | Self::UnsupportedAlgorithm { secret, .. }
-            | Self::KeyMismatch { secret, .. }
-            | Self::CertificateExpired { secret, .. }
-            | Self::CertificateNotYetValid { secret, .. }
-            | Self::NoUsableRoot { secret, .. } => secret,
+    /// An error about `secret`'s data key `data_key` (`None` when it is about
+    /// the Secret as a whole).
+    pub fn new(secret: SecretRef, data_key: Option<&'static str>, kind: MaterialErrorKind) -> Self {
+        Self {
+            secret,
+            data_key,
+            kind,
         }
     }
 
-    /// The data key this error is about (`None` for [`MaterialError::WrongType`];
-    /// the key file for [`MaterialError::KeyMismatch`]; the first key read for
-    /// [`MaterialError::NoUsableRoot`]).
+    /// The Secret this error is about.
+    pub fn secret(&self) -> &SecretRef {
+        &self.secret
+    }
+
+    /// The data key this error is about (`None` for
+    /// [`MaterialErrorKind::WrongType`]; the key file for
+    /// [`MaterialErrorKind::KeyMismatch`]; the first key read for
+    /// [`MaterialErrorKind::NoUsableRoot`]).
     pub fn data_key(&self) -> Option<&'static str> {
-        match self {
-            Self::WrongType { .. } => None,
-            Self::NoUsableRoot { .. } => Some(crate::material::TLS_CRT),
-            Self::MissingKey { key, .. }
-            | Self::EmptyKey { key, .. }
-            | Self::NotPem { key, .. }
-            | Self::NoCertificate { key, .. }
-            | Self::InvalidCertificate { key, .. }
-            | Self::NoPrivateKey { key, .. }
-            | Self::EncryptedKey { key, .. }
-            | Self::UnparseableKey { key, .. }
-            | Self::UnsupportedAlgorithm { key, .. }
-            | Self::KeyMismatch { key, .. }
-            | Self::CertificateExpired { key, .. }
-            | Self::CertificateNotYetValid { key, .. } => Some(key),
-        }
+        self.data_key
+    }
+
+    /// What is wrong.
+    pub fn kind(&self) -> &MaterialErrorKind {
+        &self.kind
     }
 
     /// Whether the error is only about time: the material is otherwise usable
     /// and may become valid later (`notBefore` in the future). A resolver may
     /// keep waiting for such an identity rather than fail for good.
     pub fn is_not_yet_valid(&self) -> bool {
-        matches!(self, Self::CertificateNotYetValid { .. })
+        matches!(self.kind, MaterialErrorKind::CertificateNotYetValid { .. })
     }
 }
+
+impl fmt::Display for MaterialError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        use MaterialErrorKind as K;
+        let secret = &self.secret;
+        let key = self.data_key.unwrap_or("");
+        match &self.kind {
+            K::WrongType { found } => write!(
+                f,
+                "secret {secret}: type is {found:?}, expected \"kubernetes.io/tls\""
+            ),
+            K::MissingKey => write!(f, "secret {secret}: data key {key} is missing"),
+            K::EmptyKey => write!(f, "secret {secret}: data key {key} is empty"),
+            K::NotPem { reason } => write!(
+                f,
+                "secret {secret}: data key {key} is not valid PEM: {reason}"
+            ),
+            K::NoCertificate => write!(
+                f,
+                "secret {secret}: data key {key} holds no PEM CERTIFICATE section"
+            ),
+            K::InvalidCertificate { reason } => write!(
+                f,
+                "secret {secret}: data key {key}: the leaf certificate cannot be parsed: {reason}"
+            ),
+            K::NoPrivateKey => write!(
+                f,
+                "secret {secret}: data key {key} holds no PEM PRIVATE KEY, RSA PRIVATE KEY or EC PRIVATE KEY section"
+            ),
+            K::EncryptedKey => write!(
+                f,
+                "secret {secret}: data key {key} holds an encrypted private key; store it unencrypted"
+            ),
+            K::UnparseableKey { reason } => write!(
+                f,
+                "secret {secret}: data key {key}: the private key cannot be loaded: {reason}"
+            ),
+            K::UnsupportedAlgorithm { algorithm } => write!(
+                f,
+                "secret {secret}: data key {key}: unsupported key algorithm {algorithm} (supported: RSA 2048-4096 bits, ECDSA P-256, ECDSA P-384, Ed25519)"
+            ),
+            K::KeyMismatch { cert_key, detail } => write!(
+                f,
+                "secret {secret}: the private key in {key} does not match the certificate in {cert_key}: {detail}"
+            ),
+            K::CertificateExpired { not_after_text, .. } => write!(
+                f,
+                "secret {secret}: data key {key}: the certificate expired at {not_after_text}"
+            ),
+            K::CertificateNotYetValid {
+                not_before_text, ..
+            } => write!(
+                f,
+                "secret {secret}: data key {key}: the certificate is not valid before {not_before_text}"
+            ),
+            K::NoUsableRoot { keys, ignored } => write!(
+                f,
+                "secret {secret}: none of the {ignored} certificate(s) in {keys} is usable as a trust root"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for MaterialError {}

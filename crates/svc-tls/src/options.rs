@@ -41,7 +41,7 @@
 //! # One rule for Secret references
 //!
 //! A reference (CA trust or client identity) is either fully set (namespace and
-//! name) or unset; a half-set reference is a [`ConfigError::HalfSetReference`]
+//! name) or unset; a half-set reference is a [`OptionsError::HalfSetReference`]
 //! naming the missing flag. An empty value counts as unset (Helm charts render
 //! unset values as `--flag=`). The Go code checked only the CA Secret's *name*
 //! and silently ignored a lone namespace; we do not reproduce that.
@@ -55,7 +55,7 @@ use clap::parser::ValueSource;
 use clap::{Arg, ArgAction, ArgMatches, Command};
 use url::Url;
 
-pub use crate::error::ConfigError;
+pub use crate::error::OptionsError;
 
 /// A reference to a namespaced Secret. `Display` is `namespace/name`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -177,7 +177,7 @@ impl PeerOptions {
     }
 
     /// Reads the options added by [`PeerOptions::augment`] for `service`.
-    pub fn from_matches(matches: &ArgMatches, service: &str) -> Result<Self, ConfigError> {
+    pub fn from_matches(matches: &ArgMatches, service: &str) -> Result<Self, OptionsError> {
         Ok(Self {
             service: service.to_owned(),
             host: get::<Url>(matches, &Self::host_flag(service))?,
@@ -198,16 +198,16 @@ impl PeerOptions {
         self.host.as_ref()
     }
 
-    /// `--S-host`, or [`ConfigError::MissingFlag`] naming it.
-    pub fn require_host(&self) -> Result<&Url, ConfigError> {
-        self.host.as_ref().ok_or_else(|| ConfigError::MissingFlag {
+    /// `--S-host`, or [`OptionsError::MissingFlag`] naming it.
+    pub fn require_host(&self) -> Result<&Url, OptionsError> {
+        self.host.as_ref().ok_or_else(|| OptionsError::MissingFlag {
             flag: Self::host_flag(&self.service),
         })
     }
 
     /// The CA Secret: `Some` when both flags are set, `None` when neither is,
-    /// [`ConfigError::HalfSetReference`] naming the missing flag otherwise.
-    pub fn ca_secret(&self) -> Result<Option<SecretRef>, ConfigError> {
+    /// [`OptionsError::HalfSetReference`] naming the missing flag otherwise.
+    pub fn ca_secret(&self) -> Result<Option<SecretRef>, OptionsError> {
         reference(
             self.ca_secret_namespace.as_deref(),
             self.ca_secret_name.as_deref(),
@@ -320,7 +320,7 @@ impl ClientIdentityOptions {
     /// Reads the options added by [`ClientIdentityOptions::augment`] with the
     /// same prefix. A given reload interval is accepted and reported once (per
     /// flag, per process) as deprecated through `tracing::warn!`.
-    pub fn from_matches(matches: &ArgMatches, prefix: Option<&str>) -> Result<Self, ConfigError> {
+    pub fn from_matches(matches: &ArgMatches, prefix: Option<&str>) -> Result<Self, OptionsError> {
         let prefix = prefix.filter(|p| !p.is_empty());
         let interval_flag = Self::reload_interval_flag(prefix);
         let reload_interval = get::<Duration>(matches, &interval_flag)?;
@@ -351,9 +351,9 @@ impl ClientIdentityOptions {
     }
 
     /// The client-certificate Secret: `Some` when both flags are set, `None` when
-    /// neither is, [`ConfigError::HalfSetReference`] naming the missing flag
+    /// neither is, [`OptionsError::HalfSetReference`] naming the missing flag
     /// otherwise.
-    pub fn secret(&self) -> Result<Option<SecretRef>, ConfigError> {
+    pub fn secret(&self) -> Result<Option<SecretRef>, OptionsError> {
         let prefix = self.prefix.as_deref();
         reference(
             self.namespace.as_deref(),
@@ -378,11 +378,11 @@ fn non_empty(s: String) -> Option<String> {
 fn get<T: Clone + Send + Sync + 'static>(
     matches: &ArgMatches,
     id: &str,
-) -> Result<Option<T>, ConfigError> {
+) -> Result<Option<T>, OptionsError> {
     matches
         .try_get_one::<T>(id)
         .map(|v| v.cloned())
-        .map_err(|e| ConfigError::NotDefined {
+        .map_err(|e| OptionsError::NotDefined {
             flag: id.to_owned(),
             reason: e.to_string(),
         })
@@ -393,15 +393,15 @@ fn reference(
     name: Option<&str>,
     namespace_flag: impl FnOnce() -> String,
     name_flag: impl FnOnce() -> String,
-) -> Result<Option<SecretRef>, ConfigError> {
+) -> Result<Option<SecretRef>, OptionsError> {
     match (namespace, name) {
         (Some(namespace), Some(name)) => Ok(Some(SecretRef::new(namespace, name))),
         (None, None) => Ok(None),
-        (Some(_), None) => Err(ConfigError::HalfSetReference {
+        (Some(_), None) => Err(OptionsError::HalfSetReference {
             set: namespace_flag(),
             missing: name_flag(),
         }),
-        (None, Some(_)) => Err(ConfigError::HalfSetReference {
+        (None, Some(_)) => Err(OptionsError::HalfSetReference {
             set: name_flag(),
             missing: namespace_flag(),
         }),

@@ -55,12 +55,10 @@ pub enum IdentityError {
     #[error(transparent)]
     Source(#[from] SourceError),
     /// The cache synced, and the Secret does not exist.
-    #[error("client certificate Secret {namespace}/{name} not found")]
+    #[error("client certificate Secret {secret} not found")]
     NotFound {
-        /// Namespace of the Secret.
-        namespace: String,
-        /// Name of the Secret.
-        name: String,
+        /// The Secret.
+        secret: SecretRef,
     },
     /// The Secret exists and does not hold a usable identity (the error names the
     /// Secret and the data key).
@@ -73,12 +71,10 @@ pub enum IdentityError {
 #[non_exhaustive]
 pub enum ReloadError {
     /// The Secret is not in the cache (deleted, or not yet recreated).
-    #[error("client certificate Secret {namespace}/{name} not found")]
+    #[error("client certificate Secret {secret} not found")]
     NotFound {
-        /// Namespace of the Secret.
-        namespace: String,
-        /// Name of the Secret.
-        name: String,
+        /// The Secret.
+        secret: SecretRef,
     },
     /// The Secret does not hold a usable identity (the error names the Secret).
     #[error("client certificate {0}")]
@@ -117,8 +113,7 @@ impl fmt::Debug for IdentityResolver {
         let served = self.inner.current.load();
         let secret = self.inner.source.secret_ref();
         f.debug_struct("IdentityResolver")
-            .field("namespace", &secret.namespace)
-            .field("name", &secret.name)
+            .field("secret", secret)
             .field("serial", &served.identity.serial_hex())
             .field("failures", &self.inner.failures.load(Ordering::Relaxed))
             .finish()
@@ -139,8 +134,7 @@ pub struct IdentityResolverBuilder {
 impl fmt::Debug for IdentityResolverBuilder {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("IdentityResolverBuilder")
-            .field("namespace", &self.secret.namespace)
-            .field("name", &self.secret.name)
+            .field("secret", &self.secret)
             .field("timeout", &self.timeout)
             .field("warning_period", &self.warning_period)
             .finish_non_exhaustive()
@@ -244,10 +238,7 @@ impl IdentityResolver {
     ) -> Result<Self, IdentityError> {
         let secret = source.secret_ref().clone();
         let Some(object) = source.get() else {
-            return Err(IdentityError::NotFound {
-                namespace: secret.namespace,
-                name: secret.name,
-            });
+            return Err(IdentityError::NotFound { secret });
         };
         let cache = IdentityCache::new(provider);
         let identity = cache.load(&object).map_err(IdentityError::Material)?;
@@ -280,8 +271,7 @@ impl IdentityResolver {
         let loaded = match inner.source.get() {
             Some(object) => inner.cache.load(&object).map_err(ReloadError::Material),
             None => Err(ReloadError::NotFound {
-                namespace: secret.namespace.clone(),
-                name: secret.name.clone(),
+                secret: secret.clone(),
             }),
         };
         match loaded {
@@ -294,7 +284,7 @@ impl IdentityResolver {
                 }));
                 if inner.stale.swap(false, Ordering::AcqRel) {
                     tracing::info!(
-                        secret = %format_args!("{}/{}", secret.namespace, secret.name),
+                        secret = %secret,
                         serial = %identity.serial_hex(),
                         "client certificate reloaded again after failures"
                     );
@@ -317,7 +307,7 @@ impl IdentityResolver {
                         suppressed,
                     };
                     tracing::warn!(
-                        secret = %format_args!("{}/{}", secret.namespace, secret.name),
+                        secret = %secret,
                         error = %error,
                         serial = %warning.serving_serial_hex,
                         stale_for_secs = stale_for.as_secs(),

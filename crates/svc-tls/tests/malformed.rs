@@ -11,8 +11,8 @@ use std::time::Duration;
 
 use kube_testbed::Testbed;
 use support::*;
-use svc_tls::client::{Trust, client_config};
-use svc_tls::error::MaterialError;
+use svc_tls::client::{TrustMode, client_config};
+use svc_tls::error::{MaterialError, MaterialErrorKind};
 use svc_tls::options::SecretRef;
 use svc_tls::report::{ManualClock, StaleWarning, StateRecorder};
 use svc_tls::resolver::{IdentityError, IdentityResolver};
@@ -39,58 +39,88 @@ fn cases(ca: &TestCa) -> Vec<Case> {
                 "Opaque",
                 &[("tls.crt", &leaf.cert_pem), ("tls.key", &leaf.key_pem)],
             ),
-            expect: |e| matches!(e, MaterialError::WrongType { found: Some(t), .. } if t == "Opaque"),
+            expect: |e| matches!(e.kind(), MaterialErrorKind::WrongType { found: Some(t), .. } if t == "Opaque"),
         },
         Case {
             what: "missing tls.key",
             secret: secret_with(NAME, "kubernetes.io/tls", &[("tls.crt", &leaf.cert_pem)]),
-            expect: |e| matches!(e, MaterialError::MissingKey { key: "tls.key", .. }),
+            expect: |e| {
+                matches!(
+                    (e.kind(), e.data_key()),
+                    (MaterialErrorKind::MissingKey, Some("tls.key"))
+                )
+            },
         },
         Case {
             what: "missing tls.crt",
             secret: secret_with(NAME, "kubernetes.io/tls", &[("tls.key", &leaf.key_pem)]),
-            expect: |e| matches!(e, MaterialError::MissingKey { key: "tls.crt", .. }),
+            expect: |e| {
+                matches!(
+                    (e.kind(), e.data_key()),
+                    (MaterialErrorKind::MissingKey, Some("tls.crt"))
+                )
+            },
         },
         Case {
             what: "empty tls.crt",
             secret: tls_secret(NAME, "", &leaf.key_pem),
-            expect: |e| matches!(e, MaterialError::EmptyKey { key: "tls.crt", .. }),
+            expect: |e| {
+                matches!(
+                    (e.kind(), e.data_key()),
+                    (MaterialErrorKind::EmptyKey, Some("tls.crt"))
+                )
+            },
         },
         Case {
             what: "tls.crt not PEM",
             secret: tls_secret(NAME, "this is not PEM at all", &leaf.key_pem),
             expect: |e| {
                 matches!(
-                    e,
-                    MaterialError::NotPem { key: "tls.crt", .. }
-                        | MaterialError::NoCertificate { key: "tls.crt", .. }
+                    (e.kind(), e.data_key()),
+                    (MaterialErrorKind::NotPem { .. }, Some("tls.crt"))
+                        | (MaterialErrorKind::NoCertificate, Some("tls.crt"))
                 )
             },
         },
         Case {
             what: "tls.crt holds a key, no certificate",
             secret: tls_secret(NAME, &leaf.key_pem, &leaf.key_pem),
-            expect: |e| matches!(e, MaterialError::NoCertificate { key: "tls.crt", .. }),
+            expect: |e| {
+                matches!(
+                    (e.kind(), e.data_key()),
+                    (MaterialErrorKind::NoCertificate, Some("tls.crt"))
+                )
+            },
         },
         Case {
             what: "tls.key holds a certificate, no key",
             secret: tls_secret(NAME, &leaf.cert_pem, &leaf.cert_pem),
-            expect: |e| matches!(e, MaterialError::NoPrivateKey { key: "tls.key", .. }),
+            expect: |e| {
+                matches!(
+                    (e.kind(), e.data_key()),
+                    (MaterialErrorKind::NoPrivateKey, Some("tls.key"))
+                )
+            },
         },
         Case {
             what: "encrypted key",
             secret: tls_secret(NAME, &leaf.cert_pem, encrypted),
-            expect: |e| matches!(e, MaterialError::EncryptedKey { key: "tls.key", .. }),
+            expect: |e| {
+                matches!(
+                    (e.kind(), e.data_key()),
+                    (MaterialErrorKind::EncryptedKey, Some("tls.key"))
+                )
+            },
         },
         Case {
             what: "key of another certificate",
             secret: tls_secret(NAME, &leaf.cert_pem, &other.key_pem),
-            expect: |e| matches!(e, MaterialError::KeyMismatch { .. }),
+            expect: |e| matches!(e.kind(), MaterialErrorKind::KeyMismatch { .. }),
         },
         Case {
             what: "expired certificate",
             secret: tls_secret(NAME, &expired.cert_pem, &expired.key_pem),
-            expect: |e| matches!(e, MaterialError::CertificateExpired { .. }),
+            expect: |e| matches!(e.kind(), MaterialErrorKind::CertificateExpired { .. }),
         },
     ]
 }
@@ -158,7 +188,12 @@ async fn each_malformed_secret_at_handshake_time_serves_last_good_and_warns_once
         .await
         .unwrap();
     let config = Arc::new(
-        client_config(provider(), Trust::Roots(server_ca.roots()), Some(&resolver)).unwrap(),
+        client_config(
+            provider(),
+            TrustMode::Roots(server_ca.roots()),
+            Some(&resolver),
+        )
+        .unwrap(),
     );
 
     let cases = cases(&client_ca);

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use clap::Command;
-use svc_tls::options::{ClientIdentityOptions, ConfigError, PeerOptions, SecretRef};
+use svc_tls::options::{ClientIdentityOptions, OptionsError, PeerOptions, SecretRef};
 
 /// A service command as a Unikorn service declares it: three peers, the default
 /// identity, and a distinct identity towards `region`.
@@ -69,7 +69,7 @@ fn several_sets_parse_independently() {
     assert_eq!(kubernetes.host(), None);
     assert_eq!(
         kubernetes.require_host().unwrap_err(),
-        ConfigError::MissingFlag {
+        OptionsError::MissingFlag {
             flag: "kubernetes-host".into()
         }
     );
@@ -172,7 +172,7 @@ fn half_set_references_name_the_missing_flag() {
         };
         assert_eq!(
             err,
-            ConfigError::HalfSetReference {
+            OptionsError::HalfSetReference {
                 set: set.into(),
                 missing: missing.into()
             },
@@ -291,7 +291,7 @@ fn reading_options_that_were_not_added_is_an_error_not_a_panic() {
     let m = Command::new("svc").try_get_matches_from(["svc"]).unwrap();
     let err = PeerOptions::from_matches(&m, "identity").unwrap_err();
     assert!(
-        matches!(&err, ConfigError::NotDefined { flag, .. } if flag == "identity-host"),
+        matches!(&err, OptionsError::NotDefined { flag, .. } if flag == "identity-host"),
         "{err:?}"
     );
 }
@@ -301,7 +301,7 @@ fn options_built_in_code_follow_the_same_rule() {
     let peer = PeerOptions::new("identity").with_ca_secret("", "ca");
     assert_eq!(
         peer.ca_secret().unwrap_err(),
-        ConfigError::HalfSetReference {
+        OptionsError::HalfSetReference {
             set: "identity-ca-secret-name".into(),
             missing: "identity-ca-secret-namespace".into()
         }

@@ -19,7 +19,7 @@ use rcgen::{KeyPair, RsaKeySize};
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use support::nginx::Nginx;
 use support::*;
-use svc_tls::client::{Trust, client_config, reqwest_builder};
+use svc_tls::client::{TrustMode, client_config, reqwest_builder};
 use svc_tls::options::SecretRef;
 use svc_tls::principal::{
     AlgorithmPolicy, CertificateError, IngressError, PRINCIPAL_HEADER, PeerCertificate, Principal,
@@ -143,8 +143,12 @@ async fn principal_signed_with_the_handshake_identity_verifies_behind_nginx_acro
     );
 
     let resolver = resolver_for(&tb, NAME).await;
-    let config =
-        client_config(provider(), Trust::Roots(server_ca.roots()), Some(&resolver)).unwrap();
+    let config = client_config(
+        provider(),
+        TrustMode::Roots(server_ca.roots()),
+        Some(&resolver),
+    )
+    .unwrap();
     // No pooling: every request is a new handshake, so the presented certificate is
     // the current one (a pooled connection keeps the one it was opened with).
     let http = reqwest_builder(config)
@@ -196,10 +200,11 @@ async fn principal_signed_with_the_handshake_identity_verifies_behind_nginx_acro
 
     // 3. No client certificate, with forged ingress headers: nginx overwrites them,
     //    and the helper refuses the request.
-    let anonymous =
-        reqwest_builder(client_config(provider(), Trust::Roots(server_ca.roots()), None).unwrap())
-            .build()
-            .unwrap();
+    let anonymous = reqwest_builder(
+        client_config(provider(), TrustMode::Roots(server_ca.roots()), None).unwrap(),
+    )
+    .build()
+    .unwrap();
     let forged = utf8_percent_encode(&one.cert_pem, NON_ALPHANUMERIC).to_string();
     let request = anonymous
         .get(nginx.url("/api"))
@@ -221,7 +226,7 @@ async fn principal_signed_with_the_handshake_identity_verifies_behind_nginx_acro
     let rogue_http = reqwest_builder(
         client_config(
             provider(),
-            Trust::Roots(server_ca.roots()),
+            TrustMode::Roots(server_ca.roots()),
             Some(&rogue_resolver),
         )
         .unwrap(),

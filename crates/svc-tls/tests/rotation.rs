@@ -13,7 +13,7 @@ use rustls_pki_types::pem::PemObject;
 
 use kube_testbed::{Rule, Testbed};
 use support::*;
-use svc_tls::client::{Trust, client_config, reqwest_client};
+use svc_tls::client::{TrustMode, client_config, reqwest_client};
 use svc_tls::options::SecretRef;
 use svc_tls::report::{ManualClock, StaleWarning, StateRecorder};
 use svc_tls::resolver::{IdentityError, IdentityResolver};
@@ -53,8 +53,12 @@ async fn secret_update_makes_the_next_connection_present_the_new_leaf() {
     let server = TestServer::start(&server_ca, &client_ca).await;
 
     let resolver = resolver(&tb).await;
-    let config =
-        client_config(provider(), Trust::Roots(server_ca.roots()), Some(&resolver)).unwrap();
+    let config = client_config(
+        provider(),
+        TrustMode::Roots(server_ca.roots()),
+        Some(&resolver),
+    )
+    .unwrap();
     let http = reqwest_client(config).unwrap();
     assert_eq!(get_serial(&http, &server.url()).await, 101);
 
@@ -83,7 +87,12 @@ async fn ca_rotation_needs_no_client_restart() {
 
     let resolver = resolver(&tb).await;
     let config = Arc::new(
-        client_config(provider(), Trust::Roots(server_ca.roots()), Some(&resolver)).unwrap(),
+        client_config(
+            provider(),
+            TrustMode::Roots(server_ca.roots()),
+            Some(&resolver),
+        )
+        .unwrap(),
     );
     assert_eq!(handshake_serial(config.clone(), server.addr).await, Ok(201));
 
@@ -140,7 +149,12 @@ async fn failed_reload_serves_last_good_with_one_limited_warning() {
         .await
         .unwrap();
     let config = Arc::new(
-        client_config(provider(), Trust::Roots(server_ca.roots()), Some(&resolver)).unwrap(),
+        client_config(
+            provider(),
+            TrustMode::Roots(server_ca.roots()),
+            Some(&resolver),
+        )
+        .unwrap(),
     );
 
     // A leaf with another leaf's key: rejected on reload, the last good one served.
@@ -211,7 +225,12 @@ async fn concurrent_handshakes_while_the_secret_flips_present_whole_identities()
     let server = TestServer::start(&server_ca, &client_ca).await;
     let resolver = resolver(&tb).await;
     let config = Arc::new(
-        client_config(provider(), Trust::Roots(server_ca.roots()), Some(&resolver)).unwrap(),
+        client_config(
+            provider(),
+            TrustMode::Roots(server_ca.roots()),
+            Some(&resolver),
+        )
+        .unwrap(),
     );
 
     let done = Arc::new(AtomicBool::new(false));
@@ -365,7 +384,7 @@ async fn a_tls12_only_server_is_refused() {
         acceptor.accept(tcp).await.is_ok()
     });
     let config =
-        Arc::new(client_config(provider(), Trust::Roots(server_ca.roots()), None).unwrap());
+        Arc::new(client_config(provider(), TrustMode::Roots(server_ca.roots()), None).unwrap());
     let err = handshake_serial(config, addr).await.unwrap_err();
     assert!(err.starts_with("handshake:"), "{err}");
     assert!(
@@ -385,7 +404,12 @@ async fn the_cache_follows_the_secret_across_dropped_watches_expired_history_and
     let server = TestServer::start(&server_ca, &client_ca).await;
     let resolver = resolver(&tb).await;
     let config = Arc::new(
-        client_config(provider(), Trust::Roots(server_ca.roots()), Some(&resolver)).unwrap(),
+        client_config(
+            provider(),
+            TrustMode::Roots(server_ca.roots()),
+            Some(&resolver),
+        )
+        .unwrap(),
     );
 
     // The watch stream ends: the reflector watches again from where it was.
@@ -423,7 +447,7 @@ async fn the_cache_follows_the_secret_across_dropped_watches_expired_history_and
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn peer_tls_from_options_calls_the_peer_with_the_watched_identity() {
-    use svc_tls::client::{ClientError, PeerTls};
+    use svc_tls::client::{PeerClientError, PeerTls};
     use svc_tls::options::{ClientIdentityOptions, PeerOptions};
 
     let tb = Testbed::start().await;
@@ -466,7 +490,7 @@ async fn peer_tls_from_options_calls_the_peer_with_the_watched_identity() {
     let err = PeerTls::from_options(&tb.client(), &half, &me, Duration::from_secs(10))
         .await
         .unwrap_err();
-    assert!(matches!(err, ClientError::Config(_)), "{err:?}");
+    assert!(matches!(err, PeerClientError::Config(_)), "{err:?}");
     assert!(err.to_string().contains("--region-ca-secret-name"), "{err}");
     // A missing CA Secret is named.
     let missing = PeerOptions::new("region").with_ca_secret(NS, "no-such-ca");

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use kube_testbed::Testbed;
 use support::*;
-use svc_tls::client::{Trust, client_config};
+use svc_tls::client::{TrustMode, client_config};
 use svc_tls::options::SecretRef;
 use svc_tls::report::ManualClock;
 use svc_tls::resolver::IdentityResolver;
@@ -72,7 +72,12 @@ async fn failing_handshakes_warn_once_per_minute_with_suppressed_count() {
         .await
         .unwrap();
     let config = Arc::new(
-        client_config(provider(), Trust::Roots(server_ca.roots()), Some(&resolver)).unwrap(),
+        client_config(
+            provider(),
+            TrustMode::Roots(server_ca.roots()),
+            Some(&resolver),
+        )
+        .unwrap(),
     );
 
     // The Secret loses its key.

@@ -16,7 +16,7 @@ use x509_parser::time::ASN1Time;
 use super::key::{KeyKind, cert_key_kind, check_match, load_key};
 use super::pem::read_certificates;
 use super::secret::{check_type, required, secret_ref_of};
-use super::{MaterialError, TLS_CRT, TLS_KEY};
+use super::{MaterialError, MaterialErrorKind, TLS_CRT, TLS_KEY};
 use crate::options::SecretRef;
 
 /// A loaded client identity: the certificate chain and signing key, ready to
@@ -127,16 +127,18 @@ pub fn load_identity_from_pem_at(
 ) -> Result<Identity, MaterialError> {
     let name = || secret.clone();
     if cert_pem.is_empty() {
-        return Err(MaterialError::EmptyKey {
-            secret: name(),
-            key: TLS_CRT,
-        });
+        return Err(MaterialError::new(
+            name(),
+            Some(TLS_CRT),
+            MaterialErrorKind::EmptyKey,
+        ));
     }
     if key_pem.is_empty() {
-        return Err(MaterialError::EmptyKey {
-            secret: name(),
-            key: TLS_KEY,
-        });
+        return Err(MaterialError::new(
+            name(),
+            Some(TLS_KEY),
+            MaterialErrorKind::EmptyKey,
+        ));
     }
     load_core(&name, cert_pem, key_pem, provider, now)
 }
@@ -150,47 +152,57 @@ pub(super) fn load_core(
 ) -> Result<Identity, MaterialError> {
     let chain = read_certificates(name, TLS_CRT, cert_pem)?;
     let Some(leaf) = chain.first() else {
-        return Err(MaterialError::NoCertificate {
-            secret: name(),
-            key: TLS_CRT,
-        });
+        return Err(MaterialError::new(
+            name(),
+            Some(TLS_CRT),
+            MaterialErrorKind::NoCertificate,
+        ));
     };
 
     let (_, cert) = X509CertificateParser::new()
         .with_deep_parse_extensions(false)
         .parse(leaf.as_ref())
-        .map_err(|e| MaterialError::InvalidCertificate {
-            secret: name(),
-            key: TLS_CRT,
-            reason: e.to_string(),
+        .map_err(|e| {
+            MaterialError::new(
+                name(),
+                Some(TLS_CRT),
+                MaterialErrorKind::InvalidCertificate {
+                    reason: e.to_string(),
+                },
+            )
         })?;
     let tbs = &cert.tbs_certificate;
     let spki = &tbs.subject_pki;
 
-    let cert_kind =
-        cert_key_kind(spki).map_err(|algorithm| MaterialError::UnsupportedAlgorithm {
-            secret: name(),
-            key: TLS_CRT,
-            algorithm,
-        })?;
+    let cert_kind = cert_key_kind(spki).map_err(|algorithm| {
+        MaterialError::new(
+            name(),
+            Some(TLS_CRT),
+            MaterialErrorKind::UnsupportedAlgorithm { algorithm },
+        )
+    })?;
 
     let not_before = to_system_time(&tbs.validity.not_before);
     let not_after = to_system_time(&tbs.validity.not_after);
     if now < not_before {
-        return Err(MaterialError::CertificateNotYetValid {
-            secret: name(),
-            key: TLS_CRT,
-            not_before,
-            not_before_text: tbs.validity.not_before.to_string(),
-        });
+        return Err(MaterialError::new(
+            name(),
+            Some(TLS_CRT),
+            MaterialErrorKind::CertificateNotYetValid {
+                not_before,
+                not_before_text: tbs.validity.not_before.to_string(),
+            },
+        ));
     }
     if now > not_after {
-        return Err(MaterialError::CertificateExpired {
-            secret: name(),
-            key: TLS_CRT,
-            not_after,
-            not_after_text: tbs.validity.not_after.to_string(),
-        });
+        return Err(MaterialError::new(
+            name(),
+            Some(TLS_CRT),
+            MaterialErrorKind::CertificateExpired {
+                not_after,
+                not_after_text: tbs.validity.not_after.to_string(),
+            },
+        ));
     }
 
     let signing_key = load_key(name, key_pem, cert_kind, provider)?;

@@ -13,7 +13,7 @@ use x509_parser::x509::SubjectPublicKeyInfo;
 
 use super::der::{self, oid, tag};
 use super::pem::{contains, pem_reason};
-use super::{MaterialError, TLS_CRT, TLS_KEY};
+use super::{MaterialError, MaterialErrorKind, TLS_CRT, TLS_KEY};
 use crate::options::SecretRef;
 
 /// The key type of an identity.
@@ -74,7 +74,6 @@ pub(super) fn cert_key_kind(spki: &SubjectPublicKeyInfo<'_>) -> Result<KeyKind, 
         other => Err(oid::describe(other)),
     }
 }
-
 
 /// Bits of the modulus of a DER `RSAPublicKey`.
 fn rsa_modulus_bits(rsa_public_key: &[u8]) -> Option<usize> {
@@ -162,8 +161,9 @@ fn curve_kind(curve: &[u8]) -> Result<KeyKind, Unusable> {
 /// DER does not say (e.g. SEC1 without curve parameters): the provider decides.
 pub(super) fn classify_der(key: &PrivateKeyDer<'_>) -> Result<Option<KeyKind>, Unusable> {
     match key {
-        PrivateKeyDer::Pkcs1(pkcs1) => Ok(rsa_private_modulus_bits(pkcs1.secret_pkcs1_der())
-            .map(|bits| KeyKind::Rsa { bits })),
+        PrivateKeyDer::Pkcs1(pkcs1) => Ok(
+            rsa_private_modulus_bits(pkcs1.secret_pkcs1_der()).map(|bits| KeyKind::Rsa { bits })
+        ),
         PrivateKeyDer::Sec1(sec1) => Ok(sec1_curve(sec1.secret_sec1_der())),
         PrivateKeyDer::Pkcs8(pkcs8) => match read_pkcs8(pkcs8.secret_pkcs8_der())? {
             None => Ok(None),
@@ -261,39 +261,40 @@ fn describe_key(kind: KeyKind) -> String {
     }
 }
 
-
 pub(super) fn load_key(
     name: &dyn Fn() -> SecretRef,
     key_pem: &[u8],
     cert_kind: KeyKind,
     provider: &CryptoProvider,
 ) -> Result<Arc<dyn SigningKey>, MaterialError> {
-    let encrypted = || MaterialError::EncryptedKey {
-        secret: name(),
-        key: TLS_KEY,
-    };
+    let encrypted = || MaterialError::new(name(), Some(TLS_KEY), MaterialErrorKind::EncryptedKey);
     let key = match PrivateKeyDer::from_pem_slice(key_pem) {
         Ok(key) => key,
         Err(_) if contains(key_pem, b"ENCRYPTED") => return Err(encrypted()),
         Err(pem::Error::NoItemsFound) if contains(key_pem, b"-----BEGIN ") => {
-            return Err(MaterialError::NoPrivateKey {
-                secret: name(),
-                key: TLS_KEY,
-            });
+            return Err(MaterialError::new(
+                name(),
+                Some(TLS_KEY),
+                MaterialErrorKind::NoPrivateKey,
+            ));
         }
         Err(pem::Error::NoItemsFound) => {
-            return Err(MaterialError::NotPem {
-                secret: name(),
-                key: TLS_KEY,
-                reason: "no PEM section (expected -----BEGIN PRIVATE KEY-----)",
-            });
+            return Err(MaterialError::new(
+                name(),
+                Some(TLS_KEY),
+                MaterialErrorKind::NotPem {
+                    reason: "no PEM section (expected -----BEGIN PRIVATE KEY-----)",
+                },
+            ));
         }
         Err(e) => {
-            return Err(MaterialError::NotPem {
-                secret: name(),
-                key: TLS_KEY,
-                reason: pem_reason(&e),
-            });
+            return Err(MaterialError::new(
+                name(),
+                Some(TLS_KEY),
+                MaterialErrorKind::NotPem {
+                    reason: pem_reason(&e),
+                },
+            ));
         }
     };
 
@@ -301,38 +302,41 @@ pub(super) fn load_key(
         Ok(classified) => classified,
         Err(Unusable::Encrypted) => return Err(encrypted()),
         Err(Unusable::Unsupported(algorithm)) => {
-            return Err(MaterialError::UnsupportedAlgorithm {
-                secret: name(),
-                key: TLS_KEY,
-                algorithm,
-            });
+            return Err(MaterialError::new(
+                name(),
+                Some(TLS_KEY),
+                MaterialErrorKind::UnsupportedAlgorithm { algorithm },
+            ));
         }
     };
     if let Some(class) = class
         && !same_type(class, cert_kind)
     {
-        return Err(MaterialError::KeyMismatch {
-            secret: name(),
-            key: TLS_KEY,
-            cert_key: TLS_CRT,
-            detail: format!(
-                "{TLS_KEY} holds {}, the certificate has an {cert_kind} key",
-                describe_key(class)
-            ),
-        });
+        return Err(MaterialError::new(
+            name(),
+            Some(TLS_KEY),
+            MaterialErrorKind::KeyMismatch {
+                cert_key: TLS_CRT,
+                detail: format!(
+                    "{TLS_KEY} holds {}, the certificate has an {cert_kind} key",
+                    describe_key(class)
+                ),
+            },
+        ));
     }
 
-    provider
-        .key_provider
-        .load_private_key(key)
-        .map_err(|_| MaterialError::UnparseableKey {
-            secret: name(),
-            key: TLS_KEY,
-            reason: match class {
-                Some(_) => "the crypto provider rejected the key (malformed or inconsistent)",
-                None => "not a PKCS#8, PKCS#1 or SEC1 key the crypto provider can load",
+    provider.key_provider.load_private_key(key).map_err(|_| {
+        MaterialError::new(
+            name(),
+            Some(TLS_KEY),
+            MaterialErrorKind::UnparseableKey {
+                reason: match class {
+                    Some(_) => "the crypto provider rejected the key (malformed or inconsistent)",
+                    None => "not a PKCS#8, PKCS#1 or SEC1 key the crypto provider can load",
+                },
             },
-        })
+        )
+    })
 }
 
 /// The key's public key (as derived by the provider) must equal the leaf's.
@@ -353,12 +357,7 @@ pub(super) fn check_match(
     if key_spki.as_ref() == cert_spki.raw {
         return Ok(());
     }
-    Err(MaterialError::KeyMismatch {
-        secret: name(),
-        key: TLS_KEY,
-        cert_key: TLS_CRT,
-        detail: "the public key derived from the private key differs from the certificate's (SubjectPublicKeyInfo compared byte for byte)".to_owned(),
-    })
+    Err(MaterialError::new(name(), Some(TLS_KEY), MaterialErrorKind::KeyMismatch { cert_key: TLS_CRT, detail: "the public key derived from the private key differs from the certificate's (SubjectPublicKeyInfo compared byte for byte)".to_owned() }))
 }
 #[cfg(test)]
 mod tests {

@@ -43,7 +43,7 @@
 //! # Certificate validity
 //!
 //! A leaf outside its validity period is an **error**
-//! ([`MaterialError::CertificateExpired`], [`MaterialError::CertificateNotYetValid`]),
+//! ([`MaterialErrorKind::CertificateExpired`], [`MaterialErrorKind::CertificateNotYetValid`]),
 //! not a warning. Peers reject such a certificate anyway, so presenting it can
 //! only fail; refusing it at load time makes start-up fail with a clear error
 //! and, during rotation, makes the handshake-time resolver keep the last good
@@ -58,14 +58,14 @@ mod provider;
 mod secret;
 mod trust;
 
-pub use crate::error::MaterialError;
+pub use crate::error::{MaterialError, MaterialErrorKind};
 pub use cache::IdentityCache;
 pub use identity::{
     Identity, load_identity, load_identity_at, load_identity_from_pem, load_identity_from_pem_at,
 };
 pub use key::KeyKind;
 pub use provider::crypto_provider;
-pub use trust::{Trust, load_trust, load_trust_detailed};
+pub use trust::{TrustRoots, load_trust, load_trust_detailed};
 
 /// The Secret type both identity and CA Secrets must have.
 pub const SECRET_TYPE_TLS: &str = "kubernetes.io/tls";

@@ -3,7 +3,7 @@
 use rustls_pki_types::CertificateDer;
 use rustls_pki_types::pem::{self, PemObject};
 
-use super::MaterialError;
+use super::{MaterialError, MaterialErrorKind};
 use crate::options::SecretRef;
 
 /// Every `CERTIFICATE` section of `pem`, in order; other sections are skipped.
@@ -14,24 +14,27 @@ pub(super) fn read_certificates(
 ) -> Result<Vec<CertificateDer<'static>>, MaterialError> {
     let mut chain = Vec::with_capacity(2);
     for item in CertificateDer::pem_slice_iter(pem) {
-        chain.push(item.map_err(|e| MaterialError::NotPem {
-            secret: name(),
-            key,
-            reason: pem_reason(&e),
+        chain.push(item.map_err(|e| {
+            MaterialError::new(
+                name(),
+                Some(key),
+                MaterialErrorKind::NotPem {
+                    reason: pem_reason(&e),
+                },
+            )
         })?);
     }
     if chain.is_empty() {
         return Err(if contains(pem, b"-----BEGIN ") {
-            MaterialError::NoCertificate {
-                secret: name(),
-                key,
-            }
+            MaterialError::new(name(), Some(key), MaterialErrorKind::NoCertificate)
         } else {
-            MaterialError::NotPem {
-                secret: name(),
-                key,
-                reason: "no PEM section (expected -----BEGIN CERTIFICATE-----)",
-            }
+            MaterialError::new(
+                name(),
+                Some(key),
+                MaterialErrorKind::NotPem {
+                    reason: "no PEM section (expected -----BEGIN CERTIFICATE-----)",
+                },
+            )
         });
     }
     Ok(chain)

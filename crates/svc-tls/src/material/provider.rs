@@ -7,8 +7,8 @@ use rustls::crypto::CryptoProvider;
 use rustls::sign::SigningKey;
 use rustls_pki_types::PrivateKeyDer;
 
-use super::key::classify_der;
 use super::KeyKind;
+use super::key::classify_der;
 
 /// The aws-lc-rs crypto provider with a key loader that reads the key type from
 /// the DER first and calls only the matching aws-lc-rs loader.

@@ -3,7 +3,7 @@
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::Secret;
 
-use super::{MaterialError, SECRET_TYPE_TLS};
+use super::{MaterialError, MaterialErrorKind, SECRET_TYPE_TLS};
 use crate::options::SecretRef;
 
 pub(super) fn secret_ref_of(secret: &Secret) -> SecretRef {
@@ -13,14 +13,20 @@ pub(super) fn secret_ref_of(secret: &Secret) -> SecretRef {
     )
 }
 
-pub(super) fn check_type(secret: &Secret, name: &dyn Fn() -> SecretRef) -> Result<(), MaterialError> {
+pub(super) fn check_type(
+    secret: &Secret,
+    name: &dyn Fn() -> SecretRef,
+) -> Result<(), MaterialError> {
     if secret.type_.as_deref() == Some(SECRET_TYPE_TLS) {
         Ok(())
     } else {
-        Err(MaterialError::WrongType {
-            secret: name(),
-            found: secret.type_.clone(),
-        })
+        Err(MaterialError::new(
+            name(),
+            None,
+            MaterialErrorKind::WrongType {
+                found: secret.type_.clone(),
+            },
+        ))
     }
 }
 
@@ -30,14 +36,16 @@ pub(super) fn required<'a>(
     name: &dyn Fn() -> SecretRef,
 ) -> Result<&'a [u8], MaterialError> {
     match secret.data.as_ref().and_then(|d| d.get(key)) {
-        None => Err(MaterialError::MissingKey {
-            secret: name(),
-            key,
-        }),
-        Some(ByteString(v)) if v.is_empty() => Err(MaterialError::EmptyKey {
-            secret: name(),
-            key,
-        }),
+        None => Err(MaterialError::new(
+            name(),
+            Some(key),
+            MaterialErrorKind::MissingKey,
+        )),
+        Some(ByteString(v)) if v.is_empty() => Err(MaterialError::new(
+            name(),
+            Some(key),
+            MaterialErrorKind::EmptyKey,
+        )),
         Some(ByteString(v)) => Ok(v),
     }
 }

@@ -5,11 +5,11 @@ use rustls::RootCertStore;
 
 use super::pem::read_certificates;
 use super::secret::{check_type, secret_ref_of};
-use super::{CA_CRT, MaterialError, TLS_CRT};
+use super::{CA_CRT, MaterialError, MaterialErrorKind, TLS_CRT};
 
 /// The trust roots in a CA Secret, with how many certificates were not usable.
 #[derive(Debug, Clone)]
-pub struct Trust {
+pub struct TrustRoots {
     /// Every usable certificate of `tls.crt` and `ca.crt`, as a root.
     pub roots: RootCertStore,
     /// Certificates found but not usable as trust anchors.
@@ -35,16 +35,13 @@ pub fn load_trust(secret: &Secret) -> Result<RootCertStore, MaterialError> {
 }
 
 /// [`load_trust`] without logging, reporting how many certificates were skipped.
-pub fn load_trust_detailed(secret: &Secret) -> Result<Trust, MaterialError> {
+pub fn load_trust_detailed(secret: &Secret) -> Result<TrustRoots, MaterialError> {
     let name = || secret_ref_of(secret);
     check_type(secret, &name)?;
     let data = secret.data.as_ref();
     let tls_crt = data
         .and_then(|d| d.get(TLS_CRT))
-        .ok_or_else(|| MaterialError::MissingKey {
-            secret: name(),
-            key: TLS_CRT,
-        })?;
+        .ok_or_else(|| MaterialError::new(name(), Some(TLS_CRT), MaterialErrorKind::MissingKey))?;
     let ca_crt = data.and_then(|d| d.get(CA_CRT)).filter(|v| !v.0.is_empty());
     let mut certs = Vec::new();
     if !tls_crt.0.is_empty() {
@@ -54,23 +51,27 @@ pub fn load_trust_detailed(secret: &Secret) -> Result<Trust, MaterialError> {
         certs.extend(read_certificates(&name, CA_CRT, &ca.0)?);
     }
     if certs.is_empty() {
-        return Err(MaterialError::EmptyKey {
-            secret: name(),
-            key: TLS_CRT,
-        });
+        return Err(MaterialError::new(
+            name(),
+            Some(TLS_CRT),
+            MaterialErrorKind::EmptyKey,
+        ));
     }
     let mut roots = RootCertStore::empty();
     let (added, ignored) = roots.add_parsable_certificates(certs);
     if added == 0 {
-        return Err(MaterialError::NoUsableRoot {
-            secret: name(),
-            keys: if ca_crt.is_some() {
-                "tls.crt, ca.crt"
-            } else {
-                TLS_CRT
+        return Err(MaterialError::new(
+            name(),
+            Some(TLS_CRT),
+            MaterialErrorKind::NoUsableRoot {
+                keys: if ca_crt.is_some() {
+                    "tls.crt, ca.crt"
+                } else {
+                    TLS_CRT
+                },
+                ignored,
             },
-            ignored,
-        });
+        ));
     }
-    Ok(Trust { roots, ignored })
+    Ok(TrustRoots { roots, ignored })
 }

@@ -200,7 +200,10 @@ impl<'de> Deserialize<'de> for RawHeader {
     }
 }
 
-pub(super) fn accept_algorithm(header: &RawHeader, policy: AlgorithmPolicy) -> Result<Algorithm, VerifyError> {
+pub(super) fn accept_algorithm(
+    header: &RawHeader,
+    policy: AlgorithmPolicy,
+) -> Result<Algorithm, VerifyError> {
     let alg = match &header.alg {
         None => return Err(VerifyError::MissingAlgorithm),
         Some(serde_json::Value::String(alg)) => alg.as_str(),

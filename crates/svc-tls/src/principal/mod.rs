@@ -48,7 +48,6 @@
 //! # let _ = (request, who); Ok(()) }
 //! ```
 
-
 // Private modules, one job each, re-exported flat: the public paths are
 // `svc_tls::principal::*`, as before the split.
 mod ingress;
@@ -59,8 +58,8 @@ mod verify;
 use serde::{Deserialize, Deserializer, Serialize};
 
 pub use ingress::{
-    INGRESS_CLIENT_CERT_HEADER, INGRESS_CLIENT_VERIFY_HEADER, INGRESS_VERIFY_SUCCESS,
-    IngressError, RequestPrincipalError, peer_certificate_from_ingress, verify_ingress_request,
+    INGRESS_CLIENT_CERT_HEADER, INGRESS_CLIENT_VERIFY_HEADER, INGRESS_VERIFY_SUCCESS, IngressError,
+    RequestPrincipalError, peer_certificate_from_ingress, verify_ingress_request,
 };
 pub use jws::{Algorithm, AlgorithmPolicy, Part, PrincipalToken};
 pub use sign::{

@@ -252,9 +252,12 @@ impl PeerCertificate {
             (PeerKey::Rsa { bits, .. }, Algorithm::Ps512) if *bits < MIN_RSA_BITS => {
                 return Err(VerifyError::WeakRsaKey { bits: *bits });
             }
-            (PeerKey::Rsa {
-                public_key, key, ..
-            }, Algorithm::Ps512) => {
+            (
+                PeerKey::Rsa {
+                    public_key, key, ..
+                },
+                Algorithm::Ps512,
+            ) => {
                 if verify_ps512_fast(public_key, signing_input.as_bytes(), &signature).is_err() {
                     verify_ps512_general(key, signing_input.as_bytes(), &signature)?;
                 }
@@ -358,7 +361,11 @@ fn verify_ecdsa(
 
 /// PS512 through the aws-lc-rs provider: salt length equal to the hash length
 /// (64 bytes) only, as go-jose and this crate sign. Keys of 2048 to 8192 bits.
-fn verify_ps512_fast(public_key: &[u8], message: &[u8], signature: &[u8]) -> Result<(), VerifyError> {
+fn verify_ps512_fast(
+    public_key: &[u8],
+    message: &[u8],
+    signature: &[u8],
+) -> Result<(), VerifyError> {
     webpki::aws_lc_rs::RSA_PSS_2048_8192_SHA512_LEGACY_KEY
         .verify_signature(public_key, message, signature)
         .map_err(|_| VerifyError::BadSignature)
@@ -412,11 +419,9 @@ mod tests {
 
     #[test]
     fn ps512_fast_and_general_paths_agree_and_other_salts_take_the_general_path() {
-        let generated = rcgen::KeyPair::generate_rsa_for(
-            &rcgen::PKCS_RSA_SHA256,
-            rcgen::RsaKeySize::_2048,
-        )
-        .unwrap();
+        let generated =
+            rcgen::KeyPair::generate_rsa_for(&rcgen::PKCS_RSA_SHA256, rcgen::RsaKeySize::_2048)
+                .unwrap();
         let cert = rcgen::CertificateParams::new(vec!["peer.svc.test".into()])
             .unwrap()
             .self_signed(&generated)
