@@ -11,6 +11,7 @@
 
 pub mod client;
 pub mod error;
+pub mod identity_source;
 pub mod material;
 pub mod options;
 pub mod principal;

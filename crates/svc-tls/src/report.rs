@@ -21,8 +21,8 @@ use governor::middleware::NoOpMiddleware;
 use governor::state::{InMemoryState, NotKeyed};
 use governor::{Quota, RateLimiter};
 
+use crate::identity_source::IdentityOrigin;
 use crate::material::Identity;
-use crate::options::SecretRef;
 
 /// The default period of the stale-identity warning: at most one per minute.
 pub const DEFAULT_WARNING_PERIOD: Duration = Duration::from_secs(60);
@@ -157,7 +157,7 @@ fn nonzero_one() -> std::num::NonZeroU32 {
 #[derive(Debug)]
 pub struct StaleWarning<'a> {
     /// The client-certificate Secret.
-    pub secret: &'a SecretRef,
+    pub source: &'a IdentityOrigin,
     /// Why this reload failed.
     pub error: &'a (dyn std::error::Error + 'static),
     /// Serial number (hex) of the identity still being served.
@@ -172,8 +172,8 @@ pub struct StaleWarning<'a> {
 /// [`IdentityResolver::state`](crate::resolver::IdentityResolver::state).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct IdentityState {
-    /// The client-certificate Secret.
-    pub secret: SecretRef,
+    /// Where the identity is read from (the client-certificate Secret).
+    pub source: IdentityOrigin,
     /// Serial number (hex) of the identity currently served (the last good one).
     pub serial_hex: String,
     /// When the served certificate expires.
@@ -194,18 +194,18 @@ pub struct IdentityState {
 pub trait StateRecorder: Send + Sync + fmt::Debug + 'static {
     /// A reload succeeded; `identity` is now served. Called on every successful
     /// handshake-time reload (so `at` is the time of the last good reload).
-    fn reloaded(&self, secret: &SecretRef, identity: &Identity, at: SystemTime) {
-        let _ = (secret, identity, at);
+    fn reloaded(&self, source: &IdentityOrigin, identity: &Identity, at: SystemTime) {
+        let _ = (source, identity, at);
     }
 
     /// A reload failed; `failures` is the total number of failed reloads so far.
     fn reload_failed(
         &self,
-        secret: &SecretRef,
+        source: &IdentityOrigin,
         error: &(dyn std::error::Error + 'static),
         failures: u64,
     ) {
-        let _ = (secret, error, failures);
+        let _ = (source, error, failures);
     }
 
     /// A rate-limited stale-identity warning was logged (at `WARN` through `tracing`).

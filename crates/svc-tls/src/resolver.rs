@@ -1,16 +1,16 @@
 //! The handshake-time client-certificate resolver.
 //!
 //! [`IdentityResolver`] implements rustls's [`ResolvesClientCert`]. On **every**
-//! handshake it reads the client-certificate Secret from its [`SecretSource`] (a sync
-//! map read and an `Arc` clone) and loads the identity from it: PEM parsed, key loaded,
-//! key checked against the certificate, validity checked against the current time. The
-//! load goes through [`IdentityCache`]: when `tls.crt` and `tls.key` are byte-for-byte
-//! those of the previous load, its result is reused (loading is a pure function of
-//! those bytes and the time, and the time checks run every handshake), so an unchanged
-//! Secret costs a byte comparison, and any change is fully loaded on the very next
-//! handshake. No lock is held while loading and nothing on this path does I/O. Each
-//! handshake presents one whole identity built from one snapshot of the Secret: a
-//! certificate and a key from two different versions cannot be mixed.
+//! handshake it asks its [`IdentitySource`] (the credential-source seam, see
+//! [`crate::identity_source`]) for the identity it holds now. Today that is the
+//! [`SecretIdentitySource`]: the client-certificate Secret from the watch cache (a sync
+//! map read and an `Arc` clone), loaded through an
+//! [`IdentityCache`](crate::material::IdentityCache) that reuses the previous load when
+//! `tls.crt` and `tls.key` are byte-for-byte unchanged (time checks still run every
+//! handshake), so an unchanged Secret costs a byte comparison and any change is fully
+//! loaded on the very next handshake. No lock is held while loading and nothing on this
+//! path does I/O. Each handshake presents one whole identity built from one snapshot of
+//! the source: a certificate and a key from two different versions cannot be mixed.
 //!
 //! When a reload fails after a good one (malformed Secret, wrong key, deleted Secret),
 //! the last good identity is served, the failure is counted, and a warning is logged at
@@ -39,7 +39,8 @@ use rustls::client::ResolvesClientCert;
 use rustls::crypto::CryptoProvider;
 use rustls::sign::CertifiedKey;
 
-use crate::material::{Identity, IdentityCache, MaterialError};
+use crate::identity_source::{IdentitySource, SecretIdentitySource};
+use crate::material::{Identity, MaterialError};
 use crate::options::SecretRef;
 use crate::report::{
     DEFAULT_WARNING_PERIOD, IdentityState, MonotonicClock, NoopRecorder, StaleWarning,
@@ -89,8 +90,7 @@ struct Served {
 }
 
 struct Inner {
-    source: SecretSource,
-    cache: IdentityCache,
+    source: Arc<dyn IdentitySource>,
     current: ArcSwap<Served>,
     failures: AtomicU64,
     stale: AtomicBool,
@@ -111,9 +111,8 @@ impl fmt::Debug for IdentityResolver {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         // Public facts only, never key material.
         let served = self.inner.current.load();
-        let secret = self.inner.source.secret_ref();
         f.debug_struct("IdentityResolver")
-            .field("secret", secret)
+            .field("source", self.inner.source.origin())
             .field("serial", &served.identity.serial_hex())
             .field("failures", &self.inner.failures.load(Ordering::Relaxed))
             .finish()
@@ -227,8 +226,8 @@ impl IdentityResolver {
         }
     }
 
-    /// A resolver over an already synced source: the Secret must hold a valid identity
-    /// now.
+    /// A resolver over an already synced Secret source: the Secret must hold a valid
+    /// identity now.
     pub fn from_source(
         source: SecretSource,
         provider: Arc<CryptoProvider>,
@@ -236,14 +235,27 @@ impl IdentityResolver {
         clock: Arc<dyn MonotonicClock>,
         warning_period: Duration,
     ) -> Result<Self, IdentityError> {
-        let secret = source.secret_ref().clone();
-        let Some(object) = source.get() else {
-            return Err(IdentityError::NotFound { secret });
-        };
-        let cache = IdentityCache::new(provider);
-        let identity = cache.load(&object).map_err(IdentityError::Material)?;
+        Self::from_identity_source(
+            Arc::new(SecretIdentitySource::new(source, provider)),
+            recorder,
+            clock,
+            warning_period,
+        )
+    }
+
+    /// A resolver over any [`IdentitySource`]: it must hold a valid identity now.
+    pub fn from_identity_source(
+        source: Arc<dyn IdentitySource>,
+        recorder: Arc<dyn StateRecorder>,
+        clock: Arc<dyn MonotonicClock>,
+        warning_period: Duration,
+    ) -> Result<Self, IdentityError> {
+        let identity = source.current().map_err(|error| match error {
+            ReloadError::NotFound { secret } => IdentityError::NotFound { secret },
+            ReloadError::Material(error) => IdentityError::Material(error),
+        })?;
         let loaded_at = SystemTime::now();
-        recorder.reloaded(&secret, &identity, loaded_at);
+        recorder.reloaded(source.origin(), &identity, loaded_at);
         let served = Served {
             identity,
             loaded_at,
@@ -252,7 +264,6 @@ impl IdentityResolver {
         Ok(Self {
             inner: Arc::new(Inner {
                 source,
-                cache,
                 current: ArcSwap::from_pointee(served),
                 failures: AtomicU64::new(0),
                 stale: AtomicBool::new(false),
@@ -263,18 +274,12 @@ impl IdentityResolver {
         })
     }
 
-    /// Reloads the identity from the cache now, as a handshake does, and returns the
+    /// Reads the identity from the source now, as a handshake does, and returns the
     /// identity to present: the fresh one, or on failure the last good one.
     pub fn reload(&self) -> Identity {
         let inner = &*self.inner;
-        let secret = inner.source.secret_ref();
-        let loaded = match inner.source.get() {
-            Some(object) => inner.cache.load(&object).map_err(ReloadError::Material),
-            None => Err(ReloadError::NotFound {
-                secret: secret.clone(),
-            }),
-        };
-        match loaded {
+        let origin = inner.source.origin();
+        match inner.source.current() {
             Ok(identity) => {
                 let loaded_at = SystemTime::now();
                 inner.current.store(Arc::new(Served {
@@ -284,30 +289,30 @@ impl IdentityResolver {
                 }));
                 if inner.stale.swap(false, Ordering::AcqRel) {
                     tracing::info!(
-                        secret = %secret,
+                        source = %origin,
                         serial = %identity.serial_hex(),
                         "client certificate reloaded again after failures"
                     );
                 }
-                inner.recorder.reloaded(secret, &identity, loaded_at);
+                inner.recorder.reloaded(origin, &identity, loaded_at);
                 identity
             }
             Err(error) => {
                 let failures = inner.failures.fetch_add(1, Ordering::AcqRel) + 1;
                 inner.stale.store(true, Ordering::Release);
                 let served = inner.current.load_full();
-                inner.recorder.reload_failed(secret, &error, failures);
+                inner.recorder.reload_failed(origin, &error, failures);
                 if let Some(suppressed) = inner.warnings.admit() {
                     let stale_for = inner.clock.elapsed().saturating_sub(served.loaded_mono);
                     let warning = StaleWarning {
-                        secret,
+                        source: origin,
                         error: &error,
                         serving_serial_hex: served.identity.serial_hex().to_string(),
                         stale_for,
                         suppressed,
                     };
                     tracing::warn!(
-                        secret = %secret,
+                        source = %origin,
                         error = %error,
                         serial = %warning.serving_serial_hex,
                         stale_for_secs = stale_for.as_secs(),
@@ -333,7 +338,7 @@ impl IdentityResolver {
     pub fn state(&self) -> IdentityState {
         let served = self.inner.current.load();
         IdentityState {
-            secret: self.inner.source.secret_ref().clone(),
+            source: self.inner.source.origin().clone(),
             serial_hex: served.identity.serial_hex().to_string(),
             not_after: served.identity.not_after(),
             last_good_reload: served.loaded_at,
@@ -342,14 +347,26 @@ impl IdentityResolver {
         }
     }
 
-    /// The watched Secret's cache.
-    pub fn source(&self) -> &SecretSource {
-        &self.inner.source
+    /// The source the identity is read from.
+    pub fn identity_source(&self) -> &dyn IdentitySource {
+        &*self.inner.source
     }
 
-    /// The crypto provider keys are loaded with.
-    pub fn provider(&self) -> &Arc<CryptoProvider> {
-        self.inner.cache.provider()
+    /// The watched Secret's cache, when the identity comes from a Secret.
+    pub fn secret_source(&self) -> Option<&SecretSource> {
+        let source: &dyn std::any::Any = &*self.inner.source;
+        source
+            .downcast_ref::<SecretIdentitySource>()
+            .map(SecretIdentitySource::secret_source)
+    }
+
+    /// The crypto provider keys are loaded with, when the identity comes from a
+    /// Secret.
+    pub fn provider(&self) -> Option<&Arc<CryptoProvider>> {
+        let source: &dyn std::any::Any = &*self.inner.source;
+        source
+            .downcast_ref::<SecretIdentitySource>()
+            .map(SecretIdentitySource::provider)
     }
 }
 

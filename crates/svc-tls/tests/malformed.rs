@@ -13,6 +13,7 @@ use kube_testbed::Testbed;
 use support::*;
 use svc_tls::client::{TrustMode, client_config};
 use svc_tls::error::{MaterialError, MaterialErrorKind};
+use svc_tls::identity_source::IdentityOrigin;
 use svc_tls::options::SecretRef;
 use svc_tls::report::{ManualClock, StaleWarning, StateRecorder};
 use svc_tls::resolver::{IdentityError, IdentityResolver};
@@ -164,7 +165,7 @@ struct Warnings {
 }
 
 impl StateRecorder for Warnings {
-    fn reload_failed(&self, _: &SecretRef, _: &(dyn std::error::Error + 'static), n: u64) {
+    fn reload_failed(&self, _: &IdentityOrigin, _: &(dyn std::error::Error + 'static), n: u64) {
         self.failures.store(n, Ordering::SeqCst);
     }
     fn stale_warning(&self, w: &StaleWarning<'_>) {
@@ -203,7 +204,7 @@ async fn each_malformed_secret_at_handshake_time_serves_last_good_and_warns_once
         tb.delete("v1", "Secret", NS, NAME);
         tb.upsert(case.secret.clone());
         wait_until(case.what, || {
-            resolver.source().get().is_some_and(|s| {
+            resolver.secret_source().unwrap().get().is_some_and(|s| {
                 s.metadata
                     .resource_version
                     .as_deref()

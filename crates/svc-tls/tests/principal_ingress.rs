@@ -179,7 +179,7 @@ async fn principal_signed_with_the_handshake_identity_verifies_behind_nginx_acro
     //    the new identity, no restart, no new signer.
     tb.upsert(tls_secret(NAME, &two.cert_pem, &two.key_pem));
     wait_until("the cache sees the new Secret", || {
-        cached_cert_is(resolver.source(), &two.cert_pem)
+        cached_cert_is(resolver.secret_source().unwrap(), &two.cert_pem)
     })
     .await;
     let request = signer

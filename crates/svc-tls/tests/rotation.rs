@@ -14,6 +14,7 @@ use rustls_pki_types::pem::PemObject;
 use kube_testbed::{Rule, Testbed};
 use support::*;
 use svc_tls::client::{TrustMode, client_config, reqwest_client};
+use svc_tls::identity_source::IdentityOrigin;
 use svc_tls::options::SecretRef;
 use svc_tls::report::{ManualClock, StaleWarning, StateRecorder};
 use svc_tls::resolver::{IdentityError, IdentityResolver};
@@ -64,7 +65,7 @@ async fn secret_update_makes_the_next_connection_present_the_new_leaf() {
 
     tb.upsert(tls_secret(NAME, &two.cert_pem, &two.key_pem));
     wait_until("the cache sees the new Secret", || {
-        cached_cert_is(resolver.source(), &two.cert_pem)
+        cached_cert_is(resolver.secret_source().unwrap(), &two.cert_pem)
     })
     .await;
     // The server closes every connection, so this is a new connection: no restart,
@@ -102,7 +103,7 @@ async fn ca_rotation_needs_no_client_restart() {
     // ...until cert-manager writes the B-issued leaf; the same config then works.
     tb.upsert(tls_secret(NAME, &leaf_b.cert_pem, &leaf_b.key_pem));
     wait_until("the cache sees the B-issued leaf", || {
-        cached_cert_is(resolver.source(), &leaf_b.cert_pem)
+        cached_cert_is(resolver.secret_source().unwrap(), &leaf_b.cert_pem)
     })
     .await;
     assert_eq!(handshake_serial(config, server.addr).await, Ok(202));
@@ -117,10 +118,15 @@ struct Recorded {
 }
 
 impl StateRecorder for Recorded {
-    fn reloaded(&self, _: &SecretRef, _: &svc_tls::material::Identity, _: std::time::SystemTime) {
+    fn reloaded(
+        &self,
+        _: &IdentityOrigin,
+        _: &svc_tls::material::Identity,
+        _: std::time::SystemTime,
+    ) {
         self.reloads.fetch_add(1, Ordering::SeqCst);
     }
-    fn reload_failed(&self, _: &SecretRef, _: &(dyn std::error::Error + 'static), n: u64) {
+    fn reload_failed(&self, _: &IdentityOrigin, _: &(dyn std::error::Error + 'static), n: u64) {
         self.failures.store(n, Ordering::SeqCst);
     }
     fn stale_warning(&self, w: &StaleWarning<'_>) {
@@ -161,7 +167,8 @@ async fn failed_reload_serves_last_good_with_one_limited_warning() {
     tb.upsert(tls_secret(NAME, &good.cert_pem, &other.key_pem));
     wait_until("the cache sees the broken Secret", || {
         resolver
-            .source()
+            .secret_source()
+            .unwrap()
             .get()
             .and_then(|s| s.data.as_ref()?.get("tls.key").cloned())
             .is_some_and(|k| k.0 == other.key_pem.as_bytes())
@@ -191,7 +198,7 @@ async fn failed_reload_serves_last_good_with_one_limited_warning() {
     // A deleted Secret keeps the last good identity.
     tb.delete("v1", "Secret", Some(NS), NAME);
     wait_until("the cache sees the deletion", || {
-        resolver.source().get().is_none()
+        resolver.secret_source().unwrap().get().is_none()
     })
     .await;
     assert_eq!(handshake_serial(config.clone(), server.addr).await, Ok(301));
@@ -200,7 +207,7 @@ async fn failed_reload_serves_last_good_with_one_limited_warning() {
     // A recreated one is used at once.
     tb.upsert(tls_secret(NAME, &other.cert_pem, &other.key_pem));
     wait_until("the cache sees the recreated Secret", || {
-        cached_cert_is(resolver.source(), &other.cert_pem)
+        cached_cert_is(resolver.secret_source().unwrap(), &other.cert_pem)
     })
     .await;
     assert_eq!(handshake_serial(config, server.addr).await, Ok(302));
@@ -303,7 +310,14 @@ async fn the_watch_needs_rights_on_the_one_secret_only() {
         .await
         .unwrap();
     assert_eq!(
-        resolver.source().get().unwrap().metadata.name.as_deref(),
+        resolver
+            .secret_source()
+            .unwrap()
+            .get()
+            .unwrap()
+            .metadata
+            .name
+            .as_deref(),
         Some(NAME)
     );
 
@@ -416,7 +430,7 @@ async fn the_cache_follows_the_secret_across_dropped_watches_expired_history_and
     tb.drop_watches();
     tb.upsert(tls_secret(NAME, &leaves[1].cert_pem, &leaves[1].key_pem));
     wait_until("the cache sees leaf 1 after a dropped watch", || {
-        cached_cert_is(resolver.source(), &leaves[1].cert_pem)
+        cached_cert_is(resolver.secret_source().unwrap(), &leaves[1].cert_pem)
     })
     .await;
     assert_eq!(handshake_serial(config.clone(), server.addr).await, Ok(601));
@@ -426,7 +440,7 @@ async fn the_cache_follows_the_secret_across_dropped_watches_expired_history_and
     tb.drop_watches();
     tb.upsert(tls_secret(NAME, &leaves[2].cert_pem, &leaves[2].key_pem));
     wait_until("the cache sees leaf 2 after a relist", || {
-        cached_cert_is(resolver.source(), &leaves[2].cert_pem)
+        cached_cert_is(resolver.secret_source().unwrap(), &leaves[2].cert_pem)
     })
     .await;
     assert_eq!(handshake_serial(config.clone(), server.addr).await, Ok(602));
@@ -439,7 +453,7 @@ async fn the_cache_follows_the_secret_across_dropped_watches_expired_history_and
     tb.restart(true).await;
     tb.upsert(tls_secret(NAME, &leaves[3].cert_pem, &leaves[3].key_pem));
     wait_until("the cache sees leaf 3 after an API restart", || {
-        cached_cert_is(resolver.source(), &leaves[3].cert_pem)
+        cached_cert_is(resolver.secret_source().unwrap(), &leaves[3].cert_pem)
     })
     .await;
     assert_eq!(handshake_serial(config, server.addr).await, Ok(603));
@@ -476,7 +490,10 @@ async fn peer_tls_from_options_calls_the_peer_with_the_watched_identity() {
     );
     tb.upsert(tls_secret(NAME, &two.cert_pem, &two.key_pem));
     wait_until("the cache sees the new Secret", || {
-        cached_cert_is(tls.identity().unwrap().source(), &two.cert_pem)
+        cached_cert_is(
+            tls.identity().unwrap().secret_source().unwrap(),
+            &two.cert_pem,
+        )
     })
     .await;
     let again = tls.clone();

@@ -88,7 +88,8 @@ async fn failing_handshakes_warn_once_per_minute_with_suppressed_count() {
     ));
     wait_until("the cache sees the broken Secret", || {
         resolver
-            .source()
+            .secret_source()
+            .unwrap()
             .get()
             .is_some_and(|s| s.data.as_ref().is_some_and(|d| !d.contains_key("tls.key")))
     })

@@ -16,21 +16,15 @@ use super::{MaterialError, TLS_CRT, TLS_KEY};
 /// handshake with an unchanged Secret costs a byte comparison instead of a full
 /// load.
 ///
-/// [`load_identity`] is a pure function of `tls.crt`, `tls.key` and the time, so
-/// reusing its result for identical bytes is indistinguishable from reloading,
-/// as long as validity is checked against the current time on every call, which
-/// [`IdentityCache::load`] does. Any change to either value (a rotation, a
-/// broken edit) is a miss and gets the full load at once; a failed load is never
-/// remembered, and does not evict the last good entry. The comparison is of the
-/// exact bytes, not a hash.
+/// Contract: [`IdentityCache::load`] returns what [`load_identity`](super::load_identity)
+/// would. A hit needs `tls.crt` and `tls.key` byte-for-byte equal to the last good
+/// load's, and validity is re-checked against the current time on every call. A
+/// miss is fully loaded at once; a failed load is never remembered and does not
+/// evict the last good entry. Lock-free (`ArcSwapOption`).
 ///
-/// This matters because loading an RSA key with aws-lc-rs costs hundreds of
-/// microseconds (its parser runs a full key consistency check), far more than
-/// the rest of a reload.
-///
-/// Lock-free: the entry lives in an `ArcSwapOption`; concurrent misses each load,
-/// and the last one stored wins. Holds one copy of the Secret's `tls.crt` and
-/// `tls.key` (the same bytes the watch cache already holds).
+/// Why it exists (aws-lc-rs RSA key loading costs hundreds of microseconds per
+/// handshake) is recorded once, in `docs/decisions.md`, section
+/// *IdentityCache: reuse a load for byte-identical Secret data*.
 pub struct IdentityCache {
     provider: Arc<CryptoProvider>,
     last: arc_swap::ArcSwapOption<Cached>,
@@ -43,7 +37,7 @@ struct Cached {
 }
 
 impl IdentityCache {
-    /// An empty cache loading keys with `provider` (see [`crypto_provider`]).
+    /// An empty cache loading keys with `provider` (see [`crypto_provider`](super::crypto_provider)).
     pub fn new(provider: Arc<CryptoProvider>) -> Self {
         Self {
             provider,
@@ -56,7 +50,7 @@ impl IdentityCache {
         &self.provider
     }
 
-    /// [`load_identity`], reusing the previous result when `tls.crt` and
+    /// [`load_identity`](super::load_identity), reusing the previous result when `tls.crt` and
     /// `tls.key` are byte-for-byte the same as last time.
     pub fn load(&self, secret: &Secret) -> Result<Identity, MaterialError> {
         self.load_at(secret, SystemTime::now())

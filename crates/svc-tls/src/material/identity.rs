@@ -83,7 +83,7 @@ impl fmt::Debug for Identity {
 }
 
 /// Loads the identity in a `kubernetes.io/tls` Secret, checking validity
-/// against the current time. See the [module documentation](self) for what is
+/// against the current time. See the [module documentation](crate::material) for what is
 /// checked.
 pub fn load_identity(
     secret: &Secret,
@@ -92,7 +92,7 @@ pub fn load_identity(
     load_identity_at(secret, provider, SystemTime::now())
 }
 
-/// [`load_identity`] with validity checked at `now`.
+/// [`load_identity`](super::load_identity) with validity checked at `now`.
 pub fn load_identity_at(
     secret: &Secret,
     provider: &CryptoProvider,
@@ -105,7 +105,7 @@ pub fn load_identity_at(
     load_core(&name, cert_pem, key_pem, provider, now)
 }
 
-/// The pure core of [`load_identity`]: the PEM of `tls.crt` and `tls.key` to an
+/// The pure core of [`load_identity`](super::load_identity): the PEM of `tls.crt` and `tls.key` to an
 /// identity, checking validity against the current time. `secret` only names
 /// the source in errors.
 pub fn load_identity_from_pem(

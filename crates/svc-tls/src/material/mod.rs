@@ -2,8 +2,8 @@
 //!
 //! [`load_identity`] turns a `kubernetes.io/tls` Secret into an [`Identity`]
 //! (the certificate chain in `tls.crt`, leaf first, and the private key in
-//! `tls.key`, as a rustls [`CertifiedKey`]); [`load_trust`] turns a CA Secret
-//! into a [`RootCertStore`]. Both return a typed [`MaterialError`] that names
+//! `tls.key`, as a rustls [`CertifiedKey`](rustls::sign::CertifiedKey)); [`load_trust`] turns a CA Secret
+//! into a [`RootCertStore`](rustls::RootCertStore). Both return a typed [`MaterialError`] that names
 //! the Secret and the data key, and never contains key material.
 //!
 //! The identity is re-loaded on every TLS handshake, so the loader is built to
@@ -11,10 +11,8 @@
 //! without deep-parsing extensions), the key type is read from the DER before
 //! the key is loaded, and the key is handed to the crypto provider in the form
 //! that makes its loader succeed at the first attempt (see [`crypto_provider`]).
-//! Loading a key is still the dominant cost (an RSA-2048 key takes aws-lc-rs a
-//! few hundred microseconds), so the handshake path should go through an
-//! [`IdentityCache`], which reuses the identity loaded from byte-identical
-//! `tls.crt`/`tls.key` and re-checks only what depends on time:
+//! Loading a key is still the dominant cost, so the handshake path goes through an
+//! [`IdentityCache`] (which says why):
 //!
 //! ```
 //! use std::sync::Arc;

@@ -9,7 +9,7 @@
 //! # Signing
 //! [`PrincipalSigner`] signs with the identity its [`CurrentIdentity`] source returns
 //! *at the time of the call* — the same Secret the handshake presents, never a copy
-//! kept from before a rotation. [`sign_with`] signs with one given [`Identity`].
+//! kept from before a rotation. [`sign_with`] signs with one given [`Identity`](crate::material::Identity).
 //!
 //! Private-key operations go through the rustls crypto provider (aws-lc-rs, the one
 //! that performs the handshake): the `rsa` crate is used for public-key verification
@@ -23,7 +23,7 @@
 //!
 //! # Verifying
 //! [`verify`] (or [`PeerCertificate::verify`]) checks a token against a peer
-//! certificate and decodes the payload into any [`DeserializeOwned`] type. Only PS512 is
+//! certificate and decodes the payload into any [`DeserializeOwned`](serde::de::DeserializeOwned) type. Only PS512 is
 //! accepted (plus ES256/ES384 under [`AlgorithmPolicy::Ps512OrEcdsa`]), and the
 //! algorithm must match the certificate's key type. Every rejection is a
 //! [`VerifyError`] variant naming what is wrong. RSA-PSS salt length is auto-detected,
