@@ -25,6 +25,8 @@
 
 mod auth;
 mod discovery;
+pub mod logs;
+pub mod pki;
 mod proto;
 mod selectors;
 mod server;

@@ -11,7 +11,6 @@ use std::time::Duration;
 
 use kube_testbed::Testbed;
 use support::*;
-use svc_tls::client::{TrustMode, client_config};
 use svc_tls::error::{MaterialError, MaterialErrorKind};
 use svc_tls::identity_source::IdentityOrigin;
 use svc_tls::options::SecretRef;
@@ -188,14 +187,7 @@ async fn each_malformed_secret_at_handshake_time_serves_last_good_and_warns_once
         .build()
         .await
         .unwrap();
-    let config = Arc::new(
-        client_config(
-            provider(),
-            TrustMode::Roots(server_ca.roots()),
-            Some(&resolver),
-        )
-        .unwrap(),
-    );
+    let config = Arc::new(trusting(&server_ca, Some(&resolver)));
 
     let cases = cases(&client_ca);
     for (i, case) in cases.iter().enumerate() {

@@ -13,7 +13,7 @@ use std::time::Duration;
 use kube_testbed::Testbed;
 use support::nginx::Nginx;
 use support::*;
-use svc_tls::client::{TrustMode, client_config, reqwest_builder};
+use svc_tls::client::reqwest_builder;
 use svc_tls::options::SecretRef;
 use svc_tls::resolver::IdentityResolver;
 
@@ -73,12 +73,7 @@ async fn reqwest_client_goes_through_an_nginx_client_ca_rotation_without_restart
         .build()
         .await
         .unwrap();
-    let config = client_config(
-        provider(),
-        TrustMode::Roots(server_ca.roots()),
-        Some(&resolver),
-    )
-    .unwrap();
+    let config = trusting(&server_ca, Some(&resolver));
     // One client for the whole test, with its connection pool (keep-alive) as usual.
     let http = reqwest_builder(config).build().unwrap();
     assert_eq!(serial_seen(&http, &nginx.url("/")).await, Ok(0x601));

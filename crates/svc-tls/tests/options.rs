@@ -2,11 +2,10 @@
 //! command, the one rule for Secret references, the deprecated interval.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::io::Write;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use clap::Command;
+use kube_testbed::logs::CapturedLogs;
 use svc_tls::options::{ClientIdentityOptions, OptionsError, PeerOptions, SecretRef};
 
 /// A service command as a Unikorn service declares it: three peers, the default
@@ -208,24 +207,11 @@ fn help_names_the_service() {
     }
 }
 
-#[derive(Clone, Default)]
-struct Captured(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Captured {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 #[test]
 fn deprecated_reload_interval_is_accepted_ignored_and_reported_once() {
     // A prefix of its own: the "once" is per flag and per process.
     let cmd = || ClientIdentityOptions::augment(Command::new("svc"), Some("audit"));
-    let captured = Captured::default();
+    let captured = CapturedLogs::new();
     let writer = captured.clone();
     let subscriber = tracing_subscriber::fmt()
         .with_writer(move || writer.clone())
@@ -249,7 +235,7 @@ fn deprecated_reload_interval_is_accepted_ignored_and_reported_once() {
         // Reading the options again does not repeat the warning.
         ClientIdentityOptions::from_matches(&m, Some("audit")).unwrap();
     });
-    let logs = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+    let logs = captured.text();
     assert_eq!(
         logs.matches("--audit-client-certificate-reload-interval is deprecated")
             .count(),

@@ -2,8 +2,8 @@
 //! and algorithm-confusion matrix (each rejection asserts its error variant).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-#[path = "principal_support/keys.rs"]
-mod keys;
+mod support;
+use support::keys;
 
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;

@@ -19,7 +19,7 @@ use rcgen::{KeyPair, RsaKeySize};
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use support::nginx::Nginx;
 use support::*;
-use svc_tls::client::{TrustMode, client_config, reqwest_builder};
+use svc_tls::client::reqwest_builder;
 use svc_tls::options::SecretRef;
 use svc_tls::principal::{
     AlgorithmPolicy, CertificateError, IngressError, PRINCIPAL_HEADER, PeerCertificate, Principal,
@@ -143,12 +143,7 @@ async fn principal_signed_with_the_handshake_identity_verifies_behind_nginx_acro
     );
 
     let resolver = resolver_for(&tb, NAME).await;
-    let config = client_config(
-        provider(),
-        TrustMode::Roots(server_ca.roots()),
-        Some(&resolver),
-    )
-    .unwrap();
+    let config = trusting(&server_ca, Some(&resolver));
     // No pooling: every request is a new handshake, so the presented certificate is
     // the current one (a pooled connection keeps the one it was opened with).
     let http = reqwest_builder(config)
@@ -200,11 +195,7 @@ async fn principal_signed_with_the_handshake_identity_verifies_behind_nginx_acro
 
     // 3. No client certificate, with forged ingress headers: nginx overwrites them,
     //    and the helper refuses the request.
-    let anonymous = reqwest_builder(
-        client_config(provider(), TrustMode::Roots(server_ca.roots()), None).unwrap(),
-    )
-    .build()
-    .unwrap();
+    let anonymous = reqwest_builder(trusting(&server_ca, None)).build().unwrap();
     let forged = utf8_percent_encode(&one.cert_pem, NON_ALPHANUMERIC).to_string();
     let request = anonymous
         .get(nginx.url("/api"))
@@ -223,16 +214,9 @@ async fn principal_signed_with_the_handshake_identity_verifies_behind_nginx_acro
     let rogue = rsa_leaf(&rogue_ca, 0x7ff);
     tb.upsert(tls_secret("rogue", &rogue.cert_pem, &rogue.key_pem));
     let rogue_resolver = resolver_for(&tb, "rogue").await;
-    let rogue_http = reqwest_builder(
-        client_config(
-            provider(),
-            TrustMode::Roots(server_ca.roots()),
-            Some(&rogue_resolver),
-        )
-        .unwrap(),
-    )
-    .build()
-    .unwrap();
+    let rogue_http = reqwest_builder(trusting(&server_ca, Some(&rogue_resolver)))
+        .build()
+        .unwrap();
     let request = PrincipalSigner::new(&rogue_resolver)
         .attach(rogue_http.get(nginx.url("/api")), &who("mallory"))
         .unwrap();

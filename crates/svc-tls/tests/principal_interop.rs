@@ -6,8 +6,8 @@
 //! packages. PSS is randomised, so tokens are round-tripped, never compared.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-#[path = "principal_support/keys.rs"]
-mod keys;
+mod support;
+use support::keys;
 
 use std::io::Write as _;
 use std::path::PathBuf;

@@ -13,7 +13,7 @@ use rustls_pki_types::pem::PemObject;
 
 use kube_testbed::{Rule, Testbed};
 use support::*;
-use svc_tls::client::{TrustMode, client_config, reqwest_client};
+use svc_tls::client::reqwest_client;
 use svc_tls::identity_source::IdentityOrigin;
 use svc_tls::options::SecretRef;
 use svc_tls::report::{ManualClock, StaleWarning, StateRecorder};
@@ -54,12 +54,7 @@ async fn secret_update_makes_the_next_connection_present_the_new_leaf() {
     let server = TestServer::start(&server_ca, &client_ca).await;
 
     let resolver = resolver(&tb).await;
-    let config = client_config(
-        provider(),
-        TrustMode::Roots(server_ca.roots()),
-        Some(&resolver),
-    )
-    .unwrap();
+    let config = trusting(&server_ca, Some(&resolver));
     let http = reqwest_client(config).unwrap();
     assert_eq!(get_serial(&http, &server.url()).await, 101);
 
@@ -87,14 +82,7 @@ async fn ca_rotation_needs_no_client_restart() {
     let server = TestServer::start(&server_ca, &ca_a).await;
 
     let resolver = resolver(&tb).await;
-    let config = Arc::new(
-        client_config(
-            provider(),
-            TrustMode::Roots(server_ca.roots()),
-            Some(&resolver),
-        )
-        .unwrap(),
-    );
+    let config = Arc::new(trusting(&server_ca, Some(&resolver)));
     assert_eq!(handshake_serial(config.clone(), server.addr).await, Ok(201));
 
     // The ingress now trusts only CA B: the old leaf is refused...
@@ -154,14 +142,7 @@ async fn failed_reload_serves_last_good_with_one_limited_warning() {
         .build()
         .await
         .unwrap();
-    let config = Arc::new(
-        client_config(
-            provider(),
-            TrustMode::Roots(server_ca.roots()),
-            Some(&resolver),
-        )
-        .unwrap(),
-    );
+    let config = Arc::new(trusting(&server_ca, Some(&resolver)));
 
     // A leaf with another leaf's key: rejected on reload, the last good one served.
     tb.upsert(tls_secret(NAME, &good.cert_pem, &other.key_pem));
@@ -231,14 +212,7 @@ async fn concurrent_handshakes_while_the_secret_flips_present_whole_identities()
     tb.upsert(tls_secret(NAME, &a.cert_pem, &a.key_pem));
     let server = TestServer::start(&server_ca, &client_ca).await;
     let resolver = resolver(&tb).await;
-    let config = Arc::new(
-        client_config(
-            provider(),
-            TrustMode::Roots(server_ca.roots()),
-            Some(&resolver),
-        )
-        .unwrap(),
-    );
+    let config = Arc::new(trusting(&server_ca, Some(&resolver)));
 
     let done = Arc::new(AtomicBool::new(false));
     let flipper = tokio::spawn({
@@ -397,8 +371,7 @@ async fn a_tls12_only_server_is_refused() {
         let (tcp, _) = listener.accept().await.unwrap();
         acceptor.accept(tcp).await.is_ok()
     });
-    let config =
-        Arc::new(client_config(provider(), TrustMode::Roots(server_ca.roots()), None).unwrap());
+    let config = Arc::new(trusting(&server_ca, None));
     let err = handshake_serial(config, addr).await.unwrap_err();
     assert!(err.starts_with("handshake:"), "{err}");
     assert!(
@@ -417,14 +390,7 @@ async fn the_cache_follows_the_secret_across_dropped_watches_expired_history_and
     tb.upsert(tls_secret(NAME, &leaves[0].cert_pem, &leaves[0].key_pem));
     let server = TestServer::start(&server_ca, &client_ca).await;
     let resolver = resolver(&tb).await;
-    let config = Arc::new(
-        client_config(
-            provider(),
-            TrustMode::Roots(server_ca.roots()),
-            Some(&resolver),
-        )
-        .unwrap(),
-    );
+    let config = Arc::new(trusting(&server_ca, Some(&resolver)));
 
     // The watch stream ends: the reflector watches again from where it was.
     tb.drop_watches();

@@ -6,13 +6,12 @@
 
 mod support;
 
-use std::io::Write;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use kube_testbed::Testbed;
+use kube_testbed::logs::CapturedLogs;
 use support::*;
-use svc_tls::client::{TrustMode, client_config};
 use svc_tls::options::SecretRef;
 use svc_tls::report::ManualClock;
 use svc_tls::resolver::IdentityResolver;
@@ -20,36 +19,18 @@ use svc_tls::resolver::IdentityResolver;
 const NAME: &str = "warned-client-certificate";
 const WARNING: &str = "client certificate reload failed";
 
-#[derive(Clone, Default)]
-struct Captured(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Captured {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl Captured {
-    fn warnings(&self) -> Vec<String> {
-        String::from_utf8(self.0.lock().unwrap().clone())
-            .unwrap()
-            .lines()
-            .filter(|l| l.contains("WARN") && l.contains(WARNING))
-            .map(str::to_owned)
-            .collect()
-    }
-    fn all(&self) -> String {
-        String::from_utf8(self.0.lock().unwrap().clone()).unwrap()
-    }
+fn warning_lines(captured: &CapturedLogs) -> Vec<String> {
+    captured
+        .text()
+        .lines()
+        .filter(|l| l.contains("WARN") && l.contains(WARNING))
+        .map(str::to_owned)
+        .collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn failing_handshakes_warn_once_per_minute_with_suppressed_count() {
-    let captured = Captured::default();
+    let captured = CapturedLogs::new();
     let subscriber = tracing_subscriber::fmt()
         .with_ansi(false)
         .with_max_level(tracing::Level::INFO)
@@ -71,14 +52,7 @@ async fn failing_handshakes_warn_once_per_minute_with_suppressed_count() {
         .build()
         .await
         .unwrap();
-    let config = Arc::new(
-        client_config(
-            provider(),
-            TrustMode::Roots(server_ca.roots()),
-            Some(&resolver),
-        )
-        .unwrap(),
-    );
+    let config = Arc::new(trusting(&server_ca, Some(&resolver)));
 
     // The Secret loses its key.
     tb.upsert(secret_with(
@@ -100,7 +74,7 @@ async fn failing_handshakes_warn_once_per_minute_with_suppressed_count() {
         clock.advance(Duration::from_secs(3));
         assert_eq!(handshake_serial(config.clone(), server.addr).await, Ok(7));
     }
-    let warnings = captured.warnings();
+    let warnings = warning_lines(&captured);
     assert_eq!(warnings.len(), 1, "{warnings:#?}");
     assert!(warnings[0].contains("suppressed=0"), "{}", warnings[0]);
     assert!(
@@ -117,7 +91,7 @@ async fn failing_handshakes_warn_once_per_minute_with_suppressed_count() {
     // The minute passes: the next failure is logged, with the 9 suppressed.
     clock.advance(Duration::from_secs(60));
     assert_eq!(handshake_serial(config.clone(), server.addr).await, Ok(7));
-    let warnings = captured.warnings();
+    let warnings = warning_lines(&captured);
     assert_eq!(warnings.len(), 2, "{warnings:#?}");
     assert!(
         warnings[1].contains(&format!("suppressed={}", N - 1)),
@@ -127,7 +101,7 @@ async fn failing_handshakes_warn_once_per_minute_with_suppressed_count() {
     assert!(warnings[1].contains("stale_for_secs=90"), "{}", warnings[1]);
 
     // Nothing logged carries key material.
-    let log = captured.all();
+    let log = captured.text();
     assert!(!log.contains("PRIVATE KEY"), "{log}");
     let key_body: String = good.key_pem.lines().nth(1).unwrap().to_string();
     assert!(!log.contains(&key_body), "{log}");

@@ -8,18 +8,17 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use base64::Engine;
-use rcgen::{
-    BasicConstraints, CertificateParams, CertifiedIssuer, DistinguishedName, DnType,
-    ExtendedKeyUsagePurpose, IsCa, KeyPair, KeyUsagePurpose, SerialNumber,
-};
 use rustls::crypto::CryptoProvider;
 use rustls::server::WebPkiClientVerifier;
-use rustls::{RootCertStore, ServerConfig};
+use rustls::{ClientConfig, ServerConfig};
 use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer};
+use svc_tls::client::{TrustMode, client_config};
+use svc_tls::resolver::IdentityResolver;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
+pub mod keys;
 pub mod nginx;
 
 pub const NS: &str = "unikorn";
@@ -28,95 +27,13 @@ pub fn provider() -> Arc<CryptoProvider> {
     Arc::new(rustls::crypto::aws_lc_rs::default_provider())
 }
 
-/// A certificate authority.
-pub struct TestCa {
-    issuer: CertifiedIssuer<'static, KeyPair>,
+/// A TLS 1.3 client configuration trusting `server_ca`, presenting the resolver's
+/// identity (or none).
+pub fn trusting(server_ca: &TestCa, resolver: Option<&IdentityResolver>) -> ClientConfig {
+    client_config(provider(), TrustMode::Roots(server_ca.roots()), resolver).unwrap()
 }
 
-/// A certificate and its key.
-#[derive(Clone)]
-pub struct Leaf {
-    pub cert_pem: String,
-    pub key_pem: String,
-    pub der: CertificateDer<'static>,
-    pub serial: u64,
-}
-
-impl TestCa {
-    pub fn new(name: &str) -> Self {
-        let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
-        let mut dn = DistinguishedName::new();
-        dn.push(DnType::CommonName, name);
-        params.distinguished_name = dn;
-        params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-        params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
-        let key = KeyPair::generate().unwrap();
-        Self {
-            issuer: CertifiedIssuer::self_signed(params, key).unwrap(),
-        }
-    }
-
-    pub fn pem(&self) -> String {
-        self.issuer.pem()
-    }
-
-    pub fn der(&self) -> CertificateDer<'static> {
-        self.issuer.der().clone()
-    }
-
-    pub fn roots(&self) -> RootCertStore {
-        let mut roots = RootCertStore::empty();
-        roots.add(self.der()).unwrap();
-        roots
-    }
-
-    /// A client-auth leaf with an ECDSA P-256 key.
-    pub fn client_leaf(&self, cn: &str, serial: u64) -> Leaf {
-        self.client_leaf_with(cn, serial, KeyPair::generate().unwrap())
-    }
-
-    /// A client-auth leaf with the given key.
-    pub fn client_leaf_with(&self, cn: &str, serial: u64, key: KeyPair) -> Leaf {
-        let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
-        let mut dn = DistinguishedName::new();
-        dn.push(DnType::CommonName, cn);
-        params.distinguished_name = dn;
-        params.serial_number = Some(SerialNumber::from(serial));
-        params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
-        params.key_usages = vec![KeyUsagePurpose::DigitalSignature];
-        self.sign(params, key, serial)
-    }
-
-    /// A client-auth leaf whose validity ended in 2021.
-    pub fn expired_client_leaf(&self, serial: u64) -> Leaf {
-        let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
-        params.serial_number = Some(SerialNumber::from(serial));
-        params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
-        params.not_before = rcgen::date_time_ymd(2020, 1, 1);
-        params.not_after = rcgen::date_time_ymd(2021, 1, 1);
-        self.sign(params, KeyPair::generate().unwrap(), serial)
-    }
-
-    /// A server leaf for 127.0.0.1 and localhost.
-    pub fn server_leaf(&self) -> Leaf {
-        let mut params =
-            CertificateParams::new(vec!["127.0.0.1".to_string(), "localhost".to_string()]).unwrap();
-        params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
-        params.key_usages = vec![KeyUsagePurpose::DigitalSignature];
-        params.serial_number = Some(SerialNumber::from(1u64));
-        self.sign(params, KeyPair::generate().unwrap(), 1)
-    }
-
-    fn sign(&self, params: CertificateParams, key: KeyPair, serial: u64) -> Leaf {
-        let cert = params.signed_by(&key, &self.issuer).unwrap();
-        Leaf {
-            cert_pem: cert.pem(),
-            key_pem: key.serialize_pem(),
-            der: cert.der().clone(),
-            serial,
-        }
-    }
-}
+pub use kube_testbed::pki::{Leaf, TestCa};
 
 /// A `kubernetes.io/tls` Secret as the emulator stores it.
 pub fn tls_secret(name: &str, cert_pem: &str, key_pem: &str) -> serde_json::Value {

@@ -1,0 +1,117 @@
+//! Test PKI: certificate authorities and leaves generated with rcgen, for the
+//! workspace's TLS tests (svc-tls's handshakes and principals, kube-construct's
+//! clients). One implementation, so every test builds certificates the same way.
+//!
+//! Generation failures panic: this is test support, and a failure here is a
+//! broken environment, not an outcome under test.
+#![allow(clippy::expect_used)]
+
+use rcgen::{
+    BasicConstraints, CertificateParams, CertifiedIssuer, DistinguishedName, DnType,
+    ExtendedKeyUsagePurpose, IsCa, KeyPair, KeyUsagePurpose, SerialNumber,
+};
+use rustls::RootCertStore;
+use rustls_pki_types::CertificateDer;
+
+/// A certificate authority with a fresh ECDSA P-256 key.
+pub struct TestCa {
+    issuer: CertifiedIssuer<'static, KeyPair>,
+}
+
+/// A certificate and its key, as PEM and DER.
+#[derive(Clone)]
+pub struct Leaf {
+    /// The certificate, PEM.
+    pub cert_pem: String,
+    /// The private key, PKCS#8 PEM.
+    pub key_pem: String,
+    /// The certificate, DER.
+    pub der: CertificateDer<'static>,
+    /// The serial number it was issued with.
+    pub serial: u64,
+}
+
+impl TestCa {
+    /// A self-signed CA whose subject common name is `name`.
+    pub fn new(name: &str) -> Self {
+        let mut params = CertificateParams::new(Vec::<String>::new()).expect("CA params");
+        let mut dn = DistinguishedName::new();
+        dn.push(DnType::CommonName, name);
+        params.distinguished_name = dn;
+        params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
+        let key = KeyPair::generate().expect("CA key");
+        Self {
+            issuer: CertifiedIssuer::self_signed(params, key).expect("self-signed CA"),
+        }
+    }
+
+    /// The CA certificate, PEM.
+    pub fn pem(&self) -> String {
+        self.issuer.pem()
+    }
+
+    /// The CA certificate, DER.
+    pub fn der(&self) -> CertificateDer<'static> {
+        self.issuer.der().clone()
+    }
+
+    /// A root store holding this CA only.
+    pub fn roots(&self) -> RootCertStore {
+        let mut roots = RootCertStore::empty();
+        roots
+            .add(self.der())
+            .expect("CA certificate is a usable root");
+        roots
+    }
+
+    /// A client-auth leaf with an ECDSA P-256 key.
+    pub fn client_leaf(&self, cn: &str, serial: u64) -> Leaf {
+        self.client_leaf_with(cn, serial, KeyPair::generate().expect("leaf key"))
+    }
+
+    /// A client-auth leaf with the given key.
+    pub fn client_leaf_with(&self, cn: &str, serial: u64, key: KeyPair) -> Leaf {
+        let mut params = CertificateParams::new(Vec::<String>::new()).expect("leaf params");
+        let mut dn = DistinguishedName::new();
+        dn.push(DnType::CommonName, cn);
+        params.distinguished_name = dn;
+        params.serial_number = Some(SerialNumber::from(serial));
+        params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
+        params.key_usages = vec![KeyUsagePurpose::DigitalSignature];
+        self.sign(params, key, serial)
+    }
+
+    /// A client-auth leaf whose validity ended in 2021.
+    pub fn expired_client_leaf(&self, serial: u64) -> Leaf {
+        let mut params = CertificateParams::new(Vec::<String>::new()).expect("leaf params");
+        params.serial_number = Some(SerialNumber::from(serial));
+        params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
+        params.not_before = rcgen::date_time_ymd(2020, 1, 1);
+        params.not_after = rcgen::date_time_ymd(2021, 1, 1);
+        self.sign(params, KeyPair::generate().expect("leaf key"), serial)
+    }
+
+    /// A server leaf for 127.0.0.1 and localhost.
+    pub fn server_leaf(&self) -> Leaf {
+        let mut params =
+            CertificateParams::new(vec!["127.0.0.1".to_string(), "localhost".to_string()])
+                .expect("server params");
+        params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
+        params.key_usages = vec![KeyUsagePurpose::DigitalSignature];
+        params.serial_number = Some(SerialNumber::from(1u64));
+        self.sign(params, KeyPair::generate().expect("server key"), 1)
+    }
+
+    fn sign(&self, params: CertificateParams, key: KeyPair, serial: u64) -> Leaf {
+        let cert = params
+            .signed_by(&key, &self.issuer)
+            .expect("CA signs the leaf");
+        Leaf {
+            cert_pem: cert.pem(),
+            key_pem: key.serialize_pem(),
+            der: cert.der().clone(),
+            serial,
+        }
+    }
+}
