@@ -19,6 +19,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
 pub mod keys;
+pub mod material;
 pub mod nginx;
 
 pub const NS: &str = "unikorn";

@@ -1,0 +1,186 @@
+//! `svc_tls::material`: the identity cache, and corrupted material never panics.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod support;
+
+use support::material::*;
+
+// ---------------------------------------------------------------- the identity cache
+
+#[test]
+fn identity_cache_reuses_identical_bytes_and_reloads_changed_ones() {
+    let ca = Ca::new("ca");
+    let key_a = Alg::Rsa2048.generate();
+    let leaf_a = ca.issue(&key_a, &Ca::leaf_params(&[0xa1]));
+    let secret_a = tls_secret(&[
+        (TLS_CRT, leaf_a.as_bytes()),
+        (TLS_KEY, key_a.serialize_pem().as_bytes()),
+    ]);
+    let key_b = Alg::P256.generate();
+    let leaf_b = ca.issue(&key_b, &Ca::leaf_params(&[0xb2]));
+    let secret_b = tls_secret(&[
+        (TLS_CRT, leaf_b.as_bytes()),
+        (TLS_KEY, key_b.serialize_pem().as_bytes()),
+    ]);
+    let cache = IdentityCache::new(Arc::new(material::crypto_provider()));
+
+    // Unchanged bytes: the very same loaded key is served again.
+    let first = cache.load(&secret_a).unwrap();
+    let again = cache.load(&secret_a.clone()).unwrap();
+    assert!(Arc::ptr_eq(first.certified_key(), again.certified_key()));
+    assert_eq!(again.serial_hex(), "a1");
+
+    // A rotation is picked up at once.
+    let rotated = cache.load(&secret_b).unwrap();
+    assert_eq!(rotated.serial_hex(), "b2");
+    assert_eq!(rotated.key_kind(), KeyKind::EcdsaP256);
+
+    // Only the key changes (to one that does not match): the full check runs.
+    let mut mismatched = secret_b.clone();
+    mismatched.data.as_mut().unwrap().insert(
+        TLS_KEY.to_owned(),
+        ByteString(key_a.serialize_pem().into_bytes()),
+    );
+    let err = cache.load(&mismatched).unwrap_err();
+    assert!(
+        matches!(err.kind(), MaterialErrorKind::KeyMismatch { .. }),
+        "{err:?}"
+    );
+
+    // A failed load is not remembered and does not evict the good entry.
+    let again = cache.load(&secret_b).unwrap();
+    assert!(Arc::ptr_eq(rotated.certified_key(), again.certified_key()));
+
+    // Checks that do not depend on the two values still run on a hit.
+    let mut opaque = secret_b.clone();
+    opaque.type_ = Some("Opaque".into());
+    let err = cache.load(&opaque).unwrap_err();
+    assert!(
+        matches!(err.kind(), MaterialErrorKind::WrongType { .. }),
+        "{err:?}"
+    );
+
+    // Validity is checked against the given time even on a hit.
+    let after = rotated.not_after() + Duration::from_secs(1);
+    let err = cache.load_at(&secret_b, after).unwrap_err();
+    assert!(
+        matches!(err.kind(), MaterialErrorKind::CertificateExpired { .. }),
+        "{err:?}"
+    );
+    let err = cache
+        .load_at(&secret_b, SystemTime::UNIX_EPOCH)
+        .unwrap_err();
+    assert!(err.is_not_yet_valid(), "{err:?}");
+    // ...and the entry is still there for the present.
+    let again = cache.load(&secret_b).unwrap();
+    assert!(Arc::ptr_eq(rotated.certified_key(), again.certified_key()));
+
+    // Cleared: a full load, a new key object with the same content.
+    cache.clear();
+    let fresh = cache.load(&secret_b).unwrap();
+    assert!(!Arc::ptr_eq(rotated.certified_key(), fresh.certified_key()));
+    assert_eq!(fresh.chain(), rotated.chain());
+
+    let debug = format!("{cache:?}");
+    assert!(debug.contains("b2"), "{debug}");
+    assert_no_key_material(&debug, &key_b);
+}
+
+// ---------------------------------------------------------------- robustness
+
+/// A small deterministic PRNG (xorshift64*), so failures reproduce.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+}
+
+/// Corrupts `der`: flips bytes, truncates, or changes a length byte.
+fn mutate(rng: &mut Rng, der: &[u8]) -> Vec<u8> {
+    let mut out = der.to_vec();
+    match rng.below(4) {
+        0 => {
+            for _ in 0..=rng.below(4) {
+                let i = rng.below(out.len());
+                out[i] ^= 1 << rng.below(8);
+            }
+        }
+        1 => out.truncate(rng.below(out.len())),
+        2 => {
+            // Early bytes hold the tags and lengths of the outer structures.
+            let i = rng.below(out.len().min(40));
+            out[i] = rng.next() as u8;
+        }
+        _ => {
+            let i = rng.below(out.len());
+            out.insert(i, rng.next() as u8);
+        }
+    }
+    out
+}
+
+#[test]
+fn corrupted_material_gives_errors_never_panics() {
+    let ca = Ca::new("ca");
+    let mut rng = Rng(0x5eed_1234_abcd_ef01);
+    let providers = [provider(), material::crypto_provider()];
+    for (alg, format, label) in [
+        (Alg::P256, Format::Pkcs8, "PRIVATE KEY"),
+        (Alg::P384, Format::Sec1, "EC PRIVATE KEY"),
+        (Alg::Ed25519, Format::Pkcs8, "PRIVATE KEY"),
+        (Alg::Rsa2048, Format::Pkcs1, "RSA PRIVATE KEY"),
+    ] {
+        let key = alg.generate();
+        let leaf = ca.issue(&key, &Ca::leaf_params(&[0x33]));
+        let leaf_der = CertificateDer::from_pem_slice(leaf.as_bytes()).unwrap();
+        let good_key_pem = key_pem(&key, format);
+        let key_der = PrivateKeyDer::from_pem_slice(good_key_pem.as_bytes())
+            .unwrap()
+            .secret_der()
+            .to_vec();
+        for i in 0..150 {
+            let provider = &providers[i % 2];
+            let bad_key = pem(label, &mutate(&mut rng, &key_der));
+            let bad_cert = pem("CERTIFICATE", &mutate(&mut rng, &leaf_der));
+            // Corrupt key with a good certificate, and the reverse. Either may
+            // still load (a flipped bit in an unused field); none may panic,
+            // and an identity that loads must never pair a foreign key.
+            for (cert, key_text) in [
+                (leaf.as_str(), bad_key.as_str()),
+                (bad_cert.as_str(), good_key_pem.as_str()),
+            ] {
+                match load_identity_from_pem(
+                    &secret_ref(),
+                    cert.as_bytes(),
+                    key_text.as_bytes(),
+                    provider,
+                ) {
+                    // (rustls's check re-parses the leaf with webpki, which is
+                    // stricter than a peer needs to be; only a key mismatch counts.)
+                    Ok(identity) => assert!(
+                        !matches!(
+                            identity.certified_key().keys_match(),
+                            Err(rustls::Error::InconsistentKeys(
+                                rustls::InconsistentKeys::KeyMismatch
+                            ))
+                        ),
+                        "a mismatched key was accepted"
+                    ),
+                    Err(err) => {
+                        let msg = err.to_string();
+                        assert!(msg.contains("unikorn/unikorn-client-certificate"), "{msg}");
+                        assert_no_key_material(&msg, &key);
+                    }
+                }
+            }
+        }
+    }
+}
