@@ -220,11 +220,11 @@ fn encrypted_keys_are_recognised() {
     let cert = f.leaf.as_bytes();
     // PKCS#8 EncryptedPrivateKeyInfo: SEQUENCE { AlgorithmIdentifier (PBES2), OCTET STRING }.
     let pbes2_oid = [0x2a, 0x86, 0x48, 0x86, 0xf7, 0x0d, 0x01, 0x05, 0x0d];
-    let mut alg = enc(0x06, &pbes2_oid);
-    alg.extend(enc(0x30, &[]));
-    let mut body = enc(0x30, &alg);
-    body.extend(enc(0x04, &[0xa5; 200]));
-    let encrypted = enc(0x30, &body);
+    let mut alg = tlv_of(Tag::ObjectIdentifier, &pbes2_oid);
+    alg.extend(tlv_of(Tag::Sequence, &[]));
+    let mut body = tlv_of(Tag::Sequence, &alg);
+    body.extend(tlv_of(Tag::OctetString, &[0xa5; 200]));
+    let encrypted = tlv_of(Tag::Sequence, &body);
 
     // As `openssl pkcs8 -topk8 -v2 aes256` writes it.
     let err = f.load(cert, pem("ENCRYPTED PRIVATE KEY", &encrypted).as_bytes());
@@ -271,9 +271,9 @@ impl RsaPublicKeyOfSize {
         modulus.resize(bits / 8 + 1, 0x5b);
         let last = modulus.len() - 1;
         modulus[last] |= 1;
-        let mut rsa_key = enc(0x02, &modulus);
-        rsa_key.extend(enc(0x02, &[0x01, 0x00, 0x01]));
-        Self(enc(0x30, &rsa_key))
+        let mut rsa_key = tlv_of(Tag::Integer, &modulus);
+        rsa_key.extend(tlv_of(Tag::Integer, &[0x01, 0x00, 0x01]));
+        Self(tlv_of(Tag::Sequence, &rsa_key))
     }
 }
 

@@ -14,6 +14,8 @@ pub use base64::Engine as _;
 pub use k8s_openapi::ByteString;
 pub use k8s_openapi::api::core::v1::Secret;
 pub use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+pub use pkcs8::der::asn1::AnyRef;
+pub use pkcs8::der::{Decode, Encode, Reader, SliceReader, Tag, TagNumber, Tagged};
 pub use rcgen::{
     BasicConstraints, CertificateParams, CertifiedIssuer, DnType, IsCa, KeyPair, KeyUsagePurpose,
     SerialNumber,
@@ -78,47 +80,33 @@ impl Alg {
     }
 }
 
-// Minimal DER helpers for converting PKCS#8 to PKCS#1 / SEC1 by hand.
-pub fn tlv(input: &[u8]) -> (u8, &[u8], &[u8]) {
-    let tag = input[0];
-    let (len, hdr) = if input[1] < 0x80 {
-        (input[1] as usize, 2)
-    } else {
-        let n = (input[1] & 0x7f) as usize;
-        let len = input[2..2 + n]
-            .iter()
-            .fold(0usize, |a, &b| (a << 8) | b as usize);
-        (len, 2 + n)
-    };
-    (tag, &input[hdr..hdr + len], &input[hdr + len..])
+/// The elements of a DER SEQUENCE (read with the `der` crate).
+pub fn sequence_elements(der: &[u8]) -> Vec<AnyRef<'_>> {
+    let sequence = AnyRef::from_der(der).unwrap();
+    assert_eq!(sequence.tag(), Tag::Sequence);
+    let mut reader = SliceReader::new(sequence.value()).unwrap();
+    let mut elements = Vec::new();
+    while !reader.is_finished() {
+        elements.push(reader.decode::<AnyRef<'_>>().unwrap());
+    }
+    elements
 }
 
-pub fn enc(tag: u8, value: &[u8]) -> Vec<u8> {
-    let mut out = vec![tag];
-    let len = value.len();
-    if len < 0x80 {
-        out.push(len as u8);
-    } else if len < 0x100 {
-        out.extend([0x81, len as u8]);
-    } else {
-        out.extend([0x82, (len >> 8) as u8, len as u8]);
-    }
-    out.extend_from_slice(value);
-    out
+/// A DER TLV of `tag` around `value`.
+pub fn tlv_of(tag: Tag, value: &[u8]) -> Vec<u8> {
+    AnyRef::new(tag, value).unwrap().to_der().unwrap()
 }
 
 /// The private key inside a PKCS#8 PrivateKeyInfo (PKCS#1 for RSA, SEC1 for EC),
-/// and the algorithm parameters (TLV).
+/// and the algorithm parameters (TLV), read with the `pkcs8` crate.
 pub fn pkcs8_inner(pkcs8: &[u8]) -> (Vec<u8>, Vec<u8>) {
-    let (_, info, _) = tlv(pkcs8);
-    let (_, _version, rest) = tlv(info);
-    let (_, alg, rest) = tlv(rest);
-    let (_, inner, _) = tlv(rest);
-    let (_, _oid, params) = tlv(alg);
-    // Cross-check with the pkcs8 crate.
     let parsed = pkcs8::PrivateKeyInfoRef::try_from(pkcs8).unwrap();
-    assert_eq!(parsed.private_key.as_bytes(), inner);
-    (inner.to_vec(), params.to_vec())
+    let params = parsed
+        .algorithm
+        .parameters
+        .map(|p| p.to_der().unwrap())
+        .unwrap_or_default();
+    (parsed.private_key.as_bytes().to_vec(), params)
 }
 
 /// PKCS#8 RSA -> PKCS#1 RSAPrivateKey (what `openssl rsa -traditional` writes).
@@ -137,22 +125,28 @@ pub fn to_pkcs1(pkcs8: &[u8]) -> Vec<u8> {
 /// `x509.MarshalECPrivateKey` and `openssl ec` write).
 pub fn to_sec1(pkcs8: &[u8], with_curve: bool) -> Vec<u8> {
     let (inner, curve_oid) = pkcs8_inner(pkcs8);
-    let (tag, body, _) = tlv(&inner);
-    assert_eq!(tag, 0x30);
-    let (_, version, rest) = tlv(body);
-    let (_, private, rest) = tlv(rest);
-    let mut content = enc(0x02, version);
-    content.extend(enc(0x04, private));
-    let rest = if rest.first() == Some(&0xa0) {
-        tlv(rest).2
-    } else {
-        rest
-    };
+    let elements = sequence_elements(&inner);
+    let (version, private) = (elements[0], elements[1]);
+    let mut content = version.to_der().unwrap();
+    content.extend(private.to_der().unwrap());
     if with_curve {
-        content.extend(enc(0xa0, &curve_oid));
+        let tag = Tag::ContextSpecific {
+            constructed: true,
+            number: TagNumber(0),
+        };
+        content.extend(tlv_of(tag, &curve_oid));
     }
-    content.extend_from_slice(rest); // [1] public key
-    enc(0x30, &content)
+    // The [1] public key, as is (a [0] already present is replaced above).
+    for element in &elements[2..] {
+        if let Tag::ContextSpecific {
+            number: TagNumber(1),
+            ..
+        } = element.tag()
+        {
+            content.extend(element.to_der().unwrap());
+        }
+    }
+    tlv_of(Tag::Sequence, &content)
 }
 
 pub fn pem(label: &str, der: &[u8]) -> String {
