@@ -298,11 +298,7 @@ async fn the_watch_needs_rights_on_the_one_secret_only() {
     // Without the rights, construction fails fast with a refusal naming the Secret.
     tb.add_token("none", vec![]);
     let client = kube::Client::try_from(tb.config_for_token("none")).unwrap();
-    let err = IdentityResolver::builder(client, secret_ref())
-        .sync_timeout(Duration::from_secs(30))
-        .build()
-        .await
-        .unwrap_err();
+    let err = build_error(client, Duration::from_secs(30)).await;
     assert!(
         matches!(
             err,
@@ -316,11 +312,7 @@ async fn the_watch_needs_rights_on_the_one_secret_only() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn construction_fails_on_a_missing_secret_naming_it() {
     let tb = Testbed::start().await;
-    let err = IdentityResolver::builder(tb.client(), secret_ref())
-        .sync_timeout(Duration::from_secs(10))
-        .build()
-        .await
-        .unwrap_err();
+    let err = build_error(tb.client(), Duration::from_secs(10)).await;
     assert!(matches!(err, IdentityError::NotFound { .. }), "{err:?}");
     assert_eq!(
         err.to_string(),
@@ -333,11 +325,7 @@ async fn construction_times_out_when_the_api_is_unreachable() {
     let tb = Testbed::start().await;
     let client = tb.client();
     tb.stop().await;
-    let err = IdentityResolver::builder(client, secret_ref())
-        .sync_timeout(Duration::from_millis(500))
-        .build()
-        .await
-        .unwrap_err();
+    let err = build_error(client, Duration::from_millis(500)).await;
     assert!(
         matches!(
             err,
@@ -484,4 +472,13 @@ async fn peer_tls_from_options_calls_the_peer_with_the_watched_identity() {
         err.to_string(),
         format!("CA Secret {NS}/no-such-ca not found")
     );
+}
+
+/// Builds a resolver of the test Secret that must fail, and returns why.
+async fn build_error(client: kube::Client, timeout: Duration) -> IdentityError {
+    IdentityResolver::builder(client, secret_ref())
+        .sync_timeout(timeout)
+        .build()
+        .await
+        .unwrap_err()
 }

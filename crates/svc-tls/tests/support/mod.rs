@@ -18,6 +18,7 @@ use svc_tls::resolver::IdentityResolver;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
+pub mod jws;
 pub mod keys;
 pub mod material;
 pub mod nginx;

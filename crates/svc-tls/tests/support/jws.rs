@@ -1,0 +1,62 @@
+//! Shared parts of the `principal_*` tests: the policies, a sample principal,
+//! token forging with a fixture's key, and rejection helpers. The `pub use` block
+//! is the prelude those tests import with `use support::jws::*` (each test binary
+//! uses part of it).
+#![allow(unused_imports)]
+
+pub use super::keys::{self, Fixture};
+pub use base64::Engine as _;
+pub use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+pub use rsa::pkcs8::DecodePublicKey as _;
+pub use rsa::signature::Verifier as _;
+pub use rustls::SignatureScheme;
+pub use serde::Deserialize;
+pub use svc_tls::principal::{
+    Algorithm, AlgorithmPolicy, CertificateError, Part, PeerCertificate, Principal, SignError,
+    VerifyError, sign_with_key, verify,
+};
+
+pub const DEFAULT: AlgorithmPolicy = AlgorithmPolicy::Ps512Only;
+pub const ECDSA: AlgorithmPolicy = AlgorithmPolicy::Ps512OrEcdsa;
+
+pub fn principal() -> Principal {
+    Principal {
+        organization_id: Some("org-7f3a".into()),
+        project_id: Some("proj-19c2".into()),
+        actor: Some("alice@example.com".into()),
+    }
+}
+
+pub fn peer(fixture: &Fixture) -> PeerCertificate {
+    PeerCertificate::from_der(fixture.cert_der.clone()).unwrap()
+}
+
+pub fn b64(bytes: &[u8]) -> String {
+    URL_SAFE_NO_PAD.encode(bytes)
+}
+
+/// A token with any header and payload, correctly signed with the fixture's key
+/// through the provider (RSA-PSS SHA-512 for RSA keys, DER ECDSA converted to r||s
+/// is not needed here: only RSA keys forge).
+pub fn forge(fixture: &Fixture, header: &str, payload: &[u8]) -> String {
+    let input = format!("{}.{}", b64(header.as_bytes()), b64(payload));
+    let signer = fixture
+        .signing_key
+        .choose_scheme(&[SignatureScheme::RSA_PSS_SHA512])
+        .unwrap();
+    let signature = signer.sign(input.as_bytes()).unwrap();
+    format!("{input}.{}", b64(&signature))
+}
+
+pub fn good_token(fixture: &Fixture) -> String {
+    sign_with_key(fixture.signing_key.as_ref(), &principal(), DEFAULT)
+        .unwrap()
+        .into_string()
+}
+
+pub fn reject(token: &str, fixture: &Fixture, policy: AlgorithmPolicy) -> VerifyError {
+    match verify::<Principal>(token, &peer(fixture), policy) {
+        Ok(p) => panic!("token was accepted: {p:?}: {token}"),
+        Err(e) => e,
+    }
+}
