@@ -18,7 +18,9 @@ use std::{fmt, sync::Arc, time::Duration};
 
 use kube::{
     Api,
-    api::{ApiResource, DeleteParams, DynamicObject, Patch, PatchParams, PostParams},
+    api::{
+        ApiResource, DeleteParams, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams, TypeMeta,
+    },
     core::Selector,
 };
 use serde::Serialize;
@@ -26,9 +28,10 @@ use thiserror::Error;
 
 use crate::{
     cache::{
-        CacheDeclaration, CacheError, CachedType, Caches, DEFAULT_SYNC_TIMEOUT, DynamicReader,
-        HealthReport, KnownScope, Selection, TypedReader, dedupe,
+        CacheDeclaration, CacheError, CachedType, Caches, DEFAULT_SYNC_TIMEOUT, HealthReport,
+        KnownScope, Object, Query, Selection, StoreReader, dedupe, resource_name,
     },
+    registry::{Registry, RegistryError},
     config::{
         ConfigError, ConfigSource, Environment, InClusterError, InClusterSource, KubeOptions,
     },
@@ -142,6 +145,17 @@ impl ClientBuilder {
         self.declare(CacheDeclaration::dynamic(resource, selection))
     }
 
+    /// Declare a dynamic cache of a kind registered in `registry`, which supplies its
+    /// [`ApiResource`] (plural and scope); see [`CacheDeclaration::registered`].
+    pub fn registered_cache(
+        self,
+        registry: &Registry,
+        gvk: &GroupVersionKind,
+        selection: Selection,
+    ) -> Result<Self, RegistryError> {
+        Ok(self.declare(CacheDeclaration::registered(registry, gvk, selection)?))
+    }
+
     /// Declare a prepared cache declaration.
     #[must_use]
     pub fn declare(mut self, declaration: CacheDeclaration) -> Self {
@@ -250,14 +264,6 @@ impl fmt::Debug for CachedClient {
     }
 }
 
-fn resource_of(group: &str, version: &str, plural: &str) -> String {
-    if group.is_empty() {
-        format!("{plural}.{version}")
-    } else {
-        format!("{plural}.{version}.{group}")
-    }
-}
-
 impl CachedClient {
     /// Start declaring caches.
     pub fn builder() -> ClientBuilder {
@@ -286,37 +292,7 @@ impl CachedClient {
         namespace: Option<&str>,
         name: &str,
     ) -> Result<Option<Arc<K>>, ClientError> {
-        let (group, version, kind) = (K::group(&()), K::version(&()), K::kind(&()));
-        let resource = || resource_of(&group, &version, &K::plural(&()));
-        let mut covered = false;
-        for entry in self.inner.caches.of_kind(&group, &version, &kind) {
-            if !entry.name.selection.covers_object(namespace, name) {
-                continue;
-            }
-            covered = true;
-            if let Some(typed) = entry.reader.as_any().downcast_ref::<TypedReader<K>>() {
-                if let Some(obj) = typed.get(namespace, name) {
-                    return Ok(Some(obj));
-                }
-            } else if let Some(value) = entry.reader.get_json(namespace, name) {
-                let decoded = value
-                    .and_then(serde_json::from_value::<K>)
-                    .map_err(|source| ClientError::Decode {
-                        resource: resource(),
-                        source,
-                    })?;
-                return Ok(Some(Arc::new(decoded)));
-            }
-        }
-        if covered {
-            Ok(None)
-        } else {
-            Err(ClientError::NotCached {
-                resource: resource(),
-                namespace: namespace.map(str::to_owned),
-                name: Some(name.to_owned()),
-            })
-        }
+        Ok(self.read::<K>(&(), namespace, Query::Get(name))?.pop())
     }
 
     /// List objects from the caches, in `namespace` (None: all namespaces, or a
@@ -327,38 +303,7 @@ impl CachedClient {
         namespace: Option<&str>,
         selector: &Selector,
     ) -> Result<Vec<Arc<K>>, ClientError> {
-        let (group, version, kind) = (K::group(&()), K::version(&()), K::kind(&()));
-        let resource = || resource_of(&group, &version, &K::plural(&()));
-        let mut covered = false;
-        let mut items = Vec::new();
-        for entry in self.inner.caches.of_kind(&group, &version, &kind) {
-            if !entry.name.selection.covers_namespace(namespace) {
-                continue;
-            }
-            covered = true;
-            if let Some(typed) = entry.reader.as_any().downcast_ref::<TypedReader<K>>() {
-                items.extend(typed.list(namespace, selector));
-            } else {
-                for value in entry.reader.list_json(namespace, selector) {
-                    let decoded =
-                        value
-                            .and_then(serde_json::from_value::<K>)
-                            .map_err(|source| ClientError::Decode {
-                                resource: resource(),
-                                source,
-                            })?;
-                    items.push(Arc::new(decoded));
-                }
-            }
-        }
-        if !covered {
-            return Err(ClientError::NotCached {
-                resource: resource(),
-                namespace: namespace.map(str::to_owned),
-                name: None,
-            });
-        }
-        Ok(dedupe(items))
+        self.read::<K>(&(), namespace, Query::List(selector))
     }
 
     /// [`CachedClient::get`] for a resource known only at run time.
@@ -368,39 +313,10 @@ impl CachedClient {
         namespace: Option<&str>,
         name: &str,
     ) -> Result<Option<Arc<DynamicObject>>, ClientError> {
-        let mut covered = false;
-        for entry in self
-            .inner
-            .caches
-            .of_kind(&resource.group, &resource.version, &resource.kind)
-        {
-            if !entry.name.selection.covers_object(namespace, name) {
-                continue;
-            }
-            covered = true;
-            if let Some(dynamic) = entry.reader.as_any().downcast_ref::<DynamicReader>() {
-                if let Some(obj) = dynamic.get(namespace, name) {
-                    return Ok(Some(obj));
-                }
-            } else if let Some(value) = entry.reader.get_json(namespace, name) {
-                let decoded = value
-                    .and_then(serde_json::from_value::<DynamicObject>)
-                    .map_err(|source| ClientError::Decode {
-                        resource: resource_of(&resource.group, &resource.version, &resource.plural),
-                        source,
-                    })?;
-                return Ok(Some(Arc::new(decoded)));
-            }
-        }
-        if covered {
-            Ok(None)
-        } else {
-            Err(ClientError::NotCached {
-                resource: resource_of(&resource.group, &resource.version, &resource.plural),
-                namespace: namespace.map(str::to_owned),
-                name: Some(name.to_owned()),
-            })
-        }
+        Ok(self
+            .read::<DynamicObject>(resource, namespace, Query::Get(name))?
+            .pop()
+            .map(|obj| with_types(obj, resource)))
     }
 
     /// [`CachedClient::list`] for a resource known only at run time.
@@ -410,40 +326,63 @@ impl CachedClient {
         namespace: Option<&str>,
         selector: &Selector,
     ) -> Result<Vec<Arc<DynamicObject>>, ClientError> {
+        Ok(self
+            .read::<DynamicObject>(resource, namespace, Query::List(selector))?
+            .into_iter()
+            .map(|obj| with_types(obj, resource))
+            .collect())
+    }
+
+    /// The one read path, typed or dynamic (`dynamic_type` is `()` or the
+    /// `ApiResource`): every cache of the kind that covers the query answers, from
+    /// its store when it holds `K`, through JSON otherwise. A get stops at the first
+    /// cache holding the object; a list merges and deduplicates.
+    fn read<K: Object>(
+        &self,
+        dynamic_type: &K::DynamicType,
+        namespace: Option<&str>,
+        query: Query<'_>,
+    ) -> Result<Vec<Arc<K>>, ClientError> {
+        let (group, version) = (K::group(dynamic_type), K::version(dynamic_type));
+        let resource = || resource_name(&group, &version, &K::plural(dynamic_type));
         let mut covered = false;
         let mut items = Vec::new();
         for entry in self
             .inner
             .caches
-            .of_kind(&resource.group, &resource.version, &resource.kind)
+            .of_kind(&group, &version, &K::kind(dynamic_type))
         {
-            if !entry.name.selection.covers_namespace(namespace) {
+            let selection = &entry.name.selection;
+            let covers = match query {
+                Query::Get(name) => selection.covers_object(namespace, name),
+                Query::List(_) => selection.covers_namespace(namespace),
+            };
+            if !covers {
                 continue;
             }
             covered = true;
-            if let Some(dynamic) = entry.reader.as_any().downcast_ref::<DynamicReader>() {
-                items.extend(dynamic.list(namespace, selector));
+            if let Some(store) = entry.reader.as_any().downcast_ref::<StoreReader<K>>() {
+                items.extend(store.read(namespace, query));
             } else {
-                for value in entry.reader.list_json(namespace, selector) {
-                    let decoded = value
-                        .and_then(serde_json::from_value::<DynamicObject>)
-                        .map_err(|source| ClientError::Decode {
-                            resource: resource_of(
-                                &resource.group,
-                                &resource.version,
-                                &resource.plural,
-                            ),
+                for value in entry.reader.read_json(namespace, query) {
+                    let decoded = value.and_then(serde_json::from_value::<K>).map_err(
+                        |source| ClientError::Decode {
+                            resource: resource(),
                             source,
-                        })?;
+                        },
+                    )?;
                     items.push(Arc::new(decoded));
                 }
+            }
+            if matches!(query, Query::Get(_)) && !items.is_empty() {
+                return Ok(items);
             }
         }
         if !covered {
             return Err(ClientError::NotCached {
-                resource: resource_of(&resource.group, &resource.version, &resource.plural),
+                resource: resource(),
                 namespace: namespace.map(str::to_owned),
-                name: None,
+                name: query.name().map(str::to_owned),
             });
         }
         Ok(dedupe(items))
@@ -582,4 +521,17 @@ impl CachedClient {
             .map(drop)
             .map_err(ClientError::Api)
     }
+}
+
+/// The stored object with its apiVersion/kind filled in (LIST items may lack them).
+fn with_types(obj: Arc<DynamicObject>, resource: &ApiResource) -> Arc<DynamicObject> {
+    if obj.types.is_some() {
+        return obj;
+    }
+    let mut obj = DynamicObject::clone(&obj);
+    obj.types = Some(TypeMeta {
+        api_version: resource.api_version.clone(),
+        kind: resource.kind.clone(),
+    });
+    Arc::new(obj)
 }

@@ -10,13 +10,14 @@ use k8s_openapi::{
     apimachinery::pkg::apis::meta::v1::ObjectMeta,
 };
 use kube::{
-    api::{ApiResource, DynamicObject, Patch, PatchParams},
+    api::{ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams},
     core::{Expression, Selector},
 };
 use kube_construct::{
     cache::{CacheError, CacheState, Selection},
     client::{CachedClient, ClientError, ConstructError},
     config::InClusterSource,
+    registry::{Registration, Registry, Scope},
 };
 use kube_testbed::{KindSpec, Rule, Testbed};
 use serde_json::json;
@@ -532,6 +533,74 @@ async fn dynamic_and_typed_reads_agree() {
             .is_none()
     })
     .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_registered_kind_is_cached_with_the_registry_plural() {
+    // "octopodes" is what no plural guess produces: if the cache did not take the
+    // registered resource, the testbed would answer 404 and construction would fail.
+    let tb = Testbed::start().await;
+    tb.register_kind(KindSpec::namespaced(
+        "example.com",
+        "v1",
+        "Octopus",
+        "octopodes",
+    ));
+    tb.upsert(json!({
+        "apiVersion": "example.com/v1",
+        "kind": "Octopus",
+        "metadata": {"namespace": "sea", "name": "paul"},
+        "spec": {"arms": 8},
+    }));
+    let gvk = GroupVersionKind::gvk("example.com", "v1", "Octopus");
+    assert_ne!(ApiResource::from_gvk(&gvk).plural, "octopodes");
+    let mut registry = Registry::new();
+    registry
+        .add(Registration::new::<serde_json::Value>(
+            gvk.clone(),
+            "octopodes",
+            Scope::Namespaced,
+        ))
+        .unwrap();
+
+    let client = within(
+        CachedClient::builder()
+            .registered_cache(&registry, &gvk, Selection::in_namespace("sea"))
+            .unwrap()
+            .from_client(tb.client()),
+    )
+    .await
+    .unwrap();
+    let resource = registry.api_resource(&gvk).unwrap();
+    assert_eq!(resource.plural, "octopodes");
+    let paul = client
+        .get_dynamic(&resource, Some("sea"), "paul")
+        .unwrap()
+        .unwrap();
+    assert_eq!(paul.data["spec"]["arms"], 8);
+    assert_eq!(client.health().caches[0].cache.plural, "octopodes");
+
+    // The registry knows the scope too: a namespace on a cluster-scoped kind is refused.
+    let cluster_gvk = GroupVersionKind::gvk("example.com", "v1", "Ocean");
+    registry
+        .add(Registration::new::<serde_json::Value>(
+            cluster_gvk.clone(),
+            "oceans",
+            Scope::Cluster,
+        ))
+        .unwrap();
+    let err = within(
+        CachedClient::builder()
+            .registered_cache(&registry, &cluster_gvk, Selection::in_namespace("sea"))
+            .unwrap()
+            .from_client(tb.client()),
+    )
+    .await
+    .unwrap_err();
+    assert!(
+        matches!(&err, ConstructError::Cache(CacheError::NamespaceOnClusterScoped { .. })),
+        "{err}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

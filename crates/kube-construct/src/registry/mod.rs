@@ -117,15 +117,6 @@ pub fn display_gvk(gvk: &GroupVersionKind) -> String {
     }
 }
 
-/// The `apiVersion` string of a group/version/kind.
-fn api_version(gvk: &GroupVersionKind) -> String {
-    if gvk.group.is_empty() {
-        gvk.version.clone()
-    } else {
-        format!("{}/{}", gvk.group, gvk.version)
-    }
-}
-
 /// Details of a [`RegistryError::Conflict`]: a kind offered again with another
 /// type, plural or scope.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -584,13 +575,10 @@ impl Registry {
             return Err(RegistryError::Subresource(gvk.clone()));
         }
         let kind = registration.list_of.as_deref().unwrap_or(&gvk.kind);
-        Ok(ApiResource {
-            group: gvk.group.clone(),
-            version: gvk.version.clone(),
-            api_version: api_version(gvk),
-            kind: kind.to_owned(),
-            plural: registration.plural.clone(),
-        })
+        Ok(ApiResource::from_gvk_with_plural(
+            &GroupVersionKind::gvk(&gvk.group, &gvk.version, kind),
+            &registration.plural,
+        ))
     }
 
     /// Whether objects of a kind are namespaced (`None` when it is not registered).
@@ -678,7 +666,7 @@ impl Registry {
                 reason: "it did not serialize to a JSON object",
             });
         };
-        map.insert("apiVersion".into(), api_version(&gvk).into());
+        map.insert("apiVersion".into(), gvk.api_version().into());
         map.insert("kind".into(), gvk.kind.clone().into());
         Ok(value)
     }
