@@ -19,7 +19,8 @@ use std::{fmt, sync::Arc, time::Duration};
 use kube::{
     Api,
     api::{
-        ApiResource, DeleteParams, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams, TypeMeta,
+        ApiResource, DeleteParams, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams,
+        TypeMeta,
     },
     core::Selector,
 };
@@ -31,10 +32,10 @@ use crate::{
         CacheDeclaration, CacheError, CachedType, Caches, DEFAULT_SYNC_TIMEOUT, HealthReport,
         KnownScope, Object, Query, Selection, StoreReader, dedupe, resource_name,
     },
-    registry::{Registry, RegistryError},
     config::{
         ConfigError, ConfigSource, Environment, InClusterError, InClusterSource, KubeOptions,
     },
+    registry::{Registry, RegistryError},
 };
 
 /// Why a client could not be constructed.
@@ -365,12 +366,13 @@ impl CachedClient {
                 items.extend(store.read(namespace, query));
             } else {
                 for value in entry.reader.read_json(namespace, query) {
-                    let decoded = value.and_then(serde_json::from_value::<K>).map_err(
-                        |source| ClientError::Decode {
-                            resource: resource(),
-                            source,
-                        },
-                    )?;
+                    let decoded =
+                        value
+                            .and_then(serde_json::from_value::<K>)
+                            .map_err(|source| ClientError::Decode {
+                                resource: resource(),
+                                source,
+                            })?;
                     items.push(Arc::new(decoded));
                 }
             }

@@ -598,7 +598,10 @@ async fn a_registered_kind_is_cached_with_the_registry_plural() {
     .await
     .unwrap_err();
     assert!(
-        matches!(&err, ConstructError::Cache(CacheError::NamespaceOnClusterScoped { .. })),
+        matches!(
+            &err,
+            ConstructError::Cache(CacheError::NamespaceOnClusterScoped { .. })
+        ),
         "{err}"
     );
 }

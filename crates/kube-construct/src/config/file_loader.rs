@@ -58,22 +58,22 @@ pub(super) async fn load(
 
     let mut merged: Option<Kubeconfig> = None;
     for path in &paths {
-        let next = Kubeconfig::read_from(path).map_err(|source| {
-            ConfigError::KubeconfigUnreadable {
+        let next =
+            Kubeconfig::read_from(path).map_err(|source| ConfigError::KubeconfigUnreadable {
                 path: path.clone(),
                 source,
-            }
-        })?;
-        merged =
-            Some(match merged {
-                None => next,
-                Some(previous) => previous.merge(next).map_err(|source| {
-                    ConfigError::KubeconfigUnreadable {
+            })?;
+        merged = Some(match merged {
+            None => next,
+            Some(previous) => {
+                previous
+                    .merge(next)
+                    .map_err(|source| ConfigError::KubeconfigUnreadable {
                         path: path.clone(),
                         source,
-                    }
-                })?,
-            });
+                    })?
+            }
+        });
     }
     let kubeconfig = merged.unwrap_or_default();
     let available: Vec<String> = kubeconfig.contexts.iter().map(|c| c.name.clone()).collect();

@@ -26,7 +26,6 @@ pub(super) fn parse_master(value: &str) -> Result<(String, http::Uri), ConfigErr
     Ok((value.to_owned(), uri))
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;

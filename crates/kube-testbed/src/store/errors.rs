@@ -125,4 +125,3 @@ fn resource_label(kind: &KindSpec) -> String {
         format!("{}.{}", kind.plural, kind.group)
     }
 }
-

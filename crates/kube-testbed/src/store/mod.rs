@@ -15,8 +15,8 @@ mod write;
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::Arc;
 
-use serde_json::Value;
 use object::obj_key;
+use serde_json::Value;
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 
 use crate::selectors::{FieldSelector, LabelSelector};
@@ -282,7 +282,6 @@ impl Store {
         self.watchers
             .retain(|w| w.key != ev.key || w.tx.send(WatchMsg::Event(ev.clone())).is_ok());
     }
-
 }
 
 #[cfg(test)]
@@ -325,4 +324,3 @@ mod tests {
         assert_eq!(initial.len(), 2);
     }
 }
-

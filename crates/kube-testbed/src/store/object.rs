@@ -99,7 +99,11 @@ pub(super) fn validate_name(kind: &KindSpec, name: &str) -> Result<(), ApiError>
     }
 }
 
-pub(super) fn apply_defaults(kind: &KindSpec, obj: &mut Value, serial: u64) -> Result<(), ApiError> {
+pub(super) fn apply_defaults(
+    kind: &KindSpec,
+    obj: &mut Value,
+    serial: u64,
+) -> Result<(), ApiError> {
     use base64::Engine as _;
     let name = obj
         .pointer("/metadata/name")
@@ -180,4 +184,3 @@ pub(super) fn apply_defaults(kind: &KindSpec, obj: &mut Value, serial: u64) -> R
     }
     Ok(())
 }
-

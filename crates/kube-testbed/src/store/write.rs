@@ -5,11 +5,11 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
+use super::ids::{make_uid, short_random};
 use super::object::{
     apply_defaults, check_type, metadata_mut, obj_key, set_rv, set_type_meta, spec_changed,
     validate_name,
 };
-use super::ids::{make_uid, short_random};
 use super::patch::{json_patch, merge_patch, strategic_merge};
 use super::{ApiError, EventType, KindSpec, PatchKind, Store, now_rfc3339};
 
