@@ -25,7 +25,9 @@
 
 mod auth;
 mod discovery;
+mod poll;
 mod proto;
+mod resource;
 mod selectors;
 mod server;
 mod store;
@@ -41,6 +43,7 @@ use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 
 pub use auth::Rule;
+pub use poll::{POLL_LIMIT, poll_until};
 pub use selectors::{FieldSelector, LabelSelector, SelectorError};
 pub use store::KindSpec;
 

@@ -7,7 +7,7 @@ use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, ListParams, PostParams, WatchEvent, WatchParams};
 use kube::runtime::watcher;
-use kube_testbed::{Fault, Testbed, TestbedOptions};
+use kube_testbed::{Fault, Testbed, TestbedOptions, poll_until};
 use serde_json::json;
 
 fn cm(name: &str) -> ConfigMap {
@@ -315,19 +315,18 @@ async fn reflector_follows_a_restart_that_resets_state() {
     // no longer exists, gets 410, relists and sees the new state only
     tb.restart(false).await;
     tb.upsert(json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "new", "namespace": "default"}}));
-    let mut names = Vec::new();
-    for _ in 0..1000 {
-        names = reader
+    let names = || -> Vec<String> {
+        reader
             .state()
             .iter()
             .map(|c| c.metadata.name.clone().unwrap())
-            .collect();
-        if names == ["new"] {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    assert_eq!(names, ["new"]);
+            .collect()
+    };
+    poll_until("the relist to hold only the new state", || {
+        names() == ["new"]
+    })
+    .await;
+    assert_eq!(names(), ["new"]);
     task.abort();
 }
 
