@@ -29,8 +29,8 @@ use thiserror::Error;
 
 use crate::{
     cache::{
-        CacheDeclaration, CacheError, CachedType, Caches, DEFAULT_SYNC_TIMEOUT, HealthReport,
-        KnownScope, Object, Query, Selection, StoreReader, dedupe, resource_name,
+        CacheDeclaration, CacheError, CacheObject, CachedType, Caches, DEFAULT_SYNC_TIMEOUT,
+        HealthReport, KnownScope, Query, Selection, StoreReader, dedupe, resource_name,
     },
     config::{
         ConfigError, ConfigSource, Environment, InClusterError, InClusterSource, KubeOptions,
@@ -338,7 +338,7 @@ impl CachedClient {
     /// `ApiResource`): every cache of the kind that covers the query answers, from
     /// its store when it holds `K`, through JSON otherwise. A get stops at the first
     /// cache holding the object; a list merges and deduplicates.
-    fn read<K: Object>(
+    fn read<K: CacheObject>(
         &self,
         dynamic_type: &K::DynamicType,
         namespace: Option<&str>,

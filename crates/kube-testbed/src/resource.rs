@@ -310,13 +310,17 @@ fn list(
             }),
         ));
     }
-    let list = json!({
+    Ok(json_response(200, &list_of(kind, rv, items)))
+}
+
+/// A `<Kind>List` of `items` at resourceVersion `rv`.
+fn list_of(kind: &KindSpec, rv: u64, items: Vec<Value>) -> Value {
+    json!({
         "kind": format!("{}List", kind.kind),
         "apiVersion": kind.api_version(),
         "metadata": {"resourceVersion": rv.to_string()},
         "items": items,
-    });
-    Ok(json_response(200, &list))
+    })
 }
 
 /// How a PATCH body is to be read, from its content type.
@@ -381,15 +385,7 @@ fn delete_collection(
         }
     }
     let rv = store.current_rv();
-    Ok(json_response(
-        200,
-        &json!({
-            "kind": format!("{}List", kind.kind),
-            "apiVersion": kind.api_version(),
-            "metadata": {"resourceVersion": rv.to_string()},
-            "items": deleted,
-        }),
-    ))
+    Ok(json_response(200, &list_of(kind, rv, deleted)))
 }
 
 fn watch_request(

@@ -7,6 +7,7 @@ use thiserror::Error;
 use watch_ready::{Refusal, RefusalReason};
 
 use super::CacheName;
+use crate::display::Joined;
 
 /// The state of one cache: `Syncing` until its initial list, then `Ready`, or
 /// `Degraded` (serving the last known state) while its watch fails. The state of the
@@ -88,20 +89,6 @@ impl fmt::Display for NotReady {
     }
 }
 
-struct NotReadyList<'a>(&'a [NotReady]);
-
-impl fmt::Display for NotReadyList<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for (i, item) in self.0.iter().enumerate() {
-            if i > 0 {
-                f.write_str("; ")?;
-            }
-            write!(f, "{item}")?;
-        }
-        Ok(())
-    }
-}
-
 /// Why the declared caches could not be proven synced.
 #[derive(Debug, Error)]
 #[non_exhaustive]
@@ -131,7 +118,7 @@ pub enum CacheError {
         message: String,
     },
     /// Some caches did not complete their initial list in time.
-    #[error("caches not synced within {timeout:?}: {}", NotReadyList(not_ready))]
+    #[error("caches not synced within {timeout:?}: {}", Joined(not_ready))]
     Timeout {
         /// The configured timeout.
         timeout: Duration,

@@ -38,11 +38,11 @@ mod selection;
 mod start;
 
 pub use health::{CacheError, CacheHealth, CacheState, HealthReport, NotReady};
-pub use reader::{CachedType, KnownScope};
+pub use reader::{CacheObject, CachedType, KnownScope};
 pub use selection::{CacheName, Selection};
 pub use start::CacheDeclaration;
 
-pub(crate) use reader::{Object, Query, Reader, StoreReader};
+pub(crate) use reader::{Query, Reader, StoreReader};
 pub(crate) use selection::resource_name;
 pub(crate) use start::{Caches, dedupe};
 

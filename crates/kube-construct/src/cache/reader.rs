@@ -79,34 +79,10 @@ impl KnownScope for DynamicResourceScope {
     }
 }
 
-/// The bounds a typed cached object needs.
-pub trait CachedType:
-    Resource<DynamicType = (), Scope: KnownScope>
-    + Clone
-    + fmt::Debug
-    + Serialize
-    + DeserializeOwned
-    + Send
-    + Sync
-    + 'static
-{
-}
-
-impl<K> CachedType for K where
-    K: Resource<DynamicType = (), Scope: KnownScope>
-        + Clone
-        + fmt::Debug
-        + Serialize
-        + DeserializeOwned
-        + Send
-        + Sync
-        + 'static
-{
-}
-
-/// An object a cache can hold: typed (`DynamicType = ()`) or dynamic
-/// (`DynamicObject`, `DynamicType = ApiResource`).
-pub(crate) trait Object:
+/// An object a cache can hold, typed (`DynamicType = ()`) or dynamic
+/// (`DynamicObject`, `DynamicType = ApiResource`): kube-runtime's `Store<K>` bounds,
+/// plus JSON for reads that convert between the two.
+pub trait CacheObject:
     Resource<DynamicType: Eq + Hash + Clone + Send + Sync>
     + Clone
     + fmt::Debug
@@ -118,7 +94,7 @@ pub(crate) trait Object:
 {
 }
 
-impl<K> Object for K where
+impl<K> CacheObject for K where
     K: Resource<DynamicType: Eq + Hash + Clone + Send + Sync>
         + Clone
         + fmt::Debug
@@ -129,6 +105,12 @@ impl<K> Object for K where
         + 'static
 {
 }
+
+/// The bounds a typed cached object needs: a [`CacheObject`] with no run-time type
+/// information and a [`KnownScope`].
+pub trait CachedType: CacheObject + Resource<DynamicType = (), Scope: KnownScope> {}
+
+impl<K> CachedType for K where K: CacheObject + Resource<DynamicType = (), Scope: KnownScope> {}
 
 /// What a read asks for.
 #[derive(Clone, Copy, Debug)]
@@ -170,12 +152,12 @@ pub(crate) trait Reader: Send + Sync {
 }
 
 /// One watched store of `K`, and the `DynamicType` its keys carry.
-pub(crate) struct StoreReader<K: Object> {
+pub(crate) struct StoreReader<K: CacheObject> {
     watched: Watched<K>,
     dynamic_type: K::DynamicType,
 }
 
-impl<K: Object> StoreReader<K> {
+impl<K: CacheObject> StoreReader<K> {
     pub(crate) fn new(watched: Watched<K>, dynamic_type: K::DynamicType) -> Self {
         Self {
             watched,
@@ -203,7 +185,7 @@ impl<K: Object> StoreReader<K> {
     }
 }
 
-impl<K: Object> Reader for StoreReader<K> {
+impl<K: CacheObject> Reader for StoreReader<K> {
     fn read_json(
         &self,
         namespace: Option<&str>,

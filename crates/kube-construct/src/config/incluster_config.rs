@@ -1,10 +1,12 @@
 //! In-cluster configuration: the service-account files and
 //! `KUBERNETES_SERVICE_HOST` / `KUBERNETES_SERVICE_PORT`, nothing else.
 
-use std::{fmt, path::PathBuf};
+use std::path::PathBuf;
 
 use rustls_pki_types::{CertificateDer, pem::PemObject};
 use thiserror::Error;
+
+use crate::display::Joined;
 
 /// The directory Kubernetes mounts the service-account credentials into.
 pub const SERVICE_ACCOUNT_DIR: &str = "/var/run/secrets/kubernetes.io/serviceaccount";
@@ -291,20 +293,6 @@ pub enum InClusterProblem {
 pub struct InClusterError {
     /// Everything that is missing or invalid, in a stable order.
     pub problems: Vec<InClusterProblem>,
-}
-
-struct Joined<'a, T>(&'a [T]);
-
-impl<T: fmt::Display> fmt::Display for Joined<'_, T> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for (i, item) in self.0.iter().enumerate() {
-            if i > 0 {
-                f.write_str("; ")?;
-            }
-            write!(f, "{item}")?;
-        }
-        Ok(())
-    }
 }
 
 #[cfg(test)]

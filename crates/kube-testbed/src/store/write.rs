@@ -117,13 +117,7 @@ impl Store {
         if dry_run {
             return Ok(obj);
         }
-        self.rv += 1;
-        set_rv(&mut obj, self.rv);
-        self.objects
-            .entry(kind.key())
-            .or_default()
-            .insert(obj_key(kind, ns.as_deref(), &name), obj.clone());
-        self.emit(kind, EventType::Added, obj.clone(), None);
+        self.commit(kind, ns.as_deref(), &name, &mut obj, EventType::Added, None);
         Ok(obj)
     }
 
@@ -249,13 +243,7 @@ impl Store {
             self.remove_object(kind, ns, name, new.clone());
             return Ok(new);
         }
-        self.rv += 1;
-        set_rv(&mut new, self.rv);
-        self.objects
-            .entry(kind.key())
-            .or_default()
-            .insert(obj_key(kind, ns, name), new.clone());
-        self.emit(kind, EventType::Modified, new.clone(), Some(old));
+        self.commit(kind, ns, name, &mut new, EventType::Modified, Some(old));
         Ok(new)
     }
 
@@ -389,13 +377,7 @@ impl Store {
             let meta = metadata_mut(&mut new)?;
             meta.insert("deletionTimestamp".into(), Value::String(now_rfc3339()));
             meta.insert("deletionGracePeriodSeconds".into(), json!(0));
-            self.rv += 1;
-            set_rv(&mut new, self.rv);
-            self.objects
-                .entry(kind.key())
-                .or_default()
-                .insert(obj_key(kind, ns, name), new.clone());
-            self.emit(kind, EventType::Modified, new.clone(), Some(old));
+            self.commit(kind, ns, name, &mut new, EventType::Modified, Some(old));
             return Ok(new);
         }
         if kind.is_core("Namespace") {
@@ -490,5 +472,25 @@ impl Store {
             }
             Err(_) => self.create(&with_status, ns.as_deref(), obj, false),
         }
+    }
+
+    /// Commits `obj` as the new state of `ns/name`: the next resourceVersion, stored,
+    /// and one event to the history and the open watches.
+    fn commit(
+        &mut self,
+        kind: &KindSpec,
+        ns: Option<&str>,
+        name: &str,
+        obj: &mut Value,
+        ty: EventType,
+        old: Option<Value>,
+    ) {
+        self.rv += 1;
+        set_rv(obj, self.rv);
+        self.objects
+            .entry(kind.key())
+            .or_default()
+            .insert(obj_key(kind, ns, name), obj.clone());
+        self.emit(kind, ty, obj.clone(), old);
     }
 }
