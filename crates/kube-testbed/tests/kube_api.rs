@@ -10,7 +10,10 @@ use kube::Client;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::runtime::{WatchStreamExt, reflector, watcher};
 use kube_testbed::{KindSpec, Rule, Testbed, TestbedOptions, poll_until};
+
+mod support;
 use serde_json::json;
+use support::api_status;
 
 fn secret(name: &str, labels: &[(&str, &str)]) -> Secret {
     let mut s = Secret::default();
@@ -26,13 +29,6 @@ fn secret(name: &str, labels: &[(&str, &str)]) -> Secret {
         ByteString(b"v".to_vec()),
     )]));
     s
-}
-
-fn api_status(e: kube::Error) -> kube::core::Status {
-    match e {
-        kube::Error::Api(s) => *s,
-        other => panic!("expected an API Status error, got {other:?}"),
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
