@@ -196,6 +196,11 @@ pub(crate) async fn request(
     )
     .map_err(|e| ApiError::bad_request(e.to_string()))?;
     authorize(shared, user, &t, verb, &fields)?;
+    let scope = OwnedScope {
+        ns: t.ns.clone(),
+        labels,
+        fields,
+    };
 
     let ns = t.ns.as_deref();
     let kind = &t.kind;
@@ -208,8 +213,8 @@ pub(crate) async fn request(
             }
             Ok(json_response(200, &obj))
         }
-        Verb::List => list(shared, &t, labels, fields, metadata_only),
-        Verb::Watch => watch_request(shared, t, &q, labels, fields, metadata_only),
+        Verb::List => list(shared, kind, &scope, metadata_only),
+        Verb::Watch => watch_request(shared, t, &q, scope, metadata_only),
         Verb::Create => {
             let ct = content_type(&req);
             let body = decode_object(&ct, &read_body(req).await?)?;
@@ -248,7 +253,7 @@ pub(crate) async fn request(
         }
         Verb::DeleteCollection => {
             let opts = delete_options(req).await?;
-            delete_collection(shared, &t, labels, fields, dry_run(&q, Some(&opts)))
+            delete_collection(shared, kind, &scope, dry_run(&q, Some(&opts)))
         }
     }
 }
@@ -286,17 +291,10 @@ fn authorize(
 
 fn list(
     shared: &Shared,
-    t: &Target,
-    labels: LabelSelector,
-    fields: FieldSelector,
+    kind: &KindSpec,
+    scope: &OwnedScope,
     metadata_only: bool,
 ) -> Result<Response<Body>, ApiError> {
-    let kind = &t.kind;
-    let scope = OwnedScope {
-        ns: t.ns.clone(),
-        labels,
-        fields,
-    };
     let (items, rv) = lock(&shared.store).list(kind, &scope.scope());
     if metadata_only {
         let items: Vec<Value> = items.iter().map(crate::watch::partial_metadata).collect();
@@ -360,17 +358,10 @@ async fn delete_options(req: Request<Incoming>) -> Result<Value, ApiError> {
 
 fn delete_collection(
     shared: &Shared,
-    t: &Target,
-    labels: LabelSelector,
-    fields: FieldSelector,
+    kind: &KindSpec,
+    scope: &OwnedScope,
     dry: bool,
 ) -> Result<Response<Body>, ApiError> {
-    let kind = &t.kind;
-    let scope = OwnedScope {
-        ns: t.ns.clone(),
-        labels,
-        fields,
-    };
     let mut store = lock(&shared.store);
     let (items, _) = store.list(kind, &scope.scope());
     let mut deleted = Vec::new();
@@ -392,8 +383,7 @@ fn watch_request(
     shared: &Arc<Shared>,
     t: Target,
     q: &HashMap<String, String>,
-    labels: LabelSelector,
-    fields: FieldSelector,
+    scope: OwnedScope,
     metadata_only: bool,
 ) -> Result<Response<Body>, ApiError> {
     let rv = q.get("resourceVersion").map(String::as_str).unwrap_or("");
@@ -414,11 +404,6 @@ fn watch_request(
         .and_then(|s| s.parse::<u64>().ok())
         .filter(|s| *s > 0)
         .unwrap_or(1800);
-    let scope = OwnedScope {
-        ns: t.ns.clone(),
-        labels,
-        fields,
-    };
     let started = lock(&shared.store).watch(&t.kind, &scope.scope(), start);
     let mut resp = match started {
         Ok((initial, rx)) => {
