@@ -1,3 +1,6 @@
+// Over 500 lines on purpose: this is the public `Testbed` handle and its options, one
+// type whose methods each set up or change the emulated world; the server, store,
+// watch, auth and discovery live in their own modules.
 //! # kube-testbed
 //!
 //! A Kubernetes API server emulator for this workspace's tests (not published).

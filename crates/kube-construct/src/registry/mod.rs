@@ -1,3 +1,6 @@
+// Over 500 lines on purpose: `Registry`, `Registration` and their errors share private
+// fields, and decoding/encoding (codec.rs), the built-in table (builtins.rs) and the
+// tests (tests.rs) are already apart. What is left is the one type and its rules.
 //! The platform's type registry (the Go code's "scheme").
 //!
 //! A [`Registry`] maps a group/version/kind to what a client needs to know about
