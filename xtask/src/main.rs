@@ -7,6 +7,7 @@
 //! - `ci`: format check, clippy, cargo-deny (offline advisory snapshot), then `test`.
 
 mod bench;
+mod codegen;
 mod prepare;
 
 use std::process::{Command, ExitCode};
@@ -24,6 +25,7 @@ fn main() -> ExitCode {
         Some("bench") => bench::run(&args[1..]),
         Some("test") => test(&args[1..]),
         Some("ci") => ci(),
+        Some("codegen") => codegen::run(&args[1..]),
         Some("-h" | "--help" | "help") => {
             println!("{USAGE}");
             Ok(())
@@ -78,6 +80,7 @@ fn test(extra: &[String]) -> Result<(), String> {
 
 fn ci() -> Result<(), String> {
     run_checked(cargo().args(["fmt", "--all", "--", "--check"]))?;
+    codegen::run(&["--check".to_owned()])?;
     run_checked(cargo().args([
         "clippy",
         "--workspace",

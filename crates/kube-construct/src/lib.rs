@@ -55,6 +55,7 @@
 pub mod cache;
 pub mod client;
 pub mod config;
+mod display;
 
 pub mod registry;
 pub mod types;

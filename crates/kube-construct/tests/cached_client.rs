@@ -10,27 +10,17 @@ use k8s_openapi::{
     apimachinery::pkg::apis::meta::v1::ObjectMeta,
 };
 use kube::{
-    api::{ApiResource, DynamicObject, Patch, PatchParams},
+    api::{ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams},
     core::{Expression, Selector},
 };
 use kube_construct::{
     cache::{CacheError, CacheState, Selection},
     client::{CachedClient, ClientError, ConstructError},
     config::InClusterSource,
+    registry::{Registration, Registry, Scope},
 };
-use kube_testbed::{KindSpec, Rule, Testbed};
+use kube_testbed::{KindSpec, Rule, Testbed, poll_until};
 use serde_json::json;
-
-/// Wait (generously) until `check` holds; the bound only keeps a broken test from hanging.
-async fn eventually<F: Fn() -> bool>(what: &str, check: F) {
-    for _ in 0..500 {
-        if check() {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    panic!("timed out waiting for: {what}");
-}
 
 async fn within<T>(fut: impl Future<Output = T>) -> T {
     tokio::time::timeout(Duration::from_secs(30), fut)
@@ -266,7 +256,7 @@ async fn cached_reads_see_writes_through_the_client_and_by_others() {
         .await
         .unwrap();
     assert!(created.metadata.resource_version.is_some());
-    eventually("created object cached", || {
+    poll_until("created object cached", || {
         client
             .get::<ConfigMap>(Some("apps"), "mine")
             .unwrap()
@@ -279,7 +269,7 @@ async fn cached_reads_see_writes_through_the_client_and_by_others() {
         .patch::<ConfigMap, _>(Some("apps"), "mine", &PatchParams::default(), &patch)
         .await
         .unwrap();
-    eventually("patch cached", || {
+    poll_until("patch cached", || {
         client
             .get::<ConfigMap>(Some("apps"), "mine")
             .unwrap()
@@ -294,7 +284,7 @@ async fn cached_reads_see_writes_through_the_client_and_by_others() {
     .clone();
     current.data = Some([("value".to_owned(), "3".to_owned())].into());
     client.replace(&current).await.unwrap();
-    eventually("replace cached", || {
+    poll_until("replace cached", || {
         client
             .get::<ConfigMap>(Some("apps"), "mine")
             .unwrap()
@@ -304,7 +294,7 @@ async fn cached_reads_see_writes_through_the_client_and_by_others() {
 
     // By someone else.
     tb.upsert(configmap("apps", "theirs", "x"));
-    eventually("other writer's object cached", || {
+    poll_until("other writer's object cached", || {
         client
             .get::<ConfigMap>(Some("apps"), "theirs")
             .unwrap()
@@ -326,7 +316,7 @@ async fn cached_reads_see_writes_through_the_client_and_by_others() {
         .await
         .unwrap();
     tb.delete("v1", "ConfigMap", "apps", "theirs");
-    eventually("deletions cached", || {
+    poll_until("deletions cached", || {
         client
             .list::<ConfigMap>(Some("apps"), &Selector::default())
             .unwrap()
@@ -355,7 +345,7 @@ async fn dropped_watch_degrades_health_and_recovers() {
     // The watch ends and the re-watch fails: the cache is degraded.
     tb.fail_next(2, 500);
     tb.drop_watches();
-    eventually("cache degraded", || {
+    poll_until("cache degraded", || {
         client.health().caches[0].state == CacheState::Degraded
     })
     .await;
@@ -373,11 +363,11 @@ async fn dropped_watch_degrades_health_and_recovers() {
 
     // The re-watch succeeds after the injected failures: ready again, with no
     // change needed to prove it.
-    eventually("cache recovered", || client.health().is_ready()).await;
+    poll_until("cache recovered", || client.health().is_ready()).await;
     assert!(client.health().caches[0].last_error.is_none());
     // And the resumed watch delivers changes.
     tb.upsert(configmap("apps", "after", "2"));
-    eventually("change after recovery cached", || {
+    poll_until("change after recovery cached", || {
         client
             .get::<ConfigMap>(Some("apps"), "after")
             .unwrap()
@@ -398,13 +388,13 @@ async fn expired_history_relists_and_recovers() {
     .await
     .unwrap();
     tb.expire_history();
-    eventually("watch error recorded", || {
+    poll_until("watch error recorded", || {
         client.health().caches[0].errors >= 1
     })
     .await;
     // Changed while the watch was gone: only the relist can bring this.
     tb.upsert(configmap("apps", "during", "2"));
-    eventually("relisted and ready", || {
+    poll_until("relisted and ready", || {
         client.health().is_ready()
             && client
                 .get::<ConfigMap>(Some("apps"), "during")
@@ -514,7 +504,7 @@ async fn dynamic_and_typed_reads_agree() {
         .create_dynamic(&configmap_resource(), &obj)
         .await
         .unwrap();
-    eventually("dynamic create cached", || {
+    poll_until("dynamic create cached", || {
         dynamic
             .get::<ConfigMap>(Some("apps"), "three")
             .unwrap()
@@ -525,13 +515,84 @@ async fn dynamic_and_typed_reads_agree() {
         .delete_dynamic(&configmap_resource(), Some("apps"), "three")
         .await
         .unwrap();
-    eventually("dynamic delete cached", || {
+    poll_until("dynamic delete cached", || {
         dynamic
             .get_dynamic(&configmap_resource(), Some("apps"), "three")
             .unwrap()
             .is_none()
     })
     .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_registered_kind_is_cached_with_the_registry_plural() {
+    // "octopodes" is what no plural guess produces: if the cache did not take the
+    // registered resource, the testbed would answer 404 and construction would fail.
+    let tb = Testbed::start().await;
+    tb.register_kind(KindSpec::namespaced(
+        "example.com",
+        "v1",
+        "Octopus",
+        "octopodes",
+    ));
+    tb.upsert(json!({
+        "apiVersion": "example.com/v1",
+        "kind": "Octopus",
+        "metadata": {"namespace": "sea", "name": "paul"},
+        "spec": {"arms": 8},
+    }));
+    let gvk = GroupVersionKind::gvk("example.com", "v1", "Octopus");
+    assert_ne!(ApiResource::from_gvk(&gvk).plural, "octopodes");
+    let mut registry = Registry::new();
+    registry
+        .add(Registration::new::<serde_json::Value>(
+            gvk.clone(),
+            "octopodes",
+            Scope::Namespaced,
+        ))
+        .unwrap();
+
+    let client = within(
+        CachedClient::builder()
+            .registered_cache(&registry, &gvk, Selection::in_namespace("sea"))
+            .unwrap()
+            .from_client(tb.client()),
+    )
+    .await
+    .unwrap();
+    let resource = registry.api_resource(&gvk).unwrap();
+    assert_eq!(resource.plural, "octopodes");
+    let paul = client
+        .get_dynamic(&resource, Some("sea"), "paul")
+        .unwrap()
+        .unwrap();
+    assert_eq!(paul.data["spec"]["arms"], 8);
+    assert_eq!(client.health().caches[0].cache.plural, "octopodes");
+
+    // The registry knows the scope too: a namespace on a cluster-scoped kind is refused.
+    let cluster_gvk = GroupVersionKind::gvk("example.com", "v1", "Ocean");
+    registry
+        .add(Registration::new::<serde_json::Value>(
+            cluster_gvk.clone(),
+            "oceans",
+            Scope::Cluster,
+        ))
+        .unwrap();
+    let err = within(
+        CachedClient::builder()
+            .registered_cache(&registry, &cluster_gvk, Selection::in_namespace("sea"))
+            .unwrap()
+            .from_client(tb.client()),
+    )
+    .await
+    .unwrap_err();
+    assert!(
+        matches!(
+            &err,
+            ConstructError::Cache(CacheError::NamespaceOnClusterScoped { .. })
+        ),
+        "{err}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -564,7 +625,7 @@ async fn label_scoped_cache_holds_only_what_it_selects() {
     // An object gaining the label enters the cache; losing it, leaves.
     tb.upsert(json!({"apiVersion": "v1", "kind": "ConfigMap",
         "metadata": {"namespace": "apps", "name": "plain", "labels": {"app": "demo"}}}));
-    eventually("labelled object enters", || {
+    poll_until("labelled object enters", || {
         client
             .get::<ConfigMap>(Some("apps"), "plain")
             .unwrap()
@@ -572,7 +633,7 @@ async fn label_scoped_cache_holds_only_what_it_selects() {
     })
     .await;
     tb.upsert(json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"namespace": "apps", "name": "labelled"}}));
-    eventually("unlabelled object leaves", || {
+    poll_until("unlabelled object leaves", || {
         client
             .get::<ConfigMap>(Some("apps"), "labelled")
             .unwrap()

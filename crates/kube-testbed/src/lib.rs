@@ -1,3 +1,6 @@
+// Over 500 lines on purpose: this is the public `Testbed` handle and its options, one
+// type whose methods each set up or change the emulated world; the server, store,
+// watch, auth and discovery live in their own modules.
 //! # kube-testbed
 //!
 //! A Kubernetes API server emulator for this workspace's tests (not published).
@@ -27,7 +30,9 @@ mod auth;
 mod discovery;
 pub mod logs;
 pub mod pki;
+mod poll;
 mod proto;
+mod resource;
 mod selectors;
 mod server;
 mod store;
@@ -43,6 +48,7 @@ use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 
 pub use auth::Rule;
+pub use poll::{POLL_LIMIT, poll_until};
 pub use selectors::{FieldSelector, LabelSelector, SelectorError};
 pub use store::KindSpec;
 

@@ -1,30 +1,26 @@
 //! HTTP(S) serving: TLS, the accept loop, routing and the request handlers.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::convert::Infallible;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use bytes::Bytes;
-use http_body_util::{BodyExt, Full, Limited};
+use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper::header::{AUTHORIZATION, CONTENT_TYPE, HeaderValue};
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::{TokioExecutor, TokioIo};
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio::net::TcpListener;
 use tokio::task::JoinSet;
 
-use crate::auth::{Attributes, Authenticator};
+use crate::auth::Authenticator;
 use crate::discovery;
-use crate::selectors::{FieldSelector, LabelSelector};
-use crate::store::{ApiError, KindSpec, PatchKind, Store, WatchStart};
-use crate::watch::{OwnedScope, WatchStream, error_body};
+use crate::store::{ApiError, Store};
 
 /// Response body type.
 pub(crate) type Body = http_body_util::combinators::UnsyncBoxBody<Bytes, Infallible>;
-
-const MAX_BODY: usize = 3 * 1024 * 1024;
 
 /// Fault injection state.
 #[derive(Debug, Default)]
@@ -87,13 +83,13 @@ pub(crate) async fn serve(shared: Arc<Shared>, listener: TcpListener) {
     }
 }
 
-fn full(bytes: impl Into<Bytes>) -> Body {
+pub(crate) fn full(bytes: impl Into<Bytes>) -> Body {
     Full::new(bytes.into())
         .map_err(|never| match never {})
         .boxed_unsync()
 }
 
-fn json_response(code: u16, value: &Value) -> Response<Body> {
+pub(crate) fn json_response(code: u16, value: &Value) -> Response<Body> {
     let body = serde_json::to_vec(value).unwrap_or_default();
     let mut resp = Response::new(full(body));
     *resp.status_mut() = StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
@@ -135,109 +131,12 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Response<
     })
 }
 
-fn not_found() -> ApiError {
+pub(crate) fn not_found() -> ApiError {
     ApiError::new(
         404,
         "NotFound",
         "the server could not find the requested resource",
     )
-}
-
-struct Target {
-    kind: Arc<KindSpec>,
-    ns: Option<String>,
-    name: Option<String>,
-    status: bool,
-}
-
-fn resolve(store: &Store, group: &str, version: &str, rest: &[String]) -> Result<Target, ApiError> {
-    let namespaced_kind = match rest {
-        [first, _ns, plural, ..] if first == "namespaces" => {
-            store.kind_by_resource(group, version, plural)
-        }
-        _ => None,
-    };
-    let (kind, ns, tail) = match namespaced_kind {
-        Some(kind) => (kind, rest.get(1).cloned(), &rest[3..]),
-        None => {
-            let plural = rest.first().ok_or_else(not_found)?;
-            let kind = store
-                .kind_by_resource(group, version, plural)
-                .ok_or_else(not_found)?;
-            (kind, None, &rest[1..])
-        }
-    };
-    let (name, status) = match tail {
-        [] => (None, false),
-        [name] => (Some(name.clone()), false),
-        [name, sub] if sub == "status" && kind.status_subresource => (Some(name.clone()), true),
-        _ => return Err(not_found()),
-    };
-    if ns.is_some() && !kind.namespaced {
-        return Err(not_found());
-    }
-    if ns.is_none() && kind.namespaced && name.is_some() {
-        return Err(not_found());
-    }
-    Ok(Target {
-        kind,
-        ns,
-        name,
-        status,
-    })
-}
-
-fn truthy(q: &HashMap<String, String>, key: &str) -> bool {
-    matches!(q.get(key).map(String::as_str), Some("true" | "1"))
-}
-
-fn dry_run(q: &HashMap<String, String>, body: Option<&Value>) -> bool {
-    q.get("dryRun").is_some_and(|v| v == "All")
-        || body
-            .and_then(|b| b.get("dryRun"))
-            .and_then(Value::as_array)
-            .is_some_and(|a| a.iter().any(|v| v == "All"))
-}
-
-async fn read_body(req: Request<Incoming>) -> Result<Bytes, ApiError> {
-    Limited::new(req.into_body(), MAX_BODY)
-        .collect()
-        .await
-        .map(|c| c.to_bytes())
-        .map_err(|e| ApiError::new(413, "RequestEntityTooLarge", format!("request body: {e}")))
-}
-
-fn content_type(req: &Request<Incoming>) -> String {
-    req.headers()
-        .get(CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("")
-        .split(';')
-        .next()
-        .unwrap_or("")
-        .trim()
-        .to_ascii_lowercase()
-}
-
-/// Decode an object body: JSON, YAML, or (for built-in kinds) Kubernetes protobuf.
-fn decode_object(ct: &str, bytes: &[u8]) -> Result<Value, ApiError> {
-    match ct {
-        "application/vnd.kubernetes.protobuf" => crate::proto::decode(bytes).map_err(|e| {
-            ApiError::new(
-                415,
-                "UnsupportedMediaType",
-                format!("the body of the request was in an unknown format: {e}"),
-            )
-        }),
-        "application/yaml" => serde_yaml::from_slice(bytes)
-            .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}"))),
-        _ => parse_json(bytes),
-    }
-}
-
-fn parse_json(bytes: &[u8]) -> Result<Value, ApiError> {
-    serde_json::from_slice(bytes)
-        .map_err(|e| ApiError::bad_request(format!("the request body is not valid JSON: {e}")))
 }
 
 async fn route(shared: &Arc<Shared>, req: Request<Incoming>) -> Result<Response<Body>, ApiError> {
@@ -342,268 +241,12 @@ async fn route(shared: &Arc<Shared>, req: Request<Incoming>) -> Result<Response<
     let target = {
         let store = lock(&shared.store);
         match seg.as_slice() {
-            ["api", "v1", ..] => resolve(&store, "", "v1", &segs[2..])?,
-            ["apis", g, v, ..] => resolve(&store, g, v, &segs[3..])?,
+            ["api", "v1", ..] => crate::resource::resolve(&store, "", "v1", &segs[2..])?,
+            ["apis", g, v, ..] => crate::resource::resolve(&store, g, v, &segs[3..])?,
             _ => return Err(not_found()),
         }
     };
-    resource_request(shared, &user, target, query, req).await
-}
-
-async fn resource_request(
-    shared: &Arc<Shared>,
-    user: &str,
-    t: Target,
-    q: HashMap<String, String>,
-    req: Request<Incoming>,
-) -> Result<Response<Body>, ApiError> {
-    let method = req.method().clone();
-    // kube-rs metadata APIs (`get_metadata`, `list_metadata`, `metadata_watcher`)
-    let metadata_only = req
-        .headers()
-        .get(hyper::header::ACCEPT)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|a| a.contains("as=PartialObjectMetadata"));
-    let watch = truthy(&q, "watch");
-    let verb = match (&method, t.name.is_some()) {
-        (&Method::GET, true) => "get",
-        (&Method::GET, false) if watch => "watch",
-        (&Method::GET, false) => "list",
-        (&Method::POST, false) => "create",
-        (&Method::PUT, true) => "update",
-        (&Method::PATCH, true) => "patch",
-        (&Method::DELETE, true) => "delete",
-        (&Method::DELETE, false) => "deletecollection",
-        _ => {
-            return Err(ApiError::new(
-                405,
-                "MethodNotAllowed",
-                format!(
-                    "the server does not allow this method on the requested resource ({method})"
-                ),
-            ));
-        }
-    };
-    let labels = LabelSelector::parse(q.get("labelSelector").map(String::as_str).unwrap_or(""))
-        .map_err(|e| ApiError::bad_request(e.to_string()))?;
-    let fields = FieldSelector::parse(
-        q.get("fieldSelector").map(String::as_str).unwrap_or(""),
-        t.kind.supported_fields(),
-    )
-    .map_err(|e| ApiError::bad_request(e.to_string()))?;
-
-    let resource = if t.status {
-        format!("{}/status", t.kind.plural)
-    } else {
-        t.kind.plural.clone()
-    };
-    let auth_name = t.name.as_deref().or_else(|| fields.pinned_name());
-    lock(&shared.auth).authorize(
-        user,
-        &Attributes {
-            verb,
-            group: &t.kind.group,
-            resource: &resource,
-            namespace: t.ns.as_deref(),
-            name: if verb == "create" { None } else { auth_name },
-        },
-    )?;
-
-    let ns = t.ns.as_deref();
-    let kind = &t.kind;
-    match verb {
-        "get" => {
-            let name = t.name.as_deref().unwrap_or("");
-            let obj = lock(&shared.store).get(kind, ns, name)?;
-            if metadata_only {
-                return Ok(json_response(200, &crate::watch::partial_metadata(&obj)));
-            }
-            Ok(json_response(200, &obj))
-        }
-        "list" => {
-            let scope = OwnedScope {
-                ns: t.ns.clone(),
-                labels,
-                fields,
-            };
-            let (items, rv) = lock(&shared.store).list(kind, &scope.scope());
-            if metadata_only {
-                let items: Vec<Value> = items.iter().map(crate::watch::partial_metadata).collect();
-                return Ok(json_response(
-                    200,
-                    &json!({
-                        "kind": "PartialObjectMetadataList",
-                        "apiVersion": "meta.k8s.io/v1",
-                        "metadata": {"resourceVersion": rv.to_string()},
-                        "items": items,
-                    }),
-                ));
-            }
-            let list = json!({
-                "kind": format!("{}List", kind.kind),
-                "apiVersion": kind.api_version(),
-                "metadata": {"resourceVersion": rv.to_string()},
-                "items": items,
-            });
-            Ok(json_response(200, &list))
-        }
-        "watch" => watch_request(shared, t, &q, labels, fields, metadata_only),
-        "create" => {
-            let ct = content_type(&req);
-            let body = decode_object(&ct, &read_body(req).await?)?;
-            let dry = dry_run(&q, None);
-            let obj = lock(&shared.store).create(kind, ns, body, dry)?;
-            Ok(json_response(201, &obj))
-        }
-        "update" => {
-            let ct = content_type(&req);
-            let body = decode_object(&ct, &read_body(req).await?)?;
-            let name = t.name.as_deref().unwrap_or("");
-            let dry = dry_run(&q, None);
-            let obj = lock(&shared.store).update(kind, ns, name, body, t.status, dry)?;
-            Ok(json_response(200, &obj))
-        }
-        "patch" => {
-            let ct = req
-                .headers()
-                .get(CONTENT_TYPE)
-                .and_then(|v| v.to_str().ok())
-                .unwrap_or("")
-                .split(';')
-                .next()
-                .unwrap_or("")
-                .trim()
-                .to_string();
-            let patch_kind = match ct.as_str() {
-                "application/merge-patch+json" => PatchKind::Merge,
-                "application/json-patch+json" => PatchKind::Json,
-                "application/strategic-merge-patch+json" => PatchKind::StrategicMerge,
-                "application/apply-patch+yaml" | "application/apply-patch+cbor" => PatchKind::Apply,
-                other => {
-                    return Err(ApiError::new(
-                        415,
-                        "UnsupportedMediaType",
-                        format!(
-                            "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml (got {other:?})"
-                        ),
-                    ));
-                }
-            };
-            let bytes = read_body(req).await?;
-            let body: Value = if patch_kind == PatchKind::Apply {
-                serde_yaml::from_slice(&bytes)
-                    .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))?
-            } else {
-                parse_json(&bytes)?
-            };
-            let name = t.name.as_deref().unwrap_or("");
-            let dry = dry_run(&q, None);
-            let obj = lock(&shared.store).patch(kind, ns, name, patch_kind, body, t.status, dry)?;
-            Ok(json_response(200, &obj))
-        }
-        "delete" => {
-            let bytes = read_body(req).await?;
-            // DeleteOptions; a protobuf body (typed clients) is ignored
-            let opts: Value = serde_json::from_slice(&bytes).unwrap_or_else(|_| json!({}));
-            let pre_rv = opts
-                .pointer("/preconditions/resourceVersion")
-                .and_then(Value::as_str);
-            let pre_uid = opts.pointer("/preconditions/uid").and_then(Value::as_str);
-            let name = t.name.as_deref().unwrap_or("");
-            let dry = dry_run(&q, Some(&opts));
-            let obj = lock(&shared.store).delete(kind, ns, name, pre_rv, pre_uid, dry)?;
-            Ok(json_response(200, &obj))
-        }
-        "deletecollection" => {
-            let bytes = read_body(req).await?;
-            // DeleteOptions; a protobuf body (typed clients) is ignored
-            let opts: Value = serde_json::from_slice(&bytes).unwrap_or_else(|_| json!({}));
-            let dry = dry_run(&q, Some(&opts));
-            let scope = OwnedScope {
-                ns: t.ns.clone(),
-                labels,
-                fields,
-            };
-            let mut store = lock(&shared.store);
-            let (items, _) = store.list(kind, &scope.scope());
-            let mut deleted = Vec::new();
-            for item in items {
-                let name = item
-                    .pointer("/metadata/name")
-                    .and_then(Value::as_str)
-                    .unwrap_or("");
-                let item_ns = item.pointer("/metadata/namespace").and_then(Value::as_str);
-                if let Ok(d) = store.delete(kind, item_ns, name, None, None, dry) {
-                    deleted.push(d);
-                }
-            }
-            let rv = store.current_rv();
-            Ok(json_response(
-                200,
-                &json!({
-                    "kind": format!("{}List", kind.kind),
-                    "apiVersion": kind.api_version(),
-                    "metadata": {"resourceVersion": rv.to_string()},
-                    "items": deleted,
-                }),
-            ))
-        }
-        _ => Err(not_found()),
-    }
-}
-
-fn watch_request(
-    shared: &Arc<Shared>,
-    t: Target,
-    q: &HashMap<String, String>,
-    labels: LabelSelector,
-    fields: FieldSelector,
-    metadata_only: bool,
-) -> Result<Response<Body>, ApiError> {
-    let rv = q.get("resourceVersion").map(String::as_str).unwrap_or("");
-    let start = if truthy(q, "sendInitialEvents") {
-        WatchStart::Initial { end_bookmark: true }
-    } else if rv.is_empty() || rv == "0" {
-        WatchStart::Initial {
-            end_bookmark: false,
-        }
-    } else {
-        let n = rv
-            .parse::<u64>()
-            .map_err(|_| ApiError::bad_request(format!("invalid resource version: {rv:?}")))?;
-        WatchStart::From(n)
-    };
-    let timeout = q
-        .get("timeoutSeconds")
-        .and_then(|s| s.parse::<u64>().ok())
-        .filter(|s| *s > 0)
-        .unwrap_or(1800);
-    let scope = OwnedScope {
-        ns: t.ns.clone(),
-        labels,
-        fields,
-    };
-    let started = lock(&shared.store).watch(&t.kind, &scope.scope(), start);
-    let mut resp = match started {
-        Ok((initial, rx)) => {
-            let stream = WatchStream {
-                kind: t.kind.clone(),
-                scope,
-                bookmarks: truthy(q, "allowWatchBookmarks"),
-                metadata_only,
-                initial: VecDeque::from(initial),
-                rx: Some(rx),
-                deadline: tokio::time::Instant::now() + Duration::from_secs(timeout),
-                done: false,
-            };
-            Response::new(stream.into_body())
-        }
-        // Like the apiserver: a 200 response carrying one ERROR event.
-        Err(e) => Response::new(error_body(&e)),
-    };
-    resp.headers_mut()
-        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-    Ok(resp)
+    crate::resource::request(shared, &user, target, query, req).await
 }
 
 /// Generate a CA and a serving certificate (SANs 127.0.0.1 and localhost).

@@ -7,20 +7,16 @@ use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, ListParams, PostParams, WatchEvent, WatchParams};
 use kube::runtime::watcher;
-use kube_testbed::{Fault, Testbed, TestbedOptions};
+use kube_testbed::{Fault, Testbed, TestbedOptions, poll_until};
+
+mod support;
 use serde_json::json;
+use support::api_status;
 
 fn cm(name: &str) -> ConfigMap {
     let mut c = ConfigMap::default();
     c.metadata.name = Some(name.to_string());
     c
-}
-
-fn status(e: kube::Error) -> kube::core::Status {
-    match e {
-        kube::Error::Api(s) => *s,
-        other => panic!("expected an API Status error, got {other:?}"),
-    }
 }
 
 async fn next<S: futures::Stream + Unpin>(s: &mut S) -> S::Item {
@@ -221,8 +217,8 @@ async fn fail_next_and_delay() {
     let tb = Testbed::start().await;
     let api: Api<ConfigMap> = Api::namespaced(tb.client(), "default");
     tb.fail_next(2, 500);
-    assert_eq!(status(api.get_opt("x").await.unwrap_err()).code, 500);
-    assert_eq!(status(api.get_opt("x").await.unwrap_err()).code, 500);
+    assert_eq!(api_status(api.get_opt("x").await.unwrap_err()).code, 500);
+    assert_eq!(api_status(api.get_opt("x").await.unwrap_err()).code, 500);
     assert!(api.get_opt("x").await.unwrap().is_none());
 
     tb.set_delay(Duration::from_secs(30));
@@ -315,19 +311,18 @@ async fn reflector_follows_a_restart_that_resets_state() {
     // no longer exists, gets 410, relists and sees the new state only
     tb.restart(false).await;
     tb.upsert(json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "new", "namespace": "default"}}));
-    let mut names = Vec::new();
-    for _ in 0..1000 {
-        names = reader
+    let names = || -> Vec<String> {
+        reader
             .state()
             .iter()
             .map(|c| c.metadata.name.clone().unwrap())
-            .collect();
-        if names == ["new"] {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    assert_eq!(names, ["new"]);
+            .collect()
+    };
+    poll_until("the relist to hold only the new state", || {
+        names() == ["new"]
+    })
+    .await;
+    assert_eq!(names(), ["new"]);
     task.abort();
 }
 

@@ -2,7 +2,6 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::BTreeMap;
-use std::time::Duration;
 
 use futures::StreamExt;
 use k8s_openapi::ByteString;
@@ -10,8 +9,11 @@ use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret};
 use kube::Client;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::runtime::{WatchStreamExt, reflector, watcher};
-use kube_testbed::{KindSpec, Rule, Testbed, TestbedOptions};
+use kube_testbed::{KindSpec, Rule, Testbed, TestbedOptions, poll_until};
+
+mod support;
 use serde_json::json;
+use support::api_status;
 
 fn secret(name: &str, labels: &[(&str, &str)]) -> Secret {
     let mut s = Secret::default();
@@ -27,13 +29,6 @@ fn secret(name: &str, labels: &[(&str, &str)]) -> Secret {
         ByteString(b"v".to_vec()),
     )]));
     s
-}
-
-fn api_status(e: kube::Error) -> kube::core::Status {
-    match e {
-        kube::Error::Api(s) => *s,
-        other => panic!("expected an API Status error, got {other:?}"),
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -372,16 +367,6 @@ async fn forbidden_token_gets_403_and_allowed_reads_work() {
     assert_eq!(api_status(stranger.get("x").await.unwrap_err()).code, 401);
 }
 
-async fn wait_for<F: Fn() -> bool>(what: &str, f: F) {
-    for _ in 0..500 {
-        if f() {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    panic!("timed out waiting for {what}");
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reflector_sees_create_patch_replace_delete() {
     for streaming in [false, true] {
@@ -410,7 +395,7 @@ async fn reflector_sees_create_patch_replace_delete() {
         cm.data = Some(BTreeMap::from([("k".into(), "1".into())]));
         cms.create(&PostParams::default(), &cm).await.unwrap();
         let key = reflector::ObjectRef::new("c").within("ns");
-        wait_for("create", || reader.get(&key).is_some()).await;
+        poll_until("create", || reader.get(&key).is_some()).await;
 
         cms.patch(
             "c",
@@ -419,7 +404,7 @@ async fn reflector_sees_create_patch_replace_delete() {
         )
         .await
         .unwrap();
-        wait_for("patch", || {
+        poll_until("patch", || {
             reader
                 .get(&key)
                 .is_some_and(|c| c.data.as_ref().unwrap()["k"] == "2")
@@ -431,7 +416,7 @@ async fn reflector_sees_create_patch_replace_delete() {
         cms.replace("c", &PostParams::default(), &current)
             .await
             .unwrap();
-        wait_for("replace", || {
+        poll_until("replace", || {
             reader
                 .get(&key)
                 .is_some_and(|c| c.data.as_ref().unwrap()["k"] == "3")
@@ -439,7 +424,7 @@ async fn reflector_sees_create_patch_replace_delete() {
         .await;
 
         cms.delete("c", &DeleteParams::default()).await.unwrap();
-        wait_for("delete", || reader.get(&key).is_none()).await;
+        poll_until("delete", || reader.get(&key).is_none()).await;
         task.abort();
     }
 }

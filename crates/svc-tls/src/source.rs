@@ -18,27 +18,30 @@
 //!
 //! Construction ([`SecretSource::watch`]) returns once the first list has been applied
 //! (the store is *synced*), or fails: after a timeout (naming the last watch error), at
-//! once when the API server refuses the watch (401/403), or when the caller drops the
-//! future (the watch task is stopped with it). After that the watch task lives as long
-//! as some clone of the source does; it retries with backoff on errors and the store
-//! keeps the last state it saw meanwhile.
+//! once when the API server refuses the watch (401, 403 or 404), or when the caller
+//! drops the future (the watch task is stopped with it). After that the watch task
+//! lives as long as some clone of the source does; it retries with backoff on errors
+//! and the store keeps the last state it saw meanwhile.
+//!
+//! The watch, the readiness wait, the error classification and the timeout default are
+//! the workspace's one watch layer, the internal `watch-ready` crate, shared with
+//! `kube-construct`'s caches.
 
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::StreamExt;
 use k8s_openapi::api::core::v1::Secret;
 use kube::Api;
-use kube_runtime::reflector::{self, ObjectRef, Store};
-use kube_runtime::{WatchStreamExt, watcher};
-use tokio::sync::watch;
-use tokio::task::JoinHandle;
+use kube_runtime::reflector::ObjectRef;
+use kube_runtime::watcher;
+use watch_ready::{Health, WaitError, Watched};
 
 use crate::options::SecretRef;
 
-/// Default bound on waiting for the first sync of a Secret's cache.
-pub const DEFAULT_SYNC_TIMEOUT: Duration = Duration::from_secs(30);
+/// Default bound on waiting for the first sync of a Secret's cache: the workspace's one
+/// sync-timeout default (see `docs/decisions.md`, "One watch layer").
+pub use watch_ready::DEFAULT_SYNC_TIMEOUT;
 
 /// Why a Secret's cache could not be started.
 #[derive(Debug, thiserror::Error)]
@@ -46,14 +49,12 @@ pub const DEFAULT_SYNC_TIMEOUT: Duration = Duration::from_secs(30);
 pub enum SourceError {
     /// The first list did not complete in time.
     #[error(
-        "timed out after {timeout:?} waiting for the watch of Secret {namespace}/{name} to sync{}",
+        "timed out after {timeout:?} waiting for the watch of Secret {secret} to sync{}",
         last_error.as_deref().map(|e| format!(" (last error: {e})")).unwrap_or_default()
     )]
     SyncTimeout {
-        /// Namespace of the Secret.
-        namespace: String,
-        /// Name of the Secret.
-        name: String,
+        /// The Secret.
+        secret: SecretRef,
         /// The bound that passed.
         timeout: Duration,
         /// The last watch error seen, if any.
@@ -61,53 +62,29 @@ pub enum SourceError {
     },
     /// The API server refused to list or watch the Secret.
     #[error(
-        "the API server refused to watch Secret {namespace}/{name} (HTTP {code}: {message}); \
+        "the API server refused to watch Secret {secret} (HTTP {code}: {message}); \
          grant get, list and watch on this Secret to the service account"
     )]
     Refused {
-        /// Namespace of the Secret.
-        namespace: String,
-        /// Name of the Secret.
-        name: String,
-        /// HTTP status code (401 or 403).
+        /// The Secret.
+        secret: SecretRef,
+        /// HTTP status code (401, 403 or 404).
         code: u16,
         /// The API server's message.
         message: String,
     },
     /// The watch task ended before the cache synced (the runtime is shutting down).
-    #[error("the watch of Secret {namespace}/{name} stopped before it synced")]
+    #[error("the watch of Secret {secret} stopped before it synced")]
     Stopped {
-        /// Namespace of the Secret.
-        namespace: String,
-        /// Name of the Secret.
-        name: String,
+        /// The Secret.
+        secret: SecretRef,
     },
-}
-
-/// Aborts the watch task when dropped.
-#[derive(Debug)]
-struct AbortOnDrop(JoinHandle<()>);
-
-impl Drop for AbortOnDrop {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
-}
-
-/// What the watch task tells the outside about errors.
-#[derive(Debug, Clone, Default)]
-struct WatchHealth {
-    last_error: Option<String>,
-    /// HTTP status and message of a refusal (401/403), if the last error was one.
-    refused: Option<(u16, String)>,
 }
 
 struct Inner {
     secret: SecretRef,
     key: ObjectRef<Secret>,
-    store: Store<Secret>,
-    health: watch::Receiver<WatchHealth>,
-    _task: AbortOnDrop,
+    watched: Watched<Secret>,
 }
 
 /// A synced, watch-driven cache of one Secret. Cheap to clone (an `Arc`).
@@ -137,76 +114,26 @@ impl SecretSource {
         secret: SecretRef,
         timeout: Duration,
     ) -> Result<Self, SourceError> {
+        let health = Health::new(format!("Secret {secret}"));
+        let client = watch_ready::observe(&client, &health);
         let api: Api<Secret> = Api::namespaced(client, &secret.namespace);
         let config = watcher::Config::default().fields(&format!("metadata.name={}", secret.name));
-        let (store, writer) = reflector::store::<Secret>();
-        let (health_tx, mut health_rx) = watch::channel(WatchHealth::default());
-
-        let label = format!("{}/{}", secret.namespace, secret.name);
-        let stream = reflector::reflector(writer, watcher(api, config)).default_backoff();
-        let task = tokio::spawn(async move {
-            let mut stream = std::pin::pin!(stream);
-            while let Some(item) = stream.next().await {
-                match item {
-                    Ok(_) => {
-                        health_tx.send_if_modified(|h| {
-                            let changed = h.last_error.is_some();
-                            *h = WatchHealth::default();
-                            changed
-                        });
-                    }
-                    Err(error) => {
-                        tracing::debug!(secret = %label, %error, "watch of Secret failed; retrying");
-                        let refused = refusal(&error);
-                        health_tx.send_replace(WatchHealth {
-                            last_error: Some(error.to_string()),
-                            refused,
-                        });
-                    }
-                }
-            }
-        });
-        let guard = AbortOnDrop(task);
-
-        let refused = async {
-            loop {
-                if let Some(r) = health_rx.borrow_and_update().refused.clone() {
-                    return Some(r);
-                }
-                if health_rx.changed().await.is_err() {
-                    return None;
-                }
-            }
-        };
-        let waited = tokio::time::timeout(timeout, async {
-            tokio::select! {
-                ready = store.wait_until_ready() => ready.map_err(|_| None),
-                refusal = refused => Err(refusal),
-            }
-        })
-        .await;
-        let last_error = || health_rx.borrow().last_error.clone();
-        match waited {
-            Ok(Ok(())) => {}
-            Ok(Err(Some((code, message)))) => {
+        let watched = Watched::spawn(api, config, (), health);
+        match watched.synced_within(timeout).await {
+            Ok(()) => {}
+            Err(Some(WaitError::Refused(refusal))) => {
                 return Err(SourceError::Refused {
-                    namespace: secret.namespace,
-                    name: secret.name,
-                    code,
-                    message,
+                    secret,
+                    code: refusal.code,
+                    message: refusal.message,
                 });
             }
-            Ok(Err(None)) => {
-                return Err(SourceError::Stopped {
-                    namespace: secret.namespace,
-                    name: secret.name,
-                });
-            }
-            Err(_elapsed) => {
+            // `WaitError` is non-exhaustive; the other reason is a stopped task.
+            Err(Some(_)) => return Err(SourceError::Stopped { secret }),
+            Err(None) => {
                 return Err(SourceError::SyncTimeout {
-                    last_error: last_error(),
-                    namespace: secret.namespace,
-                    name: secret.name,
+                    last_error: watched.health().last_error(),
+                    secret,
                     timeout,
                 });
             }
@@ -216,9 +143,7 @@ impl SecretSource {
             inner: Arc::new(Inner {
                 secret,
                 key,
-                store,
-                health: health_rx,
-                _task: guard,
+                watched,
             }),
         })
     }
@@ -226,7 +151,7 @@ impl SecretSource {
     /// The Secret as last seen by the watch, or `None` if it does not exist (or was
     /// deleted). Synchronous, no I/O: a map look-up and an `Arc` clone.
     pub fn get(&self) -> Option<Arc<Secret>> {
-        self.inner.store.get(&self.inner.key)
+        self.inner.watched.store().get(&self.inner.key)
     }
 
     /// The Secret this source watches.
@@ -237,19 +162,6 @@ impl SecretSource {
     /// The last error of the watch, if it is currently failing (it retries with
     /// backoff and the cache keeps the last state seen).
     pub fn last_watch_error(&self) -> Option<String> {
-        self.inner.health.borrow().last_error.clone()
+        self.inner.watched.health().last_error()
     }
-}
-
-/// A 401 or 403 from the API server: a configuration problem that retrying will not fix
-/// during start-up.
-fn refusal(error: &watcher::Error) -> Option<(u16, String)> {
-    let status = match error {
-        watcher::Error::InitialListFailed(kube::Error::Api(status))
-        | watcher::Error::WatchStartFailed(kube::Error::Api(status))
-        | watcher::Error::WatchFailed(kube::Error::Api(status)) => status,
-        watcher::Error::WatchError(status) => status,
-        _ => return None,
-    };
-    matches!(status.code, 401 | 403).then(|| (status.code, status.message.clone()))
 }

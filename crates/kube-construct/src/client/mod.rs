@@ -11,27 +11,29 @@
 //! cache, and the reverse, convert through JSON). A read that no declared cache
 //! covers is an error ([`ClientError::NotCached`]), never a silent API call.
 //!
-//! Writes (create, replace, patch, delete) go to the API server; the caches see
-//! their effect when the watch delivers it, like any other change.
+//! Writes (create, replace, patch, delete; in [`write`](write.rs)) go to the API
+//! server; the caches see their effect when the watch delivers it, like any other
+//! change.
+
+mod write;
 
 use std::{fmt, sync::Arc, time::Duration};
 
 use kube::{
-    Api,
-    api::{ApiResource, DeleteParams, DynamicObject, Patch, PatchParams, PostParams},
+    api::{ApiResource, DynamicObject, GroupVersionKind, TypeMeta},
     core::Selector,
 };
-use serde::Serialize;
 use thiserror::Error;
 
 use crate::{
     cache::{
-        CacheDeclaration, CacheError, CachedType, Caches, DEFAULT_SYNC_TIMEOUT, DynamicReader,
-        HealthReport, KnownScope, Selection, TypedReader, dedupe,
+        CacheDeclaration, CacheError, CacheObject, CachedType, Caches, DEFAULT_SYNC_TIMEOUT,
+        HealthReport, Query, Selection, StoreReader, dedupe, resource_name,
     },
     config::{
         ConfigError, ConfigSource, Environment, InClusterError, InClusterSource, KubeOptions,
     },
+    registry::{Registry, RegistryError},
 };
 
 /// Why a client could not be constructed.
@@ -142,6 +144,17 @@ impl ClientBuilder {
         self.declare(CacheDeclaration::dynamic(resource, selection))
     }
 
+    /// Declare a dynamic cache of a kind registered in `registry`, which supplies its
+    /// [`ApiResource`] (plural and scope); see [`CacheDeclaration::registered`].
+    pub fn registered_cache(
+        self,
+        registry: &Registry,
+        gvk: &GroupVersionKind,
+        selection: Selection,
+    ) -> Result<Self, RegistryError> {
+        Ok(self.declare(CacheDeclaration::registered(registry, gvk, selection)?))
+    }
+
     /// Declare a prepared cache declaration.
     #[must_use]
     pub fn declare(mut self, declaration: CacheDeclaration) -> Self {
@@ -250,14 +263,6 @@ impl fmt::Debug for CachedClient {
     }
 }
 
-fn resource_of(group: &str, version: &str, plural: &str) -> String {
-    if group.is_empty() {
-        format!("{plural}.{version}")
-    } else {
-        format!("{plural}.{version}.{group}")
-    }
-}
-
 impl CachedClient {
     /// Start declaring caches.
     pub fn builder() -> ClientBuilder {
@@ -286,37 +291,7 @@ impl CachedClient {
         namespace: Option<&str>,
         name: &str,
     ) -> Result<Option<Arc<K>>, ClientError> {
-        let (group, version, kind) = (K::group(&()), K::version(&()), K::kind(&()));
-        let resource = || resource_of(&group, &version, &K::plural(&()));
-        let mut covered = false;
-        for entry in self.inner.caches.of_kind(&group, &version, &kind) {
-            if !entry.name.selection.covers_object(namespace, name) {
-                continue;
-            }
-            covered = true;
-            if let Some(typed) = entry.reader.as_any().downcast_ref::<TypedReader<K>>() {
-                if let Some(obj) = typed.get(namespace, name) {
-                    return Ok(Some(obj));
-                }
-            } else if let Some(value) = entry.reader.get_json(namespace, name) {
-                let decoded = value
-                    .and_then(serde_json::from_value::<K>)
-                    .map_err(|source| ClientError::Decode {
-                        resource: resource(),
-                        source,
-                    })?;
-                return Ok(Some(Arc::new(decoded)));
-            }
-        }
-        if covered {
-            Ok(None)
-        } else {
-            Err(ClientError::NotCached {
-                resource: resource(),
-                namespace: namespace.map(str::to_owned),
-                name: Some(name.to_owned()),
-            })
-        }
+        Ok(self.read::<K>(&(), namespace, Query::Get(name))?.pop())
     }
 
     /// List objects from the caches, in `namespace` (None: all namespaces, or a
@@ -327,19 +302,68 @@ impl CachedClient {
         namespace: Option<&str>,
         selector: &Selector,
     ) -> Result<Vec<Arc<K>>, ClientError> {
-        let (group, version, kind) = (K::group(&()), K::version(&()), K::kind(&()));
-        let resource = || resource_of(&group, &version, &K::plural(&()));
+        self.read::<K>(&(), namespace, Query::List(selector))
+    }
+
+    /// [`CachedClient::get`] for a resource known only at run time.
+    pub fn get_dynamic(
+        &self,
+        resource: &ApiResource,
+        namespace: Option<&str>,
+        name: &str,
+    ) -> Result<Option<Arc<DynamicObject>>, ClientError> {
+        Ok(self
+            .read::<DynamicObject>(resource, namespace, Query::Get(name))?
+            .pop()
+            .map(|obj| with_types(obj, resource)))
+    }
+
+    /// [`CachedClient::list`] for a resource known only at run time.
+    pub fn list_dynamic(
+        &self,
+        resource: &ApiResource,
+        namespace: Option<&str>,
+        selector: &Selector,
+    ) -> Result<Vec<Arc<DynamicObject>>, ClientError> {
+        Ok(self
+            .read::<DynamicObject>(resource, namespace, Query::List(selector))?
+            .into_iter()
+            .map(|obj| with_types(obj, resource))
+            .collect())
+    }
+
+    /// The one read path, typed or dynamic (`dynamic_type` is `()` or the
+    /// `ApiResource`): every cache of the kind that covers the query answers, from
+    /// its store when it holds `K`, through JSON otherwise. A get stops at the first
+    /// cache holding the object; a list merges and deduplicates.
+    fn read<K: CacheObject>(
+        &self,
+        dynamic_type: &K::DynamicType,
+        namespace: Option<&str>,
+        query: Query<'_>,
+    ) -> Result<Vec<Arc<K>>, ClientError> {
+        let (group, version) = (K::group(dynamic_type), K::version(dynamic_type));
+        let resource = || resource_name(&group, &version, &K::plural(dynamic_type));
         let mut covered = false;
         let mut items = Vec::new();
-        for entry in self.inner.caches.of_kind(&group, &version, &kind) {
-            if !entry.name.selection.covers_namespace(namespace) {
+        for entry in self
+            .inner
+            .caches
+            .of_kind(&group, &version, &K::kind(dynamic_type))
+        {
+            let selection = &entry.name.selection;
+            let covers = match query {
+                Query::Get(name) => selection.covers_object(namespace, name),
+                Query::List(_) => selection.covers_namespace(namespace),
+            };
+            if !covers {
                 continue;
             }
             covered = true;
-            if let Some(typed) = entry.reader.as_any().downcast_ref::<TypedReader<K>>() {
-                items.extend(typed.list(namespace, selector));
+            if let Some(store) = entry.reader.as_any().downcast_ref::<StoreReader<K>>() {
+                items.extend(store.read(namespace, query));
             } else {
-                for value in entry.reader.list_json(namespace, selector) {
+                for value in entry.reader.read_json(namespace, query) {
                     let decoded =
                         value
                             .and_then(serde_json::from_value::<K>)
@@ -350,236 +374,30 @@ impl CachedClient {
                     items.push(Arc::new(decoded));
                 }
             }
+            if matches!(query, Query::Get(_)) && !items.is_empty() {
+                return Ok(items);
+            }
         }
         if !covered {
             return Err(ClientError::NotCached {
                 resource: resource(),
                 namespace: namespace.map(str::to_owned),
-                name: None,
+                name: query.name().map(str::to_owned),
             });
         }
         Ok(dedupe(items))
     }
+}
 
-    /// [`CachedClient::get`] for a resource known only at run time.
-    pub fn get_dynamic(
-        &self,
-        resource: &ApiResource,
-        namespace: Option<&str>,
-        name: &str,
-    ) -> Result<Option<Arc<DynamicObject>>, ClientError> {
-        let mut covered = false;
-        for entry in self
-            .inner
-            .caches
-            .of_kind(&resource.group, &resource.version, &resource.kind)
-        {
-            if !entry.name.selection.covers_object(namespace, name) {
-                continue;
-            }
-            covered = true;
-            if let Some(dynamic) = entry.reader.as_any().downcast_ref::<DynamicReader>() {
-                if let Some(obj) = dynamic.get(namespace, name) {
-                    return Ok(Some(obj));
-                }
-            } else if let Some(value) = entry.reader.get_json(namespace, name) {
-                let decoded = value
-                    .and_then(serde_json::from_value::<DynamicObject>)
-                    .map_err(|source| ClientError::Decode {
-                        resource: resource_of(&resource.group, &resource.version, &resource.plural),
-                        source,
-                    })?;
-                return Ok(Some(Arc::new(decoded)));
-            }
-        }
-        if covered {
-            Ok(None)
-        } else {
-            Err(ClientError::NotCached {
-                resource: resource_of(&resource.group, &resource.version, &resource.plural),
-                namespace: namespace.map(str::to_owned),
-                name: Some(name.to_owned()),
-            })
-        }
+/// The stored object with its apiVersion/kind filled in (LIST items may lack them).
+fn with_types(obj: Arc<DynamicObject>, resource: &ApiResource) -> Arc<DynamicObject> {
+    if obj.types.is_some() {
+        return obj;
     }
-
-    /// [`CachedClient::list`] for a resource known only at run time.
-    pub fn list_dynamic(
-        &self,
-        resource: &ApiResource,
-        namespace: Option<&str>,
-        selector: &Selector,
-    ) -> Result<Vec<Arc<DynamicObject>>, ClientError> {
-        let mut covered = false;
-        let mut items = Vec::new();
-        for entry in self
-            .inner
-            .caches
-            .of_kind(&resource.group, &resource.version, &resource.kind)
-        {
-            if !entry.name.selection.covers_namespace(namespace) {
-                continue;
-            }
-            covered = true;
-            if let Some(dynamic) = entry.reader.as_any().downcast_ref::<DynamicReader>() {
-                items.extend(dynamic.list(namespace, selector));
-            } else {
-                for value in entry.reader.list_json(namespace, selector) {
-                    let decoded = value
-                        .and_then(serde_json::from_value::<DynamicObject>)
-                        .map_err(|source| ClientError::Decode {
-                            resource: resource_of(
-                                &resource.group,
-                                &resource.version,
-                                &resource.plural,
-                            ),
-                            source,
-                        })?;
-                    items.push(Arc::new(decoded));
-                }
-            }
-        }
-        if !covered {
-            return Err(ClientError::NotCached {
-                resource: resource_of(&resource.group, &resource.version, &resource.plural),
-                namespace: namespace.map(str::to_owned),
-                name: None,
-            });
-        }
-        Ok(dedupe(items))
-    }
-
-    fn api<K: CachedType>(&self, namespace: Option<&str>) -> Api<K> {
-        <K::Scope as KnownScope>::api::<K>(self.inner.client.clone(), namespace)
-    }
-
-    fn write_namespace<K: CachedType>(obj: &K) -> Result<Option<&str>, ClientError> {
-        let namespace = obj.meta().namespace.as_deref();
-        if namespace.is_none() && <K::Scope as KnownScope>::NAMESPACED == Some(true) {
-            return Err(ClientError::MissingNamespace {
-                kind: K::kind(&()).into_owned(),
-            });
-        }
-        Ok(namespace)
-    }
-
-    fn dynamic_api(&self, resource: &ApiResource, namespace: Option<&str>) -> Api<DynamicObject> {
-        match namespace {
-            Some(ns) => Api::namespaced_with(self.inner.client.clone(), ns, resource),
-            None => Api::all_with(self.inner.client.clone(), resource),
-        }
-    }
-
-    /// Create an object (in its `metadata.namespace`) through the API.
-    pub async fn create<K: CachedType>(&self, obj: &K) -> Result<K, ClientError> {
-        let namespace = Self::write_namespace(obj)?;
-        self.api::<K>(namespace)
-            .create(&PostParams::default(), obj)
-            .await
-            .map_err(ClientError::Api)
-    }
-
-    /// Replace an object (by its `metadata.namespace`/`name`; its
-    /// `metadata.resourceVersion`, if set, guards against lost updates).
-    pub async fn replace<K: CachedType>(&self, obj: &K) -> Result<K, ClientError> {
-        let namespace = Self::write_namespace(obj)?;
-        let name = obj
-            .meta()
-            .name
-            .as_deref()
-            .ok_or_else(|| ClientError::MissingName {
-                kind: K::kind(&()).into_owned(),
-            })?;
-        self.api::<K>(namespace)
-            .replace(name, &PostParams::default(), obj)
-            .await
-            .map_err(ClientError::Api)
-    }
-
-    /// Patch an object through the API.
-    pub async fn patch<K: CachedType, P: Serialize + fmt::Debug>(
-        &self,
-        namespace: Option<&str>,
-        name: &str,
-        params: &PatchParams,
-        patch: &Patch<P>,
-    ) -> Result<K, ClientError> {
-        self.api::<K>(namespace)
-            .patch(name, params, patch)
-            .await
-            .map_err(ClientError::Api)
-    }
-
-    /// Delete an object through the API.
-    pub async fn delete<K: CachedType>(
-        &self,
-        namespace: Option<&str>,
-        name: &str,
-    ) -> Result<(), ClientError> {
-        self.api::<K>(namespace)
-            .delete(name, &DeleteParams::default())
-            .await
-            .map(drop)
-            .map_err(ClientError::Api)
-    }
-
-    /// Create a dynamic object (in its `metadata.namespace`, none for cluster-scoped kinds).
-    pub async fn create_dynamic(
-        &self,
-        resource: &ApiResource,
-        obj: &DynamicObject,
-    ) -> Result<DynamicObject, ClientError> {
-        self.dynamic_api(resource, obj.metadata.namespace.as_deref())
-            .create(&PostParams::default(), obj)
-            .await
-            .map_err(ClientError::Api)
-    }
-
-    /// Replace a dynamic object (by its `metadata.namespace`/`name`).
-    pub async fn replace_dynamic(
-        &self,
-        resource: &ApiResource,
-        obj: &DynamicObject,
-    ) -> Result<DynamicObject, ClientError> {
-        let name = obj
-            .metadata
-            .name
-            .as_deref()
-            .ok_or_else(|| ClientError::MissingName {
-                kind: resource.kind.clone(),
-            })?;
-        self.dynamic_api(resource, obj.metadata.namespace.as_deref())
-            .replace(name, &PostParams::default(), obj)
-            .await
-            .map_err(ClientError::Api)
-    }
-
-    /// Patch a dynamic object.
-    pub async fn patch_dynamic<P: Serialize + fmt::Debug>(
-        &self,
-        resource: &ApiResource,
-        namespace: Option<&str>,
-        name: &str,
-        params: &PatchParams,
-        patch: &Patch<P>,
-    ) -> Result<DynamicObject, ClientError> {
-        self.dynamic_api(resource, namespace)
-            .patch(name, params, patch)
-            .await
-            .map_err(ClientError::Api)
-    }
-
-    /// Delete a dynamic object.
-    pub async fn delete_dynamic(
-        &self,
-        resource: &ApiResource,
-        namespace: Option<&str>,
-        name: &str,
-    ) -> Result<(), ClientError> {
-        self.dynamic_api(resource, namespace)
-            .delete(name, &DeleteParams::default())
-            .await
-            .map(drop)
-            .map_err(ClientError::Api)
-    }
+    let mut obj = DynamicObject::clone(&obj);
+    obj.types = Some(TypeMeta {
+        api_version: resource.api_version.clone(),
+        kind: resource.kind.clone(),
+    });
+    Arc::new(obj)
 }

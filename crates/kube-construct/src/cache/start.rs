@@ -1,0 +1,221 @@
+//! Where caches become ready: [`CacheDeclaration`]s are started as `watch-ready`
+//! watches on the one client, and [`Caches::start`] returns only when every one of
+//! them has completed its initial list.
+
+use std::{collections::BTreeMap, fmt, sync::Arc, time::Duration};
+
+use kube::{
+    Api, Client, Resource,
+    api::{ApiResource, DynamicObject, GroupVersionKind},
+};
+use watch_ready::{Health, Unsynced, WaitError, Watched};
+
+use super::{
+    CacheError, CacheHealth, CacheName, CachedType, HealthReport, KnownScope, NotReady, Reader,
+    Selection, StoreReader,
+};
+use crate::registry::{Registry, RegistryError};
+
+type Launch = Box<dyn FnOnce(Client, Health) -> Box<dyn Reader> + Send>;
+
+/// One declared cache: a resource and a [`Selection`].
+pub struct CacheDeclaration {
+    name: CacheName,
+    namespaced: Option<bool>,
+    launch: Launch,
+}
+
+impl fmt::Debug for CacheDeclaration {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CacheDeclaration")
+            .field("name", &self.name)
+            .finish_non_exhaustive()
+    }
+}
+
+impl CacheDeclaration {
+    /// A cache of a typed resource (any `k8s_openapi` type, or a `kube::CustomResource`).
+    pub fn typed<K: CachedType>(selection: Selection) -> Self {
+        let name = CacheName::new(&ApiResource::erase::<K>(&()), selection);
+        let config = name.selection.watcher_config();
+        let namespace = name.selection.namespace().map(str::to_owned);
+        Self {
+            name,
+            namespaced: <K::Scope as KnownScope>::NAMESPACED,
+            launch: Box::new(move |client, health| {
+                let api = <K::Scope as KnownScope>::api::<K>(client, namespace.as_deref());
+                Box::new(StoreReader::new(
+                    Watched::spawn(api, config, (), health),
+                    (),
+                ))
+            }),
+        }
+    }
+
+    /// A cache of a resource known only at run time. For a kind in a [`Registry`],
+    /// [`CacheDeclaration::registered`] takes the resource (plural, scope) from it.
+    pub fn dynamic(resource: ApiResource, selection: Selection) -> Self {
+        Self::dynamic_scoped(resource, None, selection)
+    }
+
+    /// A dynamic cache of a kind registered in `registry`: its [`ApiResource`] (the
+    /// registered plural, however irregular) and its scope come from the registry, so
+    /// the caller names only the group, version and kind.
+    ///
+    /// Fails when the kind is not registered (declare it with
+    /// [`CacheDeclaration::dynamic`] and an explicit resource then) or is a
+    /// subresource.
+    pub fn registered(
+        registry: &Registry,
+        gvk: &GroupVersionKind,
+        selection: Selection,
+    ) -> Result<Self, RegistryError> {
+        let resource = registry.api_resource(gvk)?;
+        Ok(Self::dynamic_scoped(
+            resource,
+            registry.is_namespaced(gvk),
+            selection,
+        ))
+    }
+
+    fn dynamic_scoped(
+        resource: ApiResource,
+        namespaced: Option<bool>,
+        selection: Selection,
+    ) -> Self {
+        let name = CacheName::new(&resource, selection);
+        let config = name.selection.watcher_config();
+        let namespace = name.selection.namespace().map(str::to_owned);
+        Self {
+            name,
+            namespaced,
+            launch: Box::new(move |client, health| {
+                let api: Api<DynamicObject> = match namespace.as_deref() {
+                    Some(ns) => Api::namespaced_with(client, ns, &resource),
+                    None => Api::all_with(client, &resource),
+                };
+                let watched = Watched::spawn(api, config, resource.clone(), health);
+                Box::new(StoreReader::new(watched, resource))
+            }),
+        }
+    }
+
+    /// The cache this declares.
+    pub fn name(&self) -> &CacheName {
+        &self.name
+    }
+}
+
+pub(crate) struct CacheEntry {
+    pub(crate) name: CacheName,
+    pub(crate) reader: Box<dyn Reader>,
+}
+
+/// The running, synced caches. Dropping them stops their watches.
+pub(crate) struct Caches {
+    pub(crate) entries: Vec<CacheEntry>,
+}
+
+impl Caches {
+    /// Start every declared cache and return once all have synced, or fail: at once
+    /// on a refusal (401, 403, 404) of any cache, or after `timeout`.
+    pub(crate) async fn start(
+        client: &Client,
+        declarations: Vec<CacheDeclaration>,
+        timeout: Duration,
+    ) -> Result<Self, CacheError> {
+        for declaration in &declarations {
+            if declaration.namespaced == Some(false)
+                && declaration.name.selection.namespace().is_some()
+            {
+                return Err(CacheError::NamespaceOnClusterScoped {
+                    cache: declaration.name.clone(),
+                });
+            }
+        }
+
+        let entries: Vec<CacheEntry> = declarations
+            .into_iter()
+            .map(|declaration| {
+                let health = Health::new(declaration.name.to_string());
+                // Each cache's requests pass through an observer on the one client,
+                // so that an accepted WATCH marks it ready again.
+                let observed = watch_ready::observe(client, &health);
+                CacheEntry {
+                    reader: (declaration.launch)(observed, health),
+                    name: declaration.name,
+                }
+            })
+            .collect();
+        tracing::debug!(
+            caches = entries.len(),
+            ?timeout,
+            "waiting for caches to sync"
+        );
+
+        let waits = entries.iter().map(|entry| entry.reader.synced());
+        match watch_ready::all_synced(waits, timeout).await {
+            Ok(()) => Ok(Self { entries }),
+            Err(Unsynced::Failed { index, error }) => {
+                let cache = entries[index].name.clone();
+                Err(match error {
+                    WaitError::Refused(refusal) => CacheError::refused(cache, refusal),
+                    // `WaitError` is non-exhaustive; the other reason is a stopped task.
+                    _ => CacheError::Stopped { cache },
+                })
+            }
+            Err(Unsynced::TimedOut) => {
+                let not_ready = entries
+                    .iter()
+                    .filter(|entry| !entry.reader.is_synced())
+                    .map(|entry| NotReady {
+                        cache: entry.name.clone(),
+                        last_error: entry.reader.health().last_error(),
+                    })
+                    .collect();
+                Err(CacheError::Timeout { timeout, not_ready })
+            }
+        }
+    }
+
+    pub(crate) fn health(&self) -> HealthReport {
+        HealthReport {
+            caches: self
+                .entries
+                .iter()
+                .map(|entry| {
+                    let status = entry.reader.health().status();
+                    CacheHealth {
+                        cache: entry.name.clone(),
+                        state: status.state,
+                        last_error: status.last_error,
+                        errors: status.errors,
+                        objects: entry.reader.len(),
+                    }
+                })
+                .collect(),
+        }
+    }
+
+    /// The caches holding `group/version/kind`.
+    pub(crate) fn of_kind<'a>(
+        &'a self,
+        group: &'a str,
+        version: &'a str,
+        kind: &'a str,
+    ) -> impl Iterator<Item = &'a CacheEntry> + 'a {
+        self.entries
+            .iter()
+            .filter(move |entry| entry.name.same_kind(group, version, kind))
+    }
+}
+
+/// Deduplicates list results from several caches by namespace/name.
+pub(crate) fn dedupe<T: Resource>(items: Vec<Arc<T>>) -> Vec<Arc<T>> {
+    let mut seen = BTreeMap::new();
+    for item in items {
+        let key = (item.meta().namespace.clone(), item.meta().name.clone());
+        seen.entry(key).or_insert(item);
+    }
+    seen.into_values().collect()
+}

@@ -1,0 +1,127 @@
+//! API errors, rendered as `Status` objects the way the API server renders them.
+
+use serde_json::{Value, json};
+
+use super::KindSpec;
+
+/// An API error, rendered as a `Status` object.
+#[derive(Debug, Clone)]
+pub(crate) struct ApiError {
+    pub code: u16,
+    pub reason: &'static str,
+    pub message: String,
+    pub details: Option<Value>,
+}
+
+impl ApiError {
+    pub fn new(code: u16, reason: &'static str, message: impl Into<String>) -> Self {
+        Self {
+            code,
+            reason,
+            message: message.into(),
+            details: None,
+        }
+    }
+
+    fn with_details(mut self, kind: &KindSpec, name: &str) -> Self {
+        self.details = Some(json!({"name": name, "group": kind.group, "kind": kind.plural}));
+        self
+    }
+
+    pub fn not_found(kind: &KindSpec, name: &str) -> Self {
+        Self::new(
+            404,
+            "NotFound",
+            format!("{} \"{}\" not found", resource_label(kind), name),
+        )
+        .with_details(kind, name)
+    }
+
+    pub fn already_exists(kind: &KindSpec, name: &str) -> Self {
+        Self::new(
+            409,
+            "AlreadyExists",
+            format!("{} \"{}\" already exists", resource_label(kind), name),
+        )
+        .with_details(kind, name)
+    }
+
+    pub fn conflict(kind: &KindSpec, name: &str, why: &str) -> Self {
+        Self::new(
+            409,
+            "Conflict",
+            format!(
+                "Operation cannot be fulfilled on {} \"{}\": {}",
+                resource_label(kind),
+                name,
+                why
+            ),
+        )
+        .with_details(kind, name)
+    }
+
+    pub fn invalid(kind: &KindSpec, name: &str, field: &str, why: &str) -> Self {
+        let mut e = Self::new(
+            422,
+            "Invalid",
+            format!("{} \"{}\" is invalid: {}: {}", kind.kind, name, field, why),
+        );
+        e.details = Some(json!({
+            "name": name, "group": kind.group, "kind": kind.kind,
+            "causes": [{"reason": "FieldValueInvalid", "message": why, "field": field}]
+        }));
+        e
+    }
+
+    pub fn bad_request(message: impl Into<String>) -> Self {
+        Self::new(400, "BadRequest", message)
+    }
+
+    pub fn gone(message: impl Into<String>) -> Self {
+        Self::new(410, "Expired", message)
+    }
+
+    pub fn for_status(code: u16) -> Self {
+        let reason = match code {
+            400 => "BadRequest",
+            401 => "Unauthorized",
+            403 => "Forbidden",
+            404 => "NotFound",
+            405 => "MethodNotAllowed",
+            409 => "Conflict",
+            410 => "Expired",
+            422 => "Invalid",
+            429 => "TooManyRequests",
+            500 => "InternalError",
+            503 => "ServiceUnavailable",
+            504 => "Timeout",
+            _ => "Unknown",
+        };
+        Self::new(code, reason, format!("injected failure ({code} {reason})"))
+    }
+
+    /// The `Status` object.
+    pub fn status(&self) -> Value {
+        let mut s = json!({
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": "Failure",
+            "message": self.message,
+            "reason": self.reason,
+            "code": self.code,
+        });
+        if let (Some(d), Some(o)) = (&self.details, s.as_object_mut()) {
+            o.insert("details".into(), d.clone());
+        }
+        s
+    }
+}
+
+fn resource_label(kind: &KindSpec) -> String {
+    if kind.group.is_empty() {
+        kind.plural.clone()
+    } else {
+        format!("{}.{}", kind.plural, kind.group)
+    }
+}

@@ -1,0 +1,184 @@
+//! The health of one watch, shared by its task, its observed client and its readers.
+
+use std::{fmt, sync::Arc};
+
+use kube::Client;
+use kube_runtime::watcher;
+use tokio::sync::watch;
+
+use crate::Refusal;
+
+/// The state of one watched store.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WatchState {
+    /// The initial list has not completed.
+    Syncing,
+    /// Synced and watching.
+    Ready,
+    /// Synced earlier, but the watch is failing; the store keeps the last state seen.
+    Degraded,
+}
+
+impl fmt::Display for WatchState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Syncing => "syncing",
+            Self::Ready => "ready",
+            Self::Degraded => "degraded",
+        })
+    }
+}
+
+/// A snapshot of a watch's health.
+#[derive(Clone, Debug)]
+pub struct WatchStatus {
+    /// The state.
+    pub state: WatchState,
+    /// The last watch error, until the watch syncs or recovers.
+    pub last_error: Option<String>,
+    /// Watch errors seen since the watch started.
+    pub errors: u64,
+    /// A refusal seen before the first sync; it stays until the sync, so that a
+    /// waiter cannot miss it.
+    pub refusal: Option<Refusal>,
+}
+
+impl Default for WatchStatus {
+    fn default() -> Self {
+        Self {
+            state: WatchState::Syncing,
+            last_error: None,
+            errors: 0,
+            refusal: None,
+        }
+    }
+}
+
+/// The shared, cheap-to-clone health record of one watch. `label` names the watch in
+/// logs (a cache name, a Secret's `namespace/name`).
+#[derive(Clone)]
+pub struct Health {
+    tx: Arc<watch::Sender<WatchStatus>>,
+    label: Arc<str>,
+}
+
+impl fmt::Debug for Health {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Health")
+            .field("label", &self.label)
+            .field("status", &*self.tx.borrow())
+            .finish()
+    }
+}
+
+impl Health {
+    /// A new record in [`WatchState::Syncing`].
+    pub fn new(label: impl Into<String>) -> Self {
+        Self {
+            tx: Arc::new(watch::Sender::new(WatchStatus::default())),
+            label: Arc::from(label.into()),
+        }
+    }
+
+    /// The name of the watch in logs.
+    pub fn label(&self) -> &str {
+        &self.label
+    }
+
+    /// The current status.
+    pub fn status(&self) -> WatchStatus {
+        self.tx.borrow().clone()
+    }
+
+    /// The last watch error, while the watch is failing or has not synced.
+    pub fn last_error(&self) -> Option<String> {
+        self.tx.borrow().last_error.clone()
+    }
+
+    pub(crate) fn subscribe(&self) -> watch::Receiver<WatchStatus> {
+        self.tx.subscribe()
+    }
+
+    /// The store completed its initial list.
+    pub(crate) fn synced(&self) {
+        let label = &self.label;
+        self.tx.send_if_modified(|status| {
+            if status.state != WatchState::Syncing {
+                return false;
+            }
+            status.state = WatchState::Ready;
+            status.last_error = None;
+            status.refusal = None;
+            tracing::info!(watch = %label, "watch synced");
+            true
+        });
+    }
+
+    /// The watch delivered an event, or the API server accepted a WATCH: a degraded
+    /// watch is ready again.
+    pub(crate) fn recovered(&self, how: &'static str) {
+        let label = &self.label;
+        self.tx.send_if_modified(|status| {
+            if status.state != WatchState::Degraded {
+                return false;
+            }
+            status.state = WatchState::Ready;
+            status.last_error = None;
+            tracing::info!(watch = %label, how, "watch recovered");
+            true
+        });
+    }
+
+    /// The watch failed; it retries with backoff.
+    pub(crate) fn failed(&self, error: &watcher::Error) {
+        let label = &self.label;
+        let message = error.to_string();
+        self.tx.send_modify(|status| {
+            status.errors = status.errors.saturating_add(1);
+            status.last_error = Some(message.clone());
+            match status.state {
+                WatchState::Syncing => match Refusal::of(error) {
+                    Some(refusal) => {
+                        tracing::error!(watch = %label, error = %message, "watch cannot sync: refused");
+                        status.refusal.get_or_insert(refusal);
+                    }
+                    None => {
+                        tracing::warn!(watch = %label, error = %message, "watch not synced yet, retrying");
+                    }
+                },
+                WatchState::Ready => {
+                    tracing::warn!(watch = %label, error = %message, "watch degraded: serving last known state while it retries");
+                    status.state = WatchState::Degraded;
+                }
+                WatchState::Degraded => {
+                    tracing::debug!(watch = %label, error = %message, "watch still failing");
+                }
+            }
+        });
+    }
+}
+
+/// The same client (connection pool, credentials), with one watch's requests
+/// observed: an accepted WATCH proves a degraded watch is back, which kube-runtime's
+/// watcher does not report (it resumes silently and swallows bookmarks).
+pub fn observe(client: &Client, health: &Health) -> Client {
+    let default_namespace = client.default_namespace().to_owned();
+    let inner = client.clone();
+    let health = health.clone();
+    let service = tower::service_fn(move |request: http::Request<kube::client::Body>| {
+        let inner = inner.clone();
+        let health = health.clone();
+        async move {
+            let is_watch = request
+                .uri()
+                .query()
+                .is_some_and(|query| query.split('&').any(|pair| pair == "watch=true"));
+            let response = inner.send(request).await?;
+            if is_watch && response.status().is_success() {
+                health.recovered("watch re-established");
+            }
+            Ok::<_, kube::Error>(response)
+        }
+    });
+    Client::new(service, default_namespace)
+}

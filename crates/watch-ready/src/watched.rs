@@ -1,0 +1,194 @@
+//! One watched store and the readiness wait.
+
+use std::{fmt, future::Future, hash::Hash, time::Duration};
+
+use futures::{FutureExt, StreamExt, future::BoxFuture};
+use kube::{Api, Resource};
+use kube_runtime::{
+    WatchStreamExt,
+    reflector::{self, Store},
+    watcher,
+};
+use serde::de::DeserializeOwned;
+use tokio::task::JoinHandle;
+
+use crate::{Health, Refusal};
+
+/// Why a store did not sync.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum WaitError {
+    /// The API server refused the list or watch before the first sync.
+    Refused(Refusal),
+    /// The watch task ended before the first sync (the runtime is shutting down).
+    Stopped,
+}
+
+/// Why [`all_synced`] returned early.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Unsynced {
+    /// The store at `index` (in the order given) could not sync.
+    Failed {
+        /// Position of the store.
+        index: usize,
+        /// Why.
+        error: WaitError,
+    },
+    /// The timeout passed first; some stores had not synced.
+    TimedOut,
+}
+
+/// Aborts the watch task when dropped.
+struct AbortOnDrop(JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// A store fed by a running watch, with its [`Health`]. Dropping it stops the watch.
+pub struct Watched<K>
+where
+    K: reflector::Lookup + Clone + 'static,
+    K::DynamicType: Eq + Hash + Clone,
+{
+    store: Store<K>,
+    health: Health,
+    _task: AbortOnDrop,
+}
+
+impl<K> fmt::Debug for Watched<K>
+where
+    K: reflector::Lookup + Clone + 'static,
+    K::DynamicType: Eq + Hash + Clone,
+{
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // Never the objects (they may be Secrets).
+        f.debug_struct("Watched")
+            .field("health", &self.health)
+            .field("objects", &self.store.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<K> Watched<K>
+where
+    K: Resource + Clone + DeserializeOwned + fmt::Debug + Send + Sync + 'static,
+    K::DynamicType: Eq + Hash + Clone + Send + Sync,
+{
+    /// Starts a reflector over `api` and `config` (kube-runtime's default backoff),
+    /// reporting to `health`. `api` is usually built on [`crate::observe`]`(client,
+    /// &health)` so that an accepted WATCH also counts as recovery.
+    ///
+    /// Must be called within a Tokio runtime (the watch runs as a task on it).
+    pub fn spawn(
+        api: Api<K>,
+        config: watcher::Config,
+        dynamic_type: K::DynamicType,
+        health: Health,
+    ) -> Self {
+        let writer = reflector::store::Writer::new(dynamic_type);
+        let store = writer.as_reader();
+        let stream = reflector::reflector(writer, watcher::watcher(api, config).default_backoff());
+        let task_health = health.clone();
+        let task = tokio::spawn(async move {
+            let mut stream = std::pin::pin!(stream);
+            while let Some(item) = stream.next().await {
+                match item {
+                    Ok(watcher::Event::InitDone) => task_health.synced(),
+                    Ok(_) => task_health.recovered("event delivered"),
+                    Err(error) => task_health.failed(&error),
+                }
+            }
+            tracing::warn!(watch = %task_health.label(), "watch stream ended");
+        });
+        Self {
+            store,
+            health,
+            _task: AbortOnDrop(task),
+        }
+    }
+}
+
+impl<K> Watched<K>
+where
+    K: reflector::Lookup + Clone + Send + Sync + 'static,
+    K::DynamicType: Eq + Hash + Clone + Send + Sync,
+{
+    /// The store (reads are synchronous map look-ups).
+    pub fn store(&self) -> &Store<K> {
+        &self.store
+    }
+
+    /// The watch's health.
+    pub fn health(&self) -> &Health {
+        &self.health
+    }
+
+    /// Whether the initial list has completed.
+    pub fn is_synced(&self) -> bool {
+        matches!(self.store.wait_until_ready().now_or_never(), Some(Ok(())))
+    }
+
+    /// Resolves when the initial list has completed, or fails when the API server
+    /// refused the watch before that (a [`Refusal`]) or the watch stopped. No
+    /// timeout: see [`all_synced`] and [`Watched::synced_within`]. Cancel-safe, and
+    /// independent of `self`'s lifetime.
+    pub fn synced(&self) -> impl Future<Output = Result<(), WaitError>> + Send + 'static {
+        let store = self.store.clone();
+        let health = self.health.clone();
+        let mut status = health.subscribe();
+        async move {
+            let refused = async {
+                loop {
+                    if let Some(refusal) = status.borrow_and_update().refusal.clone() {
+                        return refusal;
+                    }
+                    if status.changed().await.is_err() {
+                        // `health` holds the sender: unreachable, but never resolve.
+                        std::future::pending::<()>().await;
+                    }
+                }
+            };
+            tokio::select! {
+                biased;
+                refusal = refused => Err(WaitError::Refused(refusal)),
+                ready = store.wait_until_ready() => match ready {
+                    Ok(()) => {
+                        // The reflector applies the first list before the task sees
+                        // `InitDone`: make the health agree now.
+                        health.synced();
+                        Ok(())
+                    }
+                    Err(_) => Err(WaitError::Stopped),
+                },
+            }
+        }
+    }
+
+    /// [`Watched::synced`] bounded by `timeout` (`Err(None)` when it passed).
+    pub async fn synced_within(&self, timeout: Duration) -> Result<(), Option<WaitError>> {
+        match all_synced([self.synced().boxed()], timeout).await {
+            Ok(()) => Ok(()),
+            Err(Unsynced::Failed { error, .. }) => Err(Some(error)),
+            Err(Unsynced::TimedOut) => Err(None),
+        }
+    }
+}
+
+/// The one readiness wait: every future from [`Watched::synced`] resolved `Ok`
+/// within `timeout`; or the first to fail (at once, without waiting for the
+/// others); or the timeout.
+pub async fn all_synced<I>(synced: I, timeout: Duration) -> Result<(), Unsynced>
+where
+    I: IntoIterator<Item = BoxFuture<'static, Result<(), WaitError>>>,
+{
+    let indexed = synced.into_iter().enumerate().map(|(index, wait)| {
+        wait.map(move |result| result.map_err(|error| Unsynced::Failed { index, error }))
+    });
+    match tokio::time::timeout(timeout, futures::future::try_join_all(indexed)).await {
+        Ok(result) => result.map(drop),
+        Err(_elapsed) => Err(Unsynced::TimedOut),
+    }
+}
