@@ -344,20 +344,26 @@ impl<T: fmt::Display> fmt::Display for Joined<'_, T> {
 /// service's or tool's options next to the other crates' options.
 ///
 /// Long options only (no short flags, nothing `global`), so they do not collide
-/// with other option groups in the same command.
+/// with other option groups in the same command. A flag given twice keeps its last
+/// value, as Go's pflag does (deployed manifests may repeat a flag).
 #[derive(clap::Args, Clone, Debug, Default, PartialEq, Eq)]
 pub struct KubeOptions {
     /// Path to a kubeconfig file (a list separated like PATH is merged). Selects
     /// out-of-cluster configuration.
-    #[arg(long = "kubeconfig", env = "KUBECONFIG", value_name = "PATH")]
+    #[arg(
+        long = "kubeconfig",
+        env = "KUBECONFIG",
+        value_name = "PATH",
+        overrides_with = "kubeconfig"
+    )]
     pub kubeconfig: Option<PathBuf>,
     /// The API server URL, overriding the kubeconfig's server. Selects
     /// out-of-cluster configuration.
-    #[arg(long = "master", value_name = "URL")]
+    #[arg(long = "master", value_name = "URL", overrides_with = "master")]
     pub master: Option<String>,
     /// The kubeconfig context to use instead of its current context. Selects
     /// out-of-cluster configuration.
-    #[arg(long = "context", value_name = "NAME")]
+    #[arg(long = "context", value_name = "NAME", overrides_with = "context")]
     pub context: Option<String>,
 }
 
