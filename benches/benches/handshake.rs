@@ -191,7 +191,12 @@ fn benches(c: &mut Criterion) {
         Arc::new(config)
     };
     let reload_config = Arc::new(
-        client_config(provider(), TrustMode::Roots(roots(&server_ca)), Some(&resolver)).unwrap(),
+        client_config(
+            provider(),
+            TrustMode::Roots(roots(&server_ca)),
+            Some(&resolver),
+        )
+        .unwrap(),
     );
 
     let mut group = c.benchmark_group("handshake");

@@ -9,15 +9,40 @@
 //! the facade is the same type as through its own crate, and code can move from
 //! one path to the other a module at a time.
 //!
-//! | Go `pkg/client` | here |
-//! |---|---|
-//! | `New()` (in-cluster client, informer cache) | [`construct::client::CachedClient`]`::builder()...in_cluster()` |
-//! | `NewScheme(adders...)` | [`construct::registry::platform_registry`] |
-//! | flags `--S-host`, `--S-ca-secret-*`, `--[P-]client-certificate-*` | [`tls::options`] |
-//! | `GetClientCertificate` (per-handshake reload) | [`tls::resolver::IdentityResolver`] |
-//! | HTTP client with mTLS | [`tls::client::PeerTls`] |
-//! | `EncodeAndSign` / `VerifyAndDecode` | [`tls::principal::PrincipalSigner`] / [`tls::principal::verify`] |
-//! | provisioner / cluster / namespace context values | [`scope`] |
+//! Every exported symbol of the Go package (`client.go`, `context.go`, `http.go`,
+//! `spiffe.go`, `credential.go` of the generation deployed now) has a row. "Differs"
+//! says what a migrating service will notice, and why; `docs/migration.md` has the
+//! same table with more prose, and `examples/migrated-service` is a service
+//! migrated through this crate.
+//!
+//! | Go `pkg/client` | here | differs, and why |
+//! |---|---|---|
+//! | `SchemeAdder` | [`construct::registry::Addition`] | a boxed `FnOnce(&mut Registry)`; same contract (first error stops) |
+//! | `NewScheme(adders...)` | [`construct::registry::platform_registry`] | same order (built-ins, Unikorn, fake, Argo shim, yours); nothing returned on error |
+//! | `New(ctx, adders...)` | [`construct::client::CachedClient`]`::builder()` … `.in_cluster()` / `.from_options()` / `.from_client()` | returns only when every declared cache has synced; permanent errors fail at once (Go discarded the cache's start error); caches watch only what is declared (Go's cached `Get` of one Secret watched every Secret) |
+//! | `ClusterContext` | [`scope::Cluster`] | immutable value carried by a task-local, not a `context.Context` pointer |
+//! | `ClusterContext.Client` | [`scope::Cluster::client`] | a `kube::Client` |
+//! | `ClusterContext.ID` | [`scope::Cluster::id`] | `Option<ResourceIdentifier>` (`None` at the root, as Go's nil) |
+//! | `ClusterContext.Host` | [`scope::Cluster::host`] | `Option<String>`: `None` at the root where Go had `""` |
+//! | `ClusterContext.Port` | [`scope::Cluster::port`] | `Option<u16>`, a number, not a string; 443/80 derived from the scheme when the server URL has none, as Go |
+//! | `NewContextWithProvisionerClient` / `ProvisionerClientFromContext` | [`scope::with_provisioner`] / [`scope::provisioner`] | "context invalid" is [`scope::ScopeError`] naming the missing value |
+//! | `NewContextWithCluster` / `ClusterFromContext` | [`scope::with_cluster`] / [`scope::cluster`] | as above; task-locals do not cross `tokio::spawn`: use [`scope::spawn`] |
+//! | `NewContextWithNamespace` / `NamespaceFromContext` | [`scope::with_namespace`] / [`scope::namespace`] | as above |
+//! | `HTTPOptions` | [`tls::options::PeerOptions`] | also `--S-http2` and `--S-pool-idle-timeout` (new, optional) |
+//! | `NewHTTPOptions(service)` | [`tls::options::PeerOptions::new`] | none |
+//! | `HTTPOptions.AddFlags` | [`tls::options::PeerOptions::augment`] + [`tls::options::PeerOptions::from_matches`] | clap instead of pflag; same names; values as pflag took them (any host string, empty = unset, last repeat wins) |
+//! | `HTTPOptions.Host()` | [`tls::options::PeerOptions::host_value`] (as given) / [`tls::options::PeerOptions::is_configured`] (`Host() != ""`) / [`tls::options::PeerOptions::host`] (checked URL) | `None` for `""`; the checked form refuses a value that is not an `http`/`https` URL with a host, naming the flag, where Go failed at the first request |
+//! | `HTTPOptions.ApplyTLSConfig` | [`tls::client::trust_from_secret`] → [`tls::client::TrustMode::Roots`] (done by [`tls::client::PeerTls::from_options`]) | a half-set reference is an error (Go checked only the name); `ca.crt` is read too; unset trust uses the platform's roots, as Go's nil `RootCAs` |
+//! | `HTTPClientOptions` | [`tls::options::ClientIdentityOptions`] | a prefix gives a per-peer identity (`--P-client-certificate-*`) |
+//! | `HTTPClientOptions.AddFlags` | [`tls::options::ClientIdentityOptions::augment`] + [`tls::options::ClientIdentityOptions::from_matches`] | `--client-certificate-reload-interval` is accepted (any Go duration) and ignored, with one deprecation warning |
+//! | `HTTPClientOptions.SetNow` | [`tls::resolver::IdentityResolverBuilder::clock`] with [`tls::report::ManualClock`] | there is no reload timer to drive: the identity is reloaded on every handshake; the injectable clock drives the warning limiter and staleness instead |
+//! | `HTTPClientOptions.ApplyTLSClientConfig` | [`tls::resolver::IdentityResolver`] in [`tls::client::client_config`] (done by [`tls::client::PeerTls::from_options`]) | the Secret is watched and re-read on every handshake (Go: a timer, 24 h); construction waits for the watch to sync; a failed reload serves the last good identity and warns at most once a minute |
+//! | `HTTPClientOptions.EncodeAndSign` | [`tls::principal::PrincipalSigner::sign`] / [`tls::principal::PrincipalSigner::attach`] | signs with the watched identity (no API read per call); PS512 by default ([`tls::principal::AlgorithmPolicy`]) because the verifiers deployed accept only PS512 |
+//! | `VerifyAndDecode` | [`tls::principal::PeerCertificate::verify`] / [`tls::principal::verify`]; behind the ingress [`tls::principal::verify_ingress_request`] | the accepted algorithms are a parameter ([`tls::principal::AlgorithmPolicy`]) |
+//! | `TLSClientConfig` | [`tls::client::client_config`] / [`tls::client::PeerTls::config`] | TLS 1.3 as Go; session resumption off (a resumed handshake would skip the reload); ALPN `http/1.1` unless h2 is opted in |
+//! | `CertificateSourceSecret` | the only source today: [`tls::options::ClientIdentityOptions`] | `--client-certificate-source` is not ported yet (planned behind the resolver's identity seam) |
+//! | `CertificateSourceSPIFFE`, `HTTPClientOptions.InitSPIFFE`, `NewSPIFFESources`, `Sources`, `SPIFFECredential` | not ported yet | the SPIFFE identity source is planned behind the resolver's identity seam; a service using `spiffe` mode cannot migrate yet |
+//! | `ErrClientCredential` | [`tls::resolver::IdentityError`], [`tls::client::PeerClientError`], [`tls::principal::SignError`] | typed errors naming the Secret, key or flag instead of one sentinel |
 //!
 //! ```
 //! // The facade and the focused crates name the same items.

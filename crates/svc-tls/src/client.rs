@@ -10,20 +10,28 @@
 //!   does not run the client-certificate resolver, so a rotated identity would not be
 //!   presented on connections that resume an old session (the legacy Go client kept no
 //!   session cache either);
-//! - ALPN offers `h2` and `http/1.1`.
+//! - ALPN offers `http/1.1` only by default, as Go's transport with a custom
+//!   `tls.Config` spoke HTTP/1.1 only; HTTP/2 is an opt-in
+//!   ([`HttpProtocol::Http2Preferred`], flag `--S-http2`), offering `h2` then
+//!   `http/1.1` ([`client_config_for`]).
 //!
 //! [`reqwest_client`] puts that configuration under a `reqwest::Client`
-//! (`use_preconfigured_tls`).
+//! (`use_preconfigured_tls`), restricted to HTTP/1.1 unless the configuration offers
+//! `h2`.
 //!
 //! # Rotation and pooled connections
 //! Every *new* connection runs a full handshake and so presents the identity currently
 //! in the Secret. A connection already open (kept alive in reqwest's pool, or an HTTP/2
 //! connection being multiplexed) keeps the identity and trust it was opened with until
-//! it is closed, by either side or by the pool's idle timeout. A peer that must stop
-//! accepting an old certificate at once has to close its existing connections (nginx
-//! does so for idle keep-alive connections when it is reloaded); a client that must
-//! re-present quickly can bound connection age with
-//! `reqwest::ClientBuilder::pool_idle_timeout`.
+//! it is closed: by the peer (nginx closes a keep-alive connection after
+//! `keepalive_timeout`, 75 s, or `keepalive_requests`, 1000, by default), or by
+//! reqwest's pool once it has been idle for the pool idle timeout (90 s by default).
+//! reqwest has no maximum connection age, so a connection that never goes idle
+//! keeps its identity until the peer closes it. Bound the idle part with
+//! `--S-pool-idle-timeout` ([`PeerOptions::with_pool_idle_timeout`]); `0` keeps no
+//! idle connection, so every request opens a connection and presents the current
+//! identity. HTTP/2 puts every request on one connection, which rarely goes idle:
+//! one more reason it is an opt-in.
 //!
 //! # Example
 //! ```no_run
@@ -65,8 +73,9 @@ use rustls::{ClientConfig, RootCertStore};
 
 use crate::error::OptionsError;
 use crate::material::{self, MaterialError};
-use crate::options::{ClientIdentityOptions, PeerOptions, SecretRef};
+use crate::options::{ClientIdentityOptions, HostError, HttpProtocol, PeerOptions, SecretRef};
 use crate::resolver::{IdentityError, IdentityResolver};
+use url::Url;
 
 /// Why a client could not be built.
 #[derive(Debug, thiserror::Error)]
@@ -103,6 +112,10 @@ pub enum PeerClientError {
     /// reqwest could not build its client.
     #[error("building the HTTP client failed: {0}")]
     Http(#[source] reqwest::Error),
+    /// The peer's `--S-host` value is not a usable URL (the error names the flag
+    /// and quotes the value), or the peer is not configured where a host is needed.
+    #[error(transparent)]
+    Host(#[from] HostError),
 }
 
 /// Which server certificates to trust.
@@ -138,11 +151,22 @@ pub async fn trust_from_secret(
 
 /// Builds a TLS 1.3 client configuration with session resumption disabled, trusting
 /// `trust` and presenting the identity from `identity` (reloaded on every handshake),
-/// or no client certificate when `identity` is `None`.
+/// or no client certificate when `identity` is `None`. ALPN offers `http/1.1` only
+/// (as the Go client spoke); see [`client_config_for`] to offer `h2`.
 pub fn client_config(
     provider: Arc<CryptoProvider>,
     trust: TrustMode,
     identity: Option<&IdentityResolver>,
+) -> Result<ClientConfig, PeerClientError> {
+    client_config_for(provider, trust, identity, HttpProtocol::Http1Only)
+}
+
+/// [`client_config`] offering the ALPN protocols of `protocol`.
+pub fn client_config_for(
+    provider: Arc<CryptoProvider>,
+    trust: TrustMode,
+    identity: Option<&IdentityResolver>,
+    protocol: HttpProtocol,
 ) -> Result<ClientConfig, PeerClientError> {
     let builder = ClientConfig::builder_with_provider(provider.clone())
         .with_protocol_versions(&[&rustls::version::TLS13])?;
@@ -161,13 +185,22 @@ pub fn client_config(
     };
     // A resumed handshake skips the resolver: every connection must run it.
     config.resumption = Resumption::disabled();
-    config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    config.alpn_protocols = protocol.alpn();
     Ok(config)
 }
 
 /// A `reqwest` client builder on `config`; add timeouts and the like, then `build()`.
+///
+/// The builder speaks HTTP/1.1 only unless `config` offers `h2` through ALPN, so the
+/// TLS configuration alone decides the protocol.
 pub fn reqwest_builder(config: ClientConfig) -> reqwest::ClientBuilder {
-    reqwest::Client::builder().use_preconfigured_tls(config)
+    let offers_h2 = config.alpn_protocols.iter().any(|p| p.as_slice() == b"h2");
+    let builder = reqwest::Client::builder().use_preconfigured_tls(config);
+    if offers_h2 {
+        builder
+    } else {
+        builder.http1_only()
+    }
 }
 
 /// A `reqwest` client on `config`.
@@ -184,6 +217,10 @@ pub struct PeerTls {
     provider: Arc<CryptoProvider>,
     trust: TrustMode,
     identity: Option<IdentityResolver>,
+    /// `--S-host` checked, with the flag name for "not configured".
+    host: Result<Url, HostError>,
+    protocol: HttpProtocol,
+    pool_idle_timeout: Option<Duration>,
 }
 
 impl PeerTls {
@@ -197,7 +234,35 @@ impl PeerTls {
             provider,
             trust,
             identity,
+            host: Err(HostError::NotConfigured {
+                flag: "host".to_owned(),
+            }),
+            protocol: HttpProtocol::default(),
+            pool_idle_timeout: None,
         }
+    }
+
+    /// Sets the peer's base URL.
+    #[must_use]
+    pub fn with_host(mut self, host: Url) -> Self {
+        self.host = Ok(host);
+        self
+    }
+
+    /// Sets the HTTP versions clients built from this may speak (default HTTP/1.1
+    /// only).
+    #[must_use]
+    pub fn with_http_protocol(mut self, protocol: HttpProtocol) -> Self {
+        self.protocol = protocol;
+        self
+    }
+
+    /// Sets reqwest's pool idle timeout for clients built from this; zero keeps no
+    /// idle connection (every request presents the current identity).
+    #[must_use]
+    pub fn with_pool_idle_timeout(mut self, timeout: Duration) -> Self {
+        self.pool_idle_timeout = Some(timeout);
+        self
     }
 
     /// From the command-line options: trust from `--S-ca-secret-*` (read once; the
@@ -207,6 +272,13 @@ impl PeerTls {
     /// The provider is [`crypto_provider`](crate::material::crypto_provider) (aws-lc-rs),
     /// passed explicitly.
     ///
+    /// This is where `--S-host` is checked, before anything is read: a value that is
+    /// not an `http`/`https` URL with a host fails with [`PeerClientError::Host`] naming
+    /// the flag and quoting the value. A peer whose host is not configured (flag
+    /// absent or empty) still gets its TLS setup, as Go's `TLSClientConfig` did;
+    /// [`PeerTls::host`] then says "not configured". `--S-http2` and
+    /// `--S-pool-idle-timeout` apply to every client built from the result.
+    ///
     /// ```no_run
     /// # async fn f(client: kube::Client, peer: svc_tls::options::PeerOptions,
     /// #            me: svc_tls::options::ClientIdentityOptions) -> Result<(), Box<dyn std::error::Error>> {
@@ -214,7 +286,7 @@ impl PeerTls {
     ///
     /// let tls = PeerTls::from_options(&client, &peer, &me, std::time::Duration::from_secs(30)).await?;
     /// let http = tls.reqwest_client()?; // per reconcile if you like: no waiting
-    /// let url = peer.require_host()?.join("api/v1/regions")?;
+    /// let url = tls.host()?.join("api/v1/regions")?;
     /// let regions = http.get(url).send().await?;
     /// # let _ = regions; Ok(()) }
     /// ```
@@ -225,6 +297,12 @@ impl PeerTls {
         sync_timeout: Duration,
     ) -> Result<Self, PeerClientError> {
         let provider = Arc::new(crate::material::crypto_provider());
+        let host = match peer.host()? {
+            Some(url) => Ok(url),
+            None => Err(HostError::NotConfigured {
+                flag: PeerOptions::host_flag(peer.service()),
+            }),
+        };
         let ca = peer.ca_secret()?;
         let secret = identity.secret()?;
         let trust = match ca {
@@ -241,7 +319,21 @@ impl PeerTls {
             ),
             None => None,
         };
-        Ok(Self::new(provider, trust, identity))
+        let mut tls = Self::new(provider, trust, identity).with_http_protocol(peer.http_protocol());
+        tls.host = host;
+        tls.pool_idle_timeout = peer.pool_idle_timeout();
+        Ok(tls)
+    }
+
+    /// The peer's base URL, or [`HostError::NotConfigured`] naming the flag when the
+    /// peer has no host (Go: `Host() == ""`).
+    pub fn host(&self) -> Result<&Url, HostError> {
+        self.host.as_ref().map_err(Clone::clone)
+    }
+
+    /// The HTTP versions clients built from this may speak.
+    pub fn http_protocol(&self) -> HttpProtocol {
+        self.protocol
     }
 
     /// The identity resolver, when a client certificate is configured.
@@ -249,18 +341,32 @@ impl PeerTls {
         self.identity.as_ref()
     }
 
-    /// A new rustls configuration (see [`client_config`]).
+    /// A new rustls configuration (see [`client_config_for`]).
     pub fn config(&self) -> Result<ClientConfig, PeerClientError> {
-        client_config(
+        client_config_for(
             self.provider.clone(),
             self.trust.clone(),
             self.identity.as_ref(),
+            self.protocol,
         )
+    }
+
+    /// A new `reqwest` client builder on [`PeerTls::config`], with the pool idle
+    /// timeout applied; add timeouts and the like, then `build()`.
+    pub fn reqwest_builder(&self) -> Result<reqwest::ClientBuilder, PeerClientError> {
+        let builder = reqwest_builder(self.config()?);
+        Ok(match self.pool_idle_timeout {
+            Some(Duration::ZERO) => builder.pool_max_idle_per_host(0),
+            Some(timeout) => builder.pool_idle_timeout(timeout),
+            None => builder,
+        })
     }
 
     /// A new `reqwest` client on [`PeerTls::config`].
     pub fn reqwest_client(&self) -> Result<reqwest::Client, PeerClientError> {
-        reqwest_client(self.config()?)
+        self.reqwest_builder()?
+            .build()
+            .map_err(PeerClientError::Http)
     }
 }
 
@@ -274,12 +380,16 @@ mod tests {
     }
 
     #[test]
-    fn configs_offer_h2_and_http1_and_build_a_reqwest_client() {
+    fn configs_offer_http1_by_default_and_h2_on_request_and_build_a_reqwest_client() {
         for trust in [
             TrustMode::Roots(RootCertStore::empty()),
             TrustMode::Platform,
         ] {
-            let config = client_config(provider(), trust, None).unwrap();
+            let config = client_config(provider(), trust.clone(), None).unwrap();
+            assert_eq!(config.alpn_protocols, vec![b"http/1.1".to_vec()]);
+            reqwest_client(config).unwrap();
+            let config =
+                client_config_for(provider(), trust, None, HttpProtocol::Http2Preferred).unwrap();
             assert_eq!(
                 config.alpn_protocols,
                 vec![b"h2".to_vec(), b"http/1.1".to_vec()]

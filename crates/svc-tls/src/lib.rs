@@ -10,6 +10,7 @@
 #![deny(missing_docs)]
 
 pub mod client;
+pub mod duration;
 pub mod error;
 pub mod identity_source;
 pub mod material;

@@ -21,22 +21,45 @@
 //!
 //! let cmd = Command::new("svc");
 //! let cmd = PeerOptions::augment(cmd, "identity");
+//! let cmd = PeerOptions::augment(cmd, "audit");
 //! let cmd = ClientIdentityOptions::augment(cmd, None);
 //! let m = cmd.get_matches_from([
 //!     "svc",
 //!     "--identity-host=https://identity.example.com",
+//!     "--audit-host=", // rendered empty: the audit peer is not configured
 //!     "--client-certificate-namespace=unikorn",
 //!     "--client-certificate-name=unikorn-client-certificate",
 //! ]);
 //! let identity = PeerOptions::from_matches(&m, "identity").unwrap();
+//! let audit = PeerOptions::from_matches(&m, "audit").unwrap();
 //! let client = ClientIdentityOptions::from_matches(&m, None).unwrap();
-//! assert_eq!(identity.host().unwrap().as_str(), "https://identity.example.com/");
+//! assert_eq!(identity.host().unwrap().unwrap().as_str(), "https://identity.example.com/");
+//! assert!(!audit.is_configured());
 //! assert_eq!(identity.ca_secret().unwrap(), None);
 //! assert_eq!(
 //!     client.secret().unwrap().unwrap().to_string(),
 //!     "unikorn/unikorn-client-certificate"
 //! );
 //! ```
+//!
+//! # Values as pflag took them
+//!
+//! Deployed Helm charts were written against Go's pflag, and a migrated binary
+//! must start with every value they render:
+//! - `--S-host` is a plain string at parse time. An empty value means the peer is
+//!   not configured ([`PeerOptions::is_configured`]; Go callers tested
+//!   `Host() != ""`). The value is checked when it is used
+//!   ([`PeerOptions::host`], [`PeerOptions::require_host`], and
+//!   [`PeerTls::from_options`](crate::client::PeerTls::from_options)): a value that
+//!   is not an `http`/`https` URL with a host is a [`HostError`] naming the flag and
+//!   quoting the value. A bare `host:port` such as `collector:443` is refused, never
+//!   completed with a guessed scheme.
+//! - `--[P-]client-certificate-reload-interval` takes every value of Go's
+//!   `time.ParseDuration`, negative and zero included ([`crate::duration`]).
+//! - A flag given twice keeps its last value, for every flag defined here
+//!   (`Arg::overrides_with` on itself).
+//! - A value may start with `-` (`--client-certificate-reload-interval -1s`): like
+//!   pflag, the word after a flag that takes a value is its value.
 //!
 //! # One rule for Secret references
 //!
@@ -55,6 +78,7 @@ use clap::parser::ValueSource;
 use clap::{Arg, ArgAction, ArgMatches, Command};
 use url::Url;
 
+pub use crate::duration::{GoDuration, parse_go_duration};
 pub use crate::error::OptionsError;
 
 /// A reference to a namespaced Secret. `Display` is `namespace/name`.
@@ -85,14 +109,156 @@ impl fmt::Display for SecretRef {
 /// The default of the deprecated `--client-certificate-reload-interval` (24h).
 pub const DEPRECATED_RELOAD_INTERVAL_DEFAULT: Duration = Duration::from_secs(24 * 60 * 60);
 
+/// Why a `--S-host` value cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum HostError {
+    /// The flag was not given, or given empty: the peer is not configured.
+    #[error("--{flag} is not configured (not given, or given empty)")]
+    NotConfigured {
+        /// The flag (without the leading `--`), e.g. `audit-host`.
+        flag: String,
+    },
+    /// The flag has a value, and it is not a usable base URL.
+    #[error("--{flag}={value:?} is not a usable URL: {problem}")]
+    Invalid {
+        /// The flag (without the leading `--`), e.g. `identity-host`.
+        flag: String,
+        /// The value as given.
+        value: String,
+        /// What is wrong with it.
+        problem: HostProblem,
+    },
+}
+
+impl HostError {
+    /// The flag this error is about (without the leading `--`).
+    pub fn flag(&self) -> &str {
+        match self {
+            Self::NotConfigured { flag } | Self::Invalid { flag, .. } => flag,
+        }
+    }
+}
+
+/// What is wrong with a `--S-host` value.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum HostProblem {
+    /// No scheme. `bare_host_port` is set for values such as `collector:443`, which
+    /// a URL parser would read as the scheme `collector`: the scheme is never guessed.
+    #[error("{}", if *bare_host_port {
+        "the scheme is missing (a bare host:port is not a URL, and no scheme is guessed: write https://host:port or http://host:port)"
+    } else {
+        "the scheme is missing (write https://host or http://host)"
+    })]
+    MissingScheme {
+        /// Whether the value looks like `host:port`.
+        bare_host_port: bool,
+    },
+    /// The scheme is there, the host is not (e.g. `https://`, which charts render
+    /// when the host value is missing).
+    #[error("the host is missing")]
+    MissingHost,
+    /// A scheme other than `http` or `https`.
+    #[error("the scheme {scheme:?} is not supported (use https or http)")]
+    UnsupportedScheme {
+        /// The scheme found.
+        scheme: String,
+    },
+    /// The value cannot be parsed as a URL at all.
+    #[error("not a URL: {reason}")]
+    NotAUrl {
+        /// The URL parser's explanation.
+        reason: String,
+    },
+}
+
+/// Checks a `--S-host` value: an absolute `http`/`https` URL with a host.
+///
+/// `value` must be non-empty (an empty value means "not configured" and never
+/// reaches this check).
+pub fn parse_host(flag: &str, value: &str) -> Result<Url, HostError> {
+    let invalid = |problem| HostError::Invalid {
+        flag: flag.to_owned(),
+        value: value.to_owned(),
+        problem,
+    };
+    let url = match Url::parse(value) {
+        Ok(url) => url,
+        Err(url::ParseError::RelativeUrlWithoutBase) => {
+            return Err(invalid(HostProblem::MissingScheme {
+                bare_host_port: false,
+            }));
+        }
+        Err(url::ParseError::EmptyHost) => return Err(invalid(HostProblem::MissingHost)),
+        Err(e) => {
+            return Err(invalid(HostProblem::NotAUrl {
+                reason: e.to_string(),
+            }));
+        }
+    };
+    match url.scheme() {
+        "http" | "https" => {}
+        scheme => {
+            // `collector:443` parses as scheme `collector` with the opaque path `443`.
+            let path = url.path();
+            let bare_host_port = url.cannot_be_a_base()
+                && !path.is_empty()
+                && path.bytes().all(|b| b.is_ascii_digit());
+            return Err(invalid(if bare_host_port {
+                HostProblem::MissingScheme { bare_host_port }
+            } else {
+                HostProblem::UnsupportedScheme {
+                    scheme: scheme.to_owned(),
+                }
+            }));
+        }
+    }
+    if url.host_str().is_none_or(str::is_empty) {
+        return Err(invalid(HostProblem::MissingHost));
+    }
+    Ok(url)
+}
+
+/// Which HTTP versions a peer client may speak.
+///
+/// Go's transport with a custom `tls.Config` speaks HTTP/1.1 only, so that is the
+/// default: a migrated service talks to its peers as the Go one did. HTTP/2 is an
+/// opt-in (`--S-http2`, or [`PeerOptions::with_http_protocol`]): it multiplexes
+/// every request to a peer over one long-lived connection, which then keeps the
+/// identity it was opened with for its whole life (see `docs/operations.md`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
+pub enum HttpProtocol {
+    /// HTTP/1.1 only: ALPN offers `http/1.1`, reqwest speaks HTTP/1.1 only.
+    #[default]
+    Http1Only,
+    /// HTTP/2 when the peer agrees: ALPN offers `h2` then `http/1.1`.
+    Http2Preferred,
+}
+
+impl HttpProtocol {
+    /// The ALPN protocol identifiers offered, in order of preference.
+    pub fn alpn(self) -> Vec<Vec<u8>> {
+        match self {
+            Self::Http1Only => vec![b"http/1.1".to_vec()],
+            Self::Http2Preferred => vec![b"h2".to_vec(), b"http/1.1".to_vec()],
+        }
+    }
+}
+
 /// Options for one peer service `S`: `--S-host`, `--S-ca-secret-namespace`,
-/// `--S-ca-secret-name`.
+/// `--S-ca-secret-name`, and the HTTP settings `--S-http2` and
+/// `--S-pool-idle-timeout`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PeerOptions {
     service: String,
-    host: Option<Url>,
+    /// The host value as given, when non-empty (checked when used).
+    host: Option<String>,
     ca_secret_namespace: Option<String>,
     ca_secret_name: Option<String>,
+    protocol: HttpProtocol,
+    pool_idle_timeout: Option<Duration>,
 }
 
 impl PeerOptions {
@@ -103,13 +269,23 @@ impl PeerOptions {
             host: None,
             ca_secret_namespace: None,
             ca_secret_name: None,
+            protocol: HttpProtocol::default(),
+            pool_idle_timeout: None,
         }
     }
 
     /// Sets the host URL.
     #[must_use]
     pub fn with_host(mut self, host: Url) -> Self {
-        self.host = Some(host);
+        self.host = Some(host.into());
+        self
+    }
+
+    /// Sets the host as text, exactly as the flag would (an empty value means not
+    /// configured; the value is checked when used).
+    #[must_use]
+    pub fn with_host_value(mut self, host: impl Into<String>) -> Self {
+        self.host = non_empty(host.into());
         self
     }
 
@@ -118,6 +294,22 @@ impl PeerOptions {
     pub fn with_ca_secret(mut self, namespace: impl Into<String>, name: impl Into<String>) -> Self {
         self.ca_secret_namespace = non_empty(namespace.into());
         self.ca_secret_name = non_empty(name.into());
+        self
+    }
+
+    /// Sets the HTTP versions the peer client may speak (default HTTP/1.1 only).
+    #[must_use]
+    pub fn with_http_protocol(mut self, protocol: HttpProtocol) -> Self {
+        self.protocol = protocol;
+        self
+    }
+
+    /// Sets how long an idle pooled connection is kept (reqwest's
+    /// `pool_idle_timeout`; zero keeps no idle connection at all). Unset keeps
+    /// reqwest's default of 90 seconds.
+    #[must_use]
+    pub fn with_pool_idle_timeout(mut self, timeout: Duration) -> Self {
+        self.pool_idle_timeout = Some(timeout);
         self
     }
 
@@ -136,42 +328,52 @@ impl PeerOptions {
         format!("{service}-ca-secret-name")
     }
 
-    /// Adds `--S-host`, `--S-ca-secret-namespace` and `--S-ca-secret-name` to `cmd`,
-    /// with help texts naming the service. `service` is used verbatim (lowercase,
-    /// e.g. `identity`, `region`).
+    /// `--S-http2`.
+    pub fn http2_flag(service: &str) -> String {
+        format!("{service}-http2")
+    }
+
+    /// `--S-pool-idle-timeout`.
+    pub fn pool_idle_timeout_flag(service: &str) -> String {
+        format!("{service}-pool-idle-timeout")
+    }
+
+    /// Adds `--S-host`, `--S-ca-secret-namespace`, `--S-ca-secret-name`,
+    /// `--S-http2` and `--S-pool-idle-timeout` to `cmd`, with help texts naming the
+    /// service. `service` is used verbatim (lowercase, e.g. `identity`, `region`).
     pub fn augment(cmd: Command, service: &str) -> Command {
         let heading = format!("Peer service: {service}");
         let host = Self::host_flag(service);
         let ns = Self::ca_secret_namespace_flag(service);
         let name = Self::ca_secret_name_flag(service);
+        let http2 = Self::http2_flag(service);
+        let idle = Self::pool_idle_timeout_flag(service);
         cmd.arg(
-            Arg::new(host.clone())
-                .long(host)
-                .value_name("URL")
-                .value_parser(clap::value_parser!(Url))
-                .action(ArgAction::Set)
-                .help_heading(heading.clone())
-                .help(format!("Base URL of the {service} service")),
+            value_arg(&host, "URL", &heading).help(format!(
+                "Base URL of the {service} service (empty: not configured)"
+            )),
         )
+        .arg(value_arg(&ns, "NAMESPACE", &heading).help(format!(
+            "Namespace of the kubernetes.io/tls Secret holding the CA that issued the {service} service's certificate (set with --{name})"
+        )))
+        .arg(value_arg(&name, "NAME", &heading).help(format!(
+            "Name of the kubernetes.io/tls Secret holding the CA that issued the {service} service's certificate (set with --{ns})"
+        )))
         .arg(
-            Arg::new(ns.clone())
-                .long(ns)
-                .value_name("NAMESPACE")
-                .action(ArgAction::Set)
+            Arg::new(http2.clone())
+                .long(http2.clone())
+                .action(ArgAction::SetTrue)
+                .overrides_with(http2)
                 .help_heading(heading.clone())
                 .help(format!(
-                    "Namespace of the kubernetes.io/tls Secret holding the CA that issued the {service} service's certificate (set with --{name})"
+                    "Offer HTTP/2 to the {service} service (default: HTTP/1.1 only, as the Go client)"
                 )),
         )
         .arg(
-            Arg::new(name.clone())
-                .long(name)
-                .value_name("NAME")
-                .action(ArgAction::Set)
-                .help_heading(heading)
+            value_arg(&idle, "DURATION", &heading)
+                .value_parser(parse_pool_idle_timeout)
                 .help(format!(
-                    "Name of the kubernetes.io/tls Secret holding the CA that issued the {service} service's certificate (set with --{})",
-                    Self::ca_secret_namespace_flag(service)
+                    "How long an idle connection to the {service} service is kept for reuse, a Go duration (0: none; default 90s); bounds how long a rotated identity waits for idle connections to go"
                 )),
         )
     }
@@ -180,11 +382,17 @@ impl PeerOptions {
     pub fn from_matches(matches: &ArgMatches, service: &str) -> Result<Self, OptionsError> {
         Ok(Self {
             service: service.to_owned(),
-            host: get::<Url>(matches, &Self::host_flag(service))?,
+            host: get::<String>(matches, &Self::host_flag(service))?.and_then(non_empty),
             ca_secret_namespace: get::<String>(matches, &Self::ca_secret_namespace_flag(service))?
                 .and_then(non_empty),
             ca_secret_name: get::<String>(matches, &Self::ca_secret_name_flag(service))?
                 .and_then(non_empty),
+            protocol: if get::<bool>(matches, &Self::http2_flag(service))?.unwrap_or(false) {
+                HttpProtocol::Http2Preferred
+            } else {
+                HttpProtocol::Http1Only
+            },
+            pool_idle_timeout: get::<Duration>(matches, &Self::pool_idle_timeout_flag(service))?,
         })
     }
 
@@ -193,16 +401,45 @@ impl PeerOptions {
         &self.service
     }
 
-    /// `--S-host`, when given.
-    pub fn host(&self) -> Option<&Url> {
-        self.host.as_ref()
+    /// Whether `--S-host` has a value (Go: `Host() != ""`). A configured value may
+    /// still be invalid; see [`PeerOptions::host`].
+    pub fn is_configured(&self) -> bool {
+        self.host.is_some()
     }
 
-    /// `--S-host`, or [`OptionsError::MissingFlag`] naming it.
-    pub fn require_host(&self) -> Result<&Url, OptionsError> {
-        self.host.as_ref().ok_or_else(|| OptionsError::MissingFlag {
+    /// `--S-host` as given, `None` when not given or empty (Go's `Host()`, with
+    /// `None` for `""`). Unchecked.
+    pub fn host_value(&self) -> Option<&str> {
+        self.host.as_deref()
+    }
+
+    /// `--S-host` checked: `Ok(None)` when the peer is not configured (not given or
+    /// empty), the URL when it is a usable `http`/`https` URL, and a
+    /// [`HostError::Invalid`] naming the flag and quoting the value otherwise.
+    pub fn host(&self) -> Result<Option<Url>, HostError> {
+        self.host
+            .as_deref()
+            .map(|value| parse_host(&Self::host_flag(&self.service), value))
+            .transpose()
+    }
+
+    /// `--S-host` checked, and required: [`HostError::NotConfigured`] naming the
+    /// flag when not given or empty.
+    pub fn require_host(&self) -> Result<Url, HostError> {
+        self.host()?.ok_or_else(|| HostError::NotConfigured {
             flag: Self::host_flag(&self.service),
         })
+    }
+
+    /// The HTTP versions the peer client may speak (`--S-http2`).
+    pub fn http_protocol(&self) -> HttpProtocol {
+        self.protocol
+    }
+
+    /// How long idle pooled connections are kept (`--S-pool-idle-timeout`); `None`
+    /// keeps reqwest's default (90 s).
+    pub fn pool_idle_timeout(&self) -> Option<Duration> {
+        self.pool_idle_timeout
     }
 
     /// The CA Secret: `Some` when both flags are set, `None` when neither is,
@@ -217,6 +454,25 @@ impl PeerOptions {
     }
 }
 
+/// A flag taking one string value, as pflag's `StringVar`: any value (including
+/// empty, or starting with `-`), and the last of repeated occurrences wins.
+fn value_arg(flag: &str, value_name: &'static str, heading: &str) -> Arg {
+    Arg::new(flag.to_owned())
+        .long(flag.to_owned())
+        .value_name(value_name)
+        .action(ArgAction::Set)
+        .allow_hyphen_values(true)
+        .overrides_with(flag.to_owned())
+        .help_heading(heading.to_owned())
+}
+
+/// `--S-pool-idle-timeout`: a Go duration, zero or positive.
+fn parse_pool_idle_timeout(text: &str) -> Result<Duration, String> {
+    parse_go_duration(text)?
+        .to_std()
+        .ok_or_else(|| format!("{text:?} is negative: give 0 (keep no idle connection) or more"))
+}
+
 /// Options for one client identity: `--[P-]client-certificate-namespace`,
 /// `--[P-]client-certificate-name` and the deprecated
 /// `--[P-]client-certificate-reload-interval`.
@@ -228,7 +484,7 @@ pub struct ClientIdentityOptions {
     prefix: Option<String>,
     namespace: Option<String>,
     name: Option<String>,
-    reload_interval: Option<Duration>,
+    reload_interval: Option<GoDuration>,
 }
 
 impl ClientIdentityOptions {
@@ -284,35 +540,17 @@ impl ClientIdentityOptions {
         let ns = Self::namespace_flag(prefix);
         let name = Self::name_flag(prefix);
         let interval = Self::reload_interval_flag(prefix);
-        cmd.arg(
-            Arg::new(ns.clone())
-                .long(ns.clone())
-                .value_name("NAMESPACE")
-                .action(ArgAction::Set)
-                .help_heading(heading.clone())
-                .help(format!(
-                    "Namespace of the kubernetes.io/tls Secret holding the client certificate {whom} (set with --{name})"
-                )),
-        )
+        cmd.arg(value_arg(&ns, "NAMESPACE", &heading).help(format!(
+            "Namespace of the kubernetes.io/tls Secret holding the client certificate {whom} (set with --{name})"
+        )))
+        .arg(value_arg(&name, "NAME", &heading).help(format!(
+            "Name of the kubernetes.io/tls Secret holding the client certificate {whom} (set with --{ns})"
+        )))
         .arg(
-            Arg::new(name.clone())
-                .long(name.clone())
-                .value_name("NAME")
-                .action(ArgAction::Set)
-                .help_heading(heading.clone())
-                .help(format!(
-                    "Name of the kubernetes.io/tls Secret holding the client certificate {whom} (set with --{ns})"
-                )),
-        )
-        .arg(
-            Arg::new(interval.clone())
-                .long(interval)
-                .value_name("DURATION")
+            value_arg(&interval, "DURATION", &heading)
                 .value_parser(parse_go_duration)
-                .action(ArgAction::Set)
-                .help_heading(heading)
                 .help(format!(
-                    "Deprecated and ignored: the client certificate {whom} is re-read on every TLS handshake (was a Go duration, default 24h)"
+                    "Deprecated and ignored: the client certificate {whom} is re-read on every TLS handshake (was a Go duration, default 24h; any Go duration is accepted)"
                 )),
         )
     }
@@ -323,7 +561,7 @@ impl ClientIdentityOptions {
     pub fn from_matches(matches: &ArgMatches, prefix: Option<&str>) -> Result<Self, OptionsError> {
         let prefix = prefix.filter(|p| !p.is_empty());
         let interval_flag = Self::reload_interval_flag(prefix);
-        let reload_interval = get::<Duration>(matches, &interval_flag)?;
+        let reload_interval = get::<GoDuration>(matches, &interval_flag)?;
         if reload_interval.is_some()
             && matches!(
                 matches.value_source(&interval_flag),
@@ -345,8 +583,9 @@ impl ClientIdentityOptions {
         self.prefix.as_deref()
     }
 
-    /// The deprecated reload interval, when given. It has no effect.
-    pub fn deprecated_reload_interval(&self) -> Option<Duration> {
+    /// The deprecated reload interval, when given, with its sign (Go accepted zero
+    /// and negative values). It has no effect.
+    pub fn deprecated_reload_interval(&self) -> Option<GoDuration> {
         self.reload_interval
     }
 
@@ -420,84 +659,5 @@ fn warn_deprecated_once(flag: &str) {
             flag = %format!("--{flag}"),
             "--{flag} is deprecated and ignored: the client certificate is now re-read on every TLS handshake; remove the flag"
         );
-    }
-}
-
-/// Parses a Go `time.ParseDuration` string (`24h`, `1h30m`, `1.5h`, `300ms`,
-/// `0`), as the Go flag accepted. Negative durations are rejected.
-pub fn parse_go_duration(s: &str) -> Result<Duration, String> {
-    let bad = || format!("invalid duration {s:?} (expected e.g. 24h, 1h30m, 90s)");
-    let rest = s.strip_prefix('+').unwrap_or(s);
-    if rest.starts_with('-') {
-        return Err(format!("invalid duration {s:?}: must not be negative"));
-    }
-    if rest == "0" {
-        return Ok(Duration::ZERO);
-    }
-    if rest.is_empty() {
-        return Err(bad());
-    }
-    let mut total = 0f64;
-    let mut rest = rest;
-    while !rest.is_empty() {
-        let num_len = rest
-            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-            .ok_or_else(bad)?;
-        let (num, tail) = rest.split_at(num_len);
-        if num.is_empty() || num == "." {
-            return Err(bad());
-        }
-        let value: f64 = num.parse().map_err(|_| bad())?;
-        let unit_len = tail
-            .find(|c: char| c.is_ascii_digit() || c == '.')
-            .unwrap_or(tail.len());
-        let (unit, tail) = tail.split_at(unit_len);
-        let nanos_per_unit = match unit {
-            "ns" => 1e0,
-            "us" | "µs" | "μs" => 1e3,
-            "ms" => 1e6,
-            "s" => 1e9,
-            "m" => 60e9,
-            "h" => 3600e9,
-            _ => return Err(bad()),
-        };
-        total += value * nanos_per_unit;
-        rest = tail;
-    }
-    // Go durations are int64 nanoseconds.
-    if !total.is_finite() || total > i64::MAX as f64 {
-        return Err(format!("invalid duration {s:?}: out of range"));
-    }
-    Ok(Duration::from_nanos(total as u64))
-}
-
-#[cfg(test)]
-mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used)]
-    use super::*;
-
-    #[test]
-    fn go_durations() {
-        assert_eq!(
-            parse_go_duration("24h").unwrap(),
-            Duration::from_secs(86400)
-        );
-        assert_eq!(
-            parse_go_duration("1h30m").unwrap(),
-            Duration::from_secs(5400)
-        );
-        assert_eq!(
-            parse_go_duration("1.5h").unwrap(),
-            Duration::from_secs(5400)
-        );
-        assert_eq!(
-            parse_go_duration("300ms").unwrap(),
-            Duration::from_millis(300)
-        );
-        assert_eq!(parse_go_duration("2us").unwrap(), Duration::from_micros(2));
-        assert_eq!(parse_go_duration("0").unwrap(), Duration::ZERO);
-        for bad in ["", "24", "h", "1d", "-1h", "1h-", "abc", "1..2s", "."] {
-            assert!(parse_go_duration(bad).is_err(), "{bad:?} accepted");
-        }
     }
 }

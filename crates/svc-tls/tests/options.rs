@@ -2,11 +2,11 @@
 //! command, the one rule for Secret references, the deprecated interval.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::time::Duration;
-
 use clap::Command;
 use kube_testbed::logs::CapturedLogs;
-use svc_tls::options::{ClientIdentityOptions, OptionsError, PeerOptions, SecretRef};
+use svc_tls::options::{
+    ClientIdentityOptions, GoDuration, HostError, HostProblem, OptionsError, PeerOptions, SecretRef,
+};
 
 /// A service command as a Unikorn service declares it: three peers, the default
 /// identity, and a distinct identity towards `region`.
@@ -52,7 +52,7 @@ fn several_sets_parse_independently() {
     let identity = PeerOptions::from_matches(&m, "identity").unwrap();
     assert_eq!(identity.service(), "identity");
     assert_eq!(
-        identity.host().unwrap().as_str(),
+        identity.host().unwrap().unwrap().as_str(),
         "https://identity.example.com/"
     );
     assert_eq!(
@@ -61,14 +61,15 @@ fn several_sets_parse_independently() {
     );
 
     let region = PeerOptions::from_matches(&m, "region").unwrap();
-    assert_eq!(region.host().unwrap().port(), Some(8443));
+    assert_eq!(region.host().unwrap().unwrap().port(), Some(8443));
     assert_eq!(region.ca_secret().unwrap(), None);
 
     let kubernetes = PeerOptions::from_matches(&m, "kubernetes").unwrap();
-    assert_eq!(kubernetes.host(), None);
+    assert_eq!(kubernetes.host(), Ok(None));
+    assert!(!kubernetes.is_configured());
     assert_eq!(
         kubernetes.require_host().unwrap_err(),
-        OptionsError::MissingFlag {
+        HostError::NotConfigured {
             flag: "kubernetes-host".into()
         }
     );
@@ -182,13 +183,33 @@ fn half_set_references_name_the_missing_flag() {
     }
 }
 
+/// As pflag: any host value parses; the check comes when the value is used, and
+/// names the flag and quotes the value.
 #[test]
-fn invalid_host_is_a_parse_error_naming_the_flag() {
-    let err = command()
-        .try_get_matches_from(["svc", "--identity-host=identity.example.com"])
-        .unwrap_err();
-    assert_eq!(err.kind(), clap::error::ErrorKind::ValueValidation);
-    assert!(err.to_string().contains("--identity-host"), "{err}");
+fn invalid_host_parses_and_fails_when_used_naming_the_flag() {
+    let m = parse(&["--identity-host=identity.example.com"]);
+    let identity = PeerOptions::from_matches(&m, "identity").unwrap();
+    assert!(identity.is_configured());
+    assert_eq!(identity.host_value(), Some("identity.example.com"));
+    let err = identity.host().unwrap_err();
+    assert_eq!(
+        err,
+        HostError::Invalid {
+            flag: "identity-host".into(),
+            value: "identity.example.com".into(),
+            problem: HostProblem::MissingScheme {
+                bare_host_port: false
+            },
+        }
+    );
+    let msg = err.to_string();
+    assert!(
+        msg.starts_with(
+            r#"--identity-host="identity.example.com" is not a usable URL: the scheme is missing"#
+        ),
+        "{msg}"
+    );
+    assert_eq!(identity.require_host().unwrap_err(), err);
 }
 
 #[test]
@@ -229,7 +250,7 @@ fn deprecated_reload_interval_is_accepted_ignored_and_reported_once() {
         let opts = ClientIdentityOptions::from_matches(&m, Some("audit")).unwrap();
         assert_eq!(
             opts.deprecated_reload_interval(),
-            Some(Duration::from_secs(5400))
+            Some(GoDuration::from_secs(5400))
         );
         assert_eq!(opts.secret().unwrap(), Some(SecretRef::new("ns", "cert")));
         // Reading the options again does not repeat the warning.
@@ -247,14 +268,28 @@ fn deprecated_reload_interval_is_accepted_ignored_and_reported_once() {
 
 #[test]
 fn deprecated_reload_interval_takes_go_durations_and_rejects_garbage() {
-    for (value, want) in [("24h", 86_400), ("30m", 1_800), ("1.5h", 5_400), ("0", 0)] {
+    for (value, want) in [
+        ("24h", 86_400),
+        ("30m", 1_800),
+        ("1.5h", 5_400),
+        ("0", 0),
+        ("-1s", -1),
+        ("+5m", 300),
+    ] {
         let m = parse(&[&format!("--client-certificate-reload-interval={value}")]);
         let opts = ClientIdentityOptions::from_matches(&m, None).unwrap();
         assert_eq!(
             opts.deprecated_reload_interval(),
-            Some(Duration::from_secs(want))
+            Some(GoDuration::from_secs(want))
         );
     }
+    // The word after the flag is its value, even when it starts with `-` (pflag).
+    let m = parse(&["--client-certificate-reload-interval", "-1s"]);
+    let opts = ClientIdentityOptions::from_matches(&m, None).unwrap();
+    assert_eq!(
+        opts.deprecated_reload_interval(),
+        Some(GoDuration::from_secs(-1))
+    );
     // Not given: nothing to report.
     let opts = ClientIdentityOptions::from_matches(&parse(&[]), None).unwrap();
     assert_eq!(opts.deprecated_reload_interval(), None);
@@ -266,6 +301,11 @@ fn deprecated_reload_interval_takes_go_durations_and_rejects_garbage() {
     assert!(
         err.to_string()
             .contains("--region-client-certificate-reload-interval"),
+        "{err}"
+    );
+    assert!(
+        err.to_string()
+            .contains(r#"time: invalid duration "daily""#),
         "{err}"
     );
 }

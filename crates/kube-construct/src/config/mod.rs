@@ -57,15 +57,20 @@ use master::parse_master;
 pub struct KubeOptions {
     /// Path to a kubeconfig file (a list separated like PATH is merged). Selects
     /// out-of-cluster configuration.
-    #[arg(long = "kubeconfig", env = "KUBECONFIG", value_name = "PATH")]
+    #[arg(
+        long = "kubeconfig",
+        env = "KUBECONFIG",
+        value_name = "PATH",
+        overrides_with = "kubeconfig"
+    )]
     pub kubeconfig: Option<PathBuf>,
     /// The API server URL, overriding the kubeconfig's server. Selects
     /// out-of-cluster configuration.
-    #[arg(long = "master", value_name = "URL")]
+    #[arg(long = "master", value_name = "URL", overrides_with = "master")]
     pub master: Option<String>,
     /// The kubeconfig context to use instead of its current context. Selects
     /// out-of-cluster configuration.
-    #[arg(long = "context", value_name = "NAME")]
+    #[arg(long = "context", value_name = "NAME", overrides_with = "context")]
     pub context: Option<String>,
 }
 

@@ -1,0 +1,420 @@
+//! The argument lists the platform's Helm charts render parse into the expected
+//! configuration, and so do the problem values they are known to render (issue 17).
+//! `<ns>`, `<release>` and `<name>` are literal test values, as in the issue.
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+
+use std::time::Duration;
+
+use clap::{ArgAction, ArgMatches, Command};
+use kube_testbed::Testbed;
+use svc_tls::client::{PeerClientError, PeerTls};
+use svc_tls::options::{
+    ClientIdentityOptions, GoDuration, HostError, HostProblem, HttpProtocol, PeerOptions, SecretRef,
+};
+use url::Url;
+
+const PEERS: [&str; 5] = ["identity", "region", "kubernetes", "compute", "audit"];
+
+/// A service command as the charts expect it: the five peers, the default identity
+/// (the mTLS helper's flags) and a distinct identity towards `audit`.
+fn command() -> Command {
+    let mut cmd = Command::new("svc");
+    for peer in PEERS {
+        cmd = PeerOptions::augment(cmd, peer);
+    }
+    cmd = ClientIdentityOptions::augment(cmd, None);
+    ClientIdentityOptions::augment(cmd, Some("audit"))
+}
+
+fn parse(args: &[String]) -> ArgMatches {
+    command()
+        .try_get_matches_from(std::iter::once("svc".to_owned()).chain(args.iter().cloned()))
+        .unwrap_or_else(|e| panic!("{args:?} does not parse: {e}"))
+}
+
+/// What a service reads from its flags.
+#[derive(Debug, PartialEq)]
+struct Peer {
+    host: Option<Url>,
+    ca: Option<SecretRef>,
+    protocol: HttpProtocol,
+}
+
+#[derive(Debug, PartialEq)]
+struct Configuration {
+    identity: Option<SecretRef>,
+    audit_identity: Option<SecretRef>,
+    peers: Vec<(&'static str, Peer)>,
+}
+
+fn configuration(m: &ArgMatches) -> Configuration {
+    Configuration {
+        identity: ClientIdentityOptions::from_matches(m, None)
+            .unwrap()
+            .secret()
+            .unwrap(),
+        audit_identity: ClientIdentityOptions::from_matches(m, Some("audit"))
+            .unwrap()
+            .secret()
+            .unwrap(),
+        peers: PEERS
+            .iter()
+            .map(|&service| {
+                let peer = PeerOptions::from_matches(m, service).unwrap();
+                (
+                    service,
+                    Peer {
+                        host: peer.host().unwrap(),
+                        ca: peer.ca_secret().unwrap(),
+                        protocol: peer.http_protocol(),
+                    },
+                )
+            })
+            .collect(),
+    }
+}
+
+fn strings(args: &[&str]) -> Vec<String> {
+    args.iter().map(|a| (*a).to_owned()).collect()
+}
+
+fn mtls_helper() -> Vec<String> {
+    strings(&[
+        "--client-certificate-namespace=<ns>",
+        "--client-certificate-name=<release>-client-certificate",
+    ])
+}
+
+fn url(s: &str) -> Url {
+    Url::parse(s).unwrap()
+}
+
+/// The mTLS helper, and each of identity, region, kubernetes and compute with and
+/// without its optional CA flags.
+#[test]
+fn peers_with_and_without_ca_flags() {
+    for with_ca in [false, true] {
+        let mut args = mtls_helper();
+        for peer in ["identity", "region", "kubernetes", "compute"] {
+            args.push(format!("--{peer}-host=https://{peer}.example"));
+            if with_ca {
+                args.push(format!("--{peer}-ca-secret-namespace=<ns>"));
+                args.push(format!("--{peer}-ca-secret-name=<name>"));
+            }
+        }
+        let peer = |service: &str| Peer {
+            host: Some(url(&format!("https://{service}.example"))),
+            ca: with_ca.then(|| SecretRef::new("<ns>", "<name>")),
+            protocol: HttpProtocol::Http1Only,
+        };
+        assert_eq!(
+            configuration(&parse(&args)),
+            Configuration {
+                identity: Some(SecretRef::new("<ns>", "<release>-client-certificate")),
+                audit_identity: None,
+                peers: vec![
+                    ("identity", peer("identity")),
+                    ("region", peer("region")),
+                    ("kubernetes", peer("kubernetes")),
+                    ("compute", peer("compute")),
+                    (
+                        "audit",
+                        Peer {
+                            host: None,
+                            ca: None,
+                            protocol: HttpProtocol::Http1Only
+                        }
+                    ),
+                ],
+            },
+            "with CA flags: {with_ca}"
+        );
+    }
+}
+
+/// Audit: its host, its CA, and a prefixed identity of its own beside the default one.
+#[test]
+fn audit_with_a_prefixed_identity() {
+    let mut args = mtls_helper();
+    args.extend(strings(&[
+        "--identity-host=https://identity.example",
+        "--audit-host=https://audit.example",
+        "--audit-ca-secret-namespace=<ns>",
+        "--audit-ca-secret-name=<name>",
+        "--audit-client-certificate-namespace=<ns>",
+        "--audit-client-certificate-name=<release>-audit-client-certificate",
+    ]));
+    let m = parse(&args);
+    let config = configuration(&m);
+    assert_eq!(
+        config.identity,
+        Some(SecretRef::new("<ns>", "<release>-client-certificate"))
+    );
+    assert_eq!(
+        config.audit_identity,
+        Some(SecretRef::new("<ns>", "<release>-audit-client-certificate"))
+    );
+    assert_eq!(
+        config.peers[4],
+        (
+            "audit",
+            Peer {
+                host: Some(url("https://audit.example")),
+                ca: Some(SecretRef::new("<ns>", "<name>")),
+                protocol: HttpProtocol::Http1Only,
+            }
+        )
+    );
+    assert_eq!(
+        config.peers[0].1.host,
+        Some(url("https://identity.example"))
+    );
+    for (service, peer) in &config.peers[1..4] {
+        assert_eq!(peer.host, None, "{service}");
+    }
+}
+
+/// `--identity-host=`: parses; the peer is not configured (Go: `Host() == ""`).
+#[test]
+fn empty_host_means_not_configured() {
+    for args in [
+        strings(&["--identity-host="]),
+        strings(&["--identity-host", ""]),
+        strings(&["--audit-host="]),
+    ] {
+        let m = parse(&args);
+        for service in ["identity", "audit"] {
+            let peer = PeerOptions::from_matches(&m, service).unwrap();
+            assert!(!peer.is_configured(), "{args:?}");
+            assert_eq!(peer.host_value(), None);
+            assert_eq!(peer.host(), Ok(None));
+            let err = peer.require_host().unwrap_err();
+            assert_eq!(
+                err,
+                HostError::NotConfigured {
+                    flag: format!("{service}-host")
+                }
+            );
+            assert_eq!(
+                err.to_string(),
+                format!("--{service}-host is not configured (not given, or given empty)")
+            );
+        }
+    }
+}
+
+/// The problem host values parse, and are typed errors naming the flag and quoting
+/// the value when used.
+#[test]
+fn problem_hosts_parse_and_fail_when_used() {
+    let cases: [(&str, &str, HostProblem, &str); 5] = [
+        (
+            "identity",
+            "https://",
+            HostProblem::MissingHost,
+            r#"--identity-host="https://" is not a usable URL: the host is missing"#,
+        ),
+        (
+            "audit",
+            "collector:443",
+            HostProblem::MissingScheme {
+                bare_host_port: true,
+            },
+            r#"--audit-host="collector:443" is not a usable URL: the scheme is missing (a bare host:port is not a URL, and no scheme is guessed"#,
+        ),
+        (
+            "region",
+            "region.example",
+            HostProblem::MissingScheme {
+                bare_host_port: false,
+            },
+            r#"--region-host="region.example" is not a usable URL: the scheme is missing"#,
+        ),
+        (
+            "compute",
+            "ftp://compute.example",
+            HostProblem::UnsupportedScheme {
+                scheme: "ftp".into(),
+            },
+            r#"--compute-host="ftp://compute.example" is not a usable URL: the scheme "ftp" is not supported"#,
+        ),
+        (
+            "kubernetes",
+            "https://[::1",
+            HostProblem::NotAUrl {
+                reason: "invalid IPv6 address".into(),
+            },
+            r#"--kubernetes-host="https://[::1" is not a usable URL: not a URL: invalid IPv6 address"#,
+        ),
+    ];
+    for (service, value, problem, message) in cases {
+        let m = parse(&[format!("--{service}-host={value}")]);
+        let peer = PeerOptions::from_matches(&m, service).unwrap();
+        assert!(peer.is_configured());
+        assert_eq!(peer.host_value(), Some(value));
+        let err = peer.host().unwrap_err();
+        assert_eq!(
+            err,
+            HostError::Invalid {
+                flag: format!("{service}-host"),
+                value: value.to_owned(),
+                problem,
+            }
+        );
+        assert!(err.to_string().starts_with(message), "{err}");
+    }
+}
+
+/// The check happens when the client for that peer is built: before any Secret is
+/// read, a bad host fails `PeerTls::from_options`; an empty one does not, and the
+/// result says "not configured".
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn building_a_client_checks_the_host() {
+    let tb = Testbed::start().await;
+    let me = ClientIdentityOptions::new(None);
+    let timeout = Duration::from_secs(10);
+
+    let m = parse(&strings(&[
+        "--identity-host=https://",
+        "--audit-host=collector:443",
+    ]));
+    for (service, value) in [("identity", "https://"), ("audit", "collector:443")] {
+        let peer = PeerOptions::from_matches(&m, service).unwrap();
+        let err = PeerTls::from_options(&tb.client(), &peer, &me, timeout)
+            .await
+            .unwrap_err();
+        let PeerClientError::Host(HostError::Invalid { flag, value: v, .. }) = &err else {
+            panic!("{err:?}");
+        };
+        assert_eq!(
+            (flag.as_str(), v.as_str()),
+            (&*format!("{service}-host"), value)
+        );
+        assert!(
+            err.to_string()
+                .contains(&format!("--{service}-host={value:?}")),
+            "{err}"
+        );
+    }
+
+    let m = parse(&strings(&["--audit-host="]));
+    let audit = PeerOptions::from_matches(&m, "audit").unwrap();
+    let tls = PeerTls::from_options(&tb.client(), &audit, &me, timeout)
+        .await
+        .unwrap();
+    assert_eq!(
+        tls.host().unwrap_err(),
+        HostError::NotConfigured {
+            flag: "audit-host".into()
+        }
+    );
+
+    let m = parse(&strings(&["--identity-host=https://identity.example/api/"]));
+    let identity = PeerOptions::from_matches(&m, "identity").unwrap();
+    let tls = PeerTls::from_options(&tb.client(), &identity, &me, timeout)
+        .await
+        .unwrap();
+    assert_eq!(
+        tls.host().unwrap().join("v1/regions").unwrap().as_str(),
+        "https://identity.example/api/v1/regions"
+    );
+}
+
+/// `--client-certificate-reload-interval=-1s` and `=0` (and the prefixed form): the
+/// Go timer's "disable" values start the service; the flag stays an ignored no-op.
+#[test]
+fn disabling_reload_intervals_are_accepted() {
+    for value in ["-1s", "0"] {
+        let mut args = mtls_helper();
+        args.push(format!("--client-certificate-reload-interval={value}"));
+        args.push(format!(
+            "--audit-client-certificate-reload-interval={value}"
+        ));
+        let m = parse(&args);
+        let want = if value == "0" {
+            GoDuration::ZERO
+        } else {
+            GoDuration::from_secs(-1)
+        };
+        for prefix in [None, Some("audit")] {
+            let opts = ClientIdentityOptions::from_matches(&m, prefix).unwrap();
+            assert_eq!(opts.deprecated_reload_interval(), Some(want), "{value}");
+        }
+        assert_eq!(
+            configuration(&m).identity,
+            Some(SecretRef::new("<ns>", "<release>-client-certificate"))
+        );
+    }
+}
+
+/// A flag given twice keeps its last value, for every flag these options define.
+#[test]
+fn every_repeated_flag_keeps_its_last_value() {
+    let cmd = command();
+    let mut checked = 0;
+    for arg in cmd.get_arguments() {
+        let Some(long) = arg.get_long() else { continue };
+        if matches!(arg.get_action(), ArgAction::Help | ArgAction::Version) {
+            continue;
+        }
+        let (args, want): (Vec<String>, &str) = match arg.get_action() {
+            ArgAction::SetTrue => (vec![format!("--{long}"), format!("--{long}")], "true"),
+            _ if long.ends_with("-interval") || long.ends_with("-timeout") => {
+                (vec![format!("--{long}=1s"), format!("--{long}=2s")], "2s")
+            }
+            _ if long.ends_with("-host") => (
+                vec![
+                    format!("--{long}=https://first.example"),
+                    format!("--{long}=https://second.example"),
+                ],
+                "https://second.example",
+            ),
+            _ => (
+                vec![
+                    format!("--{long}=first"),
+                    format!("--{long}"),
+                    "second".into(),
+                ],
+                "second",
+            ),
+        };
+        let m = command()
+            .try_get_matches_from(std::iter::once("svc".to_owned()).chain(args.clone()))
+            .unwrap_or_else(|e| panic!("{args:?}: {e}"));
+        let raw: Vec<_> = m
+            .get_raw(arg.get_id().as_str())
+            .unwrap()
+            .map(|v| v.to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(raw, vec![want.to_owned()], "{args:?}");
+        checked += 1;
+    }
+    // 5 flags per peer, 3 per identity.
+    assert_eq!(checked, 5 * PEERS.len() + 3 * 2);
+
+    // And through the typed accessors.
+    let m = parse(&strings(&[
+        "--identity-host=https://old.example",
+        "--identity-host=https://identity.example",
+        "--client-certificate-name=old",
+        "--client-certificate-namespace=<ns>",
+        "--client-certificate-name=<release>-client-certificate",
+        "--client-certificate-reload-interval=24h",
+        "--client-certificate-reload-interval=-1s",
+    ]));
+    let config = configuration(&m);
+    assert_eq!(
+        config.peers[0].1.host,
+        Some(url("https://identity.example"))
+    );
+    assert_eq!(
+        config.identity,
+        Some(SecretRef::new("<ns>", "<release>-client-certificate"))
+    );
+    assert_eq!(
+        ClientIdentityOptions::from_matches(&m, None)
+            .unwrap()
+            .deprecated_reload_interval(),
+        Some(GoDuration::from_secs(-1))
+    );
+}

@@ -1,0 +1,207 @@
+//! The HTTP protocol a peer client speaks, negotiated with a real TLS 1.3 server
+//! that offers both `h2` and `http/1.1` and verifies client certificates: HTTP/1.1
+//! by default (as Go's transport), h2 only when opted in (`--S-http2`); and the pool
+//! idle timeout setting (`--S-pool-idle-timeout=0` keeps no idle connection, so
+//! every request runs a handshake and presents the current identity).
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+
+mod support;
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::Full;
+use hyper::{Request, Response};
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use kube_testbed::Testbed;
+use rustls::ServerConfig;
+use rustls::server::WebPkiClientVerifier;
+use rustls_pki_types::PrivateKeyDer;
+use rustls_pki_types::pem::PemObject;
+use support::*;
+use svc_tls::client::PeerTls;
+use svc_tls::options::{ClientIdentityOptions, HttpProtocol, PeerOptions};
+use tokio::net::TcpListener;
+
+/// A TLS 1.3 server offering `h2` and `http/1.1`, requiring a client certificate
+/// from `client_ca`, answering `<HTTP version> <ALPN protocol> <client serial>`.
+struct AlpnServer {
+    addr: SocketAddr,
+    connections: Arc<AtomicUsize>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for AlpnServer {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl AlpnServer {
+    async fn start(server_ca: &TestCa, client_ca: &TestCa) -> Self {
+        let leaf = server_ca.server_leaf();
+        let provider = provider();
+        let verifier = WebPkiClientVerifier::builder_with_provider(
+            Arc::new(client_ca.roots()),
+            provider.clone(),
+        )
+        .build()
+        .unwrap();
+        let mut config = ServerConfig::builder_with_provider(provider)
+            .with_protocol_versions(&[&rustls::version::TLS13])
+            .unwrap()
+            .with_client_cert_verifier(verifier)
+            .with_single_cert(
+                vec![leaf.der.clone()],
+                PrivateKeyDer::from_pem_slice(leaf.key_pem.as_bytes()).unwrap(),
+            )
+            .unwrap();
+        config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+        let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let connections = Arc::new(AtomicUsize::new(0));
+        let task = tokio::spawn({
+            let connections = connections.clone();
+            async move {
+                loop {
+                    let Ok((tcp, _)) = listener.accept().await else {
+                        continue;
+                    };
+                    let acceptor = acceptor.clone();
+                    let connections = connections.clone();
+                    tokio::spawn(async move {
+                        let Ok(tls) = acceptor.accept(tcp).await else {
+                            return;
+                        };
+                        connections.fetch_add(1, Ordering::SeqCst);
+                        let (_, conn) = tls.get_ref();
+                        let alpn = conn
+                            .alpn_protocol()
+                            .map_or("none".to_owned(), |p| String::from_utf8_lossy(p).into());
+                        let serial = conn
+                            .peer_certificates()
+                            .and_then(|c| c.first())
+                            .map_or(0, |leaf| serial_of(leaf));
+                        let service = hyper::service::service_fn(move |req: Request<_>| {
+                            let body = format!("{:?} {alpn} {serial}", req.version());
+                            async move {
+                                Ok::<_, Infallible>(Response::new(Full::new(Bytes::from(body))))
+                            }
+                        });
+                        let _ = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new())
+                            .serve_connection(TokioIo::new(tls), service)
+                            .await;
+                    });
+                }
+            }
+        });
+        Self {
+            addr,
+            connections,
+            task,
+        }
+    }
+
+    fn url(&self) -> String {
+        format!("https://127.0.0.1:{}/", self.addr.port())
+    }
+}
+
+const IDENTITY: &str = "identity-client-certificate";
+
+/// A peer client built from the deployed flags plus `extra`, against `server`.
+async fn peer_tls(tb: &Testbed, server: &AlpnServer, extra: &[&str]) -> PeerTls {
+    let cmd = PeerOptions::augment(clap::Command::new("svc"), "identity");
+    let cmd = ClientIdentityOptions::augment(cmd, None);
+    let mut args = vec![
+        "svc".to_owned(),
+        format!("--identity-host={}", server.url()),
+        format!("--identity-ca-secret-namespace={NS}"),
+        "--identity-ca-secret-name=identity-ca".to_owned(),
+        format!("--client-certificate-namespace={NS}"),
+        format!("--client-certificate-name={IDENTITY}"),
+    ];
+    args.extend(extra.iter().map(|a| (*a).to_owned()));
+    let m = cmd.try_get_matches_from(args).unwrap();
+    let peer = PeerOptions::from_matches(&m, "identity").unwrap();
+    let me = ClientIdentityOptions::from_matches(&m, None).unwrap();
+    PeerTls::from_options(&tb.client(), &peer, &me, Duration::from_secs(10))
+        .await
+        .unwrap()
+}
+
+async fn setup() -> (Testbed, AlpnServer) {
+    let tb = Testbed::start().await;
+    let (server_ca, client_ca) = (TestCa::new("server"), TestCa::new("clients"));
+    let leaf = client_ca.client_leaf("svc", 901);
+    tb.upsert(secret_with(
+        "identity-ca",
+        "kubernetes.io/tls",
+        &[("tls.crt", &server_ca.pem())],
+    ));
+    tb.upsert(tls_secret(IDENTITY, &leaf.cert_pem, &leaf.key_pem));
+    let server = AlpnServer::start(&server_ca, &client_ca).await;
+    (tb, server)
+}
+
+async fn get(http: &reqwest::Client, url: &str) -> (reqwest::Version, String) {
+    let response = http.get(url).send().await.unwrap();
+    let version = response.version();
+    (version, response.text().await.unwrap())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http1_by_default_and_h2_when_opted_in() {
+    let (tb, server) = setup().await;
+
+    let tls = peer_tls(&tb, &server, &[]).await;
+    assert_eq!(tls.http_protocol(), HttpProtocol::Http1Only);
+    let http = tls.reqwest_client().unwrap();
+    let url = tls.host().unwrap().to_string();
+    assert_eq!(
+        get(&http, &url).await,
+        (
+            reqwest::Version::HTTP_11,
+            "HTTP/1.1 http/1.1 901".to_owned()
+        )
+    );
+
+    let tls = peer_tls(&tb, &server, &["--identity-http2"]).await;
+    assert_eq!(tls.http_protocol(), HttpProtocol::Http2Preferred);
+    let http = tls.reqwest_client().unwrap();
+    assert_eq!(
+        get(&http, &url).await,
+        (reqwest::Version::HTTP_2, "HTTP/2.0 h2 901".to_owned())
+    );
+}
+
+/// Two requests in a row: the default pool keeps the connection (one handshake);
+/// `--identity-pool-idle-timeout=0` keeps none (a handshake, and so a fresh identity,
+/// per request).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pool_idle_timeout_zero_opens_a_connection_per_request() {
+    let (tb, server) = setup().await;
+    let tls = peer_tls(&tb, &server, &[]).await;
+    let url = tls.host().unwrap().to_string();
+    let http = tls.reqwest_client().unwrap();
+    for _ in 0..2 {
+        assert_eq!(get(&http, &url).await.0, reqwest::Version::HTTP_11);
+    }
+    assert_eq!(server.connections.load(Ordering::SeqCst), 1, "pooled");
+
+    let tls = peer_tls(&tb, &server, &["--identity-pool-idle-timeout=0"]).await;
+    let http = tls.reqwest_client().unwrap();
+    for _ in 0..2 {
+        assert_eq!(get(&http, &url).await.0, reqwest::Version::HTTP_11);
+    }
+    assert_eq!(
+        server.connections.load(Ordering::SeqCst),
+        3,
+        "one per request"
+    );
+}

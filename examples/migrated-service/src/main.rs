@@ -1,0 +1,211 @@
+//! A platform service migrated off the Go `pkg/client`, through
+//! `platform-client-compat` only: what migrating looks like.
+//!
+//! The Go service it stands for did, at start-up:
+//!
+//! ```text
+//! identity := client.NewHTTPOptions("identity"); identity.AddFlags(flags)
+//! audit    := client.NewHTTPOptions("audit");    audit.AddFlags(flags)
+//! clientOptions.AddFlags(flags)                        // --client-certificate-*
+//! cli, _   := client.New(ctx)                          // in-cluster client and cache
+//! tlsConfig, _ := client.TLSClientConfig(ctx, cli, identity, clientOptions)
+//! principal, _ := clientOptions.EncodeAndSign(ctx, cli, p)  // X-Principal
+//! ```
+//!
+//! This binary takes the same flags (Helm charts need no change), builds its
+//! Kubernetes client with caches proven synced, calls the identity service over mTLS
+//! presenting the identity re-read from its Secret on every handshake, sends a signed
+//! `X-Principal`, and prints its identity state. The audit peer is enabled only when
+//! `--audit-host` is non-empty, as the Go services decided, with its own prefixed
+//! identity when `--audit-client-certificate-*` is set.
+//!
+//! A real service would keep running and serve; this one does one round and exits,
+//! so that its test can run it to the end (`tests/run.rs`).
+
+use std::process::ExitCode;
+use std::time::{Duration, UNIX_EPOCH};
+
+use clap::{Arg, ArgMatches, Args, Command, FromArgMatches};
+use k8s_openapi::api::core::v1::Secret;
+use platform_client_compat::construct::cache::Selection;
+use platform_client_compat::construct::client::CachedClient;
+use platform_client_compat::construct::config::KubeOptions;
+use platform_client_compat::tls::client::PeerTls;
+use platform_client_compat::tls::options::{ClientIdentityOptions, PeerOptions};
+use platform_client_compat::tls::principal::{Principal, PrincipalSigner};
+use platform_client_compat::tls::report::IdentityState;
+
+type Error = Box<dyn std::error::Error + Send + Sync>;
+
+/// The peers a typical platform service declares (flags `--S-host`,
+/// `--S-ca-secret-namespace`, `--S-ca-secret-name`).
+const PEERS: [&str; 5] = ["identity", "region", "kubernetes", "compute", "audit"];
+
+/// How long start-up may wait for caches and identities.
+const SYNC_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The command: the deployed flags of every crate, then the service's own.
+fn command() -> Command {
+    let mut cmd = Command::new("migrated-service")
+        .about("A platform service migrated off pkg/client")
+        .arg(
+            Arg::new("actor")
+                .long("actor")
+                .default_value("migrated-service")
+                .overrides_with("actor")
+                .help("The actor named in the signed X-Principal"),
+        )
+        .arg(
+            Arg::new("path")
+                .long("path")
+                .default_value("api/v1/whoami")
+                .overrides_with("path")
+                .help("The path called on the identity service"),
+        );
+    // --kubeconfig / --master / --context (in-cluster when none is given).
+    cmd = KubeOptions::augment_args(cmd);
+    for peer in PEERS {
+        cmd = PeerOptions::augment(cmd, peer);
+    }
+    // --client-certificate-* (the default identity), and audit's own.
+    cmd = ClientIdentityOptions::augment(cmd, None);
+    ClientIdentityOptions::augment(cmd, Some("audit"))
+}
+
+fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .init();
+    let matches = command().get_matches();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            eprintln!("migrated-service: cannot start the runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(run(&matches)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            // The whole chain: each layer names what it was doing.
+            let mut message = format!("migrated-service: {e}");
+            let mut source = e.source();
+            while let Some(cause) = source {
+                message.push_str(&format!(": {cause}"));
+                source = cause.source();
+            }
+            eprintln!("{message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(matches: &ArgMatches) -> Result<(), Error> {
+    // Flags, as pflag read them. Reading them reports the deprecated
+    // --client-certificate-reload-interval once, whatever value it has.
+    let kube_options = KubeOptions::from_arg_matches(matches)?;
+    let identity_peer = PeerOptions::from_matches(matches, "identity")?;
+    let audit_peer = PeerOptions::from_matches(matches, "audit")?;
+    let me = ClientIdentityOptions::from_matches(matches, None)?;
+    let me_towards_audit = ClientIdentityOptions::from_matches(matches, Some("audit"))?;
+    let actor = matches
+        .get_one::<String>("actor")
+        .cloned()
+        .unwrap_or_default();
+    let path = matches
+        .get_one::<String>("path")
+        .cloned()
+        .unwrap_or_default();
+
+    // Go: client.New(ctx). Here the constructor returns only once every declared
+    // cache has synced, and each cache watches exactly what is declared: the
+    // identity Secret, one object (RBAC on that object only).
+    let mut builder = CachedClient::builder().sync_timeout(SYNC_TIMEOUT);
+    if let Some(secret) = me.secret()? {
+        builder = builder.cache::<Secret>(Selection::object(Some(&secret.namespace), &secret.name));
+    }
+    let client = builder.from_options(&kube_options).await?;
+    println!("kubernetes: caches synced");
+    if let Some(secret) = me.secret()? {
+        let cached = client.get::<Secret>(Some(&secret.namespace), &secret.name)?;
+        println!(
+            "kubernetes: identity Secret {secret} in the cache: {}",
+            cached.is_some()
+        );
+    }
+
+    // Go: client.TLSClientConfig(ctx, cli, identity, clientOptions). Here the
+    // --identity-host value is checked now, and the identity is watched and re-read
+    // on every handshake.
+    let identity =
+        PeerTls::from_options(client.kube_client(), &identity_peer, &me, SYNC_TIMEOUT).await?;
+    let Some(resolver) = identity.identity().cloned() else {
+        return Err(
+            "--client-certificate-namespace and --client-certificate-name are required".into(),
+        );
+    };
+
+    // Audit is enabled only when its host is set (Go: `audit.Host() != ""`), with
+    // its own identity when --audit-client-certificate-* is set.
+    if audit_peer.is_configured() {
+        let audit_identity = if me_towards_audit.secret()?.is_some() {
+            &me_towards_audit
+        } else {
+            &me
+        };
+        let audit = PeerTls::from_options(
+            client.kube_client(),
+            &audit_peer,
+            audit_identity,
+            SYNC_TIMEOUT,
+        )
+        .await?;
+        let presented = audit
+            .identity()
+            .map(|r| r.state().source.to_string())
+            .unwrap_or_else(|| "none".to_owned());
+        println!("audit: enabled at {} presenting {presented}", audit.host()?);
+    } else {
+        println!("audit: not configured");
+    }
+
+    // Go: clientOptions.EncodeAndSign(ctx, cli, principal), set as X-Principal.
+    let signer = PrincipalSigner::new(resolver.clone());
+    let principal = Principal {
+        actor: Some(actor),
+        ..Principal::default()
+    };
+    let http = identity.reqwest_client()?;
+    let url = identity.host()?.join(&path)?;
+    let request = signer.attach(http.get(url.clone()), &principal)?;
+    let response = request.send().await?;
+    let status = response.status();
+    let version = response.version();
+    let body = response.text().await?;
+    println!(
+        "identity: GET {url} -> {status} over {version:?}: {}",
+        body.trim()
+    );
+
+    print_state(&resolver.state());
+    if status.is_success() {
+        Ok(())
+    } else {
+        Err(format!("the identity service answered {status}").into())
+    }
+}
+
+fn print_state(state: &IdentityState) {
+    let not_after = state
+        .not_after
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    println!(
+        "identity state: source={} serial={} not_after_unix={not_after} failures={} stale={}",
+        state.source, state.serial_hex, state.failures, state.stale
+    );
+}

@@ -1,0 +1,370 @@
+//! Runs the migrated service binary as a deployment would, with the flags the Helm
+//! charts render, against the Kubernetes API emulator (kube-testbed, over HTTPS with
+//! LIST and WATCH) and an in-process TLS 1.3 server that requires and verifies client
+//! certificates and verifies the `X-Principal` token against the certificate the
+//! client presented. The example cannot rot without this test failing.
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::Output;
+use std::sync::Arc;
+
+use base64::Engine;
+use bytes::Bytes;
+use http_body_util::Full;
+use hyper::{Request, Response, StatusCode};
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use kube_testbed::Testbed;
+use platform_client_compat::tls::principal::{
+    AlgorithmPolicy, PRINCIPAL_HEADER, PeerCertificate, Principal,
+};
+use rcgen::{
+    BasicConstraints, CertificateParams, CertifiedIssuer, DistinguishedName, DnType,
+    ExtendedKeyUsagePurpose, IsCa, KeyPair, KeyUsagePurpose, RsaKeySize, SerialNumber,
+};
+use rustls::ServerConfig;
+use rustls::server::WebPkiClientVerifier;
+use rustls_pki_types::pem::PemObject;
+use rustls_pki_types::{CertificateDer, PrivateKeyDer};
+use tokio::net::TcpListener;
+
+// Real names: the emulator validates them as the API server does.
+const NS: &str = "platform";
+const RELEASE: &str = "billing";
+
+struct Ca {
+    issuer: CertifiedIssuer<'static, KeyPair>,
+}
+
+struct Leaf {
+    cert_pem: String,
+    key_pem: String,
+    der: CertificateDer<'static>,
+}
+
+impl Ca {
+    fn new(name: &str) -> Self {
+        let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
+        let mut dn = DistinguishedName::new();
+        dn.push(DnType::CommonName, name);
+        params.distinguished_name = dn;
+        params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
+        Self {
+            issuer: CertifiedIssuer::self_signed(params, KeyPair::generate().unwrap()).unwrap(),
+        }
+    }
+
+    /// A client leaf with an RSA 2048 key (PS512 principals need RSA, as in Go).
+    fn client_leaf(&self, serial: u64) -> Leaf {
+        let key = KeyPair::generate_rsa_for(&rcgen::PKCS_RSA_SHA256, RsaKeySize::_2048).unwrap();
+        let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
+        params.serial_number = Some(SerialNumber::from(serial));
+        params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
+        params.key_usages = vec![KeyUsagePurpose::DigitalSignature];
+        self.sign(params, key)
+    }
+
+    fn server_leaf(&self) -> Leaf {
+        let mut params =
+            CertificateParams::new(vec!["127.0.0.1".to_owned(), "localhost".to_owned()]).unwrap();
+        params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
+        params.key_usages = vec![KeyUsagePurpose::DigitalSignature];
+        self.sign(params, KeyPair::generate().unwrap())
+    }
+
+    fn sign(&self, params: CertificateParams, key: KeyPair) -> Leaf {
+        let cert = params.signed_by(&key, &self.issuer).unwrap();
+        Leaf {
+            cert_pem: cert.pem(),
+            key_pem: key.serialize_pem(),
+            der: cert.der().clone(),
+        }
+    }
+}
+
+fn secret(name: &str, data: &[(&str, &str)]) -> serde_json::Value {
+    let b64 = base64::engine::general_purpose::STANDARD;
+    let data: serde_json::Map<_, _> = data
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), b64.encode(v).into()))
+        .collect();
+    serde_json::json!({
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": { "name": name, "namespace": NS },
+        "type": "kubernetes.io/tls",
+        "data": data,
+    })
+}
+
+fn serial_of(der: &[u8]) -> u64 {
+    let (_, cert) = x509_parser::parse_x509_certificate(der).unwrap();
+    cert.tbs_certificate
+        .raw_serial()
+        .iter()
+        .fold(0u64, |acc, b| (acc << 8) | u64::from(*b))
+}
+
+/// The identity service: TLS 1.3, client certificates from `client_ca` required;
+/// answers 200 `verified actor=<actor> serial=<serial>` when the `X-Principal` token
+/// verifies (PS512) against the presented certificate, 401 with the reason otherwise.
+async fn identity_service(
+    server_ca: &Ca,
+    client_ca: &Ca,
+) -> (SocketAddr, tokio::task::JoinHandle<()>) {
+    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add(client_ca.issuer.der().clone()).unwrap();
+    let verifier = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider.clone())
+        .build()
+        .unwrap();
+    let leaf = server_ca.server_leaf();
+    let config = ServerConfig::builder_with_provider(provider)
+        .with_protocol_versions(&[&rustls::version::TLS13])
+        .unwrap()
+        .with_client_cert_verifier(verifier)
+        .with_single_cert(
+            vec![leaf.der.clone()],
+            PrivateKeyDer::from_pem_slice(leaf.key_pem.as_bytes()).unwrap(),
+        )
+        .unwrap();
+    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let task = tokio::spawn(async move {
+        loop {
+            let Ok((tcp, _)) = listener.accept().await else {
+                continue;
+            };
+            let acceptor = acceptor.clone();
+            tokio::spawn(async move {
+                let Ok(tls) = acceptor.accept(tcp).await else {
+                    return;
+                };
+                let Some(presented) = tls
+                    .get_ref()
+                    .1
+                    .peer_certificates()
+                    .and_then(|c| c.first())
+                    .cloned()
+                else {
+                    return;
+                };
+                let service = hyper::service::service_fn(move |req: Request<_>| {
+                    let presented = presented.clone();
+                    async move {
+                        let token = req
+                            .headers()
+                            .get(PRINCIPAL_HEADER)
+                            .and_then(|v| v.to_str().ok())
+                            .unwrap_or_default()
+                            .to_owned();
+                        let verified = PeerCertificate::from_der(presented.clone())
+                            .map_err(|e| e.to_string())
+                            .and_then(|cert| {
+                                cert.verify::<Principal>(&token, AlgorithmPolicy::Ps512Only)
+                                    .map_err(|e| e.to_string())
+                            });
+                        let (status, body) = match verified {
+                            Ok(principal) => (
+                                StatusCode::OK,
+                                format!(
+                                    "verified actor={} serial={}",
+                                    principal.actor.unwrap_or_default(),
+                                    serial_of(&presented)
+                                ),
+                            ),
+                            Err(reason) => (StatusCode::UNAUTHORIZED, reason),
+                        };
+                        let mut response = Response::new(Full::new(Bytes::from(body)));
+                        *response.status_mut() = status;
+                        Ok::<_, Infallible>(response)
+                    }
+                });
+                let _ = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new())
+                    .serve_connection(TokioIo::new(tls), service)
+                    .await;
+            });
+        }
+    });
+    (addr, task)
+}
+
+/// A kubeconfig for the emulator (the binary runs out of cluster in the test).
+fn write_kubeconfig(dir: &Path, tb: &Testbed) -> PathBuf {
+    let ca = dir.join("ca.pem");
+    std::fs::write(&ca, tb.ca_pem()).unwrap();
+    let text = format!(
+        "apiVersion: v1\nkind: Config\ncurrent-context: testbed\nclusters:\n- name: testbed\n  cluster:\n    server: {server}\n    certificate-authority: {ca}\ncontexts:\n- name: testbed\n  context:\n    cluster: testbed\n    user: admin\nusers:\n- name: admin\n  user:\n    token: {token}\n",
+        server = tb.base_url(),
+        ca = ca.display(),
+        token = tb.token(),
+    );
+    let path = dir.join("kubeconfig");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+struct World {
+    tb: Testbed,
+    dir: tempfile::TempDir,
+    kubeconfig: PathBuf,
+    identity_url: String,
+    _server: tokio::task::JoinHandle<()>,
+}
+
+const SERIAL: u64 = 4242;
+
+async fn world() -> World {
+    let tb = Testbed::start().await;
+    let (server_ca, client_ca) = (Ca::new("identity service"), Ca::new("platform clients"));
+    let leaf = client_ca.client_leaf(SERIAL);
+    tb.upsert(secret(
+        &format!("{RELEASE}-client-certificate"),
+        &[("tls.crt", &leaf.cert_pem), ("tls.key", &leaf.key_pem)],
+    ));
+    tb.upsert(secret(
+        "identity-ca",
+        &[("tls.crt", &server_ca.issuer.pem())],
+    ));
+    let (addr, server) = identity_service(&server_ca, &client_ca).await;
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = write_kubeconfig(dir.path(), &tb);
+    World {
+        tb,
+        dir,
+        kubeconfig,
+        identity_url: format!("https://127.0.0.1:{}/", addr.port()),
+        _server: server,
+    }
+}
+
+impl World {
+    /// The flags the charts render, then `extra`.
+    fn args(&self, extra: &[String]) -> Vec<String> {
+        let mut args = vec![
+            format!("--kubeconfig={}", self.kubeconfig.display()),
+            format!("--client-certificate-namespace={NS}"),
+            format!("--client-certificate-name={RELEASE}-client-certificate"),
+            // The Go timer's "disable" value, still rendered by charts.
+            "--client-certificate-reload-interval=-1s".to_owned(),
+            // Repeated: the last value wins, as with pflag.
+            "--identity-host=https://stale.invalid".to_owned(),
+            format!("--identity-host={}", self.identity_url),
+            format!("--identity-ca-secret-namespace={NS}"),
+            "--identity-ca-secret-name=identity-ca".to_owned(),
+            // Rendered empty: audit is not configured.
+            "--audit-host=".to_owned(),
+        ];
+        args.extend(extra.iter().cloned());
+        args
+    }
+
+    async fn run(&self, extra: &[String]) -> Output {
+        let args = self.args(extra);
+        let dir = self.dir.path().to_owned();
+        tokio::task::spawn_blocking(move || {
+            std::process::Command::new(env!("CARGO_BIN_EXE_migrated-service"))
+                .args(&args)
+                .env_remove("KUBECONFIG")
+                .env("HOME", &dir)
+                .output()
+                .unwrap()
+        })
+        .await
+        .unwrap()
+    }
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_migrated_service_calls_its_peer_with_the_deployed_flags() {
+    let world = world().await;
+    let output = world.run(&["--actor=billing".to_owned()]).await;
+    let (stdout, stderr) = (text(&output.stdout), text(&output.stderr));
+    assert!(
+        output.status.success(),
+        "stdout:\n{stdout}\nstderr:\n{stderr}"
+    );
+
+    assert!(stdout.contains("kubernetes: caches synced"), "{stdout}");
+    assert!(
+        stdout.contains(&format!(
+            "kubernetes: identity Secret {NS}/{RELEASE}-client-certificate in the cache: true"
+        )),
+        "{stdout}"
+    );
+    assert!(stdout.contains("audit: not configured"), "{stdout}");
+    // The peer saw the client certificate from the Secret, and the principal
+    // verified against it.
+    assert!(
+        stdout.contains(&format!(
+            "identity: GET {}api/v1/whoami -> 200 OK over HTTP/1.1: verified actor=billing serial={SERIAL}",
+            world.identity_url
+        )),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains(&format!(
+            "identity state: source=Secret {NS}/{RELEASE}-client-certificate serial="
+        )),
+        "{stdout}"
+    );
+    assert!(stdout.contains("failures=0 stale=false"), "{stdout}");
+    // The deprecated flag is reported once.
+    assert_eq!(
+        stderr
+            .matches("--client-certificate-reload-interval is deprecated")
+            .count(),
+        1,
+        "{stderr}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_prefixed_audit_identity_is_used_when_audit_is_configured() {
+    let world = world().await;
+    let other = Ca::new("audit clients").client_leaf(77);
+    world.tb.upsert(secret(
+        &format!("{RELEASE}-audit-client-certificate"),
+        &[("tls.crt", &other.cert_pem), ("tls.key", &other.key_pem)],
+    ));
+    let output = world
+        .run(&[
+            "--audit-host=https://audit.example".to_owned(),
+            format!("--audit-client-certificate-namespace={NS}"),
+            format!("--audit-client-certificate-name={RELEASE}-audit-client-certificate"),
+        ])
+        .await;
+    let (stdout, stderr) = (text(&output.stdout), text(&output.stderr));
+    assert!(
+        output.status.success(),
+        "stdout:\n{stdout}\nstderr:\n{stderr}"
+    );
+    assert!(
+        stdout.contains(&format!(
+            "audit: enabled at https://audit.example/ presenting Secret {NS}/{RELEASE}-audit-client-certificate"
+        )),
+        "{stdout}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bare_host_port_stops_start_up_naming_the_flag() {
+    let world = world().await;
+    let output = world.run(&["--audit-host=collector:443".to_owned()]).await;
+    let (stdout, stderr) = (text(&output.stdout), text(&output.stderr));
+    assert!(!output.status.success(), "stdout:\n{stdout}");
+    assert!(
+        stderr
+            .contains(r#"--audit-host="collector:443" is not a usable URL: the scheme is missing"#),
+        "{stderr}"
+    );
+    assert!(!stdout.contains("identity: GET"), "{stdout}");
+}
