@@ -118,6 +118,8 @@ fn main() {
         .enable_all()
         .build()
         .unwrap();
+    // kube's client spawns its service task on creation.
+    let _guard = rt.enter();
 
     let server_config = {
         let verifier = WebPkiClientVerifier::builder_with_provider(
@@ -205,6 +207,5 @@ fn main() {
         }
         assert_eq!(resolver.state().failures, 0);
     }
-    let _guard = rt.enter();
     drop(testbed);
 }

@@ -74,6 +74,8 @@ fn main() {
         .enable_all()
         .build()
         .unwrap();
+    // kube's client spawns its service task on creation.
+    let _guard = rt.enter();
     let testbed = rt.block_on(kube_testbed::Testbed::start());
 
     let mut resolvers = Vec::new();
@@ -166,6 +168,5 @@ fn main() {
     c.final_summary();
 
     drop(resolvers);
-    let _guard = rt.enter();
     drop(testbed);
 }

@@ -108,6 +108,7 @@ where
             .disable_x_mesh()
             .x_labels(n)
             .x_label_formatter(&x_label)
+            .y_label_formatter(&|y| format!("{y:.0}"))
             .y_desc(y_desc)
             .draw()?;
         for (k, s) in series.iter().enumerate() {

@@ -110,7 +110,12 @@ fn rate(e: Estimate) -> String {
 }
 
 fn show_ratio(e: Estimate) -> String {
-    format!("{:.3}x [{:.3} – {:.3}]", e.median, e.lower, e.upper)
+    // Small shares (the identity's part of a handshake) need more digits.
+    let digits = if e.median.abs() < 0.1 { 5 } else { 3 };
+    format!(
+        "{:.digits$}x [{:.digits$} – {:.digits$}]",
+        e.median, e.lower, e.upper
+    )
 }
 
 const NOT_MEASURED: &str = "not measured";
