@@ -292,7 +292,14 @@ fn header(root: &Path, results: &Results, quick: bool, elapsed: std::time::Durat
             "not measured"
         }
     );
-    let _ = writeln!(out, "- CPU: {cpu}, {cores} cores available");
+    let load = std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|l| l.split_whitespace().next().map(str::to_owned))
+        .unwrap_or_else(|| "unknown".into());
+    let _ = writeln!(
+        out,
+        "- CPU: {cpu}, {cores} cores available; load average (1 min) at the end of the run: {load}"
+    );
     out
 }
 

@@ -39,7 +39,9 @@ where
         .iter()
         .flat_map(|s| s.values.iter().flatten().copied())
         .collect();
-    let top = measured.iter().map(|e| e.upper).fold(1.0_f64, f64::max) * 1.25;
+    let highest = measured.iter().map(|e| e.upper).fold(1.0_f64, f64::max);
+    // Headroom for the legend: a factor on a log scale, a share on a linear one.
+    let top = if log { highest * 6.0 } else { highest * 1.35 };
     let bottom = measured.iter().map(|e| e.lower).fold(top, f64::min) / 2.0;
     let n = groups.len().max(1);
     let x_range = -0.5..(n as f64 - 0.5);
@@ -50,10 +52,16 @@ where
         .x_label_area_size(70)
         .y_label_area_size(70);
     let names = groups.to_vec();
+    // Only the log chart's labels are rotated.
+    let pad = if log { "      " } else { "" };
     let x_label = move |x: &f64| {
         let i = x.round();
         if (x - i).abs() < 1e-6 && i >= 0.0 {
-            names.get(i as usize).cloned().unwrap_or_default()
+            // Rotated labels start at the axis: the padding moves the text below it.
+            names
+                .get(i as usize)
+                .map(|name| format!("{pad}{name}"))
+                .unwrap_or_default()
         } else {
             String::new()
         }
