@@ -52,12 +52,16 @@ where
         .x_label_area_size(70)
         .y_label_area_size(70);
     let names = groups.to_vec();
-    // Only the log chart's labels are rotated.
-    let pad = if log { "      " } else { "" };
+    // Only the log chart's labels are rotated; they start at the axis, and the padding
+    // (no-break spaces: SVG collapses ordinary ones) moves the text below it.
+    let pad = if log {
+        "\u{a0}".repeat(7)
+    } else {
+        String::new()
+    };
     let x_label = move |x: &f64| {
         let i = x.round();
         if (x - i).abs() < 1e-6 && i >= 0.0 {
-            // Rotated labels start at the axis: the padding moves the text below it.
             names
                 .get(i as usize)
                 .map(|name| format!("{pad}{name}"))
