@@ -64,7 +64,10 @@ where
         if (x - i).abs() < 1e-6 && i >= 0.0 {
             names
                 .get(i as usize)
-                .map(|name| format!("{pad}{name}"))
+                .map(|name| {
+                    let pad = if rotated { name.chars().count() + 1 } else { 0 };
+                    format!("{}{name}", "\u{a0}".repeat(pad))
+                })
                 .unwrap_or_default()
         } else {
             String::new()
