@@ -52,13 +52,9 @@ where
         .x_label_area_size(70)
         .y_label_area_size(70);
     let names = groups.to_vec();
-    // Only the log chart's labels are rotated; they start at the axis, and the padding
-    // (no-break spaces: SVG collapses ordinary ones) moves the text below it.
-    let pad = if log {
-        "\u{a0}".repeat(7)
-    } else {
-        String::new()
-    };
+    // Only the log chart's labels are rotated, centred on the axis; padding as long as
+    // the label (no-break spaces: SVG collapses ordinary ones) moves the text below it.
+    let rotated = log;
     let x_label = move |x: &f64| {
         let i = x.round();
         if (x - i).abs() < 1e-6 && i >= 0.0 {
