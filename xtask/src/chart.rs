@@ -52,19 +52,10 @@ where
         .x_label_area_size(70)
         .y_label_area_size(70);
     let names = groups.to_vec();
-    // Only the log chart's labels are rotated, centred on the axis; padding as long as
-    // the label (no-break spaces: SVG collapses ordinary ones) moves the text below it.
-    let rotated = log;
     let x_label = move |x: &f64| {
         let i = x.round();
         if (x - i).abs() < 1e-6 && i >= 0.0 {
-            names
-                .get(i as usize)
-                .map(|name| {
-                    let pad = if rotated { name.chars().count() + 1 } else { 0 };
-                    format!("{}{name}", "\u{a0}".repeat(pad))
-                })
-                .unwrap_or_default()
+            names.get(i as usize).cloned().unwrap_or_default()
         } else {
             String::new()
         }
@@ -78,11 +69,7 @@ where
             .disable_x_mesh()
             .x_labels(n)
             .x_label_formatter(&x_label)
-            .x_label_style(
-                ("sans-serif", 11)
-                    .into_font()
-                    .transform(FontTransform::Rotate90),
-            )
+            .x_label_style(("sans-serif", 11))
             .y_desc(y_desc)
             .draw()?;
         for (k, s) in series.iter().enumerate() {
@@ -245,11 +232,12 @@ pub fn render(results: &Results) -> Result<String, String> {
         let root = SVGBackend::with_string(&mut svg, (1280, 520)).into_drawing_area();
         root.fill(&WHITE).map_err(|e| e.to_string())?;
         let (left, right) = root.split_horizontally(700);
+        let labels: Vec<String> = cases.iter().map(|case| short_label(case)).collect();
         bars(
             &left,
-            &format!("Identity load per key type{go_note}"),
+            &format!("Identity load per key (p8 PKCS#8, p1 PKCS#1){go_note}"),
             "microseconds (log scale)",
-            &cases,
+            &labels,
             &load_series,
             true,
         )
@@ -266,6 +254,26 @@ pub fn render(results: &Results) -> Result<String, String> {
         root.present().map_err(|e| e.to_string())?;
     }
     Ok(svg)
+}
+
+/// A case name short enough for a horizontal axis label: `rsa2048-pkcs1` -> `RSA2k p1`.
+fn short_label(case: &str) -> String {
+    let (key, format) = case.split_once('-').unwrap_or((case, ""));
+    let key = match key {
+        "rsa2048" => "RSA2k",
+        "rsa3072" => "RSA3k",
+        "rsa4096" => "RSA4k",
+        "p256" => "P256",
+        "p384" => "P384",
+        "ed25519" => "Ed25519",
+        other => other,
+    };
+    let format = match format {
+        "pkcs8" => "p8",
+        "pkcs1" => "p1",
+        other => other,
+    };
+    format!("{key} {format}").trim().to_owned()
 }
 
 #[cfg(test)]
@@ -297,11 +305,18 @@ mod tests {
             .insert("handshake/reload/p256/1".into(), e(1_010_000.0));
         let svg = render(&results).unwrap();
         assert!(svg.starts_with("<svg"), "{}", &svg[..80.min(svg.len())]);
-        assert!(svg.contains("p256-pkcs8"));
+        assert!(svg.contains("P256 p8"));
         assert!(svg.contains("Go: tls.X509KeyPair"));
         assert!(svg.contains("ours reload (resolver)"));
         assert!(svg.contains("<rect"));
         assert!(!svg.contains("not measured"));
+    }
+
+    #[test]
+    fn short_labels() {
+        assert_eq!(short_label("rsa2048-pkcs1"), "RSA2k p1");
+        assert_eq!(short_label("p384-sec1"), "P384 sec1");
+        assert_eq!(short_label("ed25519-pkcs8"), "Ed25519 p8");
     }
 
     #[test]
