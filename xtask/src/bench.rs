@@ -476,6 +476,16 @@ mod tests {
     }
 
     #[test]
+    fn the_committed_report_passes_the_smoke_check() {
+        // The checker and the renderer agree on the format (the committed report was
+        // written by `render`).
+        let root = crate::workspace_root();
+        let doc = std::fs::read_to_string(root.join("docs/benchmarks.md")).unwrap();
+        let svg = std::fs::read_to_string(root.join("docs/benchmarks.svg")).unwrap();
+        assert_eq!(check_report(&doc, &svg), Ok(()));
+    }
+
+    #[test]
     fn versions_from_the_lock_file() {
         let lock = "[[package]]\nname = \"aws-lc-rs\"\nversion = \"1.19.0\"\n";
         assert_eq!(locked_version(lock, "aws-lc-rs").as_deref(), Some("1.19.0"));
