@@ -1,27 +1,21 @@
-//! Principal (X-Principal JWS) cost per RSA key size (2048, 3072, 4096):
-//! - `principal/sign-provider/rsaN`: `svc_tls::principal::sign_with` on a loaded
-//!   identity: JSON, base64url, RSA-PSS SHA-512 (salt 64) through the rustls aws-lc-rs
-//!   provider (what the library does);
-//! - `principal/sign-provider-raw/rsaN`: the provider's RSA-PSS signature alone over
-//!   the same signing input;
-//! - `principal/sign-rsa-crate/rsaN`: the same signature with the `rsa` crate's
-//!   `pss::SigningKey<Sha512>` (blinded; formerly `BlindedSigningKey`), for comparison
-//!   only: the library never uses `rsa` private-key operations (RUSTSEC-2023-0071);
-//! - `principal/verify/rsaN`: `PeerCertificate::verify` (the `rsa` crate,
-//!   salt auto-detected as Go does) including header checks and JSON decoding;
-//! - `principal/verify-provider-raw/rsaN`: aws-lc-rs RSA-PSS SHA-512 verification
-//!   (salt fixed at 64) of the same signature, via rustls-webpki, for comparison.
+//! Principal (X-Principal JWS) cost, on the RSA keys of the shared material (the
+//! same keys as the Go program's go-jose loop):
+//! - `principal/sign/rsaN`: `svc_tls::principal::sign_with` (JSON, base64url, RSA-PSS
+//!   SHA-512 with salt 64 through the aws-lc-rs provider);
+//! - `principal/verify/rsaN`: `PeerCertificate::verify` through the public API (header
+//!   checks, signature, JSON decoding);
+//! - `principal/sign/{p256,p384}` and `principal/verify/{p256,p384}`: ES256 / ES384
+//!   with `AlgorithmPolicy::Ps512OrEcdsa`.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+
+#[path = "../common/mod.rs"]
+mod common;
 
 use std::time::Duration;
 
-use base64::Engine as _;
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use criterion::{BenchmarkId, Criterion, SamplingMode, criterion_group, criterion_main};
-use rcgen::{CertificateParams, KeyPair, RsaKeySize};
-use rsa::pkcs8::DecodePrivateKey as _;
-use rsa::signature::{SignatureEncoding as _, Signer as _};
-use rustls::SignatureScheme;
+use rustls_pki_types::CertificateDer;
+use rustls_pki_types::pem::PemObject;
 use svc_tls::material::load_identity_from_pem;
 use svc_tls::options::SecretRef;
 use svc_tls::principal::{AlgorithmPolicy, PeerCertificate, Principal, sign_with};
@@ -35,78 +29,46 @@ fn principal() -> Principal {
 }
 
 fn bench(c: &mut Criterion) {
-    let provider = rustls::crypto::aws_lc_rs::default_provider();
+    let material = common::material();
+    let provider = svc_tls::material::crypto_provider();
+    let quick = common::quick();
     let mut group = c.benchmark_group("principal");
     group
-        .sample_size(20)
-        .warm_up_time(Duration::from_millis(500))
-        .measurement_time(Duration::from_secs(3))
+        .sample_size(if quick { 10 } else { 30 })
+        .warm_up_time(Duration::from_millis(if quick { 50 } else { 300 }))
+        .measurement_time(Duration::from_millis(if quick { 100 } else { 1500 }))
         .sampling_mode(SamplingMode::Flat);
 
-    for (name, size) in [
-        ("rsa2048", RsaKeySize::_2048),
-        ("rsa3072", RsaKeySize::_3072),
-        ("rsa4096", RsaKeySize::_4096),
+    for (key, policy) in [
+        ("rsa2048", AlgorithmPolicy::Ps512Only),
+        ("rsa3072", AlgorithmPolicy::Ps512Only),
+        ("rsa4096", AlgorithmPolicy::Ps512Only),
+        ("p256", AlgorithmPolicy::Ps512OrEcdsa),
+        ("p384", AlgorithmPolicy::Ps512OrEcdsa),
     ] {
-        let key = KeyPair::generate_rsa_for(&rcgen::PKCS_RSA_SHA256, size).unwrap();
-        let cert = CertificateParams::new(vec![format!("{name}.bench.test")])
-            .unwrap()
-            .self_signed(&key)
-            .unwrap();
+        let case = material.case(&format!("{key}-pkcs8"));
         let identity = load_identity_from_pem(
-            &SecretRef::new("bench", name),
-            cert.pem().as_bytes(),
-            key.serialize_pem().as_bytes(),
+            &SecretRef::new("bench", key),
+            case.cert_pem.as_bytes(),
+            case.key_pem.as_bytes(),
             &provider,
         )
         .unwrap();
-        let peer = PeerCertificate::from_der(cert.der().clone()).unwrap();
+        let leaf = CertificateDer::pem_slice_iter(case.cert_pem.as_bytes())
+            .next()
+            .unwrap()
+            .unwrap();
+        let peer = PeerCertificate::from_der(leaf).unwrap();
         let value = principal();
+        let token = sign_with(&identity, &value, policy).unwrap();
+        let back: Principal = peer.verify(token.as_str(), policy).unwrap();
+        assert_eq!(back, value);
 
-        let token = sign_with(&identity, &value, AlgorithmPolicy::Ps512Only).unwrap();
-        let (input, signature_b64) = token.as_str().rsplit_once('.').unwrap();
-        let input = input.to_owned();
-        let signature = URL_SAFE_NO_PAD.decode(signature_b64).unwrap();
-
-        group.bench_function(BenchmarkId::new("sign-provider", name), |b| {
-            b.iter(|| sign_with(&identity, &value, AlgorithmPolicy::Ps512Only).unwrap());
+        group.bench_function(BenchmarkId::new("sign", key), |b| {
+            b.iter(|| sign_with(&identity, &value, policy).unwrap());
         });
-
-        let raw_signer = identity
-            .certified_key()
-            .key
-            .choose_scheme(&[SignatureScheme::RSA_PSS_SHA512])
-            .unwrap();
-        group.bench_function(BenchmarkId::new("sign-provider-raw", name), |b| {
-            b.iter(|| raw_signer.sign(input.as_bytes()).unwrap());
-        });
-
-        let rsa_key = rsa::pss::SigningKey::<sha2::Sha512>::new(
-            rsa::PrivateKey::from_pkcs8_der(key.serialized_der()).unwrap(),
-        );
-        // Same primitive, same parameters: the provider verifies what the rsa crate made.
-        let check = rsa_key.try_sign(input.as_bytes()).unwrap().to_vec();
-        webpki::aws_lc_rs::RSA_PSS_2048_8192_SHA512_LEGACY_KEY
-            .verify_signature(key.public_key_raw(), input.as_bytes(), &check)
-            .unwrap();
-        group.bench_function(BenchmarkId::new("sign-rsa-crate", name), |b| {
-            b.iter(|| rsa_key.try_sign(input.as_bytes()).unwrap());
-        });
-
-        group.bench_function(BenchmarkId::new("verify", name), |b| {
-            b.iter(|| {
-                peer.verify::<Principal>(token.as_str(), AlgorithmPolicy::Ps512Only)
-                    .unwrap()
-            });
-        });
-
-        let public_key = key.public_key_raw().to_vec();
-        group.bench_function(BenchmarkId::new("verify-provider-raw", name), |b| {
-            b.iter(|| {
-                webpki::aws_lc_rs::RSA_PSS_2048_8192_SHA512_LEGACY_KEY
-                    .verify_signature(&public_key, input.as_bytes(), &signature)
-                    .unwrap();
-            });
+        group.bench_function(BenchmarkId::new("verify", key), |b| {
+            b.iter(|| peer.verify::<Principal>(token.as_str(), policy).unwrap());
         });
     }
     group.finish();

@@ -1,23 +1,35 @@
 //! Project automation, in the cargo-xtask convention: `cargo xtask <task>`.
 //!
-//! - `bench`: runs every criterion benchmark in `benches/` and prints one cost table,
-//!   with the targets we hold ourselves to (half of Go's cost, <5% handshake overhead).
+//! - `bench`: measures our side (`benches/`) and the legacy Go side (`benches/go/`) in
+//!   one run and prints one table with the targets judged on confidence intervals
+//!   (`--quick`: smoke run; `--check`: fail when a measured target is not met).
 //! - `test`: prepares what the tests need on a fresh machine (kubectl, nginx, PyJWT),
 //!   then runs the whole test suite.
-//! - `ci`: format check, clippy, cargo-deny (offline advisory snapshot), then `test`.
+//! - `codegen`: regenerates kube-construct's built-in registry table (`--check`: fail
+//!   when the committed output is stale).
+//! - `ci`: format check, `codegen --check`, clippy, cargo-deny (offline advisory snapshot), `test`, then
+//!   `bench --quick` (checks that it produces the table and chart, never a timing).
 
 mod bench;
+mod chart;
 mod codegen;
+mod golang;
 mod prepare;
+mod report;
+mod stats;
 
 use std::process::{Command, ExitCode};
 
-const USAGE: &str = "usage: cargo xtask <bench|test|ci>
+const USAGE: &str = "usage: cargo xtask <bench|test|ci|codegen>
 
-  bench   run the benchmarks in benches/ and print the cost table
-          (--table-only: print the last run's table again)
+  bench   measure ours (benches/) and Go's (benches/go/) in one run, print the
+          table, write docs/benchmarks.md and docs/benchmarks.svg
+          (--quick: smoke run written under target/bench-report/;
+           --check: exit non-zero when a measured target is not met)
   test    install what the tests need (as root), then run the whole suite
-  ci      fmt check, clippy -D warnings, cargo-deny, then test";
+  ci      fmt check, codegen --check, clippy -D warnings, cargo-deny, test,
+          then bench --quick
+  codegen regenerate the built-in registry table (--check: fail when stale)";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -90,7 +102,14 @@ fn ci() -> Result<(), String> {
         "warnings",
     ]))?;
     deny()?;
-    test(&[])
+    test(&[])?;
+    bench_smoke()
+}
+
+/// `bench --quick`, checked for its table and chart; never for a timing.
+fn bench_smoke() -> Result<(), String> {
+    bench::run(&["--quick".to_owned()])?;
+    bench::check_smoke_output()
 }
 
 /// cargo-deny against the offline advisory snapshot in `../shared/advisory-db`.

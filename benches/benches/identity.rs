@@ -1,0 +1,172 @@
+//! The per-handshake identity cost through `IdentityResolver`, called as rustls calls
+//! it (`ResolvesClientCert::resolve`), one resolver per key type and format, each
+//! watching its own Secret in the kube-testbed API emulator:
+//! - `identity-unchanged/<case>` (criterion): the Secret unchanged since the last load,
+//!   what every handshake between rotations costs;
+//! - `identity-broken/<case>` (criterion): the Secret broken (a key that does not match
+//!   the certificate, so each handshake repeats the full load and its failure, and
+//!   serves the last good identity);
+//! - `identity-rotation/<case>` (sampled, `BENCH_RESULTS_DIR/identity.jsonl`): the
+//!   first handshake after a rotation, the full load. Each sample is one `resolve` timed
+//!   alone, after the watch delivered a new version of the Secret (alternating between
+//!   two identities), and checked to present the new certificate.
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+
+#[path = "../common/mod.rs"]
+mod common;
+
+use std::hint::black_box;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use criterion::Criterion;
+use k8s_openapi::api::core::v1::Secret;
+use rustls::SignatureScheme;
+use rustls::client::ResolvesClientCert;
+use svc_tls::options::SecretRef;
+use svc_tls::resolver::IdentityResolver;
+
+const NS: &str = "bench";
+
+fn upsert(testbed: &kube_testbed::Testbed, secret: &Secret) {
+    let mut value = serde_json::to_value(secret).unwrap();
+    value["apiVersion"] = "v1".into();
+    value["kind"] = "Secret".into();
+    testbed.upsert(value);
+}
+
+/// Waits until the resolver's watch cache holds `secret`'s `tls.crt` and `tls.key`.
+fn wait_for(rt: &tokio::runtime::Runtime, resolver: &IdentityResolver, secret: &Secret) {
+    rt.block_on(async {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            if resolver
+                .secret_source()
+                .and_then(|source| source.get())
+                .is_some_and(|seen| seen.data == secret.data)
+            {
+                return;
+            }
+            assert!(Instant::now() < deadline, "the watch never delivered");
+            tokio::time::sleep(Duration::from_micros(200)).await;
+        }
+    });
+}
+
+fn resolve(resolver: &IdentityResolver) -> Arc<rustls::sign::CertifiedKey> {
+    ResolvesClientCert::resolve(
+        resolver,
+        &[],
+        &[
+            SignatureScheme::ECDSA_NISTP256_SHA256,
+            SignatureScheme::RSA_PSS_SHA256,
+            SignatureScheme::ED25519,
+        ],
+    )
+    .unwrap()
+}
+
+fn main() {
+    let material = common::material();
+    let quick = common::quick();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    // kube's client spawns its service task on creation.
+    let _guard = rt.enter();
+    let testbed = rt.block_on(kube_testbed::Testbed::start());
+
+    let mut resolvers = Vec::new();
+    for case in &material.cases {
+        let name = format!("identity-{}", case.name);
+        upsert(
+            &testbed,
+            &common::secret(NS, &name, &case.cert_pem, &case.key_pem),
+        );
+        let resolver = rt
+            .block_on(
+                IdentityResolver::builder(testbed.client(), SecretRef::new(NS, &name))
+                    .sync_timeout(Duration::from_secs(30))
+                    .build(),
+            )
+            .unwrap();
+        resolvers.push((case, name, resolver));
+    }
+
+    let mut c = Criterion::default().configure_from_args();
+    let (warm_up, measure, samples) = if quick {
+        (Duration::from_millis(50), Duration::from_millis(100), 10)
+    } else {
+        (Duration::from_millis(300), Duration::from_secs(1), 40)
+    };
+
+    let mut group = c.benchmark_group("identity-unchanged");
+    group
+        .warm_up_time(warm_up)
+        .measurement_time(measure)
+        .sample_size(samples);
+    for (case, _, resolver) in &resolvers {
+        let first = resolve(resolver);
+        group.bench_function(case.name.as_str(), |b| {
+            b.iter(|| black_box(resolve(black_box(resolver))))
+        });
+        assert!(
+            Arc::ptr_eq(&first, &resolve(resolver)),
+            "not the cached path"
+        );
+    }
+    group.finish();
+
+    // The first handshake after each rotation: one timed resolve per new version.
+    let rotations = if quick { 5 } else { 40 };
+    for (case, name, resolver) in &resolvers {
+        let versions = [
+            common::secret(NS, name, &case.rotated_cert_pem, &case.rotated_key_pem),
+            common::secret(NS, name, &case.cert_pem, &case.key_pem),
+        ];
+        let mut samples = Vec::with_capacity(rotations);
+        for i in 0..rotations {
+            let secret = &versions[i % 2];
+            let before = resolver.state().serial_hex;
+            upsert(&testbed, secret);
+            wait_for(&rt, resolver, secret);
+            let start = Instant::now();
+            black_box(resolve(black_box(resolver)));
+            samples.push(start.elapsed().as_nanos() as f64);
+            assert_ne!(resolver.state().serial_hex, before, "no full load happened");
+        }
+        common::emit(
+            "identity",
+            &format!("identity-rotation/{}", case.name),
+            &samples,
+        );
+    }
+
+    // A broken Secret: the rotated key with the first certificate.
+    let mut group = c.benchmark_group("identity-broken");
+    group
+        .warm_up_time(warm_up)
+        .measurement_time(measure)
+        .sample_size(samples);
+    for (case, name, resolver) in &resolvers {
+        let broken = common::secret(NS, name, &case.cert_pem, &case.rotated_key_pem);
+        upsert(&testbed, &broken);
+        wait_for(&rt, resolver, &broken);
+        let failures = resolver.state().failures;
+        resolve(resolver);
+        assert!(
+            resolver.state().failures > failures,
+            "the Secret is not broken"
+        );
+        group.bench_function(case.name.as_str(), |b| {
+            b.iter(|| black_box(resolve(black_box(resolver))))
+        });
+    }
+    group.finish();
+    c.final_summary();
+
+    drop(resolvers);
+    drop(testbed);
+}

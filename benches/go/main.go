@@ -1,0 +1,319 @@
+// Command legacy measures the legacy Go way of doing what svc-tls does, on the key
+// material that the Rust benchmarks use (the same PEM bytes, written by them to the
+// directory given with -material):
+//
+//   - go/x509keypair/<case>: tls.X509KeyPair on a Secret's tls.crt and tls.key, which
+//     the Go client ran on every handshake;
+//   - go/ps512-sign/<rsaN>, go/ps512-verify/<rsaN>: go-jose PS512 signing and
+//     verification (parse + verify) of the X-Principal token;
+//   - go/handshake/{static,reload}/<key>/<clients>: loopback TLS 1.3 mTLS handshakes
+//     with a fixed client certificate, or with GetClientCertificate calling
+//     tls.X509KeyPair on every handshake, measured in alternating batches.
+//
+// Each result is one JSON line: {"id": ..., "unit": "ns", "samples": [...]}, every
+// sample the mean time of one operation over a batch. The caller (cargo xtask bench)
+// computes medians and confidence intervals with the same code as for the Rust side.
+package main
+
+import (
+	"crypto/rsa"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"time"
+
+	jose "github.com/go-jose/go-jose/v4"
+)
+
+type result struct {
+	ID      string    `json:"id"`
+	Unit    string    `json:"unit"`
+	Samples []float64 `json:"samples"`
+}
+
+var (
+	materialDir = flag.String("material", "", "directory with the PEM files written by the Rust benchmarks")
+	quick       = flag.Bool("quick", false, "smoke run: few, short samples")
+	only        = flag.String("only", "", "run only benchmarks whose id contains this")
+	out         = json.NewEncoder(os.Stdout)
+)
+
+func fail(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "legacy: "+format+"\n", args...)
+	os.Exit(1)
+}
+
+func read(name string) []byte {
+	data, err := os.ReadFile(filepath.Join(*materialDir, name))
+	if err != nil {
+		fail("%v", err)
+	}
+	return data
+}
+
+func emit(id string, samples []float64) {
+	if err := out.Encode(result{ID: id, Unit: "ns", Samples: samples}); err != nil {
+		fail("%v", err)
+	}
+	fmt.Fprintf(os.Stderr, "legacy: measured %s (%d samples)\n", id, len(samples))
+}
+
+func sampling() (count int, target time.Duration) {
+	if *quick {
+		return 10, 2 * time.Millisecond
+	}
+	return 40, 25 * time.Millisecond
+}
+
+// measure times `op` in batches sized so one batch lasts about the sample target, and
+// returns the mean nanoseconds per operation of each batch.
+func measure(op func()) []float64 {
+	count, target := sampling()
+	// Warm up and size the batch.
+	batch := 1
+	for {
+		start := time.Now()
+		for i := 0; i < batch; i++ {
+			op()
+		}
+		elapsed := time.Since(start)
+		if elapsed >= target/4 || batch >= 1<<20 {
+			per := float64(elapsed) / float64(batch)
+			batch = int(float64(target)/per) + 1
+			break
+		}
+		batch *= 2
+	}
+	samples := make([]float64, 0, count)
+	for s := 0; s < count; s++ {
+		start := time.Now()
+		for i := 0; i < batch; i++ {
+			op()
+		}
+		samples = append(samples, float64(time.Since(start))/float64(batch))
+	}
+	return samples
+}
+
+func wanted(id string) bool {
+	return *only == "" || strings.Contains(id, *only)
+}
+
+func keyPairs() {
+	for _, name := range strings.Fields(string(read("cases.txt"))) {
+		id := "go/x509keypair/" + name
+		if !wanted(id) {
+			continue
+		}
+		certPEM, keyPEM := read(name+".crt"), read(name+".key")
+		if _, err := tls.X509KeyPair(certPEM, keyPEM); err != nil {
+			fail("%s: %v", name, err)
+		}
+		emit(id, measure(func() {
+			if _, err := tls.X509KeyPair(certPEM, keyPEM); err != nil {
+				fail("%s: %v", name, err)
+			}
+		}))
+	}
+}
+
+func principals() {
+	payload := []byte(`{"organizationId":"9a6b1c0e-org","projectId":"4f2d7e11-project","actor":"alice@example.com"}`)
+	for _, bits := range []string{"rsa2048", "rsa3072", "rsa4096"} {
+		pair, err := tls.X509KeyPair(read(bits+"-pkcs8.crt"), read(bits+"-pkcs8.key"))
+		if err != nil {
+			fail("%s: %v", bits, err)
+		}
+		key, ok := pair.PrivateKey.(*rsa.PrivateKey)
+		if !ok {
+			fail("%s: not an RSA key", bits)
+		}
+		signer, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.PS512, Key: key}, nil)
+		if err != nil {
+			fail("%s: %v", bits, err)
+		}
+		sign := func() string {
+			jws, err := signer.Sign(payload)
+			if err != nil {
+				fail("%s: %v", bits, err)
+			}
+			token, err := jws.CompactSerialize()
+			if err != nil {
+				fail("%s: %v", bits, err)
+			}
+			return token
+		}
+		token := sign()
+		public := key.Public().(*rsa.PublicKey)
+		verify := func() {
+			jws, err := jose.ParseSigned(token, []jose.SignatureAlgorithm{jose.PS512})
+			if err != nil {
+				fail("%s: %v", bits, err)
+			}
+			var claims map[string]any
+			got, err := jws.Verify(public)
+			if err != nil {
+				fail("%s: %v", bits, err)
+			}
+			if err := json.Unmarshal(got, &claims); err != nil {
+				fail("%s: %v", bits, err)
+			}
+		}
+		verify()
+		if id := "go/ps512-sign/" + bits; wanted(id) {
+			emit(id, measure(func() { sign() }))
+		}
+		if id := "go/ps512-verify/" + bits; wanted(id) {
+			emit(id, measure(verify))
+		}
+	}
+}
+
+func pool(pemBytes []byte) *x509.CertPool {
+	p := x509.NewCertPool()
+	if !p.AppendCertsFromPEM(pemBytes) {
+		fail("no certificate in CA bundle")
+	}
+	return p
+}
+
+// serve accepts mTLS connections, writes one byte after the handshake (so the client
+// knows its certificate was verified) and closes.
+func serve() net.Addr {
+	cert, err := tls.X509KeyPair(read("server.crt"), read("server.key"))
+	if err != nil {
+		fail("server: %v", err)
+	}
+	config := &tls.Config{
+		MinVersion:   tls.VersionTLS13,
+		Certificates: []tls.Certificate{cert},
+		ClientAuth:   tls.RequireAndVerifyClientCert,
+		ClientCAs:    pool(read("client-ca.crt")),
+	}
+	listener, err := tls.Listen("tcp", "127.0.0.1:0", config)
+	if err != nil {
+		fail("listen: %v", err)
+	}
+	go func() {
+		for {
+			conn, err := listener.Accept()
+			if err != nil {
+				continue
+			}
+			go func(conn net.Conn) {
+				defer conn.Close()
+				if _, err := conn.Write([]byte("k")); err == nil {
+					_ = conn.(*tls.Conn).CloseWrite()
+					_, _ = io.Copy(io.Discard, conn)
+				}
+			}(conn)
+		}
+	}()
+	return listener.Addr()
+}
+
+func handshake(config *tls.Config, addr string) {
+	conn, err := tls.Dial("tcp", addr, config)
+	if err != nil {
+		fail("handshake: %v", err)
+	}
+	defer conn.Close()
+	var b [1]byte
+	if _, err := io.ReadFull(conn, b[:]); err != nil || b[0] != 'k' {
+		fail("handshake: no byte from the server: %v", err)
+	}
+}
+
+// round runs `batch` iterations of `clients` concurrent handshakes and returns the
+// mean nanoseconds per handshake (the inverse of handshakes per second).
+func round(config *tls.Config, addr string, clients, batch int) float64 {
+	start := time.Now()
+	for i := 0; i < batch; i++ {
+		var wg sync.WaitGroup
+		for c := 0; c < clients; c++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				handshake(config, addr)
+			}()
+		}
+		wg.Wait()
+	}
+	return float64(time.Since(start)) / float64(batch*clients)
+}
+
+func handshakes() {
+	addr := serve().String()
+	roots := pool(read("server-ca.crt"))
+	rounds, batch := 30, 40
+	if *quick {
+		rounds, batch = 4, 5
+	}
+	for _, key := range []string{"p256", "rsa2048"} {
+		certPEM, keyPEM := read(key+"-pkcs8.crt"), read(key+"-pkcs8.key")
+		cert, err := tls.X509KeyPair(certPEM, keyPEM)
+		if err != nil {
+			fail("%s: %v", key, err)
+		}
+		static := &tls.Config{
+			MinVersion:   tls.VersionTLS13,
+			RootCAs:      roots,
+			ServerName:   "127.0.0.1",
+			Certificates: []tls.Certificate{cert},
+		}
+		reload := &tls.Config{
+			MinVersion: tls.VersionTLS13,
+			RootCAs:    roots,
+			ServerName: "127.0.0.1",
+			// The legacy client: the Secret's bytes from the informer cache, parsed
+			// again on every handshake.
+			GetClientCertificate: func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
+				pair, err := tls.X509KeyPair(certPEM, keyPEM)
+				return &pair, err
+			},
+		}
+		for _, clients := range []int{1, 2} {
+			staticID := fmt.Sprintf("go/handshake/static/%s/%d", key, clients)
+			reloadID := fmt.Sprintf("go/handshake/reload/%s/%d", key, clients)
+			if !wanted(staticID) && !wanted(reloadID) {
+				continue
+			}
+			// Warm-up, then alternating batches (order swapped every round) so that
+			// drift on a shared machine falls on both alike.
+			round(static, addr, clients, batch/2+1)
+			round(reload, addr, clients, batch/2+1)
+			var s, r []float64
+			for i := 0; i < rounds; i++ {
+				if i%2 == 0 {
+					s = append(s, round(static, addr, clients, batch))
+					r = append(r, round(reload, addr, clients, batch))
+				} else {
+					r = append(r, round(reload, addr, clients, batch))
+					s = append(s, round(static, addr, clients, batch))
+				}
+			}
+			emit(staticID, s)
+			emit(reloadID, r)
+		}
+	}
+}
+
+func main() {
+	flag.Parse()
+	if *materialDir == "" {
+		fail("-material is required")
+	}
+	fmt.Fprintf(os.Stderr, "legacy: %s, GOMAXPROCS %d\n", runtime.Version(), runtime.GOMAXPROCS(0))
+	keyPairs()
+	principals()
+	handshakes()
+}

@@ -1,0 +1,356 @@
+//! The Go side of `cargo xtask bench`: finds Go 1.23 or newer (installing it as root
+//! from Debian's backports suite for this machine's release when missing), builds
+//! `benches/go/` offline against Debian's packaged go-jose, and runs it.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The oldest Go the program is built with.
+const MIN_MINOR: u32 = 23;
+
+/// Debian packages: the Go toolchain (newest first), and go-jose's packaged source
+/// (which depends on golang-golang-x-crypto-dev).
+const GO_PACKAGES: &[&str] = &["golang-1.24-go", "golang-1.23-go"];
+const JOSE_PACKAGE: &str = "golang-github-go-jose-go-jose-dev";
+/// Where Debian installs packaged Go sources.
+const GOCODE: &str = "/usr/share/gocode/src";
+const JOSE_DIR: &str = "github.com/go-jose/go-jose";
+const CRYPTO_DIR: &str = "golang.org/x/crypto";
+
+/// `go version` output parsed to (major, minor), e.g. `go version go1.23.5 linux/amd64`.
+pub fn parse_version(output: &str) -> Option<(u32, u32)> {
+    let word = output.split_whitespace().find(|w| w.starts_with("go1"))?;
+    let mut parts = word.trim_start_matches("go").split(['.', 'r', 'b']);
+    let major = parts.next()?.parse().ok()?;
+    let minor = parts.next()?.parse().ok()?;
+    Some((major, minor))
+}
+
+fn version_of(go: &Path) -> Option<(String, (u32, u32))> {
+    let output = Command::new(go).arg("version").output().ok()?;
+    let text = String::from_utf8_lossy(&output.stdout).trim().to_owned();
+    let version = parse_version(&text)?;
+    Some((text, version))
+}
+
+/// Candidate `go` binaries: `$GO`, `go` on PATH, then Debian's versioned installs.
+fn candidates() -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    if let Some(go) = std::env::var_os("GO") {
+        out.push(PathBuf::from(go));
+    }
+    out.push(PathBuf::from("go"));
+    if let Ok(entries) = std::fs::read_dir("/usr/lib") {
+        let mut dirs: Vec<PathBuf> = entries
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| {
+                p.file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(|n| n.starts_with("go-1."))
+            })
+            .collect();
+        dirs.sort();
+        dirs.reverse();
+        out.extend(dirs.into_iter().map(|d| d.join("bin/go")));
+    }
+    out
+}
+
+fn find_go() -> Option<(PathBuf, String)> {
+    candidates().into_iter().find_map(|go| {
+        let (text, (major, minor)) = version_of(&go)?;
+        (major > 1 || (major == 1 && minor >= MIN_MINOR)).then_some((go, text))
+    })
+}
+
+fn is_root() -> bool {
+    Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
+}
+
+/// The Debian archive source of this machine, from its apt configuration: the first
+/// stanza (deb822) or line (one-line format) whose suite is `codename` itself.
+/// Returns `(uri, signed_by)`.
+pub fn debian_source(
+    files: &[(String, String)],
+    codename: &str,
+) -> Option<(String, Option<String>)> {
+    for (name, text) in files {
+        if name.ends_with(".sources") {
+            for stanza in text.split("\n\n") {
+                let field = |key: &str| {
+                    stanza.lines().find_map(|line| {
+                        let (k, v) = line.split_once(':')?;
+                        (k.trim().eq_ignore_ascii_case(key)).then(|| v.trim().to_owned())
+                    })
+                };
+                let enabled = field("Enabled").is_none_or(|v| v != "no");
+                let types = field("Types").unwrap_or_default();
+                let suites = field("Suites").unwrap_or_default();
+                if enabled
+                    && types.split_whitespace().any(|t| t == "deb")
+                    && suites.split_whitespace().any(|s| s == codename)
+                    && let Some(uris) = field("URIs")
+                    && let Some(uri) = uris.split_whitespace().next()
+                {
+                    return Some((uri.to_owned(), field("Signed-By")));
+                }
+            }
+        } else {
+            for line in text.lines() {
+                let line = line.trim();
+                let Some(rest) = line.strip_prefix("deb ") else {
+                    continue;
+                };
+                let mut words = rest.split_whitespace().peekable();
+                let mut signed_by = None;
+                if words.peek().is_some_and(|w| w.starts_with('[')) {
+                    let mut options = String::new();
+                    for w in words.by_ref() {
+                        options.push_str(w);
+                        options.push(' ');
+                        if w.ends_with(']') {
+                            break;
+                        }
+                    }
+                    signed_by = options
+                        .trim_matches(['[', ']', ' '])
+                        .split_whitespace()
+                        .find_map(|o| o.strip_prefix("signed-by=").map(str::to_owned));
+                }
+                let (Some(uri), Some(suite)) = (words.next(), words.next()) else {
+                    continue;
+                };
+                if suite == codename {
+                    return Some((uri.to_owned(), signed_by));
+                }
+            }
+        }
+    }
+    None
+}
+
+/// The deb822 stanza for `<codename>-backports` on the same archive.
+pub fn backports_stanza(uri: &str, signed_by: Option<&str>, codename: &str) -> String {
+    let mut out = format!(
+        "# Written by `cargo xtask bench`: Go 1.23+ and go-jose for benches/go.\n\
+         Types: deb\nURIs: {uri}\nSuites: {codename}-backports\nComponents: main\n"
+    );
+    if let Some(key) = signed_by {
+        out.push_str(&format!("Signed-By: {key}\n"));
+    }
+    out
+}
+
+fn os_release_codename() -> Option<String> {
+    let text = std::fs::read_to_string("/etc/os-release").ok()?;
+    text.lines().find_map(|line| {
+        line.strip_prefix("VERSION_CODENAME=")
+            .map(|v| v.trim_matches('"').to_owned())
+    })
+}
+
+fn apt_files() -> Vec<(String, String)> {
+    let mut files = Vec::new();
+    if let Ok(text) = std::fs::read_to_string("/etc/apt/sources.list") {
+        files.push(("sources.list".to_owned(), text));
+    }
+    if let Ok(entries) = std::fs::read_dir("/etc/apt/sources.list.d") {
+        let mut paths: Vec<PathBuf> = entries.flatten().map(|e| e.path()).collect();
+        paths.sort();
+        for path in paths {
+            let name = path
+                .file_name()
+                .and_then(|n| n.to_str())
+                .unwrap_or_default()
+                .to_owned();
+            if (name.ends_with(".list") || name.ends_with(".sources"))
+                && let Ok(text) = std::fs::read_to_string(&path)
+            {
+                files.push((name, text));
+            }
+        }
+    }
+    files
+}
+
+fn apt(args: &[&str]) -> Result<(), String> {
+    crate::run_checked(
+        Command::new("apt-get")
+            .env("DEBIAN_FRONTEND", "noninteractive")
+            .args(args),
+    )
+}
+
+fn candidate_available(package: &str) -> bool {
+    Command::new("apt-cache")
+        .args(["policy", package])
+        .output()
+        .is_ok_and(|o| {
+            let text = String::from_utf8_lossy(&o.stdout);
+            text.lines()
+                .any(|l| l.trim().starts_with("Candidate:") && !l.contains("(none)"))
+        })
+}
+
+/// Installs Go and go-jose from `<codename>-backports` (added next to the machine's own
+/// Debian source when missing).
+fn install() -> Result<(), String> {
+    let codename =
+        os_release_codename().ok_or("cannot tell the Debian release from /etc/os-release")?;
+    let list = PathBuf::from(format!(
+        "/etc/apt/sources.list.d/xtask-{codename}-backports.sources"
+    ));
+    let files = apt_files();
+    let has_backports = files
+        .iter()
+        .any(|(_, text)| text.contains(&format!("{codename}-backports")));
+    if !has_backports {
+        let (uri, signed_by) = debian_source(&files, &codename).ok_or_else(|| {
+            format!(
+                "no Debian source for {codename} in /etc/apt: cannot derive {codename}-backports"
+            )
+        })?;
+        let stanza = backports_stanza(&uri, signed_by.as_deref(), &codename);
+        std::fs::write(&list, stanza)
+            .map_err(|e| format!("cannot write {}: {e}", list.display()))?;
+        eprintln!(
+            "xtask: added {codename}-backports ({uri}) in {}",
+            list.display()
+        );
+    }
+    apt(&["update", "-q"])?;
+    let go = GO_PACKAGES
+        .iter()
+        .find(|p| candidate_available(p))
+        .ok_or_else(|| format!("none of {GO_PACKAGES:?} is available from {codename}-backports"))?;
+    apt(&[
+        "install",
+        "-y",
+        "-q",
+        "-t",
+        &format!("{codename}-backports"),
+        go,
+        JOSE_PACKAGE,
+    ])
+}
+
+/// Go, ready to build the program: its path and `go version`, or why not.
+pub fn ensure() -> Result<(PathBuf, String), String> {
+    let jose_ok = Path::new(GOCODE).join(JOSE_DIR).join("go.mod").exists();
+    if let Some(found) = find_go()
+        && jose_ok
+    {
+        return Ok(found);
+    }
+    if !is_root() {
+        return Err(format!(
+            "Go 1.{MIN_MINOR}+ or {JOSE_PACKAGE} missing, and not root to install them"
+        ));
+    }
+    install()?;
+    find_go().ok_or_else(|| format!("Go 1.{MIN_MINOR}+ still not found after installing it"))
+}
+
+/// Builds `benches/go` into `out_dir` with no network: a copy of its go.mod with
+/// `replace` directives to Debian's packaged sources, GOPROXY=off.
+pub fn build(go: &Path, root: &Path, out_dir: &Path) -> Result<PathBuf, String> {
+    let src = root.join("benches/go");
+    let work = out_dir.join("go-src");
+    let _ = std::fs::remove_dir_all(&work);
+    std::fs::create_dir_all(&work).map_err(|e| format!("cannot create {}: {e}", work.display()))?;
+    for file in ["go.mod", "main.go"] {
+        std::fs::copy(src.join(file), work.join(file))
+            .map_err(|e| format!("cannot copy benches/go/{file}: {e}"))?;
+    }
+    let env = |command: &mut Command| {
+        command
+            .current_dir(&work)
+            .env("GOPROXY", "off")
+            .env("GOFLAGS", "-mod=mod")
+            .env("GOSUMDB", "off")
+            .env("GOTOOLCHAIN", "local")
+            .env("GO111MODULE", "on")
+            .env("GOCACHE", out_dir.join("go-cache"))
+            .env("GOMODCACHE", out_dir.join("go-modcache"))
+            .env("GOPATH", out_dir.join("go-path"));
+    };
+    let mut edit = Command::new(go);
+    edit.args([
+        "mod",
+        "edit",
+        &format!("-replace=github.com/go-jose/go-jose/v4={GOCODE}/{JOSE_DIR}"),
+        &format!("-replace=golang.org/x/crypto={GOCODE}/{CRYPTO_DIR}"),
+    ]);
+    env(&mut edit);
+    crate::run_checked(&mut edit)?;
+    let binary = out_dir.join("legacy");
+    let mut build = Command::new(go);
+    build.args(["build", "-o"]).arg(&binary).arg(".");
+    env(&mut build);
+    crate::run_checked(&mut build)?;
+    Ok(binary)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn go_versions() {
+        assert_eq!(
+            parse_version("go version go1.23.5 linux/amd64"),
+            Some((1, 23))
+        );
+        assert_eq!(
+            parse_version("go version go1.24rc1 linux/amd64"),
+            Some((1, 24))
+        );
+        assert_eq!(
+            parse_version("go version go1.19 linux/amd64"),
+            Some((1, 19))
+        );
+        assert_eq!(parse_version("bash: go: not found"), None);
+    }
+
+    #[test]
+    fn backports_from_a_deb822_source() {
+        let files = vec![
+            (
+                "debian.sources".to_owned(),
+                "Types: deb\n# a comment\nURIs: http://mirror.example/debian\nSuites: bookworm bookworm-updates\n\
+                 Components: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n\n\
+                 Types: deb\nURIs: http://mirror.example/debian-security\nSuites: bookworm-security\nComponents: main\n"
+                    .to_owned(),
+            ),
+        ];
+        let (uri, key) = debian_source(&files, "bookworm").unwrap();
+        assert_eq!(uri, "http://mirror.example/debian");
+        assert_eq!(
+            key.as_deref(),
+            Some("/usr/share/keyrings/debian-archive-keyring.gpg")
+        );
+        let stanza = backports_stanza(&uri, key.as_deref(), "bookworm");
+        assert!(stanza.contains("URIs: http://mirror.example/debian\n"));
+        assert!(stanza.contains("Suites: bookworm-backports\n"));
+        assert!(stanza.contains("Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg\n"));
+    }
+
+    #[test]
+    fn backports_from_a_one_line_source() {
+        let files = vec![(
+            "sources.list".to_owned(),
+            "# deb http://old.example/debian bookworm main\n\
+             deb http://mirror.example/debian-security bookworm-security main\n\
+             deb [arch=amd64 signed-by=/k.gpg] http://mirror.example/debian bookworm main\n"
+                .to_owned(),
+        )];
+        let (uri, key) = debian_source(&files, "bookworm").unwrap();
+        assert_eq!(uri, "http://mirror.example/debian");
+        assert_eq!(key.as_deref(), Some("/k.gpg"));
+        assert_eq!(debian_source(&files, "trixie"), None);
+    }
+}

@@ -1,0 +1,563 @@
+//! The tables and verdicts of `cargo xtask bench`, from the figures of one run.
+//!
+//! Ids (criterion's `full_id`, or the `id` of a sampled JSON line):
+//! - ours: `reload/<case>`, `identity-unchanged/<case>`, `identity-broken/<case>`,
+//!   `identity-rotation/<case>`, `handshake/{static,reload}/<key>/<clients>`,
+//!   `principal/{sign,verify}/<key>`;
+//! - Go: `go/x509keypair/<case>`, `go/ps512-{sign,verify}/<rsaN>`,
+//!   `go/handshake/{static,reload}/<key>/<clients>`.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use crate::stats::{Bound, Estimate, Verdict, judge, ratio};
+
+/// Everything measured in one run.
+#[derive(Debug)]
+pub struct Results {
+    /// Every estimate, ours and Go's, by id.
+    pub estimates: BTreeMap<String, Estimate>,
+    /// Raw samples of the sampled benchmarks (for paired ratios), by id.
+    pub samples: BTreeMap<String, Vec<f64>>,
+    /// Whether the Go program ran in this run; why not, if it did not.
+    pub go: Result<String, String>,
+}
+
+impl Default for Results {
+    fn default() -> Self {
+        Self {
+            estimates: BTreeMap::new(),
+            samples: BTreeMap::new(),
+            go: Err("not run".to_owned()),
+        }
+    }
+}
+
+impl Results {
+    fn get(&self, id: &str) -> Option<Estimate> {
+        self.estimates.get(id).copied()
+    }
+
+    /// Cases (`<key>-<format>`) with a figure under `group/`, in a stable order.
+    fn cases(&self, group: &str) -> Vec<String> {
+        let prefix = format!("{group}/");
+        let mut cases: Vec<String> = self
+            .estimates
+            .keys()
+            .filter_map(|id| id.strip_prefix(&prefix).map(str::to_owned))
+            .collect();
+        cases.sort_by_key(|case| key_order(case));
+        cases
+    }
+
+    /// The ratio of the per-round figures of two interleaved sampled benchmarks
+    /// (`a[i] / b[i]`), whose drift cancels round by round.
+    pub fn paired_ratio(&self, a: &str, b: &str) -> Option<Estimate> {
+        let (a, b) = (self.samples.get(a)?, self.samples.get(b)?);
+        if a.len() != b.len() {
+            return None;
+        }
+        let ratios: Vec<f64> = a.iter().zip(b).map(|(x, y)| x / y).collect();
+        Estimate::from_samples(&ratios)
+    }
+}
+
+fn key_order(case: &str) -> (usize, String) {
+    const ORDER: [&str; 6] = ["rsa2048", "rsa3072", "rsa4096", "p256", "p384", "ed25519"];
+    let key = case.split(['-', '/']).next().unwrap_or(case);
+    (
+        ORDER.iter().position(|k| *k == key).unwrap_or(ORDER.len()),
+        case.to_owned(),
+    )
+}
+
+/// One target's outcome.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TargetRow {
+    pub target: String,
+    /// The ratio with its interval, or `None` when a figure was not measured.
+    pub measured: Option<Estimate>,
+    pub verdict: Option<Verdict>,
+    /// What bounds the figure, when the target is not met or inconclusive.
+    pub bound_by: String,
+}
+
+/// Human time: ns, us, ms.
+pub fn human(ns: f64) -> String {
+    if ns >= 1_000_000.0 {
+        format!("{:.2} ms", ns / 1_000_000.0)
+    } else if ns >= 10_000.0 {
+        format!("{:.1} us", ns / 1_000.0)
+    } else if ns >= 1_000.0 {
+        format!("{:.2} us", ns / 1_000.0)
+    } else {
+        format!("{ns:.0} ns")
+    }
+}
+
+fn with_interval(e: Estimate) -> String {
+    format!(
+        "{} [{} – {}]",
+        human(e.median),
+        human(e.lower),
+        human(e.upper)
+    )
+}
+
+fn rate(e: Estimate) -> String {
+    let r = e.per_second();
+    format!("{:.0} [{:.0} – {:.0}]", r.median, r.lower, r.upper)
+}
+
+fn show_ratio(e: Estimate) -> String {
+    // Small shares (the identity's part of a handshake) need more digits.
+    let digits = if e.median.abs() < 0.1 { 5 } else { 3 };
+    format!(
+        "{:.digits$}x [{:.digits$} – {:.digits$}]",
+        e.median, e.lower, e.upper
+    )
+}
+
+const NOT_MEASURED: &str = "not measured";
+
+fn cell(e: Option<Estimate>, show: fn(Estimate) -> String) -> String {
+    e.map(show).unwrap_or_else(|| NOT_MEASURED.to_owned())
+}
+
+/// Evaluates every target on the figures of this run.
+pub fn targets(results: &Results) -> Vec<TargetRow> {
+    let mut rows = Vec::new();
+    let go = results.go.is_ok();
+    let mut push = |target: String,
+                    measured: Option<Estimate>,
+                    bound: Bound,
+                    threshold: f64,
+                    bound_by: &str| {
+        let verdict = measured.map(|m| judge(m, bound, threshold));
+        rows.push(TargetRow {
+            target,
+            measured,
+            verdict,
+            bound_by: match verdict {
+                Some(Verdict::Met) | None => String::new(),
+                Some(_) => bound_by.to_owned(),
+            },
+        });
+    };
+
+    for key in ["p256", "rsa2048"] {
+        let share = results
+            .get(&format!("identity-unchanged/{key}-pkcs8"))
+            .zip(results.get(&format!("handshake/static/{key}/1")))
+            .map(|(identity, handshake)| ratio(identity, handshake));
+        push(
+            format!("{key}: identity cost per handshake, Secret unchanged <= 1% of a handshake"),
+            share,
+            Bound::AtMost,
+            0.01,
+            "the resolver's cache read and byte comparison of tls.crt/tls.key against a \
+             loopback handshake's noise",
+        );
+    }
+    for key in ["p256", "rsa2048"] {
+        for clients in [1, 2] {
+            // handshakes/s reload / static = static ns / reload ns, round by round.
+            let paired = results.paired_ratio(
+                &format!("handshake/static/{key}/{clients}"),
+                &format!("handshake/reload/{key}/{clients}"),
+            );
+            push(
+                format!("{key}, {clients} client(s): reload handshakes/s >= 0.98x our static"),
+                paired,
+                Bound::AtLeast,
+                0.98,
+                "loopback handshake noise on a shared machine (the resolver's own cost is \
+                 the identity row above)",
+            );
+        }
+    }
+    for key in ["p256", "rsa2048"] {
+        for clients in [1, 2] {
+            let target =
+                format!("{key}, {clients} client(s): reload handshakes/s >= 1.5x Go's reload");
+            let measured = if go {
+                results
+                    .get(&format!("go/handshake/reload/{key}/{clients}"))
+                    .zip(results.get(&format!("handshake/reload/{key}/{clients}")))
+                    .map(|(theirs, ours)| ratio(theirs, ours))
+            } else {
+                None
+            };
+            push(
+                target,
+                measured,
+                Bound::AtLeast,
+                1.5,
+                "the handshake itself (key exchange, both signatures, certificate \
+                 verification): Go's per-handshake X509KeyPair is a small part of it",
+            );
+        }
+    }
+    for case in results.cases("identity-rotation") {
+        let measured = if go {
+            results
+                .get(&format!("identity-rotation/{case}"))
+                .zip(results.get(&format!("go/x509keypair/{case}")))
+                .map(|(ours, theirs)| ratio(ours, theirs))
+        } else {
+            None
+        };
+        let bound_by = if case.starts_with("rsa") {
+            "the provider's RSA key load (aws-lc checks the private key's consistency \
+             on every load) and the first call on cold caches after the watch event"
+        } else {
+            "the provider's key load and the public-key match check, on cold caches \
+             after the watch event"
+        };
+        push(
+            format!("{case}: full load after a rotation <= 1x Go's X509KeyPair"),
+            measured,
+            Bound::AtMost,
+            1.0,
+            bound_by,
+        );
+    }
+    for op in ["sign", "verify"] {
+        for bits in ["rsa2048", "rsa3072", "rsa4096"] {
+            let measured = if go {
+                results
+                    .get(&format!("principal/{op}/{bits}"))
+                    .zip(results.get(&format!("go/ps512-{op}/{bits}")))
+                    .map(|(ours, theirs)| ratio(ours, theirs))
+            } else {
+                None
+            };
+            let bound_by = if op == "sign" {
+                "the RSA private-key operation (CRT exponentiation) in aws-lc, which is most \
+                 of a PS512 signature in both implementations"
+            } else {
+                "the RSA public-key operation and PSS decoding (the verifier in svc-tls)"
+            };
+            push(
+                format!("{bits}: PS512 {op} <= 0.5x go-jose"),
+                measured,
+                Bound::AtMost,
+                0.5,
+                bound_by,
+            );
+        }
+    }
+    rows
+}
+
+/// Whether `--check` fails: some measured target is not met.
+pub fn any_not_met(rows: &[TargetRow]) -> bool {
+    rows.iter().any(|row| row.verdict == Some(Verdict::NotMet))
+}
+
+/// The Markdown report (tables and targets).
+pub fn render(results: &Results) -> String {
+    let mut out = String::new();
+    let go = results.go.is_ok();
+    let go_cell = |id: &str| -> String {
+        if go {
+            cell(results.get(id), with_interval)
+        } else {
+            NOT_MEASURED.to_owned()
+        }
+    };
+    let _ = writeln!(
+        out,
+        "Medians with their 95% confidence interval in brackets; every figure from this run."
+    );
+
+    let _ = writeln!(out, "\n### Identity load per key type and format\n");
+    let _ = writeln!(
+        out,
+        "| case | full load after a rotation (resolver) | full load, tight loop | Go `tls.X509KeyPair` | rotation / Go | Secret unchanged (resolver) | broken Secret (resolver) |"
+    );
+    let _ = writeln!(out, "|---|---:|---:|---:|---:|---:|---:|");
+    let mut cases = results.cases("reload");
+    for case in results.cases("identity-rotation") {
+        if !cases.contains(&case) {
+            cases.push(case);
+        }
+    }
+    cases.sort_by_key(|case| key_order(case));
+    for case in &cases {
+        let rotation = results.get(&format!("identity-rotation/{case}"));
+        let theirs = results.get(&format!("go/x509keypair/{case}"));
+        let ratio_cell = match (go, rotation, theirs) {
+            (true, Some(a), Some(b)) => show_ratio(ratio(a, b)),
+            _ => String::new(),
+        };
+        let _ = writeln!(
+            out,
+            "| {case} | {} | {} | {} | {ratio_cell} | {} | {} |",
+            cell(rotation, with_interval),
+            cell(results.get(&format!("reload/{case}")), with_interval),
+            go_cell(&format!("go/x509keypair/{case}")),
+            cell(
+                results.get(&format!("identity-unchanged/{case}")),
+                with_interval
+            ),
+            cell(
+                results.get(&format!("identity-broken/{case}")),
+                with_interval
+            ),
+        );
+    }
+
+    let _ = writeln!(
+        out,
+        "\n### Loopback TLS 1.3 mTLS handshakes per second (static and reload interleaved)\n"
+    );
+    let _ = writeln!(
+        out,
+        "| client key | clients | ours static | ours reload | ours reload / static (paired) | Go static | Go reload | ours reload / Go reload |"
+    );
+    let _ = writeln!(out, "|---|---:|---:|---:|---:|---:|---:|---:|");
+    for key in ["p256", "rsa2048"] {
+        for clients in [1, 2] {
+            let id = |side: &str, mode: &str| format!("{side}handshake/{mode}/{key}/{clients}");
+            let paired = results.paired_ratio(&id("", "static"), &id("", "reload"));
+            let go_rate = |mode: &str| {
+                if go {
+                    cell(results.get(&id("go/", mode)), rate)
+                } else {
+                    NOT_MEASURED.to_owned()
+                }
+            };
+            let versus_go = match (
+                go,
+                results.get(&id("go/", "reload")),
+                results.get(&id("", "reload")),
+            ) {
+                (true, Some(theirs), Some(ours)) => show_ratio(ratio(theirs, ours)),
+                _ => String::new(),
+            };
+            let _ = writeln!(
+                out,
+                "| {key} | {clients} | {} | {} | {} | {} | {} | {versus_go} |",
+                cell(results.get(&id("", "static")), rate),
+                cell(results.get(&id("", "reload")), rate),
+                cell(paired, show_ratio),
+                go_rate("static"),
+                go_rate("reload"),
+            );
+        }
+    }
+
+    let _ = writeln!(out, "\n### X-Principal tokens\n");
+    let _ = writeln!(
+        out,
+        "| key | sign (ours) | sign (go-jose) | sign ours / Go | verify (ours) | verify (go-jose) | verify ours / Go |"
+    );
+    let _ = writeln!(out, "|---|---:|---:|---:|---:|---:|---:|");
+    for key in ["rsa2048", "rsa3072", "rsa4096", "p256", "p384"] {
+        let mut row = format!("| {key} ");
+        for op in ["sign", "verify"] {
+            let ours = results.get(&format!("principal/{op}/{key}"));
+            let go_id = format!("go/ps512-{op}/{key}");
+            let (theirs_cell, ratio_cell) = if key.starts_with("rsa") {
+                let theirs = results.get(&go_id);
+                let r = match (go, ours, theirs) {
+                    (true, Some(a), Some(b)) => show_ratio(ratio(a, b)),
+                    _ => String::new(),
+                };
+                (go_cell(&go_id), r)
+            } else {
+                // The Go services neither produce nor accept ES256/ES384 principals.
+                ("(no Go counterpart)".to_owned(), String::new())
+            };
+            let _ = write!(
+                row,
+                "| {} | {theirs_cell} | {ratio_cell} ",
+                cell(ours, with_interval)
+            );
+        }
+        let _ = writeln!(out, "{row}|");
+    }
+
+    let _ = writeln!(out, "\n### Targets\n");
+    let _ = writeln!(
+        out,
+        "Each target is a ratio of two figures of this run, judged on its whole 95% interval: \
+         \"met\" when the interval lies on the right side of the threshold, \"not met\" when it \
+         lies wholly on the wrong side, \"inconclusive\" when it straddles it.\n"
+    );
+    let _ = writeln!(
+        out,
+        "| target | ratio [95% CI] | verdict | what bounds it |"
+    );
+    let _ = writeln!(out, "|---|---:|---|---|");
+    for row in targets(results) {
+        let (measured, verdict) = match (row.measured, row.verdict) {
+            (Some(m), Some(v)) => (show_ratio(m), v.to_string()),
+            _ => (
+                NOT_MEASURED.to_owned(),
+                if go {
+                    NOT_MEASURED.to_owned()
+                } else {
+                    "not measured (no Go in this run)".to_owned()
+                },
+            ),
+        };
+        let _ = writeln!(
+            out,
+            "| {} | {measured} | {verdict} | {} |",
+            row.target, row.bound_by
+        );
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn est(median: f64, spread: f64) -> Estimate {
+        Estimate {
+            median,
+            lower: median * (1.0 - spread),
+            upper: median * (1.0 + spread),
+        }
+    }
+
+    fn sample_results(go: bool) -> Results {
+        let mut r = Results {
+            go: if go {
+                Ok("go1.23".into())
+            } else {
+                Err("no Go".into())
+            },
+            ..Default::default()
+        };
+        let mut put = |id: &str, e: Estimate| {
+            r.estimates.insert(id.to_owned(), e);
+        };
+        for case in ["rsa2048-pkcs8", "p256-pkcs8"] {
+            put(&format!("reload/{case}"), est(30_000.0, 0.02));
+            put(&format!("identity-rotation/{case}"), est(40_000.0, 0.05));
+            put(&format!("identity-unchanged/{case}"), est(150.0, 0.02));
+            put(&format!("identity-broken/{case}"), est(35_000.0, 0.02));
+            put(&format!("go/x509keypair/{case}"), est(80_000.0, 0.05));
+        }
+        for bits in ["rsa2048", "rsa3072", "rsa4096"] {
+            // Sign: 0.4x Go (met); verify: 0.9x Go (not met).
+            put(&format!("principal/sign/{bits}"), est(400_000.0, 0.02));
+            put(&format!("go/ps512-sign/{bits}"), est(1_000_000.0, 0.02));
+            put(&format!("principal/verify/{bits}"), est(90_000.0, 0.02));
+            put(&format!("go/ps512-verify/{bits}"), est(100_000.0, 0.02));
+        }
+        for key in ["p256", "rsa2048"] {
+            for clients in [1, 2] {
+                for (side, ns) in [("", 500_000.0), ("go/", 1_000_000.0)] {
+                    for mode in ["static", "reload"] {
+                        let id = format!("{side}handshake/{mode}/{key}/{clients}");
+                        let samples: Vec<f64> = (0..20)
+                            .map(|i| ns * (1.0 + f64::from(i % 5) * 0.01))
+                            .collect();
+                        r.estimates
+                            .insert(id.clone(), Estimate::from_samples(&samples).unwrap());
+                        r.samples.insert(id, samples);
+                    }
+                }
+            }
+        }
+        r
+    }
+
+    fn verdict_of(rows: &[TargetRow], target: &str) -> Option<Verdict> {
+        rows.iter()
+            .find(|row| row.target.starts_with(target))
+            .unwrap_or_else(|| panic!("no target {target}"))
+            .verdict
+    }
+
+    #[test]
+    fn verdicts_on_measured_targets() {
+        let rows = targets(&sample_results(true));
+        assert_eq!(verdict_of(&rows, "p256: identity cost"), Some(Verdict::Met));
+        // Identical paired samples: ratio exactly 1, above 0.98.
+        assert_eq!(
+            verdict_of(&rows, "p256, 1 client(s): reload handshakes/s >= 0.98x"),
+            Some(Verdict::Met)
+        );
+        // Go's reload twice as slow: 2x, interval above 1.5.
+        assert_eq!(
+            verdict_of(
+                &rows,
+                "rsa2048, 2 client(s): reload handshakes/s >= 1.5x Go"
+            ),
+            Some(Verdict::Met)
+        );
+        assert_eq!(
+            verdict_of(&rows, "rsa2048-pkcs8: full load"),
+            Some(Verdict::Met)
+        );
+        assert_eq!(verdict_of(&rows, "rsa4096: PS512 sign"), Some(Verdict::Met));
+        let verify = rows
+            .iter()
+            .find(|row| row.target.starts_with("rsa2048: PS512 verify"))
+            .unwrap();
+        assert_eq!(verify.verdict, Some(Verdict::NotMet));
+        assert!(
+            !verify.bound_by.is_empty(),
+            "a target not met says what bounds it"
+        );
+        assert!(any_not_met(&rows));
+    }
+
+    #[test]
+    fn without_go_no_go_figure_or_ratio_appears() {
+        let results = sample_results(false);
+        let rows = targets(&results);
+        for row in &rows {
+            if row.target.contains("Go") || row.target.contains("go-jose") {
+                assert_eq!(row.measured, None, "{}", row.target);
+                assert_eq!(row.verdict, None, "{}", row.target);
+            }
+        }
+        // Our own targets are still judged.
+        assert_eq!(verdict_of(&rows, "p256: identity cost"), Some(Verdict::Met));
+        assert!(!any_not_met(&rows), "unmeasured targets never fail --check");
+        let table = render(&results);
+        // Go's figures (80 us, 1.00 ms, 100 us, 1000/s) never show.
+        for figure in ["80.0 us", "1.00 ms", "100.0 us", "| 1000 ["] {
+            assert!(!table.contains(figure), "{figure} in\n{table}");
+        }
+        assert!(table.contains("not measured"));
+    }
+
+    #[test]
+    fn table_shows_intervals_and_verdicts() {
+        let table = render(&sample_results(true));
+        assert!(
+            table.contains("| rsa2048-pkcs8 | 40.0 us [38.0 us – 42.0 us] |"),
+            "{table}"
+        );
+        assert!(table.contains("| not met |"), "{table}");
+        assert!(table.contains("| met |"), "{table}");
+        assert!(table.contains("80.0 us [76.0 us – 84.0 us]"), "{table}");
+    }
+
+    #[test]
+    fn a_missing_figure_is_not_measured_not_a_verdict() {
+        let mut results = sample_results(true);
+        results.estimates.remove("go/ps512-sign/rsa3072");
+        let rows = targets(&results);
+        assert_eq!(verdict_of(&rows, "rsa3072: PS512 sign"), None);
+        assert!(
+            render(&results).contains("| rsa3072: PS512 sign <= 0.5x go-jose | not measured |")
+        );
+    }
+
+    #[test]
+    fn human_units() {
+        assert_eq!(human(150.0), "150 ns");
+        assert_eq!(human(1_500.0), "1.50 us");
+        assert_eq!(human(40_000.0), "40.0 us");
+        assert_eq!(human(2_500_000.0), "2.50 ms");
+    }
+}
