@@ -16,10 +16,10 @@ use std::collections::BTreeMap;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
-use base64::Engine as _;
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube_testbed::keys::KeyFormat;
 use rcgen::{
     BasicConstraints, CertificateParams, CertifiedIssuer, ExtendedKeyUsagePurpose, IsCa, KeyPair,
     RsaKeySize,
@@ -106,69 +106,6 @@ fn load(dir: &Path) -> Material {
     }
 }
 
-fn pem(label: &str, der: &[u8]) -> String {
-    let b64 = base64::engine::general_purpose::STANDARD.encode(der);
-    let mut out = format!("-----BEGIN {label}-----\n");
-    for chunk in b64.as_bytes().chunks(64) {
-        out.push_str(std::str::from_utf8(chunk).unwrap());
-        out.push('\n');
-    }
-    out.push_str(&format!("-----END {label}-----\n"));
-    out
-}
-
-/// `(tag, value, rest)` of one DER TLV.
-fn tlv(input: &[u8]) -> (u8, &[u8], &[u8]) {
-    let (len, hdr) = if input[1] < 0x80 {
-        (input[1] as usize, 2)
-    } else {
-        let n = (input[1] & 0x7f) as usize;
-        let len = input[2..2 + n]
-            .iter()
-            .fold(0usize, |a, &b| (a << 8) | b as usize);
-        (len, 2 + n)
-    };
-    (input[0], &input[hdr..hdr + len], &input[hdr + len..])
-}
-
-fn enc(tag: u8, value: &[u8]) -> Vec<u8> {
-    let mut out = vec![tag];
-    let len = value.len();
-    if len < 0x80 {
-        out.push(len as u8);
-    } else if len < 0x100 {
-        out.extend([0x81, len as u8]);
-    } else {
-        out.extend([0x82, (len >> 8) as u8, len as u8]);
-    }
-    out.extend_from_slice(value);
-    out
-}
-
-/// The PKCS#8 key's inner private key (PKCS#1 for RSA, SEC1 for EC) and the
-/// algorithm parameters (the curve OID TLV for EC).
-fn pkcs8_inner(pkcs8: &[u8]) -> (&[u8], &[u8]) {
-    let (_, info, _) = tlv(pkcs8);
-    let (_, _version, rest) = tlv(info);
-    let (_, alg, rest) = tlv(rest);
-    let (_, inner, _) = tlv(rest);
-    let (_, _oid, params) = tlv(alg);
-    (inner, params)
-}
-
-/// SEC1 with the named curve, as Go's `x509.MarshalECPrivateKey` writes it.
-fn to_sec1(pkcs8: &[u8]) -> Vec<u8> {
-    let (inner, curve) = pkcs8_inner(pkcs8);
-    let (_, body, _) = tlv(inner);
-    let (_, version, rest) = tlv(body);
-    let (_, private, rest) = tlv(rest);
-    let mut content = enc(0x02, version);
-    content.extend(enc(0x04, private));
-    content.extend(enc(0xa0, curve));
-    content.extend_from_slice(rest);
-    enc(0x30, &content)
-}
-
 fn ca() -> CertifiedIssuer<'static, KeyPair> {
     let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
     params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
@@ -225,13 +162,13 @@ pub fn generate(dir: &Path) {
         format!("{}{}", leaf.pem(), client_ca.pem())
     };
     let key_pem = |key: &KeyPair, format: &str| {
-        let pkcs8 = key.serialize_der();
-        match format {
-            "pkcs8" => pem("PRIVATE KEY", &pkcs8),
-            "pkcs1" => pem("RSA PRIVATE KEY", pkcs8_inner(&pkcs8).0),
-            "sec1" => pem("EC PRIVATE KEY", &to_sec1(&pkcs8)),
+        let format = match format {
+            "pkcs8" => KeyFormat::Pkcs8,
+            "pkcs1" => KeyFormat::Pkcs1,
+            "sec1" => KeyFormat::Sec1,
             other => panic!("unknown key format {other}"),
-        }
+        };
+        kube_testbed::keys::key_pem(key, format)
     };
     let mut names = Vec::new();
     for &(key_type, formats) in KEYS {

@@ -28,6 +28,7 @@
 
 mod auth;
 mod discovery;
+pub mod keys;
 pub mod logs;
 pub mod pki;
 mod poll;
