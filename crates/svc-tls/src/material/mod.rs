@@ -33,7 +33,9 @@
 //! - Secret type `kubernetes.io/tls`; `tls.crt` and `tls.key` present and non-empty.
 //! - `tls.crt` is PEM with at least one `CERTIFICATE`; the first is the leaf and
 //!   parses as X.509; the whole chain is presented as given.
-//! - The leaf's key is RSA 2048 to 4096 bits, ECDSA P-256 or P-384, or Ed25519.
+//! - The leaf's key is RSA 2048 to 4096 bits, ECDSA P-256, P-384 or P-521, or Ed25519.
+//!   RSA keys below 2048 bits are refused with an error naming the size
+//!   (`RSA-1024`); see `docs/decisions.md`.
 //! - The leaf is within its validity period (see below).
 //! - `tls.key` is an unencrypted PKCS#8, PKCS#1 (RSA) or SEC1 (EC) key the
 //!   provider can load, and its public key equals the leaf's.
