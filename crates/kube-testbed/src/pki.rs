@@ -92,6 +92,17 @@ impl TestCa {
         self.sign(params, KeyPair::generate().expect("leaf key"), serial)
     }
 
+    /// A client-auth leaf whose validity starts in 2099 (a clock behind, or an issuer
+    /// clock ahead).
+    pub fn not_yet_valid_client_leaf(&self, serial: u64) -> Leaf {
+        let mut params = CertificateParams::new(Vec::<String>::new()).expect("leaf params");
+        params.serial_number = Some(SerialNumber::from(serial));
+        params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
+        params.not_before = rcgen::date_time_ymd(2099, 1, 1);
+        params.not_after = rcgen::date_time_ymd(2100, 1, 1);
+        self.sign(params, KeyPair::generate().expect("leaf key"), serial)
+    }
+
     /// A server leaf for 127.0.0.1 and localhost.
     pub fn server_leaf(&self) -> Leaf {
         let mut params =
