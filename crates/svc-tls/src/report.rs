@@ -144,8 +144,7 @@ impl WarningLimiter {
     /// from `clock`. Never panics, whatever the period.
     pub fn new(period: Duration, clock: Arc<dyn MonotonicClock>) -> Self {
         let period = period.clamp(Duration::from_nanos(1), MAX_WARNING_PERIOD);
-        let quota =
-            Quota::with_period(period).unwrap_or_else(|| Quota::per_minute(nonzero_one()));
+        let quota = Quota::with_period(period).unwrap_or_else(|| Quota::per_minute(nonzero_one()));
         Self {
             limiter: RateLimiter::direct_with_clock(quota, LimiterClock(clock)),
             suppressed: AtomicU64::new(0),
@@ -406,7 +405,11 @@ mod tests {
 
     #[test]
     fn a_very_long_period_is_clamped_instead_of_panicking() {
-        for period in [Duration::MAX, Duration::from_secs(u64::MAX / 2), MAX_WARNING_PERIOD * 400] {
+        for period in [
+            Duration::MAX,
+            Duration::from_secs(u64::MAX / 2),
+            MAX_WARNING_PERIOD * 400,
+        ] {
             let clock = ManualClock::new();
             let limiter = WarningLimiter::new(period, Arc::new(clock.clone()));
             assert_eq!(limiter.period(), MAX_WARNING_PERIOD);

@@ -40,9 +40,9 @@ use rustls::crypto::CryptoProvider;
 use rustls::sign::CertifiedKey;
 
 use crate::identity_source::{IdentitySource, SecretIdentitySource};
+use crate::material::MaterialErrorKind;
 use crate::material::{Identity, MaterialError};
 use crate::options::SecretRef;
-use crate::material::MaterialErrorKind;
 use crate::report::{
     CertificateValidity, DEFAULT_WARNING_PERIOD, DEFAULT_WATCH_FAILURE_THRESHOLD, IdentityState,
     InvalidIdentity, MonotonicClock, NoopRecorder, Recovery, StaleWarning, StateRecorder,

@@ -146,7 +146,10 @@ async fn each_malformed_secret_fails_construction_with_its_error() {
             // Starts, and says so in its state (issue 17).
             let resolver = built.expect(case.what);
             assert!(
-                matches!(resolver.state().validity, CertificateValidity::Expired { .. }),
+                matches!(
+                    resolver.state().validity,
+                    CertificateValidity::Expired { .. }
+                ),
                 "{:?}",
                 resolver.state()
             );

@@ -195,7 +195,9 @@ impl rustls::crypto::KeyProvider for CountingKeys {
         key: PrivateKeyDer<'static>,
     ) -> Result<Arc<dyn rustls::sign::SigningKey>, rustls::Error> {
         self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        material::crypto_provider().key_provider.load_private_key(key)
+        material::crypto_provider()
+            .key_provider
+            .load_private_key(key)
     }
 }
 
@@ -263,7 +265,10 @@ fn a_remembered_not_yet_valid_error_ends_when_the_certificate_becomes_valid() {
         let err = cache.load_at(&secret, year(2010)).unwrap_err();
         assert!(err.is_not_yet_valid(), "{err:?}");
     }
-    assert_eq!(cache.load_at(&secret, year(2030)).unwrap().serial_hex(), "0c");
+    assert_eq!(
+        cache.load_at(&secret, year(2030)).unwrap().serial_hex(),
+        "0c"
+    );
     // Expired stays expired for the same bytes.
     for _ in 0..2 {
         let err = cache.load_at(&secret, year(2100)).unwrap_err();
@@ -272,5 +277,8 @@ fn a_remembered_not_yet_valid_error_ends_when_the_certificate_becomes_valid() {
             "{err:?}"
         );
     }
-    assert_eq!(cache.load_at(&secret, year(2030)).unwrap().serial_hex(), "0c");
+    assert_eq!(
+        cache.load_at(&secret, year(2030)).unwrap().serial_hex(),
+        "0c"
+    );
 }

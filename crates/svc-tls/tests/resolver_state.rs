@@ -57,7 +57,10 @@ impl StateRecorder for Events {
             .push((e.validity, e.reload_error.is_some()));
     }
     fn recovered(&self, r: &Recovery<'_>) {
-        self.recovered.lock().unwrap().push((r.failures, r.duration));
+        self.recovered
+            .lock()
+            .unwrap()
+            .push((r.failures, r.duration));
     }
     fn watch_failing(&self, _: &IdentityOrigin, h: &WatchHealthState, d: Duration) {
         self.watch_failing.lock().unwrap().push((h.clone(), d));
@@ -78,7 +81,9 @@ struct Harness {
 }
 
 impl Harness {
-    async fn start(first: impl Fn(&TestCa) -> kube_testbed::pki::Leaf) -> (Self, kube_testbed::pki::Leaf) {
+    async fn start(
+        first: impl Fn(&TestCa) -> kube_testbed::pki::Leaf,
+    ) -> (Self, kube_testbed::pki::Leaf) {
         let tb = Testbed::start().await;
         let (server_ca, client_ca) = (TestCa::new("server"), TestCa::new("clients"));
         let leaf = first(&client_ca);
@@ -118,13 +123,17 @@ impl Harness {
         let before = self.tb.resource_version();
         self.tb.upsert(tls_secret(NAME, cert_pem, key_pem));
         wait_until("the cache sees the write", || {
-            self.resolver.secret_source().unwrap().get().is_some_and(|s| {
-                s.metadata
-                    .resource_version
-                    .as_deref()
-                    .and_then(|rv| rv.parse::<u64>().ok())
-                    .is_some_and(|rv| rv > before)
-            })
+            self.resolver
+                .secret_source()
+                .unwrap()
+                .get()
+                .is_some_and(|s| {
+                    s.metadata
+                        .resource_version
+                        .as_deref()
+                        .and_then(|rv| rv.parse::<u64>().ok())
+                        .is_some_and(|rv| rv > before)
+                })
         })
         .await;
     }
@@ -166,7 +175,11 @@ async fn an_episode_ends_with_its_count_and_duration_and_the_next_starts_clean()
         h.clock.advance(Duration::from_secs(10));
         assert_eq!(h.handshake().await, Ok(0x21));
     }
-    assert_eq!(h.events.stale.lock().unwrap().clone(), vec![0], "one warning, two suppressed");
+    assert_eq!(
+        h.events.stale.lock().unwrap().clone(),
+        vec![0],
+        "one warning, two suppressed"
+    );
     h.set(&good.cert_pem, &good.key_pem).await;
     assert_eq!(h.handshake().await, Ok(0x21));
     assert_eq!(
@@ -202,10 +215,8 @@ async fn an_episode_ends_with_its_count_and_duration_and_the_next_starts_clean()
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_expired_last_good_identity_is_reported_as_invalid_not_stale() {
-    let (h, short) = Harness::start(|ca| {
-        ca.short_lived_client_leaf(0x31, Duration::from_secs(3))
-    })
-    .await;
+    let (h, short) =
+        Harness::start(|ca| ca.short_lived_client_leaf(0x31, Duration::from_secs(3))).await;
     assert_eq!(h.resolver.state().validity, CertificateValidity::Valid);
     let other = h.client_ca.client_leaf("svc", 0x32);
     h.set(&short.cert_pem, &other.key_pem).await;
@@ -214,7 +225,10 @@ async fn an_expired_last_good_identity_is_reported_as_invalid_not_stale() {
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
     for _ in 0..3 {
-        assert!(h.handshake().await.is_err(), "peers refuse the expired leaf");
+        assert!(
+            h.handshake().await.is_err(),
+            "peers refuse the expired leaf"
+        );
     }
     let state = h.resolver.state();
     assert!(
@@ -240,8 +254,15 @@ async fn an_expired_last_good_identity_is_reported_as_invalid_not_stale() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failing_watch_is_in_the_state_and_warned_about_after_the_threshold() {
     let (h, _leaf) = Harness::start(|ca| ca.client_leaf("svc", 0x41)).await;
-    let watch = h.resolver.state().watch.expect("a Secret source has a watch");
-    assert!(watch.connected && watch.failing_since.is_none(), "{watch:?}");
+    let watch = h
+        .resolver
+        .state()
+        .watch
+        .expect("a Secret source has a watch");
+    assert!(
+        watch.connected && watch.failing_since.is_none(),
+        "{watch:?}"
+    );
 
     h.tb.stop().await;
     wait_until("the watch notices the API is gone", || {
@@ -306,7 +327,7 @@ impl IdentitySource for Scripted {
     }
     fn current_versioned(&self) -> Result<(Identity, Option<u64>), ReloadError> {
         let version = self.version.load(Ordering::SeqCst);
-        if self.slow.load(Ordering::SeqCst) && version % 3 == 0 {
+        if self.slow.load(Ordering::SeqCst) && version.is_multiple_of(3) {
             std::thread::yield_now();
             std::thread::sleep(Duration::from_micros(200));
         }

@@ -45,9 +45,12 @@
 //! A leaf outside its validity period is an **error**
 //! ([`MaterialErrorKind::CertificateExpired`], [`MaterialErrorKind::CertificateNotYetValid`]),
 //! not a warning. Peers reject such a certificate anyway, so presenting it can
-//! only fail; refusing it at load time makes start-up fail with a clear error
-//! and, during rotation, makes the handshake-time resolver keep the last good
-//! identity, which is still valid because cert-manager renews well before
+//! only fail; refusing it at load time gives a clear error and, during
+//! rotation, makes the handshake-time resolver keep the last good identity,
+//! which is still valid because cert-manager renews well before expiry. At
+//! start-up the resolver serves such a leaf anyway and reports it (see
+//! `docs/decisions.md`, *Certificate validity*), through
+//! [`IdentityCache::load_ignoring_validity`].
 
 mod cache;
 pub(crate) mod der;

@@ -37,7 +37,9 @@ pub enum SignError {
     /// The identity's key is ECDSA on a curve principal signing does not use (P-521):
     /// Go's signer refuses these with the same words. The TLS handshake itself
     /// accepts P-521; only the `X-Principal` JWS is limited to ES256 and ES384.
-    #[error("unsupported elliptic curve: {curve} (principal signing supports ECDSA P-256 and P-384)")]
+    #[error(
+        "unsupported elliptic curve: {curve} (principal signing supports ECDSA P-256 and P-384)"
+    )]
     UnsupportedCurve {
         /// The curve found, e.g. `P-521`.
         curve: &'static str,
