@@ -4,8 +4,9 @@
 //! - `identity-unchanged/<case>` (criterion): the Secret unchanged since the last load,
 //!   what every handshake between rotations costs;
 //! - `identity-broken/<case>` (criterion): the Secret broken (a key that does not match
-//!   the certificate, so each handshake repeats the full load and its failure, and
-//!   serves the last good identity);
+//!   the certificate), each handshake through the resolver: the identity cache returns
+//!   the error remembered for these exact bytes (no re-parse), the failure is counted
+//!   and the last good identity served;
 //! - `identity-rotation/<case>` (sampled, `BENCH_RESULTS_DIR/identity.jsonl`): the
 //!   first handshake after a rotation, the full load. Each sample is one `resolve` timed
 //!   alone, after the watch delivered a new version of the Secret (alternating between

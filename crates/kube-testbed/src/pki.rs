@@ -92,6 +92,32 @@ impl TestCa {
         self.sign(params, KeyPair::generate().expect("leaf key"), serial)
     }
 
+    /// A client-auth leaf whose validity starts in 2099 (a clock behind, or an issuer
+    /// clock ahead).
+    pub fn not_yet_valid_client_leaf(&self, serial: u64) -> Leaf {
+        let mut params = CertificateParams::new(Vec::<String>::new()).expect("leaf params");
+        params.serial_number = Some(SerialNumber::from(serial));
+        params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
+        params.not_before = rcgen::date_time_ymd(2099, 1, 1);
+        params.not_after = rcgen::date_time_ymd(2100, 1, 1);
+        self.sign(params, KeyPair::generate().expect("leaf key"), serial)
+    }
+
+    /// A client-auth leaf valid from an hour ago until `lifetime` from now (rounded
+    /// down to the second): for tests of an identity that expires while served.
+    pub fn short_lived_client_leaf(&self, serial: u64, lifetime: std::time::Duration) -> Leaf {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .expect("clock after 1970");
+        let epoch = rcgen::date_time_ymd(1970, 1, 1);
+        let mut params = CertificateParams::new(Vec::<String>::new()).expect("leaf params");
+        params.serial_number = Some(SerialNumber::from(serial));
+        params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
+        params.not_before = epoch + (now - std::time::Duration::from_secs(3600));
+        params.not_after = epoch + (now + lifetime);
+        self.sign(params, KeyPair::generate().expect("leaf key"), serial)
+    }
+
     /// A server leaf for 127.0.0.1 and localhost.
     pub fn server_leaf(&self) -> Leaf {
         let mut params =

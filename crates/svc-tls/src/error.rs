@@ -92,9 +92,9 @@ pub enum MaterialErrorKind {
         reason: &'static str,
     },
     /// The key algorithm or size is not supported (supported: RSA 2048 to 4096
-    /// bits, ECDSA P-256 and P-384, Ed25519).
+    /// bits, ECDSA P-256, P-384 and P-521, Ed25519).
     UnsupportedAlgorithm {
-        /// A description of the algorithm found (e.g. `RSA-1024`, `ECDSA curve 1.3.132.0.35`).
+        /// A description of the algorithm found (e.g. `RSA-1024`, `ECDSA curve 1.3.132.0.10`).
         algorithm: String,
     },
     /// The private key (in the error's data key) does not belong to the leaf
@@ -203,7 +203,7 @@ impl fmt::Display for MaterialError {
             ),
             K::UnsupportedAlgorithm { algorithm } => write!(
                 f,
-                "secret {secret}: data key {key}: unsupported key algorithm {algorithm} (supported: RSA 2048-4096 bits, ECDSA P-256, ECDSA P-384, Ed25519)"
+                "secret {secret}: data key {key}: unsupported key algorithm {algorithm} (supported: RSA 2048-4096 bits, ECDSA P-256, ECDSA P-384, ECDSA P-521, Ed25519)"
             ),
             K::KeyMismatch { cert_key, detail } => write!(
                 f,

@@ -39,6 +39,19 @@ impl fmt::Display for IdentityOrigin {
     }
 }
 
+/// The health of the channel through which a source learns about changes (for a
+/// Secret: its watch). While it is not connected, the source keeps answering from
+/// the last state it saw, which may be out of date.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SourceHealth {
+    /// Whether changes are being received (the watch is synced and not failing).
+    pub connected: bool,
+    /// The last error while not connected.
+    pub last_error: Option<String>,
+    /// Errors seen since the source started.
+    pub errors: u64,
+}
+
 /// A source of the client identity, read on every handshake.
 ///
 /// Object safe: the resolver holds an `Arc<dyn IdentitySource>`.
@@ -51,6 +64,29 @@ pub trait IdentitySource: Any + Send + Sync + fmt::Debug {
     /// Called on the handshake path: it must not do I/O, must not hold a lock
     /// while parsing, and should not allocate when nothing changed.
     fn current(&self) -> Result<Identity, ReloadError>;
+
+    /// [`IdentitySource::current`] with the version of what it was read from, when the
+    /// source has ordered versions (a Secret's `resourceVersion`). The resolver never
+    /// replaces a served identity with one read from an older version, so a handshake
+    /// working from an older snapshot cannot undo a rotation.
+    fn current_versioned(&self) -> Result<(Identity, Option<u64>), ReloadError> {
+        self.current().map(|identity| (identity, None))
+    }
+
+    /// The identity the source holds, without checking the certificate's validity
+    /// period. Used once, at start-up: an expired or not-yet-valid certificate is
+    /// served and reported rather than stopping the service (Go's client started
+    /// with it too).
+    fn current_ignoring_validity(&self) -> Result<Identity, ReloadError> {
+        self.current()
+    }
+
+    /// The health of the source's change feed, if it has one. Not called on every
+    /// handshake (at most about once a second, and by
+    /// [`IdentityResolver::state`](crate::resolver::IdentityResolver::state)).
+    fn health(&self) -> Option<SourceHealth> {
+        None
+    }
 }
 
 /// The identity in a watched `kubernetes.io/tls` Secret: the Secret from the
@@ -99,11 +135,38 @@ impl IdentitySource for SecretIdentitySource {
     }
 
     fn current(&self) -> Result<Identity, ReloadError> {
-        match self.source.get() {
-            Some(object) => self.cache.load(&object).map_err(ReloadError::Material),
-            None => Err(ReloadError::NotFound {
-                secret: self.source.secret_ref().clone(),
-            }),
-        }
+        self.current_versioned().map(|(identity, _)| identity)
+    }
+
+    fn current_versioned(&self) -> Result<(Identity, Option<u64>), ReloadError> {
+        let object = self.object()?;
+        // resourceVersion is an etcd revision in practice; when it is not a number the
+        // identities are simply not ordered.
+        let version = object
+            .metadata
+            .resource_version
+            .as_deref()
+            .and_then(|v| v.parse::<u64>().ok());
+        let identity = self.cache.load(&object).map_err(ReloadError::Material)?;
+        Ok((identity, version))
+    }
+
+    fn current_ignoring_validity(&self) -> Result<Identity, ReloadError> {
+        let object = self.object()?;
+        self.cache
+            .load_ignoring_validity(&object)
+            .map_err(ReloadError::Material)
+    }
+
+    fn health(&self) -> Option<SourceHealth> {
+        Some(self.source.watch_health())
+    }
+}
+
+impl SecretIdentitySource {
+    fn object(&self) -> Result<Arc<k8s_openapi::api::core::v1::Secret>, ReloadError> {
+        self.source.get().ok_or_else(|| ReloadError::NotFound {
+            secret: self.source.secret_ref().clone(),
+        })
     }
 }

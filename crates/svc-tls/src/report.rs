@@ -27,6 +27,18 @@ use crate::material::Identity;
 /// The default period of the stale-identity warning: at most one per minute.
 pub const DEFAULT_WARNING_PERIOD: Duration = Duration::from_secs(60);
 
+/// The longest warning period: longer ones are clamped to it. governor counts time in
+/// `u64` nanoseconds and panics on periods that overflow its arithmetic; a failure
+/// that is reported less than once a day is not reported anyway.
+pub const MAX_WARNING_PERIOD: Duration = Duration::from_secs(24 * 60 * 60);
+
+/// How long the watch of the identity's Secret may fail before the resolver warns
+/// (default of
+/// [`IdentityResolverBuilder::watch_failure_threshold`](crate::resolver::IdentityResolverBuilder::watch_failure_threshold)).
+/// Short outages (an API server rollout) heal on their own and only log at the
+/// watch layer.
+pub const DEFAULT_WATCH_FAILURE_THRESHOLD: Duration = Duration::from_secs(60);
+
 /// A monotonic clock: the time elapsed since an arbitrary, fixed origin.
 ///
 /// The resolver and its warning limiter read time only through this trait, so tests can
@@ -115,6 +127,7 @@ impl GovernorClock for LimiterClock {
 pub struct WarningLimiter {
     limiter: RateLimiter<NotKeyed, InMemoryState, LimiterClock, NoOpMiddleware<Duration>>,
     suppressed: AtomicU64,
+    period: Duration,
 }
 
 impl fmt::Debug for WarningLimiter {
@@ -127,14 +140,28 @@ impl fmt::Debug for WarningLimiter {
 
 impl WarningLimiter {
     /// A limiter admitting one warning per `period` (a zero period is taken as one
-    /// nanosecond), reading time from `clock`.
+    /// nanosecond, one longer than [`MAX_WARNING_PERIOD`] as that), reading time
+    /// from `clock`. Never panics, whatever the period.
     pub fn new(period: Duration, clock: Arc<dyn MonotonicClock>) -> Self {
-        let quota = Quota::with_period(period.max(Duration::from_nanos(1)))
-            .unwrap_or_else(|| Quota::per_minute(nonzero_one()));
+        let period = period.clamp(Duration::from_nanos(1), MAX_WARNING_PERIOD);
+        let quota = Quota::with_period(period).unwrap_or_else(|| Quota::per_minute(nonzero_one()));
         Self {
             limiter: RateLimiter::direct_with_clock(quota, LimiterClock(clock)),
             suppressed: AtomicU64::new(0),
+            period,
         }
+    }
+
+    /// The period in effect (after clamping).
+    pub fn period(&self) -> Duration {
+        self.period
+    }
+
+    /// Ends an episode of failures: the count of suppressed warnings is dropped, so
+    /// that the first warning of the next episode does not report failures of this
+    /// one. Returns the count dropped.
+    pub fn end_episode(&self) -> u64 {
+        self.suppressed.swap(0, Ordering::AcqRel)
     }
 
     /// Asks to emit one warning. `Some(n)`: emit it, `n` earlier warnings were
@@ -168,6 +195,97 @@ pub struct StaleWarning<'a> {
     pub suppressed: u64,
 }
 
+/// Whether the served certificate is inside its validity period, computed from the
+/// served identity and the clock each time the state is read (so it clears by itself
+/// when a renewed certificate is served).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CertificateValidity {
+    /// `notBefore <= now <= notAfter`.
+    Valid,
+    /// `notAfter` has passed: peers refuse the certificate.
+    Expired {
+        /// When it expired.
+        not_after: SystemTime,
+    },
+    /// `notBefore` is in the future (issuer clock skew, or a clock behind).
+    NotYetValid {
+        /// When it becomes valid.
+        not_before: SystemTime,
+    },
+}
+
+impl CertificateValidity {
+    /// The validity of `identity` at `now`.
+    pub fn of(identity: &Identity, now: SystemTime) -> Self {
+        if now < identity.not_before() {
+            Self::NotYetValid {
+                not_before: identity.not_before(),
+            }
+        } else if now > identity.not_after() {
+            Self::Expired {
+                not_after: identity.not_after(),
+            }
+        } else {
+            Self::Valid
+        }
+    }
+
+    /// Whether the certificate is valid.
+    pub fn is_valid(&self) -> bool {
+        matches!(self, Self::Valid)
+    }
+}
+
+impl fmt::Display for CertificateValidity {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Valid => f.write_str("valid"),
+            Self::Expired { .. } => f.write_str("expired"),
+            Self::NotYetValid { .. } => f.write_str("not yet valid"),
+        }
+    }
+}
+
+/// The health of the watch the identity is read from, as shown in [`IdentityState`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WatchHealthState {
+    /// Whether the watch is receiving changes.
+    pub connected: bool,
+    /// The last watch error while it is failing.
+    pub last_error: Option<String>,
+    /// When the resolver first saw it failing (wall clock), while it is failing.
+    pub failing_since: Option<SystemTime>,
+}
+
+/// The served identity is outside its validity period: every peer refuses it.
+#[derive(Debug)]
+pub struct InvalidIdentity<'a> {
+    /// Where the identity comes from.
+    pub source: &'a IdentityOrigin,
+    /// Serial number (hex) of the identity being served.
+    pub serial_hex: &'a str,
+    /// Expired or not yet valid.
+    pub validity: CertificateValidity,
+    /// Why the last reload failed, when the invalid identity is served as the last
+    /// good one (`None` at start-up).
+    pub reload_error: Option<&'a (dyn std::error::Error + 'static)>,
+    /// Reports suppressed by the limiter since the previous one.
+    pub suppressed: u64,
+}
+
+/// The end of an episode of failed reloads.
+#[derive(Debug)]
+pub struct Recovery<'a> {
+    /// Where the identity comes from.
+    pub source: &'a IdentityOrigin,
+    /// Serial number (hex) of the identity now served.
+    pub serial_hex: &'a str,
+    /// Failed reloads during the episode.
+    pub failures: u64,
+    /// How long the episode lasted (first failure to recovery, monotonic clock).
+    pub duration: Duration,
+}
+
 /// The resolver's visible state, as returned by
 /// [`IdentityResolver::state`](crate::resolver::IdentityResolver::state).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -184,6 +302,10 @@ pub struct IdentityState {
     pub failures: u64,
     /// Whether the most recent reload failed (the served identity is stale).
     pub stale: bool,
+    /// Whether the served certificate is inside its validity period now.
+    pub validity: CertificateValidity,
+    /// The health of the source's watch (`None` for a source without one).
+    pub watch: Option<WatchHealthState>,
 }
 
 /// Receives the resolver's state changes; implement it to export metrics.
@@ -212,6 +334,35 @@ pub trait StateRecorder: Send + Sync + fmt::Debug + 'static {
     fn stale_warning(&self, warning: &StaleWarning<'_>) {
         let _ = warning;
     }
+
+    /// The served identity is expired or not yet valid (at start-up, or as the last
+    /// good identity after failed reloads). Rate-limited like the warnings; logged at
+    /// `ERROR`.
+    fn invalid_identity(&self, event: &InvalidIdentity<'_>) {
+        let _ = event;
+    }
+
+    /// Reloads succeed again after an episode of failures (rate-limited; logged at
+    /// `INFO`).
+    fn recovered(&self, recovery: &Recovery<'_>) {
+        let _ = recovery;
+    }
+
+    /// The source's watch has been failing for `failing_for`, longer than the
+    /// threshold (rate-limited; logged at `WARN`).
+    fn watch_failing(
+        &self,
+        source: &IdentityOrigin,
+        health: &WatchHealthState,
+        failing_for: Duration,
+    ) {
+        let _ = (source, health, failing_for);
+    }
+
+    /// The source's watch receives changes again after it was seen failing.
+    fn watch_recovered(&self, source: &IdentityOrigin, failed_for: Duration) {
+        let _ = (source, failed_for);
+    }
 }
 
 /// A recorder that records nothing (the default).
@@ -237,6 +388,50 @@ mod tests {
         clock.advance(Duration::from_secs(35));
         assert_eq!(limiter.admit(), Some(5), "the window has passed");
         assert_eq!(limiter.admit(), None);
+    }
+
+    #[test]
+    fn the_default_warning_period_is_exactly_one_minute() {
+        assert_eq!(DEFAULT_WARNING_PERIOD, Duration::from_secs(60));
+        let clock = ManualClock::new();
+        let limiter = WarningLimiter::new(DEFAULT_WARNING_PERIOD, Arc::new(clock.clone()));
+        assert_eq!(limiter.period(), Duration::from_secs(60));
+        assert_eq!(limiter.admit(), Some(0));
+        clock.advance(Duration::from_secs(60) - Duration::from_nanos(1));
+        assert_eq!(limiter.admit(), None, "one nanosecond short of a minute");
+        clock.advance(Duration::from_nanos(1));
+        assert_eq!(limiter.admit(), Some(1), "exactly a minute");
+    }
+
+    #[test]
+    fn a_very_long_period_is_clamped_instead_of_panicking() {
+        for period in [
+            Duration::MAX,
+            Duration::from_secs(u64::MAX / 2),
+            MAX_WARNING_PERIOD * 400,
+        ] {
+            let clock = ManualClock::new();
+            let limiter = WarningLimiter::new(period, Arc::new(clock.clone()));
+            assert_eq!(limiter.period(), MAX_WARNING_PERIOD);
+            assert_eq!(limiter.admit(), Some(0));
+            clock.advance(MAX_WARNING_PERIOD - Duration::from_secs(1));
+            assert_eq!(limiter.admit(), None);
+            clock.advance(Duration::from_secs(1));
+            assert_eq!(limiter.admit(), Some(1));
+        }
+    }
+
+    #[test]
+    fn a_new_episode_does_not_report_the_last_ones_suppressed_count() {
+        let clock = ManualClock::new();
+        let limiter = WarningLimiter::new(Duration::from_secs(60), Arc::new(clock.clone()));
+        assert_eq!(limiter.admit(), Some(0));
+        for _ in 0..3 {
+            assert_eq!(limiter.admit(), None);
+        }
+        assert_eq!(limiter.end_episode(), 3);
+        clock.advance(Duration::from_secs(60));
+        assert_eq!(limiter.admit(), Some(0), "nothing carried over");
     }
 
     #[test]

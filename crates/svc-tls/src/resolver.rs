@@ -31,20 +31,22 @@
 use std::fmt;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use arc_swap::ArcSwap;
+use arc_swap::{ArcSwap, Guard};
 use rustls::SignatureScheme;
 use rustls::client::ResolvesClientCert;
 use rustls::crypto::CryptoProvider;
 use rustls::sign::CertifiedKey;
 
 use crate::identity_source::{IdentitySource, SecretIdentitySource};
+use crate::material::MaterialErrorKind;
 use crate::material::{Identity, MaterialError};
 use crate::options::SecretRef;
 use crate::report::{
-    DEFAULT_WARNING_PERIOD, IdentityState, MonotonicClock, NoopRecorder, StaleWarning,
-    StateRecorder, SystemClock, WarningLimiter,
+    CertificateValidity, DEFAULT_WARNING_PERIOD, DEFAULT_WATCH_FAILURE_THRESHOLD, IdentityState,
+    InvalidIdentity, MonotonicClock, NoopRecorder, Recovery, StaleWarning, StateRecorder,
+    SystemClock, WarningLimiter, WatchHealthState,
 };
 use crate::source::{DEFAULT_SYNC_TIMEOUT, SecretSource, SourceError};
 
@@ -82,21 +84,76 @@ pub enum ReloadError {
     Material(#[source] MaterialError),
 }
 
-/// The identity being served and when it was loaded.
+/// The identity being served, the version of the source it was read from, and when
+/// it was loaded.
 struct Served {
     identity: Identity,
+    version: Option<u64>,
     loaded_at: SystemTime,
     loaded_mono: Duration,
 }
+
+/// How often, at most, a handshake looks at the source's watch health.
+const HEALTH_CHECK_INTERVAL: Duration = Duration::from_secs(1);
 
 struct Inner {
     source: Arc<dyn IdentitySource>,
     current: ArcSwap<Served>,
     failures: AtomicU64,
     stale: AtomicBool,
+    /// Failed reloads in the current episode (since the last good reload).
+    episode_failures: AtomicU64,
+    /// Monotonic nanoseconds of the episode's first failure.
+    episode_start: AtomicU64,
+    /// Stale-identity warnings and invalid-identity errors.
     warnings: WarningLimiter,
+    /// Recovery lines (a flapping Secret must not flood the log either).
+    recoveries: WarningLimiter,
+    /// Watch-failing warnings.
+    watch_warnings: WarningLimiter,
+    watch_threshold: Duration,
+    /// Monotonic nanoseconds (plus one) when the watch was first seen failing; 0 while
+    /// it is connected.
+    watch_failing_since: AtomicU64,
+    /// The same instant on the wall clock (nanoseconds since the epoch).
+    watch_failing_since_wall: AtomicU64,
+    /// Monotonic nanoseconds of the next watch-health look.
+    next_health_check: AtomicU64,
     recorder: Arc<dyn StateRecorder>,
     clock: Arc<dyn MonotonicClock>,
+}
+
+fn nanos(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
+/// A time for logs, as certificates write it (UTC).
+fn time_text(t: SystemTime) -> String {
+    let secs = match t.duration_since(UNIX_EPOCH) {
+        Ok(d) => i64::try_from(d.as_secs()).unwrap_or(i64::MAX),
+        Err(e) => i64::try_from(e.duration().as_secs()).map_or(i64::MIN, |s| -s),
+    };
+    x509_parser::time::ASN1Time::from_timestamp(secs)
+        .map(|t| t.to_string())
+        .unwrap_or_else(|_| format!("{secs} (unix seconds)"))
+}
+
+/// A resolver building block that is about validity errors.
+fn is_validity_error(error: &ReloadError) -> bool {
+    matches!(
+        error,
+        ReloadError::Material(e) if matches!(
+            e.kind(),
+            MaterialErrorKind::CertificateExpired { .. } | MaterialErrorKind::CertificateNotYetValid { .. }
+        )
+    )
+}
+
+fn to_identity_error(error: ReloadError) -> IdentityError {
+    match error {
+        ReloadError::NotFound { secret } => IdentityError::NotFound { secret },
+        ReloadError::Material(error) => IdentityError::Material(error),
+    }
 }
 
 /// A rustls client-certificate resolver that reloads the identity from a watched Secret
@@ -128,6 +185,7 @@ pub struct IdentityResolverBuilder {
     recorder: Arc<dyn StateRecorder>,
     clock: Arc<dyn MonotonicClock>,
     warning_period: Duration,
+    watch_threshold: Duration,
 }
 
 impl fmt::Debug for IdentityResolverBuilder {
@@ -136,6 +194,7 @@ impl fmt::Debug for IdentityResolverBuilder {
             .field("secret", &self.secret)
             .field("timeout", &self.timeout)
             .field("warning_period", &self.warning_period)
+            .field("watch_failure_threshold", &self.watch_threshold)
             .finish_non_exhaustive()
     }
 }
@@ -169,28 +228,41 @@ impl IdentityResolverBuilder {
         self
     }
 
-    /// At most one stale-identity warning per this period (default one minute).
+    /// At most one stale-identity warning per this period (default one minute,
+    /// [`DEFAULT_WARNING_PERIOD`]). Periods longer than
+    /// [`MAX_WARNING_PERIOD`](crate::report::MAX_WARNING_PERIOD) (a day) are clamped to it.
     pub fn warning_period(mut self, period: Duration) -> Self {
         self.warning_period = period;
         self
     }
 
+    /// How long the Secret's watch may fail before a (rate-limited) warning says that
+    /// rotations are not being seen (default one minute,
+    /// [`DEFAULT_WATCH_FAILURE_THRESHOLD`]).
+    pub fn watch_failure_threshold(mut self, threshold: Duration) -> Self {
+        self.watch_threshold = threshold;
+        self
+    }
+
     /// Starts the Secret's watch and waits, at most the sync timeout, for it to sync and
-    /// for the Secret to hold a valid identity.
+    /// for the Secret to hold an identity.
     ///
     /// Fails with an error naming the Secret when it is missing or malformed, when the
-    /// watch is refused, or on timeout. Cancel-safe: dropping the future stops the watch.
+    /// watch is refused, or on timeout. A certificate that is expired or not yet valid
+    /// does not fail it: it is served, logged at `ERROR`, reported to the recorder and
+    /// marked in [`IdentityState::validity`], and replaced as soon as the Secret is
+    /// renewed. Cancel-safe: dropping the future stops the watch.
     pub async fn build(self) -> Result<IdentityResolver, IdentityError> {
         let source = SecretSource::watch(self.client, self.secret, self.timeout).await?;
         let provider = self
             .provider
             .unwrap_or_else(|| Arc::new(crate::material::crypto_provider()));
-        IdentityResolver::from_source(
-            source,
-            provider,
+        IdentityResolver::assemble(
+            Arc::new(SecretIdentitySource::new(source, provider)),
             self.recorder,
             self.clock,
             self.warning_period,
+            self.watch_threshold,
         )
     }
 }
@@ -223,11 +295,13 @@ impl IdentityResolver {
             recorder: Arc::new(NoopRecorder),
             clock: Arc::new(SystemClock::new()),
             warning_period: DEFAULT_WARNING_PERIOD,
+            watch_threshold: DEFAULT_WATCH_FAILURE_THRESHOLD,
         }
     }
 
-    /// A resolver over an already synced Secret source: the Secret must hold a valid
-    /// identity now.
+    /// A resolver over an already synced Secret source: the Secret must hold an
+    /// identity now (one outside its validity period is served and reported, see
+    /// [`IdentityResolverBuilder::build`]).
     pub fn from_source(
         source: SecretSource,
         provider: Arc<CryptoProvider>,
@@ -243,90 +317,362 @@ impl IdentityResolver {
         )
     }
 
-    /// A resolver over any [`IdentitySource`]: it must hold a valid identity now.
+    /// A resolver over any [`IdentitySource`]: it must hold an identity now (one
+    /// outside its validity period is served and reported, see
+    /// [`IdentityResolverBuilder::build`]).
     pub fn from_identity_source(
         source: Arc<dyn IdentitySource>,
         recorder: Arc<dyn StateRecorder>,
         clock: Arc<dyn MonotonicClock>,
         warning_period: Duration,
     ) -> Result<Self, IdentityError> {
-        let identity = source.current().map_err(|error| match error {
-            ReloadError::NotFound { secret } => IdentityError::NotFound { secret },
-            ReloadError::Material(error) => IdentityError::Material(error),
-        })?;
+        Self::assemble(
+            source,
+            recorder,
+            clock,
+            warning_period,
+            DEFAULT_WATCH_FAILURE_THRESHOLD,
+        )
+    }
+
+    fn assemble(
+        source: Arc<dyn IdentitySource>,
+        recorder: Arc<dyn StateRecorder>,
+        clock: Arc<dyn MonotonicClock>,
+        warning_period: Duration,
+        watch_threshold: Duration,
+    ) -> Result<Self, IdentityError> {
+        let (identity, version, invalid) = match source.current_versioned() {
+            Ok((identity, version)) => (identity, version, false),
+            // Missing and malformed Secrets stop start-up; a certificate that is only
+            // outside its validity period does not (see docs/decisions.md).
+            Err(error) if is_validity_error(&error) => {
+                let identity = source
+                    .current_ignoring_validity()
+                    .map_err(to_identity_error)?;
+                (identity, None, true)
+            }
+            Err(error) => return Err(to_identity_error(error)),
+        };
         let loaded_at = SystemTime::now();
         recorder.reloaded(source.origin(), &identity, loaded_at);
         let served = Served {
             identity,
+            version,
             loaded_at,
             loaded_mono: clock.elapsed(),
         };
-        Ok(Self {
+        let resolver = Self {
             inner: Arc::new(Inner {
                 source,
                 current: ArcSwap::from_pointee(served),
                 failures: AtomicU64::new(0),
                 stale: AtomicBool::new(false),
+                episode_failures: AtomicU64::new(0),
+                episode_start: AtomicU64::new(0),
                 warnings: WarningLimiter::new(warning_period, clock.clone()),
+                recoveries: WarningLimiter::new(warning_period, clock.clone()),
+                watch_warnings: WarningLimiter::new(warning_period, clock.clone()),
+                watch_threshold,
+                watch_failing_since: AtomicU64::new(0),
+                watch_failing_since_wall: AtomicU64::new(0),
+                next_health_check: AtomicU64::new(0),
                 recorder,
                 clock,
             }),
-        })
+        };
+        if invalid {
+            resolver.report_invalid_at_start();
+        }
+        Ok(resolver)
+    }
+
+    /// The start-up report of a certificate outside its validity period: one ERROR
+    /// (it takes the limiter's slot, so the failing handshakes that follow within the
+    /// period do not repeat it) and a recorder event.
+    fn report_invalid_at_start(&self) {
+        let inner = &*self.inner;
+        let served = inner.current.load();
+        let identity = &served.identity;
+        let validity = CertificateValidity::of(identity, SystemTime::now());
+        let _ = inner.warnings.admit();
+        tracing::error!(
+            source = %inner.source.origin(),
+            serial = %identity.serial_hex(),
+            not_before = %time_text(identity.not_before()),
+            not_after = %time_text(identity.not_after()),
+            validity = %validity,
+            "client certificate is {validity} at start-up; starting anyway and presenting it \
+             (peers will refuse it) until the Secret is renewed, which is picked up on the \
+             next handshake"
+        );
+        inner.recorder.invalid_identity(&InvalidIdentity {
+            source: inner.source.origin(),
+            serial_hex: identity.serial_hex(),
+            validity,
+            reload_error: None,
+            suppressed: 0,
+        });
     }
 
     /// Reads the identity from the source now, as a handshake does, and returns the
     /// identity to present: the fresh one, or on failure the last good one.
+    ///
+    /// The served slot is written only when the identity changed, and never with an
+    /// identity read from an older version of the source than the one served.
     pub fn reload(&self) -> Identity {
+        let identity = match self.inner.source.current_versioned() {
+            Ok((identity, version)) => self.serve(identity, version),
+            Err(error) => self.failed(error),
+        };
+        self.check_watch_health();
+        identity
+    }
+
+    /// A successful read: present it, installing it if it is new.
+    fn serve(&self, identity: Identity, version: Option<u64>) -> Identity {
+        let inner = &*self.inner;
+        let unchanged = Arc::ptr_eq(
+            inner.current.load().identity.certified_key(),
+            identity.certified_key(),
+        );
+        if unchanged {
+            // The common path: nothing written, nothing allocated.
+            if inner.stale.load(Ordering::Acquire) {
+                self.recovered(&identity);
+            }
+            return identity;
+        }
+        let loaded_at = SystemTime::now();
+        let new = Arc::new(Served {
+            identity: identity.clone(),
+            version,
+            loaded_at,
+            loaded_mono: inner.clock.elapsed(),
+        });
+        let mut current = inner.current.load_full();
+        loop {
+            if Arc::ptr_eq(current.identity.certified_key(), identity.certified_key()) {
+                // Another handshake installed the same identity meanwhile.
+                break;
+            }
+            if let (Some(new_version), Some(served_version)) = (version, current.version)
+                && new_version < served_version
+            {
+                // This handshake read an older snapshot than the one served: present
+                // the newer identity and leave the slot alone.
+                return current.identity.clone();
+            }
+            let previous = inner.current.compare_and_swap(&current, new.clone());
+            if Arc::ptr_eq(&*previous, &current) {
+                inner
+                    .recorder
+                    .reloaded(inner.source.origin(), &identity, loaded_at);
+                break;
+            }
+            current = Guard::into_inner(previous);
+        }
+        if inner.stale.load(Ordering::Acquire) {
+            self.recovered(&identity);
+        }
+        identity
+    }
+
+    /// The end of an episode of failures: one (rate-limited) line with its failure
+    /// count and duration; the warning limiter's suppressed count is dropped.
+    fn recovered(&self, identity: &Identity) {
+        let inner = &*self.inner;
+        if !inner.stale.swap(false, Ordering::AcqRel) {
+            return;
+        }
+        let failures = inner.episode_failures.swap(0, Ordering::AcqRel);
+        let started = Duration::from_nanos(inner.episode_start.load(Ordering::Acquire));
+        let duration = inner.clock.elapsed().saturating_sub(started);
+        inner.warnings.end_episode();
+        if let Some(suppressed) = inner.recoveries.admit() {
+            let origin = inner.source.origin();
+            tracing::info!(
+                source = %origin,
+                serial = %identity.serial_hex(),
+                failures,
+                episode_secs = duration.as_secs(),
+                suppressed,
+                "client certificate reloaded again after {failures} failed reloads over {}s \
+                 ({suppressed} earlier recoveries not logged)",
+                duration.as_secs(),
+            );
+            inner.recorder.recovered(&Recovery {
+                source: origin,
+                serial_hex: identity.serial_hex(),
+                failures,
+                duration,
+            });
+        }
+    }
+
+    /// A failed read: count it, report it (rate-limited), present the last good identity.
+    fn failed(&self, error: ReloadError) -> Identity {
         let inner = &*self.inner;
         let origin = inner.source.origin();
-        match inner.source.current() {
-            Ok(identity) => {
-                let loaded_at = SystemTime::now();
-                inner.current.store(Arc::new(Served {
-                    identity: identity.clone(),
-                    loaded_at,
-                    loaded_mono: inner.clock.elapsed(),
-                }));
-                if inner.stale.swap(false, Ordering::AcqRel) {
-                    tracing::info!(
-                        source = %origin,
-                        serial = %identity.serial_hex(),
-                        "client certificate reloaded again after failures"
-                    );
-                }
-                inner.recorder.reloaded(origin, &identity, loaded_at);
-                identity
-            }
-            Err(error) => {
-                let failures = inner.failures.fetch_add(1, Ordering::AcqRel) + 1;
-                inner.stale.store(true, Ordering::Release);
-                let served = inner.current.load_full();
-                inner.recorder.reload_failed(origin, &error, failures);
-                if let Some(suppressed) = inner.warnings.admit() {
-                    let stale_for = inner.clock.elapsed().saturating_sub(served.loaded_mono);
-                    let warning = StaleWarning {
-                        source: origin,
-                        error: &error,
-                        serving_serial_hex: served.identity.serial_hex().to_string(),
-                        stale_for,
-                        suppressed,
-                    };
-                    tracing::warn!(
-                        source = %origin,
-                        error = %error,
-                        serial = %warning.serving_serial_hex,
-                        stale_for_secs = stale_for.as_secs(),
-                        suppressed,
-                        "client certificate reload failed; serving the last good identity \
-                         (stale for {}s, {} more failures suppressed since the last warning)",
-                        stale_for.as_secs(),
-                        suppressed,
-                    );
-                    inner.recorder.stale_warning(&warning);
-                }
-                served.identity.clone()
+        let failures = inner.failures.fetch_add(1, Ordering::AcqRel) + 1;
+        if !inner.stale.swap(true, Ordering::AcqRel) {
+            // A new episode.
+            inner
+                .episode_start
+                .store(nanos(inner.clock.elapsed()), Ordering::Release);
+            inner.episode_failures.store(0, Ordering::Release);
+        }
+        inner.episode_failures.fetch_add(1, Ordering::AcqRel);
+        let served = inner.current.load_full();
+        inner.recorder.reload_failed(origin, &error, failures);
+        if let Some(suppressed) = inner.warnings.admit() {
+            let identity = &served.identity;
+            let validity = CertificateValidity::of(identity, SystemTime::now());
+            if validity.is_valid() {
+                let stale_for = inner.clock.elapsed().saturating_sub(served.loaded_mono);
+                let warning = StaleWarning {
+                    source: origin,
+                    error: &error,
+                    serving_serial_hex: identity.serial_hex().to_string(),
+                    stale_for,
+                    suppressed,
+                };
+                tracing::warn!(
+                    source = %origin,
+                    error = %error,
+                    serial = %warning.serving_serial_hex,
+                    stale_for_secs = stale_for.as_secs(),
+                    suppressed,
+                    "client certificate reload failed; serving the last good identity \
+                     (stale for {}s, {} more failures suppressed since the last warning)",
+                    stale_for.as_secs(),
+                    suppressed,
+                );
+                inner.recorder.stale_warning(&warning);
+            } else {
+                // Not the generic stale warning: the identity served is itself refused
+                // by every peer.
+                tracing::error!(
+                    source = %origin,
+                    error = %error,
+                    serial = %identity.serial_hex(),
+                    not_before = %time_text(identity.not_before()),
+                    not_after = %time_text(identity.not_after()),
+                    validity = %validity,
+                    suppressed,
+                    "client certificate reload failed and the identity served is {validity}: \
+                     peers refuse it until the Secret holds a valid certificate \
+                     ({suppressed} more failures suppressed since the last report)",
+                );
+                inner.recorder.invalid_identity(&InvalidIdentity {
+                    source: origin,
+                    serial_hex: identity.serial_hex(),
+                    validity,
+                    reload_error: Some(&error),
+                    suppressed,
+                });
             }
         }
+        served.identity.clone()
+    }
+
+    /// At most once per [`HEALTH_CHECK_INTERVAL`] (one clock read and one atomic load
+    /// otherwise), looks at the source's watch and reports it.
+    fn check_watch_health(&self) {
+        let inner = &*self.inner;
+        let now = inner.clock.elapsed();
+        let now_nanos = nanos(now);
+        let next = inner.next_health_check.load(Ordering::Relaxed);
+        if now_nanos < next {
+            return;
+        }
+        let claimed = inner.next_health_check.compare_exchange(
+            next,
+            now_nanos.saturating_add(nanos(HEALTH_CHECK_INTERVAL)),
+            Ordering::AcqRel,
+            Ordering::Relaxed,
+        );
+        if claimed.is_ok() {
+            self.observe_watch(now, true);
+        }
+    }
+
+    /// The watch's health now; tracks since when it fails, and with `report` logs and
+    /// records the (rate-limited) warning and the recovery.
+    fn observe_watch(&self, now: Duration, report: bool) -> Option<WatchHealthState> {
+        let inner = &*self.inner;
+        let health = inner.source.health()?;
+        let origin = inner.source.origin();
+        let since = inner.watch_failing_since.load(Ordering::Acquire);
+        if health.connected {
+            if since != 0
+                && inner
+                    .watch_failing_since
+                    .compare_exchange(since, 0, Ordering::AcqRel, Ordering::Acquire)
+                    .is_ok()
+            {
+                let failed_for = now.saturating_sub(Duration::from_nanos(since - 1));
+                inner.watch_warnings.end_episode();
+                tracing::info!(
+                    source = %origin,
+                    failed_for_secs = failed_for.as_secs(),
+                    "the watch of the client certificate's source receives changes again \
+                     (it failed for {}s)",
+                    failed_for.as_secs(),
+                );
+                inner.recorder.watch_recovered(origin, failed_for);
+            }
+            return Some(WatchHealthState {
+                connected: true,
+                last_error: None,
+                failing_since: None,
+            });
+        }
+        let since = if since == 0 {
+            let mine = nanos(now).saturating_add(1);
+            match inner.watch_failing_since.compare_exchange(
+                0,
+                mine,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => {
+                    let wall = SystemTime::now()
+                        .duration_since(UNIX_EPOCH)
+                        .map_or(0, nanos);
+                    inner
+                        .watch_failing_since_wall
+                        .store(wall, Ordering::Release);
+                    mine
+                }
+                Err(other) => other,
+            }
+        } else {
+            since
+        };
+        let failing_for = now.saturating_sub(Duration::from_nanos(since - 1));
+        let wall = inner.watch_failing_since_wall.load(Ordering::Acquire);
+        let state = WatchHealthState {
+            connected: false,
+            last_error: health.last_error,
+            failing_since: Some(UNIX_EPOCH + Duration::from_nanos(wall)),
+        };
+        if report
+            && failing_for >= inner.watch_threshold
+            && let Some(suppressed) = inner.watch_warnings.admit()
+        {
+            tracing::warn!(
+                source = %origin,
+                error = state.last_error.as_deref().unwrap_or("none"),
+                failing_for_secs = failing_for.as_secs(),
+                suppressed,
+                "the watch of the client certificate's source has been failing for {}s: \
+                 a renewed certificate would not be seen; presenting the identity last seen",
+                failing_for.as_secs(),
+            );
+            inner.recorder.watch_failing(origin, &state, failing_for);
+        }
+        Some(state)
     }
 
     /// The identity currently served (the last good one), without reloading.
@@ -334,7 +680,8 @@ impl IdentityResolver {
         self.inner.current.load().identity.clone()
     }
 
-    /// A snapshot of the visible state: serial, expiry, last good reload, failures.
+    /// A snapshot of the visible state: serial, expiry, last good reload, failures,
+    /// whether the certificate is valid now, and the health of the source's watch.
     pub fn state(&self) -> IdentityState {
         let served = self.inner.current.load();
         IdentityState {
@@ -344,6 +691,8 @@ impl IdentityResolver {
             last_good_reload: served.loaded_at,
             failures: self.inner.failures.load(Ordering::Acquire),
             stale: self.inner.stale.load(Ordering::Acquire),
+            validity: CertificateValidity::of(&served.identity, SystemTime::now()),
+            watch: self.observe_watch(self.inner.clock.elapsed(), false),
         }
     }
 

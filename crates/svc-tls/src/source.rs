@@ -35,7 +35,9 @@ use k8s_openapi::api::core::v1::Secret;
 use kube::Api;
 use kube_runtime::reflector::ObjectRef;
 use kube_runtime::watcher;
-use watch_ready::{Health, WaitError, Watched};
+use watch_ready::{Health, WaitError, WatchState, Watched};
+
+use crate::identity_source::SourceHealth;
 
 use crate::options::SecretRef;
 
@@ -163,5 +165,17 @@ impl SecretSource {
     /// backoff and the cache keeps the last state seen).
     pub fn last_watch_error(&self) -> Option<String> {
         self.inner.watched.health().last_error()
+    }
+
+    /// The watch's health: connected (synced and not failing), the last error while it
+    /// fails, and the number of errors so far. A degraded watch becomes connected again
+    /// on the next event or accepted WATCH request (which is how bookmarks show).
+    pub fn watch_health(&self) -> SourceHealth {
+        let status = self.inner.watched.health().status();
+        SourceHealth {
+            connected: status.state == WatchState::Ready,
+            last_error: status.last_error,
+            errors: status.errors,
+        }
     }
 }

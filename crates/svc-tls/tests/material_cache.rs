@@ -47,7 +47,7 @@ fn identity_cache_reuses_identical_bytes_and_reloads_changed_ones() {
         "{err:?}"
     );
 
-    // A failed load is not remembered and does not evict the good entry.
+    // A failed load does not evict the good entry.
     let again = cache.load(&secret_b).unwrap();
     assert!(Arc::ptr_eq(rotated.certified_key(), again.certified_key()));
 
@@ -183,4 +183,102 @@ fn corrupted_material_gives_errors_never_panics() {
             }
         }
     }
+}
+
+/// The aws-lc-rs key loader, counting the keys it is asked to load.
+#[derive(Debug, Default)]
+struct CountingKeys(std::sync::atomic::AtomicUsize);
+
+impl rustls::crypto::KeyProvider for CountingKeys {
+    fn load_private_key(
+        &self,
+        key: PrivateKeyDer<'static>,
+    ) -> Result<Arc<dyn rustls::sign::SigningKey>, rustls::Error> {
+        self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        material::crypto_provider()
+            .key_provider
+            .load_private_key(key)
+    }
+}
+
+#[test]
+fn identical_failing_bytes_get_the_remembered_error_without_a_reload() {
+    static KEYS: CountingKeys = CountingKeys(std::sync::atomic::AtomicUsize::new(0));
+    let loads = || KEYS.0.load(std::sync::atomic::Ordering::SeqCst);
+    let provider = CryptoProvider {
+        key_provider: &KEYS,
+        ..material::crypto_provider()
+    };
+    let cache = IdentityCache::new(Arc::new(provider));
+    let ca = Ca::new("ca");
+    let (key, other) = (Alg::P256.generate(), Alg::P256.generate());
+    let leaf = ca.issue(&key, &Ca::leaf_params(&[0x0b]));
+    // A certificate with another key of the same type: found only after loading it.
+    let broken = tls_secret(&[
+        (TLS_CRT, leaf.as_bytes()),
+        (TLS_KEY, other.serialize_pem().as_bytes()),
+    ]);
+    let first = cache.load(&broken).unwrap_err();
+    assert!(
+        matches!(first.kind(), MaterialErrorKind::KeyMismatch { .. }),
+        "{first:?}"
+    );
+    assert_eq!(loads(), 1);
+    for _ in 0..5 {
+        assert_eq!(cache.load(&broken.clone()).unwrap_err(), first);
+    }
+    assert_eq!(loads(), 1, "the same broken bytes are not loaded again");
+
+    // Fixed: loaded at once.
+    let fixed = tls_secret(&[
+        (TLS_CRT, leaf.as_bytes()),
+        (TLS_KEY, key.serialize_pem().as_bytes()),
+    ]);
+    assert_eq!(cache.load(&fixed).unwrap().serial_hex(), "0b");
+    assert_eq!(loads(), 2);
+    // Broken again with other bytes: a full load, then remembered.
+    let mut other_broken = broken.clone();
+    other_broken.data.as_mut().unwrap().insert(
+        TLS_KEY.to_owned(),
+        ByteString(Alg::P256.generate().serialize_pem().into_bytes()),
+    );
+    let err = cache.load(&other_broken).unwrap_err();
+    assert!(matches!(err.kind(), MaterialErrorKind::KeyMismatch { .. }));
+    assert_eq!(loads(), 3);
+    let _ = cache.load(&other_broken).unwrap_err();
+    assert_eq!(loads(), 3);
+}
+
+#[test]
+fn a_remembered_not_yet_valid_error_ends_when_the_certificate_becomes_valid() {
+    // Ca::leaf_params: valid from 2020 to 2090.
+    let ca = Ca::new("ca");
+    let key = Alg::P256.generate();
+    let leaf = ca.issue(&key, &Ca::leaf_params(&[0x0c]));
+    let secret = tls_secret(&[
+        (TLS_CRT, leaf.as_bytes()),
+        (TLS_KEY, key.serialize_pem().as_bytes()),
+    ]);
+    let year = |y: u64| SystemTime::UNIX_EPOCH + Duration::from_secs((y - 1970) * 31_557_600);
+    let cache = IdentityCache::new(Arc::new(material::crypto_provider()));
+    for _ in 0..2 {
+        let err = cache.load_at(&secret, year(2010)).unwrap_err();
+        assert!(err.is_not_yet_valid(), "{err:?}");
+    }
+    assert_eq!(
+        cache.load_at(&secret, year(2030)).unwrap().serial_hex(),
+        "0c"
+    );
+    // Expired stays expired for the same bytes.
+    for _ in 0..2 {
+        let err = cache.load_at(&secret, year(2100)).unwrap_err();
+        assert!(
+            matches!(err.kind(), MaterialErrorKind::CertificateExpired { .. }),
+            "{err:?}"
+        );
+    }
+    assert_eq!(
+        cache.load_at(&secret, year(2030)).unwrap().serial_hex(),
+        "0c"
+    );
 }

@@ -305,22 +305,53 @@ fn unsupported_algorithms_are_named() {
         assert!(err.to_string().contains(&format!("RSA-{bits}")));
     }
 
-    // P-521: certificate and key.
-    let p521 = KeyPair::generate_for(&rcgen::PKCS_ECDSA_P521_SHA512).unwrap();
-    let leaf = f.ca.issue(&p521, &Ca::leaf_params(&[10]));
-    let err = f.load(leaf.as_bytes(), p521.serialize_pem().as_bytes());
+    // A curve outside P-256/P-384/P-521 (secp256k1), in the certificate: the
+    // curve is named. rcgen cannot make one, so a P-384 leaf's curve OID
+    // (1.3.132.0.34) is rewritten to secp256k1's (1.3.132.0.10), same length.
+    let p384 = Alg::P384.generate();
+    let leaf = f.ca.issue(&p384, &Ca::leaf_params(&[10]));
+    let der = rustls_pki_types::CertificateDer::from_pem_slice(leaf.as_bytes()).unwrap();
+    let p384_oid = [0x06, 0x05, 0x2b, 0x81, 0x04, 0x00, 0x22];
+    let mut der = der.to_vec();
+    let at = der
+        .windows(p384_oid.len())
+        .position(|w| w == p384_oid)
+        .unwrap();
+    der[at + p384_oid.len() - 1] = 0x0a;
+    let leaf = pem("CERTIFICATE", &der);
+    let err = f.load(leaf.as_bytes(), p384.serialize_pem().as_bytes());
     match (err.kind(), err.data_key()) {
         (MaterialErrorKind::UnsupportedAlgorithm { algorithm, .. }, Some(TLS_CRT)) => {
-            assert!(algorithm.contains("P-521"), "{algorithm}");
+            assert!(algorithm.contains("1.3.132.0.10"), "{algorithm}");
         }
         _ => panic!("{err:?}"),
     }
-    // A P-521 key next to a supported certificate: the key is named.
-    let err = f.load(f.leaf.as_bytes(), p521.serialize_pem().as_bytes());
-    assert!(
-        matches!((err.kind(), err.data_key()), (MaterialErrorKind::UnsupportedAlgorithm { algorithm, .. }, Some(TLS_KEY)) if algorithm.contains("P-521")),
-        "{err:?}"
-    );
+    // The error lists what is supported, P-521 included.
+    assert!(err.to_string().contains("ECDSA P-521"), "{err}");
+}
+
+#[test]
+fn p521_key_next_to_another_certificate_is_a_mismatch_naming_both() {
+    let f = Fixture::new();
+    let p521 = Alg::P521.generate();
+    for format in [Format::Pkcs8, Format::Sec1] {
+        let err = f.load(f.leaf.as_bytes(), key_pem(&p521, format).as_bytes());
+        match (err.kind(), err.data_key()) {
+            (MaterialErrorKind::KeyMismatch { detail, .. }, Some(TLS_KEY)) => {
+                assert!(detail.contains("ECDSA P-521"), "{detail}");
+            }
+            _ => panic!("{format:?}: {err:?}"),
+        }
+    }
+    // And the other way round: a P-521 certificate with a P-256 key.
+    let leaf = f.ca.issue(&p521, &Ca::leaf_params(&[11]));
+    let err = f.load(leaf.as_bytes(), f.key_pem.as_bytes());
+    match (err.kind(), err.data_key()) {
+        (MaterialErrorKind::KeyMismatch { detail, .. }, Some(TLS_KEY)) => {
+            assert!(detail.contains("ECDSA P-521"), "{detail}");
+        }
+        _ => panic!("{err:?}"),
+    }
 }
 
 #[test]

@@ -19,7 +19,7 @@ fn rsa_keys_load_in_pkcs8_and_pkcs1() {
 #[test]
 fn ecdsa_keys_load_in_pkcs8_and_sec1() {
     let ca = Ca::new("ec ca");
-    for alg in [Alg::P256, Alg::P384] {
+    for alg in [Alg::P256, Alg::P384, Alg::P521] {
         let key = alg.generate();
         check_loads(&ca, alg, &key, Format::Pkcs8);
         check_loads(&ca, alg, &key, Format::Sec1);

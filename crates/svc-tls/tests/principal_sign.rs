@@ -150,6 +150,33 @@ fn non_rsa_keys_are_unsupported_by_default() {
 }
 
 #[test]
+fn p521_keys_fail_with_gos_unsupported_elliptic_curve() {
+    // P-521 identities work for TLS; the principal JWS stays ES256/ES384, and Go's
+    // signer refuses P-521 with "unsupported elliptic curve".
+    let err = sign_with_key(keys::p521().signing_key.as_ref(), &principal(), ECDSA).unwrap_err();
+    assert!(
+        matches!(err, SignError::UnsupportedCurve { curve: "P-521" }),
+        "{err:?}"
+    );
+    assert!(
+        err.to_string().starts_with("unsupported elliptic curve"),
+        "{err}"
+    );
+    // Without the ECDSA opt-in it is refused as any ECDSA key is.
+    let err = sign_with_key(keys::p521().signing_key.as_ref(), &principal(), DEFAULT).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            SignError::UnsupportedKeyType {
+                key: "ECDSA",
+                ecdsa_allowed: false
+            }
+        ),
+        "{err:?}"
+    );
+}
+
+#[test]
 fn ecdsa_is_opt_in_with_raw_signatures_bound_to_the_curve() {
     for (fixture, alg, raw_len) in [
         (keys::p256(), Algorithm::Es256, 64),

@@ -73,6 +73,37 @@ async fn secret_update_makes_the_next_connection_present_the_new_leaf() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_p521_identity_completes_mtls_and_rotates_to_p256() {
+    // Go accepts P-521 client identities; rustls signs with ecdsa_secp521r1_sha512.
+    let tb = Testbed::start().await;
+    let (server_ca, client_ca) = (TestCa::new("server"), TestCa::new("clients"));
+    let p521 = client_ca.client_leaf_with(
+        "svc",
+        151,
+        rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P521_SHA512).unwrap(),
+    );
+    let p256 = client_ca.client_leaf("svc", 152);
+    tb.upsert(tls_secret(NAME, &p521.cert_pem, &p521.key_pem));
+    let server = TestServer::start(&server_ca, &client_ca).await;
+    let resolver = resolver(&tb).await;
+    assert_eq!(
+        resolver.current().key_kind(),
+        svc_tls::material::KeyKind::EcdsaP521
+    );
+    let config = Arc::new(trusting(&server_ca, Some(&resolver)));
+    assert_eq!(handshake_serial(config.clone(), server.addr).await, Ok(151));
+    assert_eq!(server.seen.lock().unwrap().last(), Some(&p521.der));
+
+    tb.upsert(tls_secret(NAME, &p256.cert_pem, &p256.key_pem));
+    wait_until("the cache sees the P-256 Secret", || {
+        cached_cert_is(resolver.secret_source().unwrap(), &p256.cert_pem)
+    })
+    .await;
+    assert_eq!(handshake_serial(config, server.addr).await, Ok(152));
+    assert_eq!(resolver.state().failures, 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ca_rotation_needs_no_client_restart() {
     let tb = Testbed::start().await;
     let server_ca = TestCa::new("server");

@@ -10,7 +10,7 @@ use rustls::crypto::CryptoProvider;
 
 use super::identity::{Identity, load_core};
 use super::secret::{check_type, required, secret_ref_of};
-use super::{MaterialError, TLS_CRT, TLS_KEY};
+use super::{MaterialError, MaterialErrorKind, TLS_CRT, TLS_KEY};
 
 /// Remembers the last identity loaded from exactly the same Secret bytes, so a
 /// handshake with an unchanged Secret costs a byte comparison instead of a full
@@ -19,8 +19,15 @@ use super::{MaterialError, TLS_CRT, TLS_KEY};
 /// Contract: [`IdentityCache::load`] returns what [`load_identity`](super::load_identity)
 /// would. A hit needs `tls.crt` and `tls.key` byte-for-byte equal to the last good
 /// load's, and validity is re-checked against the current time on every call. A
-/// miss is fully loaded at once; a failed load is never remembered and does not
-/// evict the last good entry. Lock-free (`ArcSwapOption`).
+/// miss is fully loaded at once; a failed load does not evict the last good entry.
+/// Lock-free (`ArcSwapOption`).
+///
+/// The last *failed* bytes are remembered too, with their error: while a Secret
+/// stays broken, every handshake (and every principal signature) gets the same
+/// error back for the cost of a byte comparison instead of a full re-parse (up
+/// to a millisecond for RSA-4096, on a Tokio worker). An error that depends on
+/// the time is reused only while it still holds: a not-yet-valid leaf is loaded
+/// again once its `notBefore` has passed.
 ///
 /// Why it exists (aws-lc-rs RSA key loading costs hundreds of microseconds per
 /// handshake) is recorded once, in `docs/decisions.md`, section
@@ -28,6 +35,24 @@ use super::{MaterialError, TLS_CRT, TLS_KEY};
 pub struct IdentityCache {
     provider: Arc<CryptoProvider>,
     last: arc_swap::ArcSwapOption<Cached>,
+    failed: arc_swap::ArcSwapOption<Failed>,
+}
+
+struct Failed {
+    cert_pem: Box<[u8]>,
+    key_pem: Box<[u8]>,
+    error: MaterialError,
+}
+
+impl Failed {
+    /// Whether the remembered error is still the answer at `now`.
+    fn holds_at(&self, now: SystemTime) -> bool {
+        match self.error.kind() {
+            MaterialErrorKind::CertificateNotYetValid { not_before, .. } => now < *not_before,
+            MaterialErrorKind::CertificateExpired { not_after, .. } => now > *not_after,
+            _ => true,
+        }
+    }
 }
 
 struct Cached {
@@ -42,6 +67,7 @@ impl IdentityCache {
         Self {
             provider,
             last: arc_swap::ArcSwapOption::empty(),
+            failed: arc_swap::ArcSwapOption::empty(),
         }
     }
 
@@ -70,9 +96,26 @@ impl IdentityCache {
         {
             return Ok(cached.identity.clone());
         }
+        if let Some(failed) = &*self.failed.load()
+            && *failed.cert_pem == *cert_pem
+            && *failed.key_pem == *key_pem
+            && failed.holds_at(now)
+        {
+            return Err(failed.error.clone());
+        }
         // A miss, or a hit outside the validity period (the full load then
         // reports the precise error).
-        let identity = load_core(&name, cert_pem, key_pem, &self.provider, now)?;
+        let identity = match load_core(&name, cert_pem, key_pem, &self.provider, Some(now)) {
+            Ok(identity) => identity,
+            Err(error) => {
+                self.failed.store(Some(Arc::new(Failed {
+                    cert_pem: cert_pem.into(),
+                    key_pem: key_pem.into(),
+                    error: error.clone(),
+                })));
+                return Err(error);
+            }
+        };
         self.last.store(Some(Arc::new(Cached {
             cert_pem: cert_pem.into(),
             key_pem: key_pem.into(),
@@ -81,9 +124,22 @@ impl IdentityCache {
         Ok(identity)
     }
 
-    /// Forgets the remembered identity (the next load is a full one).
+    /// Loads the Secret's identity without checking the leaf's validity period (nothing
+    /// is remembered). For start-up only: an expired or not-yet-valid leaf is then
+    /// served and reported instead of stopping the service, and every handshake
+    /// after that goes through [`IdentityCache::load`], which does check.
+    pub fn load_ignoring_validity(&self, secret: &Secret) -> Result<Identity, MaterialError> {
+        let name = || secret_ref_of(secret);
+        check_type(secret, &name)?;
+        let cert_pem = required(secret, TLS_CRT, &name)?;
+        let key_pem = required(secret, TLS_KEY, &name)?;
+        load_core(&name, cert_pem, key_pem, &self.provider, None)
+    }
+
+    /// Forgets the remembered identity and failure (the next load is a full one).
     pub fn clear(&self) {
         self.last.store(None);
+        self.failed.store(None);
     }
 }
 

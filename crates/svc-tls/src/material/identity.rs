@@ -102,7 +102,7 @@ pub fn load_identity_at(
     check_type(secret, &name)?;
     let cert_pem = required(secret, TLS_CRT, &name)?;
     let key_pem = required(secret, TLS_KEY, &name)?;
-    load_core(&name, cert_pem, key_pem, provider, now)
+    load_core(&name, cert_pem, key_pem, provider, Some(now))
 }
 
 /// The pure core of [`load_identity`](super::load_identity): the PEM of `tls.crt` and `tls.key` to an
@@ -140,15 +140,18 @@ pub fn load_identity_from_pem_at(
             MaterialErrorKind::EmptyKey,
         ));
     }
-    load_core(&name, cert_pem, key_pem, provider, now)
+    load_core(&name, cert_pem, key_pem, provider, Some(now))
 }
 
+/// Loads `cert_pem` and `key_pem`; `now: None` skips the validity check (used only
+/// at start-up, where an expired or not-yet-valid leaf is served and reported
+/// rather than stopping the service).
 pub(super) fn load_core(
     name: &dyn Fn() -> SecretRef,
     cert_pem: &[u8],
     key_pem: &[u8],
     provider: &CryptoProvider,
-    now: SystemTime,
+    now: Option<SystemTime>,
 ) -> Result<Identity, MaterialError> {
     let chain = read_certificates(name, TLS_CRT, cert_pem)?;
     let Some(leaf) = chain.first() else {
@@ -184,7 +187,9 @@ pub(super) fn load_core(
 
     let not_before = to_system_time(&tbs.validity.not_before);
     let not_after = to_system_time(&tbs.validity.not_after);
-    if now < not_before {
+    if let Some(now) = now
+        && now < not_before
+    {
         return Err(MaterialError::new(
             name(),
             Some(TLS_CRT),
@@ -194,7 +199,9 @@ pub(super) fn load_core(
             },
         ));
     }
-    if now > not_after {
+    if let Some(now) = now
+        && now > not_after
+    {
         return Err(MaterialError::new(
             name(),
             Some(TLS_CRT),

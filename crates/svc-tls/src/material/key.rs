@@ -28,6 +28,9 @@ pub enum KeyKind {
     EcdsaP256,
     /// ECDSA on NIST P-384.
     EcdsaP384,
+    /// ECDSA on NIST P-521 (signs with `ecdsa_secp521r1_sha512`, as Go's
+    /// `crypto/tls` does).
+    EcdsaP521,
     /// Ed25519.
     Ed25519,
 }
@@ -38,6 +41,7 @@ impl fmt::Display for KeyKind {
             Self::Rsa { bits } => write!(f, "RSA-{bits}"),
             Self::EcdsaP256 => f.write_str("ECDSA P-256"),
             Self::EcdsaP384 => f.write_str("ECDSA P-384"),
+            Self::EcdsaP521 => f.write_str("ECDSA P-521"),
             Self::Ed25519 => f.write_str("Ed25519"),
         }
     }
@@ -66,6 +70,7 @@ pub(super) fn cert_key_kind(spki: &SubjectPublicKeyInfo<'_>) -> Result<KeyKind, 
             match curve.as_ref().map(|c| c.as_bytes()) {
                 Some(oid::P256) => Ok(KeyKind::EcdsaP256),
                 Some(oid::P384) => Ok(KeyKind::EcdsaP384),
+                Some(oid::P521) => Ok(KeyKind::EcdsaP521),
                 Some(other) => Err(format!("ECDSA curve {}", oid::describe(other))),
                 None => Err("ECDSA without a named curve".to_owned()),
             }
@@ -149,6 +154,7 @@ fn curve_kind(curve: &[u8]) -> Result<KeyKind, Unusable> {
     match curve {
         oid::P256 => Ok(KeyKind::EcdsaP256),
         oid::P384 => Ok(KeyKind::EcdsaP384),
+        oid::P521 => Ok(KeyKind::EcdsaP521),
         other => Err(Unusable::Unsupported(format!(
             "ECDSA curve {}",
             oid::describe(other)

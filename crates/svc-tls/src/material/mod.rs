@@ -33,7 +33,9 @@
 //! - Secret type `kubernetes.io/tls`; `tls.crt` and `tls.key` present and non-empty.
 //! - `tls.crt` is PEM with at least one `CERTIFICATE`; the first is the leaf and
 //!   parses as X.509; the whole chain is presented as given.
-//! - The leaf's key is RSA 2048 to 4096 bits, ECDSA P-256 or P-384, or Ed25519.
+//! - The leaf's key is RSA 2048 to 4096 bits, ECDSA P-256, P-384 or P-521, or Ed25519.
+//!   RSA keys below 2048 bits are refused with an error naming the size
+//!   (`RSA-1024`); see `docs/decisions.md`.
 //! - The leaf is within its validity period (see below).
 //! - `tls.key` is an unencrypted PKCS#8, PKCS#1 (RSA) or SEC1 (EC) key the
 //!   provider can load, and its public key equals the leaf's.
@@ -43,9 +45,12 @@
 //! A leaf outside its validity period is an **error**
 //! ([`MaterialErrorKind::CertificateExpired`], [`MaterialErrorKind::CertificateNotYetValid`]),
 //! not a warning. Peers reject such a certificate anyway, so presenting it can
-//! only fail; refusing it at load time makes start-up fail with a clear error
-//! and, during rotation, makes the handshake-time resolver keep the last good
-//! identity, which is still valid because cert-manager renews well before
+//! only fail; refusing it at load time gives a clear error and, during
+//! rotation, makes the handshake-time resolver keep the last good identity,
+//! which is still valid because cert-manager renews well before expiry. At
+//! start-up the resolver serves such a leaf anyway and reports it (see
+//! `docs/decisions.md`, *Certificate validity*), through
+//! [`IdentityCache::load_ignoring_validity`].
 
 mod cache;
 pub(crate) mod der;

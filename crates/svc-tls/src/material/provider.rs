@@ -40,9 +40,8 @@ impl rustls::crypto::KeyProvider for KeyTypeDispatch {
         use rustls::crypto::aws_lc_rs::sign;
         let kind = classify_der(&key_der).ok().flatten();
         match (kind, &key_der) {
-            (Some(KeyKind::EcdsaP256 | KeyKind::EcdsaP384), _) | (_, PrivateKeyDer::Sec1(_)) => {
-                sign::any_ecdsa_type(&key_der)
-            }
+            (Some(KeyKind::EcdsaP256 | KeyKind::EcdsaP384 | KeyKind::EcdsaP521), _)
+            | (_, PrivateKeyDer::Sec1(_)) => sign::any_ecdsa_type(&key_der),
             (Some(KeyKind::Ed25519), PrivateKeyDer::Pkcs8(pkcs8)) => sign::any_eddsa_type(pkcs8),
             // RSA is rustls's first attempt anyway.
             _ => rustls::crypto::aws_lc_rs::default_provider()

@@ -34,6 +34,16 @@ pub enum SignError {
         /// Whether the policy allowed ECDSA.
         ecdsa_allowed: bool,
     },
+    /// The identity's key is ECDSA on a curve principal signing does not use (P-521):
+    /// Go's signer refuses these with the same words. The TLS handshake itself
+    /// accepts P-521; only the `X-Principal` JWS is limited to ES256 and ES384.
+    #[error(
+        "unsupported elliptic curve: {curve} (principal signing supports ECDSA P-256 and P-384)"
+    )]
+    UnsupportedCurve {
+        /// The curve found, e.g. `P-521`.
+        curve: &'static str,
+    },
     /// The value could not be encoded as JSON.
     #[error("principal payload could not be encoded as JSON")]
     Encode(#[source] serde_json::Error),
@@ -208,7 +218,16 @@ fn sign_payload(
                     SignatureScheme::ECDSA_NISTP256_SHA256,
                     SignatureScheme::ECDSA_NISTP384_SHA384,
                 ])
-                .ok_or(unsupported("ECDSA (curve other than P-256/P-384)"))?;
+                .ok_or_else(|| {
+                    if key
+                        .choose_scheme(&[SignatureScheme::ECDSA_NISTP521_SHA512])
+                        .is_some()
+                    {
+                        SignError::UnsupportedCurve { curve: "P-521" }
+                    } else {
+                        unsupported("ECDSA (curve other than P-256/P-384)")
+                    }
+                })?;
             let algorithm = match signer.scheme() {
                 SignatureScheme::ECDSA_NISTP256_SHA256 => Algorithm::Es256,
                 SignatureScheme::ECDSA_NISTP384_SHA384 => Algorithm::Es384,

@@ -77,6 +77,7 @@ fixture!(
 );
 fixture!(p256, "p256", &rcgen::PKCS_ECDSA_P256_SHA256, None);
 fixture!(p384, "p384", &rcgen::PKCS_ECDSA_P384_SHA384, None);
+fixture!(p521, "p521", &rcgen::PKCS_ECDSA_P521_SHA512, None);
 fixture!(ed25519, "ed25519", &rcgen::PKCS_ED25519, None);
 
 /// The RSA fixtures, smallest first.

@@ -48,6 +48,7 @@ pub enum Alg {
     Rsa4096,
     P256,
     P384,
+    P521,
     Ed25519,
 }
 
@@ -64,6 +65,7 @@ impl Alg {
             }
             Alg::P256 => KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).unwrap(),
             Alg::P384 => KeyPair::generate_for(&rcgen::PKCS_ECDSA_P384_SHA384).unwrap(),
+            Alg::P521 => KeyPair::generate_for(&rcgen::PKCS_ECDSA_P521_SHA512).unwrap(),
             Alg::Ed25519 => KeyPair::generate_for(&rcgen::PKCS_ED25519).unwrap(),
         }
     }
@@ -75,6 +77,7 @@ impl Alg {
             Alg::Rsa4096 => KeyKind::Rsa { bits: 4096 },
             Alg::P256 => KeyKind::EcdsaP256,
             Alg::P384 => KeyKind::EcdsaP384,
+            Alg::P521 => KeyKind::EcdsaP521,
             Alg::Ed25519 => KeyKind::Ed25519,
         }
     }
