@@ -472,7 +472,7 @@ fn sender_values_in_errors_are_escaped_and_truncated() {
         (
             format!(
                 r#"{{"alg":"PS512","crit":[{}]}}"#,
-                vec![forged_json.as_str(); 12].join(",")
+                [forged_json.as_str(); 12].join(",")
             ),
             "UnsupportedCritical",
         ),
