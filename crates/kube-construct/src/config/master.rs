@@ -58,6 +58,7 @@ pub(super) fn parse_master(value: &str) -> Result<(String, http::Uri), ConfigErr
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
     use super::*;
 
     #[test]
