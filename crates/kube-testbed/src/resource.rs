@@ -16,7 +16,7 @@ use crate::auth::Attributes;
 use crate::selectors::{FieldSelector, LabelSelector};
 use crate::server::{Body, Shared, json_response, lock, not_found};
 use crate::store::{ApiError, KindSpec, PatchKind, Store, WatchStart};
-use crate::watch::{OwnedScope, WatchStream, error_body};
+use crate::watch::{OpenWatch, OwnedScope, WatchStream, error_body};
 
 const MAX_BODY: usize = 3 * 1024 * 1024;
 
@@ -416,6 +416,7 @@ fn watch_request(
                 rx: Some(rx),
                 deadline: tokio::time::Instant::now() + Duration::from_secs(timeout),
                 done: false,
+                _open: OpenWatch::new(&shared.open_watches),
             };
             Response::new(stream.into_body())
         }
