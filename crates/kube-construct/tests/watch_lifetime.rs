@@ -19,7 +19,10 @@ async fn all_watches_closed(tb: &Testbed) {
     .unwrap_or_else(|_| panic!("{} WATCH streams still open after 1 s", tb.open_watches()));
 }
 
-fn builder(tb: &Testbed) -> impl std::future::Future<Output = Result<CachedClient, kube_construct::client::ConstructError>> + use<> {
+fn builder(
+    tb: &Testbed,
+) -> impl std::future::Future<Output = Result<CachedClient, kube_construct::client::ConstructError>>
++ use<> {
     CachedClient::builder()
         .cache::<ConfigMap>(Selection::in_namespace("apps"))
         .cache::<Secret>(Selection::in_namespace("apps"))
