@@ -421,7 +421,10 @@ fn leaf_with_trailing_data_is_refused() {
     let mut sections = pem_sections(&s.cert);
     sections[0].der.extend_from_slice(&[0x05, 0x00]);
     let cert = pem_encode(&sections);
-    assert!(PeerCertificate::from_pem(&cert).is_err());
+    assert!(matches!(
+        PeerCertificate::from_pem(&cert),
+        Err(svc_tls::principal::CertificateError::X509(_))
+    ));
     let err = material::load_identity_from_pem_at(
         &SecretRef::new(NS, NAME),
         &cert,
