@@ -268,8 +268,7 @@ async fn in_cluster_directory_works_with_kube() {
         "default"
     );
     // the files make a working config (what kube's in-cluster loader reads)
-    let kubeconfig: kube::config::Kubeconfig = serde_yaml::from_value(
-        serde_yaml::to_value(json!({
+    let kubeconfig: kube::config::Kubeconfig = serde_json::from_value(json!({
             "apiVersion": "v1", "kind": "Config",
             "clusters": [{"name": "c", "cluster": {
                 "server": format!("https://{}:{}", env.host, env.port),
@@ -278,9 +277,7 @@ async fn in_cluster_directory_works_with_kube() {
             "users": [{"name": "u", "user": {"tokenFile": dir.path().join("token")}}],
             "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}],
             "current-context": "x",
-        }))
-        .unwrap(),
-    )
+    }))
     .unwrap();
     let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
         .await
