@@ -133,13 +133,18 @@ impl Health {
     ///
     /// A 410 Gone after the first sync is routine, not a failure: the API server
     /// compacted the resourceVersion the watch resumed from, and the watcher
-    /// relists at once. It is logged at debug and leaves the state alone (if the
-    /// relist then fails, that error degrades the watch).
+    /// relists at once. It is counted in `errors`, logged at debug, and leaves the
+    /// state and `last_error` alone (if the relist then fails, that error degrades
+    /// the watch).
     pub(crate) fn failed(&self, error: &watcher::Error) {
         let label = &self.label;
         let message = error.to_string();
         if is_gone(error) && self.tx.borrow().state != WatchState::Syncing {
             tracing::debug!(watch = %label, error = %message, "watch resourceVersion expired (410 Gone): relisting");
+            // Counted (it is an error the watch saw), but neither degrading nor
+            // kept as the last error.
+            self.tx
+                .send_modify(|status| status.errors = status.errors.saturating_add(1));
             return;
         }
         self.tx.send_modify(|status| {
@@ -265,6 +270,7 @@ mod tests {
             health.failed(&status_error(410));
             assert_eq!(health.status().state, WatchState::Ready);
             assert_eq!(health.last_error(), None);
+            assert_eq!(health.status().errors, 1);
             assert_eq!(
                 levels.warnings(),
                 0,
