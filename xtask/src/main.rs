@@ -124,11 +124,21 @@ fn deny() -> Result<(), String> {
                 .arg(&install)
                 .arg(format!("{home}/advisory-dbs")),
         )?;
+        let snapshot = std::fs::read_to_string(root.join("../shared/advisory-db/SNAPSHOT"))
+            .map_err(|e| format!("../shared/advisory-db/SNAPSHOT: {e}"))?;
+        // "<commit> <ISO-8601 date>": cargo-deny dates the database by the mtime of
+        // .git/FETCH_HEAD, which `install` sets to now. Date it by the snapshot
+        // instead, so deny.toml's maximum-db-staleness bounds the snapshot's age.
+        let date = snapshot
+            .split_whitespace()
+            .nth(1)
+            .ok_or_else(|| format!("SNAPSHOT has no date: {:?}", snapshot.trim()))?;
+        run_checked(Command::new("touch").arg("-d").arg(date).arg(format!(
+            "{home}/advisory-dbs/advisory-db-3157b0e258782691/.git/FETCH_HEAD"
+        )))?;
         eprintln!(
-            "xtask: advisories are checked against the offline snapshot from {}",
-            std::fs::read_to_string(root.join("../shared/advisory-db/SNAPSHOT"))
-                .unwrap_or_else(|_| "an unknown date".into())
-                .trim()
+            "xtask: advisories are checked against the offline snapshot from {} (dated {date})",
+            snapshot.trim()
         );
     } else {
         return Err(format!(

@@ -452,3 +452,99 @@ async fn a_kubeconfig_list_is_merged() {
         "{err}"
     );
 }
+
+/// A kubeconfig with one context whose user has `user` (YAML) and whose server is
+/// `server`.
+fn kubeconfig_with_user(dir: &Path, server: &str, user: &str) -> PathBuf {
+    let text = format!(
+        "apiVersion: v1\nkind: Config\ncurrent-context: c\nclusters:\n- name: k\n  cluster:\n    server: {server}\n\
+         contexts:\n- name: c\n  context:\n    cluster: k\n    user: u\nusers:\n- name: u\n  user:\n{user}\n"
+    );
+    let path = dir.join("kubeconfig-user");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+#[tokio::test]
+async fn credentials_over_plain_http_to_a_remote_host_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = empty_env(dir.path());
+    let token = "    token: s3cr3t-token";
+    let basic = "    username: admin\n    password: s3cr3t-password";
+
+    for (user, credential) in [(token, "bearer token"), (basic, "basic auth")] {
+        let remote = kubeconfig_with_user(dir.path(), "http://api.example:8080", user);
+        let err = opts(Some(&remote), None, None)
+            .resolve_in(&env)
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(&err, ConfigError::CredentialsOverPlainHttp { credential: c, url } if *c == credential && url == "http://api.example:8080/"),
+            "{err:?}"
+        );
+        assert!(!format!("{err} {err:?}").contains("s3cr3t"), "{err:?}");
+
+        // The same credentials over https, or over http to loopback, are fine.
+        let tls = kubeconfig_with_user(dir.path(), "https://api.example:6443", user);
+        opts(Some(&tls), None, None).resolve_in(&env).await.unwrap();
+        let local = kubeconfig_with_user(dir.path(), "http://127.0.0.1:8001", user);
+        opts(Some(&local), None, None)
+            .resolve_in(&env)
+            .await
+            .unwrap();
+        // --master pointing the kubeconfig's credentials at a remote http host.
+        let err = opts(Some(&local), Some("http://api.example:8080"), None)
+            .resolve_in(&env)
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(err, ConfigError::CredentialsOverPlainHttp { .. }),
+            "{err:?}"
+        );
+    }
+    // No credentials over http to a remote host: allowed.
+    let anonymous = kubeconfig_with_user(dir.path(), "http://api.example:8080", "    {}");
+    opts(Some(&anonymous), None, None)
+        .resolve_in(&env)
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn master_credentials_are_redacted_and_refused_over_plain_http() {
+    let dir = tempfile::tempdir().unwrap();
+    let env = empty_env(dir.path());
+    let err = opts(None, Some("http://admin:hunter2@api.example:8080"), None)
+        .resolve_in(&env)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            ConfigError::CredentialsOverPlainHttp {
+                credential: "basic auth",
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    assert!(!format!("{err} {err:?}").contains("hunter2"), "{err:?}");
+
+    let err = opts(None, Some("ftp://admin:hunter2@api.example"), None)
+        .resolve_in(&env)
+        .await
+        .unwrap_err();
+    assert!(matches!(err, ConfigError::InvalidMaster { .. }), "{err:?}");
+    assert!(!format!("{err} {err:?}").contains("hunter2"), "{err:?}");
+
+    let resolved = opts(None, Some("https://admin:hunter2@api.example:6443"), None)
+        .resolve_in(&env)
+        .await
+        .unwrap();
+    let shown = format!("{} {:?}", resolved.source, resolved.source);
+    assert!(!shown.contains("hunter2"), "{shown}");
+    assert!(
+        shown.contains("https://REDACTED@api.example:6443"),
+        "{shown}"
+    );
+}

@@ -74,9 +74,12 @@ struct Subject {
     rules: Option<Vec<Rule>>,
 }
 
-/// The known tokens. Tokens never appear in messages; users are named by index.
+/// The known tokens. Tokens never appear in messages; users are named by a
+/// counter, one name per token for the token's life (a re-added token keeps its
+/// name; a new token never reuses one).
 pub(crate) struct Authenticator {
     tokens: HashMap<String, Subject>,
+    next_user: usize,
 }
 
 impl Authenticator {
@@ -89,11 +92,21 @@ impl Authenticator {
                 rules: None,
             },
         );
-        Self { tokens }
+        Self {
+            tokens,
+            next_user: 1,
+        }
     }
 
     pub fn add_token(&mut self, token: &str, rules: Vec<Rule>) {
-        let user = format!("testbed-user-{}", self.tokens.len());
+        let user = match self.tokens.get(token) {
+            Some(existing) => existing.user.clone(),
+            None => {
+                let user = format!("testbed-user-{}", self.next_user);
+                self.next_user += 1;
+                user
+            }
+        };
         self.tokens.insert(
             token.to_string(),
             Subject {
@@ -168,6 +181,31 @@ impl Authenticator {
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
     use super::*;
+
+    #[test]
+    fn each_token_has_its_own_user_even_after_re_adding() {
+        let mut a = Authenticator::new("admin");
+        let secrets = |ns: &str| vec![Rule::new(&["get"], "", "secrets").namespace(ns)];
+        a.add_token("t1", secrets("one"));
+        let first = a.authenticate(Some("Bearer t1")).unwrap().to_string();
+        a.add_token("t1", secrets("one"));
+        a.add_token("t2", secrets("two"));
+        let t1 = a.authenticate(Some("Bearer t1")).unwrap().to_string();
+        let t2 = a.authenticate(Some("Bearer t2")).unwrap().to_string();
+        assert_eq!(first, t1, "a re-added token keeps its user");
+        assert_ne!(t1, t2, "a new token shares a user name");
+        let get = |ns| Attributes {
+            verb: "get",
+            group: "",
+            resource: "secrets",
+            namespace: Some(ns),
+            name: Some("x"),
+        };
+        assert!(a.authorize(&t2, &get("two")).is_ok());
+        assert_eq!(a.authorize(&t2, &get("one")).unwrap_err().code, 403);
+        assert!(a.authorize(&t1, &get("one")).is_ok());
+        assert_eq!(a.authorize(&t1, &get("two")).unwrap_err().code, 403);
+    }
 
     #[test]
     fn rules_restrict() {

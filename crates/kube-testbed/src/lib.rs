@@ -292,6 +292,7 @@ impl Testbed {
             faults: Mutex::new(Faults::default()),
             tls: tls_config,
             server_address: Mutex::new(format!("127.0.0.1:{port}")),
+            open_watches: Arc::default(),
         });
         let server = runtime.spawn(server::serve(shared.clone(), listener));
         let interval = options.bookmark_interval.max(Duration::from_millis(10));
@@ -416,6 +417,16 @@ impl Testbed {
             Fault::FailNext { count, status } => self.fail_next(count, status),
             Fault::ExpireHistory => self.expire_history(),
         }
+    }
+
+    /// How many WATCH streams are open now: counted from the moment a WATCH is
+    /// answered until its response body is dropped (the stream ended, or the client
+    /// went away and the connection closed). Tests use it to prove that dropping a
+    /// client, or cancelling its construction, ends its watches.
+    pub fn open_watches(&self) -> usize {
+        self.shared
+            .open_watches
+            .load(std::sync::atomic::Ordering::SeqCst)
     }
 
     /// End every open WATCH stream now (clients see the stream end and re-watch).

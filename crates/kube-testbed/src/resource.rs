@@ -16,7 +16,7 @@ use crate::auth::Attributes;
 use crate::selectors::{FieldSelector, LabelSelector};
 use crate::server::{Body, Shared, json_response, lock, not_found};
 use crate::store::{ApiError, KindSpec, PatchKind, Store, WatchStart};
-use crate::watch::{OwnedScope, WatchStream, error_body};
+use crate::watch::{OpenWatch, OwnedScope, WatchStream, error_body};
 
 const MAX_BODY: usize = 3 * 1024 * 1024;
 
@@ -112,7 +112,7 @@ fn decode_object(ct: &str, bytes: &[u8]) -> Result<Value, ApiError> {
                 format!("the body of the request was in an unknown format: {e}"),
             )
         }),
-        "application/yaml" => serde_yaml::from_slice(bytes)
+        "application/yaml" => serde_saphyr::from_slice(bytes)
             .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}"))),
         _ => parse_json(bytes),
     }
@@ -232,7 +232,7 @@ pub(crate) async fn request(
             let patch_kind = patch_kind(&req)?;
             let bytes = read_body(req).await?;
             let body: Value = if patch_kind == PatchKind::Apply {
-                serde_yaml::from_slice(&bytes)
+                serde_saphyr::from_slice(&bytes)
                     .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))?
             } else {
                 parse_json(&bytes)?
@@ -416,6 +416,7 @@ fn watch_request(
                 rx: Some(rx),
                 deadline: tokio::time::Instant::now() + Duration::from_secs(timeout),
                 done: false,
+                _open: OpenWatch::new(&shared.open_watches),
             };
             Response::new(stream.into_body())
         }

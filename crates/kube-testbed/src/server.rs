@@ -37,6 +37,8 @@ pub(crate) struct Shared {
     pub faults: Mutex<Faults>,
     pub tls: Option<Arc<rustls::ServerConfig>>,
     pub server_address: Mutex<String>,
+    /// WATCH response bodies alive now (see [`crate::Testbed::open_watches`]).
+    pub open_watches: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 /// Lock, recovering from poisoning (a panicking test thread must not wedge the server).

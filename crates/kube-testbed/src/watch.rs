@@ -4,6 +4,7 @@
 use std::collections::VecDeque;
 use std::convert::Infallible;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, StreamBody};
@@ -43,6 +44,25 @@ pub(crate) struct WatchStream {
     pub rx: Option<UnboundedReceiver<WatchMsg>>,
     pub deadline: Instant,
     pub done: bool,
+    /// Counts this stream as open while it lives.
+    pub _open: OpenWatch,
+}
+
+/// One open WATCH in the server's count; dropping it (with the response body)
+/// takes it out.
+pub(crate) struct OpenWatch(Arc<AtomicUsize>);
+
+impl OpenWatch {
+    pub fn new(count: &Arc<AtomicUsize>) -> Self {
+        count.fetch_add(1, Ordering::SeqCst);
+        Self(count.clone())
+    }
+}
+
+impl Drop for OpenWatch {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 enum Render {

@@ -268,8 +268,7 @@ async fn in_cluster_directory_works_with_kube() {
         "default"
     );
     // the files make a working config (what kube's in-cluster loader reads)
-    let kubeconfig: kube::config::Kubeconfig = serde_yaml::from_value(
-        serde_yaml::to_value(json!({
+    let kubeconfig: kube::config::Kubeconfig = serde_json::from_value(json!({
             "apiVersion": "v1", "kind": "Config",
             "clusters": [{"name": "c", "cluster": {
                 "server": format!("https://{}:{}", env.host, env.port),
@@ -278,9 +277,7 @@ async fn in_cluster_directory_works_with_kube() {
             "users": [{"name": "u", "user": {"tokenFile": dir.path().join("token")}}],
             "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}],
             "current-context": "x",
-        }))
-        .unwrap(),
-    )
+    }))
     .unwrap();
     let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
         .await
@@ -331,16 +328,31 @@ async fn list_then_watch_under_concurrent_writes_has_no_gaps_or_replays() {
     use std::collections::BTreeMap;
     let tb = std::sync::Arc::new(Testbed::start().await);
     let api: Api<ConfigMap> = Api::namespaced(tb.client(), "default");
+    // The writer runs before, during and after the LIST: it writes until the list
+    // has been taken and then 100 more times, so the watch must deliver events
+    // after the list's resourceVersion (asserted below, not left to timing).
+    let writes = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let listed = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let writer = tokio::spawn({
         let tb = tb.clone();
+        let writes = writes.clone();
+        let listed = listed.clone();
         async move {
-            for i in 0..300 {
+            let mut after_list = 0;
+            for i in 0.. {
                 let name = format!("c{}", i % 17);
                 if i % 5 == 4 {
                     tb.delete("v1", "ConfigMap", "default", &name);
                 } else {
                     tb.upsert(json!({"apiVersion": "v1", "kind": "ConfigMap",
                         "metadata": {"name": name, "namespace": "default"}, "data": {"i": i.to_string()}}));
+                }
+                writes.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                if listed.load(std::sync::atomic::Ordering::SeqCst) {
+                    after_list += 1;
+                    if after_list >= 100 && i >= 300 {
+                        break;
+                    }
                 }
                 if i % 10 == 0 {
                     tokio::task::yield_now().await;
@@ -349,8 +361,12 @@ async fn list_then_watch_under_concurrent_writes_has_no_gaps_or_replays() {
         }
     });
     // snapshot mid-way, then follow the watch from the snapshot's resourceVersion
-    tokio::time::sleep(Duration::from_millis(2)).await;
+    kube_testbed::poll_until("the writer has started", || {
+        writes.load(std::sync::atomic::Ordering::SeqCst) >= 50
+    })
+    .await;
     let list = api.list(&ListParams::default()).await.unwrap();
+    listed.store(true, std::sync::atomic::Ordering::SeqCst);
     let list_rv: u64 = list
         .metadata
         .resource_version
@@ -375,6 +391,10 @@ async fn list_then_watch_under_concurrent_writes_has_no_gaps_or_replays() {
         .boxed();
     writer.await.unwrap();
     let final_rv = tb.resource_version();
+    assert!(
+        list_rv < final_rv,
+        "the list saw resourceVersion {list_rv}, the last write {final_rv}: no write came after the list"
+    );
     let mut last = list_rv;
     while last < final_rv {
         let (name, rv, deleted) = match next(&mut w).await.unwrap() {

@@ -135,7 +135,7 @@ async fn kubectl_create_get_apply_delete() {
     let yaml = k
         .run(&["get", "secret", "web-tls", "-n", "apps", "-o", "yaml"])
         .await;
-    let doc: serde_json::Value = serde_yaml::from_str(&yaml).unwrap();
+    let doc: serde_json::Value = serde_saphyr::from_str(&yaml).unwrap();
     assert_eq!(doc["type"], "kubernetes.io/tls");
     assert_eq!(doc["metadata"]["name"], "web-tls");
     assert_eq!(doc["data"]["tls.key"], stored["data"]["tls.key"]);

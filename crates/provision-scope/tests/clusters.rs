@@ -166,7 +166,11 @@ async fn writes_land_in_the_scoped_cluster_three_deep() {
         scope::with_namespace(NS, remote_config("wl-kubeconfig")),
     )
     .await;
-    assert!(from_root.is_err());
+    let err = from_root.unwrap_err();
+    assert!(
+        matches!(err.downcast_ref::<kube::Error>(), Some(kube::Error::Api(status)) if status.code == 404),
+        "{err:?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -121,7 +121,10 @@ async fn three_deep_nesting_overrides_and_restores() {
         assert_eq!(here(), ("cp".into(), "local".into()));
     })
     .await;
-    assert!(scope::cluster().is_err());
+    assert!(matches!(
+        scope::cluster(),
+        Err(ScopeError::Missing(ScopeValue::Cluster))
+    ));
 }
 
 #[tokio::test]
@@ -177,7 +180,10 @@ async fn sync_runners_nest_inside_async_scopes_and_restore() {
                 })
             });
             // Outside the namespace closure, there is no namespace again.
-            assert!(scope::namespace().is_err());
+            assert!(matches!(
+                scope::namespace(),
+                Err(ScopeError::Missing(ScopeValue::Namespace))
+            ));
             inner
         });
         assert_eq!((seen.0.as_str(), seen.1.as_str()), ("wl", "n1"));
@@ -192,8 +198,14 @@ async fn sync_runners_nest_inside_async_scopes_and_restore() {
 fn sync_runners_work_without_a_runtime_or_outer_scope() {
     let ns = scope::sync_with_namespace("solo", || scope::namespace().unwrap().to_string());
     assert_eq!(ns, "solo");
-    assert!(scope::sync_with_namespace("solo", scope::cluster).is_err());
-    assert!(scope::namespace().is_err());
+    assert!(matches!(
+        scope::sync_with_namespace("solo", scope::cluster),
+        Err(ScopeError::Missing(ScopeValue::Cluster))
+    ));
+    assert!(matches!(
+        scope::namespace(),
+        Err(ScopeError::Missing(ScopeValue::Namespace))
+    ));
 }
 
 #[tokio::test]

@@ -22,9 +22,9 @@ use support::*;
 use svc_tls::client::reqwest_builder;
 use svc_tls::options::SecretRef;
 use svc_tls::principal::{
-    AlgorithmPolicy, CertificateError, IngressError, PRINCIPAL_HEADER, PeerCertificate, Principal,
-    PrincipalSigner, RequestPrincipalError, VerifyError, peer_certificate_from_ingress,
-    verify_ingress_request,
+    AlgorithmPolicy, CertificateError, DEFAULT_MAX_CERT_HEADER_BYTES, IngressError,
+    IngressVerifier, PRINCIPAL_HEADER, PeerCertificate, Principal, PrincipalSigner,
+    RequestPrincipalError, VerifyError, peer_certificate_from_ingress, verify_ingress_request,
 };
 use svc_tls::resolver::IdentityResolver;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -354,4 +354,178 @@ fn verify_ingress_request_requires_exactly_one_principal_header() {
         ),
         "{err:?}"
     );
+}
+
+// ---------------------------------------------------------------------------------
+// IngressVerifier: caps, trust anchors, validity and the allow-list.
+
+fn encoded(pem: &str) -> String {
+    utf8_percent_encode(pem, NON_ALPHANUMERIC).to_string()
+}
+
+fn forwarded_cert(pem: &str) -> HeaderMap {
+    ingress_headers(Some("SUCCESS"), Some(&encoded(pem)))
+}
+
+/// A CA made here (not `TestCa`) so leaves can carry SANs.
+fn san_ca() -> rcgen::CertifiedIssuer<'static, KeyPair> {
+    let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+    params
+        .distinguished_name
+        .push(rcgen::DnType::CommonName, "san clients");
+    params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    params.key_usages = vec![
+        rcgen::KeyUsagePurpose::KeyCertSign,
+        rcgen::KeyUsagePurpose::CrlSign,
+    ];
+    rcgen::CertifiedIssuer::self_signed(params, KeyPair::generate().unwrap()).unwrap()
+}
+
+fn san_leaf(ca: &rcgen::CertifiedIssuer<'static, KeyPair>, dns: &str) -> String {
+    let mut params = rcgen::CertificateParams::new(vec![dns.to_owned()]).unwrap();
+    params
+        .distinguished_name
+        .push(rcgen::DnType::CommonName, "san leaf");
+    params.extended_key_usages = vec![rcgen::ExtendedKeyUsagePurpose::ClientAuth];
+    params
+        .signed_by(&KeyPair::generate().unwrap(), ca)
+        .unwrap()
+        .pem()
+}
+
+#[test]
+fn trust_anchors_refuse_self_made_and_expired_certificates() {
+    let ca = TestCa::new("clients");
+    let leaf = ca.client_leaf("svc-principal", 1);
+    let anchored = IngressVerifier::new(POLICY)
+        .with_trust_anchors([ca.der()])
+        .unwrap();
+    let got = anchored
+        .peer_certificate(&forwarded_cert(&leaf.cert_pem))
+        .unwrap();
+    assert_eq!(got.der(), &leaf.der);
+
+    // A self-made certificate: believed without anchors (the gap the anchors
+    // close), refused with them.
+    let own_key = KeyPair::generate().unwrap();
+    let mut params = rcgen::CertificateParams::new(vec!["attacker".to_owned()]).unwrap();
+    params.extended_key_usages = vec![rcgen::ExtendedKeyUsagePurpose::ClientAuth];
+    let own = params.self_signed(&own_key).unwrap().pem();
+    IngressVerifier::new(POLICY)
+        .peer_certificate(&forwarded_cert(&own))
+        .unwrap();
+    let err = anchored
+        .peer_certificate(&forwarded_cert(&own))
+        .unwrap_err();
+    assert!(
+        matches!(err, IngressError::Untrusted(webpki::Error::UnknownIssuer)),
+        "{err:?}"
+    );
+
+    // Issued by another CA: refused.
+    let other = TestCa::new("other").client_leaf("svc-principal", 2);
+    let err = anchored
+        .peer_certificate(&forwarded_cert(&other.cert_pem))
+        .unwrap_err();
+    assert!(
+        matches!(err, IngressError::Untrusted(webpki::Error::UnknownIssuer)),
+        "{err:?}"
+    );
+
+    // Issued by the anchor CA but expired: refused.
+    let expired = ca.expired_client_leaf(3);
+    let err = anchored
+        .peer_certificate(&forwarded_cert(&expired.cert_pem))
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            IngressError::Untrusted(webpki::Error::CertExpired { .. })
+        ),
+        "{err:?}"
+    );
+
+    // A server-only certificate from the anchor CA is not a client certificate.
+    let server = ca.server_leaf();
+    let err = anchored
+        .peer_certificate(&forwarded_cert(&server.cert_pem))
+        .unwrap_err();
+    assert!(matches!(err, IngressError::Untrusted(_)), "{err:?}");
+}
+
+#[test]
+fn allow_list_matches_sans_and_common_names() {
+    let ca = san_ca();
+    let leaf = san_leaf(&ca, "svc-a.ns.svc");
+    let anchored = IngressVerifier::new(POLICY)
+        .with_trust_anchors([ca.der().clone()])
+        .unwrap();
+    anchored
+        .clone()
+        .with_allowed_peers(["svc-a.ns.svc"])
+        .peer_certificate(&forwarded_cert(&leaf))
+        .unwrap();
+    anchored
+        .clone()
+        .with_allowed_peers(["san leaf"])
+        .peer_certificate(&forwarded_cert(&leaf))
+        .unwrap();
+    let err = anchored
+        .with_allowed_peers(["svc-b.ns.svc", "svc-a"])
+        .peer_certificate(&forwarded_cert(&leaf))
+        .unwrap_err();
+    assert!(
+        matches!(&err, IngressError::NotAllowed { subject } if subject.contains("san leaf")),
+        "{err:?}"
+    );
+}
+
+#[test]
+fn oversized_and_forged_headers_are_refused_before_decoding() {
+    let leaf = TestCa::new("clients").client_leaf("svc-principal", 1);
+    let huge = "A".repeat(DEFAULT_MAX_CERT_HEADER_BYTES + 1);
+    let err =
+        peer_certificate_from_ingress(&ingress_headers(Some("SUCCESS"), Some(&huge))).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            IngressError::TooLarge {
+                name: "ssl-client-cert",
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    // A real certificate fits easily; a smaller configured cap refuses it.
+    let headers = forwarded_cert(&leaf.cert_pem);
+    peer_certificate_from_ingress(&headers).unwrap();
+    let err = IngressVerifier::new(POLICY)
+        .with_max_cert_header_bytes(100)
+        .peer_certificate(&headers)
+        .unwrap_err();
+    assert!(matches!(err, IngressError::TooLarge { .. }), "{err:?}");
+
+    // An oversized X-Principal is refused by size.
+    let mut with_token = headers.clone();
+    with_token.insert(
+        PRINCIPAL_HEADER,
+        HeaderValue::from_str(&"a".repeat(20_000)).unwrap(),
+    );
+    let err = verify_ingress_request::<Principal>(&with_token, POLICY).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            RequestPrincipalError::Verify(VerifyError::TooLarge { len: 20_000, .. })
+        ),
+        "{err:?}"
+    );
+
+    // A forged log line in ssl-client-verify is escaped and cut.
+    // (Header values cannot hold CR or LF; a tab and obs-text can.)
+    let forged = format!("FAILED:x\tERROR forged {}", "B".repeat(500));
+    let err = peer_certificate_from_ingress(&ingress_headers(Some(&forged), None)).unwrap_err();
+    let shown = err.to_string();
+    assert!(!shown.contains('\t'), "{shown}");
+    assert!(shown.contains(r"\tERROR forged"), "{shown}");
+    assert!(shown.len() < 200, "{shown}");
 }

@@ -420,3 +420,83 @@ fn bad_certificates_are_typed_errors() {
         Err(CertificateError::Pem(_))
     ));
 }
+
+// ---------------------------------------------------------------------------------
+// Hostile sizes and sender text in errors.
+
+#[test]
+fn oversized_token_is_refused_before_parsing_even_when_correctly_signed() {
+    let fixture = keys::rsa2048();
+    let payload = serde_json::to_vec(&principal()).unwrap();
+    // A 200 kB protected header, correctly signed.
+    let header = format!(r#"{{"alg":"PS512","pad":"{}"}}"#, "x".repeat(200_000));
+    let token = forge(fixture, &header, &payload);
+    let err = reject(&token, fixture, DEFAULT);
+    assert!(
+        matches!(err, VerifyError::TooLarge { len, max } if len == token.len() && max == DEFAULT_MAX_TOKEN_BYTES),
+        "{err:?}"
+    );
+    // The cap, not the token, refused it: a larger configured cap accepts it.
+    let back: Principal = peer(fixture)
+        .verify_with_max_len(&token, DEFAULT, 1 << 20)
+        .unwrap();
+    assert_eq!(back, principal());
+
+    // A good token over a configured smaller cap is refused.
+    let good = good_token(fixture);
+    let err = peer(fixture)
+        .verify_with_max_len::<Principal>(&good, DEFAULT, good.len() - 1)
+        .unwrap_err();
+    assert!(matches!(err, VerifyError::TooLarge { .. }), "{err:?}");
+    // A token made of dots within a large cap: counted, not split into parts.
+    let dots = ".".repeat(100_000);
+    let err = peer(fixture)
+        .verify_with_max_len::<Principal>(&dots, DEFAULT, 1 << 20)
+        .unwrap_err();
+    assert!(
+        matches!(err, VerifyError::SegmentCount { found: 100_001 }),
+        "{err:?}"
+    );
+}
+
+#[test]
+fn sender_values_in_errors_are_escaped_and_truncated() {
+    let fixture = keys::rsa2048();
+    let payload = serde_json::to_vec(&principal()).unwrap();
+    let forged = format!("X\nERROR forged log line {}", "A".repeat(500));
+    let forged_json = serde_json::to_string(&forged).unwrap();
+    let hmac = serde_json::to_string(&format!("HS{forged}")).unwrap();
+    for (header, expect) in [
+        (format!(r#"{{"alg":{forged_json}}}"#), "AlgorithmNotAllowed"),
+        (format!(r#"{{"alg":{hmac}}}"#), "Hmac"),
+        (
+            format!(
+                r#"{{"alg":"PS512","crit":[{}]}}"#,
+                [forged_json.as_str(); 12].join(",")
+            ),
+            "UnsupportedCritical",
+        ),
+        (
+            format!(r#"{{"alg":{{"x":{forged_json}}}}}"#),
+            "AlgorithmNotAllowed",
+        ),
+    ] {
+        let token = forge(fixture, &header, &payload);
+        let err = reject(&token, fixture, DEFAULT);
+        let shown = err.to_string();
+        assert!(format!("{err:?}").starts_with(expect), "{err:?}");
+        assert!(!shown.contains('\n'), "{shown}");
+        assert!(shown.contains("nERROR forged"), "{shown}");
+        assert!(shown.len() < 1200, "{} bytes: {shown}", shown.len());
+        match err {
+            VerifyError::UnsupportedCritical { crit } => {
+                assert_eq!(crit.len(), 8);
+                assert!(crit.iter().all(|c| c.chars().count() <= 65));
+            }
+            VerifyError::AlgorithmNotAllowed { alg, .. } | VerifyError::Hmac { alg } => {
+                assert!(alg.chars().count() <= 65, "{alg}");
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+}

@@ -130,9 +130,23 @@ impl Health {
     }
 
     /// The watch failed; it retries with backoff.
+    ///
+    /// A 410 Gone after the first sync is routine, not a failure: the API server
+    /// compacted the resourceVersion the watch resumed from, and the watcher
+    /// relists at once. It is counted in `errors`, logged at debug, and leaves the
+    /// state and `last_error` alone (if the relist then fails, that error degrades
+    /// the watch).
     pub(crate) fn failed(&self, error: &watcher::Error) {
         let label = &self.label;
         let message = error.to_string();
+        if is_gone(error) && self.tx.borrow().state != WatchState::Syncing {
+            tracing::debug!(watch = %label, error = %message, "watch resourceVersion expired (410 Gone): relisting");
+            // Counted (it is an error the watch saw), but neither degrading nor
+            // kept as the last error.
+            self.tx
+                .send_modify(|status| status.errors = status.errors.saturating_add(1));
+            return;
+        }
         self.tx.send_modify(|status| {
             status.errors = status.errors.saturating_add(1);
             status.last_error = Some(message.clone());
@@ -155,6 +169,33 @@ impl Health {
                 }
             }
         });
+    }
+}
+
+impl Health {
+    /// The watch stream ended (it is not restarted): the store keeps the last
+    /// state seen but receives nothing more, so a synced watch is `Degraded`.
+    pub(crate) fn ended(&self) {
+        let label = &self.label;
+        self.tx.send_modify(|status| {
+            status.errors = status.errors.saturating_add(1);
+            status.last_error = Some("watch stream ended".to_owned());
+            if status.state == WatchState::Ready {
+                status.state = WatchState::Degraded;
+            }
+        });
+        tracing::warn!(watch = %label, "watch stream ended: serving the last known state, no further updates");
+    }
+}
+
+/// A 410 Gone from the API server: the resourceVersion is too old, relist.
+fn is_gone(error: &watcher::Error) -> bool {
+    match error {
+        watcher::Error::WatchError(status) => status.code == 410,
+        watcher::Error::WatchStartFailed(kube::Error::Api(status))
+        | watcher::Error::WatchFailed(kube::Error::Api(status))
+        | watcher::Error::InitialListFailed(kube::Error::Api(status)) => status.code == 410,
+        _ => false,
     }
 }
 
@@ -181,4 +222,74 @@ pub fn observe(client: &Client, health: &Health) -> Client {
         }
     });
     Client::new(service, default_namespace)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{Arc, Mutex};
+
+    use tracing::{Level, Subscriber};
+    use tracing_subscriber::layer::{Context, Layer, SubscriberExt as _};
+
+    use super::*;
+
+    /// Records the level of every event.
+    #[derive(Clone, Default)]
+    struct Levels(Arc<Mutex<Vec<Level>>>);
+
+    impl<S: Subscriber> Layer<S> for Levels {
+        fn on_event(&self, event: &tracing::Event<'_>, _: Context<'_, S>) {
+            if let Ok(mut levels) = self.0.lock() {
+                levels.push(*event.metadata().level());
+            }
+        }
+    }
+
+    impl Levels {
+        fn warnings(&self) -> usize {
+            self.0
+                .lock()
+                .map(|l| l.iter().filter(|l| **l <= Level::WARN).count())
+                .unwrap_or(usize::MAX)
+        }
+    }
+
+    fn status_error(code: u16) -> watcher::Error {
+        watcher::Error::WatchError(Box::new(
+            kube::core::Status::failure("too old resource version", "Expired").with_code(code),
+        ))
+    }
+
+    #[test]
+    fn a_410_relist_is_routine_and_other_errors_degrade() {
+        let levels = Levels::default();
+        let subscriber = tracing_subscriber::registry().with(levels.clone());
+        tracing::subscriber::with_default(subscriber, || {
+            let health = Health::new("test/watch");
+            health.synced();
+            health.failed(&status_error(410));
+            assert_eq!(health.status().state, WatchState::Ready);
+            assert_eq!(health.last_error(), None);
+            assert_eq!(health.status().errors, 1);
+            assert_eq!(
+                levels.warnings(),
+                0,
+                "a 410 relist was logged at WARN or above"
+            );
+
+            health.failed(&status_error(500));
+            assert_eq!(health.status().state, WatchState::Degraded);
+            assert_eq!(levels.warnings(), 1);
+        });
+    }
+
+    #[test]
+    fn an_ended_stream_leaves_a_synced_watch_degraded() {
+        let health = Health::new("test/watch");
+        health.synced();
+        health.ended();
+        let status = health.status();
+        assert_eq!(status.state, WatchState::Degraded);
+        assert_eq!(status.last_error.as_deref(), Some("watch stream ended"));
+    }
 }

@@ -101,7 +101,7 @@ where
                     Err(error) => task_health.failed(&error),
                 }
             }
-            tracing::warn!(watch = %task_health.label(), "watch stream ended");
+            task_health.ended();
         });
         Self {
             store,

@@ -46,7 +46,7 @@ pub use incluster_config::{
     CA_FILE, InClusterError, InClusterProblem, InClusterSource, NAMESPACE_FILE,
     SERVICE_ACCOUNT_DIR, SERVICE_HOST_ENV, SERVICE_PORT_ENV, TOKEN_FILE,
 };
-use master::parse_master;
+use master::{is_loopback, parse_master, redact_url};
 
 /// The out-of-cluster command-line options, to `#[command(flatten)]` into a
 /// service's or tool's options next to the other crates' options.
@@ -235,6 +235,19 @@ pub enum ConfigError {
         #[source]
         source: KubeconfigError,
     },
+    /// The configuration would send credentials in clear text: a bearer token
+    /// (or a token source: token file, exec plugin, auth provider) or basic auth
+    /// over plain `http://` to a host that is not loopback.
+    #[error(
+        "refusing to send {credential} over plain http:// to {url}: use https, or a loopback \
+         address (e.g. kubectl proxy on 127.0.0.1)"
+    )]
+    CredentialsOverPlainHttp {
+        /// The API server URL, credentials redacted.
+        url: String,
+        /// Which credential (`bearer token` or `basic auth`).
+        credential: &'static str,
+    },
     /// `--master` is not an absolute http(s) URL.
     #[error("--master {value:?} is not a valid API server URL: {reason}")]
     InvalidMaster {
@@ -303,6 +316,33 @@ impl KubeOptions {
             };
         }
 
-        file_loader::load(self, env, master).await
+        let resolved = file_loader::load(self, env, master).await?;
+        refuse_plain_http_credentials(&resolved.config)?;
+        Ok(resolved)
     }
+}
+
+/// Credentials never go in clear text to a remote host.
+fn refuse_plain_http_credentials(config: &kube::Config) -> Result<(), ConfigError> {
+    let url = &config.cluster_url;
+    if url.scheme_str() != Some("http") || is_loopback(url) {
+        return Ok(());
+    }
+    let auth = &config.auth_info;
+    let in_url = url.authority().is_some_and(|a| a.as_str().contains('@'));
+    let credential = if auth.username.is_some() || auth.password.is_some() || in_url {
+        "basic auth"
+    } else if auth.token.is_some()
+        || auth.token_file.is_some()
+        || auth.exec.is_some()
+        || auth.auth_provider.is_some()
+    {
+        "bearer token"
+    } else {
+        return Ok(());
+    };
+    Err(ConfigError::CredentialsOverPlainHttp {
+        url: redact_url(&url.to_string()),
+        credential,
+    })
 }

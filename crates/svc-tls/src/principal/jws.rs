@@ -143,6 +143,19 @@ impl fmt::Display for Part {
     }
 }
 
+/// How many characters of a sender's value an error keeps.
+const SENDER_TEXT_CHARS: usize = 64;
+
+/// A value from the sender, cut for an error message: at most 64 characters
+/// (then `…`). Errors show it Debug-escaped, so a `\n` in a token cannot forge
+/// a log line and a huge value cannot flood the log.
+pub(super) fn sender_text(value: &str) -> String {
+    match value.char_indices().nth(SENDER_TEXT_CHARS) {
+        None => value.to_owned(),
+        Some((cut, _)) => format!("{}…", &value[..cut]),
+    }
+}
+
 pub(super) fn decode_part(part: &str, which: Part) -> Result<Vec<u8>, VerifyError> {
     URL_SAFE_NO_PAD
         .decode(part)
@@ -209,7 +222,7 @@ pub(super) fn accept_algorithm(
         Some(serde_json::Value::String(alg)) => alg.as_str(),
         Some(other) => {
             return Err(VerifyError::AlgorithmNotAllowed {
-                alg: other.to_string(),
+                alg: sender_text(&other.to_string()),
                 policy,
             });
         }
@@ -222,13 +235,15 @@ pub(super) fn accept_algorithm(
         .get(..2)
         .is_some_and(|p| p.eq_ignore_ascii_case(b"HS"))
     {
-        return Err(VerifyError::Hmac { alg: alg.into() });
+        return Err(VerifyError::Hmac {
+            alg: sender_text(alg),
+        });
     }
     match Algorithm::from_name(alg) {
         Some(Algorithm::Ps512) => Ok(Algorithm::Ps512),
         Some(ecdsa) if policy.ecdsa() => Ok(ecdsa),
         _ => Err(VerifyError::AlgorithmNotAllowed {
-            alg: alg.into(),
+            alg: sender_text(alg),
             policy,
         }),
     }

@@ -58,14 +58,17 @@ mod verify;
 use serde::{Deserialize, Deserializer, Serialize};
 
 pub use ingress::{
-    INGRESS_CLIENT_CERT_HEADER, INGRESS_CLIENT_VERIFY_HEADER, INGRESS_VERIFY_SUCCESS, IngressError,
-    RequestPrincipalError, peer_certificate_from_ingress, verify_ingress_request,
+    DEFAULT_MAX_CERT_HEADER_BYTES, INGRESS_CLIENT_CERT_HEADER, INGRESS_CLIENT_VERIFY_HEADER,
+    INGRESS_VERIFY_SUCCESS, IngressError, IngressVerifier, RequestPrincipalError,
+    peer_certificate_from_ingress, verify_ingress_request,
 };
 pub use jws::{Algorithm, AlgorithmPolicy, Part, PrincipalToken};
 pub use sign::{
     CurrentIdentity, PrincipalSigner, SignError, attach_principal, sign_with, sign_with_key,
 };
-pub use verify::{CertificateError, MIN_RSA_BITS, PeerCertificate, VerifyError, verify};
+pub use verify::{
+    CertificateError, DEFAULT_MAX_TOKEN_BYTES, MIN_RSA_BITS, PeerCertificate, VerifyError, verify,
+};
 
 /// The HTTP header that carries the signed principal.
 pub const PRINCIPAL_HEADER: &str = "X-Principal";

@@ -24,10 +24,18 @@ use x509_parser::prelude::FromDer as _;
 
 use super::jws::{
     Algorithm, AlgorithmPolicy, Part, RawHeader, accept_algorithm, decode_part, ecdsa_raw_to_der,
+    sender_text,
 };
 
 /// RSA keys shorter than this are refused when verifying.
 pub const MIN_RSA_BITS: usize = 2048;
+
+/// The default cap on a principal token's length, in bytes, checked before the
+/// token is split or decoded. A PS512 token for a [`Principal`](super::Principal)
+/// with an RSA-4096 key is well under 2 KiB; 16 KiB leaves room for large
+/// payloads while keeping a hostile sender from making the verifier decode,
+/// parse and hash hundreds of kilobytes per request.
+pub const DEFAULT_MAX_TOKEN_BYTES: usize = 16 * 1024;
 
 /// Why a token was rejected.
 #[derive(Debug, thiserror::Error)]
@@ -36,6 +44,14 @@ pub enum VerifyError {
     /// The token is empty.
     #[error("principal token is empty")]
     Empty,
+    /// The token is longer than the cap; refused before it is split or decoded.
+    #[error("principal token is {len} bytes, more than the {max}-byte limit")]
+    TooLarge {
+        /// The token's length in bytes.
+        len: usize,
+        /// The cap in force.
+        max: usize,
+    },
     /// Not three dot-separated parts (JWS compact serialization); JWE (five parts),
     /// JSON serialization and appended segments land here.
     #[error("principal token is not a compact JWS: {found} dot-separated parts, expected 3")]
@@ -60,15 +76,16 @@ pub enum VerifyError {
     #[error("principal token is unsigned (alg \"none\")")]
     AlgorithmNone,
     /// `alg` is an HMAC algorithm (a shared-secret token, never a principal).
-    #[error("principal token uses HMAC algorithm {alg}, which is never accepted")]
+    #[error("principal token uses HMAC algorithm {alg:?}, which is never accepted")]
     Hmac {
-        /// The algorithm named.
+        /// The algorithm named (as sent, truncated to 64 characters).
         alg: String,
     },
     /// `alg` is not accepted by the policy.
-    #[error("principal token algorithm {alg} is not accepted (policy: {policy:?})")]
+    #[error("principal token algorithm {alg:?} is not accepted (policy: {policy:?})")]
     AlgorithmNotAllowed {
-        /// The algorithm named.
+        /// The algorithm named (as sent, truncated to 64 characters; shown
+        /// Debug-escaped so control characters cannot forge log lines).
         alg: String,
         /// The policy in force.
         policy: AlgorithmPolicy,
@@ -84,7 +101,8 @@ pub enum VerifyError {
     /// The header has `crit`: no JWS extension is understood here.
     #[error("principal token has critical header parameters that are not understood: {crit:?}")]
     UnsupportedCritical {
-        /// The names listed (as far as they are strings).
+        /// The names listed (as far as they are strings; at most 8, each truncated
+        /// to 64 characters; shown Debug-escaped).
         crit: Vec<String>,
     },
     /// The peer certificate's key cannot verify principals.
@@ -211,7 +229,10 @@ impl PeerCertificate {
         self.key.name()
     }
 
-    /// Verifies `token` against this certificate and decodes its payload.
+    /// Verifies `token` against this certificate and decodes its payload. Tokens
+    /// longer than [`DEFAULT_MAX_TOKEN_BYTES`] are refused unread
+    /// ([`VerifyError::TooLarge`]); [`PeerCertificate::verify_with_max_len`] sets
+    /// another cap.
     ///
     /// # Errors
     /// A [`VerifyError`] naming why the token was rejected.
@@ -220,6 +241,26 @@ impl PeerCertificate {
         token: &str,
         policy: AlgorithmPolicy,
     ) -> Result<T, VerifyError> {
+        self.verify_with_max_len(token, policy, DEFAULT_MAX_TOKEN_BYTES)
+    }
+
+    /// As [`PeerCertificate::verify`], with a cap of `max_len` bytes on the token,
+    /// checked before anything else.
+    ///
+    /// # Errors
+    /// A [`VerifyError`] naming why the token was rejected.
+    pub fn verify_with_max_len<T: DeserializeOwned>(
+        &self,
+        token: &str,
+        policy: AlgorithmPolicy,
+        max_len: usize,
+    ) -> Result<T, VerifyError> {
+        if token.len() > max_len {
+            return Err(VerifyError::TooLarge {
+                len: token.len(),
+                max: max_len,
+            });
+        }
         let payload = self.verify_bytes(token, policy)?;
         serde_json::from_slice(&payload).map_err(|e| match e.classify() {
             serde_json::error::Category::Data => VerifyError::PayloadType(e),
@@ -231,17 +272,29 @@ impl PeerCertificate {
         if token.is_empty() {
             return Err(VerifyError::Empty);
         }
-        let parts: Vec<&str> = token.split('.').collect();
-        let [header_b64, payload_b64, signature_b64] = parts[..] else {
-            return Err(VerifyError::SegmentCount { found: parts.len() });
+        // No allocation per part: a token made of dots costs one pass.
+        let mut parts = token.splitn(3, '.');
+        let (Some(header_b64), Some(payload_b64), Some(signature_b64)) =
+            (parts.next(), parts.next(), parts.next())
+        else {
+            return Err(VerifyError::SegmentCount {
+                found: token.bytes().filter(|b| *b == b'.').count() + 1,
+            });
         };
+        if signature_b64.contains('.') {
+            return Err(VerifyError::SegmentCount {
+                found: token.bytes().filter(|b| *b == b'.').count() + 1,
+            });
+        }
 
         let header = decode_part(header_b64, Part::Header)?;
         let header: RawHeader =
             serde_json::from_slice(&header).map_err(VerifyError::MalformedHeader)?;
         let algorithm = accept_algorithm(&header, policy)?;
         if let Some(crit) = header.crit {
-            return Err(VerifyError::UnsupportedCritical { crit });
+            return Err(VerifyError::UnsupportedCritical {
+                crit: crit.iter().take(8).map(|c| sender_text(c)).collect(),
+            });
         }
         let payload = decode_part(payload_b64, Part::Payload)?;
         let signature = decode_part(signature_b64, Part::Signature)?;

@@ -12,8 +12,8 @@ pub use rsa::signature::Verifier as _;
 pub use rustls::SignatureScheme;
 pub use serde::Deserialize;
 pub use svc_tls::principal::{
-    Algorithm, AlgorithmPolicy, CertificateError, Part, PeerCertificate, Principal, SignError,
-    VerifyError, sign_with_key, verify,
+    Algorithm, AlgorithmPolicy, CertificateError, DEFAULT_MAX_TOKEN_BYTES, Part, PeerCertificate,
+    Principal, SignError, VerifyError, sign_with_key, verify,
 };
 
 pub const DEFAULT: AlgorithmPolicy = AlgorithmPolicy::Ps512Only;

@@ -113,6 +113,10 @@ pub fn pkcs8_inner(pkcs8: &[u8]) -> (Vec<u8>, Vec<u8>) {
 }
 
 /// PKCS#8 RSA -> PKCS#1 RSAPrivateKey (what `openssl rsa -traditional` writes).
+#[allow(
+    clippy::disallowed_types,
+    reason = "test fixture: parses a test key to cross-check the conversion, no private-key operation"
+)]
 pub fn to_pkcs1(pkcs8: &[u8]) -> Vec<u8> {
     let (inner, _) = pkcs8_inner(pkcs8);
     // Cross-check with the rsa crate: it reads the same key from both forms.
