@@ -392,9 +392,9 @@ fn mutated_identity_secrets_load_or_fail_typed() {
             let secret = secret(&[("tls.crt", &cert), ("tls.key", &key)]);
             match material::load_identity_at(&secret, &provider, now()) {
                 Ok(identity) => {
-                    // Whatever loaded starts with a parseable leaf. (Not yet: "and
-                    // nothing after it"; see `leaf_with_trailing_data_is_refused`.)
-                    prop_assert!(x509_parser::parse_x509_certificate(identity.leaf_der()).is_ok());
+                    // Whatever loaded is a parseable leaf with nothing after it
+                    // (see `leaf_with_trailing_data_is_refused`).
+                    prop_assert!(matches!(x509_parser::parse_x509_certificate(identity.leaf_der()), Ok((rest, _)) if rest.is_empty()));
                 }
                 Err(err) => check_material_error(&err, &keys)?,
             }
@@ -409,12 +409,10 @@ fn mutated_identity_secrets_load_or_fail_typed() {
 }
 
 /// Found by `mutated_identity_secrets_load_or_fail_typed`: bytes after the leaf's
-/// DER `SEQUENCE` inside its PEM section are ignored by the loader, so the
-/// identity loads and is presented, and every peer's webpki then refuses it
-/// (`PeerCertificate::from_der` refuses it too). The loader
-/// (`material/identity.rs`, not part of this change) should refuse it at load time.
+/// DER `SEQUENCE` inside its PEM section were ignored by the loader, so the
+/// identity loaded and was presented, and every peer's webpki then refused it
+/// (`PeerCertificate::from_der` refuses it too). The loader now refuses it.
 #[test]
-#[ignore = "finding for material/identity.rs: trailing data after the leaf DER is accepted"]
 fn leaf_with_trailing_data_is_refused() {
     let seeds = identity_seeds();
     let s = &seeds[1];

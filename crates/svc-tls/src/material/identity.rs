@@ -162,18 +162,25 @@ pub(super) fn load_core(
         ));
     };
 
-    let (_, cert) = X509CertificateParser::new()
+    let invalid = |reason: String| {
+        MaterialError::new(
+            name(),
+            Some(TLS_CRT),
+            MaterialErrorKind::InvalidCertificate { reason },
+        )
+    };
+    let (rest, cert) = X509CertificateParser::new()
         .with_deep_parse_extensions(false)
         .parse(leaf.as_ref())
-        .map_err(|e| {
-            MaterialError::new(
-                name(),
-                Some(TLS_CRT),
-                MaterialErrorKind::InvalidCertificate {
-                    reason: e.to_string(),
-                },
-            )
-        })?;
+        .map_err(|e| invalid(e.to_string()))?;
+    // Peers' webpki refuses a certificate with bytes after its DER SEQUENCE, so such
+    // a leaf would fail every handshake: refuse it here, where the Secret is named.
+    if !rest.is_empty() {
+        return Err(invalid(format!(
+            "{} bytes of trailing data after the certificate",
+            rest.len()
+        )));
+    }
     let tbs = &cert.tbs_certificate;
     let spki = &tbs.subject_pki;
 
