@@ -83,34 +83,9 @@ impl Alg {
     }
 }
 
-/// The elements of a DER SEQUENCE (read with the `der` crate).
-pub fn sequence_elements(der: &[u8]) -> Vec<AnyRef<'_>> {
-    let sequence = AnyRef::from_der(der).unwrap();
-    assert_eq!(sequence.tag(), Tag::Sequence);
-    let mut reader = SliceReader::new(sequence.value()).unwrap();
-    let mut elements = Vec::new();
-    while !reader.is_finished() {
-        elements.push(reader.decode::<AnyRef<'_>>().unwrap());
-    }
-    elements
-}
-
-/// A DER TLV of `tag` around `value`.
-pub fn tlv_of(tag: Tag, value: &[u8]) -> Vec<u8> {
-    AnyRef::new(tag, value).unwrap().to_der().unwrap()
-}
-
-/// The private key inside a PKCS#8 PrivateKeyInfo (PKCS#1 for RSA, SEC1 for EC),
-/// and the algorithm parameters (TLV), read with the `pkcs8` crate.
-pub fn pkcs8_inner(pkcs8: &[u8]) -> (Vec<u8>, Vec<u8>) {
-    let parsed = pkcs8::PrivateKeyInfoRef::try_from(pkcs8).unwrap();
-    let params = parsed
-        .algorithm
-        .parameters
-        .map(|p| p.to_der().unwrap())
-        .unwrap_or_default();
-    (parsed.private_key.as_bytes().to_vec(), params)
-}
+pub use kube_testbed::keys::{
+    KeyFormat as Format, key_pem, pem, pkcs8_inner, sequence_elements, tlv_of, to_sec1,
+};
 
 /// PKCS#8 RSA -> PKCS#1 RSAPrivateKey (what `openssl rsa -traditional` writes).
 #[allow(
@@ -126,63 +101,6 @@ pub fn to_pkcs1(pkcs8: &[u8]) -> Vec<u8> {
     let b = rsa::PrivateKey::from_pkcs8_der(pkcs8).unwrap();
     assert_eq!(a, b);
     inner
-}
-
-/// PKCS#8 EC -> SEC1 ECPrivateKey with the named curve (what Go's
-/// `x509.MarshalECPrivateKey` and `openssl ec` write).
-pub fn to_sec1(pkcs8: &[u8], with_curve: bool) -> Vec<u8> {
-    let (inner, curve_oid) = pkcs8_inner(pkcs8);
-    let elements = sequence_elements(&inner);
-    let (version, private) = (elements[0], elements[1]);
-    let mut content = version.to_der().unwrap();
-    content.extend(private.to_der().unwrap());
-    if with_curve {
-        let tag = Tag::ContextSpecific {
-            constructed: true,
-            number: TagNumber(0),
-        };
-        content.extend(tlv_of(tag, &curve_oid));
-    }
-    // The [1] public key, as is (a [0] already present is replaced above).
-    for element in &elements[2..] {
-        if let Tag::ContextSpecific {
-            number: TagNumber(1),
-            ..
-        } = element.tag()
-        {
-            content.extend(element.to_der().unwrap());
-        }
-    }
-    tlv_of(Tag::Sequence, &content)
-}
-
-pub fn pem(label: &str, der: &[u8]) -> String {
-    let b64 = base64::engine::general_purpose::STANDARD.encode(der);
-    let mut out = format!("-----BEGIN {label}-----\n");
-    for chunk in b64.as_bytes().chunks(64) {
-        out.push_str(std::str::from_utf8(chunk).unwrap());
-        out.push('\n');
-    }
-    out.push_str(&format!("-----END {label}-----\n"));
-    out
-}
-
-#[derive(Clone, Copy, Debug)]
-pub enum Format {
-    Pkcs8,
-    Pkcs1,
-    Sec1,
-    Sec1NoCurve,
-}
-
-pub fn key_pem(key: &KeyPair, format: Format) -> String {
-    let pkcs8 = key.serialize_der();
-    match format {
-        Format::Pkcs8 => pem("PRIVATE KEY", &pkcs8),
-        Format::Pkcs1 => pem("RSA PRIVATE KEY", &to_pkcs1(&pkcs8)),
-        Format::Sec1 => pem("EC PRIVATE KEY", &to_sec1(&pkcs8, true)),
-        Format::Sec1NoCurve => pem("EC PRIVATE KEY", &to_sec1(&pkcs8, false)),
-    }
 }
 
 // ---------------------------------------------------------------- certificates
