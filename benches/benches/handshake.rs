@@ -146,13 +146,8 @@ fn main() {
     let testbed = rt.block_on(kube_testbed::Testbed::start());
     let addr = rt.block_on(serve(Arc::new(server_config)));
     // The server CA in a CA Secret as cert-manager writes it (tls.crt and ca.crt).
-    let mut ca_secret = serde_json::to_value(common::secret(
-        NS,
-        "server-ca",
-        &material.server_ca_pem,
-        "",
-    ))
-    .unwrap();
+    let mut ca_secret =
+        serde_json::to_value(common::secret(NS, "server-ca", &material.server_ca_pem, "")).unwrap();
     ca_secret["apiVersion"] = "v1".into();
     ca_secret["kind"] = "Secret".into();
     ca_secret["data"]["ca.crt"] = ca_secret["data"]["tls.crt"].clone();
@@ -206,7 +201,12 @@ fn main() {
         );
 
         let watched_config = Arc::new(
-            client_config(provider(), TrustMode::Watched(trust.clone()), Some(&resolver)).unwrap(),
+            client_config(
+                provider(),
+                TrustMode::Watched(trust.clone()),
+                Some(&resolver),
+            )
+            .unwrap(),
         );
 
         for clients in [1usize, 2] {

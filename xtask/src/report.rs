@@ -524,7 +524,10 @@ mod tests {
         let rows = targets(&sample_results(true));
         assert_eq!(verdict_of(&rows, "p256: identity cost"), Some(Verdict::Met));
         assert_eq!(
-            verdict_of(&rows, "rsa2048, 2 client(s): watched-CA handshakes/s >= 0.98x"),
+            verdict_of(
+                &rows,
+                "rsa2048, 2 client(s): watched-CA handshakes/s >= 0.98x"
+            ),
             Some(Verdict::Met)
         );
         // Identical paired samples: ratio exactly 1, above 0.98.

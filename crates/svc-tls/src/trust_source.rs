@@ -178,7 +178,10 @@ impl TrustCache {
         // cert-manager writes the CA to both tls.crt and ca.crt: one root, not two.
         let mut seen = Vec::with_capacity(roots.roots.len());
         roots.roots.retain(|anchor| {
-            let key = (anchor.subject.as_ref().to_vec(), anchor.subject_public_key_info.as_ref().to_vec());
+            let key = (
+                anchor.subject.as_ref().to_vec(),
+                anchor.subject_public_key_info.as_ref().to_vec(),
+            );
             let new = !seen.contains(&key);
             if new {
                 seen.push(key);
@@ -272,5 +275,64 @@ impl TrustSource for SecretTrustSource {
 
     fn watch_error(&self) -> Option<String> {
         self.source.last_watch_error()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+    use k8s_openapi::ByteString;
+    use kube_testbed::pki::TestCa;
+
+    fn ca_secret(tls_crt: &str, ca_crt: Option<&str>) -> Secret {
+        let mut data = std::collections::BTreeMap::new();
+        data.insert(TLS_CRT.to_owned(), ByteString(tls_crt.as_bytes().to_vec()));
+        if let Some(ca) = ca_crt {
+            data.insert(CA_CRT.to_owned(), ByteString(ca.as_bytes().to_vec()));
+        }
+        Secret {
+            metadata: k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
+                namespace: Some("ns".into()),
+                name: Some("ca".into()),
+                ..Default::default()
+            },
+            type_: Some(SECRET_TYPE_TLS.into()),
+            data: Some(data),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn same_bytes_same_roots_changed_bytes_new_roots_failures_keep_the_entry() {
+        let (a, b) = (TestCa::new("A"), TestCa::new("B"));
+        let cache = TrustCache::new();
+        let first = cache.load(&ca_secret(&a.pem(), Some(&a.pem()))).unwrap();
+        assert_eq!(first.len(), 1, "the CA in tls.crt and ca.crt is one root");
+        assert!(first.not_after().is_some());
+        let again = cache.load(&ca_secret(&a.pem(), Some(&a.pem()))).unwrap();
+        assert!(
+            Arc::ptr_eq(&first, &again),
+            "unchanged bytes reuse the roots"
+        );
+
+        let both = format!("{}{}", a.pem(), b.pem());
+        let overlap = cache.load(&ca_secret(&a.pem(), Some(&both))).unwrap();
+        assert!(!Arc::ptr_eq(&first, &overlap));
+        assert_eq!(overlap.len(), 2);
+        // ca.crt removed: a different Secret, even though tls.crt is the same.
+        let without = cache.load(&ca_secret(&a.pem(), None)).unwrap();
+        assert!(!Arc::ptr_eq(&overlap, &without));
+
+        // A failed load is not remembered and does not evict the good entry.
+        let err = cache.load(&ca_secret("junk", None)).unwrap_err();
+        assert_eq!(err.data_key(), Some(TLS_CRT));
+        let restored = cache.load(&ca_secret(&a.pem(), None)).unwrap();
+        assert!(Arc::ptr_eq(&without, &restored));
+
+        // Same bytes, wrong type: not a hit.
+        let mut wrong = ca_secret(&a.pem(), None);
+        wrong.type_ = Some("Opaque".into());
+        assert!(cache.load(&wrong).is_err());
     }
 }

@@ -376,7 +376,9 @@ impl TrustVerifier {
         };
         let failures = inner.failures.fetch_add(1, Ordering::AcqRel) + 1;
         inner.stale.store(true, Ordering::Release);
-        inner.recorder.trust_reload_failed(origin, &failure, failures);
+        inner
+            .recorder
+            .trust_reload_failed(origin, &failure, failures);
         if let Some(suppressed) = inner.warnings.admit() {
             let stale_for = inner.clock.elapsed().saturating_sub(served.loaded_mono);
             let warning = TrustStaleWarning {

@@ -154,7 +154,11 @@ fn watched(verifier: &TrustVerifier) -> Arc<ClientConfig> {
     Arc::new(client_config(provider(), TrustMode::Watched(verifier.clone()), None).unwrap())
 }
 
-async fn verifier(tb: &Testbed, recorder: Arc<dyn TrustRecorder>, clock: &ManualClock) -> TrustVerifier {
+async fn verifier(
+    tb: &Testbed,
+    recorder: Arc<dyn TrustRecorder>,
+    clock: &ManualClock,
+) -> TrustVerifier {
     TrustVerifier::builder(tb.client(), ca_ref())
         .sync_timeout(Duration::from_secs(10))
         .recorder(recorder)
@@ -222,7 +226,10 @@ async fn overlap_rotation_under_continuous_load_fails_no_request() {
     // Continuous load: a bounded loop of requests, each on a new connection (no idle
     // connection is kept and the server closes every connection).
     let done = Arc::new(AtomicBool::new(false));
-    let (ok, failed) = (Arc::new(AtomicU64::new(0)), Arc::new(Mutex::new(Vec::new())));
+    let (ok, failed) = (
+        Arc::new(AtomicU64::new(0)),
+        Arc::new(Mutex::new(Vec::new())),
+    );
     let load = tokio::spawn({
         let (http, url) = (tls.reqwest_client().unwrap(), server.url());
         let (done, ok, failed) = (done.clone(), ok.clone(), failed.clone());
@@ -245,7 +252,10 @@ async fn overlap_rotation_under_continuous_load_fails_no_request() {
         let target = server.handshakes() + n;
         let server = &server;
         async move {
-            poll_until("the load reaches the server", || server.handshakes() >= target).await;
+            poll_until("the load reaches the server", || {
+                server.handshakes() >= target
+            })
+            .await;
         }
     };
     more(5).await;
@@ -261,7 +271,10 @@ async fn overlap_rotation_under_continuous_load_fails_no_request() {
     assert_eq!(trust.state().roots, 2);
     // Then the new CA only.
     tb.upsert(ca_secret(&ca_b.pem(), &ca_b.pem()));
-    poll_until("the cache sees B only", || cached_ca_is(&trust, &ca_b.pem())).await;
+    poll_until("the cache sees B only", || {
+        cached_ca_is(&trust, &ca_b.pem())
+    })
+    .await;
     more(10).await;
     done.store(true, Ordering::SeqCst);
     load.await.unwrap();
@@ -339,7 +352,10 @@ async fn a_broken_ca_secret_keeps_the_last_good_roots_with_one_limited_warning()
     // PEM certificates, none usable as a root: never replaces the good roots.
     let junk = "-----BEGIN CERTIFICATE-----\nAAECAwQFBgcICQ==\n-----END CERTIFICATE-----\n";
     tb.upsert(ca_secret(junk, junk));
-    poll_until("the cache sees the unusable roots", || cached_ca_is(&trust, junk)).await;
+    poll_until("the cache sees the unusable roots", || {
+        cached_ca_is(&trust, junk)
+    })
+    .await;
     clock.advance(Duration::from_secs(60));
     call(config.clone(), server.addr).await.unwrap();
     let warnings = recorded.warnings.lock().unwrap().clone();
@@ -349,7 +365,11 @@ async fn a_broken_ca_secret_keeps_the_last_good_roots_with_one_limited_warning()
         "after the window the next failure warns, counting the suppressed ones"
     );
     assert_eq!(trust.state().failures, 6);
-    assert_eq!(recorded.loads.lock().unwrap().clone(), vec![1], "no new roots");
+    assert_eq!(
+        recorded.loads.lock().unwrap().clone(),
+        vec![1],
+        "no new roots"
+    );
 
     // Restored: used again, no longer stale.
     tb.upsert(ca_secret(&ca_a.pem(), &ca_a.pem()));
@@ -393,7 +413,10 @@ async fn a_deleted_then_recreated_secret_keeps_old_roots_meanwhile() {
     assert!(!trust.state().stale);
     assert_eq!(recorded.loads.lock().unwrap().clone(), vec![1, 1]);
     server.switch_to(&ca_a);
-    assert!(call(config, server.addr).await.is_err(), "A is no longer trusted");
+    assert!(
+        call(config, server.addr).await.is_err(),
+        "A is no longer trusted"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -472,9 +495,16 @@ async fn start_up_fails_on_a_missing_or_malformed_ca_secret_naming_it() {
         matches!(err, PeerClientError::CaTrust(TrustError::NotFound { .. })),
         "{err:?}"
     );
-    assert_eq!(err.to_string(), format!("CA Secret {NS}/{CA_NAME} not found"));
+    assert_eq!(
+        err.to_string(),
+        format!("CA Secret {NS}/{CA_NAME} not found")
+    );
 
-    tb.upsert(secret_with(CA_NAME, "kubernetes.io/tls", &[("ca.crt", "x")]));
+    tb.upsert(secret_with(
+        CA_NAME,
+        "kubernetes.io/tls",
+        &[("ca.crt", "x")],
+    ));
     let err = start().await.unwrap_err();
     assert!(
         matches!(err, PeerClientError::CaTrust(TrustError::Material(_))),
