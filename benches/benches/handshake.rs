@@ -4,12 +4,16 @@
 //! clients) as the Go program's `go/handshake/...`:
 //! - `handshake/static/<key>/<N>`: the identity is fixed in the `ClientConfig`;
 //! - `handshake/reload/<key>/<N>`: svc-tls's `IdentityResolver` resolves the identity
-//!   from its watched Secret (in the kube-testbed API emulator) on every handshake.
+//!   from its watched Secret (in the kube-testbed API emulator) on every handshake;
+//!   the server is verified against a static root store;
+//! - `handshake/watched-ca/<key>/<N>`: as `reload`, and the server is verified by
+//!   svc-tls's `TrustVerifier` against the roots of a watched CA Secret, unchanged
+//!   during the run (the per-handshake trust cost next to the static root store).
 //!
 //! One handshake: TCP connect, full handshake (no resumption), one byte from the server
-//! (sent after it verified our certificate), close. Static and reload are measured in
-//! alternating batches (the order swapped every round), so that drift on a shared
-//! machine falls on both alike; each sample is the mean time per handshake of one
+//! (sent after it verified our certificate), close. Static, reload and watched-ca are
+//! measured in alternating batches (the order reversed every round), so that drift on
+//! a shared machine falls on all alike; each sample is the mean time per handshake of one
 //! batch, written to `BENCH_RESULTS_DIR/handshake.jsonl` (the inverse is
 //! handshakes per second).
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
@@ -29,6 +33,7 @@ use rustls_pki_types::{CertificateDer, PrivateKeyDer, ServerName};
 use svc_tls::client::{TrustMode, client_config};
 use svc_tls::options::SecretRef;
 use svc_tls::resolver::IdentityResolver;
+use svc_tls::verifier::TrustVerifier;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
@@ -140,6 +145,21 @@ fn main() {
     };
     let testbed = rt.block_on(kube_testbed::Testbed::start());
     let addr = rt.block_on(serve(Arc::new(server_config)));
+    // The server CA in a CA Secret as cert-manager writes it (tls.crt and ca.crt).
+    let mut ca_secret =
+        serde_json::to_value(common::secret(NS, "server-ca", &material.server_ca_pem, "")).unwrap();
+    ca_secret["apiVersion"] = "v1".into();
+    ca_secret["kind"] = "Secret".into();
+    ca_secret["data"]["ca.crt"] = ca_secret["data"]["tls.crt"].clone();
+    testbed.upsert(ca_secret);
+    let trust = rt
+        .block_on(
+            TrustVerifier::builder(testbed.client(), SecretRef::new(NS, "server-ca"))
+                .provider(provider())
+                .sync_timeout(Duration::from_secs(30))
+                .build(),
+        )
+        .unwrap();
 
     for key in ["p256", "rsa2048"] {
         let case = material.case(&format!("{key}-pkcs8"));
@@ -180,20 +200,29 @@ fn main() {
             .unwrap(),
         );
 
+        let watched_config = Arc::new(
+            client_config(
+                provider(),
+                TrustMode::Watched(trust.clone()),
+                Some(&resolver),
+            )
+            .unwrap(),
+        );
+
         for clients in [1usize, 2] {
             // Warm-up, then alternating batches.
-            round(&rt, &static_config, addr, clients, batch / 2 + 1);
-            round(&rt, &reload_config, addr, clients, batch / 2 + 1);
-            let (mut stat, mut reload) = (Vec::new(), Vec::new());
+            let configs = [&static_config, &reload_config, &watched_config];
+            for config in configs {
+                round(&rt, config, addr, clients, batch / 2 + 1);
+            }
+            let mut samples: [Vec<f64>; 3] = Default::default();
             for i in 0..rounds {
-                if i % 2 == 0 {
-                    stat.push(round(&rt, &static_config, addr, clients, batch));
-                    reload.push(round(&rt, &reload_config, addr, clients, batch));
-                } else {
-                    reload.push(round(&rt, &reload_config, addr, clients, batch));
-                    stat.push(round(&rt, &static_config, addr, clients, batch));
+                let order: [usize; 3] = if i % 2 == 0 { [0, 1, 2] } else { [2, 1, 0] };
+                for which in order {
+                    samples[which].push(round(&rt, configs[which], addr, clients, batch));
                 }
             }
+            let [stat, reload, watched] = samples;
             common::emit(
                 "handshake",
                 &format!("handshake/static/{key}/{clients}"),
@@ -204,8 +233,14 @@ fn main() {
                 &format!("handshake/reload/{key}/{clients}"),
                 &reload,
             );
+            common::emit(
+                "handshake",
+                &format!("handshake/watched-ca/{key}/{clients}"),
+                &watched,
+            );
         }
         assert_eq!(resolver.state().failures, 0);
+        assert_eq!(trust.state().failures, 0);
     }
     drop(testbed);
 }

@@ -21,7 +21,8 @@
 //!
 //! # Rotation and pooled connections
 //! Every *new* connection runs a full handshake and so presents the identity currently
-//! in the Secret. A connection already open (kept alive in reqwest's pool, or an HTTP/2
+//! in the Secret and, with [`TrustMode::Watched`], verifies the server against the roots
+//! currently in the CA Secret. A connection already open (kept alive in reqwest's pool, or an HTTP/2
 //! connection being multiplexed) keeps the identity and trust it was opened with until
 //! it is closed: by the peer (nginx closes a keep-alive connection after
 //! `keepalive_timeout`, 75 s, or `keepalive_requests`, 1000, by default), or by
@@ -37,9 +38,10 @@
 //! ```no_run
 //! # async fn f(client: kube::Client) -> Result<(), Box<dyn std::error::Error>> {
 //! use std::sync::Arc;
-//! use svc_tls::client::{TrustMode, client_config, reqwest_client, trust_from_secret};
+//! use svc_tls::client::{TrustMode, client_config, reqwest_client};
 //! use svc_tls::options::SecretRef;
 //! use svc_tls::resolver::IdentityResolver;
+//! use svc_tls::verifier::TrustVerifier;
 //!
 //! let provider = Arc::new(svc_tls::material::crypto_provider());
 //! let ca = SecretRef { namespace: "unikorn".into(), name: "unikorn-ca".into() };
@@ -48,8 +50,8 @@
 //!     name: "unikorn-region-client-certificate".into(),
 //! };
 //!
-//! // Once, at start-up: trust (read once) and the watched identity (waits for sync).
-//! let trust = TrustMode::Roots(trust_from_secret(&client, &ca).await?);
+//! // Once, at start-up: the watched trust and identity (each waits for its sync).
+//! let trust = TrustMode::Watched(TrustVerifier::builder(client.clone(), ca).build().await?);
 //! let resolver = IdentityResolver::builder(client.clone(), identity)
 //!     .provider(provider.clone())
 //!     .build()
@@ -75,6 +77,7 @@ use crate::error::OptionsError;
 use crate::material::{self, MaterialError};
 use crate::options::{ClientIdentityOptions, HostError, HttpProtocol, PeerOptions, SecretRef};
 use crate::resolver::{IdentityError, IdentityResolver};
+use crate::verifier::{TrustError, TrustVerifier};
 use url::Url;
 
 /// Why a client could not be built.
@@ -109,6 +112,10 @@ pub enum PeerClientError {
     /// The client identity could not be loaded.
     #[error(transparent)]
     Identity(#[from] IdentityError),
+    /// The watched CA trust could not be started (missing or malformed CA Secret,
+    /// refused or unsynced watch; the error names the Secret).
+    #[error(transparent)]
+    CaTrust(#[from] TrustError),
     /// reqwest could not build its client.
     #[error("building the HTTP client failed: {0}")]
     Http(#[source] reqwest::Error),
@@ -122,15 +129,20 @@ pub enum PeerClientError {
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub enum TrustMode {
-    /// Exactly these roots (typically from the peer's CA Secret).
+    /// Exactly these roots, fixed for the life of the configuration.
     Roots(RootCertStore),
+    /// The roots in the peer's CA Secret as they are at each handshake (watched;
+    /// see [`TrustVerifier`]). What [`PeerTls::from_options`] uses when the CA flags
+    /// are set.
+    Watched(TrustVerifier),
     /// The platform's trust store (when no CA Secret is configured).
     Platform,
 }
 
-/// Reads a CA Secret once and returns its roots (the issuer CA is long-lived; trust is
-/// not reloaded). Every certificate in `tls.crt`, and in `ca.crt` when present, becomes
-/// a root.
+/// Reads a CA Secret once and returns its roots, which are then fixed: a later change
+/// of the Secret is not seen. Every certificate in `tls.crt`, and in `ca.crt` when
+/// present, becomes a root. To follow the Secret (a CA rotation without restart), use
+/// [`TrustVerifier`] and [`TrustMode::Watched`].
 pub async fn trust_from_secret(
     client: &kube::Client,
     secret: &SecretRef,
@@ -172,6 +184,9 @@ pub fn client_config_for(
         .with_protocol_versions(&[&rustls::version::TLS13])?;
     let builder = match trust {
         TrustMode::Roots(roots) => builder.with_root_certificates(roots),
+        TrustMode::Watched(verifier) => builder
+            .dangerous()
+            .with_custom_certificate_verifier(Arc::new(verifier)),
         TrustMode::Platform => {
             let verifier = rustls_platform_verifier::Verifier::new(provider)?;
             builder
@@ -265,10 +280,11 @@ impl PeerTls {
         self
     }
 
-    /// From the command-line options: trust from `--S-ca-secret-*` (read once; the
-    /// platform's trust store when unset) and the identity from
-    /// `--[P-]client-certificate-*` (watched, reloaded per handshake; no client
-    /// certificate when unset). Waits at most `sync_timeout` for the identity's cache.
+    /// From the command-line options: trust from `--S-ca-secret-*` (watched, the roots
+    /// of the Secret's current contents verify every handshake; the platform's trust
+    /// store when unset) and the identity from `--[P-]client-certificate-*` (watched,
+    /// reloaded per handshake; no client certificate when unset). Waits at most
+    /// `sync_timeout` for each cache; a missing or malformed Secret fails, naming it.
     /// The provider is [`crypto_provider`](crate::material::crypto_provider) (aws-lc-rs),
     /// passed explicitly.
     ///
@@ -306,7 +322,13 @@ impl PeerTls {
         let ca = peer.ca_secret()?;
         let secret = identity.secret()?;
         let trust = match ca {
-            Some(ca) => TrustMode::Roots(trust_from_secret(client, &ca).await?),
+            Some(ca) => TrustMode::Watched(
+                TrustVerifier::builder(client.clone(), ca)
+                    .provider(provider.clone())
+                    .sync_timeout(sync_timeout)
+                    .build()
+                    .await?,
+            ),
             None => TrustMode::Platform,
         };
         let identity = match secret {
@@ -339,6 +361,19 @@ impl PeerTls {
     /// The identity resolver, when a client certificate is configured.
     pub fn identity(&self) -> Option<&IdentityResolver> {
         self.identity.as_ref()
+    }
+
+    /// How server certificates are verified.
+    pub fn trust(&self) -> &TrustMode {
+        &self.trust
+    }
+
+    /// The watched CA trust, when a CA Secret is configured.
+    pub fn trust_verifier(&self) -> Option<&TrustVerifier> {
+        match &self.trust {
+            TrustMode::Watched(verifier) => Some(verifier),
+            _ => None,
+        }
     }
 
     /// A new rustls configuration (see [`client_config_for`]).

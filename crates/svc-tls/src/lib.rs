@@ -19,3 +19,5 @@ pub mod principal;
 pub mod report;
 pub mod resolver;
 pub mod source;
+pub mod trust_source;
+pub mod verifier;

@@ -1,0 +1,497 @@
+//! The handshake-time server-certificate verifier: peer trust that follows its Secret.
+//!
+//! [`TrustVerifier`] implements rustls's [`ServerCertVerifier`]. On **every**
+//! handshake it asks its [`TrustSource`] (the trust seam, see
+//! [`crate::trust_source`]) for the root set it holds now, and verifies the server's
+//! chain with webpki's verifier ([`WebPkiServerVerifier`]) for exactly those roots.
+//! The webpki verifier is built again only when the root set changes: the Secret
+//! source returns the same `Arc` for byte-identical `tls.crt`/`ca.crt`, so an
+//! unchanged Secret costs a cache read, a byte comparison and a pointer comparison.
+//! The verifier for the roots being served lives in an [`ArcSwap`]: no lock is held
+//! and nothing on this path does I/O. A handshake takes one snapshot of that slot,
+//! so it verifies against one whole root set, never part of two.
+//!
+//! When a read fails after a good one (malformed CA Secret, no usable root, deleted
+//! Secret), the last good roots are used, the failure is counted, and a warning is
+//! logged at most once per period (a minute by default) with how many failures were
+//! suppressed and how long the stale roots have been used, through the same
+//! [`WarningLimiter`] as the identity. A Secret with no usable root therefore never
+//! replaces good roots; a recreated Secret is used on the next handshake.
+//!
+//! # Rotation with overlap
+//! cert-manager rotates a CA by writing `ca.crt` with the old and the new CA, then
+//! the new one only. While both are present, servers with either chain are accepted;
+//! afterwards only the new one. No restart and no new client is needed; connections
+//! already open keep the trust decision they were opened with (see
+//! [`crate::client`]).
+
+use std::fmt;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, SystemTime};
+
+use arc_swap::ArcSwap;
+use rustls::client::WebPkiServerVerifier;
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::crypto::CryptoProvider;
+use rustls::{DigitallySignedStruct, SignatureScheme};
+use rustls_pki_types::{CertificateDer, ServerName, UnixTime};
+
+use crate::material::MaterialError;
+use crate::options::SecretRef;
+use crate::report::{
+    DEFAULT_WARNING_PERIOD, MonotonicClock, NoopRecorder, SystemClock, WarningLimiter,
+};
+use crate::source::{DEFAULT_SYNC_TIMEOUT, SecretSource, SourceError};
+use crate::trust_source::{
+    SecretTrustSource, TrustAnchors, TrustOrigin, TrustReloadError, TrustSource,
+};
+
+/// Why a trust verifier could not be built (start-up).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum TrustError {
+    /// The CA Secret's cache could not be started.
+    #[error(transparent)]
+    Source(#[from] SourceError),
+    /// The cache synced, and the CA Secret does not exist.
+    #[error("CA Secret {secret} not found")]
+    NotFound {
+        /// The Secret.
+        secret: SecretRef,
+    },
+    /// The CA Secret exists and holds no usable root (the error names the Secret
+    /// and the data key).
+    #[error("CA {0}")]
+    Material(#[source] MaterialError),
+    /// webpki's verifier could not be built for the roots.
+    #[error("building the server-certificate verifier for {origin} failed: {source}")]
+    Verifier {
+        /// Where the roots came from.
+        origin: TrustOrigin,
+        /// rustls's reason.
+        #[source]
+        source: rustls::client::VerifierBuilderError,
+    },
+}
+
+/// Why one handshake-time reload of the trust failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum TrustFailure {
+    /// The source had no usable roots.
+    #[error(transparent)]
+    Reload(#[from] TrustReloadError),
+    /// webpki's verifier could not be built for the new roots.
+    #[error("building the server-certificate verifier for {origin} failed: {source}")]
+    Verifier {
+        /// Where the roots came from.
+        origin: TrustOrigin,
+        /// rustls's reason.
+        #[source]
+        source: rustls::client::VerifierBuilderError,
+    },
+}
+
+/// The verifier's visible state, as returned by [`TrustVerifier::state`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TrustState {
+    /// Where the roots are read from.
+    pub source: TrustOrigin,
+    /// How many roots are used (the last good set).
+    pub roots: usize,
+    /// The earliest `notAfter` among the roots used, when known.
+    pub not_after: Option<SystemTime>,
+    /// Wall-clock time the roots used were loaded.
+    pub last_good_reload: SystemTime,
+    /// Failed reloads since the verifier was built.
+    pub failures: u64,
+    /// Whether the most recent reload failed (the roots used are stale).
+    pub stale: bool,
+    /// The last error of the watch behind the source, if it is failing now.
+    pub watch_error: Option<String>,
+}
+
+/// What a rate-limited stale-trust warning says.
+#[derive(Debug)]
+pub struct TrustStaleWarning<'a> {
+    /// Where the roots are read from.
+    pub source: &'a TrustOrigin,
+    /// Why the latest reload failed.
+    pub error: &'a (dyn std::error::Error + 'static),
+    /// How many roots the last good set holds (still used).
+    pub roots: usize,
+    /// How long the last good roots have been used since they were loaded.
+    pub stale_for: Duration,
+    /// Failures not warned about since the previous warning.
+    pub suppressed: u64,
+}
+
+/// Receives the trust verifier's state changes; implement it to export metrics.
+///
+/// Called on the handshake path: implementations must be cheap and must not block.
+/// Every method has a no-op default. The identity resolver's recorder is
+/// [`StateRecorder`](crate::report::StateRecorder); one type may implement both.
+pub trait TrustRecorder: Send + Sync + fmt::Debug + 'static {
+    /// A new root set is used (at start-up, and each time the roots change; an
+    /// unchanged Secret is not reported again).
+    fn trust_loaded(&self, source: &TrustOrigin, anchors: &TrustAnchors, at: SystemTime) {
+        let _ = (source, anchors, at);
+    }
+
+    /// A reload failed; `failures` is the total number of failed reloads so far.
+    fn trust_reload_failed(
+        &self,
+        source: &TrustOrigin,
+        error: &(dyn std::error::Error + 'static),
+        failures: u64,
+    ) {
+        let _ = (source, error, failures);
+    }
+
+    /// A rate-limited stale-trust warning was logged (at `WARN` through `tracing`).
+    fn trust_stale_warning(&self, warning: &TrustStaleWarning<'_>) {
+        let _ = warning;
+    }
+}
+
+impl TrustRecorder for NoopRecorder {}
+
+/// The roots being used and webpki's verifier for them.
+struct Served {
+    anchors: Arc<TrustAnchors>,
+    verifier: Arc<WebPkiServerVerifier>,
+    loaded_at: SystemTime,
+    loaded_mono: Duration,
+}
+
+struct Inner {
+    source: Arc<dyn TrustSource>,
+    provider: Arc<CryptoProvider>,
+    current: ArcSwap<Served>,
+    failures: AtomicU64,
+    stale: AtomicBool,
+    warnings: WarningLimiter,
+    recorder: Arc<dyn TrustRecorder>,
+    clock: Arc<dyn MonotonicClock>,
+}
+
+/// A rustls server-certificate verifier whose roots follow a watched source (the
+/// peer's CA Secret). Cheap to clone and share (an `Arc`): build it once at start-up
+/// and hand clones to every client configuration.
+#[derive(Clone)]
+pub struct TrustVerifier {
+    inner: Arc<Inner>,
+}
+
+impl fmt::Debug for TrustVerifier {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let served = self.inner.current.load();
+        f.debug_struct("TrustVerifier")
+            .field("source", self.inner.source.origin())
+            .field("roots", &served.anchors.len())
+            .field("failures", &self.inner.failures.load(Ordering::Relaxed))
+            .finish()
+    }
+}
+
+/// Builds a [`TrustVerifier`]; see [`TrustVerifier::builder`].
+pub struct TrustVerifierBuilder {
+    client: kube::Client,
+    secret: SecretRef,
+    timeout: Duration,
+    provider: Option<Arc<CryptoProvider>>,
+    recorder: Arc<dyn TrustRecorder>,
+    clock: Arc<dyn MonotonicClock>,
+    warning_period: Duration,
+}
+
+impl fmt::Debug for TrustVerifierBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TrustVerifierBuilder")
+            .field("secret", &self.secret)
+            .field("timeout", &self.timeout)
+            .field("warning_period", &self.warning_period)
+            .finish_non_exhaustive()
+    }
+}
+
+impl TrustVerifierBuilder {
+    /// Bound on waiting for the cache to sync (default 30 s).
+    pub fn sync_timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// The crypto provider whose signature algorithms verify server chains (default:
+    /// [`crypto_provider`](crate::material::crypto_provider), aws-lc-rs).
+    pub fn provider(mut self, provider: Arc<CryptoProvider>) -> Self {
+        self.provider = Some(provider);
+        self
+    }
+
+    /// Where state changes are recorded (default: nowhere).
+    pub fn recorder(mut self, recorder: Arc<dyn TrustRecorder>) -> Self {
+        self.recorder = recorder;
+        self
+    }
+
+    /// The clock of the warning limiter and staleness durations (default: the
+    /// system's monotonic clock). Tests use [`crate::report::ManualClock`].
+    pub fn clock(mut self, clock: Arc<dyn MonotonicClock>) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    /// At most one stale-trust warning per this period (default one minute).
+    pub fn warning_period(mut self, period: Duration) -> Self {
+        self.warning_period = period;
+        self
+    }
+
+    /// Starts the CA Secret's watch and waits, at most the sync timeout, for it to
+    /// sync and for the Secret to hold at least one usable root.
+    ///
+    /// Fails with an error naming the Secret when it is missing or malformed, when
+    /// the watch is refused, or on timeout. Cancel-safe: dropping the future stops
+    /// the watch.
+    pub async fn build(self) -> Result<TrustVerifier, TrustError> {
+        let source = SecretSource::watch(self.client, self.secret, self.timeout).await?;
+        let provider = self
+            .provider
+            .unwrap_or_else(|| Arc::new(crate::material::crypto_provider()));
+        TrustVerifier::from_trust_source(
+            Arc::new(SecretTrustSource::new(source)),
+            provider,
+            self.recorder,
+            self.clock,
+            self.warning_period,
+        )
+    }
+}
+
+fn build_verifier(
+    anchors: &TrustAnchors,
+    provider: &Arc<CryptoProvider>,
+) -> Result<Arc<WebPkiServerVerifier>, rustls::client::VerifierBuilderError> {
+    WebPkiServerVerifier::builder_with_provider(anchors.roots().clone(), provider.clone()).build()
+}
+
+impl TrustVerifier {
+    /// A builder for a verifier trusting the roots in the CA Secret `secret`,
+    /// watched through `client`.
+    ///
+    /// ```no_run
+    /// # async fn f(client: kube::Client) -> Result<(), Box<dyn std::error::Error>> {
+    /// use svc_tls::options::SecretRef;
+    /// use svc_tls::verifier::TrustVerifier;
+    ///
+    /// let ca = SecretRef::new("unikorn", "unikorn-identity-ca");
+    /// let trust = TrustVerifier::builder(client, ca).build().await?;
+    /// println!("trusting {} root(s)", trust.state().roots);
+    /// # Ok(()) }
+    /// ```
+    pub fn builder(client: kube::Client, secret: SecretRef) -> TrustVerifierBuilder {
+        TrustVerifierBuilder {
+            client,
+            secret,
+            timeout: DEFAULT_SYNC_TIMEOUT,
+            provider: None,
+            recorder: Arc::new(NoopRecorder),
+            clock: Arc::new(SystemClock::new()),
+            warning_period: DEFAULT_WARNING_PERIOD,
+        }
+    }
+
+    /// A verifier over any [`TrustSource`]: it must hold a usable root set now.
+    pub fn from_trust_source(
+        source: Arc<dyn TrustSource>,
+        provider: Arc<CryptoProvider>,
+        recorder: Arc<dyn TrustRecorder>,
+        clock: Arc<dyn MonotonicClock>,
+        warning_period: Duration,
+    ) -> Result<Self, TrustError> {
+        let anchors = source.current().map_err(|error| match error {
+            TrustReloadError::NotFound { secret } => TrustError::NotFound { secret },
+            TrustReloadError::Material(error) => TrustError::Material(error),
+        })?;
+        let verifier =
+            build_verifier(&anchors, &provider).map_err(|source_error| TrustError::Verifier {
+                origin: source.origin().clone(),
+                source: source_error,
+            })?;
+        let loaded_at = SystemTime::now();
+        recorder.trust_loaded(source.origin(), &anchors, loaded_at);
+        let served = Served {
+            anchors,
+            verifier,
+            loaded_at,
+            loaded_mono: clock.elapsed(),
+        };
+        Ok(Self {
+            inner: Arc::new(Inner {
+                source,
+                provider,
+                current: ArcSwap::from_pointee(served),
+                failures: AtomicU64::new(0),
+                stale: AtomicBool::new(false),
+                warnings: WarningLimiter::new(warning_period, clock.clone()),
+                recorder,
+                clock,
+            }),
+        })
+    }
+
+    /// Reads the roots from the source now, as a handshake does, and returns webpki's
+    /// verifier to use: the one for the current roots (built only when they
+    /// changed), or on failure the last good one.
+    fn reload(&self) -> Arc<WebPkiServerVerifier> {
+        let inner = &*self.inner;
+        let origin = inner.source.origin();
+        let served = inner.current.load();
+        let failure = match inner.source.current() {
+            Ok(anchors) if Arc::ptr_eq(&anchors, &served.anchors) => {
+                self.recovered(&anchors);
+                return served.verifier.clone();
+            }
+            Ok(anchors) => match build_verifier(&anchors, &inner.provider) {
+                Ok(verifier) => {
+                    let loaded_at = SystemTime::now();
+                    inner.current.store(Arc::new(Served {
+                        anchors: anchors.clone(),
+                        verifier: verifier.clone(),
+                        loaded_at,
+                        loaded_mono: inner.clock.elapsed(),
+                    }));
+                    self.recovered(&anchors);
+                    inner.recorder.trust_loaded(origin, &anchors, loaded_at);
+                    return verifier;
+                }
+                Err(source) => TrustFailure::Verifier {
+                    origin: origin.clone(),
+                    source,
+                },
+            },
+            Err(error) => TrustFailure::Reload(error),
+        };
+        let failures = inner.failures.fetch_add(1, Ordering::AcqRel) + 1;
+        inner.stale.store(true, Ordering::Release);
+        inner
+            .recorder
+            .trust_reload_failed(origin, &failure, failures);
+        if let Some(suppressed) = inner.warnings.admit() {
+            let stale_for = inner.clock.elapsed().saturating_sub(served.loaded_mono);
+            let warning = TrustStaleWarning {
+                source: origin,
+                error: &failure,
+                roots: served.anchors.len(),
+                stale_for,
+                suppressed,
+            };
+            tracing::warn!(
+                source = %origin,
+                error = %failure,
+                roots = warning.roots,
+                stale_for_secs = stale_for.as_secs(),
+                suppressed,
+                "CA trust reload failed; verifying servers against the last good roots \
+                 (stale for {}s, {} more failures suppressed since the last warning)",
+                stale_for.as_secs(),
+                suppressed,
+            );
+            inner.recorder.trust_stale_warning(&warning);
+        }
+        served.verifier.clone()
+    }
+
+    fn recovered(&self, anchors: &TrustAnchors) {
+        if self.inner.stale.swap(false, Ordering::AcqRel) {
+            tracing::info!(
+                source = %self.inner.source.origin(),
+                roots = anchors.len(),
+                "CA trust reloaded again after failures"
+            );
+        }
+    }
+
+    /// A snapshot of the visible state: roots used, failures, staleness, watch health.
+    pub fn state(&self) -> TrustState {
+        let served = self.inner.current.load();
+        TrustState {
+            source: self.inner.source.origin().clone(),
+            roots: served.anchors.len(),
+            not_after: served.anchors.not_after(),
+            last_good_reload: served.loaded_at,
+            failures: self.inner.failures.load(Ordering::Acquire),
+            stale: self.inner.stale.load(Ordering::Acquire),
+            watch_error: self.inner.source.watch_error(),
+        }
+    }
+
+    /// The root set currently used (the last good one), without reloading.
+    pub fn current(&self) -> Arc<TrustAnchors> {
+        self.inner.current.load().anchors.clone()
+    }
+
+    /// The source the roots are read from.
+    pub fn trust_source(&self) -> &dyn TrustSource {
+        &*self.inner.source
+    }
+
+    /// The watched CA Secret's cache, when the roots come from a Secret.
+    pub fn secret_source(&self) -> Option<&SecretSource> {
+        let source: &dyn std::any::Any = &*self.inner.source;
+        source
+            .downcast_ref::<SecretTrustSource>()
+            .map(SecretTrustSource::secret_source)
+    }
+}
+
+impl ServerCertVerifier for TrustVerifier {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        server_name: &ServerName<'_>,
+        ocsp_response: &[u8],
+        now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        // One snapshot: the whole chain is verified against one root set.
+        self.reload()
+            .verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now)
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.inner
+            .current
+            .load()
+            .verifier
+            .verify_tls12_signature(message, cert, dss)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.inner
+            .current
+            .load()
+            .verifier
+            .verify_tls13_signature(message, cert, dss)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.inner
+            .current
+            .load()
+            .verifier
+            .supported_verify_schemes()
+    }
+}

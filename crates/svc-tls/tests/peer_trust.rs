@@ -1,0 +1,531 @@
+//! Peer CA trust that follows its Secret: real TLS 1.3 servers whose certificate
+//! moves between CAs, the CA Secret held in the API emulator, and svc-tls's
+//! `TrustVerifier` verifying every handshake against the Secret's current roots.
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+
+mod support;
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use kube_testbed::{Testbed, poll_until};
+use rustls::{ClientConfig, ServerConfig};
+use rustls_pki_types::PrivateKeyDer;
+use rustls_pki_types::pem::PemObject;
+use support::*;
+use svc_tls::client::{PeerClientError, PeerTls, TrustMode, client_config};
+use svc_tls::options::{ClientIdentityOptions, PeerOptions, SecretRef};
+use svc_tls::report::ManualClock;
+use svc_tls::trust_source::{TrustAnchors, TrustOrigin};
+use svc_tls::verifier::{TrustError, TrustRecorder, TrustStaleWarning, TrustVerifier};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+const CA_NAME: &str = "identity-ca";
+
+fn ca_ref() -> SecretRef {
+    SecretRef::new(NS, CA_NAME)
+}
+
+/// A CA Secret as cert-manager writes it: `tls.crt` and `ca.crt`, PEM.
+fn ca_secret(tls_crt: &str, ca_crt: &str) -> serde_json::Value {
+    secret_with(
+        CA_NAME,
+        "kubernetes.io/tls",
+        &[("tls.crt", tls_crt), ("ca.crt", ca_crt)],
+    )
+}
+
+/// A TLS 1.3 server (no client certificate asked) whose server certificate is issued
+/// by a CA that can be switched without restarting; it counts completed handshakes.
+struct SwitchingServer {
+    addr: SocketAddr,
+    config: Arc<Mutex<Arc<ServerConfig>>>,
+    handshakes: Arc<AtomicU64>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for SwitchingServer {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+fn server_config(ca: &TestCa) -> Arc<ServerConfig> {
+    let leaf = ca.server_leaf();
+    Arc::new(
+        ServerConfig::builder_with_provider(provider())
+            .with_protocol_versions(&[&rustls::version::TLS13])
+            .unwrap()
+            .with_no_client_auth()
+            .with_single_cert(
+                vec![leaf.der.clone()],
+                PrivateKeyDer::from_pem_slice(leaf.key_pem.as_bytes()).unwrap(),
+            )
+            .unwrap(),
+    )
+}
+
+impl SwitchingServer {
+    async fn start(ca: &TestCa) -> Self {
+        let config = Arc::new(Mutex::new(server_config(ca)));
+        let handshakes = Arc::new(AtomicU64::new(0));
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let task = tokio::spawn({
+            let (config, handshakes) = (config.clone(), handshakes.clone());
+            async move {
+                loop {
+                    let Ok((tcp, _)) = listener.accept().await else {
+                        continue;
+                    };
+                    let acceptor = tokio_rustls::TlsAcceptor::from(config.lock().unwrap().clone());
+                    let handshakes = handshakes.clone();
+                    tokio::spawn(async move {
+                        let Ok(mut tls) = acceptor.accept(tcp).await else {
+                            return;
+                        };
+                        handshakes.fetch_add(1, Ordering::SeqCst);
+                        let mut buf = Vec::new();
+                        let mut chunk = [0u8; 1024];
+                        while !buf.windows(4).any(|w| w == b"\r\n\r\n") {
+                            match tls.read(&mut chunk).await {
+                                Ok(0) | Err(_) => break,
+                                Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                            }
+                        }
+                        let _ = tls
+                            .write_all(
+                                b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\nconnection: close\r\n\r\nok",
+                            )
+                            .await;
+                        let _ = tls.shutdown().await;
+                    });
+                }
+            }
+        });
+        Self {
+            addr,
+            config,
+            handshakes,
+            task,
+        }
+    }
+
+    /// Present a certificate issued by `ca` from the next connection on.
+    fn switch_to(&self, ca: &TestCa) {
+        *self.config.lock().unwrap() = server_config(ca);
+    }
+
+    fn handshakes(&self) -> u64 {
+        self.handshakes.load(Ordering::SeqCst)
+    }
+
+    fn url(&self) -> String {
+        format!("https://127.0.0.1:{}/", self.addr.port())
+    }
+}
+
+/// One new TLS connection and one request: `Ok` when the server was trusted.
+async fn call(config: Arc<ClientConfig>, addr: SocketAddr) -> Result<(), String> {
+    let tcp = TcpStream::connect(addr).await.map_err(|e| e.to_string())?;
+    let name = rustls_pki_types::ServerName::try_from("127.0.0.1").unwrap();
+    let mut tls = tokio_rustls::TlsConnector::from(config)
+        .connect(name, tcp)
+        .await
+        .map_err(|e| format!("handshake: {e}"))?;
+    tls.write_all(b"GET / HTTP/1.1\r\nhost: 127.0.0.1\r\n\r\n")
+        .await
+        .map_err(|e| e.to_string())?;
+    let mut response = String::new();
+    tls.read_to_string(&mut response)
+        .await
+        .map_err(|e| format!("read: {e}"))?;
+    if response.ends_with("ok") {
+        Ok(())
+    } else {
+        Err(format!("unexpected response {response:?}"))
+    }
+}
+
+fn watched(verifier: &TrustVerifier) -> Arc<ClientConfig> {
+    Arc::new(client_config(provider(), TrustMode::Watched(verifier.clone()), None).unwrap())
+}
+
+async fn verifier(
+    tb: &Testbed,
+    recorder: Arc<dyn TrustRecorder>,
+    clock: &ManualClock,
+) -> TrustVerifier {
+    TrustVerifier::builder(tb.client(), ca_ref())
+        .sync_timeout(Duration::from_secs(10))
+        .recorder(recorder)
+        .clock(Arc::new(clock.clone()))
+        .build()
+        .await
+        .unwrap()
+}
+
+/// Whether the verifier's cache holds exactly this `ca.crt`.
+fn cached_ca_is(verifier: &TrustVerifier, ca_crt: &str) -> bool {
+    verifier
+        .secret_source()
+        .unwrap()
+        .get()
+        .and_then(|s| s.data.as_ref()?.get("ca.crt").cloned())
+        .is_some_and(|b| b.0 == ca_crt.as_bytes())
+}
+
+/// Records the verifier's state changes.
+#[derive(Debug, Default)]
+struct Recorded {
+    loads: Mutex<Vec<usize>>,
+    failures: AtomicU64,
+    warnings: Mutex<Vec<(u64, Duration, usize)>>,
+}
+
+impl TrustRecorder for Recorded {
+    fn trust_loaded(&self, _: &TrustOrigin, anchors: &TrustAnchors, _: std::time::SystemTime) {
+        self.loads.lock().unwrap().push(anchors.len());
+    }
+    fn trust_reload_failed(&self, _: &TrustOrigin, _: &(dyn std::error::Error + 'static), n: u64) {
+        self.failures.store(n, Ordering::SeqCst);
+    }
+    fn trust_stale_warning(&self, w: &TrustStaleWarning<'_>) {
+        self.warnings
+            .lock()
+            .unwrap()
+            .push((w.suppressed, w.stale_for, w.roots));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn overlap_rotation_under_continuous_load_fails_no_request() {
+    let tb = Testbed::start().await;
+    let (ca_a, ca_b) = (TestCa::new("server CA A"), TestCa::new("server CA B"));
+    tb.upsert(ca_secret(&ca_a.pem(), &ca_a.pem()));
+    let server = SwitchingServer::start(&ca_a).await;
+
+    // Through the flags, as a service builds it; no client certificate.
+    let peer = PeerOptions::new("identity")
+        .with_ca_secret(NS, CA_NAME)
+        .with_pool_idle_timeout(Duration::ZERO);
+    let tls = PeerTls::from_options(
+        &tb.client(),
+        &peer,
+        &ClientIdentityOptions::new(None),
+        Duration::from_secs(10),
+    )
+    .await
+    .unwrap();
+    let trust = tls.trust_verifier().unwrap().clone();
+    assert_eq!(trust.state().roots, 1);
+
+    // Continuous load: a bounded loop of requests, each on a new connection (no idle
+    // connection is kept and the server closes every connection).
+    let done = Arc::new(AtomicBool::new(false));
+    let (ok, failed) = (
+        Arc::new(AtomicU64::new(0)),
+        Arc::new(Mutex::new(Vec::new())),
+    );
+    let load = tokio::spawn({
+        let (http, url) = (tls.reqwest_client().unwrap(), server.url());
+        let (done, ok, failed) = (done.clone(), ok.clone(), failed.clone());
+        async move {
+            for _ in 0..100_000 {
+                if done.load(Ordering::SeqCst) {
+                    break;
+                }
+                match http.get(&url).send().await {
+                    Ok(r) if r.status().is_success() => {
+                        ok.fetch_add(1, Ordering::SeqCst);
+                    }
+                    Ok(r) => failed.lock().unwrap().push(r.status().to_string()),
+                    Err(e) => failed.lock().unwrap().push(format!("{e:?}")),
+                }
+            }
+        }
+    });
+    let more = |n: u64| {
+        let target = server.handshakes() + n;
+        let server = &server;
+        async move {
+            poll_until("the load reaches the server", || {
+                server.handshakes() >= target
+            })
+            .await;
+        }
+    };
+    more(5).await;
+
+    // cert-manager: ca.crt holds the old and the new CA.
+    let both = format!("{}{}", ca_a.pem(), ca_b.pem());
+    tb.upsert(ca_secret(&ca_a.pem(), &both));
+    poll_until("the cache sees A+B", || cached_ca_is(&trust, &both)).await;
+    more(5).await;
+    // The server moves to a B-issued certificate.
+    server.switch_to(&ca_b);
+    more(10).await;
+    assert_eq!(trust.state().roots, 2);
+    // Then the new CA only.
+    tb.upsert(ca_secret(&ca_b.pem(), &ca_b.pem()));
+    poll_until("the cache sees B only", || {
+        cached_ca_is(&trust, &ca_b.pem())
+    })
+    .await;
+    more(10).await;
+    done.store(true, Ordering::SeqCst);
+    load.await.unwrap();
+
+    assert_eq!(failed.lock().unwrap().clone(), Vec::<String>::new());
+    assert!(ok.load(Ordering::SeqCst) >= 30);
+    let state = trust.state();
+    assert_eq!((state.roots, state.failures, state.stale), (1, 0, false));
+
+    // Afterwards only the new CA: an A-issued server is refused.
+    server.switch_to(&ca_a);
+    let config = Arc::new(tls.config().unwrap());
+    let err = call(config.clone(), server.addr).await.unwrap_err();
+    assert!(err.starts_with("handshake:"), "{err}");
+    server.switch_to(&ca_b);
+    call(config, server.addr).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_the_secret_update_the_new_server_is_refused() {
+    let tb = Testbed::start().await;
+    let (ca_a, ca_b) = (TestCa::new("server CA A"), TestCa::new("server CA B"));
+    tb.upsert(ca_secret(&ca_a.pem(), &ca_a.pem()));
+    let server = SwitchingServer::start(&ca_a).await;
+    let clock = ManualClock::new();
+    let trust = verifier(&tb, Arc::new(Recorded::default()), &clock).await;
+    let config = watched(&trust);
+    call(config.clone(), server.addr).await.unwrap();
+
+    server.switch_to(&ca_b);
+    let err = call(config.clone(), server.addr).await.unwrap_err();
+    assert!(err.starts_with("handshake:"), "{err}");
+    assert!(err.contains("UnknownIssuer"), "{err}");
+    // Refusing an untrusted server is not a trust reload failure.
+    assert_eq!(trust.state().failures, 0);
+
+    // With the Secret update, the same configuration accepts it.
+    tb.upsert(ca_secret(&ca_b.pem(), &ca_b.pem()));
+    poll_until("the cache sees B", || cached_ca_is(&trust, &ca_b.pem())).await;
+    call(config, server.addr).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_broken_ca_secret_keeps_the_last_good_roots_with_one_limited_warning() {
+    let tb = Testbed::start().await;
+    let ca_a = TestCa::new("server CA A");
+    tb.upsert(ca_secret(&ca_a.pem(), &ca_a.pem()));
+    let server = SwitchingServer::start(&ca_a).await;
+    let clock = ManualClock::new();
+    let recorded = Arc::new(Recorded::default());
+    let trust = verifier(&tb, recorded.clone(), &clock).await;
+    let config = watched(&trust);
+    call(config.clone(), server.addr).await.unwrap();
+    assert_eq!(recorded.loads.lock().unwrap().clone(), vec![1]);
+
+    // Not PEM at all.
+    tb.upsert(ca_secret("not a certificate", "not a certificate"));
+    poll_until("the cache sees the broken Secret", || {
+        cached_ca_is(&trust, "not a certificate")
+    })
+    .await;
+    for _ in 0..5 {
+        clock.advance(Duration::from_secs(5));
+        call(config.clone(), server.addr).await.unwrap();
+    }
+    assert_eq!(recorded.failures.load(Ordering::SeqCst), 5);
+    assert_eq!(
+        recorded.warnings.lock().unwrap().clone(),
+        vec![(0, Duration::from_secs(5), 1)],
+        "one warning for five failures within a minute"
+    );
+    let state = trust.state();
+    assert_eq!((state.roots, state.failures, state.stale), (1, 5, true));
+
+    // PEM certificates, none usable as a root: never replaces the good roots.
+    let junk = "-----BEGIN CERTIFICATE-----\nAAECAwQFBgcICQ==\n-----END CERTIFICATE-----\n";
+    tb.upsert(ca_secret(junk, junk));
+    poll_until("the cache sees the unusable roots", || {
+        cached_ca_is(&trust, junk)
+    })
+    .await;
+    clock.advance(Duration::from_secs(60));
+    call(config.clone(), server.addr).await.unwrap();
+    let warnings = recorded.warnings.lock().unwrap().clone();
+    assert_eq!(
+        warnings.last().copied(),
+        Some((4, Duration::from_secs(85), 1)),
+        "after the window the next failure warns, counting the suppressed ones"
+    );
+    assert_eq!(trust.state().failures, 6);
+    assert_eq!(
+        recorded.loads.lock().unwrap().clone(),
+        vec![1],
+        "no new roots"
+    );
+
+    // Restored: used again, no longer stale.
+    tb.upsert(ca_secret(&ca_a.pem(), &ca_a.pem()));
+    poll_until("the cache sees the restored Secret", || {
+        cached_ca_is(&trust, &ca_a.pem())
+    })
+    .await;
+    call(config, server.addr).await.unwrap();
+    assert!(!trust.state().stale);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deleted_then_recreated_secret_keeps_old_roots_meanwhile() {
+    let tb = Testbed::start().await;
+    let (ca_a, ca_b) = (TestCa::new("server CA A"), TestCa::new("server CA B"));
+    tb.upsert(ca_secret(&ca_a.pem(), &ca_a.pem()));
+    let server = SwitchingServer::start(&ca_a).await;
+    let clock = ManualClock::new();
+    let recorded = Arc::new(Recorded::default());
+    let trust = verifier(&tb, recorded.clone(), &clock).await;
+    let config = watched(&trust);
+
+    tb.delete("v1", "Secret", Some(NS), CA_NAME);
+    poll_until("the cache sees the deletion", || {
+        trust.secret_source().unwrap().get().is_none()
+    })
+    .await;
+    call(config.clone(), server.addr).await.unwrap();
+    let state = trust.state();
+    assert_eq!((state.failures, state.stale), (1, true));
+    assert_eq!(recorded.warnings.lock().unwrap().len(), 1);
+
+    // Recreated with CA B: the next handshake uses it.
+    tb.upsert(ca_secret(&ca_b.pem(), &ca_b.pem()));
+    poll_until("the cache sees the recreated Secret", || {
+        cached_ca_is(&trust, &ca_b.pem())
+    })
+    .await;
+    server.switch_to(&ca_b);
+    call(config.clone(), server.addr).await.unwrap();
+    assert!(!trust.state().stale);
+    assert_eq!(recorded.loads.lock().unwrap().clone(), vec![1, 1]);
+    server.switch_to(&ca_a);
+    assert!(
+        call(config, server.addr).await.is_err(),
+        "A is no longer trusted"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_handshakes_while_the_ca_secret_flips_verify_against_whole_root_sets() {
+    let tb = Arc::new(Testbed::start().await);
+    let (ca_a, ca_b) = (TestCa::new("server CA A"), TestCa::new("server CA B"));
+    // Both versions trust A and B, from different keys: a set mixing tls.crt of one
+    // version with ca.crt of the other holds A twice or B twice, and then refuses one
+    // of the two servers.
+    let v1 = ca_secret(&ca_a.pem(), &ca_b.pem());
+    let v2 = ca_secret(&ca_b.pem(), &ca_a.pem());
+    tb.upsert(v1.clone());
+    let (server_a, server_b) = (
+        SwitchingServer::start(&ca_a).await,
+        SwitchingServer::start(&ca_b).await,
+    );
+    let clock = ManualClock::new();
+    let recorded = Arc::new(Recorded::default());
+    let trust = verifier(&tb, recorded.clone(), &clock).await;
+    let config = watched(&trust);
+
+    let done = Arc::new(AtomicBool::new(false));
+    let flipper = tokio::spawn({
+        let (tb, done) = (tb.clone(), done.clone());
+        async move {
+            let mut flips = 0u32;
+            while !done.load(Ordering::SeqCst) {
+                let version = if flips.is_multiple_of(2) { &v2 } else { &v1 };
+                tb.upsert(version.clone());
+                flips += 1;
+                tokio::time::sleep(Duration::from_millis(2)).await;
+            }
+            flips
+        }
+    });
+    let clients: Vec<_> = (0..4)
+        .map(|i| {
+            let config = config.clone();
+            let addrs = [server_a.addr, server_b.addr];
+            tokio::spawn(async move {
+                let mut results = Vec::new();
+                for n in 0..40 {
+                    results.push(call(config.clone(), addrs[(i + n) % 2]).await);
+                }
+                results
+            })
+        })
+        .collect();
+    let results = tokio::time::timeout(Duration::from_secs(60), futures::future::join_all(clients))
+        .await
+        .expect("no deadlock: all handshakes finish");
+    done.store(true, Ordering::SeqCst);
+    let flips = flipper.await.unwrap();
+    assert!(flips > 1, "the Secret flipped during the run");
+    for result in results.into_iter().flat_map(|r| r.unwrap()) {
+        result.expect("every handshake verifies against one whole root set");
+    }
+    assert!(
+        recorded.loads.lock().unwrap().len() > 1,
+        "the roots were rebuilt during the run"
+    );
+    assert!(recorded.loads.lock().unwrap().iter().all(|n| *n == 2));
+    assert_eq!(trust.state().failures, 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn start_up_fails_on_a_missing_or_malformed_ca_secret_naming_it() {
+    let tb = Testbed::start().await;
+    let me = ClientIdentityOptions::new(None);
+    let peer = PeerOptions::new("identity").with_ca_secret(NS, CA_NAME);
+    let client = tb.client();
+    let start = || PeerTls::from_options(&client, &peer, &me, Duration::from_secs(10));
+
+    let err = start().await.unwrap_err();
+    assert!(
+        matches!(err, PeerClientError::CaTrust(TrustError::NotFound { .. })),
+        "{err:?}"
+    );
+    assert_eq!(
+        err.to_string(),
+        format!("CA Secret {NS}/{CA_NAME} not found")
+    );
+
+    tb.upsert(secret_with(
+        CA_NAME,
+        "kubernetes.io/tls",
+        &[("ca.crt", "x")],
+    ));
+    let err = start().await.unwrap_err();
+    assert!(
+        matches!(err, PeerClientError::CaTrust(TrustError::Material(_))),
+        "{err:?}"
+    );
+    let text = err.to_string();
+    assert!(text.contains(&format!("{NS}/{CA_NAME}")), "{text}");
+    assert!(text.contains("tls.crt"), "{text}");
+
+    let ca = TestCa::new("server CA");
+    tb.upsert(ca_secret(&ca.pem(), ""));
+    let tls = start().await.unwrap();
+    assert!(matches!(tls.trust(), TrustMode::Watched(_)));
+    // Platform trust when no CA Secret is configured: unchanged.
+    let tls = PeerTls::from_options(
+        &tb.client(),
+        &PeerOptions::new("identity"),
+        &me,
+        Duration::from_secs(10),
+    )
+    .await
+    .unwrap();
+    assert!(matches!(tls.trust(), TrustMode::Platform));
+}
