@@ -199,9 +199,9 @@ async fn pool_idle_timeout_zero_opens_a_connection_per_request() {
     for _ in 0..2 {
         assert_eq!(get(&http, &url).await.0, reqwest::Version::HTTP_11);
     }
-    assert_eq!(
-        server.connections.load(Ordering::SeqCst),
-        3,
-        "one per request"
-    );
+    // At least one new handshake per request (pooling would give 2 in all). hyper
+    // may open one more when it races a connect against a closing connection, so
+    // the exact count is not what users rely on.
+    let connections = server.connections.load(Ordering::SeqCst);
+    assert!(connections >= 3, "one per request, got {connections}");
 }
