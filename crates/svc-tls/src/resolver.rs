@@ -200,7 +200,8 @@ impl fmt::Debug for IdentityResolverBuilder {
 }
 
 impl IdentityResolverBuilder {
-    /// Bound on waiting for the cache to sync (default 30 s).
+    /// Bound on waiting for the cache to sync (default
+    /// [`DEFAULT_SYNC_TIMEOUT`], 120 s).
     pub fn sync_timeout(mut self, timeout: Duration) -> Self {
         self.timeout = timeout;
         self
