@@ -7,7 +7,7 @@
 
 mod support;
 
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use kube_testbed::Testbed;
@@ -20,20 +20,7 @@ use svc_tls::resolver::IdentityResolver;
 
 /// The process-wide log capture (one subscriber per test binary).
 fn logs() -> &'static CapturedLogs {
-    static LOGS: OnceLock<CapturedLogs> = OnceLock::new();
-    LOGS.get_or_init(|| {
-        let captured = CapturedLogs::new();
-        let subscriber = tracing_subscriber::fmt()
-            .with_ansi(false)
-            .with_max_level(tracing::Level::INFO)
-            .with_writer({
-                let captured = captured.clone();
-                move || captured.clone()
-            })
-            .finish();
-        tracing::subscriber::set_global_default(subscriber).unwrap();
-        captured
-    })
+    CapturedLogs::global()
 }
 
 fn error_lines(name: &str) -> Vec<String> {

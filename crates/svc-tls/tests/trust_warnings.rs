@@ -31,16 +31,7 @@ fn warning_lines(captured: &CapturedLogs) -> Vec<String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_broken_ca_secret_warns_once_per_minute_and_keeps_the_last_good_roots() {
-    let captured = CapturedLogs::new();
-    let subscriber = tracing_subscriber::fmt()
-        .with_ansi(false)
-        .with_max_level(tracing::Level::INFO)
-        .with_writer({
-            let captured = captured.clone();
-            move || captured.clone()
-        })
-        .finish();
-    tracing::subscriber::set_global_default(subscriber).unwrap();
+    let captured = CapturedLogs::global().clone();
 
     let tb = Testbed::start().await;
     let (server_ca, client_ca) = (TestCa::new("server"), TestCa::new("clients"));

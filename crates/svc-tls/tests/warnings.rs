@@ -30,16 +30,7 @@ fn warning_lines(captured: &CapturedLogs) -> Vec<String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn failing_handshakes_warn_once_per_minute_with_suppressed_count() {
-    let captured = CapturedLogs::new();
-    let subscriber = tracing_subscriber::fmt()
-        .with_ansi(false)
-        .with_max_level(tracing::Level::INFO)
-        .with_writer({
-            let captured = captured.clone();
-            move || captured.clone()
-        })
-        .finish();
-    tracing::subscriber::set_global_default(subscriber).unwrap();
+    let captured = CapturedLogs::global().clone();
 
     let tb = Testbed::start().await;
     let (server_ca, client_ca) = (TestCa::new("server"), TestCa::new("clients"));
