@@ -5,9 +5,9 @@
 //! and key that belong together), or why it has none. The resolver
 //! ([`crate::resolver`]) owns everything around that answer: falling back to the
 //! last good identity, the rate-limited warning, the visible state and the
-//! recorder. A source therefore stays small, and a second one (a SPIFFE
-//! Workload API source, later) slots in beside [`SecretIdentitySource`] without
-//! touching the resolver.
+//! recorder. A source therefore stays small: the SPIFFE Workload API source
+//! ([`crate::spiffe::SpiffeIdentitySource`]) sits beside [`SecretIdentitySource`]
+//! without a second resolver.
 //!
 //! [`IdentitySource::current`] runs on every TLS handshake: no I/O, no lock held
 //! while parsing, and no allocation when nothing changed.
@@ -29,12 +29,18 @@ use crate::source::SecretSource;
 pub enum IdentityOrigin {
     /// A `kubernetes.io/tls` Secret, watched through the API server.
     Secret(SecretRef),
+    /// The X509-SVID streamed by the SPIFFE Workload API at `endpoint`.
+    Spiffe {
+        /// The Workload API address (`SPIFFE_ENDPOINT_SOCKET`).
+        endpoint: String,
+    },
 }
 
 impl fmt::Display for IdentityOrigin {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::Secret(secret) => write!(f, "Secret {secret}"),
+            Self::Spiffe { endpoint } => write!(f, "SPIFFE Workload API {endpoint}"),
         }
     }
 }

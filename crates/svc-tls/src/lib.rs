@@ -19,5 +19,6 @@ pub mod principal;
 pub mod report;
 pub mod resolver;
 pub mod source;
+pub mod spiffe;
 pub mod trust_source;
 pub mod verifier;

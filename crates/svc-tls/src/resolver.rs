@@ -67,6 +67,9 @@ pub enum IdentityError {
     /// Secret and the data key).
     #[error("client certificate {0}")]
     Material(#[source] MaterialError),
+    /// The SPIFFE Workload API holds no usable SVID.
+    #[error("client certificate: {0}")]
+    Spiffe(#[source] crate::spiffe::SpiffeError),
 }
 
 /// Why one handshake-time reload failed (the last good identity was served instead).
@@ -82,6 +85,9 @@ pub enum ReloadError {
     /// The Secret does not hold a usable identity (the error names the Secret).
     #[error("client certificate {0}")]
     Material(#[source] MaterialError),
+    /// The SPIFFE Workload API gives no usable SVID now.
+    #[error("client certificate: {0}")]
+    Spiffe(#[source] crate::spiffe::SpiffeError),
 }
 
 /// The identity being served, the version of the source it was read from, and when
@@ -140,12 +146,14 @@ fn time_text(t: SystemTime) -> String {
 
 /// A resolver building block that is about validity errors.
 fn is_validity_error(error: &ReloadError) -> bool {
+    let kind = match error {
+        ReloadError::Material(e) => e.kind(),
+        ReloadError::Spiffe(crate::spiffe::SpiffeError::Svid(e)) => e.kind(),
+        _ => return false,
+    };
     matches!(
-        error,
-        ReloadError::Material(e) if matches!(
-            e.kind(),
-            MaterialErrorKind::CertificateExpired { .. } | MaterialErrorKind::CertificateNotYetValid { .. }
-        )
+        kind,
+        MaterialErrorKind::CertificateExpired { .. } | MaterialErrorKind::CertificateNotYetValid { .. }
     )
 }
 
@@ -153,6 +161,7 @@ fn to_identity_error(error: ReloadError) -> IdentityError {
     match error {
         ReloadError::NotFound { secret } => IdentityError::NotFound { secret },
         ReloadError::Material(error) => IdentityError::Material(error),
+        ReloadError::Spiffe(error) => IdentityError::Spiffe(error),
     }
 }
 

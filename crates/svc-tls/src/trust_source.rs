@@ -5,8 +5,8 @@
 //! ([`TrustAnchors`]), or why it has none. The verifier ([`crate::verifier`]) owns
 //! everything around that answer: falling back to the last good roots, the
 //! rate-limited warning, the visible state and the recorder. This mirrors the
-//! identity seam ([`crate::identity_source`]); a SPIFFE bundle source can later slot
-//! in beside [`SecretTrustSource`] without touching the verifier.
+//! identity seam ([`crate::identity_source`]); the SPIFFE bundle source
+//! ([`crate::spiffe::SpiffeTrustSource`]) sits beside [`SecretTrustSource`].
 //!
 //! [`TrustSource::current`] runs on every TLS handshake: no I/O, no lock held while
 //! parsing, and no allocation beyond an `Arc` clone when nothing changed. The
@@ -35,12 +35,20 @@ use crate::source::SecretSource;
 pub enum TrustOrigin {
     /// A CA Secret (`tls.crt` and `ca.crt`), watched through the API server.
     Secret(SecretRef),
+    /// The X.509 bundle of a SPIFFE trust domain, from the Workload API.
+    SpiffeBundle {
+        /// The trust domain (e.g. `example.org`).
+        trust_domain: String,
+    },
 }
 
 impl fmt::Display for TrustOrigin {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::Secret(secret) => write!(f, "CA Secret {secret}"),
+            Self::SpiffeBundle { trust_domain } => {
+                write!(f, "SPIFFE bundle of trust domain {trust_domain}")
+            }
         }
     }
 }
@@ -105,6 +113,14 @@ pub enum TrustReloadError {
     /// The CA Secret holds no usable root (the error names the Secret and data key).
     #[error("CA {0}")]
     Material(#[source] MaterialError),
+    /// The Workload API holds no usable bundle for the trust domain.
+    #[error("no usable SPIFFE bundle for trust domain {trust_domain}: {reason}")]
+    NoBundle {
+        /// The trust domain.
+        trust_domain: String,
+        /// Why.
+        reason: &'static str,
+    },
 }
 
 /// A source of the trusted roots, read on every handshake.

@@ -64,6 +64,14 @@ pub enum TrustError {
     /// and the data key).
     #[error("CA {0}")]
     Material(#[source] MaterialError),
+    /// The SPIFFE Workload API holds no usable bundle for the trust domain.
+    #[error("no usable SPIFFE bundle for trust domain {trust_domain}: {reason}")]
+    NoBundle {
+        /// The trust domain.
+        trust_domain: String,
+        /// Why.
+        reason: &'static str,
+    },
     /// webpki's verifier could not be built for the roots.
     #[error("building the server-certificate verifier for {origin} failed: {source}")]
     Verifier {
@@ -315,6 +323,13 @@ impl TrustVerifier {
         let anchors = source.current().map_err(|error| match error {
             TrustReloadError::NotFound { secret } => TrustError::NotFound { secret },
             TrustReloadError::Material(error) => TrustError::Material(error),
+            TrustReloadError::NoBundle {
+                trust_domain,
+                reason,
+            } => TrustError::NoBundle {
+                trust_domain,
+                reason,
+            },
         })?;
         let verifier =
             build_verifier(&anchors, &provider).map_err(|source_error| TrustError::Verifier {

@@ -8,12 +8,12 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use k8s_openapi::api::core::v1::Secret;
 use rustls::crypto::CryptoProvider;
 use rustls::sign::CertifiedKey;
-use rustls_pki_types::CertificateDer;
+use rustls_pki_types::{CertificateDer, PrivateKeyDer};
 use x509_parser::certificate::X509CertificateParser;
 use x509_parser::nom::Parser;
 use x509_parser::time::ASN1Time;
 
-use super::key::{KeyKind, cert_key_kind, check_match, load_key};
+use super::key::{KeyKind, cert_key_kind, check_match, load_key, load_key_der};
 use super::pem::read_certificates;
 use super::secret::{check_type, required, secret_ref_of};
 use super::{MaterialError, MaterialErrorKind, TLS_CRT, TLS_KEY};
@@ -31,9 +31,22 @@ pub struct Identity {
     not_before: SystemTime,
     not_after: SystemTime,
     key_kind: KeyKind,
+    spiffe_id: Option<Arc<str>>,
 }
 
 impl Identity {
+    /// The SPIFFE ID of an identity from the SPIFFE Workload API (`None` for a
+    /// Secret's identity).
+    pub fn spiffe_id(&self) -> Option<&str> {
+        self.spiffe_id.as_deref()
+    }
+
+    /// The same identity, known to carry `spiffe_id` (its leaf's URI SAN).
+    pub(crate) fn with_spiffe_id(mut self, spiffe_id: &str) -> Self {
+        self.spiffe_id = Some(Arc::from(spiffe_id));
+        self
+    }
+
     /// The chain (leaf first) and signing key, as rustls presents them.
     pub fn certified_key(&self) -> &Arc<CertifiedKey> {
         &self.certified_key
@@ -78,6 +91,7 @@ impl fmt::Debug for Identity {
             .field("serial", &self.serial_hex)
             .field("not_after", &self.not_after)
             .field("key_kind", &self.key_kind)
+            .field("spiffe_id", &self.spiffe_id)
             .finish_non_exhaustive()
     }
 }
@@ -154,6 +168,26 @@ pub(super) fn load_core(
     now: Option<SystemTime>,
 ) -> Result<Identity, MaterialError> {
     let chain = read_certificates(name, TLS_CRT, cert_pem)?;
+    build_identity(name, chain, KeyInput::Pem(key_pem), provider, now)
+}
+
+/// The private key as the source holds it.
+pub(crate) enum KeyInput<'a> {
+    /// PEM (a Secret's `tls.key`).
+    Pem(&'a [u8]),
+    /// DER (a SPIFFE X509-SVID's PKCS#8 key).
+    Der(PrivateKeyDer<'static>),
+}
+
+/// The chain (leaf first) and key to an identity: the leaf parsed once, its key type
+/// and validity checked, the key loaded and matched to the leaf.
+pub(crate) fn build_identity(
+    name: &dyn Fn() -> SecretRef,
+    chain: Vec<CertificateDer<'static>>,
+    key: KeyInput<'_>,
+    provider: &CryptoProvider,
+    now: Option<SystemTime>,
+) -> Result<Identity, MaterialError> {
     let Some(leaf) = chain.first() else {
         return Err(MaterialError::new(
             name(),
@@ -219,7 +253,10 @@ pub(super) fn load_core(
         ));
     }
 
-    let signing_key = load_key(name, key_pem, cert_kind, provider)?;
+    let signing_key = match key {
+        KeyInput::Pem(pem) => load_key(name, pem, cert_kind, provider)?,
+        KeyInput::Der(der) => load_key_der(name, der, cert_kind, provider)?,
+    };
     check_match(name, signing_key.as_ref(), spki)?;
 
     let serial_hex = serial_hex(tbs.raw_serial());
@@ -229,6 +266,7 @@ pub(super) fn load_core(
         not_before,
         not_after,
         key_kind: cert_kind,
+        spiffe_id: None,
     })
 }
 

@@ -304,6 +304,18 @@ pub(super) fn load_key(
         }
     };
 
+    load_key_der(name, key, cert_kind, provider)
+}
+
+/// [`load_key`] for a key already out of its PEM (as the SPIFFE Workload API hands
+/// out PKCS#8 DER).
+pub(super) fn load_key_der(
+    name: &dyn Fn() -> SecretRef,
+    key: PrivateKeyDer<'static>,
+    cert_kind: KeyKind,
+    provider: &CryptoProvider,
+) -> Result<Arc<dyn SigningKey>, MaterialError> {
+    let encrypted = || MaterialError::new(name(), Some(TLS_KEY), MaterialErrorKind::EncryptedKey);
     let (class, key) = match classify(key) {
         Ok(classified) => classified,
         Err(Unusable::Encrypted) => return Err(encrypted()),

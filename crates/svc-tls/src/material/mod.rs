@@ -66,6 +66,7 @@ pub use cache::IdentityCache;
 pub use identity::{
     Identity, load_identity, load_identity_at, load_identity_from_pem, load_identity_from_pem_at,
 };
+pub(crate) use identity::{KeyInput, build_identity};
 pub use key::KeyKind;
 pub use provider::crypto_provider;
 pub use trust::{TrustRoots, load_trust, load_trust_detailed};

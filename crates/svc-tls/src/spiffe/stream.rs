@@ -1,0 +1,397 @@
+//! The one Workload API stream behind both SPIFFE seams, and the snapshot it keeps.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use arc_swap::{ArcSwap, ArcSwapOption};
+use futures::StreamExt;
+use rustls::crypto::CryptoProvider;
+use spiffe::workload_api::{WorkloadApiClient, WorkloadApiError};
+use spiffe::{X509Bundle, X509Context};
+use tokio::task::AbortHandle;
+
+use super::SPIFFE_ENDPOINT_SOCKET;
+use super::error::{SpiffeStartError, SvidError};
+use super::svid::{SharedAnchors, anchors_of, identity_of, same_bundle};
+use crate::identity_source::SourceHealth;
+use crate::material::{Identity, MaterialErrorKind};
+
+/// The first wait before reconnecting; doubled up to [`MAX_BACKOFF`] while failing.
+const MIN_BACKOFF: Duration = Duration::from_millis(100);
+/// The longest wait between reconnection attempts.
+const MAX_BACKOFF: Duration = Duration::from_secs(5);
+
+/// A Workload API address as `SPIFFE_ENDPOINT_SOCKET` gives it (`unix:` path or
+/// `tcp:` address), checked to parse.
+#[derive(Clone, PartialEq, Eq)]
+pub struct SpiffeEndpoint(String);
+
+impl SpiffeEndpoint {
+    /// The address in `SPIFFE_ENDPOINT_SOCKET`.
+    pub fn from_env() -> Result<Self, SpiffeStartError> {
+        match std::env::var(SPIFFE_ENDPOINT_SOCKET) {
+            Ok(value) if !value.trim().is_empty() => Self::parse(&value),
+            Ok(_) | Err(std::env::VarError::NotPresent) => Err(SpiffeStartError::EndpointUnset),
+            Err(std::env::VarError::NotUnicode(value)) => Err(SpiffeStartError::EndpointInvalid {
+                value: value.to_string_lossy().into_owned(),
+                reason: "not UTF-8".to_owned(),
+            }),
+        }
+    }
+
+    /// An address given explicitly.
+    pub fn parse(value: &str) -> Result<Self, SpiffeStartError> {
+        spiffe::transport::Endpoint::parse(value).map_err(|error| {
+            SpiffeStartError::EndpointInvalid {
+                value: value.to_owned(),
+                reason: error.to_string(),
+            }
+        })?;
+        Ok(Self(value.to_owned()))
+    }
+
+    /// The address as given.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for SpiffeEndpoint {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl fmt::Debug for SpiffeEndpoint {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&self.0, f)
+    }
+}
+
+/// One stream message, loaded: what the seams read on the handshake path.
+pub(super) struct Snapshot {
+    /// Counts messages; orders identities for the resolver.
+    pub(super) generation: u64,
+    /// The default SVID, loaded (validity is checked per handshake, not here).
+    pub(super) identity: Result<Identity, SvidError>,
+    /// Each trust domain's bundle (by trust domain name), with its anchors; the
+    /// same `Arc` as the previous snapshot's when the bundle is unchanged.
+    pub(super) bundles: HashMap<String, (Arc<X509Bundle>, Option<SharedAnchors>)>,
+}
+
+/// Why the link failed, as far as start-up errors care.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum FailureKind {
+    /// No connection or no stream could be opened.
+    Unreachable,
+    /// The agent answered PermissionDenied / no identity issued.
+    NoIdentity,
+    /// The stream was open and failed or ended.
+    Stream,
+}
+
+#[derive(Debug, Clone)]
+pub(super) struct Link {
+    pub(super) connected: bool,
+    pub(super) last_error: Option<(FailureKind, String)>,
+    /// Whether a stream was ever opened (headers received).
+    opened: bool,
+}
+
+pub(super) struct Shared {
+    pub(super) endpoint: SpiffeEndpoint,
+    provider: Arc<CryptoProvider>,
+    pub(super) snapshot: ArcSwapOption<Snapshot>,
+    pub(super) link: ArcSwap<Link>,
+    errors: AtomicU64,
+    changed: tokio::sync::watch::Sender<u64>,
+}
+
+/// Stops the stream task when the last handle goes.
+struct Owner {
+    shared: Arc<Shared>,
+    task: AbortHandle,
+}
+
+impl Drop for Owner {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// The Workload API stream (`FetchX509SVID`) and the newest SVID and bundles it
+/// delivered. Cheap to clone; the stream ends when the last clone (and the last
+/// source built from it) is dropped.
+#[derive(Clone)]
+pub struct WorkloadApiSource {
+    owner: Arc<Owner>,
+}
+
+impl fmt::Debug for WorkloadApiSource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let shared = &self.owner.shared;
+        let snapshot = shared.snapshot.load();
+        f.debug_struct("WorkloadApiSource")
+            .field("endpoint", &shared.endpoint)
+            .field("generation", &snapshot.as_ref().map(|s| s.generation))
+            .field("connected", &shared.link.load().connected)
+            .finish_non_exhaustive()
+    }
+}
+
+impl WorkloadApiSource {
+    /// Connects to the Workload API at `endpoint` and waits (at most `timeout`) for
+    /// the first X509-SVID. The stream then lives, reconnecting with backoff, as long
+    /// as the source (or a seam built from it) does. Dropping the returned future
+    /// stops it.
+    ///
+    /// Must be called within a Tokio runtime.
+    pub async fn connect(
+        endpoint: SpiffeEndpoint,
+        provider: Arc<CryptoProvider>,
+        timeout: Duration,
+    ) -> Result<Self, SpiffeStartError> {
+        let (changed, mut seen) = tokio::sync::watch::channel(0);
+        let shared = Arc::new(Shared {
+            endpoint,
+            provider,
+            snapshot: ArcSwapOption::empty(),
+            link: ArcSwap::from_pointee(Link {
+                connected: false,
+                last_error: None,
+                opened: false,
+            }),
+            errors: AtomicU64::new(0),
+            changed,
+        });
+        let task = tokio::spawn(run(shared.clone())).abort_handle();
+        let source = Self {
+            owner: Arc::new(Owner {
+                shared: shared.clone(),
+                task,
+            }),
+        };
+        let first = tokio::time::timeout(timeout, async {
+            loop {
+                if let Some(snapshot) = &*shared.snapshot.load() {
+                    return snapshot.identity.clone().map(|_| ());
+                }
+                if seen.changed().await.is_err() {
+                    // The task is gone (it never ends on its own); treat as a timeout.
+                    std::future::pending::<()>().await;
+                }
+            }
+        })
+        .await;
+        let endpoint = shared.endpoint.to_string();
+        match first {
+            Ok(Ok(())) => Ok(source),
+            Ok(Err(error)) => Err(SpiffeStartError::InvalidSvid { endpoint, error }),
+            Err(_) => {
+                let link = shared.link.load();
+                let last = link.last_error.clone();
+                Err(match last {
+                    Some((FailureKind::NoIdentity, error)) => {
+                        SpiffeStartError::NoIdentityIssued {
+                            endpoint,
+                            timeout,
+                            error,
+                        }
+                    }
+                    Some((FailureKind::Unreachable, error))
+                        if !link.opened =>
+                    {
+                        SpiffeStartError::Unreachable {
+                            endpoint,
+                            timeout,
+                            error,
+                        }
+                    }
+                    last => SpiffeStartError::NoSvid {
+                        endpoint,
+                        timeout,
+                        last_error: last.map(|(_, e)| e),
+                    },
+                })
+            }
+        }
+    }
+
+    /// The Workload API address.
+    pub fn endpoint(&self) -> &SpiffeEndpoint {
+        &self.owner.shared.endpoint
+    }
+
+    /// The SPIFFE ID of the newest SVID.
+    pub fn spiffe_id(&self) -> String {
+        self.owner
+            .shared
+            .snapshot
+            .load()
+            .as_ref()
+            .and_then(|s| s.identity.as_ref().ok())
+            .and_then(|i| i.spiffe_id().map(str::to_owned))
+            .unwrap_or_default()
+    }
+
+    /// The newest SVID, loaded, without a validity check.
+    pub fn svid(&self) -> Option<Result<Identity, SvidError>> {
+        self.owner
+            .shared
+            .snapshot
+            .load()
+            .as_ref()
+            .map(|s| s.identity.clone())
+    }
+
+    /// How many stream messages have been received.
+    pub fn generation(&self) -> u64 {
+        self.owner
+            .shared
+            .snapshot
+            .load()
+            .as_ref()
+            .map_or(0, |s| s.generation)
+    }
+
+    /// Whether the stream is up, its last error, and how many errors it has seen.
+    pub fn health(&self) -> SourceHealth {
+        let shared = &self.owner.shared;
+        let link = shared.link.load();
+        SourceHealth {
+            connected: link.connected,
+            last_error: if link.connected {
+                None
+            } else {
+                link.last_error.as_ref().map(|(_, e)| e.clone())
+            },
+            errors: shared.errors.load(Ordering::Acquire),
+        }
+    }
+
+    /// Waits until a message newer than `generation` arrives (for callers that
+    /// react to rotations; the handshake path never waits).
+    pub async fn changed_after(&self, generation: u64) {
+        let mut rx = self.owner.shared.changed.subscribe();
+        let _ = rx.wait_for(|g| *g > generation).await;
+    }
+
+    pub(super) fn shared(&self) -> &Arc<Shared> {
+        &self.owner.shared
+    }
+}
+
+/// The stream task: connect, stream, install every message; on failure record it
+/// and reconnect after a backoff. Never returns; aborted by [`Owner`]'s drop.
+async fn run(shared: Arc<Shared>) {
+    let mut backoff = MIN_BACKOFF;
+    loop {
+        match WorkloadApiClient::connect_to(shared.endpoint.as_str()).await {
+            Err(error) => shared.down(FailureKind::Unreachable, &error),
+            Ok(client) => match client.stream_x509_contexts().await {
+                Err(error) => shared.down(classify(&error), &error),
+                Ok(mut stream) => {
+                    shared.opened();
+                    loop {
+                        match stream.next().await {
+                            Some(Ok(context)) => {
+                                shared.install(&context);
+                                backoff = MIN_BACKOFF;
+                            }
+                            Some(Err(error)) => {
+                                shared.down(classify(&error), &error);
+                                break;
+                            }
+                            None => {
+                                shared.down(FailureKind::Stream, &"the stream ended");
+                                break;
+                            }
+                        }
+                    }
+                }
+            },
+        }
+        tokio::time::sleep(backoff).await;
+        backoff = (backoff * 2).min(MAX_BACKOFF);
+    }
+}
+
+fn classify(error: &WorkloadApiError) -> FailureKind {
+    match error {
+        WorkloadApiError::NoIdentityIssued | WorkloadApiError::PermissionDenied(_) => {
+            FailureKind::NoIdentity
+        }
+        WorkloadApiError::Transport(_) => FailureKind::Unreachable,
+        _ => FailureKind::Stream,
+    }
+}
+
+impl Shared {
+    fn opened(&self) {
+        let link = self.link.load();
+        if !link.opened {
+            self.link.store(Arc::new(Link {
+                opened: true,
+                ..Link::clone(&link)
+            }));
+        }
+    }
+
+    fn down(&self, kind: FailureKind, error: &dyn fmt::Display) {
+        self.errors.fetch_add(1, Ordering::AcqRel);
+        let opened = self.link.load().opened;
+        let error = error.to_string();
+        tracing::debug!(endpoint = %self.endpoint, %error, "SPIFFE Workload API stream failed");
+        self.link.store(Arc::new(Link {
+            connected: false,
+            last_error: Some((kind, error)),
+            opened,
+        }));
+    }
+
+    fn install(&self, context: &X509Context) {
+        let previous = self.snapshot.load_full();
+        let generation = previous.as_ref().map_or(0, |s| s.generation) + 1;
+        let identity = match context.default_svid() {
+            Some(svid) => identity_of(svid, &self.provider, None),
+            None => Err(SvidError {
+                spiffe_id: String::new(),
+                part: "x509_svid",
+                kind: MaterialErrorKind::NoCertificate,
+            }),
+        };
+        let mut bundles = HashMap::new();
+        for (trust_domain, bundle) in context.bundle_set().iter() {
+            let name = trust_domain.to_string();
+            let kept = previous
+                .as_ref()
+                .and_then(|p| p.bundles.get(&name))
+                .filter(|(old, _)| same_bundle(old, bundle));
+            let entry = match kept {
+                Some(kept) => kept.clone(),
+                None => (bundle.clone(), anchors_of(bundle).map(Arc::new)),
+            };
+            bundles.insert(name, entry);
+        }
+        if let Err(error) = &identity {
+            tracing::warn!(endpoint = %self.endpoint, %error, "SPIFFE Workload API sent an unusable X509-SVID");
+        }
+        self.snapshot.store(Some(Arc::new(Snapshot {
+            generation,
+            identity,
+            bundles,
+        })));
+        let link = self.link.load();
+        if !link.connected {
+            self.link.store(Arc::new(Link {
+                connected: true,
+                last_error: None,
+                opened: true,
+            }));
+        }
+        self.changed.send_replace(generation);
+    }
+}

@@ -1,0 +1,129 @@
+//! An X509-SVID to an [`Identity`], and an X.509 bundle to [`TrustAnchors`]: the same
+//! loader as a Secret's identity (leaf parsed once, key type and validity checked, key
+//! matched to the leaf), fed with the DER the Workload API sends.
+
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use rustls::RootCertStore;
+use rustls::crypto::CryptoProvider;
+use rustls_pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
+use spiffe::{X509Bundle, X509Svid};
+use x509_parser::prelude::FromDer;
+
+use super::error::SvidError;
+use crate::material::{KeyInput, MaterialErrorKind, TLS_CRT, TLS_KEY, build_identity};
+use crate::material::{Identity, MaterialError};
+use crate::options::SecretRef;
+use crate::trust_source::TrustAnchors;
+
+/// The Workload API's field names, used in errors.
+const SVID_FIELD: &str = "x509_svid";
+const KEY_FIELD: &str = "x509_svid_key";
+
+/// Loads `svid` as a client identity, checking validity at `now` (`None`: not checked).
+pub(super) fn identity_of(
+    svid: &X509Svid,
+    provider: &CryptoProvider,
+    now: Option<SystemTime>,
+) -> Result<Identity, SvidError> {
+    let spiffe_id = svid.spiffe_id().to_string();
+    let chain: Vec<CertificateDer<'static>> = svid
+        .cert_chain()
+        .iter()
+        .map(|c| CertificateDer::from(c.as_bytes().to_vec()))
+        .collect();
+    let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(
+        svid.private_key().as_bytes().to_vec(),
+    ));
+    // The loader names a Secret in its errors; an SVID has none, so its errors are
+    // translated to the Workload API's terms below.
+    let name = || SecretRef::new("", "");
+    build_identity(&name, chain, KeyInput::Der(key), provider, now)
+        .map(|identity| identity.with_spiffe_id(&spiffe_id))
+        .map_err(|error| svid_error(spiffe_id, &error))
+}
+
+/// The validity check of an already loaded identity, at `now`.
+pub(super) fn check_validity(identity: &Identity, now: SystemTime) -> Result<(), SvidError> {
+    let id = identity.spiffe_id().unwrap_or_default().to_owned();
+    let text = |t: SystemTime| {
+        let secs = t
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX));
+        x509_parser::time::ASN1Time::from_timestamp(secs)
+            .map(|t| t.to_string())
+            .unwrap_or_else(|_| format!("{secs} (unix seconds)"))
+    };
+    if now < identity.not_before() {
+        return Err(SvidError {
+            spiffe_id: id,
+            part: SVID_FIELD,
+            kind: MaterialErrorKind::CertificateNotYetValid {
+                not_before: identity.not_before(),
+                not_before_text: text(identity.not_before()),
+            },
+        });
+    }
+    if now > identity.not_after() {
+        return Err(SvidError {
+            spiffe_id: id,
+            part: SVID_FIELD,
+            kind: MaterialErrorKind::CertificateExpired {
+                not_after: identity.not_after(),
+                not_after_text: text(identity.not_after()),
+            },
+        });
+    }
+    Ok(())
+}
+
+fn svid_error(spiffe_id: String, error: &MaterialError) -> SvidError {
+    let part = match error.data_key() {
+        Some(TLS_KEY) => KEY_FIELD,
+        Some(TLS_CRT) | Some(_) | None => SVID_FIELD,
+    };
+    SvidError {
+        spiffe_id,
+        part,
+        kind: error.kind().clone(),
+    }
+}
+
+/// The bundle's authorities as trust anchors. Authorities that are not usable as
+/// anchors are counted, not fatal; a bundle with none usable gives `None`.
+pub(super) fn anchors_of(bundle: &X509Bundle) -> Option<TrustAnchors> {
+    let mut roots = RootCertStore::empty();
+    let mut ignored = 0;
+    let mut not_after: Option<SystemTime> = None;
+    for authority in bundle.authorities() {
+        let der = CertificateDer::from(authority.as_bytes());
+        match roots.add(der.into_owned()) {
+            Ok(()) => {
+                if let Ok((_, cert)) =
+                    x509_parser::certificate::X509Certificate::from_der(authority.as_bytes())
+                {
+                    let t = cert.validity().not_after.timestamp();
+                    let t = SystemTime::UNIX_EPOCH
+                        + std::time::Duration::from_secs(u64::try_from(t).unwrap_or(0));
+                    not_after = Some(not_after.map_or(t, |n| n.min(t)));
+                }
+            }
+            Err(_) => ignored += 1,
+        }
+    }
+    (!roots.is_empty()).then(|| TrustAnchors::new(roots, ignored, not_after))
+}
+
+/// Whether two bundles hold the same authorities, byte for byte, in the same order.
+pub(super) fn same_bundle(a: &X509Bundle, b: &X509Bundle) -> bool {
+    a.authorities().len() == b.authorities().len()
+        && a
+            .authorities()
+            .iter()
+            .zip(b.authorities())
+            .all(|(x, y)| x.as_bytes() == y.as_bytes())
+}
+
+/// An `Arc` for sharing between snapshots.
+pub(super) type SharedAnchors = Arc<TrustAnchors>;
