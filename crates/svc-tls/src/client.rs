@@ -76,8 +76,13 @@ use rustls::{ClientConfig, RootCertStore};
 use crate::error::OptionsError;
 use crate::material::{self, MaterialError};
 use crate::options::{ClientIdentityOptions, HostError, HttpProtocol, PeerOptions, SecretRef};
+use crate::options::ClientCertificateSource;
+use crate::report::{DEFAULT_WARNING_PERIOD, NoopRecorder, SystemClock};
 use crate::resolver::{IdentityError, IdentityResolver};
-use crate::verifier::{TrustError, TrustVerifier};
+use crate::spiffe::{
+    SpiffeEndpoint, SpiffeIdentitySource, SpiffeStartError, SpiffeTrustSource, WorkloadApiSource,
+};
+use crate::verifier::{ServerAuthorization, TrustError, TrustVerifier};
 use url::Url;
 
 /// Why a client could not be built.
@@ -116,6 +121,10 @@ pub enum PeerClientError {
     /// refused or unsynced watch; the error names the Secret).
     #[error(transparent)]
     CaTrust(#[from] TrustError),
+    /// The SPIFFE Workload API could not be used (address unset or invalid, agent
+    /// unreachable, no identity issued, no SVID in time; each its own variant).
+    #[error(transparent)]
+    Spiffe(#[from] SpiffeStartError),
     /// reqwest could not build its client.
     #[error("building the HTTP client failed: {0}")]
     Http(#[source] reqwest::Error),
@@ -319,6 +328,14 @@ impl PeerTls {
                 flag: PeerOptions::host_flag(peer.service()),
             }),
         };
+        if identity.source() == ClientCertificateSource::Spiffe {
+            let endpoint = SpiffeEndpoint::from_env()?;
+            let workload =
+                WorkloadApiSource::connect(endpoint, provider.clone(), sync_timeout).await?;
+            let mut tls = Self::from_spiffe(peer, identity, &workload)?;
+            tls.host = host;
+            return Ok(tls);
+        }
         let ca = peer.ca_secret()?;
         let secret = identity.secret()?;
         let trust = match ca {
@@ -343,6 +360,64 @@ impl PeerTls {
         };
         let mut tls = Self::new(provider, trust, identity).with_http_protocol(peer.http_protocol());
         tls.host = host;
+        tls.pool_idle_timeout = peer.pool_idle_timeout();
+        Ok(tls)
+    }
+
+    /// SPIFFE mode over a Workload API stream the caller already holds (one stream can
+    /// serve every peer): the client presents the stream's current X509-SVID, and the
+    /// server must chain to its trust domain's current bundle and present exactly
+    /// `identity`'s `--[P-]spiffe-server-id` (no host-name check; see
+    /// [`crate::spiffe`]). The peer's CA Secret flags do not apply here; when they are
+    /// set, that is logged once. [`PeerTls::from_options`] calls this in SPIFFE mode
+    /// with a stream of its own, from `SPIFFE_ENDPOINT_SOCKET`.
+    pub fn from_spiffe(
+        peer: &PeerOptions,
+        identity: &ClientIdentityOptions,
+        workload: &WorkloadApiSource,
+    ) -> Result<Self, PeerClientError> {
+        let server_id = identity.spiffe_server_id().cloned().ok_or_else(|| {
+            OptionsError::MissingSpiffeServerId {
+                flag: ClientIdentityOptions::spiffe_server_id_flag(identity.prefix()),
+                source_flag: ClientIdentityOptions::source_flag(identity.prefix()),
+            }
+        })?;
+        if peer.ca_secret().ok().flatten().is_some() {
+            crate::options::warn_once(
+                &format!("spiffe-ca {}", peer.service()),
+                &format!(
+                    "--{}-ca-secret-namespace/-name are set and ignored: with --{}=spiffe the server is verified against the SPIFFE trust bundle",
+                    peer.service(),
+                    ClientIdentityOptions::source_flag(identity.prefix())
+                ),
+            );
+        }
+        let provider = Arc::new(crate::material::crypto_provider());
+        let trust = TrustVerifier::from_trust_source_authorizing(
+            Arc::new(SpiffeTrustSource::new(
+                workload.clone(),
+                server_id.trust_domain(),
+            )),
+            provider.clone(),
+            Arc::new(NoopRecorder),
+            Arc::new(SystemClock::new()),
+            DEFAULT_WARNING_PERIOD,
+            ServerAuthorization::SpiffeId(server_id),
+        )?;
+        let resolver = IdentityResolver::from_identity_source(
+            Arc::new(SpiffeIdentitySource::new(workload.clone())),
+            Arc::new(NoopRecorder),
+            Arc::new(SystemClock::new()),
+            DEFAULT_WARNING_PERIOD,
+        )?;
+        let mut tls = Self::new(provider, TrustMode::Watched(trust), Some(resolver))
+            .with_http_protocol(peer.http_protocol());
+        tls.host = match peer.host()? {
+            Some(url) => Ok(url),
+            None => Err(HostError::NotConfigured {
+                flag: PeerOptions::host_flag(peer.service()),
+            }),
+        };
         tls.pool_idle_timeout = peer.pool_idle_timeout();
         Ok(tls)
     }

@@ -26,6 +26,43 @@ pub enum OptionsError {
         /// The flag that is missing (without the leading `--`).
         missing: String,
     },
+    /// A flag was given a value outside its fixed set.
+    #[error("--{flag}={value:?} is not a valid value: expected one of {expected}")]
+    InvalidValue {
+        /// The flag (without the leading `--`).
+        flag: String,
+        /// The value given (as given).
+        value: String,
+        /// The values accepted, e.g. `secret, spiffe`.
+        expected: &'static str,
+    },
+    /// `--client-certificate-source=spiffe` with a client-certificate Secret flag:
+    /// the identity comes from one source or the other.
+    #[error("--{source_flag}=spiffe and --{secret_flag} are both set: the client certificate comes from the SPIFFE Workload API or from a Secret, set one or the other")]
+    SourceConflict {
+        /// The source flag (without the leading `--`).
+        source_flag: String,
+        /// The Secret flag that is set.
+        secret_flag: String,
+    },
+    /// `--spiffe-server-id` is not set in SPIFFE mode.
+    #[error("--{flag} is required with --{source_flag}=spiffe: give the SPIFFE ID the server must present (spiffe://<trust-domain>/<path>)")]
+    MissingSpiffeServerId {
+        /// The server-ID flag (without the leading `--`).
+        flag: String,
+        /// The source flag (without the leading `--`).
+        source_flag: String,
+    },
+    /// `--spiffe-server-id` does not parse as a SPIFFE ID.
+    #[error("--{flag}={value:?} is not a SPIFFE ID: {reason}")]
+    InvalidSpiffeId {
+        /// The flag (without the leading `--`).
+        flag: String,
+        /// The value given.
+        value: String,
+        /// Why it does not parse.
+        reason: String,
+    },
     /// A flag the caller requires was not given.
     #[error("--{flag} is required")]
     MissingFlag {

@@ -6,8 +6,12 @@
 //! | option set | flags |
 //! |---|---|
 //! | peer service `S` | `--S-host`, `--S-ca-secret-namespace`, `--S-ca-secret-name` |
-//! | client identity, default | `--client-certificate-namespace`, `--client-certificate-name`, `--client-certificate-reload-interval` |
-//! | client identity, prefix `P` | `--P-client-certificate-namespace`, `--P-client-certificate-name`, `--P-client-certificate-reload-interval` |
+//! | client identity, default | `--client-certificate-source`, `--client-certificate-namespace`, `--client-certificate-name`, `--client-certificate-reload-interval`, `--spiffe-server-id` |
+//! | client identity, prefix `P` | `--P-client-certificate-source`, `--P-client-certificate-namespace`, `--P-client-certificate-name`, `--P-client-certificate-reload-interval`, `--P-spiffe-server-id` |
+//!
+//! `--[P-]client-certificate-source` is `secret` (the default) or `spiffe`; in `spiffe`
+//! mode `--[P-]spiffe-server-id` is required and the Secret flags must not be set
+//! (each problem is its own [`OptionsError`]).
 //!
 //! clap's derive API fixes flag names at compile time, so these option sets are
 //! built with the builder API: each set adds its arguments to a [`Command`]
@@ -482,9 +486,33 @@ fn parse_pool_idle_timeout(text: &str) -> Result<Duration, String> {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ClientIdentityOptions {
     prefix: Option<String>,
+    source: ClientCertificateSource,
     namespace: Option<String>,
     name: Option<String>,
     reload_interval: Option<GoDuration>,
+    spiffe_server_id: Option<spiffe::SpiffeId>,
+}
+
+/// Where the client identity comes from (`--[P-]client-certificate-source`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum ClientCertificateSource {
+    /// A `kubernetes.io/tls` Secret (`--[P-]client-certificate-namespace`/`-name`).
+    /// The default.
+    #[default]
+    Secret,
+    /// The SPIFFE Workload API at `SPIFFE_ENDPOINT_SOCKET`; the server must present
+    /// `--[P-]spiffe-server-id` (see [`crate::spiffe`]).
+    Spiffe,
+}
+
+impl ClientCertificateSource {
+    /// The flag value (`secret`, `spiffe`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Secret => "secret",
+            Self::Spiffe => "spiffe",
+        }
+    }
 }
 
 impl ClientIdentityOptions {
@@ -493,10 +521,43 @@ impl ClientIdentityOptions {
     pub fn new(prefix: Option<&str>) -> Self {
         Self {
             prefix: prefix.filter(|p| !p.is_empty()).map(str::to_owned),
+            source: ClientCertificateSource::Secret,
             namespace: None,
             name: None,
             reload_interval: None,
+            spiffe_server_id: None,
         }
+    }
+
+    /// Takes the identity from the SPIFFE Workload API, authorizing servers that
+    /// present `server_id` (clears any Secret reference).
+    #[must_use]
+    pub fn with_spiffe(mut self, server_id: spiffe::SpiffeId) -> Self {
+        self.source = ClientCertificateSource::Spiffe;
+        self.namespace = None;
+        self.name = None;
+        self.spiffe_server_id = Some(server_id);
+        self
+    }
+
+    /// `--[P-]client-certificate-source`.
+    pub fn source_flag(prefix: Option<&str>) -> String {
+        format!("{}client-certificate-source", dash_prefix(prefix))
+    }
+
+    /// `--[P-]spiffe-server-id`.
+    pub fn spiffe_server_id_flag(prefix: Option<&str>) -> String {
+        format!("{}spiffe-server-id", dash_prefix(prefix))
+    }
+
+    /// Where the identity comes from.
+    pub fn source(&self) -> ClientCertificateSource {
+        self.source
+    }
+
+    /// The SPIFFE ID servers must present (always `Some` in SPIFFE mode).
+    pub fn spiffe_server_id(&self) -> Option<&spiffe::SpiffeId> {
+        self.spiffe_server_id.as_ref()
     }
 
     /// Sets the Secret reference (empty strings count as unset).
@@ -540,7 +601,15 @@ impl ClientIdentityOptions {
         let ns = Self::namespace_flag(prefix);
         let name = Self::name_flag(prefix);
         let interval = Self::reload_interval_flag(prefix);
-        cmd.arg(value_arg(&ns, "NAMESPACE", &heading).help(format!(
+        let source = Self::source_flag(prefix);
+        let server_id = Self::spiffe_server_id_flag(prefix);
+        cmd.arg(value_arg(&source, "SOURCE", &heading).help(format!(
+            "Where the client certificate {whom} comes from: secret (a kubernetes.io/tls Secret, the default) or spiffe (the SPIFFE Workload API at SPIFFE_ENDPOINT_SOCKET)"
+        )))
+        .arg(value_arg(&server_id, "SPIFFE_ID", &heading).help(format!(
+            "With --{source}=spiffe: the SPIFFE ID the server must present (spiffe://<trust-domain>/<path>); required in that mode"
+        )))
+        .arg(value_arg(&ns, "NAMESPACE", &heading).help(format!(
             "Namespace of the kubernetes.io/tls Secret holding the client certificate {whom} (set with --{name})"
         )))
         .arg(value_arg(&name, "NAME", &heading).help(format!(
@@ -570,11 +639,71 @@ impl ClientIdentityOptions {
         {
             warn_deprecated_once(&interval_flag);
         }
+        let source_flag = Self::source_flag(prefix);
+        let source = match get::<String>(matches, &source_flag)?.as_deref() {
+            None | Some("") | Some("secret") => ClientCertificateSource::Secret,
+            Some("spiffe") => ClientCertificateSource::Spiffe,
+            Some(other) => {
+                return Err(OptionsError::InvalidValue {
+                    flag: source_flag,
+                    value: other.to_owned(),
+                    expected: "secret, spiffe",
+                });
+            }
+        };
+        let namespace = get::<String>(matches, &Self::namespace_flag(prefix))?.and_then(non_empty);
+        let name = get::<String>(matches, &Self::name_flag(prefix))?.and_then(non_empty);
+        let server_id_flag = Self::spiffe_server_id_flag(prefix);
+        let server_id = get::<String>(matches, &server_id_flag)?.and_then(non_empty);
+        let spiffe_server_id = match source {
+            ClientCertificateSource::Secret => {
+                if server_id.is_some() {
+                    warn_ignored_once(
+                        &server_id_flag,
+                        "it applies only with --client-certificate-source=spiffe",
+                    );
+                }
+                None
+            }
+            ClientCertificateSource::Spiffe => {
+                let secret_flag = if name.is_some() {
+                    Some(Self::name_flag(prefix))
+                } else if namespace.is_some() {
+                    Some(Self::namespace_flag(prefix))
+                } else {
+                    None
+                };
+                if let Some(secret_flag) = secret_flag {
+                    return Err(OptionsError::SourceConflict {
+                        source_flag,
+                        secret_flag,
+                    });
+                }
+                let Some(value) = server_id else {
+                    return Err(OptionsError::MissingSpiffeServerId {
+                        flag: server_id_flag,
+                        source_flag,
+                    });
+                };
+                match spiffe::SpiffeId::new(&value) {
+                    Ok(id) => Some(id),
+                    Err(error) => {
+                        return Err(OptionsError::InvalidSpiffeId {
+                            flag: server_id_flag,
+                            value,
+                            reason: error.to_string(),
+                        });
+                    }
+                }
+            }
+        };
         Ok(Self {
             prefix: prefix.map(str::to_owned),
-            namespace: get::<String>(matches, &Self::namespace_flag(prefix))?.and_then(non_empty),
-            name: get::<String>(matches, &Self::name_flag(prefix))?.and_then(non_empty),
+            source,
+            namespace,
+            name,
             reload_interval,
+            spiffe_server_id,
         })
     }
 
@@ -647,13 +776,31 @@ fn reference(
     }
 }
 
-fn warn_deprecated_once(flag: &str) {
-    static WARNED: Mutex<Option<HashSet<String>>> = Mutex::new(None);
-    let first = WARNED
-        .lock()
+/// Whether `key` is seen for the first time in this process (for warn-once).
+fn first_time(key: String) -> bool {
+    static SEEN: Mutex<Option<HashSet<String>>> = Mutex::new(None);
+    SEEN.lock()
         .unwrap_or_else(PoisonError::into_inner)
         .get_or_insert_with(HashSet::new)
-        .insert(flag.to_owned());
+        .insert(key)
+}
+
+/// Logs `message` at WARN once per process for `key`.
+pub(crate) fn warn_once(key: &str, message: &str) {
+    if first_time(format!("message {key}")) {
+        tracing::warn!("{message}");
+    }
+}
+
+/// Warns once per process and flag that a given flag has no effect, and why.
+fn warn_ignored_once(flag: &str, why: &str) {
+    if first_time(format!("ignored {flag}")) {
+        tracing::warn!(flag = %format!("--{flag}"), "--{flag} is set and ignored: {why}");
+    }
+}
+
+fn warn_deprecated_once(flag: &str) {
+    let first = first_time(format!("deprecated {flag}"));
     if first {
         tracing::warn!(
             flag = %format!("--{flag}"),

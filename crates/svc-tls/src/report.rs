@@ -290,10 +290,14 @@ pub struct Recovery<'a> {
 /// [`IdentityResolver::state`](crate::resolver::IdentityResolver::state).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct IdentityState {
-    /// Where the identity is read from (the client-certificate Secret).
+    /// Where the identity is read from (the client-certificate Secret, or the SPIFFE
+    /// Workload API).
     pub source: IdentityOrigin,
     /// Serial number (hex) of the identity currently served (the last good one).
     pub serial_hex: String,
+    /// The served SVID's SPIFFE ID, when the identity comes from the SPIFFE
+    /// Workload API.
+    pub spiffe_id: Option<String>,
     /// When the served certificate expires.
     pub not_after: SystemTime,
     /// Wall-clock time of the last successful reload.

@@ -697,6 +697,7 @@ impl IdentityResolver {
         IdentityState {
             source: self.inner.source.origin().clone(),
             serial_hex: served.identity.serial_hex().to_string(),
+            spiffe_id: served.identity.spiffe_id().map(str::to_owned),
             not_after: served.identity.not_after(),
             last_good_reload: served.loaded_at,
             failures: self.inner.failures.load(Ordering::Acquire),

@@ -47,6 +47,106 @@ use crate::trust_source::{
     SecretTrustSource, TrustAnchors, TrustOrigin, TrustReloadError, TrustSource,
 };
 
+/// Which server a verified chain must belong to, once it leads to a trusted root.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ServerAuthorization {
+    /// The host name the client connects to (webpki's check of the DNS or IP SANs),
+    /// as for any HTTPS server. The default, and the only choice for CA-Secret trust.
+    HostName,
+    /// Exactly this SPIFFE ID, as the one URI SAN of the server's leaf (SPIFFE mode).
+    /// No host-name check is made: an X509-SVID names a workload, not a host, and the
+    /// Workload API vouches for no DNS name the client could check.
+    SpiffeId(spiffe::SpiffeId),
+}
+
+/// A server whose chain is trusted presented another SPIFFE ID than the one
+/// authorized (or none, or several).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("server presented SPIFFE ID {presented}, expected {expected}")]
+pub struct SpiffeIdMismatch {
+    /// The authorized SPIFFE ID.
+    pub expected: String,
+    /// What the leaf carries: its URI SANs, or a description when it has none.
+    pub presented: String,
+}
+
+/// Verifies `end_entity`'s chain to `anchors` for server authentication at `now`,
+/// without any name check.
+fn verify_chain(
+    anchors: &TrustAnchors,
+    provider: &CryptoProvider,
+    end_entity: &CertificateDer<'_>,
+    intermediates: &[CertificateDer<'_>],
+    now: UnixTime,
+) -> Result<(), rustls::Error> {
+    use rustls::CertificateError as C;
+    let cert = webpki::EndEntityCert::try_from(end_entity).map_err(pki_error)?;
+    cert.verify_for_usage(
+        provider.signature_verification_algorithms.all,
+        &anchors.roots().roots,
+        intermediates,
+        now,
+        webpki::KeyUsage::server_auth(),
+        None,
+        None,
+    )
+    .map(|_| ())
+    .map_err(|e| match e {
+        webpki::Error::UnknownIssuer => rustls::Error::InvalidCertificate(C::UnknownIssuer),
+        other => pki_error(other),
+    })
+}
+
+fn pki_error(error: webpki::Error) -> rustls::Error {
+    use rustls::CertificateError as C;
+    rustls::Error::InvalidCertificate(match error {
+        webpki::Error::BadDer | webpki::Error::BadDerTime => C::BadEncoding,
+        webpki::Error::CertExpired { .. } => C::Expired,
+        webpki::Error::CertNotValidYet { .. } => C::NotValidYet,
+        webpki::Error::UnknownIssuer => C::UnknownIssuer,
+        webpki::Error::InvalidSignatureForPublicKey => C::BadSignature,
+        other => C::Other(rustls::OtherError(Arc::new(other))),
+    })
+}
+
+/// The leaf's one URI SAN must be `expected`.
+fn authorize_spiffe_id(
+    end_entity: &CertificateDer<'_>,
+    expected: &spiffe::SpiffeId,
+) -> Result<(), rustls::Error> {
+    use x509_parser::prelude::{FromDer, GeneralName, X509Certificate};
+    let expected_text = expected.to_string();
+    let mismatch = |presented: String| {
+        rustls::Error::InvalidCertificate(rustls::CertificateError::Other(rustls::OtherError(
+            Arc::new(SpiffeIdMismatch {
+                expected: expected_text.clone(),
+                presented,
+            }),
+        )))
+    };
+    let (_, cert) = X509Certificate::from_der(end_entity.as_ref())
+        .map_err(|_| rustls::Error::InvalidCertificate(rustls::CertificateError::BadEncoding))?;
+    let uris: Vec<&str> = match cert.subject_alternative_name() {
+        Ok(Some(san)) => san
+            .value
+            .general_names
+            .iter()
+            .filter_map(|name| match name {
+                GeneralName::URI(uri) => Some(*uri),
+                _ => None,
+            })
+            .collect(),
+        Ok(None) => Vec::new(),
+        Err(_) => return Err(mismatch("an unparseable subjectAltName".to_owned())),
+    };
+    match uris.as_slice() {
+        [one] if spiffe::SpiffeId::new(*one).is_ok_and(|id| id == *expected) => Ok(()),
+        [] => Err(mismatch("no URI SAN".to_owned())),
+        several => Err(mismatch(several.join(", "))),
+    }
+}
+
 /// Why a trust verifier could not be built (start-up).
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -176,6 +276,7 @@ struct Served {
 struct Inner {
     source: Arc<dyn TrustSource>,
     provider: Arc<CryptoProvider>,
+    authorization: ServerAuthorization,
     current: ArcSwap<Served>,
     failures: AtomicU64,
     stale: AtomicBool,
@@ -313,12 +414,32 @@ impl TrustVerifier {
     }
 
     /// A verifier over any [`TrustSource`]: it must hold a usable root set now.
+    /// Servers are authorized by host name ([`ServerAuthorization::HostName`]).
     pub fn from_trust_source(
         source: Arc<dyn TrustSource>,
         provider: Arc<CryptoProvider>,
         recorder: Arc<dyn TrustRecorder>,
         clock: Arc<dyn MonotonicClock>,
         warning_period: Duration,
+    ) -> Result<Self, TrustError> {
+        Self::from_trust_source_authorizing(
+            source,
+            provider,
+            recorder,
+            clock,
+            warning_period,
+            ServerAuthorization::HostName,
+        )
+    }
+
+    /// [`TrustVerifier::from_trust_source`], authorizing servers as `authorization` says.
+    pub fn from_trust_source_authorizing(
+        source: Arc<dyn TrustSource>,
+        provider: Arc<CryptoProvider>,
+        recorder: Arc<dyn TrustRecorder>,
+        clock: Arc<dyn MonotonicClock>,
+        warning_period: Duration,
+        authorization: ServerAuthorization,
     ) -> Result<Self, TrustError> {
         let anchors = source.current().map_err(|error| match error {
             TrustReloadError::NotFound { secret } => TrustError::NotFound { secret },
@@ -348,6 +469,7 @@ impl TrustVerifier {
             inner: Arc::new(Inner {
                 source,
                 provider,
+                authorization,
                 current: ArcSwap::from_pointee(served),
                 failures: AtomicU64::new(0),
                 stale: AtomicBool::new(false),
@@ -361,27 +483,28 @@ impl TrustVerifier {
     /// Reads the roots from the source now, as a handshake does, and returns webpki's
     /// verifier to use: the one for the current roots (built only when they
     /// changed), or on failure the last good one.
-    fn reload(&self) -> Arc<WebPkiServerVerifier> {
+    fn reload(&self) -> Arc<Served> {
         let inner = &*self.inner;
         let origin = inner.source.origin();
         let served = inner.current.load();
         let failure = match inner.source.current() {
             Ok(anchors) if Arc::ptr_eq(&anchors, &served.anchors) => {
                 self.recovered(&anchors);
-                return served.verifier.clone();
+                return arc_swap::Guard::into_inner(served);
             }
             Ok(anchors) => match build_verifier(&anchors, &inner.provider) {
                 Ok(verifier) => {
                     let loaded_at = SystemTime::now();
-                    inner.current.store(Arc::new(Served {
+                    let fresh = Arc::new(Served {
                         anchors: anchors.clone(),
-                        verifier: verifier.clone(),
+                        verifier,
                         loaded_at,
                         loaded_mono: inner.clock.elapsed(),
-                    }));
+                    });
+                    inner.current.store(fresh.clone());
                     self.recovered(&anchors);
                     inner.recorder.trust_loaded(origin, &anchors, loaded_at);
-                    return verifier;
+                    return fresh;
                 }
                 Err(source) => TrustFailure::Verifier {
                     origin: origin.clone(),
@@ -417,7 +540,7 @@ impl TrustVerifier {
             );
             inner.recorder.trust_stale_warning(&warning);
         }
-        served.verifier.clone()
+        arc_swap::Guard::into_inner(served)
     }
 
     fn recovered(&self, anchors: &TrustAnchors) {
@@ -473,8 +596,27 @@ impl ServerCertVerifier for TrustVerifier {
         now: UnixTime,
     ) -> Result<ServerCertVerified, rustls::Error> {
         // One snapshot: the whole chain is verified against one root set.
-        self.reload()
-            .verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now)
+        let served = self.reload();
+        match &self.inner.authorization {
+            ServerAuthorization::HostName => served.verifier.verify_server_cert(
+                end_entity,
+                intermediates,
+                server_name,
+                ocsp_response,
+                now,
+            ),
+            ServerAuthorization::SpiffeId(expected) => {
+                verify_chain(
+                    &served.anchors,
+                    &self.inner.provider,
+                    end_entity,
+                    intermediates,
+                    now,
+                )?;
+                authorize_spiffe_id(end_entity, expected)?;
+                Ok(ServerCertVerified::assertion())
+            }
+        }
     }
 
     fn verify_tls12_signature(

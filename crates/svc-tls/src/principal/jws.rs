@@ -16,11 +16,14 @@ use crate::material::der::{self, tag};
 /// Which JWS algorithms may be produced and accepted.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum AlgorithmPolicy {
-    /// PS512 only: what the Go services produce and accept. The default.
-    #[default]
+    /// PS512 only: what the older Go services produce and accept. For peers that still
+    /// run the older verifier: an ECDSA identity cannot sign under it.
     Ps512Only,
-    /// PS512 for RSA keys, and ES256 / ES384 for P-256 / P-384 keys. Only for peers
-    /// known to accept ECDSA principals (the Go verifiers do not).
+    /// The key decides: PS512 for RSA keys, ES256 for P-256 and ES384 for P-384 keys;
+    /// a verifier accepts each only with a certificate of that key type. What the
+    /// newest Go client signs and verifies (SPIRE issues P-256 SVIDs by default), and
+    /// the default.
+    #[default]
     Ps512OrEcdsa,
 }
 

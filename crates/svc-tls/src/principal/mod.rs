@@ -1,9 +1,9 @@
 //! Signed principals: the `X-Principal` header, wire-compatible with the Go services.
 //!
 //! A service says on whose behalf it calls a peer by sending a JWS in **compact**
-//! serialization, algorithm **PS512** (RSA-PSS, SHA-512, MGF1-SHA-512, salt length 64),
-//! protected header exactly `{"alg":"PS512"}`, signed with the private key of its mTLS
-//! client identity. The receiver verifies it against the certificate the peer
+//! serialization, signed with the private key of its mTLS client identity: for an RSA
+//! key, algorithm **PS512** (RSA-PSS, SHA-512, MGF1-SHA-512, salt length 64), protected
+//! header exactly `{"alg":"PS512"}`; for ECDSA keys ES256 / ES384 (below). The receiver verifies it against the certificate the peer
 //! presented in the TLS handshake (behind the ingress: the `ssl-client-cert` header).
 //!
 //! # Signing
@@ -16,16 +16,19 @@
 //! only, never with a private key (RUSTSEC-2023-0071 concerns its private-key
 //! operations).
 //!
-//! Non-RSA identities are refused by default ([`SignError::UnsupportedKeyType`], Go's
-//! "private key type is unsupported"), because the Go verifiers accept PS512 only.
-//! [`AlgorithmPolicy::Ps512OrEcdsa`] opts into ES256 (P-256) and ES384 (P-384) with
-//! JWS raw `r||s` signatures for peers that accept them.
+//! The key decides the algorithm, as in the newest Go client: RSA signs PS512, ECDSA
+//! P-256 signs ES256 and P-384 signs ES384 (JWS raw `r||s` signatures), with the header
+//! `{"alg":"ES256"}` or `{"alg":"ES384"}`. [`AlgorithmPolicy::Ps512Only`] keeps the
+//! older behaviour for peers that still run the PS512-only verifier: an ECDSA identity
+//! is then refused ([`SignError::UnsupportedKeyType`], Go's "private key type is
+//! unsupported").
 //!
 //! # Verifying
 //! [`verify`] (or [`PeerCertificate::verify`]) checks a token against a peer
-//! certificate and decodes the payload into any [`DeserializeOwned`](serde::de::DeserializeOwned) type. Only PS512 is
-//! accepted (plus ES256/ES384 under [`AlgorithmPolicy::Ps512OrEcdsa`]), and the
-//! algorithm must match the certificate's key type. Every rejection is a
+//! certificate and decodes the payload into any [`DeserializeOwned`](serde::de::DeserializeOwned) type. By default
+//! PS512, ES256 and ES384 are accepted, each only when it matches the certificate's
+//! key type (an RSA certificate never verifies an ES token, nor a P-256 certificate an
+//! ES384 or PS512 one); [`AlgorithmPolicy::Ps512Only`] accepts PS512 alone. Every rejection is a
 //! [`VerifyError`] variant naming what is wrong. RSA-PSS salt length is auto-detected,
 //! as the Go verifier does, so tokens signed with another salt length still verify.
 //!
