@@ -389,8 +389,9 @@ fn every_repeated_flag_keeps_its_last_value() {
         assert_eq!(raw, vec![want.to_owned()], "{args:?}");
         checked += 1;
     }
-    // 5 flags per peer, 3 per identity.
-    assert_eq!(checked, 5 * PEERS.len() + 3 * 2);
+    // 5 flags per peer, 5 per identity (source, namespace, name, reload interval,
+    // SPIFFE server ID).
+    assert_eq!(checked, 5 * PEERS.len() + 5 * 2);
 
     // And through the typed accessors.
     let m = parse(&strings(&[

@@ -336,3 +336,172 @@ fn options_built_in_code_follow_the_same_rule() {
     assert_eq!(id.prefix(), None);
     assert_eq!(id.secret().unwrap(), Some(SecretRef::new("ns", "name")));
 }
+
+// ---------------------------------------------------------------------------------
+// The credential source: --[P-]client-certificate-source and --[P-]spiffe-server-id.
+
+fn identity_of(args: &[&str], prefix: Option<&str>) -> Result<ClientIdentityOptions, OptionsError> {
+    ClientIdentityOptions::from_matches(&parse(args), prefix)
+}
+
+#[test]
+fn the_source_defaults_to_secret_and_empty_counts_as_unset() {
+    use svc_tls::options::ClientCertificateSource;
+    for args in [
+        &[][..],
+        &["--client-certificate-source="][..],
+        &["--client-certificate-source=secret"][..],
+    ] {
+        let options = identity_of(args, None).unwrap();
+        assert_eq!(options.source(), ClientCertificateSource::Secret, "{args:?}");
+        assert_eq!(options.spiffe_server_id(), None);
+    }
+}
+
+#[test]
+fn spiffe_mode_takes_the_server_id_with_and_without_a_prefix() {
+    use svc_tls::options::ClientCertificateSource;
+    let options = identity_of(
+        &[
+            "--client-certificate-source=spiffe",
+            "--spiffe-server-id=spiffe://example.org/ns/unikorn/sa/identity",
+        ],
+        None,
+    )
+    .unwrap();
+    assert_eq!(options.source(), ClientCertificateSource::Spiffe);
+    assert_eq!(
+        options.spiffe_server_id().unwrap().to_string(),
+        "spiffe://example.org/ns/unikorn/sa/identity"
+    );
+    assert_eq!(options.secret().unwrap(), None);
+
+    // The prefixed set is independent: the default identity stays on its Secret.
+    let m = parse(&[
+        "--region-client-certificate-source=spiffe",
+        "--region-spiffe-server-id=spiffe://example.org/region",
+        "--client-certificate-namespace=unikorn",
+        "--client-certificate-name=cert",
+    ]);
+    let region = ClientIdentityOptions::from_matches(&m, Some("region")).unwrap();
+    assert_eq!(region.source(), ClientCertificateSource::Spiffe);
+    assert_eq!(
+        region.spiffe_server_id().unwrap().to_string(),
+        "spiffe://example.org/region"
+    );
+    let default = ClientIdentityOptions::from_matches(&m, None).unwrap();
+    assert_eq!(default.source(), ClientCertificateSource::Secret);
+    assert_eq!(
+        default.secret().unwrap(),
+        Some(SecretRef::new("unikorn", "cert"))
+    );
+}
+
+#[test]
+fn an_unknown_source_names_the_flag_and_the_value() {
+    for (args, prefix, flag) in [
+        (&["--client-certificate-source=vault"][..], None, "client-certificate-source"),
+        (&["--client-certificate-source=SPIFFE"][..], None, "client-certificate-source"),
+        (
+            &["--region-client-certificate-source=file"][..],
+            Some("region"),
+            "region-client-certificate-source",
+        ),
+    ] {
+        let err = identity_of(args, prefix).unwrap_err();
+        let value = args[0].split_once('=').unwrap().1;
+        assert_eq!(
+            err,
+            OptionsError::InvalidValue {
+                flag: flag.to_owned(),
+                value: value.to_owned(),
+                expected: "secret, spiffe"
+            }
+        );
+        let text = err.to_string();
+        assert!(text.contains(&format!("--{flag}")) && text.contains(value), "{text}");
+    }
+}
+
+#[test]
+fn spiffe_mode_needs_a_server_id_that_parses() {
+    let err = identity_of(&["--client-certificate-source=spiffe"], None).unwrap_err();
+    assert_eq!(
+        err,
+        OptionsError::MissingSpiffeServerId {
+            flag: "spiffe-server-id".to_owned(),
+            source_flag: "client-certificate-source".to_owned()
+        }
+    );
+    assert!(err.to_string().contains("--spiffe-server-id is required"), "{err}");
+    // Rendered empty by a chart: still missing.
+    let err = identity_of(
+        &["--client-certificate-source=spiffe", "--spiffe-server-id="],
+        None,
+    )
+    .unwrap_err();
+    assert!(matches!(err, OptionsError::MissingSpiffeServerId { .. }), "{err:?}");
+
+    for bad in [
+        "example.org/identity",
+        "https://example.org/identity",
+        "spiffe://",
+        "spiffe://example.org/identity/",
+        "spiffe://example.org/a//b",
+    ] {
+        let err = identity_of(
+            &[
+                "--client-certificate-source=spiffe",
+                &format!("--spiffe-server-id={bad}"),
+            ],
+            None,
+        )
+        .unwrap_err();
+        match &err {
+            OptionsError::InvalidSpiffeId { flag, value, reason } => {
+                assert_eq!(flag, "spiffe-server-id");
+                assert_eq!(value, bad);
+                assert!(!reason.is_empty());
+            }
+            other => panic!("{bad}: {other:?}"),
+        }
+        assert!(err.to_string().contains("is not a SPIFFE ID"), "{err}");
+    }
+}
+
+#[test]
+fn spiffe_mode_with_a_secret_flag_says_set_one_or_the_other() {
+    for (secret_flag, value) in [
+        ("client-certificate-name", "cert"),
+        ("client-certificate-namespace", "unikorn"),
+    ] {
+        let err = identity_of(
+            &[
+                "--client-certificate-source=spiffe",
+                "--spiffe-server-id=spiffe://example.org/identity",
+                &format!("--{secret_flag}={value}"),
+            ],
+            None,
+        )
+        .unwrap_err();
+        assert_eq!(
+            err,
+            OptionsError::SourceConflict {
+                source_flag: "client-certificate-source".to_owned(),
+                secret_flag: secret_flag.to_owned()
+            }
+        );
+        assert!(err.to_string().contains("set one or the other"), "{err}");
+    }
+    // Empty Secret flags (as charts render unset values) are no conflict.
+    identity_of(
+        &[
+            "--client-certificate-source=spiffe",
+            "--spiffe-server-id=spiffe://example.org/identity",
+            "--client-certificate-name=",
+            "--client-certificate-namespace=",
+        ],
+        None,
+    )
+    .unwrap();
+}

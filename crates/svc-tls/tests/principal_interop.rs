@@ -1,6 +1,6 @@
 //! Interoperability of principals with an independent JOSE implementation: PyJWT and
 //! `cryptography` (from PyPI) verify our PS512 tokens and produce tokens we verify,
-//! for RSA 2048, 3072 and 4096 (plus ES256/ES384 under the opt-in policy).
+//! for RSA 2048, 3072 and 4096 (plus ES256/ES384, the default for ECDSA keys).
 //!
 //! The Python side is `tests/interop/jws_interop.py`; `cargo xtask test` installs its
 //! packages. PSS is randomised, so tokens are round-tripped, never compared.
@@ -138,7 +138,7 @@ fn pyjwt_verifies_ours_and_we_verify_pyjwt_for_every_rsa_size() {
 }
 
 #[test]
-fn pyjwt_interoperates_on_opt_in_ecdsa() {
+fn pyjwt_interoperates_on_ecdsa() {
     require_python();
     let cases = [
         (keys::p256(), Algorithm::Es256),
@@ -173,7 +173,7 @@ fn pyjwt_interoperates_on_opt_in_ecdsa() {
         let token = answer["signed"][i]["token"].as_str().unwrap();
         let back: Principal = verify(token, &certificate, AlgorithmPolicy::Ps512OrEcdsa).unwrap();
         assert_eq!(back, principal_for(f.name));
-        // The default policy still refuses them.
+        // The strict policy (older Go verifiers) refuses them.
         let err = verify::<Principal>(token, &certificate, AlgorithmPolicy::Ps512Only).unwrap_err();
         assert!(
             matches!(err, VerifyError::AlgorithmNotAllowed { .. }),

@@ -10,20 +10,20 @@ use support::keys;
 #[test]
 fn ps512_round_trips_for_every_rsa_size_and_is_randomised() {
     for fixture in keys::rsa_all() {
-        let first = sign_with_key(fixture.signing_key.as_ref(), &principal(), DEFAULT).unwrap();
-        let second = sign_with_key(fixture.signing_key.as_ref(), &principal(), DEFAULT).unwrap();
+        let first = sign_with_key(fixture.signing_key.as_ref(), &principal(), PS512_ONLY).unwrap();
+        let second = sign_with_key(fixture.signing_key.as_ref(), &principal(), PS512_ONLY).unwrap();
         assert_eq!(first.algorithm(), Algorithm::Ps512);
         // PSS salts are random: the same input never gives the same token.
         assert_ne!(first.as_str(), second.as_str(), "{}", fixture.name);
         let certificate = peer(fixture);
         assert_eq!(certificate.key_type(), "RSA");
         for token in [&first, &second] {
-            let back: Principal = certificate.verify(token.as_str(), DEFAULT).unwrap();
+            let back: Principal = certificate.verify(token.as_str(), PS512_ONLY).unwrap();
             assert_eq!(back, principal(), "{}", fixture.name);
         }
         // The PEM form of the certificate verifies the same token.
         let from_pem = PeerCertificate::from_pem(fixture.cert_pem.as_bytes()).unwrap();
-        let back: Principal = verify(first.as_str(), &from_pem, DEFAULT).unwrap();
+        let back: Principal = verify(first.as_str(), &from_pem, PS512_ONLY).unwrap();
         assert_eq!(back, principal());
     }
 }
@@ -75,10 +75,10 @@ fn principal_json_omits_empty_fields() {
         project_id: Some(String::new()),
         actor: None,
     };
-    let token = sign_with_key(fixture.signing_key.as_ref(), &only_org, DEFAULT).unwrap();
-    let raw: serde_json::Value = verify(token.as_str(), &peer(fixture), DEFAULT).unwrap();
+    let token = sign_with_key(fixture.signing_key.as_ref(), &only_org, PS512_ONLY).unwrap();
+    let raw: serde_json::Value = verify(token.as_str(), &peer(fixture), PS512_ONLY).unwrap();
     assert_eq!(raw, serde_json::json!({"organizationId": "o"}));
-    let back: Principal = verify(token.as_str(), &peer(fixture), DEFAULT).unwrap();
+    let back: Principal = verify(token.as_str(), &peer(fixture), PS512_ONLY).unwrap();
     assert_eq!(
         back,
         Principal {
@@ -100,15 +100,15 @@ fn any_serialize_and_deserialize_owned_type_round_trips() {
         n: 42,
         tags: vec!["a".into(), "ü".into()],
     };
-    let token = sign_with_key(fixture.signing_key.as_ref(), &value, DEFAULT).unwrap();
-    let back: Custom = verify(token.as_str(), &peer(fixture), DEFAULT).unwrap();
+    let token = sign_with_key(fixture.signing_key.as_ref(), &value, PS512_ONLY).unwrap();
+    let back: Custom = verify(token.as_str(), &peer(fixture), PS512_ONLY).unwrap();
     assert_eq!(back, value);
 }
 
 #[test]
 fn token_debug_and_header_value_keep_the_token_secret() {
     let fixture = keys::rsa2048();
-    let token = sign_with_key(fixture.signing_key.as_ref(), &principal(), DEFAULT).unwrap();
+    let token = sign_with_key(fixture.signing_key.as_ref(), &principal(), PS512_ONLY).unwrap();
     let debug = format!("{token:?}");
     assert!(!debug.contains(token.as_str()), "{debug}");
     assert!(!debug.contains(&token.as_str()[..20]), "{debug}");
@@ -121,9 +121,31 @@ fn token_debug_and_header_value_keep_the_token_secret() {
 // Key types when signing.
 
 #[test]
-fn non_rsa_keys_are_unsupported_by_default() {
+fn the_key_decides_the_algorithm_by_default() {
+    // The newest Go client's rule: RSA signs PS512, P-256 ES256, P-384 ES384.
+    assert_eq!(AlgorithmPolicy::default(), BY_KEY);
+    for (fixture, alg) in [
+        (keys::rsa2048(), Algorithm::Ps512),
+        (keys::p256(), Algorithm::Es256),
+        (keys::p384(), Algorithm::Es384),
+    ] {
+        let token = sign_with_key(
+            fixture.signing_key.as_ref(),
+            &principal(),
+            AlgorithmPolicy::default(),
+        )
+        .unwrap();
+        assert_eq!(token.algorithm(), alg, "{}", fixture.name);
+        let back: Principal =
+            verify(token.as_str(), &peer(fixture), AlgorithmPolicy::default()).unwrap();
+        assert_eq!(back, principal());
+    }
+}
+
+#[test]
+fn non_rsa_keys_are_unsupported_under_the_strict_policy() {
     for fixture in [keys::p256(), keys::p384()] {
-        let err = sign_with_key(fixture.signing_key.as_ref(), &principal(), DEFAULT).unwrap_err();
+        let err = sign_with_key(fixture.signing_key.as_ref(), &principal(), PS512_ONLY).unwrap_err();
         assert!(
             matches!(
                 err,
@@ -139,7 +161,7 @@ fn non_rsa_keys_are_unsupported_by_default() {
             "{err}"
         );
     }
-    for policy in [DEFAULT, ECDSA] {
+    for policy in [PS512_ONLY, BY_KEY] {
         let err =
             sign_with_key(keys::ed25519().signing_key.as_ref(), &principal(), policy).unwrap_err();
         assert!(
@@ -153,7 +175,7 @@ fn non_rsa_keys_are_unsupported_by_default() {
 fn p521_keys_fail_with_gos_unsupported_elliptic_curve() {
     // P-521 identities work for TLS; the principal JWS stays ES256/ES384, and Go's
     // signer refuses P-521 with "unsupported elliptic curve".
-    let err = sign_with_key(keys::p521().signing_key.as_ref(), &principal(), ECDSA).unwrap_err();
+    let err = sign_with_key(keys::p521().signing_key.as_ref(), &principal(), BY_KEY).unwrap_err();
     assert!(
         matches!(err, SignError::UnsupportedCurve { curve: "P-521" }),
         "{err:?}"
@@ -162,8 +184,8 @@ fn p521_keys_fail_with_gos_unsupported_elliptic_curve() {
         err.to_string().starts_with("unsupported elliptic curve"),
         "{err}"
     );
-    // Without the ECDSA opt-in it is refused as any ECDSA key is.
-    let err = sign_with_key(keys::p521().signing_key.as_ref(), &principal(), DEFAULT).unwrap_err();
+    // Under the strict PS512-only policy it is refused as any ECDSA key is.
+    let err = sign_with_key(keys::p521().signing_key.as_ref(), &principal(), PS512_ONLY).unwrap_err();
     assert!(
         matches!(
             err,
@@ -182,7 +204,7 @@ fn ecdsa_is_opt_in_with_raw_signatures_bound_to_the_curve() {
         (keys::p256(), Algorithm::Es256, 64),
         (keys::p384(), Algorithm::Es384, 96),
     ] {
-        let token = sign_with_key(fixture.signing_key.as_ref(), &principal(), ECDSA).unwrap();
+        let token = sign_with_key(fixture.signing_key.as_ref(), &principal(), BY_KEY).unwrap();
         assert_eq!(token.algorithm(), alg);
         let parts: Vec<&str> = token.as_str().split('.').collect();
         assert_eq!(
@@ -190,17 +212,18 @@ fn ecdsa_is_opt_in_with_raw_signatures_bound_to_the_curve() {
             format!(r#"{{"alg":"{alg}"}}"#).as_bytes()
         );
         assert_eq!(URL_SAFE_NO_PAD.decode(parts[2]).unwrap().len(), raw_len);
-        let back: Principal = verify(token.as_str(), &peer(fixture), ECDSA).unwrap();
+        let back: Principal = verify(token.as_str(), &peer(fixture), BY_KEY).unwrap();
         assert_eq!(back, principal());
 
         // Off by default on the verifying side too.
-        let err = reject(token.as_str(), fixture, DEFAULT);
+        let err = reject(token.as_str(), fixture, PS512_ONLY);
         assert!(
             matches!(&err, VerifyError::AlgorithmNotAllowed { alg: a, .. } if a == alg.name()),
             "{err:?}"
         );
-        // An RSA-keyed certificate never accepts an ECDSA token, even when opted in.
-        let err = reject(token.as_str(), keys::rsa2048(), ECDSA);
+        // An RSA-keyed certificate never accepts an ECDSA token, even under the
+        // default policy that accepts ES256/ES384.
+        let err = reject(token.as_str(), keys::rsa2048(), BY_KEY);
         assert!(
             matches!(err, VerifyError::AlgorithmKeyMismatch { alg: a, key: "RSA" } if a == alg),
             "{err:?}"
@@ -211,7 +234,7 @@ fn ecdsa_is_opt_in_with_raw_signatures_bound_to_the_curve() {
         } else {
             keys::p256()
         };
-        let err = reject(token.as_str(), other, ECDSA);
+        let err = reject(token.as_str(), other, BY_KEY);
         assert!(
             matches!(err, VerifyError::AlgorithmKeyMismatch { alg: a, .. } if a == alg),
             "{err:?}"
@@ -219,21 +242,21 @@ fn ecdsa_is_opt_in_with_raw_signatures_bound_to_the_curve() {
     }
     // Same curve, other key.
     let other_p256 = {
-        let token = sign_with_key(keys::p256().signing_key.as_ref(), &principal(), ECDSA).unwrap();
+        let token = sign_with_key(keys::p256().signing_key.as_ref(), &principal(), BY_KEY).unwrap();
         let mut parts: Vec<String> = token.as_str().split('.').map(str::to_owned).collect();
         let mut sig = URL_SAFE_NO_PAD.decode(&parts[2]).unwrap();
         sig[10] ^= 1;
         parts[2] = b64(&sig);
         parts.join(".")
     };
-    let err = reject(&other_p256, keys::p256(), ECDSA);
+    let err = reject(&other_p256, keys::p256(), BY_KEY);
     assert!(matches!(err, VerifyError::BadSignature), "{err:?}");
 }
 
 #[test]
 fn ps512_token_against_an_ec_certificate_is_a_key_mismatch() {
     let token = good_token(keys::rsa2048());
-    let err = reject(&token, keys::p256(), ECDSA);
+    let err = reject(&token, keys::p256(), BY_KEY);
     assert!(
         matches!(
             err,
@@ -249,7 +272,7 @@ fn ps512_token_against_an_ec_certificate_is_a_key_mismatch() {
 #[test]
 fn ed25519_certificate_is_an_unsupported_key_type() {
     let token = good_token(keys::rsa2048());
-    let err = reject(&token, keys::ed25519(), DEFAULT);
+    let err = reject(&token, keys::ed25519(), PS512_ONLY);
     assert!(
         matches!(err, VerifyError::UnsupportedKeyType { key: "Ed25519" }),
         "{err:?}"

@@ -18,7 +18,7 @@ fn alg_none_is_rejected() {
         let header = b64(format!(r#"{{"alg":"{alg}"}}"#).as_bytes());
         for sig in ["", "AAAA"] {
             let token = format!("{header}.{}.{sig}", b64(&payload));
-            let err = reject(&token, fixture, ECDSA);
+            let err = reject(&token, fixture, BY_KEY);
             assert!(
                 matches!(err, VerifyError::AlgorithmNone),
                 "{alg} {sig:?}: {err:?}"
@@ -43,7 +43,7 @@ fn hmac_is_rejected_even_keyed_with_the_certificate() {
             sha2::Sha512::digest([fixture.cert_pem.as_bytes(), input.as_bytes()].concat())
         };
         let token = format!("{input}.{}", b64(&mac));
-        let err = reject(&token, fixture, ECDSA);
+        let err = reject(&token, fixture, BY_KEY);
         assert!(
             matches!(&err, VerifyError::Hmac { alg: a } if a == alg),
             "{err:?}"
@@ -61,15 +61,15 @@ fn other_algorithms_are_not_allowed_even_when_correctly_signed() {
         // Correctly signed over its own header (with PS512's primitive), so only the
         // algorithm check can reject it.
         let token = forge(fixture, &format!(r#"{{"alg":"{alg}"}}"#), &payload);
-        let err = reject(&token, fixture, ECDSA);
+        let err = reject(&token, fixture, BY_KEY);
         assert!(
-            matches!(&err, VerifyError::AlgorithmNotAllowed { alg: a, policy: ECDSA } if a == alg),
+            matches!(&err, VerifyError::AlgorithmNotAllowed { alg: a, policy: BY_KEY } if a == alg),
             "{alg}: {err:?}"
         );
     }
     for (header, shown) in [(r#"{"alg":512}"#, "512"), (r#"{"alg":null}"#, "null")] {
         let token = forge(fixture, header, &payload);
-        let err = reject(&token, fixture, DEFAULT);
+        let err = reject(&token, fixture, PS512_ONLY);
         assert!(
             matches!(&err, VerifyError::AlgorithmNotAllowed { alg, .. } if alg == shown),
             "{err:?}"
@@ -82,7 +82,7 @@ fn missing_alg_is_rejected() {
     let fixture = keys::rsa2048();
     let token = forge(fixture, r#"{"typ":"JWT"}"#, b"{}");
     assert!(matches!(
-        reject(&token, fixture, DEFAULT),
+        reject(&token, fixture, PS512_ONLY),
         VerifyError::MissingAlgorithm
     ));
 }
@@ -97,7 +97,7 @@ fn crit_is_rejected_even_when_signed() {
         r#"{"alg":"PS512","crit":[]}"#,
     ] {
         let token = forge(fixture, header, &payload);
-        let err = reject(&token, fixture, DEFAULT);
+        let err = reject(&token, fixture, PS512_ONLY);
         assert!(
             matches!(err, VerifyError::UnsupportedCritical { .. }),
             "{header}: {err:?}"
@@ -108,7 +108,7 @@ fn crit_is_rejected_even_when_signed() {
         r#"{"alg":"PS512","crit":["exp"],"exp":1}"#,
         &payload,
     );
-    match reject(&token, fixture, DEFAULT) {
+    match reject(&token, fixture, PS512_ONLY) {
         VerifyError::UnsupportedCritical { crit } => assert_eq!(crit, vec!["exp".to_owned()]),
         other => panic!("{other:?}"),
     }
@@ -124,7 +124,7 @@ fn unknown_non_critical_header_members_are_ignored() {
         r#"{"typ":"JWT","alg":"PS512","kid":"k1","x5c":["AAAA"]}"#,
         &payload,
     );
-    let back: Principal = verify(&token, &peer(fixture), DEFAULT).unwrap();
+    let back: Principal = verify(&token, &peer(fixture), PS512_ONLY).unwrap();
     assert_eq!(back, principal());
 }
 
@@ -141,7 +141,7 @@ fn header_that_is_not_a_unique_member_object_is_malformed() {
         "\u{1}",
     ] {
         let token = forge(fixture, header, b"{}");
-        let err = reject(&token, fixture, DEFAULT);
+        let err = reject(&token, fixture, PS512_ONLY);
         assert!(
             matches!(err, VerifyError::MalformedHeader(_)),
             "{header}: {err:?}"
@@ -172,17 +172,17 @@ fn wrong_number_of_segments_is_rejected() {
         (format!("{}...{}", parts[0], parts[2]), 4),
     ];
     for (token, found) in cases {
-        let err = reject(&token, fixture, DEFAULT);
+        let err = reject(&token, fixture, PS512_ONLY);
         assert!(
             matches!(err, VerifyError::SegmentCount { found: f } if f == found),
             "{found}: {err:?}"
         );
     }
-    assert!(matches!(reject("", fixture, DEFAULT), VerifyError::Empty));
+    assert!(matches!(reject("", fixture, PS512_ONLY), VerifyError::Empty));
     // JWS JSON serialization is not accepted.
     let json =
         serde_json::json!({"protected": parts[0], "payload": parts[1], "signature": parts[2]});
-    let err = reject(&json.to_string(), fixture, DEFAULT);
+    let err = reject(&json.to_string(), fixture, PS512_ONLY);
     assert!(
         matches!(err, VerifyError::SegmentCount { found: 1 }),
         "{err:?}"
@@ -221,7 +221,7 @@ fn trailing_data_padding_and_whitespace_are_rejected() {
         if bad == token {
             continue; // the replace found nothing to change
         }
-        let err = reject(&bad, fixture, DEFAULT);
+        let err = reject(&bad, fixture, PS512_ONLY);
         assert!(
             matches!(err, VerifyError::Base64 { part: p } if p == part),
             "{part}: {err:?}"
@@ -242,7 +242,7 @@ fn non_canonical_base64_signature_is_rejected() {
     let mut bad = token.clone();
     bad.pop();
     bad.push(ALPHABET[value | 1] as char);
-    let err = reject(&bad, fixture, DEFAULT);
+    let err = reject(&bad, fixture, PS512_ONLY);
     assert!(
         matches!(
             err,
@@ -261,7 +261,7 @@ fn non_canonical_base64_signature_is_rejected() {
 fn wrong_key_is_a_bad_signature() {
     let token = good_token(keys::rsa2048());
     for other in [keys::rsa2048_other(), keys::rsa3072(), keys::rsa4096()] {
-        let err = reject(&token, other, DEFAULT);
+        let err = reject(&token, other, PS512_ONLY);
         assert!(
             matches!(err, VerifyError::BadSignature),
             "{}: {err:?}",
@@ -312,7 +312,7 @@ fn tampered_header_payload_or_signature_is_a_bad_signature() {
         // Appended data that still decodes: a 257-byte "signature".
         ("appended data", format!("{token}A")),
         ("signature of another payload", {
-            let other = sign_with_key(fixture.signing_key.as_ref(), &Principal::default(), DEFAULT)
+            let other = sign_with_key(fixture.signing_key.as_ref(), &Principal::default(), PS512_ONLY)
                 .unwrap()
                 .into_string();
             format!(
@@ -324,7 +324,7 @@ fn tampered_header_payload_or_signature_is_a_bad_signature() {
         }),
     ];
     for (what, bad) in cases {
-        let err = reject(&bad, fixture, DEFAULT);
+        let err = reject(&bad, fixture, PS512_ONLY);
         assert!(matches!(err, VerifyError::BadSignature), "{what}: {err:?}");
     }
 }
@@ -334,7 +334,7 @@ fn signed_payload_that_is_not_json_or_not_the_type_is_rejected() {
     let fixture = keys::rsa2048();
     for payload in [&b"not json"[..], b"{\"a\":1} trailing", b"\xff\xfe", b""] {
         let token = forge(fixture, r#"{"alg":"PS512"}"#, payload);
-        let err = reject(&token, fixture, DEFAULT);
+        let err = reject(&token, fixture, PS512_ONLY);
         assert!(
             matches!(err, VerifyError::PayloadNotJson(_)),
             "{payload:?}: {err:?}"
@@ -342,7 +342,7 @@ fn signed_payload_that_is_not_json_or_not_the_type_is_rejected() {
     }
     for payload in [&br#"[1,2]"#[..], br#"{"organizationId":5}"#, b"null"] {
         let token = forge(fixture, r#"{"alg":"PS512"}"#, payload);
-        let err = reject(&token, fixture, DEFAULT);
+        let err = reject(&token, fixture, PS512_ONLY);
         assert!(
             matches!(err, VerifyError::PayloadType(_)),
             "{payload:?}: {err:?}"
@@ -355,7 +355,7 @@ fn rsa_keys_below_2048_bits_are_refused() {
     let cert = weak_rsa_certificate();
     let certificate = PeerCertificate::from_der(cert).unwrap();
     let token = good_token(keys::rsa2048());
-    let err = verify::<Principal>(&token, &certificate, DEFAULT).unwrap_err();
+    let err = verify::<Principal>(&token, &certificate, PS512_ONLY).unwrap_err();
     assert!(
         matches!(err, VerifyError::WeakRsaKey { bits: 1024 }),
         "{err:?}"
@@ -431,27 +431,27 @@ fn oversized_token_is_refused_before_parsing_even_when_correctly_signed() {
     // A 200 kB protected header, correctly signed.
     let header = format!(r#"{{"alg":"PS512","pad":"{}"}}"#, "x".repeat(200_000));
     let token = forge(fixture, &header, &payload);
-    let err = reject(&token, fixture, DEFAULT);
+    let err = reject(&token, fixture, PS512_ONLY);
     assert!(
         matches!(err, VerifyError::TooLarge { len, max } if len == token.len() && max == DEFAULT_MAX_TOKEN_BYTES),
         "{err:?}"
     );
     // The cap, not the token, refused it: a larger configured cap accepts it.
     let back: Principal = peer(fixture)
-        .verify_with_max_len(&token, DEFAULT, 1 << 20)
+        .verify_with_max_len(&token, PS512_ONLY, 1 << 20)
         .unwrap();
     assert_eq!(back, principal());
 
     // A good token over a configured smaller cap is refused.
     let good = good_token(fixture);
     let err = peer(fixture)
-        .verify_with_max_len::<Principal>(&good, DEFAULT, good.len() - 1)
+        .verify_with_max_len::<Principal>(&good, PS512_ONLY, good.len() - 1)
         .unwrap_err();
     assert!(matches!(err, VerifyError::TooLarge { .. }), "{err:?}");
     // A token made of dots within a large cap: counted, not split into parts.
     let dots = ".".repeat(100_000);
     let err = peer(fixture)
-        .verify_with_max_len::<Principal>(&dots, DEFAULT, 1 << 20)
+        .verify_with_max_len::<Principal>(&dots, PS512_ONLY, 1 << 20)
         .unwrap_err();
     assert!(
         matches!(err, VerifyError::SegmentCount { found: 100_001 }),
@@ -482,7 +482,7 @@ fn sender_values_in_errors_are_escaped_and_truncated() {
         ),
     ] {
         let token = forge(fixture, &header, &payload);
-        let err = reject(&token, fixture, DEFAULT);
+        let err = reject(&token, fixture, PS512_ONLY);
         let shown = err.to_string();
         assert!(format!("{err:?}").starts_with(expect), "{err:?}");
         assert!(!shown.contains('\n'), "{shown}");

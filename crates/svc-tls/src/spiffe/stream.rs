@@ -10,12 +10,12 @@ use arc_swap::{ArcSwap, ArcSwapOption};
 use futures::StreamExt;
 use rustls::crypto::CryptoProvider;
 use spiffe::workload_api::{WorkloadApiClient, WorkloadApiError};
-use spiffe::{X509Bundle, X509Context};
+use spiffe::{X509Bundle, X509Context, X509Svid};
 use tokio::task::AbortHandle;
 
 use super::SPIFFE_ENDPOINT_SOCKET;
 use super::error::{SpiffeStartError, SvidError};
-use super::svid::{SharedAnchors, anchors_of, identity_of, same_bundle};
+use super::svid::{SharedAnchors, anchors_of, identity_of, same_bundle, same_svid};
 use crate::identity_source::SourceHealth;
 use crate::material::{Identity, MaterialErrorKind};
 
@@ -75,6 +75,8 @@ impl fmt::Debug for SpiffeEndpoint {
 pub(super) struct Snapshot {
     /// Counts messages; orders identities for the resolver.
     pub(super) generation: u64,
+    /// The default SVID as sent, to recognise an unchanged one after a reconnect.
+    svid: Option<Arc<X509Svid>>,
     /// The default SVID, loaded (validity is checked per handshake, not here).
     pub(super) identity: Result<Identity, SvidError>,
     /// Each trust domain's bundle (by trust domain name), with its anchors; the
@@ -355,9 +357,17 @@ impl Shared {
     fn install(&self, context: &X509Context) {
         let previous = self.snapshot.load_full();
         let generation = previous.as_ref().map_or(0, |s| s.generation) + 1;
-        let identity = match context.default_svid() {
-            Some(svid) => identity_of(svid, &self.provider, None),
-            None => Err(SvidError {
+        let svid = context.default_svid().cloned();
+        let unchanged = previous.as_ref().filter(|p| match (&p.svid, &svid) {
+            (Some(old), Some(new)) => same_svid(old, new),
+            _ => false,
+        });
+        let identity = match (&svid, unchanged) {
+            // The same SVID again (a reconnect resends it): keep the loaded identity,
+            // so the resolver sees no change.
+            (_, Some(previous)) => previous.identity.clone(),
+            (Some(svid), None) => identity_of(svid, &self.provider, None),
+            (None, _) => Err(SvidError {
                 spiffe_id: String::new(),
                 part: "x509_svid",
                 kind: MaterialErrorKind::NoCertificate,
@@ -381,6 +391,7 @@ impl Shared {
         }
         self.snapshot.store(Some(Arc::new(Snapshot {
             generation,
+            svid,
             identity,
             bundles,
         })));

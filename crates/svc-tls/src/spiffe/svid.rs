@@ -125,5 +125,17 @@ pub(super) fn same_bundle(a: &X509Bundle, b: &X509Bundle) -> bool {
             .all(|(x, y)| x.as_bytes() == y.as_bytes())
 }
 
+/// Whether two SVIDs are the same bytes: ID, chain and key.
+pub(super) fn same_svid(a: &X509Svid, b: &X509Svid) -> bool {
+    a.spiffe_id() == b.spiffe_id()
+        && a.private_key().as_bytes() == b.private_key().as_bytes()
+        && a.cert_chain().len() == b.cert_chain().len()
+        && a
+            .cert_chain()
+            .iter()
+            .zip(b.cert_chain())
+            .all(|(x, y)| x.as_bytes() == y.as_bytes())
+}
+
 /// An `Arc` for sharing between snapshots.
 pub(super) type SharedAnchors = Arc<TrustAnchors>;

@@ -16,8 +16,10 @@ pub use svc_tls::principal::{
     Principal, SignError, VerifyError, sign_with_key, verify,
 };
 
-pub const DEFAULT: AlgorithmPolicy = AlgorithmPolicy::Ps512Only;
-pub const ECDSA: AlgorithmPolicy = AlgorithmPolicy::Ps512OrEcdsa;
+/// The strict policy, for peers that still run the PS512-only verifier.
+pub const PS512_ONLY: AlgorithmPolicy = AlgorithmPolicy::Ps512Only;
+/// The default policy: the key decides (PS512, ES256, ES384).
+pub const BY_KEY: AlgorithmPolicy = AlgorithmPolicy::Ps512OrEcdsa;
 
 pub fn principal() -> Principal {
     Principal {
@@ -49,7 +51,7 @@ pub fn forge(fixture: &Fixture, header: &str, payload: &[u8]) -> String {
 }
 
 pub fn good_token(fixture: &Fixture) -> String {
-    sign_with_key(fixture.signing_key.as_ref(), &principal(), DEFAULT)
+    sign_with_key(fixture.signing_key.as_ref(), &principal(), PS512_ONLY)
         .unwrap()
         .into_string()
 }
