@@ -37,6 +37,7 @@ mod resource;
 mod selectors;
 mod server;
 mod store;
+pub mod tls_server;
 mod watch;
 
 use std::net::SocketAddr;

@@ -8,7 +8,7 @@
 
 use rcgen::{
     BasicConstraints, CertificateParams, CertifiedIssuer, DistinguishedName, DnType,
-    ExtendedKeyUsagePurpose, IsCa, KeyPair, KeyUsagePurpose, SerialNumber,
+    ExtendedKeyUsagePurpose, IsCa, KeyPair, KeyUsagePurpose, SanType, SerialNumber,
 };
 use rustls::RootCertStore;
 use rustls_pki_types::CertificateDer;
@@ -123,6 +123,23 @@ impl TestCa {
         let mut params =
             CertificateParams::new(vec!["127.0.0.1".to_string(), "localhost".to_string()])
                 .expect("server params");
+        params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
+        params.key_usages = vec![KeyUsagePurpose::DigitalSignature];
+        params.serial_number = Some(SerialNumber::from(1u64));
+        self.sign(params, KeyPair::generate().expect("server key"), 1)
+    }
+
+    /// A server leaf with the given DNS names or IP addresses and URI SANs (for
+    /// example a SPIFFE ID `spiffe://trust.domain/ns/x/sa/y`).
+    pub fn server_leaf_with(&self, names: &[&str], uris: &[&str]) -> Leaf {
+        let mut params =
+            CertificateParams::new(names.iter().map(|n| (*n).to_owned()).collect::<Vec<_>>())
+                .expect("server params");
+        for uri in uris {
+            params.subject_alt_names.push(SanType::URI(
+                rcgen::string::Ia5String::try_from(*uri).expect("URI SAN is IA5"),
+            ));
+        }
         params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
         params.key_usages = vec![KeyUsagePurpose::DigitalSignature];
         params.serial_number = Some(SerialNumber::from(1u64));

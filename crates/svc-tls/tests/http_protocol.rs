@@ -7,115 +7,28 @@
 
 mod support;
 
-use std::convert::Infallible;
-use std::net::SocketAddr;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use bytes::Bytes;
-use http_body_util::Full;
-use hyper::{Request, Response};
-use hyper_util::rt::{TokioExecutor, TokioIo};
 use kube_testbed::Testbed;
-use rustls::ServerConfig;
-use rustls::server::WebPkiClientVerifier;
-use rustls_pki_types::PrivateKeyDer;
-use rustls_pki_types::pem::PemObject;
 use support::*;
 use svc_tls::client::PeerTls;
 use svc_tls::options::{ClientIdentityOptions, HttpProtocol, PeerOptions};
-use tokio::net::TcpListener;
 
-/// A TLS 1.3 server offering `h2` and `http/1.1`, requiring a client certificate
-/// from `client_ca`, answering `<HTTP version> <ALPN protocol> <client serial>`.
-struct AlpnServer {
-    addr: SocketAddr,
-    connections: Arc<AtomicUsize>,
-    task: tokio::task::JoinHandle<()>,
-}
-
-impl Drop for AlpnServer {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
-}
-
-impl AlpnServer {
-    async fn start(server_ca: &TestCa, client_ca: &TestCa) -> Self {
-        let leaf = server_ca.server_leaf();
-        let provider = provider();
-        let verifier = WebPkiClientVerifier::builder_with_provider(
-            Arc::new(client_ca.roots()),
-            provider.clone(),
-        )
-        .build()
-        .unwrap();
-        let mut config = ServerConfig::builder_with_provider(provider)
-            .with_protocol_versions(&[&rustls::version::TLS13])
-            .unwrap()
-            .with_client_cert_verifier(verifier)
-            .with_single_cert(
-                vec![leaf.der.clone()],
-                PrivateKeyDer::from_pem_slice(leaf.key_pem.as_bytes()).unwrap(),
-            )
-            .unwrap();
-        config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
-        let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        let connections = Arc::new(AtomicUsize::new(0));
-        let task = tokio::spawn({
-            let connections = connections.clone();
-            async move {
-                loop {
-                    let Ok((tcp, _)) = listener.accept().await else {
-                        continue;
-                    };
-                    let acceptor = acceptor.clone();
-                    let connections = connections.clone();
-                    tokio::spawn(async move {
-                        let Ok(tls) = acceptor.accept(tcp).await else {
-                            return;
-                        };
-                        connections.fetch_add(1, Ordering::SeqCst);
-                        let (_, conn) = tls.get_ref();
-                        let alpn = conn
-                            .alpn_protocol()
-                            .map_or("none".to_owned(), |p| String::from_utf8_lossy(p).into());
-                        let serial = conn
-                            .peer_certificates()
-                            .and_then(|c| c.first())
-                            .map_or(0, |leaf| serial_of(leaf));
-                        let service = hyper::service::service_fn(move |req: Request<_>| {
-                            let body = format!("{:?} {alpn} {serial}", req.version());
-                            async move {
-                                Ok::<_, Infallible>(Response::new(Full::new(Bytes::from(body))))
-                            }
-                        });
-                        let _ = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new())
-                            .serve_connection(TokioIo::new(tls), service)
-                            .await;
-                    });
-                }
-            }
-        });
-        Self {
-            addr,
-            connections,
-            task,
-        }
-    }
-
-    fn url(&self) -> String {
-        format!("https://127.0.0.1:{}/", self.addr.port())
-    }
+/// The verifying server offering `h2` and `http/1.1`, requiring a client
+/// certificate from `client_ca`, keeping connections open (so pooling is visible);
+/// `get` reads `<HTTP version> <ALPN protocol> <client serial>` from its answer.
+async fn alpn_server(server_ca: &TestCa, client_ca: &TestCa) -> VerifyingServer {
+    VerifyingServer::builder(server_ca, client_ca)
+        .alpn(&[b"h2", b"http/1.1"])
+        .keep_alive(true)
+        .start()
+        .await
 }
 
 const IDENTITY: &str = "identity-client-certificate";
 
 /// A peer client built from the deployed flags plus `extra`, against `server`.
-async fn peer_tls(tb: &Testbed, server: &AlpnServer, extra: &[&str]) -> PeerTls {
+async fn peer_tls(tb: &Testbed, server: &VerifyingServer, extra: &[&str]) -> PeerTls {
     let cmd = PeerOptions::augment(clap::Command::new("svc"), "identity");
     let cmd = ClientIdentityOptions::augment(cmd, None);
     let mut args = vec![
@@ -135,7 +48,7 @@ async fn peer_tls(tb: &Testbed, server: &AlpnServer, extra: &[&str]) -> PeerTls 
         .unwrap()
 }
 
-async fn setup() -> (Testbed, AlpnServer) {
+async fn setup() -> (Testbed, VerifyingServer) {
     let tb = Testbed::start().await;
     let (server_ca, client_ca) = (TestCa::new("server"), TestCa::new("clients"));
     let leaf = client_ca.client_leaf("svc", 901);
@@ -145,14 +58,17 @@ async fn setup() -> (Testbed, AlpnServer) {
         &[("tls.crt", &server_ca.pem())],
     ));
     tb.upsert(tls_secret(IDENTITY, &leaf.cert_pem, &leaf.key_pem));
-    let server = AlpnServer::start(&server_ca, &client_ca).await;
+    let server = alpn_server(&server_ca, &client_ca).await;
     (tb, server)
 }
 
 async fn get(http: &reqwest::Client, url: &str) -> (reqwest::Version, String) {
     let response = http.get(url).send().await.unwrap();
     let version = response.version();
-    (version, response.text().await.unwrap())
+    let header = |name: &str| response.headers()[name].to_str().unwrap().to_owned();
+    let (seen_version, alpn) = (header("x-request-version"), header("x-alpn"));
+    let serial = response.text().await.unwrap();
+    (version, format!("{seen_version} {alpn} {serial}"))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -192,7 +108,7 @@ async fn pool_idle_timeout_zero_opens_a_connection_per_request() {
     for _ in 0..2 {
         assert_eq!(get(&http, &url).await.0, reqwest::Version::HTTP_11);
     }
-    assert_eq!(server.connections.load(Ordering::SeqCst), 1, "pooled");
+    assert_eq!(server.handshakes(), 1, "pooled");
 
     let tls = peer_tls(&tb, &server, &["--identity-pool-idle-timeout=0"]).await;
     let http = tls.reqwest_client().unwrap();
@@ -202,6 +118,6 @@ async fn pool_idle_timeout_zero_opens_a_connection_per_request() {
     // At least one new handshake per request (pooling would give 2 in all). hyper
     // may open one more when it races a connect against a closing connection, so
     // the exact count is not what users rely on.
-    let connections = server.connections.load(Ordering::SeqCst);
+    let connections = server.handshakes();
     assert!(connections >= 3, "one per request, got {connections}");
 }

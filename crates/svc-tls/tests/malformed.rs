@@ -192,7 +192,7 @@ async fn each_malformed_secret_at_handshake_time_serves_last_good_and_warns_once
     let (server_ca, client_ca) = (TestCa::new("server"), TestCa::new("clients"));
     let good = client_ca.client_leaf("svc", 800);
     tb.upsert(tls_secret(NAME, &good.cert_pem, &good.key_pem));
-    let server = TestServer::start(&server_ca, &client_ca).await;
+    let server = VerifyingServer::start(&server_ca, &client_ca).await;
     let clock = ManualClock::new();
     let warnings = Arc::new(Warnings::default());
     let resolver = IdentityResolver::builder(tb.client(), secret_ref())

@@ -11,17 +11,13 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use kube_testbed::{Testbed, poll_until};
-use rustls::{ClientConfig, ServerConfig};
-use rustls_pki_types::PrivateKeyDer;
-use rustls_pki_types::pem::PemObject;
+use rustls::ClientConfig;
 use support::*;
 use svc_tls::client::{PeerClientError, PeerTls, TrustMode, client_config};
 use svc_tls::options::{ClientIdentityOptions, PeerOptions, SecretRef};
 use svc_tls::report::ManualClock;
 use svc_tls::trust_source::{TrustAnchors, TrustOrigin};
 use svc_tls::verifier::{TrustError, TrustRecorder, TrustStaleWarning, TrustVerifier};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
 
 const CA_NAME: &str = "identity-ca";
 
@@ -39,114 +35,22 @@ fn ca_secret(tls_crt: &str, ca_crt: &str) -> serde_json::Value {
 }
 
 /// A TLS 1.3 server (no client certificate asked) whose server certificate is issued
-/// by a CA that can be switched without restarting; it counts completed handshakes.
-struct SwitchingServer {
-    addr: SocketAddr,
-    config: Arc<Mutex<Arc<ServerConfig>>>,
-    handshakes: Arc<AtomicU64>,
-    task: tokio::task::JoinHandle<()>,
-}
-
-impl Drop for SwitchingServer {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
-}
-
-fn server_config(ca: &TestCa) -> Arc<ServerConfig> {
-    let leaf = ca.server_leaf();
-    Arc::new(
-        ServerConfig::builder_with_provider(provider())
-            .with_protocol_versions(&[&rustls::version::TLS13])
-            .unwrap()
-            .with_no_client_auth()
-            .with_single_cert(
-                vec![leaf.der.clone()],
-                PrivateKeyDer::from_pem_slice(leaf.key_pem.as_bytes()).unwrap(),
-            )
-            .unwrap(),
-    )
-}
-
-impl SwitchingServer {
-    async fn start(ca: &TestCa) -> Self {
-        let config = Arc::new(Mutex::new(server_config(ca)));
-        let handshakes = Arc::new(AtomicU64::new(0));
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        let task = tokio::spawn({
-            let (config, handshakes) = (config.clone(), handshakes.clone());
-            async move {
-                loop {
-                    let Ok((tcp, _)) = listener.accept().await else {
-                        continue;
-                    };
-                    let acceptor = tokio_rustls::TlsAcceptor::from(config.lock().unwrap().clone());
-                    let handshakes = handshakes.clone();
-                    tokio::spawn(async move {
-                        let Ok(mut tls) = acceptor.accept(tcp).await else {
-                            return;
-                        };
-                        handshakes.fetch_add(1, Ordering::SeqCst);
-                        let mut buf = Vec::new();
-                        let mut chunk = [0u8; 1024];
-                        while !buf.windows(4).any(|w| w == b"\r\n\r\n") {
-                            match tls.read(&mut chunk).await {
-                                Ok(0) | Err(_) => break,
-                                Ok(n) => buf.extend_from_slice(&chunk[..n]),
-                            }
-                        }
-                        let _ = tls
-                            .write_all(
-                                b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\nconnection: close\r\n\r\nok",
-                            )
-                            .await;
-                        let _ = tls.shutdown().await;
-                    });
-                }
-            }
-        });
-        Self {
-            addr,
-            config,
-            handshakes,
-            task,
-        }
-    }
-
-    /// Present a certificate issued by `ca` from the next connection on.
-    fn switch_to(&self, ca: &TestCa) {
-        *self.config.lock().unwrap() = server_config(ca);
-    }
-
-    fn handshakes(&self) -> u64 {
-        self.handshakes.load(Ordering::SeqCst)
-    }
-
-    fn url(&self) -> String {
-        format!("https://127.0.0.1:{}/", self.addr.port())
-    }
+/// by `ca`; `set_server_ca` switches it without restarting; it counts completed
+/// handshakes.
+async fn switching_server(ca: &TestCa) -> VerifyingServer {
+    VerifyingServer::builder(ca, ca)
+        .no_client_auth()
+        .start()
+        .await
 }
 
 /// One new TLS connection and one request: `Ok` when the server was trusted.
 async fn call(config: Arc<ClientConfig>, addr: SocketAddr) -> Result<(), String> {
-    let tcp = TcpStream::connect(addr).await.map_err(|e| e.to_string())?;
-    let name = rustls_pki_types::ServerName::try_from("127.0.0.1").unwrap();
-    let mut tls = tokio_rustls::TlsConnector::from(config)
-        .connect(name, tcp)
-        .await
-        .map_err(|e| format!("handshake: {e}"))?;
-    tls.write_all(b"GET / HTTP/1.1\r\nhost: 127.0.0.1\r\n\r\n")
-        .await
-        .map_err(|e| e.to_string())?;
-    let mut response = String::new();
-    tls.read_to_string(&mut response)
-        .await
-        .map_err(|e| format!("read: {e}"))?;
-    if response.ends_with("ok") {
+    let reply = kube_testbed::tls_server::request(config, addr).await?;
+    if reply.status == 200 {
         Ok(())
     } else {
-        Err(format!("unexpected response {response:?}"))
+        Err(format!("unexpected response {reply:?}"))
     }
 }
 
@@ -206,7 +110,7 @@ async fn overlap_rotation_under_continuous_load_fails_no_request() {
     let tb = Testbed::start().await;
     let (ca_a, ca_b) = (TestCa::new("server CA A"), TestCa::new("server CA B"));
     tb.upsert(ca_secret(&ca_a.pem(), &ca_a.pem()));
-    let server = SwitchingServer::start(&ca_a).await;
+    let server = switching_server(&ca_a).await;
 
     // Through the flags, as a service builds it; no client certificate.
     let peer = PeerOptions::new("identity")
@@ -266,7 +170,7 @@ async fn overlap_rotation_under_continuous_load_fails_no_request() {
     poll_until("the cache sees A+B", || cached_ca_is(&trust, &both)).await;
     more(5).await;
     // The server moves to a B-issued certificate.
-    server.switch_to(&ca_b);
+    server.set_server_ca(&ca_b);
     more(10).await;
     assert_eq!(trust.state().roots, 2);
     // Then the new CA only.
@@ -285,11 +189,11 @@ async fn overlap_rotation_under_continuous_load_fails_no_request() {
     assert_eq!((state.roots, state.failures, state.stale), (1, 0, false));
 
     // Afterwards only the new CA: an A-issued server is refused.
-    server.switch_to(&ca_a);
+    server.set_server_ca(&ca_a);
     let config = Arc::new(tls.config().unwrap());
     let err = call(config.clone(), server.addr).await.unwrap_err();
     assert!(err.starts_with("handshake:"), "{err}");
-    server.switch_to(&ca_b);
+    server.set_server_ca(&ca_b);
     call(config, server.addr).await.unwrap();
 }
 
@@ -298,13 +202,13 @@ async fn without_the_secret_update_the_new_server_is_refused() {
     let tb = Testbed::start().await;
     let (ca_a, ca_b) = (TestCa::new("server CA A"), TestCa::new("server CA B"));
     tb.upsert(ca_secret(&ca_a.pem(), &ca_a.pem()));
-    let server = SwitchingServer::start(&ca_a).await;
+    let server = switching_server(&ca_a).await;
     let clock = ManualClock::new();
     let trust = verifier(&tb, Arc::new(Recorded::default()), &clock).await;
     let config = watched(&trust);
     call(config.clone(), server.addr).await.unwrap();
 
-    server.switch_to(&ca_b);
+    server.set_server_ca(&ca_b);
     let err = call(config.clone(), server.addr).await.unwrap_err();
     assert!(err.starts_with("handshake:"), "{err}");
     assert!(err.contains("UnknownIssuer"), "{err}");
@@ -322,7 +226,7 @@ async fn a_broken_ca_secret_keeps_the_last_good_roots_with_one_limited_warning()
     let tb = Testbed::start().await;
     let ca_a = TestCa::new("server CA A");
     tb.upsert(ca_secret(&ca_a.pem(), &ca_a.pem()));
-    let server = SwitchingServer::start(&ca_a).await;
+    let server = switching_server(&ca_a).await;
     let clock = ManualClock::new();
     let recorded = Arc::new(Recorded::default());
     let trust = verifier(&tb, recorded.clone(), &clock).await;
@@ -386,7 +290,7 @@ async fn a_deleted_then_recreated_secret_keeps_old_roots_meanwhile() {
     let tb = Testbed::start().await;
     let (ca_a, ca_b) = (TestCa::new("server CA A"), TestCa::new("server CA B"));
     tb.upsert(ca_secret(&ca_a.pem(), &ca_a.pem()));
-    let server = SwitchingServer::start(&ca_a).await;
+    let server = switching_server(&ca_a).await;
     let clock = ManualClock::new();
     let recorded = Arc::new(Recorded::default());
     let trust = verifier(&tb, recorded.clone(), &clock).await;
@@ -408,11 +312,11 @@ async fn a_deleted_then_recreated_secret_keeps_old_roots_meanwhile() {
         cached_ca_is(&trust, &ca_b.pem())
     })
     .await;
-    server.switch_to(&ca_b);
+    server.set_server_ca(&ca_b);
     call(config.clone(), server.addr).await.unwrap();
     assert!(!trust.state().stale);
     assert_eq!(recorded.loads.lock().unwrap().clone(), vec![1, 1]);
-    server.switch_to(&ca_a);
+    server.set_server_ca(&ca_a);
     assert!(
         call(config, server.addr).await.is_err(),
         "A is no longer trusted"
@@ -429,10 +333,7 @@ async fn concurrent_handshakes_while_the_ca_secret_flips_verify_against_whole_ro
     let v1 = ca_secret(&ca_a.pem(), &ca_b.pem());
     let v2 = ca_secret(&ca_b.pem(), &ca_a.pem());
     tb.upsert(v1.clone());
-    let (server_a, server_b) = (
-        SwitchingServer::start(&ca_a).await,
-        SwitchingServer::start(&ca_b).await,
-    );
+    let (server_a, server_b) = (switching_server(&ca_a).await, switching_server(&ca_b).await);
     let clock = ManualClock::new();
     let recorded = Arc::new(Recorded::default());
     let trust = verifier(&tb, recorded.clone(), &clock).await;

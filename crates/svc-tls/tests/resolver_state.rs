@@ -72,7 +72,7 @@ impl StateRecorder for Events {
 
 struct Harness {
     tb: Testbed,
-    server: TestServer,
+    server: VerifyingServer,
     server_ca: TestCa,
     client_ca: TestCa,
     clock: ManualClock,
@@ -88,7 +88,7 @@ impl Harness {
         let (server_ca, client_ca) = (TestCa::new("server"), TestCa::new("clients"));
         let leaf = first(&client_ca);
         tb.upsert(tls_secret(NAME, &leaf.cert_pem, &leaf.key_pem));
-        let server = TestServer::start(&server_ca, &client_ca).await;
+        let server = VerifyingServer::start(&server_ca, &client_ca).await;
         let clock = ManualClock::new();
         let events = Arc::new(Events::default());
         let resolver = IdentityResolver::builder(tb.client(), secret_ref())

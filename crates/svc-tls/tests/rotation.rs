@@ -51,7 +51,7 @@ async fn secret_update_makes_the_next_connection_present_the_new_leaf() {
         client_ca.client_leaf("svc", 102),
     );
     tb.upsert(tls_secret(NAME, &one.cert_pem, &one.key_pem));
-    let server = TestServer::start(&server_ca, &client_ca).await;
+    let server = VerifyingServer::start(&server_ca, &client_ca).await;
 
     let resolver = resolver(&tb).await;
     let config = trusting(&server_ca, Some(&resolver));
@@ -66,7 +66,7 @@ async fn secret_update_makes_the_next_connection_present_the_new_leaf() {
     // The server closes every connection, so this is a new connection: no restart,
     // no new client, the new leaf.
     assert_eq!(get_serial(&http, &server.url()).await, 102);
-    assert_eq!(server.seen.lock().unwrap().last(), Some(&two.der));
+    assert_eq!(server.last_leaf(), Some(two.der.clone()));
     let state = resolver.state();
     assert_eq!(state.failures, 0);
     assert!(!state.stale);
@@ -84,7 +84,7 @@ async fn a_p521_identity_completes_mtls_and_rotates_to_p256() {
     );
     let p256 = client_ca.client_leaf("svc", 152);
     tb.upsert(tls_secret(NAME, &p521.cert_pem, &p521.key_pem));
-    let server = TestServer::start(&server_ca, &client_ca).await;
+    let server = VerifyingServer::start(&server_ca, &client_ca).await;
     let resolver = resolver(&tb).await;
     assert_eq!(
         resolver.current().key_kind(),
@@ -92,7 +92,7 @@ async fn a_p521_identity_completes_mtls_and_rotates_to_p256() {
     );
     let config = Arc::new(trusting(&server_ca, Some(&resolver)));
     assert_eq!(handshake_serial(config.clone(), server.addr).await, Ok(151));
-    assert_eq!(server.seen.lock().unwrap().last(), Some(&p521.der));
+    assert_eq!(server.last_leaf(), Some(p521.der.clone()));
 
     tb.upsert(tls_secret(NAME, &p256.cert_pem, &p256.key_pem));
     wait_until("the cache sees the P-256 Secret", || {
@@ -110,7 +110,7 @@ async fn ca_rotation_needs_no_client_restart() {
     let (ca_a, ca_b) = (TestCa::new("clients A"), TestCa::new("clients B"));
     let (leaf_a, leaf_b) = (ca_a.client_leaf("svc", 201), ca_b.client_leaf("svc", 202));
     tb.upsert(tls_secret(NAME, &leaf_a.cert_pem, &leaf_a.key_pem));
-    let server = TestServer::start(&server_ca, &ca_a).await;
+    let server = VerifyingServer::start(&server_ca, &ca_a).await;
 
     let resolver = resolver(&tb).await;
     let config = Arc::new(trusting(&server_ca, Some(&resolver)));
@@ -163,7 +163,7 @@ async fn failed_reload_serves_last_good_with_one_limited_warning() {
     let good = client_ca.client_leaf("svc", 301);
     let other = client_ca.client_leaf("svc", 302);
     tb.upsert(tls_secret(NAME, &good.cert_pem, &good.key_pem));
-    let server = TestServer::start(&server_ca, &client_ca).await;
+    let server = VerifyingServer::start(&server_ca, &client_ca).await;
 
     let clock = ManualClock::new();
     let recorded = Arc::new(Recorded::default());
@@ -241,7 +241,7 @@ async fn concurrent_handshakes_while_the_secret_flips_present_whole_identities()
         rcgen::KeyPair::generate_for(&rcgen::PKCS_ED25519).unwrap(),
     );
     tb.upsert(tls_secret(NAME, &a.cert_pem, &a.key_pem));
-    let server = TestServer::start(&server_ca, &client_ca).await;
+    let server = VerifyingServer::start(&server_ca, &client_ca).await;
     let resolver = resolver(&tb).await;
     let config = Arc::new(trusting(&server_ca, Some(&resolver)));
 
@@ -407,7 +407,7 @@ async fn the_cache_follows_the_secret_across_dropped_watches_expired_history_and
         .map(|i| client_ca.client_leaf("svc", 600 + i))
         .collect();
     tb.upsert(tls_secret(NAME, &leaves[0].cert_pem, &leaves[0].key_pem));
-    let server = TestServer::start(&server_ca, &client_ca).await;
+    let server = VerifyingServer::start(&server_ca, &client_ca).await;
     let resolver = resolver(&tb).await;
     let config = Arc::new(trusting(&server_ca, Some(&resolver)));
 
@@ -461,7 +461,7 @@ async fn peer_tls_from_options_calls_the_peer_with_the_watched_identity() {
         &[("tls.crt", &server_ca.pem()), ("ca.crt", &server_ca.pem())],
     ));
     tb.upsert(tls_secret(NAME, &one.cert_pem, &one.key_pem));
-    let server = TestServer::start(&server_ca, &client_ca).await;
+    let server = VerifyingServer::start(&server_ca, &client_ca).await;
 
     let peer = PeerOptions::new("region").with_ca_secret(NS, "region-ca");
     let me = ClientIdentityOptions::new(None).with_secret(NS, NAME);

@@ -56,7 +56,7 @@ async fn starts_and_recovers(
     let bad = invalid(&client_ca);
     let renewed = client_ca.client_leaf("svc", 1002);
     tb.upsert(tls_secret(name, &bad.cert_pem, &bad.key_pem));
-    let server = TestServer::start(&server_ca, &client_ca).await;
+    let server = VerifyingServer::start(&server_ca, &client_ca).await;
 
     let recorder = Arc::new(Invalid::default());
     let clock = ManualClock::new();

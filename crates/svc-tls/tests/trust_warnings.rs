@@ -42,7 +42,7 @@ async fn a_broken_ca_secret_warns_once_per_minute_and_keeps_the_last_good_roots(
         &[("tls.crt", &server_ca.pem()), ("ca.crt", &server_ca.pem())],
     ));
     tb.upsert(tls_secret("me", &leaf.cert_pem, &leaf.key_pem));
-    let server = TestServer::start(&server_ca, &client_ca).await;
+    let server = VerifyingServer::start(&server_ca, &client_ca).await;
     let clock = ManualClock::new();
     let trust = TrustVerifier::builder(tb.client(), SecretRef::new(NS, NAME))
         .clock(Arc::new(clock.clone()))

@@ -36,7 +36,7 @@ async fn failing_handshakes_warn_once_per_minute_with_suppressed_count() {
     let (server_ca, client_ca) = (TestCa::new("server"), TestCa::new("clients"));
     let good = client_ca.client_leaf("svc", 7);
     tb.upsert(tls_secret(NAME, &good.cert_pem, &good.key_pem));
-    let server = TestServer::start(&server_ca, &client_ca).await;
+    let server = VerifyingServer::start(&server_ca, &client_ca).await;
     let clock = ManualClock::new();
     let resolver = IdentityResolver::builder(tb.client(), SecretRef::new(NS, NAME))
         .clock(Arc::new(clock.clone()))

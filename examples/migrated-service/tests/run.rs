@@ -5,84 +5,27 @@
 //! client presented. The example cannot rot without this test failing.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
-use std::convert::Infallible;
-use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 use std::sync::Arc;
 
 use base64::Engine;
-use bytes::Bytes;
-use http_body_util::Full;
-use hyper::{Request, Response, StatusCode};
-use hyper_util::rt::{TokioExecutor, TokioIo};
 use kube_testbed::Testbed;
+use kube_testbed::pki::{Leaf, TestCa};
+use kube_testbed::tls_server::{Handler, Reply, Seen, VerifyingServer};
 use platform_client_compat::tls::principal::{
     AlgorithmPolicy, PRINCIPAL_HEADER, PeerCertificate, Principal,
 };
-use rcgen::{
-    BasicConstraints, CertificateParams, CertifiedIssuer, DistinguishedName, DnType,
-    ExtendedKeyUsagePurpose, IsCa, KeyPair, KeyUsagePurpose, RsaKeySize, SerialNumber,
-};
-use rustls::ServerConfig;
-use rustls::server::WebPkiClientVerifier;
-use rustls_pki_types::pem::PemObject;
-use rustls_pki_types::{CertificateDer, PrivateKeyDer};
-use tokio::net::TcpListener;
+use rcgen::{KeyPair, RsaKeySize};
 
 // Real names: the emulator validates them as the API server does.
 const NS: &str = "platform";
 const RELEASE: &str = "billing";
 
-struct Ca {
-    issuer: CertifiedIssuer<'static, KeyPair>,
-}
-
-struct Leaf {
-    cert_pem: String,
-    key_pem: String,
-    der: CertificateDer<'static>,
-}
-
-impl Ca {
-    fn new(name: &str) -> Self {
-        let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
-        let mut dn = DistinguishedName::new();
-        dn.push(DnType::CommonName, name);
-        params.distinguished_name = dn;
-        params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-        params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
-        Self {
-            issuer: CertifiedIssuer::self_signed(params, KeyPair::generate().unwrap()).unwrap(),
-        }
-    }
-
-    /// A client leaf with an RSA 2048 key (PS512 principals need RSA, as in Go).
-    fn client_leaf(&self, serial: u64) -> Leaf {
-        let key = KeyPair::generate_rsa_for(&rcgen::PKCS_RSA_SHA256, RsaKeySize::_2048).unwrap();
-        let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
-        params.serial_number = Some(SerialNumber::from(serial));
-        params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
-        params.key_usages = vec![KeyUsagePurpose::DigitalSignature];
-        self.sign(params, key)
-    }
-
-    fn server_leaf(&self) -> Leaf {
-        let mut params =
-            CertificateParams::new(vec!["127.0.0.1".to_owned(), "localhost".to_owned()]).unwrap();
-        params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
-        params.key_usages = vec![KeyUsagePurpose::DigitalSignature];
-        self.sign(params, KeyPair::generate().unwrap())
-    }
-
-    fn sign(&self, params: CertificateParams, key: KeyPair) -> Leaf {
-        let cert = params.signed_by(&key, &self.issuer).unwrap();
-        Leaf {
-            cert_pem: cert.pem(),
-            key_pem: key.serialize_pem(),
-            der: cert.der().clone(),
-        }
-    }
+/// A client leaf with an RSA 2048 key (PS512 principals need RSA, as in Go).
+fn client_leaf(ca: &TestCa, serial: u64) -> Leaf {
+    let key = KeyPair::generate_rsa_for(&rcgen::PKCS_RSA_SHA256, RsaKeySize::_2048).unwrap();
+    ca.client_leaf_with("platform client", serial, key)
 }
 
 fn secret(name: &str, data: &[(&str, &str)]) -> serde_json::Value {
@@ -100,97 +43,48 @@ fn secret(name: &str, data: &[(&str, &str)]) -> serde_json::Value {
     })
 }
 
-fn serial_of(der: &[u8]) -> u64 {
-    let (_, cert) = x509_parser::parse_x509_certificate(der).unwrap();
-    cert.tbs_certificate
-        .raw_serial()
-        .iter()
-        .fold(0u64, |acc, b| (acc << 8) | u64::from(*b))
-}
-
-/// The identity service: TLS 1.3, client certificates from `client_ca` required;
-/// answers 200 `verified actor=<actor> serial=<serial>` when the `X-Principal` token
-/// verifies (PS512) against the presented certificate, 401 with the reason otherwise.
-async fn identity_service(
-    server_ca: &Ca,
-    client_ca: &Ca,
-) -> (SocketAddr, tokio::task::JoinHandle<()>) {
-    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
-    let mut roots = rustls::RootCertStore::empty();
-    roots.add(client_ca.issuer.der().clone()).unwrap();
-    let verifier = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider.clone())
-        .build()
-        .unwrap();
-    let leaf = server_ca.server_leaf();
-    let config = ServerConfig::builder_with_provider(provider)
-        .with_protocol_versions(&[&rustls::version::TLS13])
-        .unwrap()
-        .with_client_cert_verifier(verifier)
-        .with_single_cert(
-            vec![leaf.der.clone()],
-            PrivateKeyDer::from_pem_slice(leaf.key_pem.as_bytes()).unwrap(),
-        )
-        .unwrap();
-    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let task = tokio::spawn(async move {
-        loop {
-            let Ok((tcp, _)) = listener.accept().await else {
-                continue;
+/// The identity service: kube-testbed's verifying TLS 1.3 server, client
+/// certificates from `client_ca` required; answers 200 `verified actor=<actor>
+/// serial=<serial>` when the `X-Principal` token verifies (PS512) against the
+/// presented certificate, 401 with the reason otherwise.
+async fn identity_service(server_ca: &TestCa, client_ca: &TestCa) -> VerifyingServer {
+    let handler: Handler = Arc::new(|seen: &Seen, req: &hyper::http::request::Parts| {
+        let token = req
+            .headers
+            .get(PRINCIPAL_HEADER)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default();
+        let Some(presented) = seen.leaf.clone() else {
+            return Reply {
+                status: 401,
+                body: "no client certificate".to_owned(),
             };
-            let acceptor = acceptor.clone();
-            tokio::spawn(async move {
-                let Ok(tls) = acceptor.accept(tcp).await else {
-                    return;
-                };
-                let Some(presented) = tls
-                    .get_ref()
-                    .1
-                    .peer_certificates()
-                    .and_then(|c| c.first())
-                    .cloned()
-                else {
-                    return;
-                };
-                let service = hyper::service::service_fn(move |req: Request<_>| {
-                    let presented = presented.clone();
-                    async move {
-                        let token = req
-                            .headers()
-                            .get(PRINCIPAL_HEADER)
-                            .and_then(|v| v.to_str().ok())
-                            .unwrap_or_default()
-                            .to_owned();
-                        let verified = PeerCertificate::from_der(presented.clone())
-                            .map_err(|e| e.to_string())
-                            .and_then(|cert| {
-                                cert.verify::<Principal>(&token, AlgorithmPolicy::Ps512Only)
-                                    .map_err(|e| e.to_string())
-                            });
-                        let (status, body) = match verified {
-                            Ok(principal) => (
-                                StatusCode::OK,
-                                format!(
-                                    "verified actor={} serial={}",
-                                    principal.actor.unwrap_or_default(),
-                                    serial_of(&presented)
-                                ),
-                            ),
-                            Err(reason) => (StatusCode::UNAUTHORIZED, reason),
-                        };
-                        let mut response = Response::new(Full::new(Bytes::from(body)));
-                        *response.status_mut() = status;
-                        Ok::<_, Infallible>(response)
-                    }
-                });
-                let _ = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new())
-                    .serve_connection(TokioIo::new(tls), service)
-                    .await;
+        };
+        let verified = PeerCertificate::from_der(presented)
+            .map_err(|e| e.to_string())
+            .and_then(|cert| {
+                cert.verify::<Principal>(token, AlgorithmPolicy::Ps512Only)
+                    .map_err(|e| e.to_string())
             });
+        match verified {
+            Ok(principal) => Reply {
+                status: 200,
+                body: format!(
+                    "verified actor={} serial={}",
+                    principal.actor.unwrap_or_default(),
+                    seen.serial.unwrap_or_default()
+                ),
+            },
+            Err(reason) => Reply {
+                status: 401,
+                body: reason,
+            },
         }
     });
-    (addr, task)
+    VerifyingServer::builder(server_ca, client_ca)
+        .handler(handler)
+        .start()
+        .await
 }
 
 /// A kubeconfig for the emulator (the binary runs out of cluster in the test).
@@ -213,31 +107,31 @@ struct World {
     dir: tempfile::TempDir,
     kubeconfig: PathBuf,
     identity_url: String,
-    _server: tokio::task::JoinHandle<()>,
+    _server: VerifyingServer,
 }
 
 const SERIAL: u64 = 4242;
 
 async fn world() -> World {
     let tb = Testbed::start().await;
-    let (server_ca, client_ca) = (Ca::new("identity service"), Ca::new("platform clients"));
-    let leaf = client_ca.client_leaf(SERIAL);
+    let (server_ca, client_ca) = (
+        TestCa::new("identity service"),
+        TestCa::new("platform clients"),
+    );
+    let leaf = client_leaf(&client_ca, SERIAL);
     tb.upsert(secret(
         &format!("{RELEASE}-client-certificate"),
         &[("tls.crt", &leaf.cert_pem), ("tls.key", &leaf.key_pem)],
     ));
-    tb.upsert(secret(
-        "identity-ca",
-        &[("tls.crt", &server_ca.issuer.pem())],
-    ));
-    let (addr, server) = identity_service(&server_ca, &client_ca).await;
+    tb.upsert(secret("identity-ca", &[("tls.crt", &server_ca.pem())]));
+    let server = identity_service(&server_ca, &client_ca).await;
     let dir = tempfile::tempdir().unwrap();
     let kubeconfig = write_kubeconfig(dir.path(), &tb);
     World {
         tb,
         dir,
         kubeconfig,
-        identity_url: format!("https://127.0.0.1:{}/", addr.port()),
+        identity_url: server.url(),
         _server: server,
     }
 }
@@ -330,7 +224,7 @@ async fn the_migrated_service_calls_its_peer_with_the_deployed_flags() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_prefixed_audit_identity_is_used_when_audit_is_configured() {
     let world = world().await;
-    let other = Ca::new("audit clients").client_leaf(77);
+    let other = client_leaf(&TestCa::new("audit clients"), 77);
     world.tb.upsert(secret(
         &format!("{RELEASE}-audit-client-certificate"),
         &[("tls.crt", &other.cert_pem), ("tls.key", &other.key_pem)],
