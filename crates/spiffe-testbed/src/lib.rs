@@ -49,6 +49,9 @@ use server::Fault;
 /// How long [`WorkloadApi::restart`] leaves the socket gone.
 pub const RESTART_PAUSE: Duration = Duration::from_millis(200);
 
+/// How long [`WorkloadApi::stop`] waits at most for the open streams to end.
+const STOP_WAIT: Duration = Duration::from_secs(5);
+
 /// The running emulator. Dropping it stops it (streams end, the socket goes).
 pub struct WorkloadApi {
     shared: Arc<Shared>,
@@ -67,6 +70,7 @@ pub(crate) struct Shared {
     /// Ends open streams from outside (dropped streams, agent stopped).
     faults: broadcast::Sender<Fault>,
     open_streams: AtomicUsize,
+    streams_opened: AtomicUsize,
     without_header: AtomicUsize,
 }
 
@@ -193,6 +197,7 @@ impl WorkloadApi {
             changes,
             faults,
             open_streams: AtomicUsize::new(0),
+            streams_opened: AtomicUsize::new(0),
             without_header: AtomicUsize::new(0),
         });
         let dir = tempfile::Builder::new()
@@ -402,11 +407,17 @@ impl WorkloadApi {
     }
 
     /// Stops the agent: the socket file goes, every connection is closed, open
-    /// streams end with `Unavailable`. Until [`resume`](Self::resume), connecting fails.
+    /// streams end with `Unavailable` (they have ended when this returns). Until [`resume`](Self::resume), connecting fails.
     pub async fn stop(&self) {
         if let Some(task) = self.halt() {
             // An aborted task finishes at its next poll; the result is the abort.
             let _ = task.await;
+        }
+        // The streams end on their own tasks; wait for them (bounded: a stream task
+        // that does not end is a bug the tests' `open_streams` checks will show).
+        let deadline = tokio::time::Instant::now() + STOP_WAIT;
+        while self.open_streams() > 0 && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(5)).await;
         }
     }
 
@@ -431,6 +442,12 @@ impl WorkloadApi {
     /// The number of streams open now (both RPCs, from the call to the stream's end).
     pub fn open_streams(&self) -> usize {
         self.shared.open_streams.load(Ordering::SeqCst)
+    }
+
+    /// The number of streams opened since the start (both RPCs, headers checked):
+    /// a reconnecting client shows up here.
+    pub fn streams_opened(&self) -> usize {
+        self.shared.streams_opened.load(Ordering::SeqCst)
     }
 
     /// The number of calls rejected for a missing `workload.spiffe.io` header.

@@ -173,6 +173,7 @@ struct OpenStream(Arc<Shared>);
 impl OpenStream {
     fn new(shared: Arc<Shared>) -> Self {
         shared.open_streams.fetch_add(1, Ordering::SeqCst);
+        shared.streams_opened.fetch_add(1, Ordering::SeqCst);
         Self(shared)
     }
 }
