@@ -1,0 +1,195 @@
+//! The emulated trust domain's PKI: a self-signed P-256 CA per generation and the
+//! X509-SVIDs it issues, shaped as SPIRE shapes them (CA with the trust domain's URI
+//! SAN; leaves with the SPIFFE ID as their only URI SAN, `CA:FALSE`, digital
+//! signature, server and client auth), so that the `spiffe` crate's SVID validation
+//! and a rustls/webpki verifier see what they would see from a real agent.
+//!
+//! Generation failures panic: this is test support, and a failure here is a broken
+//! environment (or a SPIFFE ID that is not IA5), not an outcome under test.
+#![allow(clippy::expect_used)]
+
+use std::fmt;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use rcgen::{
+    BasicConstraints, CertificateParams, CertifiedIssuer, DistinguishedName, DnType,
+    ExtendedKeyUsagePurpose, IsCa, KeyPair, KeyUsagePurpose, PKCS_ECDSA_P256_SHA256, SanType,
+    SerialNumber, string::Ia5String,
+};
+use rustls_pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
+
+/// How long an SVID is valid (SPIRE's default X509-SVID TTL is one hour).
+pub const SVID_TTL: Duration = Duration::from_secs(3600);
+/// How far validity is backdated, as SPIRE does for clock skew.
+const BACKDATE: Duration = Duration::from_secs(10);
+/// How long a CA is valid.
+const CA_TTL: Duration = Duration::from_secs(24 * 3600);
+
+/// An issued certificate and its key: an X509-SVID (or, from
+/// [`crate::WorkloadApi::issue`], another identity's certificate).
+///
+/// `Debug` leaves the key out.
+#[derive(Clone)]
+pub struct SvidInfo {
+    /// The SPIFFE ID in the certificate's URI SAN.
+    pub spiffe_id: String,
+    /// The certificate's serial number; increasing across everything the emulator issues.
+    pub serial: u64,
+    /// The certificate chain, leaf first (the emulator issues straight from the root, so
+    /// this is the leaf alone).
+    pub chain: Vec<CertificateDer<'static>>,
+    /// The private key, PKCS#8 DER (P-256).
+    pub key_pkcs8_der: Vec<u8>,
+    /// The end of validity, to the second as written in the certificate.
+    pub not_after: SystemTime,
+}
+
+impl SvidInfo {
+    /// The leaf certificate, DER.
+    pub fn leaf(&self) -> &CertificateDer<'static> {
+        &self.chain[0]
+    }
+
+    /// The chain as the Workload API carries it: DER certificates concatenated.
+    pub fn chain_der_concat(&self) -> Vec<u8> {
+        concat(&self.chain)
+    }
+
+    /// The private key, as rustls takes it.
+    pub fn key_der(&self) -> PrivateKeyDer<'static> {
+        PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(self.key_pkcs8_der.clone()))
+    }
+
+    /// The chain, PEM (leaf first).
+    pub fn chain_pem(&self) -> String {
+        self.chain.iter().map(|c| pem("CERTIFICATE", c)).collect()
+    }
+
+    /// The private key, PKCS#8 PEM.
+    pub fn key_pem(&self) -> String {
+        pem("PRIVATE KEY", &self.key_pkcs8_der)
+    }
+}
+
+impl fmt::Debug for SvidInfo {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SvidInfo")
+            .field("spiffe_id", &self.spiffe_id)
+            .field("serial", &self.serial)
+            .field("chain_len", &self.chain.len())
+            .field("not_after", &self.not_after)
+            .finish_non_exhaustive()
+    }
+}
+
+/// One CA generation of the trust domain.
+pub(crate) struct Ca {
+    issuer: CertifiedIssuer<'static, KeyPair>,
+}
+
+impl Ca {
+    /// A self-signed P-256 CA for `trust_domain` (a name such as `example.org`).
+    pub(crate) fn new(trust_domain: &str, serial: u64) -> Self {
+        let mut params = CertificateParams::default();
+        let mut dn = DistinguishedName::new();
+        dn.push(DnType::CountryName, "US");
+        dn.push(DnType::OrganizationName, "SPIFFE");
+        dn.push(DnType::CommonName, format!("spiffe-testbed CA {serial}"));
+        params.distinguished_name = dn;
+        params.subject_alt_names = vec![uri_san(&format!("spiffe://{trust_domain}"))];
+        params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        params.key_usages = vec![
+            KeyUsagePurpose::KeyCertSign,
+            KeyUsagePurpose::CrlSign,
+            KeyUsagePurpose::DigitalSignature,
+        ];
+        params.serial_number = Some(SerialNumber::from(serial));
+        set_validity(&mut params, CA_TTL);
+        let key = KeyPair::generate_for(&PKCS_ECDSA_P256_SHA256).expect("CA key");
+        Self {
+            issuer: CertifiedIssuer::self_signed(params, key).expect("self-signed CA"),
+        }
+    }
+
+    /// The CA certificate, DER.
+    pub(crate) fn der(&self) -> CertificateDer<'static> {
+        self.issuer.der().clone()
+    }
+
+    /// An SVID for `spiffe_id`; with `localhost`, also a DNS SAN `localhost` (for a TLS
+    /// server under test that clients may also reach by name).
+    pub(crate) fn issue(&self, spiffe_id: &str, serial: u64, localhost: bool) -> SvidInfo {
+        let mut params = CertificateParams::default();
+        let mut dn = DistinguishedName::new();
+        dn.push(DnType::CountryName, "US");
+        dn.push(DnType::OrganizationName, "SPIRE");
+        params.distinguished_name = dn;
+        params.subject_alt_names = vec![uri_san(spiffe_id)];
+        if localhost {
+            params.subject_alt_names.push(SanType::DnsName(
+                Ia5String::try_from("localhost").expect("IA5 name"),
+            ));
+        }
+        params.is_ca = IsCa::ExplicitNoCa;
+        params.key_usages = vec![
+            KeyUsagePurpose::DigitalSignature,
+            KeyUsagePurpose::KeyEncipherment,
+            KeyUsagePurpose::KeyAgreement,
+        ];
+        params.extended_key_usages = vec![
+            ExtendedKeyUsagePurpose::ServerAuth,
+            ExtendedKeyUsagePurpose::ClientAuth,
+        ];
+        params.serial_number = Some(SerialNumber::from(serial));
+        params.use_authority_key_identifier_extension = true;
+        let not_after = set_validity(&mut params, SVID_TTL);
+        let key = KeyPair::generate_for(&PKCS_ECDSA_P256_SHA256).expect("SVID key");
+        let cert = params.signed_by(&key, &self.issuer).expect("CA signs the SVID");
+        SvidInfo {
+            spiffe_id: spiffe_id.to_owned(),
+            serial,
+            chain: vec![cert.der().clone()],
+            key_pkcs8_der: key.serialize_der(),
+            not_after,
+        }
+    }
+}
+
+/// Sets the validity of `params` to [now - backdate, now + `ttl`] and returns the
+/// not-after as a `SystemTime` truncated to the second, as the certificate encodes it.
+fn set_validity(params: &mut CertificateParams, ttl: Duration) -> SystemTime {
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .expect("clock after 1970");
+    let epoch = rcgen::date_time_ymd(1970, 1, 1);
+    let end = Duration::from_secs((now + ttl).as_secs());
+    params.not_before = epoch + (now - BACKDATE);
+    params.not_after = epoch + end;
+    UNIX_EPOCH + end
+}
+
+fn uri_san(uri: &str) -> SanType {
+    SanType::URI(Ia5String::try_from(uri).expect("a SPIFFE ID is IA5 text"))
+}
+
+/// DER certificates concatenated, as the Workload API carries chains and bundles.
+pub(crate) fn concat(certs: &[CertificateDer<'_>]) -> Vec<u8> {
+    certs.iter().flat_map(|c| c.as_ref().iter().copied()).collect()
+}
+
+/// A certificate, PEM.
+pub(crate) fn pem_certificate(der: &[u8]) -> String {
+    pem("CERTIFICATE", der)
+}
+
+fn pem(label: &str, der: &[u8]) -> String {
+    use base64::Engine as _;
+    let b64 = base64::engine::general_purpose::STANDARD.encode(der);
+    let mut out = format!("-----BEGIN {label}-----\n");
+    for line in b64.as_bytes().chunks(64) {
+        out.push_str(std::str::from_utf8(line).expect("base64 is ASCII"));
+        out.push('\n');
+    }
+    out.push_str(&format!("-----END {label}-----\n"));
+    out
+}
