@@ -75,8 +75,8 @@ use rustls::{ClientConfig, RootCertStore};
 
 use crate::error::OptionsError;
 use crate::material::{self, MaterialError};
-use crate::options::{ClientIdentityOptions, HostError, HttpProtocol, PeerOptions, SecretRef};
 use crate::options::ClientCertificateSource;
+use crate::options::{ClientIdentityOptions, HostError, HttpProtocol, PeerOptions, SecretRef};
 use crate::report::{DEFAULT_WARNING_PERIOD, NoopRecorder, SystemClock};
 use crate::resolver::{IdentityError, IdentityResolver};
 use crate::spiffe::{

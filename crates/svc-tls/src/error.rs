@@ -38,7 +38,9 @@ pub enum OptionsError {
     },
     /// `--client-certificate-source=spiffe` with a client-certificate Secret flag:
     /// the identity comes from one source or the other.
-    #[error("--{source_flag}=spiffe and --{secret_flag} are both set: the client certificate comes from the SPIFFE Workload API or from a Secret, set one or the other")]
+    #[error(
+        "--{source_flag}=spiffe and --{secret_flag} are both set: the client certificate comes from the SPIFFE Workload API or from a Secret, set one or the other"
+    )]
     SourceConflict {
         /// The source flag (without the leading `--`).
         source_flag: String,
@@ -46,7 +48,9 @@ pub enum OptionsError {
         secret_flag: String,
     },
     /// `--spiffe-server-id` is not set in SPIFFE mode.
-    #[error("--{flag} is required with --{source_flag}=spiffe: give the SPIFFE ID the server must present (spiffe://<trust-domain>/<path>)")]
+    #[error(
+        "--{flag} is required with --{source_flag}=spiffe: give the SPIFFE ID the server must present (spiffe://<trust-domain>/<path>)"
+    )]
     MissingSpiffeServerId {
         /// The server-ID flag (without the leading `--`).
         flag: String,

@@ -153,7 +153,8 @@ fn is_validity_error(error: &ReloadError) -> bool {
     };
     matches!(
         kind,
-        MaterialErrorKind::CertificateExpired { .. } | MaterialErrorKind::CertificateNotYetValid { .. }
+        MaterialErrorKind::CertificateExpired { .. }
+            | MaterialErrorKind::CertificateNotYetValid { .. }
     )
 }
 

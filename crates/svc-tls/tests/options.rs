@@ -353,7 +353,11 @@ fn the_source_defaults_to_secret_and_empty_counts_as_unset() {
         &["--client-certificate-source=secret"][..],
     ] {
         let options = identity_of(args, None).unwrap();
-        assert_eq!(options.source(), ClientCertificateSource::Secret, "{args:?}");
+        assert_eq!(
+            options.source(),
+            ClientCertificateSource::Secret,
+            "{args:?}"
+        );
         assert_eq!(options.spiffe_server_id(), None);
     }
 }
@@ -400,8 +404,16 @@ fn spiffe_mode_takes_the_server_id_with_and_without_a_prefix() {
 #[test]
 fn an_unknown_source_names_the_flag_and_the_value() {
     for (args, prefix, flag) in [
-        (&["--client-certificate-source=vault"][..], None, "client-certificate-source"),
-        (&["--client-certificate-source=SPIFFE"][..], None, "client-certificate-source"),
+        (
+            &["--client-certificate-source=vault"][..],
+            None,
+            "client-certificate-source",
+        ),
+        (
+            &["--client-certificate-source=SPIFFE"][..],
+            None,
+            "client-certificate-source",
+        ),
         (
             &["--region-client-certificate-source=file"][..],
             Some("region"),
@@ -419,7 +431,10 @@ fn an_unknown_source_names_the_flag_and_the_value() {
             }
         );
         let text = err.to_string();
-        assert!(text.contains(&format!("--{flag}")) && text.contains(value), "{text}");
+        assert!(
+            text.contains(&format!("--{flag}")) && text.contains(value),
+            "{text}"
+        );
     }
 }
 
@@ -433,14 +448,20 @@ fn spiffe_mode_needs_a_server_id_that_parses() {
             source_flag: "client-certificate-source".to_owned()
         }
     );
-    assert!(err.to_string().contains("--spiffe-server-id is required"), "{err}");
+    assert!(
+        err.to_string().contains("--spiffe-server-id is required"),
+        "{err}"
+    );
     // Rendered empty by a chart: still missing.
     let err = identity_of(
         &["--client-certificate-source=spiffe", "--spiffe-server-id="],
         None,
     )
     .unwrap_err();
-    assert!(matches!(err, OptionsError::MissingSpiffeServerId { .. }), "{err:?}");
+    assert!(
+        matches!(err, OptionsError::MissingSpiffeServerId { .. }),
+        "{err:?}"
+    );
 
     for bad in [
         "example.org/identity",
@@ -458,7 +479,11 @@ fn spiffe_mode_needs_a_server_id_that_parses() {
         )
         .unwrap_err();
         match &err {
-            OptionsError::InvalidSpiffeId { flag, value, reason } => {
+            OptionsError::InvalidSpiffeId {
+                flag,
+                value,
+                reason,
+            } => {
                 assert_eq!(flag, "spiffe-server-id");
                 assert_eq!(value, bad);
                 assert!(!reason.is_empty());

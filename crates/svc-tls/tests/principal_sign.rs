@@ -145,7 +145,8 @@ fn the_key_decides_the_algorithm_by_default() {
 #[test]
 fn non_rsa_keys_are_unsupported_under_the_strict_policy() {
     for fixture in [keys::p256(), keys::p384()] {
-        let err = sign_with_key(fixture.signing_key.as_ref(), &principal(), PS512_ONLY).unwrap_err();
+        let err =
+            sign_with_key(fixture.signing_key.as_ref(), &principal(), PS512_ONLY).unwrap_err();
         assert!(
             matches!(
                 err,
@@ -185,7 +186,8 @@ fn p521_keys_fail_with_gos_unsupported_elliptic_curve() {
         "{err}"
     );
     // Under the strict PS512-only policy it is refused as any ECDSA key is.
-    let err = sign_with_key(keys::p521().signing_key.as_ref(), &principal(), PS512_ONLY).unwrap_err();
+    let err =
+        sign_with_key(keys::p521().signing_key.as_ref(), &principal(), PS512_ONLY).unwrap_err();
     assert!(
         matches!(
             err,

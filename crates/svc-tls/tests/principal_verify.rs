@@ -178,7 +178,10 @@ fn wrong_number_of_segments_is_rejected() {
             "{found}: {err:?}"
         );
     }
-    assert!(matches!(reject("", fixture, PS512_ONLY), VerifyError::Empty));
+    assert!(matches!(
+        reject("", fixture, PS512_ONLY),
+        VerifyError::Empty
+    ));
     // JWS JSON serialization is not accepted.
     let json =
         serde_json::json!({"protected": parts[0], "payload": parts[1], "signature": parts[2]});
@@ -312,9 +315,13 @@ fn tampered_header_payload_or_signature_is_a_bad_signature() {
         // Appended data that still decodes: a 257-byte "signature".
         ("appended data", format!("{token}A")),
         ("signature of another payload", {
-            let other = sign_with_key(fixture.signing_key.as_ref(), &Principal::default(), PS512_ONLY)
-                .unwrap()
-                .into_string();
+            let other = sign_with_key(
+                fixture.signing_key.as_ref(),
+                &Principal::default(),
+                PS512_ONLY,
+            )
+            .unwrap()
+            .into_string();
             format!(
                 "{}.{}.{}",
                 parts[0],

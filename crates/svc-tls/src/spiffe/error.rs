@@ -120,11 +120,17 @@ impl fmt::Display for SvidError {
         let (id, part) = (&self.spiffe_id, self.part);
         match &self.kind {
             K::InvalidCertificate { reason } => {
-                write!(f, "X509-SVID {id}: {part}: the leaf certificate cannot be parsed: {reason}")
+                write!(
+                    f,
+                    "X509-SVID {id}: {part}: the leaf certificate cannot be parsed: {reason}"
+                )
             }
             K::NoCertificate => write!(f, "X509-SVID {id}: {part} holds no certificate"),
             K::UnparseableKey { reason } => {
-                write!(f, "X509-SVID {id}: {part}: the private key cannot be loaded: {reason}")
+                write!(
+                    f,
+                    "X509-SVID {id}: {part}: the private key cannot be loaded: {reason}"
+                )
             }
             K::UnsupportedAlgorithm { algorithm } => write!(
                 f,
@@ -135,7 +141,10 @@ impl fmt::Display for SvidError {
                 "X509-SVID {id}: the private key does not match the certificate: {detail}"
             ),
             K::CertificateExpired { not_after_text, .. } => {
-                write!(f, "X509-SVID {id}: the certificate expired at {not_after_text}")
+                write!(
+                    f,
+                    "X509-SVID {id}: the certificate expired at {not_after_text}"
+                )
             }
             K::CertificateNotYetValid {
                 not_before_text, ..

@@ -32,11 +32,20 @@ pub struct SpiffeEndpoint(String);
 impl SpiffeEndpoint {
     /// The address in `SPIFFE_ENDPOINT_SOCKET`.
     pub fn from_env() -> Result<Self, SpiffeStartError> {
-        match std::env::var(SPIFFE_ENDPOINT_SOCKET) {
-            Ok(value) if !value.trim().is_empty() => Self::parse(&value),
-            Ok(_) | Err(std::env::VarError::NotPresent) => Err(SpiffeStartError::EndpointUnset),
-            Err(std::env::VarError::NotUnicode(value)) => Err(SpiffeStartError::EndpointInvalid {
-                value: value.to_string_lossy().into_owned(),
+        Self::from_var(std::env::var_os(SPIFFE_ENDPOINT_SOCKET).as_deref())
+    }
+
+    /// The address in a value of `SPIFFE_ENDPOINT_SOCKET` (`None`: not set). Unset
+    /// and empty are [`SpiffeStartError::EndpointUnset`].
+    pub fn from_var(value: Option<&std::ffi::OsStr>) -> Result<Self, SpiffeStartError> {
+        match value.map(|v| v.to_str()) {
+            None => Err(SpiffeStartError::EndpointUnset),
+            Some(Some(text)) if text.trim().is_empty() => Err(SpiffeStartError::EndpointUnset),
+            Some(Some(text)) => Self::parse(text),
+            Some(None) => Err(SpiffeStartError::EndpointInvalid {
+                value: value
+                    .map(|v| v.to_string_lossy().into_owned())
+                    .unwrap_or_default(),
                 reason: "not UTF-8".to_owned(),
             }),
         }
@@ -196,16 +205,12 @@ impl WorkloadApiSource {
                 let link = shared.link.load();
                 let last = link.last_error.clone();
                 Err(match last {
-                    Some((FailureKind::NoIdentity, error)) => {
-                        SpiffeStartError::NoIdentityIssued {
-                            endpoint,
-                            timeout,
-                            error,
-                        }
-                    }
-                    Some((FailureKind::Unreachable, error))
-                        if !link.opened =>
-                    {
+                    Some((FailureKind::NoIdentity, error)) => SpiffeStartError::NoIdentityIssued {
+                        endpoint,
+                        timeout,
+                        error,
+                    },
+                    Some((FailureKind::Unreachable, error)) if !link.opened => {
                         SpiffeStartError::Unreachable {
                             endpoint,
                             timeout,

@@ -12,8 +12,8 @@ use spiffe::{X509Bundle, X509Svid};
 use x509_parser::prelude::FromDer;
 
 use super::error::SvidError;
-use crate::material::{KeyInput, MaterialErrorKind, TLS_CRT, TLS_KEY, build_identity};
 use crate::material::{Identity, MaterialError};
+use crate::material::{KeyInput, MaterialErrorKind, TLS_CRT, TLS_KEY, build_identity};
 use crate::options::SecretRef;
 use crate::trust_source::TrustAnchors;
 
@@ -118,8 +118,7 @@ pub(super) fn anchors_of(bundle: &X509Bundle) -> Option<TrustAnchors> {
 /// Whether two bundles hold the same authorities, byte for byte, in the same order.
 pub(super) fn same_bundle(a: &X509Bundle, b: &X509Bundle) -> bool {
     a.authorities().len() == b.authorities().len()
-        && a
-            .authorities()
+        && a.authorities()
             .iter()
             .zip(b.authorities())
             .all(|(x, y)| x.as_bytes() == y.as_bytes())
@@ -130,8 +129,7 @@ pub(super) fn same_svid(a: &X509Svid, b: &X509Svid) -> bool {
     a.spiffe_id() == b.spiffe_id()
         && a.private_key().as_bytes() == b.private_key().as_bytes()
         && a.cert_chain().len() == b.cert_chain().len()
-        && a
-            .cert_chain()
+        && a.cert_chain()
             .iter()
             .zip(b.cert_chain())
             .all(|(x, y)| x.as_bytes() == y.as_bytes())
