@@ -204,8 +204,13 @@ fn print_state(state: &IdentityState) {
         .not_after
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
+    let spiffe_id = state
+        .spiffe_id
+        .as_deref()
+        .map(|id| format!(" spiffe_id={id}"))
+        .unwrap_or_default();
     println!(
-        "identity state: source={} serial={} not_after_unix={not_after} failures={} stale={}",
+        "identity state: source={}{spiffe_id} serial={} not_after_unix={not_after} failures={} stale={}",
         state.source, state.serial_hex, state.failures, state.stale
     );
 }

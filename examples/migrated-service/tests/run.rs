@@ -43,12 +43,12 @@ fn secret(name: &str, data: &[(&str, &str)]) -> serde_json::Value {
     })
 }
 
-/// The identity service: kube-testbed's verifying TLS 1.3 server, client
-/// certificates from `client_ca` required; answers 200 `verified actor=<actor>
-/// serial=<serial>` when the `X-Principal` token verifies (PS512) against the
-/// presented certificate, 401 with the reason otherwise.
-async fn identity_service(server_ca: &TestCa, client_ca: &TestCa) -> VerifyingServer {
-    let handler: Handler = Arc::new(|seen: &Seen, req: &hyper::http::request::Parts| {
+/// The identity service's answer: 200 `verified actor=<actor> serial=<serial>` when
+/// the `X-Principal` token verifies against the presented certificate (PS512, ES256
+/// or ES384 matched to its key, as the newest Go verifier), 401 with the reason
+/// otherwise.
+fn principal_handler() -> Handler {
+    Arc::new(|seen: &Seen, req: &hyper::http::request::Parts| {
         let token = req
             .headers
             .get(PRINCIPAL_HEADER)
@@ -63,7 +63,7 @@ async fn identity_service(server_ca: &TestCa, client_ca: &TestCa) -> VerifyingSe
         let verified = PeerCertificate::from_der(presented)
             .map_err(|e| e.to_string())
             .and_then(|cert| {
-                cert.verify::<Principal>(token, AlgorithmPolicy::Ps512Only)
+                cert.verify::<Principal>(token, AlgorithmPolicy::default())
                     .map_err(|e| e.to_string())
             });
         match verified {
@@ -80,9 +80,14 @@ async fn identity_service(server_ca: &TestCa, client_ca: &TestCa) -> VerifyingSe
                 body: reason,
             },
         }
-    });
+    })
+}
+
+/// The identity service: kube-testbed's verifying TLS 1.3 server, client
+/// certificates from `client_ca` required, answering with [`principal_handler`].
+async fn identity_service(server_ca: &TestCa, client_ca: &TestCa) -> VerifyingServer {
     VerifyingServer::builder(server_ca, client_ca)
-        .handler(handler)
+        .handler(principal_handler())
         .start()
         .await
 }
@@ -158,19 +163,28 @@ impl World {
     }
 
     async fn run(&self, extra: &[String]) -> Output {
-        let args = self.args(extra);
-        let dir = self.dir.path().to_owned();
-        tokio::task::spawn_blocking(move || {
-            std::process::Command::new(env!("CARGO_BIN_EXE_migrated-service"))
-                .args(&args)
-                .env_remove("KUBECONFIG")
-                .env("HOME", &dir)
-                .output()
-                .unwrap()
-        })
-        .await
-        .unwrap()
+        run_binary(self.args(extra), self.dir.path(), None).await
     }
+}
+
+/// Runs the service binary with `args`, `SPIFFE_ENDPOINT_SOCKET` set to `spiffe`
+/// (removed when `None`).
+async fn run_binary(args: Vec<String>, home: &Path, spiffe: Option<String>) -> Output {
+    let home = home.to_owned();
+    tokio::task::spawn_blocking(move || {
+        let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_migrated-service"));
+        command
+            .args(&args)
+            .env_remove("KUBECONFIG")
+            .env("HOME", &home);
+        match spiffe {
+            Some(endpoint) => command.env("SPIFFE_ENDPOINT_SOCKET", endpoint),
+            None => command.env_remove("SPIFFE_ENDPOINT_SOCKET"),
+        };
+        command.output().unwrap()
+    })
+    .await
+    .unwrap()
 }
 
 fn text(bytes: &[u8]) -> String {
@@ -261,4 +275,127 @@ async fn a_bare_host_port_stops_start_up_naming_the_flag() {
         "{stderr}"
     );
     assert!(!stdout.contains("identity: GET"), "{stdout}");
+}
+
+/// The newest Go client's second source: one identity service, trusted through its
+/// CA Secret by a Secret-mode service and through the SPIFFE bundle by a SPIFFE-mode
+/// service, accepting both services' certificates and principals (the Secret's key and the
+/// SPIRE-style P-256 SVID's key each choosing its algorithm).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_secret_mode_and_a_spiffe_mode_service_reach_the_same_server() {
+    const SERVER_ID: &str = "spiffe://example.org/ns/unikorn/sa/identity";
+    const CLIENT_ID: &str = "spiffe://example.org/ns/unikorn/sa/billing";
+    let agent = spiffe_testbed::WorkloadApi::start("example.org").await;
+    let svid = agent.set_workload_id(CLIENT_ID);
+
+    let tb = Testbed::start().await;
+    let client_ca = TestCa::new("platform clients");
+    let leaf = client_leaf(&client_ca, SERIAL);
+    tb.upsert(secret(
+        &format!("{RELEASE}-client-certificate"),
+        &[("tls.crt", &leaf.cert_pem), ("tls.key", &leaf.key_pem)],
+    ));
+    // The server's certificate is an SVID (URI SAN for SPIFFE clients, DNS
+    // `localhost` for Secret-mode clients, which trust the agent's CA through the
+    // CA Secret).
+    let server_svid = agent.issue(SERVER_ID);
+    tb.upsert(secret("identity-ca", &[("tls.crt", &agent.ca_pem())]));
+    let server = VerifyingServer::builder(&client_ca, &client_ca)
+        .server_chain(server_svid.chain.clone(), &server_svid.key_pem())
+        .client_roots(vec![client_ca.der(), agent.ca_der()])
+        .handler(principal_handler())
+        .start()
+        .await;
+    let url = format!("https://localhost:{}/", server.addr.port());
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = write_kubeconfig(dir.path(), &tb);
+    let common = |extra: &[String]| {
+        let mut args = vec![
+            format!("--kubeconfig={}", kubeconfig.display()),
+            format!("--identity-host={url}"),
+            format!("--identity-ca-secret-namespace={NS}"),
+            "--identity-ca-secret-name=identity-ca".to_owned(),
+            "--audit-host=".to_owned(),
+            "--actor=billing".to_owned(),
+        ];
+        args.extend(extra.iter().cloned());
+        args
+    };
+
+    let output = run_binary(
+        common(&[
+            format!("--client-certificate-namespace={NS}"),
+            format!("--client-certificate-name={RELEASE}-client-certificate"),
+        ]),
+        dir.path(),
+        None,
+    )
+    .await;
+    let (stdout, stderr) = (text(&output.stdout), text(&output.stderr));
+    assert!(
+        output.status.success(),
+        "stdout:\n{stdout}\nstderr:\n{stderr}"
+    );
+    assert!(
+        stdout.contains(&format!(
+            "-> 200 OK over HTTP/1.1: verified actor=billing serial={SERIAL}"
+        )),
+        "{stdout}"
+    );
+
+    let output = run_binary(
+        common(&[
+            "--client-certificate-source=spiffe".to_owned(),
+            format!("--spiffe-server-id={SERVER_ID}"),
+        ]),
+        dir.path(),
+        Some(agent.endpoint()),
+    )
+    .await;
+    let (stdout, stderr) = (text(&output.stdout), text(&output.stderr));
+    assert!(
+        output.status.success(),
+        "stdout:\n{stdout}\nstderr:\n{stderr}"
+    );
+    assert!(
+        stdout.contains(&format!(
+            "-> 200 OK over HTTP/1.1: verified actor=billing serial={}",
+            svid.serial
+        )),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains(&format!(
+            "identity state: source=SPIFFE Workload API {} spiffe_id={CLIENT_ID} serial=",
+            agent.endpoint()
+        )),
+        "{stdout}"
+    );
+    // The CA Secret flags do not apply in SPIFFE mode: said once.
+    assert_eq!(
+        stderr
+            .matches("ca-secret-namespace/-name are set and ignored")
+            .count(),
+        1,
+        "{stderr}"
+    );
+
+    // Without the socket variable, start-up stops and says why.
+    let output = run_binary(
+        common(&[
+            "--client-certificate-source=spiffe".to_owned(),
+            format!("--spiffe-server-id={SERVER_ID}"),
+        ]),
+        dir.path(),
+        None,
+    )
+    .await;
+    let stderr = text(&output.stderr);
+    assert!(!output.status.success());
+    assert!(
+        stderr.contains("SPIFFE_ENDPOINT_SOCKET, which is not set"),
+        "{stderr}"
+    );
+    // Both services were seen by the one server.
+    assert_eq!(server.rejected(), 0, "{:?}", server.rejection_reasons());
 }
