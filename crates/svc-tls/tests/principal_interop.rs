@@ -181,3 +181,76 @@ fn pyjwt_interoperates_on_ecdsa() {
         );
     }
 }
+
+/// A SPIRE-style P-256 X509-SVID, as the SPIFFE source delivers it: its key signs
+/// ES256 by default, PyJWT verifies that token against the SVID and signs one we
+/// verify; tokens across key types are refused both ways.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn svid_keys_sign_es256_that_pyjwt_verifies_and_the_reverse() {
+    use std::sync::Arc;
+    use svc_tls::principal::sign_with;
+    use svc_tls::spiffe::{SpiffeEndpoint, WorkloadApiSource};
+
+    require_python();
+    let agent = spiffe_testbed::WorkloadApi::start("example.org").await;
+    let svid = agent.set_workload_id("spiffe://example.org/ns/unikorn/sa/billing");
+    let workload = WorkloadApiSource::connect(
+        SpiffeEndpoint::parse(&agent.endpoint()).unwrap(),
+        Arc::new(svc_tls::material::crypto_provider()),
+        std::time::Duration::from_secs(10),
+    )
+    .await
+    .unwrap();
+    let identity = workload.svid().unwrap().unwrap();
+    let who = principal_for("svid");
+    let token = sign_with(&identity, &who, AlgorithmPolicy::default()).unwrap();
+    assert_eq!(token.algorithm(), Algorithm::Es256);
+
+    let answer = run_python(&json!({
+        "verify": [{"name": "svid", "alg": "ES256", "cert_pem": svid.chain_pem(), "token": token.as_str()}],
+        "sign": [{"name": "svid", "alg": "ES256", "key_pem": svid.key_pem(),
+                  "payload": serde_json::to_value(&who).unwrap()}],
+    }));
+    assert_eq!(answer["verified"][0]["header"], json!({"alg": "ES256"}));
+    assert_eq!(
+        answer["verified"][0]["payload"],
+        serde_json::to_value(&who).unwrap()
+    );
+    let svid_cert = PeerCertificate::from_pem(svid.chain_pem().as_bytes()).unwrap();
+    let theirs = answer["signed"][0]["token"].as_str().unwrap();
+    let back: Principal = verify(theirs, &svid_cert, AlgorithmPolicy::default()).unwrap();
+    assert_eq!(back, who);
+
+    // Across key types: an SVID's ES256 token against an RSA certificate, an RSA
+    // key's PS512 token against the SVID, and ES384 claimed for the P-256 SVID key.
+    let rsa = keys::rsa2048();
+    let rsa_cert = PeerCertificate::from_pem(rsa.cert_pem.as_bytes()).unwrap();
+    let err =
+        verify::<Principal>(token.as_str(), &rsa_cert, AlgorithmPolicy::default()).unwrap_err();
+    assert!(
+        matches!(err, VerifyError::AlgorithmKeyMismatch { .. }),
+        "{err:?}"
+    );
+    let ps512 = sign_with_key(rsa.signing_key.as_ref(), &who, AlgorithmPolicy::default()).unwrap();
+    let err =
+        verify::<Principal>(ps512.as_str(), &svid_cert, AlgorithmPolicy::default()).unwrap_err();
+    assert!(
+        matches!(err, VerifyError::AlgorithmKeyMismatch { .. }),
+        "{err:?}"
+    );
+    let p384 = keys::p384();
+    let es384 = sign_with_key(p384.signing_key.as_ref(), &who, AlgorithmPolicy::default()).unwrap();
+    assert_eq!(es384.algorithm(), Algorithm::Es384);
+    let err =
+        verify::<Principal>(es384.as_str(), &svid_cert, AlgorithmPolicy::default()).unwrap_err();
+    assert!(
+        matches!(err, VerifyError::AlgorithmKeyMismatch { .. }),
+        "{err:?}"
+    );
+    // The strict policy refuses the SVID's token outright.
+    let err = verify::<Principal>(theirs, &svid_cert, AlgorithmPolicy::Ps512Only).unwrap_err();
+    assert!(
+        matches!(err, VerifyError::AlgorithmNotAllowed { .. }),
+        "{err:?}"
+    );
+}
