@@ -4,7 +4,7 @@
 //!
 //! One [`WorkloadApiSource`] holds one `FetchX509SVID` stream (the `spiffe` crate's
 //! client; nothing here speaks gRPC itself) for the life of the process. A background
-//! task turns every message into a [`Snapshot`](stream) — the default SVID as a
+//! task turns every message into a snapshot — the default SVID as a
 //! loaded [`Identity`](crate::material::Identity) and each trust domain's bundle as
 //! [`TrustAnchors`](crate::trust_source::TrustAnchors) — and swaps it into a lock-free
 //! slot. The two seams read that slot on the handshake path and never do I/O:
