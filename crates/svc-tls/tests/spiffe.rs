@@ -47,13 +47,20 @@ async fn agent() -> WorkloadApi {
 }
 
 async fn connect(agent: &WorkloadApi) -> WorkloadApiSource {
+    connect_to(&agent.endpoint(), STARTUP).await.unwrap()
+}
+
+/// Connects to `endpoint`, waiting at most `timeout` for the first SVID.
+async fn connect_to(
+    endpoint: &str,
+    timeout: Duration,
+) -> Result<WorkloadApiSource, SpiffeStartError> {
     WorkloadApiSource::connect(
-        SpiffeEndpoint::parse(&agent.endpoint()).unwrap(),
+        SpiffeEndpoint::parse(endpoint).unwrap(),
         provider(),
-        STARTUP,
+        timeout,
     )
     .await
-    .unwrap()
 }
 
 /// A server presenting `server` (an SVID issued by the agent, or anything else) and
@@ -304,13 +311,9 @@ async fn every_startup_failure_is_its_own_error() {
     // Nothing listens there.
     let dir = tempfile::tempdir().unwrap();
     let nowhere = format!("unix:{}", dir.path().join("agent.sock").display());
-    let err = WorkloadApiSource::connect(
-        SpiffeEndpoint::parse(&nowhere).unwrap(),
-        provider(),
-        Duration::from_millis(600),
-    )
-    .await
-    .unwrap_err();
+    let err = connect_to(&nowhere, Duration::from_millis(600))
+        .await
+        .unwrap_err();
     assert!(
         matches!(err, SpiffeStartError::Unreachable { ref endpoint, .. } if *endpoint == nowhere),
         "{err:?}"
@@ -320,13 +323,9 @@ async fn every_startup_failure_is_its_own_error() {
     // The agent answers and issues no identity to this workload.
     let agent = agent().await;
     agent.deny(true);
-    let err = WorkloadApiSource::connect(
-        SpiffeEndpoint::parse(&agent.endpoint()).unwrap(),
-        provider(),
-        Duration::from_millis(600),
-    )
-    .await
-    .unwrap_err();
+    let err = connect_to(&agent.endpoint(), Duration::from_millis(600))
+        .await
+        .unwrap_err();
     assert!(
         matches!(err, SpiffeStartError::NoIdentityIssued { .. }),
         "{err:?}"
@@ -336,22 +335,12 @@ async fn every_startup_failure_is_its_own_error() {
 
     // The stream opens and no SVID comes in time; with a longer wait it does.
     agent.delay_first_svid(Duration::from_secs(2));
-    let err = WorkloadApiSource::connect(
-        SpiffeEndpoint::parse(&agent.endpoint()).unwrap(),
-        provider(),
-        Duration::from_millis(500),
-    )
-    .await
-    .unwrap_err();
+    let err = connect_to(&agent.endpoint(), Duration::from_millis(500))
+        .await
+        .unwrap_err();
     assert!(matches!(err, SpiffeStartError::NoSvid { .. }), "{err:?}");
     assert!(err.to_string().contains("sent no X509-SVID"), "{err}");
-    let workload = WorkloadApiSource::connect(
-        SpiffeEndpoint::parse(&agent.endpoint()).unwrap(),
-        provider(),
-        STARTUP,
-    )
-    .await
-    .unwrap();
+    let workload = connect_to(&agent.endpoint(), STARTUP).await.unwrap();
     assert_eq!(workload.spiffe_id(), CLIENT_ID);
 }
 

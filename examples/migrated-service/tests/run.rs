@@ -191,15 +191,21 @@ fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_migrated_service_calls_its_peer_with_the_deployed_flags() {
-    let world = world().await;
-    let output = world.run(&["--actor=billing".to_owned()]).await;
+/// Stdout and stderr of a run that must have succeeded (both shown when not).
+fn succeeded(output: &Output) -> (String, String) {
     let (stdout, stderr) = (text(&output.stdout), text(&output.stderr));
     assert!(
         output.status.success(),
         "stdout:\n{stdout}\nstderr:\n{stderr}"
     );
+    (stdout, stderr)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_migrated_service_calls_its_peer_with_the_deployed_flags() {
+    let world = world().await;
+    let output = world.run(&["--actor=billing".to_owned()]).await;
+    let (stdout, stderr) = succeeded(&output);
 
     assert!(stdout.contains("kubernetes: caches synced"), "{stdout}");
     assert!(
@@ -250,11 +256,7 @@ async fn a_prefixed_audit_identity_is_used_when_audit_is_configured() {
             format!("--audit-client-certificate-name={RELEASE}-audit-client-certificate"),
         ])
         .await;
-    let (stdout, stderr) = (text(&output.stdout), text(&output.stderr));
-    assert!(
-        output.status.success(),
-        "stdout:\n{stdout}\nstderr:\n{stderr}"
-    );
+    let (stdout, stderr) = succeeded(&output);
     assert!(
         stdout.contains(&format!(
             "audit: enabled at https://audit.example/ presenting Secret {NS}/{RELEASE}-audit-client-certificate"
@@ -331,11 +333,7 @@ async fn a_secret_mode_and_a_spiffe_mode_service_reach_the_same_server() {
         None,
     )
     .await;
-    let (stdout, stderr) = (text(&output.stdout), text(&output.stderr));
-    assert!(
-        output.status.success(),
-        "stdout:\n{stdout}\nstderr:\n{stderr}"
-    );
+    let (stdout, stderr) = succeeded(&output);
     assert!(
         stdout.contains(&format!(
             "-> 200 OK over HTTP/1.1: verified actor=billing serial={SERIAL}"
@@ -352,11 +350,7 @@ async fn a_secret_mode_and_a_spiffe_mode_service_reach_the_same_server() {
         Some(agent.endpoint()),
     )
     .await;
-    let (stdout, stderr) = (text(&output.stdout), text(&output.stderr));
-    assert!(
-        output.status.success(),
-        "stdout:\n{stdout}\nstderr:\n{stderr}"
-    );
+    let (stdout, stderr) = succeeded(&output);
     assert!(
         stdout.contains(&format!(
             "-> 200 OK over HTTP/1.1: verified actor=billing serial={}",
