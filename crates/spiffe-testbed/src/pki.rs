@@ -144,7 +144,9 @@ impl Ca {
         params.use_authority_key_identifier_extension = true;
         let not_after = set_validity(&mut params, SVID_TTL);
         let key = KeyPair::generate_for(&PKCS_ECDSA_P256_SHA256).expect("SVID key");
-        let cert = params.signed_by(&key, &self.issuer).expect("CA signs the SVID");
+        let cert = params
+            .signed_by(&key, &self.issuer)
+            .expect("CA signs the SVID");
         SvidInfo {
             spiffe_id: spiffe_id.to_owned(),
             serial,
@@ -174,7 +176,10 @@ fn uri_san(uri: &str) -> SanType {
 
 /// DER certificates concatenated, as the Workload API carries chains and bundles.
 pub(crate) fn concat(certs: &[CertificateDer<'_>]) -> Vec<u8> {
-    certs.iter().flat_map(|c| c.as_ref().iter().copied()).collect()
+    certs
+        .iter()
+        .flat_map(|c| c.as_ref().iter().copied())
+        .collect()
 }
 
 /// A certificate, PEM.

@@ -108,8 +108,7 @@ async fn route(
         grpc.server_streaming(StreamService::svids(shared), request)
             .await
     } else if path == FETCH_X509_BUNDLES {
-        let mut grpc =
-            Grpc::new(ProstCodec::<X509BundlesResponse, X509BundlesRequest>::default());
+        let mut grpc = Grpc::new(ProstCodec::<X509BundlesResponse, X509BundlesRequest>::default());
         grpc.server_streaming(StreamService::bundles(shared), request)
             .await
     } else {
