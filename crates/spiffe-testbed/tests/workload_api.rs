@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use futures::StreamExt as _;
 use hyper_util::rt::TokioIo;
+use kube_testbed::poll_until;
 use spiffe::transport::GrpcStatusCode;
 use spiffe::transport::TransportError;
 use spiffe::{TrustDomain, WorkloadApiClient, WorkloadApiError, X509Source, X509SourceBuilder};
@@ -22,21 +23,12 @@ use tonic_prost::ProstCodec;
 const TD: &str = "example.org";
 /// A bound for waits on the emulator and the client, so a broken test fails instead
 /// of hanging. Not a timing assertion: every wait normally ends in milliseconds.
-const BOUND: Duration = Duration::from_secs(30);
+const BOUND: Duration = kube_testbed::POLL_LIMIT;
 
 async fn bounded<T>(what: &str, future: impl Future<Output = T>) -> T {
     tokio::time::timeout(BOUND, future)
         .await
         .unwrap_or_else(|_| panic!("timed out waiting for {what}"))
-}
-
-async fn eventually(what: &str, mut condition: impl FnMut() -> bool) {
-    bounded(what, async {
-        while !condition() {
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-    })
-    .await;
 }
 
 async fn client(api: &WorkloadApi) -> WorkloadApiClient {
@@ -361,7 +353,7 @@ async fn a_delayed_first_svid_arrives_only_after_the_delay() {
         let client = client.clone();
         async move { client.fetch_x509_svid().await }
     });
-    eventually("the delayed stream to open", || api.open_streams() == 1).await;
+    poll_until("the delayed stream to open", || api.open_streams() == 1).await;
     // Ending the delayed stream proves no SVID went out before it.
     api.drop_streams();
     let error = bounded("the delayed call", waiting)
@@ -382,7 +374,7 @@ async fn a_delayed_first_svid_arrives_only_after_the_delay() {
         let client = client.clone();
         async move { client.fetch_x509_svid().await }
     });
-    eventually("the delayed stream to open", || {
+    poll_until("the delayed stream to open", || {
         api.streams_opened() > before
     })
     .await;
@@ -399,7 +391,7 @@ async fn dropped_streams_end_unavailable_and_the_source_reconnects() {
     bounded("first SVID", stream.next()).await.unwrap().unwrap();
     let source = source(&api).await;
     assert_eq!(leaf_of(&source), api.current_svid().leaf().to_vec());
-    eventually("both streams open", || api.open_streams() == 2).await;
+    poll_until("both streams open", || api.open_streams() == 2).await;
     let opened = api.streams_opened();
 
     api.drop_streams();
@@ -413,9 +405,9 @@ async fn dropped_streams_end_unavailable_and_the_source_reconnects() {
         "{error:?}"
     );
     // The source opens a new stream by itself and gets the next rotation on it.
-    eventually("the source to reconnect", || api.streams_opened() > opened).await;
+    poll_until("the source to reconnect", || api.streams_opened() > opened).await;
     let rotated = api.rotate_svid();
-    eventually("the source to see the rotation", || {
+    poll_until("the source to see the rotation", || {
         leaf_of(&source) == rotated.leaf().to_vec()
     })
     .await;
@@ -453,7 +445,7 @@ async fn after_a_restart_the_source_reconnects_and_sees_rotations() {
     let opened = api.streams_opened();
     api.resume().await;
     assert!(api.socket_path().exists());
-    eventually("the source to see the rotation", || {
+    poll_until("the source to see the rotation", || {
         leaf_of(&source) == rotated.leaf().to_vec()
     })
     .await;
@@ -462,9 +454,9 @@ async fn after_a_restart_the_source_reconnects_and_sees_rotations() {
     // restart() in one go, then a rotation pushed on the new stream.
     let opened = api.streams_opened();
     api.restart().await;
-    eventually("the source to reconnect", || api.streams_opened() > opened).await;
+    poll_until("the source to reconnect", || api.streams_opened() > opened).await;
     let rotated = api.rotate_svid();
-    eventually("the source to see the next rotation", || {
+    poll_until("the source to see the next rotation", || {
         leaf_of(&source) == rotated.leaf().to_vec()
     })
     .await;
@@ -481,14 +473,14 @@ async fn open_streams_return_to_zero_when_clients_go() {
     bounded("bundles", bundles.next()).await.unwrap().unwrap();
     assert_eq!(api.open_streams(), 2);
     drop(svids);
-    eventually("one stream left", || api.open_streams() == 1).await;
+    poll_until("one stream left", || api.open_streams() == 1).await;
     drop(bundles);
     drop(client);
-    eventually("no stream left", || api.open_streams() == 0).await;
+    poll_until("no stream left", || api.open_streams() == 0).await;
 
     // Dropping the emulator ends a source's stream and removes the socket.
     let source = source(&api).await;
-    eventually("the source's stream", || api.open_streams() == 1).await;
+    poll_until("the source's stream", || api.open_streams() == 1).await;
     let path = api.socket_path().to_owned();
     drop(api);
     assert!(!path.exists());
