@@ -170,6 +170,40 @@ async fn the_client_fetches_the_current_svid_and_bundle() {
         .collect();
     assert_eq!(uris, vec!["spiffe://example.org/svc/a".to_owned()]);
     chains_to(current.leaf(), &api.ca_der());
+
+    // The PEM forms hold the same bytes.
+    use rustls_pki_types::pem::PemObject as _;
+    let chain: Vec<_> =
+        rustls_pki_types::CertificateDer::pem_slice_iter(current.chain_pem().as_bytes())
+            .collect::<Result<_, _>>()
+            .unwrap();
+    assert_eq!(chain, current.chain);
+    let key =
+        rustls_pki_types::PrivatePkcs8KeyDer::from_pem_slice(current.key_pem().as_bytes()).unwrap();
+    assert_eq!(key.secret_pkcs8_der(), &current.key_pkcs8_der[..]);
+    let ca = rustls_pki_types::CertificateDer::from_pem_slice(api.ca_pem().as_bytes()).unwrap();
+    assert_eq!(ca, api.ca_der());
+    assert!(
+        !format!("{current:?}").contains("key"),
+        "Debug leaves the key out"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issued_server_certificates_chain_to_the_bundle_and_are_not_pushed() {
+    let api = WorkloadApi::start(TD).await;
+    let workload = api.current_svid();
+    let server = api.issue("spiffe://example.org/server");
+    assert!(server.serial > workload.serial);
+    assert_eq!(server.spiffe_id, "spiffe://example.org/server");
+    chains_to(server.leaf(), &api.ca_der());
+    let leaf = webpki::EndEntityCert::try_from(server.leaf()).unwrap();
+    let localhost = rustls_pki_types::ServerName::try_from("localhost").unwrap();
+    leaf.verify_is_valid_for_subject_name(&localhost).unwrap();
+    // The workload still gets its own SVID.
+    let svid = client(&api).await.fetch_x509_svid().await.unwrap();
+    assert_same_svid(&svid, &api.current_svid());
+    assert_eq!(api.current_svid().serial, workload.serial);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
