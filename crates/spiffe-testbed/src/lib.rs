@@ -392,6 +392,20 @@ impl WorkloadApi {
         state.ca.issue(spiffe_id, serial, true)
     }
 
+    /// Like [`issue`](Self::issue), but from a new CA of the same trust domain that is
+    /// in no bundle: a certificate with the right SPIFFE ID whose chain does not lead
+    /// to the trust bundle (an impostor, or an agent of another deployment).
+    ///
+    /// # Panics
+    /// When `spiffe_id` is not IA5 text.
+    pub fn issue_untrusted(&self, spiffe_id: &str) -> SvidInfo {
+        let (ca_serial, serial, trust_domain) = {
+            let mut state = self.shared.lock();
+            (state.serial(), state.serial(), state.trust_domain.clone())
+        };
+        Ca::new(&trust_domain, ca_serial).issue(spiffe_id, serial, true)
+    }
+
     /// Ends every open stream with `Unavailable`; the connections stay up, and new
     /// streams are served as before.
     pub fn drop_streams(&self) {

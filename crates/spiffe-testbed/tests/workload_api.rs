@@ -200,6 +200,29 @@ async fn issued_server_certificates_chain_to_the_bundle_and_are_not_pushed() {
     let leaf = webpki::EndEntityCert::try_from(server.leaf()).unwrap();
     let localhost = rustls_pki_types::ServerName::try_from("localhost").unwrap();
     leaf.verify_is_valid_for_subject_name(&localhost).unwrap();
+    // An untrusted one has the same names but does not chain to the bundle.
+    let impostor = api.issue_untrusted("spiffe://example.org/server");
+    assert_eq!(impostor.spiffe_id, server.spiffe_id);
+    assert!(impostor.serial > server.serial);
+    let ee = webpki::EndEntityCert::try_from(impostor.leaf()).unwrap();
+    ee.verify_is_valid_for_subject_name(&localhost).unwrap();
+    for ca in api.bundle() {
+        let anchors = [webpki::anchor_from_trusted_cert(&ca).unwrap()];
+        let verified = ee.verify_for_usage(
+            webpki::ALL_VERIFICATION_ALGS,
+            &anchors,
+            &[],
+            rustls_pki_types::UnixTime::now(),
+            webpki::KeyUsage::server_auth(),
+            None,
+            None,
+        );
+        assert!(
+            matches!(verified, Err(webpki::Error::UnknownIssuer)),
+            "{:?}",
+            verified.err()
+        );
+    }
     // The workload still gets its own SVID.
     let svid = client(&api).await.fetch_x509_svid().await.unwrap();
     assert_same_svid(&svid, &api.current_svid());
