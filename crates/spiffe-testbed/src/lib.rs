@@ -77,6 +77,8 @@ pub(crate) struct Shared {
 struct State {
     trust_domain: String,
     ca: Ca,
+    /// The intermediate CA under `ca` that signs leaves, if enabled.
+    intermediate: Option<Ca>,
     /// The trust domain's bundle: the current CA first, then any kept old ones.
     bundle: Vec<CertificateDer<'static>>,
     svid: Option<SvidInfo>,
@@ -94,9 +96,14 @@ impl State {
         serial
     }
 
+    /// The CA that signs leaves: the intermediate if enabled, else the root.
+    fn signer(&self) -> &Ca {
+        self.intermediate.as_ref().unwrap_or(&self.ca)
+    }
+
     fn issue_workload(&mut self, spiffe_id: &str) -> SvidInfo {
         let serial = self.serial();
-        let svid = self.ca.issue(spiffe_id, serial, false);
+        let svid = self.signer().issue(spiffe_id, serial, false);
         self.svid = Some(svid.clone());
         svid
     }
@@ -180,6 +187,7 @@ impl WorkloadApi {
         let mut state = State {
             trust_domain: trust_domain.clone(),
             ca: Ca::new(&trust_domain, 1),
+            intermediate: None,
             bundle: Vec::new(),
             svid: None,
             hint: String::new(),
@@ -353,6 +361,10 @@ impl WorkloadApi {
                 state.bundle.clear();
             }
             state.bundle.insert(0, ca.clone());
+            if state.intermediate.is_some() {
+                let serial = state.serial();
+                state.intermediate = Some(state.ca.intermediate(&state.trust_domain, serial));
+            }
             if let Some(id) = state.svid.as_ref().map(|svid| svid.spiffe_id.clone()) {
                 state.issue_workload(&id);
             }
@@ -389,7 +401,28 @@ impl WorkloadApi {
     pub fn issue(&self, spiffe_id: &str) -> SvidInfo {
         let mut state = self.shared.lock();
         let serial = state.serial();
-        state.ca.issue(spiffe_id, serial, true)
+        state.signer().issue(spiffe_id, serial, true)
+    }
+
+    /// With `true`, leaves are signed by an intermediate CA under the current root, and
+    /// chains carry it after the leaf (the bundle keeps the root alone), as with a SPIRE
+    /// server under an upstream authority; [`rotate_ca`](Self::rotate_ca) then makes a
+    /// new intermediate too. With `false`, the root signs leaves again. The workload's
+    /// SVID (if it has an identity) is re-issued and pushed either way.
+    pub fn set_intermediate(&self, enabled: bool) {
+        {
+            let mut state = self.shared.lock();
+            state.intermediate = if enabled {
+                let serial = state.serial();
+                Some(state.ca.intermediate(&state.trust_domain, serial))
+            } else {
+                None
+            };
+            if let Some(id) = state.svid.as_ref().map(|svid| svid.spiffe_id.clone()) {
+                state.issue_workload(&id);
+            }
+        }
+        self.shared.changed();
     }
 
     /// Like [`issue`](Self::issue), but from a new CA of the same trust domain that is

@@ -58,9 +58,18 @@ fn assert_same_svid(got: &spiffe::X509Svid, want: &SvidInfo) {
 
 /// The leaf verifies (as a TLS client and server certificate) against the CA alone.
 fn chains_to(leaf: &[u8], ca: &[u8]) {
+    verify(leaf, &[], ca).unwrap();
+}
+
+/// Verifies `leaf` with `intermediates` against the root `ca`, for client and server auth.
+fn verify(leaf: &[u8], intermediates: &[&[u8]], ca: &[u8]) -> Result<(), webpki::Error> {
     let ca = rustls_pki_types::CertificateDer::from(ca.to_vec());
     let anchors = [webpki::anchor_from_trusted_cert(&ca).unwrap()];
     let leaf = rustls_pki_types::CertificateDer::from(leaf.to_vec());
+    let intermediates: Vec<_> = intermediates
+        .iter()
+        .map(|c| rustls_pki_types::CertificateDer::from(c.to_vec()))
+        .collect();
     let ee = webpki::EndEntityCert::try_from(&leaf).unwrap();
     for usage in [
         webpki::KeyUsage::client_auth(),
@@ -69,14 +78,14 @@ fn chains_to(leaf: &[u8], ca: &[u8]) {
         ee.verify_for_usage(
             webpki::ALL_VERIFICATION_ALGS,
             &anchors,
-            &[],
+            &intermediates,
             rustls_pki_types::UnixTime::now(),
             usage,
             None,
             None,
-        )
-        .unwrap();
+        )?;
     }
+    Ok(())
 }
 
 fn status_code(error: &WorkloadApiError) -> Option<GrpcStatusCode> {
@@ -542,4 +551,65 @@ async fn open_streams_return_to_zero_when_clients_go() {
     drop(api);
     assert!(!path.exists());
     source.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_an_intermediate_chains_carry_it_and_the_bundle_keeps_the_root() {
+    let api = WorkloadApi::start(TD).await;
+    let td = TrustDomain::new(TD).unwrap();
+    let client = client(&api).await;
+    let mut contexts = client.stream_x509_contexts().await.unwrap();
+    let first = bounded("context", contexts.next()).await.unwrap().unwrap();
+    assert_eq!(first.default_svid().unwrap().cert_chain().len(), 1);
+
+    api.set_intermediate(true);
+    let context = bounded("context with intermediate", contexts.next())
+        .await
+        .unwrap()
+        .unwrap();
+    let svid = context.default_svid().unwrap();
+    assert_same_svid(svid, &api.current_svid());
+    let chain: Vec<&[u8]> = svid.cert_chain().iter().map(|c| c.as_bytes()).collect();
+    assert_eq!(chain.len(), 2);
+    let root = api.ca_der();
+    assert_ne!(chain[1], root.as_ref());
+    let bundle = context.bundle_set().get(&td).unwrap();
+    let authorities: Vec<&[u8]> = bundle.authorities().iter().map(|c| c.as_bytes()).collect();
+    assert_eq!(authorities, vec![root.as_ref()]);
+    verify(chain[0], &chain[1..], &root).unwrap();
+    assert!(matches!(
+        verify(chain[0], &[], &root),
+        Err(webpki::Error::UnknownIssuer)
+    ));
+    // issue() signs with the intermediate too.
+    let server = api.issue("spiffe://example.org/server");
+    assert_eq!(server.chain.len(), 2);
+    let server_chain: Vec<&[u8]> = server.chain.iter().map(|c| c.as_ref()).collect();
+    verify(server_chain[0], &server_chain[1..], &root).unwrap();
+
+    // A CA rotation makes a new intermediate under the new root.
+    let new_root = api.rotate_ca(false);
+    let context = bounded("context after CA rotation", contexts.next())
+        .await
+        .unwrap()
+        .unwrap();
+    let chain: Vec<&[u8]> = context
+        .default_svid()
+        .unwrap()
+        .cert_chain()
+        .iter()
+        .map(|c| c.as_bytes())
+        .collect();
+    assert_eq!(chain.len(), 2);
+    verify(chain[0], &chain[1..], &new_root).unwrap();
+    assert!(verify(chain[0], &chain[1..], &root).is_err());
+
+    api.set_intermediate(false);
+    let context = bounded("context without intermediate", contexts.next())
+        .await
+        .unwrap()
+        .unwrap();
+    let svid = context.default_svid().unwrap();
+    assert_eq!(svid.cert_chain().len(), 1);
+    chains_to(svid.leaf().as_bytes(), &new_root);
 }
