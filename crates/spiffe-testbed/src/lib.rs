@@ -87,6 +87,7 @@ struct State {
     next_serial: u64,
     denied: bool,
     first_delay: Duration,
+    svid_ttl: Duration,
 }
 
 impl State {
@@ -103,7 +104,7 @@ impl State {
 
     fn issue_workload(&mut self, spiffe_id: &str) -> SvidInfo {
         let serial = self.serial();
-        let svid = self.signer().issue(spiffe_id, serial, false);
+        let svid = self.signer().issue(spiffe_id, serial, false, self.svid_ttl);
         self.svid = Some(svid.clone());
         svid
     }
@@ -195,6 +196,7 @@ impl WorkloadApi {
             next_serial: 2,
             denied: false,
             first_delay: Duration::ZERO,
+            svid_ttl: SVID_TTL,
         };
         state.bundle.push(state.ca.der());
         state.issue_workload(&format!("spiffe://{trust_domain}/workload"));
@@ -401,7 +403,9 @@ impl WorkloadApi {
     pub fn issue(&self, spiffe_id: &str) -> SvidInfo {
         let mut state = self.shared.lock();
         let serial = state.serial();
-        state.signer().issue(spiffe_id, serial, true)
+        state
+            .signer()
+            .issue(spiffe_id, serial, true, state.svid_ttl)
     }
 
     /// With `true`, leaves are signed by an intermediate CA under the current root, and
@@ -432,11 +436,17 @@ impl WorkloadApi {
     /// # Panics
     /// When `spiffe_id` is not IA5 text.
     pub fn issue_untrusted(&self, spiffe_id: &str) -> SvidInfo {
-        let (ca_serial, serial, trust_domain) = {
+        let (ca_serial, serial, trust_domain, ttl) = {
             let mut state = self.shared.lock();
-            (state.serial(), state.serial(), state.trust_domain.clone())
+            let ttl = state.svid_ttl;
+            (
+                state.serial(),
+                state.serial(),
+                state.trust_domain.clone(),
+                ttl,
+            )
         };
-        Ca::new(&trust_domain, ca_serial).issue(spiffe_id, serial, true)
+        Ca::new(&trust_domain, ca_serial).issue(spiffe_id, serial, true, ttl)
     }
 
     /// Ends every open stream with `Unavailable`; the connections stay up, and new
@@ -478,6 +488,14 @@ impl WorkloadApi {
     pub fn deny(&self, deny: bool) {
         self.shared.lock().denied = deny;
         self.shared.changed();
+    }
+
+    /// The validity of certificates issued from now on (SVIDs, [`issue`](Self::issue)):
+    /// from 10 s ago to `ttl` from now, to the second. [`SVID_TTL`] by default;
+    /// `Duration::ZERO` gives certificates that expire within the second. Nothing is
+    /// re-issued by this call.
+    pub fn set_svid_ttl(&self, ttl: Duration) {
+        self.shared.lock().svid_ttl = ttl;
     }
 
     /// Streams opened from now on send their first response only after `delay` (an

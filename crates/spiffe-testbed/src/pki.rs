@@ -18,7 +18,8 @@ use rcgen::{
 };
 use rustls_pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 
-/// How long an SVID is valid (SPIRE's default X509-SVID TTL is one hour).
+/// How long an SVID is valid unless [`crate::WorkloadApi::set_svid_ttl`] says otherwise
+/// (SPIRE's default X509-SVID TTL is one hour).
 pub const SVID_TTL: Duration = Duration::from_secs(3600);
 /// How far validity is backdated, as SPIRE does for clock skew.
 const BACKDATE: Duration = Duration::from_secs(10);
@@ -125,7 +126,13 @@ impl Ca {
 
     /// An SVID for `spiffe_id`; with `localhost`, also a DNS SAN `localhost` (for a TLS
     /// server under test that clients may also reach by name).
-    pub(crate) fn issue(&self, spiffe_id: &str, serial: u64, localhost: bool) -> SvidInfo {
+    pub(crate) fn issue(
+        &self,
+        spiffe_id: &str,
+        serial: u64,
+        localhost: bool,
+        ttl: Duration,
+    ) -> SvidInfo {
         let mut params = CertificateParams::default();
         let mut dn = DistinguishedName::new();
         dn.push(DnType::CountryName, "US");
@@ -149,7 +156,7 @@ impl Ca {
         ];
         params.serial_number = Some(SerialNumber::from(serial));
         params.use_authority_key_identifier_extension = true;
-        let not_after = set_validity(&mut params, SVID_TTL);
+        let not_after = set_validity(&mut params, ttl);
         let key = KeyPair::generate_for(&PKCS_ECDSA_P256_SHA256).expect("SVID key");
         let cert = params
             .signed_by(&key, &self.issuer)

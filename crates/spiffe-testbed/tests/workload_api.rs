@@ -236,6 +236,21 @@ async fn issued_server_certificates_chain_to_the_bundle_and_are_not_pushed() {
     let svid = client(&api).await.fetch_x509_svid().await.unwrap();
     assert_same_svid(&svid, &api.current_svid());
     assert_eq!(api.current_svid().serial, workload.serial);
+
+    // Validity: an hour by default, as set afterwards, written to the second.
+    let not_after = |der: &[u8]| {
+        let (_, cert) = x509_parser::parse_x509_certificate(der).unwrap();
+        cert.validity().not_after.timestamp()
+    };
+    let unix = |t: std::time::SystemTime| {
+        i64::try_from(t.duration_since(std::time::UNIX_EPOCH).unwrap().as_secs()).unwrap()
+    };
+    assert_eq!(not_after(server.leaf()), unix(server.not_after));
+    assert!(server.not_after > std::time::SystemTime::now() + Duration::from_secs(3000));
+    api.set_svid_ttl(Duration::from_secs(120));
+    let short = api.rotate_svid();
+    assert_eq!(not_after(short.leaf()), unix(short.not_after));
+    assert!(short.not_after < std::time::SystemTime::now() + Duration::from_secs(121));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -359,6 +374,23 @@ async fn calls_without_the_security_header_are_rejected() {
     assert_eq!(response.svids[0].spiffe_id, current.spiffe_id);
     assert_eq!(response.svids[0].x509_svid, current.chain_der_concat());
     assert_eq!(api.requests_without_header(), 2);
+
+    // The JWT profile is not emulated: Unimplemented, once the header is there.
+    let mut grpc = tonic::client::Grpc::new(raw_channel(api.socket_path().to_owned()).await);
+    grpc.ready().await.unwrap();
+    let mut request = tonic::Request::new(X509BundlesRequest {});
+    request
+        .metadata_mut()
+        .insert("workload.spiffe.io", "true".parse().unwrap());
+    let status = grpc
+        .server_streaming(
+            request,
+            PathAndQuery::from_static("/SpiffeWorkloadAPI/FetchJWTBundles"),
+            ProstCodec::<X509BundlesRequest, X509BundlesResponse>::default(),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(status.code(), tonic::Code::Unimplemented);
 
     // And the spiffe client, which always sends it, is never counted.
     client(&api).await.fetch_x509_svid().await.unwrap();
