@@ -645,3 +645,10 @@ async fn with_an_intermediate_chains_carry_it_and_the_bundle_keeps_the_root() {
     assert_eq!(svid.cert_chain().len(), 1);
     chains_to(svid.leaf().as_bytes(), &new_root);
 }
+
+#[test]
+fn the_emulator_can_be_shared_across_threads() {
+    fn send_sync<T: Send + Sync + 'static>() {}
+    send_sync::<WorkloadApi>();
+    send_sync::<SvidInfo>();
+}
