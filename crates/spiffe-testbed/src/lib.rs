@@ -77,6 +77,8 @@ pub(crate) struct Shared {
 struct State {
     trust_domain: String,
     ca: Ca,
+    /// The intermediate CA under `ca` that signs leaves, if enabled.
+    intermediate: Option<Ca>,
     /// The trust domain's bundle: the current CA first, then any kept old ones.
     bundle: Vec<CertificateDer<'static>>,
     svid: Option<SvidInfo>,
@@ -85,6 +87,7 @@ struct State {
     next_serial: u64,
     denied: bool,
     first_delay: Duration,
+    svid_ttl: Duration,
 }
 
 impl State {
@@ -94,9 +97,14 @@ impl State {
         serial
     }
 
+    /// The CA that signs leaves: the intermediate if enabled, else the root.
+    fn signer(&self) -> &Ca {
+        self.intermediate.as_ref().unwrap_or(&self.ca)
+    }
+
     fn issue_workload(&mut self, spiffe_id: &str) -> SvidInfo {
         let serial = self.serial();
-        let svid = self.ca.issue(spiffe_id, serial, false);
+        let svid = self.signer().issue(spiffe_id, serial, false, self.svid_ttl);
         self.svid = Some(svid.clone());
         svid
     }
@@ -180,6 +188,7 @@ impl WorkloadApi {
         let mut state = State {
             trust_domain: trust_domain.clone(),
             ca: Ca::new(&trust_domain, 1),
+            intermediate: None,
             bundle: Vec::new(),
             svid: None,
             hint: String::new(),
@@ -187,6 +196,7 @@ impl WorkloadApi {
             next_serial: 2,
             denied: false,
             first_delay: Duration::ZERO,
+            svid_ttl: SVID_TTL,
         };
         state.bundle.push(state.ca.der());
         state.issue_workload(&format!("spiffe://{trust_domain}/workload"));
@@ -353,6 +363,10 @@ impl WorkloadApi {
                 state.bundle.clear();
             }
             state.bundle.insert(0, ca.clone());
+            if state.intermediate.is_some() {
+                let serial = state.serial();
+                state.intermediate = Some(state.ca.intermediate(&state.trust_domain, serial));
+            }
             if let Some(id) = state.svid.as_ref().map(|svid| svid.spiffe_id.clone()) {
                 state.issue_workload(&id);
             }
@@ -389,7 +403,50 @@ impl WorkloadApi {
     pub fn issue(&self, spiffe_id: &str) -> SvidInfo {
         let mut state = self.shared.lock();
         let serial = state.serial();
-        state.ca.issue(spiffe_id, serial, true)
+        state
+            .signer()
+            .issue(spiffe_id, serial, true, state.svid_ttl)
+    }
+
+    /// With `true`, leaves are signed by an intermediate CA under the current root, and
+    /// chains carry it after the leaf (the bundle keeps the root alone), as with a SPIRE
+    /// server under an upstream authority; [`rotate_ca`](Self::rotate_ca) then makes a
+    /// new intermediate too. With `false`, the root signs leaves again. The workload's
+    /// SVID (if it has an identity) is re-issued and pushed either way.
+    pub fn set_intermediate(&self, enabled: bool) {
+        {
+            let mut state = self.shared.lock();
+            state.intermediate = if enabled {
+                let serial = state.serial();
+                Some(state.ca.intermediate(&state.trust_domain, serial))
+            } else {
+                None
+            };
+            if let Some(id) = state.svid.as_ref().map(|svid| svid.spiffe_id.clone()) {
+                state.issue_workload(&id);
+            }
+        }
+        self.shared.changed();
+    }
+
+    /// Like [`issue`](Self::issue), but from a new CA of the same trust domain that is
+    /// in no bundle: a certificate with the right SPIFFE ID whose chain does not lead
+    /// to the trust bundle (an impostor, or an agent of another deployment).
+    ///
+    /// # Panics
+    /// When `spiffe_id` is not IA5 text.
+    pub fn issue_untrusted(&self, spiffe_id: &str) -> SvidInfo {
+        let (ca_serial, serial, trust_domain, ttl) = {
+            let mut state = self.shared.lock();
+            let ttl = state.svid_ttl;
+            (
+                state.serial(),
+                state.serial(),
+                state.trust_domain.clone(),
+                ttl,
+            )
+        };
+        Ca::new(&trust_domain, ca_serial).issue(spiffe_id, serial, true, ttl)
     }
 
     /// Ends every open stream with `Unavailable`; the connections stay up, and new
@@ -431,6 +488,14 @@ impl WorkloadApi {
     pub fn deny(&self, deny: bool) {
         self.shared.lock().denied = deny;
         self.shared.changed();
+    }
+
+    /// The validity of certificates issued from now on (SVIDs, [`issue`](Self::issue)):
+    /// from 10 s ago to `ttl` from now, to the second. [`SVID_TTL`] by default;
+    /// `Duration::ZERO` gives certificates that expire within the second. Nothing is
+    /// re-issued by this call.
+    pub fn set_svid_ttl(&self, ttl: Duration) {
+        self.shared.lock().svid_ttl = ttl;
     }
 
     /// Streams opened from now on send their first response only after `delay` (an

@@ -18,7 +18,8 @@ use rcgen::{
 };
 use rustls_pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 
-/// How long an SVID is valid (SPIRE's default X509-SVID TTL is one hour).
+/// How long an SVID is valid unless [`crate::WorkloadApi::set_svid_ttl`] says otherwise
+/// (SPIRE's default X509-SVID TTL is one hour).
 pub const SVID_TTL: Duration = Duration::from_secs(3600);
 /// How far validity is backdated, as SPIRE does for clock skew.
 const BACKDATE: Duration = Duration::from_secs(10);
@@ -35,8 +36,8 @@ pub struct SvidInfo {
     pub spiffe_id: String,
     /// The certificate's serial number; increasing across everything the emulator issues.
     pub serial: u64,
-    /// The certificate chain, leaf first (the emulator issues straight from the root, so
-    /// this is the leaf alone).
+    /// The certificate chain, leaf first: the leaf alone, or the leaf and the
+    /// intermediate CA with [`crate::WorkloadApi::set_intermediate`]. Never the root.
     pub chain: Vec<CertificateDer<'static>>,
     /// The private key, PKCS#8 DER (P-256).
     pub key_pkcs8_der: Vec<u8>,
@@ -82,33 +83,40 @@ impl fmt::Debug for SvidInfo {
     }
 }
 
-/// One CA generation of the trust domain.
+/// A CA of the trust domain: a root (one per generation) or an intermediate under it.
 pub(crate) struct Ca {
     issuer: CertifiedIssuer<'static, KeyPair>,
+    /// What an issued chain carries after the leaf: nothing for a root (roots travel
+    /// in the bundle), the intermediate's own certificate for an intermediate.
+    above_leaf: Vec<CertificateDer<'static>>,
 }
 
 impl Ca {
-    /// A self-signed P-256 CA for `trust_domain` (a name such as `example.org`).
+    /// A self-signed P-256 root CA for `trust_domain` (a name such as `example.org`).
     pub(crate) fn new(trust_domain: &str, serial: u64) -> Self {
-        let mut params = CertificateParams::default();
-        let mut dn = DistinguishedName::new();
-        dn.push(DnType::CountryName, "US");
-        dn.push(DnType::OrganizationName, "SPIFFE");
-        dn.push(DnType::CommonName, format!("spiffe-testbed CA {serial}"));
-        params.distinguished_name = dn;
-        params.subject_alt_names = vec![uri_san(&format!("spiffe://{trust_domain}"))];
-        params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-        params.key_usages = vec![
-            KeyUsagePurpose::KeyCertSign,
-            KeyUsagePurpose::CrlSign,
-            KeyUsagePurpose::DigitalSignature,
-        ];
-        params.serial_number = Some(SerialNumber::from(serial));
-        set_validity(&mut params, CA_TTL);
+        let params = ca_params(trust_domain, serial, "CA", BasicConstraints::Unconstrained);
         let key = KeyPair::generate_for(&PKCS_ECDSA_P256_SHA256).expect("CA key");
         Self {
             issuer: CertifiedIssuer::self_signed(params, key).expect("self-signed CA"),
+            above_leaf: Vec::new(),
         }
+    }
+
+    /// A P-256 intermediate CA under this one (as SPIRE's server signs with an
+    /// intermediate when it has an upstream authority); it may only sign leaves.
+    pub(crate) fn intermediate(&self, trust_domain: &str, serial: u64) -> Self {
+        let mut params = ca_params(
+            trust_domain,
+            serial,
+            "intermediate",
+            BasicConstraints::Constrained(0),
+        );
+        params.use_authority_key_identifier_extension = true;
+        let key = KeyPair::generate_for(&PKCS_ECDSA_P256_SHA256).expect("intermediate key");
+        let issuer = CertifiedIssuer::signed_by(params, key, &self.issuer)
+            .expect("CA signs the intermediate");
+        let above_leaf = vec![issuer.der().clone()];
+        Self { issuer, above_leaf }
     }
 
     /// The CA certificate, DER.
@@ -118,7 +126,13 @@ impl Ca {
 
     /// An SVID for `spiffe_id`; with `localhost`, also a DNS SAN `localhost` (for a TLS
     /// server under test that clients may also reach by name).
-    pub(crate) fn issue(&self, spiffe_id: &str, serial: u64, localhost: bool) -> SvidInfo {
+    pub(crate) fn issue(
+        &self,
+        spiffe_id: &str,
+        serial: u64,
+        localhost: bool,
+        ttl: Duration,
+    ) -> SvidInfo {
         let mut params = CertificateParams::default();
         let mut dn = DistinguishedName::new();
         dn.push(DnType::CountryName, "US");
@@ -142,7 +156,7 @@ impl Ca {
         ];
         params.serial_number = Some(SerialNumber::from(serial));
         params.use_authority_key_identifier_extension = true;
-        let not_after = set_validity(&mut params, SVID_TTL);
+        let not_after = set_validity(&mut params, ttl);
         let key = KeyPair::generate_for(&PKCS_ECDSA_P256_SHA256).expect("SVID key");
         let cert = params
             .signed_by(&key, &self.issuer)
@@ -150,11 +164,40 @@ impl Ca {
         SvidInfo {
             spiffe_id: spiffe_id.to_owned(),
             serial,
-            chain: vec![cert.der().clone()],
+            chain: std::iter::once(cert.der().clone())
+                .chain(self.above_leaf.iter().cloned())
+                .collect(),
             key_pkcs8_der: key.serialize_der(),
             not_after,
         }
     }
+}
+
+fn ca_params(
+    trust_domain: &str,
+    serial: u64,
+    what: &str,
+    constraints: BasicConstraints,
+) -> CertificateParams {
+    let mut params = CertificateParams::default();
+    let mut dn = DistinguishedName::new();
+    dn.push(DnType::CountryName, "US");
+    dn.push(DnType::OrganizationName, "SPIFFE");
+    dn.push(
+        DnType::CommonName,
+        format!("spiffe-testbed {what} {serial}"),
+    );
+    params.distinguished_name = dn;
+    params.subject_alt_names = vec![uri_san(&format!("spiffe://{trust_domain}"))];
+    params.is_ca = IsCa::Ca(constraints);
+    params.key_usages = vec![
+        KeyUsagePurpose::KeyCertSign,
+        KeyUsagePurpose::CrlSign,
+        KeyUsagePurpose::DigitalSignature,
+    ];
+    params.serial_number = Some(SerialNumber::from(serial));
+    set_validity(&mut params, CA_TTL);
+    params
 }
 
 /// Sets the validity of `params` to [now - backdate, now + `ttl`] and returns the

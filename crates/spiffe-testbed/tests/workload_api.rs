@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use futures::StreamExt as _;
 use hyper_util::rt::TokioIo;
+use kube_testbed::poll_until;
 use spiffe::transport::GrpcStatusCode;
 use spiffe::transport::TransportError;
 use spiffe::{TrustDomain, WorkloadApiClient, WorkloadApiError, X509Source, X509SourceBuilder};
@@ -22,21 +23,12 @@ use tonic_prost::ProstCodec;
 const TD: &str = "example.org";
 /// A bound for waits on the emulator and the client, so a broken test fails instead
 /// of hanging. Not a timing assertion: every wait normally ends in milliseconds.
-const BOUND: Duration = Duration::from_secs(30);
+const BOUND: Duration = kube_testbed::POLL_LIMIT;
 
 async fn bounded<T>(what: &str, future: impl Future<Output = T>) -> T {
     tokio::time::timeout(BOUND, future)
         .await
         .unwrap_or_else(|_| panic!("timed out waiting for {what}"))
-}
-
-async fn eventually(what: &str, mut condition: impl FnMut() -> bool) {
-    bounded(what, async {
-        while !condition() {
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-    })
-    .await;
 }
 
 async fn client(api: &WorkloadApi) -> WorkloadApiClient {
@@ -66,9 +58,18 @@ fn assert_same_svid(got: &spiffe::X509Svid, want: &SvidInfo) {
 
 /// The leaf verifies (as a TLS client and server certificate) against the CA alone.
 fn chains_to(leaf: &[u8], ca: &[u8]) {
+    verify(leaf, &[], ca).unwrap();
+}
+
+/// Verifies `leaf` with `intermediates` against the root `ca`, for client and server auth.
+fn verify(leaf: &[u8], intermediates: &[&[u8]], ca: &[u8]) -> Result<(), webpki::Error> {
     let ca = rustls_pki_types::CertificateDer::from(ca.to_vec());
     let anchors = [webpki::anchor_from_trusted_cert(&ca).unwrap()];
     let leaf = rustls_pki_types::CertificateDer::from(leaf.to_vec());
+    let intermediates: Vec<_> = intermediates
+        .iter()
+        .map(|c| rustls_pki_types::CertificateDer::from(c.to_vec()))
+        .collect();
     let ee = webpki::EndEntityCert::try_from(&leaf).unwrap();
     for usage in [
         webpki::KeyUsage::client_auth(),
@@ -77,14 +78,14 @@ fn chains_to(leaf: &[u8], ca: &[u8]) {
         ee.verify_for_usage(
             webpki::ALL_VERIFICATION_ALGS,
             &anchors,
-            &[],
+            &intermediates,
             rustls_pki_types::UnixTime::now(),
             usage,
             None,
             None,
-        )
-        .unwrap();
+        )?;
     }
+    Ok(())
 }
 
 fn status_code(error: &WorkloadApiError) -> Option<GrpcStatusCode> {
@@ -178,6 +179,78 @@ async fn the_client_fetches_the_current_svid_and_bundle() {
         .collect();
     assert_eq!(uris, vec!["spiffe://example.org/svc/a".to_owned()]);
     chains_to(current.leaf(), &api.ca_der());
+
+    // The PEM forms hold the same bytes.
+    use rustls_pki_types::pem::PemObject as _;
+    let chain: Vec<_> =
+        rustls_pki_types::CertificateDer::pem_slice_iter(current.chain_pem().as_bytes())
+            .collect::<Result<_, _>>()
+            .unwrap();
+    assert_eq!(chain, current.chain);
+    let key =
+        rustls_pki_types::PrivatePkcs8KeyDer::from_pem_slice(current.key_pem().as_bytes()).unwrap();
+    assert_eq!(key.secret_pkcs8_der(), &current.key_pkcs8_der[..]);
+    let ca = rustls_pki_types::CertificateDer::from_pem_slice(api.ca_pem().as_bytes()).unwrap();
+    assert_eq!(ca, api.ca_der());
+    assert!(
+        !format!("{current:?}").contains("key"),
+        "Debug leaves the key out"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn issued_server_certificates_chain_to_the_bundle_and_are_not_pushed() {
+    let api = WorkloadApi::start(TD).await;
+    let workload = api.current_svid();
+    let server = api.issue("spiffe://example.org/server");
+    assert!(server.serial > workload.serial);
+    assert_eq!(server.spiffe_id, "spiffe://example.org/server");
+    chains_to(server.leaf(), &api.ca_der());
+    let leaf = webpki::EndEntityCert::try_from(server.leaf()).unwrap();
+    let localhost = rustls_pki_types::ServerName::try_from("localhost").unwrap();
+    leaf.verify_is_valid_for_subject_name(&localhost).unwrap();
+    // An untrusted one has the same names but does not chain to the bundle.
+    let impostor = api.issue_untrusted("spiffe://example.org/server");
+    assert_eq!(impostor.spiffe_id, server.spiffe_id);
+    assert!(impostor.serial > server.serial);
+    let ee = webpki::EndEntityCert::try_from(impostor.leaf()).unwrap();
+    ee.verify_is_valid_for_subject_name(&localhost).unwrap();
+    for ca in api.bundle() {
+        let anchors = [webpki::anchor_from_trusted_cert(&ca).unwrap()];
+        let verified = ee.verify_for_usage(
+            webpki::ALL_VERIFICATION_ALGS,
+            &anchors,
+            &[],
+            rustls_pki_types::UnixTime::now(),
+            webpki::KeyUsage::server_auth(),
+            None,
+            None,
+        );
+        assert!(
+            matches!(verified, Err(webpki::Error::UnknownIssuer)),
+            "{:?}",
+            verified.err()
+        );
+    }
+    // The workload still gets its own SVID.
+    let svid = client(&api).await.fetch_x509_svid().await.unwrap();
+    assert_same_svid(&svid, &api.current_svid());
+    assert_eq!(api.current_svid().serial, workload.serial);
+
+    // Validity: an hour by default, as set afterwards, written to the second.
+    let not_after = |der: &[u8]| {
+        let (_, cert) = x509_parser::parse_x509_certificate(der).unwrap();
+        cert.validity().not_after.timestamp()
+    };
+    let unix = |t: std::time::SystemTime| {
+        i64::try_from(t.duration_since(std::time::UNIX_EPOCH).unwrap().as_secs()).unwrap()
+    };
+    assert_eq!(not_after(server.leaf()), unix(server.not_after));
+    assert!(server.not_after > std::time::SystemTime::now() + Duration::from_secs(3000));
+    api.set_svid_ttl(Duration::from_secs(120));
+    let short = api.rotate_svid();
+    assert_eq!(not_after(short.leaf()), unix(short.not_after));
+    assert!(short.not_after < std::time::SystemTime::now() + Duration::from_secs(121));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -302,6 +375,23 @@ async fn calls_without_the_security_header_are_rejected() {
     assert_eq!(response.svids[0].x509_svid, current.chain_der_concat());
     assert_eq!(api.requests_without_header(), 2);
 
+    // The JWT profile is not emulated: Unimplemented, once the header is there.
+    let mut grpc = tonic::client::Grpc::new(raw_channel(api.socket_path().to_owned()).await);
+    grpc.ready().await.unwrap();
+    let mut request = tonic::Request::new(X509BundlesRequest {});
+    request
+        .metadata_mut()
+        .insert("workload.spiffe.io", "true".parse().unwrap());
+    let status = grpc
+        .server_streaming(
+            request,
+            PathAndQuery::from_static("/SpiffeWorkloadAPI/FetchJWTBundles"),
+            ProstCodec::<X509BundlesRequest, X509BundlesResponse>::default(),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(status.code(), tonic::Code::Unimplemented);
+
     // And the spiffe client, which always sends it, is never counted.
     client(&api).await.fetch_x509_svid().await.unwrap();
     assert_eq!(api.requests_without_header(), 2);
@@ -361,7 +451,7 @@ async fn a_delayed_first_svid_arrives_only_after_the_delay() {
         let client = client.clone();
         async move { client.fetch_x509_svid().await }
     });
-    eventually("the delayed stream to open", || api.open_streams() == 1).await;
+    poll_until("the delayed stream to open", || api.open_streams() == 1).await;
     // Ending the delayed stream proves no SVID went out before it.
     api.drop_streams();
     let error = bounded("the delayed call", waiting)
@@ -382,7 +472,7 @@ async fn a_delayed_first_svid_arrives_only_after_the_delay() {
         let client = client.clone();
         async move { client.fetch_x509_svid().await }
     });
-    eventually("the delayed stream to open", || {
+    poll_until("the delayed stream to open", || {
         api.streams_opened() > before
     })
     .await;
@@ -399,7 +489,7 @@ async fn dropped_streams_end_unavailable_and_the_source_reconnects() {
     bounded("first SVID", stream.next()).await.unwrap().unwrap();
     let source = source(&api).await;
     assert_eq!(leaf_of(&source), api.current_svid().leaf().to_vec());
-    eventually("both streams open", || api.open_streams() == 2).await;
+    poll_until("both streams open", || api.open_streams() == 2).await;
     let opened = api.streams_opened();
 
     api.drop_streams();
@@ -413,9 +503,9 @@ async fn dropped_streams_end_unavailable_and_the_source_reconnects() {
         "{error:?}"
     );
     // The source opens a new stream by itself and gets the next rotation on it.
-    eventually("the source to reconnect", || api.streams_opened() > opened).await;
+    poll_until("the source to reconnect", || api.streams_opened() > opened).await;
     let rotated = api.rotate_svid();
-    eventually("the source to see the rotation", || {
+    poll_until("the source to see the rotation", || {
         leaf_of(&source) == rotated.leaf().to_vec()
     })
     .await;
@@ -436,18 +526,24 @@ async fn after_a_restart_the_source_reconnects_and_sees_rotations() {
     );
     assert_eq!(api.open_streams(), 0);
     // Agent down: a new client cannot fetch; the source keeps its last SVID.
-    let down = WorkloadApiClient::connect_to(api.endpoint()).await;
-    match down {
-        Ok(client) => assert!(client.fetch_x509_svid().await.is_err()),
-        Err(_) => {}
-    }
+    let down = async {
+        WorkloadApiClient::connect_to(api.endpoint())
+            .await?
+            .fetch_x509_svid()
+            .await
+    };
+    let error = down.await.unwrap_err();
+    assert!(
+        status_code(&error).is_none_or(|code| code == GrpcStatusCode::Unavailable),
+        "{error:?}"
+    );
     assert_eq!(leaf_of(&source), first.leaf().to_vec());
     // Rotated while down: the reconnected stream's first message carries it.
     let rotated = api.rotate_svid();
     let opened = api.streams_opened();
     api.resume().await;
     assert!(api.socket_path().exists());
-    eventually("the source to see the rotation", || {
+    poll_until("the source to see the rotation", || {
         leaf_of(&source) == rotated.leaf().to_vec()
     })
     .await;
@@ -456,9 +552,9 @@ async fn after_a_restart_the_source_reconnects_and_sees_rotations() {
     // restart() in one go, then a rotation pushed on the new stream.
     let opened = api.streams_opened();
     api.restart().await;
-    eventually("the source to reconnect", || api.streams_opened() > opened).await;
+    poll_until("the source to reconnect", || api.streams_opened() > opened).await;
     let rotated = api.rotate_svid();
-    eventually("the source to see the next rotation", || {
+    poll_until("the source to see the next rotation", || {
         leaf_of(&source) == rotated.leaf().to_vec()
     })
     .await;
@@ -475,16 +571,84 @@ async fn open_streams_return_to_zero_when_clients_go() {
     bounded("bundles", bundles.next()).await.unwrap().unwrap();
     assert_eq!(api.open_streams(), 2);
     drop(svids);
-    eventually("one stream left", || api.open_streams() == 1).await;
+    poll_until("one stream left", || api.open_streams() == 1).await;
     drop(bundles);
     drop(client);
-    eventually("no stream left", || api.open_streams() == 0).await;
+    poll_until("no stream left", || api.open_streams() == 0).await;
 
     // Dropping the emulator ends a source's stream and removes the socket.
     let source = source(&api).await;
-    eventually("the source's stream", || api.open_streams() == 1).await;
+    poll_until("the source's stream", || api.open_streams() == 1).await;
     let path = api.socket_path().to_owned();
     drop(api);
     assert!(!path.exists());
     source.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_an_intermediate_chains_carry_it_and_the_bundle_keeps_the_root() {
+    let api = WorkloadApi::start(TD).await;
+    let td = TrustDomain::new(TD).unwrap();
+    let client = client(&api).await;
+    let mut contexts = client.stream_x509_contexts().await.unwrap();
+    let first = bounded("context", contexts.next()).await.unwrap().unwrap();
+    assert_eq!(first.default_svid().unwrap().cert_chain().len(), 1);
+
+    api.set_intermediate(true);
+    let context = bounded("context with intermediate", contexts.next())
+        .await
+        .unwrap()
+        .unwrap();
+    let svid = context.default_svid().unwrap();
+    assert_same_svid(svid, &api.current_svid());
+    let chain: Vec<&[u8]> = svid.cert_chain().iter().map(|c| c.as_bytes()).collect();
+    assert_eq!(chain.len(), 2);
+    let root = api.ca_der();
+    assert_ne!(chain[1], root.as_ref());
+    let bundle = context.bundle_set().get(&td).unwrap();
+    let authorities: Vec<&[u8]> = bundle.authorities().iter().map(|c| c.as_bytes()).collect();
+    assert_eq!(authorities, vec![root.as_ref()]);
+    verify(chain[0], &chain[1..], &root).unwrap();
+    assert!(matches!(
+        verify(chain[0], &[], &root),
+        Err(webpki::Error::UnknownIssuer)
+    ));
+    // issue() signs with the intermediate too.
+    let server = api.issue("spiffe://example.org/server");
+    assert_eq!(server.chain.len(), 2);
+    let server_chain: Vec<&[u8]> = server.chain.iter().map(|c| c.as_ref()).collect();
+    verify(server_chain[0], &server_chain[1..], &root).unwrap();
+
+    // A CA rotation makes a new intermediate under the new root.
+    let new_root = api.rotate_ca(false);
+    let context = bounded("context after CA rotation", contexts.next())
+        .await
+        .unwrap()
+        .unwrap();
+    let chain: Vec<&[u8]> = context
+        .default_svid()
+        .unwrap()
+        .cert_chain()
+        .iter()
+        .map(|c| c.as_bytes())
+        .collect();
+    assert_eq!(chain.len(), 2);
+    verify(chain[0], &chain[1..], &new_root).unwrap();
+    assert!(verify(chain[0], &chain[1..], &root).is_err());
+
+    api.set_intermediate(false);
+    let context = bounded("context without intermediate", contexts.next())
+        .await
+        .unwrap()
+        .unwrap();
+    let svid = context.default_svid().unwrap();
+    assert_eq!(svid.cert_chain().len(), 1);
+    chains_to(svid.leaf().as_bytes(), &new_root);
+}
+
+#[test]
+fn the_emulator_can_be_shared_across_threads() {
+    fn send_sync<T: Send + Sync + 'static>() {}
+    send_sync::<WorkloadApi>();
+    send_sync::<SvidInfo>();
 }
