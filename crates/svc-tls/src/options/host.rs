@@ -1,0 +1,114 @@
+//! `--S-host` values: checked when used, never completed with a guessed scheme.
+
+use url::Url;
+
+/// Why a `--S-host` value cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum HostError {
+    /// The flag was not given, or given empty: the peer is not configured.
+    #[error("--{flag} is not configured (not given, or given empty)")]
+    NotConfigured {
+        /// The flag (without the leading `--`), e.g. `audit-host`.
+        flag: String,
+    },
+    /// The flag has a value, and it is not a usable base URL.
+    #[error("--{flag}={value:?} is not a usable URL: {problem}")]
+    Invalid {
+        /// The flag (without the leading `--`), e.g. `identity-host`.
+        flag: String,
+        /// The value as given.
+        value: String,
+        /// What is wrong with it.
+        problem: HostProblem,
+    },
+}
+
+impl HostError {
+    /// The flag this error is about (without the leading `--`).
+    pub fn flag(&self) -> &str {
+        match self {
+            Self::NotConfigured { flag } | Self::Invalid { flag, .. } => flag,
+        }
+    }
+}
+
+/// What is wrong with a `--S-host` value.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum HostProblem {
+    /// No scheme. `bare_host_port` is set for values such as `collector:443`, which
+    /// a URL parser would read as the scheme `collector`: the scheme is never guessed.
+    #[error("{}", if *bare_host_port {
+        "the scheme is missing (a bare host:port is not a URL, and no scheme is guessed: write https://host:port or http://host:port)"
+    } else {
+        "the scheme is missing (write https://host or http://host)"
+    })]
+    MissingScheme {
+        /// Whether the value looks like `host:port`.
+        bare_host_port: bool,
+    },
+    /// The scheme is there, the host is not (e.g. `https://`, which charts render
+    /// when the host value is missing).
+    #[error("the host is missing")]
+    MissingHost,
+    /// A scheme other than `http` or `https`.
+    #[error("the scheme {scheme:?} is not supported (use https or http)")]
+    UnsupportedScheme {
+        /// The scheme found.
+        scheme: String,
+    },
+    /// The value cannot be parsed as a URL at all.
+    #[error("not a URL: {reason}")]
+    NotAUrl {
+        /// The URL parser's explanation.
+        reason: String,
+    },
+}
+
+/// Checks a `--S-host` value: an absolute `http`/`https` URL with a host.
+///
+/// `value` must be non-empty (an empty value means "not configured" and never
+/// reaches this check).
+pub fn parse_host(flag: &str, value: &str) -> Result<Url, HostError> {
+    let invalid = |problem| HostError::Invalid {
+        flag: flag.to_owned(),
+        value: value.to_owned(),
+        problem,
+    };
+    let url = match Url::parse(value) {
+        Ok(url) => url,
+        Err(url::ParseError::RelativeUrlWithoutBase) => {
+            return Err(invalid(HostProblem::MissingScheme {
+                bare_host_port: false,
+            }));
+        }
+        Err(url::ParseError::EmptyHost) => return Err(invalid(HostProblem::MissingHost)),
+        Err(e) => {
+            return Err(invalid(HostProblem::NotAUrl {
+                reason: e.to_string(),
+            }));
+        }
+    };
+    match url.scheme() {
+        "http" | "https" => {}
+        scheme => {
+            // `collector:443` parses as scheme `collector` with the opaque path `443`.
+            let path = url.path();
+            let bare_host_port = url.cannot_be_a_base()
+                && !path.is_empty()
+                && path.bytes().all(|b| b.is_ascii_digit());
+            return Err(invalid(if bare_host_port {
+                HostProblem::MissingScheme { bare_host_port }
+            } else {
+                HostProblem::UnsupportedScheme {
+                    scheme: scheme.to_owned(),
+                }
+            }));
+        }
+    }
+    if url.host_str().is_none_or(str::is_empty) {
+        return Err(invalid(HostProblem::MissingHost));
+    }
+    Ok(url)
+}

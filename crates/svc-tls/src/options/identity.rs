@@ -1,0 +1,270 @@
+//! One client identity's options: where it comes from (a Secret or the SPIFFE
+//! Workload API), the Secret reference, the SPIFFE server ID, the deprecated interval.
+
+use std::time::Duration;
+
+use clap::parser::ValueSource;
+use clap::{ArgMatches, Command};
+
+use super::{
+    GoDuration, OptionsError, SecretRef, dash_prefix, get, non_empty, parse_go_duration, reference,
+    value_arg, warn_deprecated_once, warn_ignored_once,
+};
+
+/// The default of the deprecated `--client-certificate-reload-interval` (24h).
+pub const DEPRECATED_RELOAD_INTERVAL_DEFAULT: Duration = Duration::from_secs(24 * 60 * 60);
+
+/// Options for one client identity: `--[P-]client-certificate-namespace`,
+/// `--[P-]client-certificate-name` and the deprecated
+/// `--[P-]client-certificate-reload-interval`.
+///
+/// The default set has no prefix. A prefix `P` gives a distinct identity (for
+/// example one per peer service) whose flags start with `--P-`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClientIdentityOptions {
+    prefix: Option<String>,
+    source: ClientCertificateSource,
+    namespace: Option<String>,
+    name: Option<String>,
+    reload_interval: Option<GoDuration>,
+    spiffe_server_id: Option<spiffe::SpiffeId>,
+}
+
+/// Where the client identity comes from (`--[P-]client-certificate-source`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum ClientCertificateSource {
+    /// A `kubernetes.io/tls` Secret (`--[P-]client-certificate-namespace`/`-name`).
+    /// The default.
+    #[default]
+    Secret,
+    /// The SPIFFE Workload API at `SPIFFE_ENDPOINT_SOCKET`; the server must present
+    /// `--[P-]spiffe-server-id` (see [`crate::spiffe`]).
+    Spiffe,
+}
+
+impl ClientCertificateSource {
+    /// The flag value (`secret`, `spiffe`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Secret => "secret",
+            Self::Spiffe => "spiffe",
+        }
+    }
+}
+
+impl ClientIdentityOptions {
+    /// Options with nothing set (for building options in code). An empty prefix
+    /// is the same as none.
+    pub fn new(prefix: Option<&str>) -> Self {
+        Self {
+            prefix: prefix.filter(|p| !p.is_empty()).map(str::to_owned),
+            source: ClientCertificateSource::Secret,
+            namespace: None,
+            name: None,
+            reload_interval: None,
+            spiffe_server_id: None,
+        }
+    }
+
+    /// Takes the identity from the SPIFFE Workload API, authorizing servers that
+    /// present `server_id` (clears any Secret reference).
+    #[must_use]
+    pub fn with_spiffe(mut self, server_id: spiffe::SpiffeId) -> Self {
+        self.source = ClientCertificateSource::Spiffe;
+        self.namespace = None;
+        self.name = None;
+        self.spiffe_server_id = Some(server_id);
+        self
+    }
+
+    /// `--[P-]client-certificate-source`.
+    pub fn source_flag(prefix: Option<&str>) -> String {
+        format!("{}client-certificate-source", dash_prefix(prefix))
+    }
+
+    /// `--[P-]spiffe-server-id`.
+    pub fn spiffe_server_id_flag(prefix: Option<&str>) -> String {
+        format!("{}spiffe-server-id", dash_prefix(prefix))
+    }
+
+    /// Where the identity comes from.
+    pub fn source(&self) -> ClientCertificateSource {
+        self.source
+    }
+
+    /// The SPIFFE ID servers must present (always `Some` in SPIFFE mode).
+    pub fn spiffe_server_id(&self) -> Option<&spiffe::SpiffeId> {
+        self.spiffe_server_id.as_ref()
+    }
+
+    /// Sets the Secret reference (empty strings count as unset).
+    #[must_use]
+    pub fn with_secret(mut self, namespace: impl Into<String>, name: impl Into<String>) -> Self {
+        self.namespace = non_empty(namespace.into());
+        self.name = non_empty(name.into());
+        self
+    }
+
+    /// `--[P-]client-certificate-namespace`.
+    pub fn namespace_flag(prefix: Option<&str>) -> String {
+        format!("{}client-certificate-namespace", dash_prefix(prefix))
+    }
+
+    /// `--[P-]client-certificate-name`.
+    pub fn name_flag(prefix: Option<&str>) -> String {
+        format!("{}client-certificate-name", dash_prefix(prefix))
+    }
+
+    /// `--[P-]client-certificate-reload-interval` (deprecated, ignored).
+    pub fn reload_interval_flag(prefix: Option<&str>) -> String {
+        format!("{}client-certificate-reload-interval", dash_prefix(prefix))
+    }
+
+    /// Adds this identity's flags to `cmd`; `prefix` `None` (or empty) gives the
+    /// default, unprefixed flags. The prefix is used verbatim (lowercase, e.g.
+    /// `region`) and the help texts name it as the peer service.
+    pub fn augment(cmd: Command, prefix: Option<&str>) -> Command {
+        let prefix = prefix.filter(|p| !p.is_empty());
+        let (heading, whom) = match prefix {
+            Some(p) => (
+                format!("Client identity towards the {p} service"),
+                format!("presented to the {p} service"),
+            ),
+            None => (
+                "Client identity".to_owned(),
+                "presented to peer services".to_owned(),
+            ),
+        };
+        let ns = Self::namespace_flag(prefix);
+        let name = Self::name_flag(prefix);
+        let interval = Self::reload_interval_flag(prefix);
+        let source = Self::source_flag(prefix);
+        let server_id = Self::spiffe_server_id_flag(prefix);
+        cmd.arg(value_arg(&source, "SOURCE", &heading).help(format!(
+            "Where the client certificate {whom} comes from: secret (a kubernetes.io/tls Secret, the default) or spiffe (the SPIFFE Workload API at SPIFFE_ENDPOINT_SOCKET)"
+        )))
+        .arg(value_arg(&server_id, "SPIFFE_ID", &heading).help(format!(
+            "With --{source}=spiffe: the SPIFFE ID the server must present (spiffe://<trust-domain>/<path>); required in that mode"
+        )))
+        .arg(value_arg(&ns, "NAMESPACE", &heading).help(format!(
+            "Namespace of the kubernetes.io/tls Secret holding the client certificate {whom} (set with --{name})"
+        )))
+        .arg(value_arg(&name, "NAME", &heading).help(format!(
+            "Name of the kubernetes.io/tls Secret holding the client certificate {whom} (set with --{ns})"
+        )))
+        .arg(
+            value_arg(&interval, "DURATION", &heading)
+                .value_parser(parse_go_duration)
+                .help(format!(
+                    "Deprecated and ignored: the client certificate {whom} is re-read on every TLS handshake (was a Go duration, default 24h; any Go duration is accepted)"
+                )),
+        )
+    }
+
+    /// Reads the options added by [`ClientIdentityOptions::augment`] with the
+    /// same prefix. A given reload interval is accepted and reported once (per
+    /// flag, per process) as deprecated through `tracing::warn!`.
+    pub fn from_matches(matches: &ArgMatches, prefix: Option<&str>) -> Result<Self, OptionsError> {
+        let prefix = prefix.filter(|p| !p.is_empty());
+        let interval_flag = Self::reload_interval_flag(prefix);
+        let reload_interval = get::<GoDuration>(matches, &interval_flag)?;
+        if reload_interval.is_some()
+            && matches!(
+                matches.value_source(&interval_flag),
+                Some(ValueSource::CommandLine | ValueSource::EnvVariable)
+            )
+        {
+            warn_deprecated_once(&interval_flag);
+        }
+        let source_flag = Self::source_flag(prefix);
+        let source = match get::<String>(matches, &source_flag)?.as_deref() {
+            None | Some("") | Some("secret") => ClientCertificateSource::Secret,
+            Some("spiffe") => ClientCertificateSource::Spiffe,
+            Some(other) => {
+                return Err(OptionsError::InvalidValue {
+                    flag: source_flag,
+                    value: other.to_owned(),
+                    expected: "secret, spiffe",
+                });
+            }
+        };
+        let namespace = get::<String>(matches, &Self::namespace_flag(prefix))?.and_then(non_empty);
+        let name = get::<String>(matches, &Self::name_flag(prefix))?.and_then(non_empty);
+        let server_id_flag = Self::spiffe_server_id_flag(prefix);
+        let server_id = get::<String>(matches, &server_id_flag)?.and_then(non_empty);
+        let spiffe_server_id = match source {
+            ClientCertificateSource::Secret => {
+                if server_id.is_some() {
+                    warn_ignored_once(
+                        &server_id_flag,
+                        "it applies only with --client-certificate-source=spiffe",
+                    );
+                }
+                None
+            }
+            ClientCertificateSource::Spiffe => {
+                let secret_flag = if name.is_some() {
+                    Some(Self::name_flag(prefix))
+                } else if namespace.is_some() {
+                    Some(Self::namespace_flag(prefix))
+                } else {
+                    None
+                };
+                if let Some(secret_flag) = secret_flag {
+                    return Err(OptionsError::SourceConflict {
+                        source_flag,
+                        secret_flag,
+                    });
+                }
+                let Some(value) = server_id else {
+                    return Err(OptionsError::MissingSpiffeServerId {
+                        flag: server_id_flag,
+                        source_flag,
+                    });
+                };
+                match spiffe::SpiffeId::new(&value) {
+                    Ok(id) => Some(id),
+                    Err(error) => {
+                        return Err(OptionsError::InvalidSpiffeId {
+                            flag: server_id_flag,
+                            value,
+                            reason: error.to_string(),
+                        });
+                    }
+                }
+            }
+        };
+        Ok(Self {
+            prefix: prefix.map(str::to_owned),
+            source,
+            namespace,
+            name,
+            reload_interval,
+            spiffe_server_id,
+        })
+    }
+
+    /// The prefix (`None` for the default identity).
+    pub fn prefix(&self) -> Option<&str> {
+        self.prefix.as_deref()
+    }
+
+    /// The deprecated reload interval, when given, with its sign (Go accepted zero
+    /// and negative values). It has no effect.
+    pub fn deprecated_reload_interval(&self) -> Option<GoDuration> {
+        self.reload_interval
+    }
+
+    /// The client-certificate Secret: `Some` when both flags are set, `None` when
+    /// neither is, [`OptionsError::HalfSetReference`] naming the missing flag
+    /// otherwise.
+    pub fn secret(&self) -> Result<Option<SecretRef>, OptionsError> {
+        let prefix = self.prefix.as_deref();
+        reference(
+            self.namespace.as_deref(),
+            self.name.as_deref(),
+            || Self::namespace_flag(prefix),
+            || Self::name_flag(prefix),
+        )
+    }
+}

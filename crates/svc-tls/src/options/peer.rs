@@ -1,0 +1,252 @@
+//! One peer service's options: `--S-host`, its CA Secret, and the HTTP settings.
+
+use std::time::Duration;
+
+use clap::{Arg, ArgAction, ArgMatches, Command};
+use url::Url;
+
+use super::{
+    HostError, OptionsError, SecretRef, get, non_empty, parse_go_duration, parse_host, reference,
+    value_arg,
+};
+
+/// Which HTTP versions a peer client may speak.
+///
+/// Go's transport with a custom `tls.Config` speaks HTTP/1.1 only, so that is the
+/// default: a migrated service talks to its peers as the Go one did. HTTP/2 is an
+/// opt-in (`--S-http2`, or [`PeerOptions::with_http_protocol`]): it multiplexes
+/// every request to a peer over one long-lived connection, which then keeps the
+/// identity it was opened with for its whole life (see `docs/operations.md`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
+pub enum HttpProtocol {
+    /// HTTP/1.1 only: ALPN offers `http/1.1`, reqwest speaks HTTP/1.1 only.
+    #[default]
+    Http1Only,
+    /// HTTP/2 when the peer agrees: ALPN offers `h2` then `http/1.1`.
+    Http2Preferred,
+}
+
+impl HttpProtocol {
+    /// The ALPN protocol identifiers offered, in order of preference.
+    pub fn alpn(self) -> Vec<Vec<u8>> {
+        match self {
+            Self::Http1Only => vec![b"http/1.1".to_vec()],
+            Self::Http2Preferred => vec![b"h2".to_vec(), b"http/1.1".to_vec()],
+        }
+    }
+}
+
+/// Options for one peer service `S`: `--S-host`, `--S-ca-secret-namespace`,
+/// `--S-ca-secret-name`, and the HTTP settings `--S-http2` and
+/// `--S-pool-idle-timeout`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PeerOptions {
+    service: String,
+    /// The host value as given, when non-empty (checked when used).
+    host: Option<String>,
+    ca_secret_namespace: Option<String>,
+    ca_secret_name: Option<String>,
+    protocol: HttpProtocol,
+    pool_idle_timeout: Option<Duration>,
+}
+
+impl PeerOptions {
+    /// Options for `service` with nothing set (for building options in code).
+    pub fn new(service: impl Into<String>) -> Self {
+        Self {
+            service: service.into(),
+            host: None,
+            ca_secret_namespace: None,
+            ca_secret_name: None,
+            protocol: HttpProtocol::default(),
+            pool_idle_timeout: None,
+        }
+    }
+
+    /// Sets the host URL.
+    #[must_use]
+    pub fn with_host(mut self, host: Url) -> Self {
+        self.host = Some(host.into());
+        self
+    }
+
+    /// Sets the host as text, exactly as the flag would (an empty value means not
+    /// configured; the value is checked when used).
+    #[must_use]
+    pub fn with_host_value(mut self, host: impl Into<String>) -> Self {
+        self.host = non_empty(host.into());
+        self
+    }
+
+    /// Sets the CA Secret reference (empty strings count as unset).
+    #[must_use]
+    pub fn with_ca_secret(mut self, namespace: impl Into<String>, name: impl Into<String>) -> Self {
+        self.ca_secret_namespace = non_empty(namespace.into());
+        self.ca_secret_name = non_empty(name.into());
+        self
+    }
+
+    /// Sets the HTTP versions the peer client may speak (default HTTP/1.1 only).
+    #[must_use]
+    pub fn with_http_protocol(mut self, protocol: HttpProtocol) -> Self {
+        self.protocol = protocol;
+        self
+    }
+
+    /// Sets how long an idle pooled connection is kept (reqwest's
+    /// `pool_idle_timeout`; zero keeps no idle connection at all). Unset keeps
+    /// reqwest's default of 90 seconds.
+    #[must_use]
+    pub fn with_pool_idle_timeout(mut self, timeout: Duration) -> Self {
+        self.pool_idle_timeout = Some(timeout);
+        self
+    }
+
+    /// `--S-host`.
+    pub fn host_flag(service: &str) -> String {
+        format!("{service}-host")
+    }
+
+    /// `--S-ca-secret-namespace`.
+    pub fn ca_secret_namespace_flag(service: &str) -> String {
+        format!("{service}-ca-secret-namespace")
+    }
+
+    /// `--S-ca-secret-name`.
+    pub fn ca_secret_name_flag(service: &str) -> String {
+        format!("{service}-ca-secret-name")
+    }
+
+    /// `--S-http2`.
+    pub fn http2_flag(service: &str) -> String {
+        format!("{service}-http2")
+    }
+
+    /// `--S-pool-idle-timeout`.
+    pub fn pool_idle_timeout_flag(service: &str) -> String {
+        format!("{service}-pool-idle-timeout")
+    }
+
+    /// Adds `--S-host`, `--S-ca-secret-namespace`, `--S-ca-secret-name`,
+    /// `--S-http2` and `--S-pool-idle-timeout` to `cmd`, with help texts naming the
+    /// service. `service` is used verbatim (lowercase, e.g. `identity`, `region`).
+    pub fn augment(cmd: Command, service: &str) -> Command {
+        let heading = format!("Peer service: {service}");
+        let host = Self::host_flag(service);
+        let ns = Self::ca_secret_namespace_flag(service);
+        let name = Self::ca_secret_name_flag(service);
+        let http2 = Self::http2_flag(service);
+        let idle = Self::pool_idle_timeout_flag(service);
+        cmd.arg(
+            value_arg(&host, "URL", &heading).help(format!(
+                "Base URL of the {service} service (empty: not configured)"
+            )),
+        )
+        .arg(value_arg(&ns, "NAMESPACE", &heading).help(format!(
+            "Namespace of the kubernetes.io/tls Secret holding the CA that issued the {service} service's certificate (set with --{name})"
+        )))
+        .arg(value_arg(&name, "NAME", &heading).help(format!(
+            "Name of the kubernetes.io/tls Secret holding the CA that issued the {service} service's certificate (set with --{ns})"
+        )))
+        .arg(
+            Arg::new(http2.clone())
+                .long(http2.clone())
+                .action(ArgAction::SetTrue)
+                .overrides_with(http2)
+                .help_heading(heading.clone())
+                .help(format!(
+                    "Offer HTTP/2 to the {service} service (default: HTTP/1.1 only, as the Go client)"
+                )),
+        )
+        .arg(
+            value_arg(&idle, "DURATION", &heading)
+                .value_parser(parse_pool_idle_timeout)
+                .help(format!(
+                    "How long an idle connection to the {service} service is kept for reuse, a Go duration (0: none; default 90s); bounds how long a rotated identity waits for idle connections to go"
+                )),
+        )
+    }
+
+    /// Reads the options added by [`PeerOptions::augment`] for `service`.
+    pub fn from_matches(matches: &ArgMatches, service: &str) -> Result<Self, OptionsError> {
+        Ok(Self {
+            service: service.to_owned(),
+            host: get::<String>(matches, &Self::host_flag(service))?.and_then(non_empty),
+            ca_secret_namespace: get::<String>(matches, &Self::ca_secret_namespace_flag(service))?
+                .and_then(non_empty),
+            ca_secret_name: get::<String>(matches, &Self::ca_secret_name_flag(service))?
+                .and_then(non_empty),
+            protocol: if get::<bool>(matches, &Self::http2_flag(service))?.unwrap_or(false) {
+                HttpProtocol::Http2Preferred
+            } else {
+                HttpProtocol::Http1Only
+            },
+            pool_idle_timeout: get::<Duration>(matches, &Self::pool_idle_timeout_flag(service))?,
+        })
+    }
+
+    /// The service name these options are for.
+    pub fn service(&self) -> &str {
+        &self.service
+    }
+
+    /// Whether `--S-host` has a value (Go: `Host() != ""`). A configured value may
+    /// still be invalid; see [`PeerOptions::host`].
+    pub fn is_configured(&self) -> bool {
+        self.host.is_some()
+    }
+
+    /// `--S-host` as given, `None` when not given or empty (Go's `Host()`, with
+    /// `None` for `""`). Unchecked.
+    pub fn host_value(&self) -> Option<&str> {
+        self.host.as_deref()
+    }
+
+    /// `--S-host` checked: `Ok(None)` when the peer is not configured (not given or
+    /// empty), the URL when it is a usable `http`/`https` URL, and a
+    /// [`HostError::Invalid`] naming the flag and quoting the value otherwise.
+    pub fn host(&self) -> Result<Option<Url>, HostError> {
+        self.host
+            .as_deref()
+            .map(|value| parse_host(&Self::host_flag(&self.service), value))
+            .transpose()
+    }
+
+    /// `--S-host` checked, and required: [`HostError::NotConfigured`] naming the
+    /// flag when not given or empty.
+    pub fn require_host(&self) -> Result<Url, HostError> {
+        self.host()?.ok_or_else(|| HostError::NotConfigured {
+            flag: Self::host_flag(&self.service),
+        })
+    }
+
+    /// The HTTP versions the peer client may speak (`--S-http2`).
+    pub fn http_protocol(&self) -> HttpProtocol {
+        self.protocol
+    }
+
+    /// How long idle pooled connections are kept (`--S-pool-idle-timeout`); `None`
+    /// keeps reqwest's default (90 s).
+    pub fn pool_idle_timeout(&self) -> Option<Duration> {
+        self.pool_idle_timeout
+    }
+
+    /// The CA Secret: `Some` when both flags are set, `None` when neither is,
+    /// [`OptionsError::HalfSetReference`] naming the missing flag otherwise.
+    pub fn ca_secret(&self) -> Result<Option<SecretRef>, OptionsError> {
+        reference(
+            self.ca_secret_namespace.as_deref(),
+            self.ca_secret_name.as_deref(),
+            || Self::ca_secret_namespace_flag(&self.service),
+            || Self::ca_secret_name_flag(&self.service),
+        )
+    }
+}
+
+/// `--S-pool-idle-timeout`: a Go duration, zero or positive.
+fn parse_pool_idle_timeout(text: &str) -> Result<Duration, String> {
+    parse_go_duration(text)?
+        .to_std()
+        .ok_or_else(|| format!("{text:?} is negative: give 0 (keep no idle connection) or more"))
+}
