@@ -18,10 +18,27 @@ use std::sync::Arc;
 
 use rustls::crypto::CryptoProvider;
 
-use crate::material::{Identity, IdentityCache};
+use crate::material::{Identity, IdentityCache, MaterialError};
 use crate::options::SecretRef;
-use crate::resolver::ReloadError;
 use crate::source::SecretSource;
+
+/// Why one handshake-time reload failed (the last good identity was served instead).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ReloadError {
+    /// The Secret is not in the cache (deleted, or not yet recreated).
+    #[error("client certificate Secret {secret} not found")]
+    NotFound {
+        /// The Secret.
+        secret: SecretRef,
+    },
+    /// The Secret does not hold a usable identity (the error names the Secret).
+    #[error("client certificate {0}")]
+    Material(#[source] MaterialError),
+    /// The SPIFFE Workload API gives no usable SVID now.
+    #[error("client certificate: {0}")]
+    Spiffe(#[source] crate::spiffe::SpiffeError),
+}
 
 /// Which source an identity comes from.
 #[derive(Debug, Clone, PartialEq, Eq)]

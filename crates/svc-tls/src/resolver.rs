@@ -39,6 +39,7 @@ use rustls::client::ResolvesClientCert;
 use rustls::crypto::CryptoProvider;
 use rustls::sign::CertifiedKey;
 
+pub use crate::identity_source::ReloadError;
 use crate::identity_source::{IdentitySource, SecretIdentitySource};
 use crate::material::MaterialErrorKind;
 use crate::material::{Identity, MaterialError};
@@ -68,24 +69,6 @@ pub enum IdentityError {
     #[error("client certificate {0}")]
     Material(#[source] MaterialError),
     /// The SPIFFE Workload API holds no usable SVID.
-    #[error("client certificate: {0}")]
-    Spiffe(#[source] crate::spiffe::SpiffeError),
-}
-
-/// Why one handshake-time reload failed (the last good identity was served instead).
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum ReloadError {
-    /// The Secret is not in the cache (deleted, or not yet recreated).
-    #[error("client certificate Secret {secret} not found")]
-    NotFound {
-        /// The Secret.
-        secret: SecretRef,
-    },
-    /// The Secret does not hold a usable identity (the error names the Secret).
-    #[error("client certificate {0}")]
-    Material(#[source] MaterialError),
-    /// The SPIFFE Workload API gives no usable SVID now.
     #[error("client certificate: {0}")]
     Spiffe(#[source] crate::spiffe::SpiffeError),
 }
