@@ -10,6 +10,7 @@
 //! (`kube-construct`; this crate takes a `kube::Client`), or server-side TLS.
 #![deny(missing_docs)]
 
+pub mod builder;
 pub mod client;
 pub mod duration;
 pub mod error;

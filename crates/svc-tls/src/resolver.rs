@@ -39,17 +39,17 @@ use rustls::client::ResolvesClientCert;
 use rustls::crypto::CryptoProvider;
 use rustls::sign::CertifiedKey;
 
+use crate::builder::WatchedSecretBuilder;
 pub use crate::identity_source::ReloadError;
 use crate::identity_source::{IdentitySource, SecretIdentitySource};
 use crate::material::MaterialErrorKind;
 use crate::material::{Identity, MaterialError};
 use crate::options::SecretRef;
 use crate::report::{
-    CertificateValidity, DEFAULT_WARNING_PERIOD, DEFAULT_WATCH_FAILURE_THRESHOLD, IdentityState,
-    InvalidIdentity, MonotonicClock, NoopRecorder, Recovery, StaleWarning, StateRecorder,
-    SystemClock, WarningLimiter, WatchHealthState,
+    CertificateValidity, DEFAULT_WATCH_FAILURE_THRESHOLD, IdentityState, InvalidIdentity,
+    MonotonicClock, Recovery, StaleWarning, StateRecorder, WarningLimiter, WatchHealthState,
 };
-use crate::source::{DEFAULT_SYNC_TIMEOUT, SecretSource, SourceError};
+use crate::source::{SecretSource, SourceError};
 
 /// Why an identity resolver could not be built.
 #[derive(Debug, thiserror::Error)]
@@ -169,67 +169,11 @@ impl fmt::Debug for IdentityResolver {
     }
 }
 
-/// Builds an [`IdentityResolver`]; see [`IdentityResolver::builder`].
-pub struct IdentityResolverBuilder {
-    client: kube::Client,
-    secret: SecretRef,
-    timeout: Duration,
-    provider: Option<Arc<CryptoProvider>>,
-    recorder: Arc<dyn StateRecorder>,
-    clock: Arc<dyn MonotonicClock>,
-    warning_period: Duration,
-    watch_threshold: Duration,
-}
+/// Builds an [`IdentityResolver`]; see [`IdentityResolver::builder`]. The settings
+/// are shared with the trust verifier's builder ([`WatchedSecretBuilder`]).
+pub type IdentityResolverBuilder = WatchedSecretBuilder<IdentityResolver>;
 
-impl fmt::Debug for IdentityResolverBuilder {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("IdentityResolverBuilder")
-            .field("secret", &self.secret)
-            .field("timeout", &self.timeout)
-            .field("warning_period", &self.warning_period)
-            .field("watch_failure_threshold", &self.watch_threshold)
-            .finish_non_exhaustive()
-    }
-}
-
-impl IdentityResolverBuilder {
-    /// Bound on waiting for the cache to sync (default
-    /// [`DEFAULT_SYNC_TIMEOUT`], 120 s).
-    pub fn sync_timeout(mut self, timeout: Duration) -> Self {
-        self.timeout = timeout;
-        self
-    }
-
-    /// The crypto provider that loads keys (default:
-    /// [`crypto_provider`](crate::material::crypto_provider): aws-lc-rs with a key
-    /// loader that loads each key type once; the process-wide default provider is
-    /// never consulted).
-    pub fn provider(mut self, provider: Arc<CryptoProvider>) -> Self {
-        self.provider = Some(provider);
-        self
-    }
-
-    /// Where state changes are recorded (default: nowhere).
-    pub fn recorder(mut self, recorder: Arc<dyn StateRecorder>) -> Self {
-        self.recorder = recorder;
-        self
-    }
-
-    /// The clock of the warning limiter and staleness durations (default: the system's
-    /// monotonic clock). Tests use [`crate::report::ManualClock`].
-    pub fn clock(mut self, clock: Arc<dyn MonotonicClock>) -> Self {
-        self.clock = clock;
-        self
-    }
-
-    /// At most one stale-identity warning per this period (default one minute,
-    /// [`DEFAULT_WARNING_PERIOD`]). Periods longer than
-    /// [`MAX_WARNING_PERIOD`](crate::report::MAX_WARNING_PERIOD) (a day) are clamped to it.
-    pub fn warning_period(mut self, period: Duration) -> Self {
-        self.warning_period = period;
-        self
-    }
-
+impl WatchedSecretBuilder<IdentityResolver> {
     /// How long the Secret's watch may fail before a (rate-limited) warning says that
     /// rotations are not being seen (default one minute,
     /// [`DEFAULT_WATCH_FAILURE_THRESHOLD`]).
@@ -247,10 +191,8 @@ impl IdentityResolverBuilder {
     /// marked in [`IdentityState::validity`], and replaced as soon as the Secret is
     /// renewed. Cancel-safe: dropping the future stops the watch.
     pub async fn build(self) -> Result<IdentityResolver, IdentityError> {
+        let provider = self.provider_or_default();
         let source = SecretSource::watch(self.client, self.secret, self.timeout).await?;
-        let provider = self
-            .provider
-            .unwrap_or_else(|| Arc::new(crate::material::crypto_provider()));
         IdentityResolver::assemble(
             Arc::new(SecretIdentitySource::new(source, provider)),
             self.recorder,
@@ -281,16 +223,7 @@ impl IdentityResolver {
     /// # Ok(()) }
     /// ```
     pub fn builder(client: kube::Client, secret: SecretRef) -> IdentityResolverBuilder {
-        IdentityResolverBuilder {
-            client,
-            secret,
-            timeout: DEFAULT_SYNC_TIMEOUT,
-            provider: None,
-            recorder: Arc::new(NoopRecorder),
-            clock: Arc::new(SystemClock::new()),
-            warning_period: DEFAULT_WARNING_PERIOD,
-            watch_threshold: DEFAULT_WATCH_FAILURE_THRESHOLD,
-        }
+        WatchedSecretBuilder::new(client, secret)
     }
 
     /// A resolver over an already synced Secret source: the Secret must hold an

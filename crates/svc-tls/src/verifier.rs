@@ -37,12 +37,11 @@ use rustls::crypto::CryptoProvider;
 use rustls::{DigitallySignedStruct, SignatureScheme};
 use rustls_pki_types::{CertificateDer, ServerName, UnixTime};
 
+use crate::builder::WatchedSecretBuilder;
 use crate::material::MaterialError;
 use crate::options::SecretRef;
-use crate::report::{
-    DEFAULT_WARNING_PERIOD, MonotonicClock, NoopRecorder, SystemClock, WarningLimiter,
-};
-use crate::source::{DEFAULT_SYNC_TIMEOUT, SecretSource, SourceError};
+use crate::report::{MonotonicClock, NoopRecorder, WarningLimiter};
+use crate::source::{SecretSource, SourceError};
 use crate::trust_source::{
     SecretTrustSource, TrustAnchors, TrustOrigin, TrustReloadError, TrustSource,
 };
@@ -304,61 +303,11 @@ impl fmt::Debug for TrustVerifier {
     }
 }
 
-/// Builds a [`TrustVerifier`]; see [`TrustVerifier::builder`].
-pub struct TrustVerifierBuilder {
-    client: kube::Client,
-    secret: SecretRef,
-    timeout: Duration,
-    provider: Option<Arc<CryptoProvider>>,
-    recorder: Arc<dyn TrustRecorder>,
-    clock: Arc<dyn MonotonicClock>,
-    warning_period: Duration,
-}
+/// Builds a [`TrustVerifier`]; see [`TrustVerifier::builder`]. The settings are
+/// shared with the identity resolver's builder ([`WatchedSecretBuilder`]).
+pub type TrustVerifierBuilder = WatchedSecretBuilder<TrustVerifier>;
 
-impl fmt::Debug for TrustVerifierBuilder {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("TrustVerifierBuilder")
-            .field("secret", &self.secret)
-            .field("timeout", &self.timeout)
-            .field("warning_period", &self.warning_period)
-            .finish_non_exhaustive()
-    }
-}
-
-impl TrustVerifierBuilder {
-    /// Bound on waiting for the cache to sync (default
-    /// [`DEFAULT_SYNC_TIMEOUT`], 120 s).
-    pub fn sync_timeout(mut self, timeout: Duration) -> Self {
-        self.timeout = timeout;
-        self
-    }
-
-    /// The crypto provider whose signature algorithms verify server chains (default:
-    /// [`crypto_provider`](crate::material::crypto_provider), aws-lc-rs).
-    pub fn provider(mut self, provider: Arc<CryptoProvider>) -> Self {
-        self.provider = Some(provider);
-        self
-    }
-
-    /// Where state changes are recorded (default: nowhere).
-    pub fn recorder(mut self, recorder: Arc<dyn TrustRecorder>) -> Self {
-        self.recorder = recorder;
-        self
-    }
-
-    /// The clock of the warning limiter and staleness durations (default: the
-    /// system's monotonic clock). Tests use [`crate::report::ManualClock`].
-    pub fn clock(mut self, clock: Arc<dyn MonotonicClock>) -> Self {
-        self.clock = clock;
-        self
-    }
-
-    /// At most one stale-trust warning per this period (default one minute).
-    pub fn warning_period(mut self, period: Duration) -> Self {
-        self.warning_period = period;
-        self
-    }
-
+impl WatchedSecretBuilder<TrustVerifier> {
     /// Starts the CA Secret's watch and waits, at most the sync timeout, for it to
     /// sync and for the Secret to hold at least one usable root.
     ///
@@ -366,10 +315,8 @@ impl TrustVerifierBuilder {
     /// the watch is refused, or on timeout. Cancel-safe: dropping the future stops
     /// the watch.
     pub async fn build(self) -> Result<TrustVerifier, TrustError> {
+        let provider = self.provider_or_default();
         let source = SecretSource::watch(self.client, self.secret, self.timeout).await?;
-        let provider = self
-            .provider
-            .unwrap_or_else(|| Arc::new(crate::material::crypto_provider()));
         TrustVerifier::from_trust_source(
             Arc::new(SecretTrustSource::new(source)),
             provider,
@@ -402,15 +349,7 @@ impl TrustVerifier {
     /// # Ok(()) }
     /// ```
     pub fn builder(client: kube::Client, secret: SecretRef) -> TrustVerifierBuilder {
-        TrustVerifierBuilder {
-            client,
-            secret,
-            timeout: DEFAULT_SYNC_TIMEOUT,
-            provider: None,
-            recorder: Arc::new(NoopRecorder),
-            clock: Arc::new(SystemClock::new()),
-            warning_period: DEFAULT_WARNING_PERIOD,
-        }
+        WatchedSecretBuilder::new(client, secret)
     }
 
     /// A verifier over any [`TrustSource`]: it must hold a usable root set now.

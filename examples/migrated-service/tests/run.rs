@@ -256,7 +256,7 @@ async fn a_prefixed_audit_identity_is_used_when_audit_is_configured() {
             format!("--audit-client-certificate-name={RELEASE}-audit-client-certificate"),
         ])
         .await;
-    let (stdout, stderr) = succeeded(&output);
+    let (stdout, _) = succeeded(&output);
     assert!(
         stdout.contains(&format!(
             "audit: enabled at https://audit.example/ presenting Secret {NS}/{RELEASE}-audit-client-certificate"
@@ -333,7 +333,7 @@ async fn a_secret_mode_and_a_spiffe_mode_service_reach_the_same_server() {
         None,
     )
     .await;
-    let (stdout, stderr) = succeeded(&output);
+    let (stdout, _) = succeeded(&output);
     assert!(
         stdout.contains(&format!(
             "-> 200 OK over HTTP/1.1: verified actor=billing serial={SERIAL}"

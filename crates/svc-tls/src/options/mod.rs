@@ -77,9 +77,9 @@ use std::collections::HashSet;
 use std::fmt;
 use std::sync::{Mutex, PoisonError};
 
-use clap::{Arg, ArgAction, ArgMatches};
 #[cfg(doc)]
 use clap::Command;
+use clap::{Arg, ArgAction, ArgMatches};
 
 pub use crate::duration::{GoDuration, parse_go_duration};
 pub use crate::error::OptionsError;

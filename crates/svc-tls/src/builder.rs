@@ -1,0 +1,139 @@
+//! The one builder for what follows a watched Secret on every handshake: the identity
+//! resolver ([`IdentityResolverBuilder`](crate::resolver::IdentityResolverBuilder)) and
+//! the trust verifier ([`TrustVerifierBuilder`](crate::verifier::TrustVerifierBuilder))
+//! take the same settings (sync timeout, crypto provider, recorder, clock, warning
+//! period), so they share them here; each adds only its own `build` (and the resolver
+//! its watch-failure threshold).
+
+use std::fmt;
+use std::marker::PhantomData;
+use std::sync::Arc;
+use std::time::Duration;
+
+use rustls::crypto::CryptoProvider;
+
+use crate::options::SecretRef;
+use crate::report::{
+    DEFAULT_WARNING_PERIOD, DEFAULT_WATCH_FAILURE_THRESHOLD, MonotonicClock, NoopRecorder,
+    SystemClock,
+};
+use crate::source::DEFAULT_SYNC_TIMEOUT;
+
+mod sealed {
+    pub trait Sealed {}
+}
+
+/// What a [`WatchedSecretBuilder`] builds: the identity resolver or the trust
+/// verifier. Sealed.
+pub trait Watched: sealed::Sealed {
+    /// The recorder that receives its state changes.
+    type Recorder: ?Sized + Send + Sync + fmt::Debug + 'static;
+
+    /// The recorder used when none is set (records nothing).
+    fn no_recorder() -> Arc<Self::Recorder>;
+}
+
+impl sealed::Sealed for crate::resolver::IdentityResolver {}
+impl Watched for crate::resolver::IdentityResolver {
+    type Recorder = dyn crate::report::StateRecorder;
+    fn no_recorder() -> Arc<Self::Recorder> {
+        Arc::new(NoopRecorder)
+    }
+}
+
+impl sealed::Sealed for crate::verifier::TrustVerifier {}
+impl Watched for crate::verifier::TrustVerifier {
+    type Recorder = dyn crate::verifier::TrustRecorder;
+    fn no_recorder() -> Arc<Self::Recorder> {
+        Arc::new(NoopRecorder)
+    }
+}
+
+/// Builds a `T` ([`IdentityResolver`](crate::resolver::IdentityResolver) or
+/// [`TrustVerifier`](crate::verifier::TrustVerifier)) over a Secret watched through a
+/// `kube::Client`; see `IdentityResolver::builder` and `TrustVerifier::builder`.
+pub struct WatchedSecretBuilder<T: Watched> {
+    pub(crate) client: kube::Client,
+    pub(crate) secret: SecretRef,
+    pub(crate) timeout: Duration,
+    pub(crate) provider: Option<Arc<CryptoProvider>>,
+    pub(crate) recorder: Arc<T::Recorder>,
+    pub(crate) clock: Arc<dyn MonotonicClock>,
+    pub(crate) warning_period: Duration,
+    pub(crate) watch_threshold: Duration,
+    built: PhantomData<fn() -> T>,
+}
+
+impl<T: Watched> fmt::Debug for WatchedSecretBuilder<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("WatchedSecretBuilder")
+            .field("secret", &self.secret)
+            .field("timeout", &self.timeout)
+            .field("warning_period", &self.warning_period)
+            .field("watch_failure_threshold", &self.watch_threshold)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<T: Watched> WatchedSecretBuilder<T> {
+    /// The defaults: [`DEFAULT_SYNC_TIMEOUT`], the aws-lc-rs provider, no recorder,
+    /// the system's monotonic clock, [`DEFAULT_WARNING_PERIOD`].
+    pub(crate) fn new(client: kube::Client, secret: SecretRef) -> Self {
+        Self {
+            client,
+            secret,
+            timeout: DEFAULT_SYNC_TIMEOUT,
+            provider: None,
+            recorder: T::no_recorder(),
+            clock: Arc::new(SystemClock::new()),
+            warning_period: DEFAULT_WARNING_PERIOD,
+            watch_threshold: DEFAULT_WATCH_FAILURE_THRESHOLD,
+            built: PhantomData,
+        }
+    }
+
+    /// Bound on waiting for the Secret's cache to sync (default
+    /// [`DEFAULT_SYNC_TIMEOUT`], 120 s).
+    pub fn sync_timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// The crypto provider (default:
+    /// [`crypto_provider`](crate::material::crypto_provider), aws-lc-rs with a key
+    /// loader that loads each key type once; the process-wide default provider is
+    /// never consulted). It loads the identity's keys, or verifies server chains.
+    pub fn provider(mut self, provider: Arc<CryptoProvider>) -> Self {
+        self.provider = Some(provider);
+        self
+    }
+
+    /// Where state changes are recorded (default: nowhere).
+    pub fn recorder(mut self, recorder: Arc<T::Recorder>) -> Self {
+        self.recorder = recorder;
+        self
+    }
+
+    /// The clock of the warning limiter and staleness durations (default: the
+    /// system's monotonic clock). Tests use [`crate::report::ManualClock`].
+    pub fn clock(mut self, clock: Arc<dyn MonotonicClock>) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    /// At most one stale warning per this period (default one minute,
+    /// [`DEFAULT_WARNING_PERIOD`]). Periods longer than
+    /// [`MAX_WARNING_PERIOD`](crate::report::MAX_WARNING_PERIOD) (a day) are clamped
+    /// to it.
+    pub fn warning_period(mut self, period: Duration) -> Self {
+        self.warning_period = period;
+        self
+    }
+
+    /// The provider set, or the default one.
+    pub(crate) fn provider_or_default(&self) -> Arc<CryptoProvider> {
+        self.provider
+            .clone()
+            .unwrap_or_else(|| Arc::new(crate::material::crypto_provider()))
+    }
+}
