@@ -42,8 +42,8 @@ use rustls::sign::CertifiedKey;
 use crate::builder::WatchedSecretBuilder;
 pub use crate::identity_source::ReloadError;
 use crate::identity_source::{IdentitySource, SecretIdentitySource};
+use crate::material::Identity;
 use crate::material::MaterialErrorKind;
-use crate::material::{Identity, MaterialError};
 use crate::options::SecretRef;
 use crate::report::{
     CertificateValidity, DEFAULT_WATCH_FAILURE_THRESHOLD, IdentityState, InvalidIdentity,
@@ -58,19 +58,11 @@ pub enum IdentityError {
     /// The Secret's cache could not be started.
     #[error(transparent)]
     Source(#[from] SourceError),
-    /// The cache synced, and the Secret does not exist.
-    #[error("client certificate Secret {secret} not found")]
-    NotFound {
-        /// The Secret.
-        secret: SecretRef,
-    },
-    /// The Secret exists and does not hold a usable identity (the error names the
-    /// Secret and the data key).
-    #[error("client certificate {0}")]
-    Material(#[source] MaterialError),
-    /// The SPIFFE Workload API holds no usable SVID.
-    #[error("client certificate: {0}")]
-    Spiffe(#[source] crate::spiffe::SpiffeError),
+    /// The source holds no usable identity now: the Secret does not exist or is
+    /// malformed (naming the Secret and the data key), or the SVID is unusable; the
+    /// same reasons a handshake-time reload fails for.
+    #[error(transparent)]
+    Unusable(#[from] ReloadError),
 }
 
 /// The identity being served, the version of the source it was read from, and when
@@ -142,11 +134,7 @@ fn is_validity_error(error: &ReloadError) -> bool {
 }
 
 fn to_identity_error(error: ReloadError) -> IdentityError {
-    match error {
-        ReloadError::NotFound { secret } => IdentityError::NotFound { secret },
-        ReloadError::Material(error) => IdentityError::Material(error),
-        ReloadError::Spiffe(error) => IdentityError::Spiffe(error),
-    }
+    IdentityError::Unusable(error)
 }
 
 /// A rustls client-certificate resolver that reloads the identity from a watched Secret

@@ -38,7 +38,6 @@ use rustls::{DigitallySignedStruct, SignatureScheme};
 use rustls_pki_types::{CertificateDer, ServerName, UnixTime};
 
 use crate::builder::WatchedSecretBuilder;
-use crate::material::MaterialError;
 use crate::options::SecretRef;
 use crate::report::{MonotonicClock, NoopRecorder, WarningLimiter};
 use crate::source::{SecretSource, SourceError};
@@ -153,24 +152,11 @@ pub enum TrustError {
     /// The CA Secret's cache could not be started.
     #[error(transparent)]
     Source(#[from] SourceError),
-    /// The cache synced, and the CA Secret does not exist.
-    #[error("CA Secret {secret} not found")]
-    NotFound {
-        /// The Secret.
-        secret: SecretRef,
-    },
-    /// The CA Secret exists and holds no usable root (the error names the Secret
-    /// and the data key).
-    #[error("CA {0}")]
-    Material(#[source] MaterialError),
-    /// The SPIFFE Workload API holds no usable bundle for the trust domain.
-    #[error("no usable SPIFFE bundle for trust domain {trust_domain}: {reason}")]
-    NoBundle {
-        /// The trust domain.
-        trust_domain: String,
-        /// Why.
-        reason: &'static str,
-    },
+    /// The source holds no usable root set now: the CA Secret does not exist or holds
+    /// no usable root (naming the Secret and the data key), or there is no usable
+    /// SPIFFE bundle; the same reasons a handshake-time reload fails for.
+    #[error(transparent)]
+    Unusable(#[from] TrustReloadError),
     /// webpki's verifier could not be built for the roots.
     #[error("building the server-certificate verifier for {origin} failed: {source}")]
     Verifier {
@@ -380,17 +366,7 @@ impl TrustVerifier {
         warning_period: Duration,
         authorization: ServerAuthorization,
     ) -> Result<Self, TrustError> {
-        let anchors = source.current().map_err(|error| match error {
-            TrustReloadError::NotFound { secret } => TrustError::NotFound { secret },
-            TrustReloadError::Material(error) => TrustError::Material(error),
-            TrustReloadError::NoBundle {
-                trust_domain,
-                reason,
-            } => TrustError::NoBundle {
-                trust_domain,
-                reason,
-            },
-        })?;
+        let anchors = source.current()?;
         let verifier =
             build_verifier(&anchors, &provider).map_err(|source_error| TrustError::Verifier {
                 origin: source.origin().clone(),

@@ -16,7 +16,7 @@ use svc_tls::error::{MaterialError, MaterialErrorKind};
 use svc_tls::identity_source::IdentityOrigin;
 use svc_tls::options::SecretRef;
 use svc_tls::report::{CertificateValidity, ManualClock, StaleWarning, StateRecorder};
-use svc_tls::resolver::{IdentityError, IdentityResolver};
+use svc_tls::resolver::{IdentityError, IdentityResolver, ReloadError};
 
 const NAME: &str = "malformed-client-certificate";
 
@@ -156,7 +156,7 @@ async fn each_malformed_secret_fails_construction_with_its_error() {
             continue;
         }
         let err = built.expect_err(case.what);
-        let IdentityError::Material(material) = &err else {
+        let IdentityError::Unusable(ReloadError::Material(material)) = &err else {
             panic!("{}: expected a material error, got {err:?}", case.what);
         };
         assert!((case.expect)(material), "{}: got {material:?}", case.what);

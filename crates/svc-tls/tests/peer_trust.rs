@@ -16,7 +16,7 @@ use support::*;
 use svc_tls::client::{PeerClientError, PeerTls, TrustMode, client_config};
 use svc_tls::options::{ClientIdentityOptions, PeerOptions, SecretRef};
 use svc_tls::report::ManualClock;
-use svc_tls::trust_source::{TrustAnchors, TrustOrigin};
+use svc_tls::trust_source::{TrustAnchors, TrustOrigin, TrustReloadError};
 use svc_tls::verifier::{TrustError, TrustRecorder, TrustStaleWarning, TrustVerifier};
 
 const CA_NAME: &str = "identity-ca";
@@ -393,7 +393,10 @@ async fn start_up_fails_on_a_missing_or_malformed_ca_secret_naming_it() {
 
     let err = start().await.unwrap_err();
     assert!(
-        matches!(err, PeerClientError::CaTrust(TrustError::NotFound { .. })),
+        matches!(
+            err,
+            PeerClientError::CaTrust(TrustError::Unusable(TrustReloadError::NotFound { .. }))
+        ),
         "{err:?}"
     );
     assert_eq!(
@@ -408,7 +411,10 @@ async fn start_up_fails_on_a_missing_or_malformed_ca_secret_naming_it() {
     ));
     let err = start().await.unwrap_err();
     assert!(
-        matches!(err, PeerClientError::CaTrust(TrustError::Material(_))),
+        matches!(
+            err,
+            PeerClientError::CaTrust(TrustError::Unusable(TrustReloadError::Material(_)))
+        ),
         "{err:?}"
     );
     let text = err.to_string();

@@ -17,7 +17,7 @@ use svc_tls::client::reqwest_client;
 use svc_tls::identity_source::IdentityOrigin;
 use svc_tls::options::SecretRef;
 use svc_tls::report::{ManualClock, StaleWarning, StateRecorder};
-use svc_tls::resolver::{IdentityError, IdentityResolver};
+use svc_tls::resolver::{IdentityError, IdentityResolver, ReloadError};
 use svc_tls::source::SourceError;
 
 const NAME: &str = "region-client-certificate";
@@ -344,7 +344,10 @@ async fn the_watch_needs_rights_on_the_one_secret_only() {
 async fn construction_fails_on_a_missing_secret_naming_it() {
     let tb = Testbed::start().await;
     let err = build_error(tb.client(), Duration::from_secs(10)).await;
-    assert!(matches!(err, IdentityError::NotFound { .. }), "{err:?}");
+    assert!(
+        matches!(err, IdentityError::Unusable(ReloadError::NotFound { .. })),
+        "{err:?}"
+    );
     assert_eq!(
         err.to_string(),
         format!("client certificate Secret {NS}/{NAME} not found")
