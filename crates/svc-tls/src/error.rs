@@ -160,6 +160,13 @@ pub enum MaterialErrorKind {
         /// `notBefore` as written in the certificate.
         not_before_text: String,
     },
+    /// The value is larger than its cap (refused before parsing).
+    TooLarge {
+        /// The value's length in bytes.
+        len: usize,
+        /// The cap.
+        max: usize,
+    },
     /// A CA Secret holds certificates, but none is usable as a trust anchor.
     NoUsableRoot {
         /// The data keys read (e.g. `tls.crt, ca.crt`).
@@ -259,6 +266,10 @@ impl fmt::Display for MaterialError {
             } => write!(
                 f,
                 "secret {secret}: data key {key}: the certificate is not valid before {not_before_text}"
+            ),
+            K::TooLarge { len, max } => write!(
+                f,
+                "secret {secret}: data key {key} is {len} bytes, more than the {max} bytes accepted"
             ),
             K::NoUsableRoot { keys, ignored } => write!(
                 f,

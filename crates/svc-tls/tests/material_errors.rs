@@ -467,3 +467,66 @@ fn certificate_outside_its_validity_is_an_error() {
         "{err:?}"
     );
 }
+
+#[test]
+fn oversized_values_are_refused_before_parsing_naming_the_key() {
+    use svc_tls::material::{CA_CRT, MAX_CERTIFICATE_VALUE_BYTES, MAX_KEY_VALUE_BYTES};
+    let f = Fixture::new();
+    // A real certificate followed by padding past the cap: valid PEM up front, so only
+    // the size check can refuse it.
+    let padded = |pem: &str, cap: usize| {
+        let mut v = pem.as_bytes().to_vec();
+        v.resize(cap + 1, b'\n');
+        v
+    };
+    let big_crt = padded(&f.leaf, MAX_CERTIFICATE_VALUE_BYTES);
+    let big_key = padded(&f.key_pem, MAX_KEY_VALUE_BYTES);
+    for (data, key, max) in [
+        (
+            vec![(TLS_CRT, &big_crt[..]), (TLS_KEY, f.key_pem.as_bytes())],
+            TLS_CRT,
+            MAX_CERTIFICATE_VALUE_BYTES,
+        ),
+        (
+            vec![(TLS_CRT, f.leaf.as_bytes()), (TLS_KEY, &big_key[..])],
+            TLS_KEY,
+            MAX_KEY_VALUE_BYTES,
+        ),
+    ] {
+        let err = load_identity(&tls_secret(&data), &provider()).unwrap_err();
+        f.check_message(&err);
+        assert_eq!(err.data_key(), Some(key));
+        assert_eq!(
+            err.kind(),
+            &MaterialErrorKind::TooLarge { len: max + 1, max }
+        );
+        assert!(
+            err.to_string()
+                .contains(&format!("more than the {max} bytes")),
+            "{err}"
+        );
+    }
+    // At the cap exactly, the value is read (and here loads).
+    let mut at_cap = f.leaf.as_bytes().to_vec();
+    at_cap.resize(MAX_CERTIFICATE_VALUE_BYTES, b'\n');
+    load_identity(
+        &tls_secret(&[(TLS_CRT, &at_cap[..]), (TLS_KEY, f.key_pem.as_bytes())]),
+        &provider(),
+    )
+    .unwrap();
+
+    // CA Secrets: tls.crt and ca.crt alike.
+    for key in [TLS_CRT, CA_CRT] {
+        let data = if key == TLS_CRT {
+            vec![(TLS_CRT, &big_crt[..])]
+        } else {
+            vec![(TLS_CRT, f.leaf.as_bytes()), (CA_CRT, &big_crt[..])]
+        };
+        let err = load_trust(&tls_secret(&data)).unwrap_err();
+        assert_eq!(err.data_key(), Some(key), "{err}");
+        assert!(
+            matches!(err.kind(), MaterialErrorKind::TooLarge { .. }),
+            "{err:?}"
+        );
+    }
+}

@@ -15,7 +15,7 @@ use x509_parser::time::ASN1Time;
 
 use super::key::{KeyKind, cert_key_kind, check_match, load_key, load_key_der};
 use super::pem::read_certificates;
-use super::secret::{check_type, required, secret_ref_of};
+use super::secret::{check_type, required, secret_ref_of, within_cap};
 use super::{MaterialError, MaterialErrorKind, TLS_CRT, TLS_KEY};
 use crate::options::SecretRef;
 
@@ -154,6 +154,8 @@ pub fn load_identity_from_pem_at(
             MaterialErrorKind::EmptyKey,
         ));
     }
+    within_cap(cert_pem, TLS_CRT, &name)?;
+    within_cap(key_pem, TLS_KEY, &name)?;
     load_core(&name, cert_pem, key_pem, provider, Some(now))
 }
 

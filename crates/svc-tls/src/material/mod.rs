@@ -30,7 +30,9 @@
 //!
 //! # What is checked
 //!
-//! - Secret type `kubernetes.io/tls`; `tls.crt` and `tls.key` present and non-empty.
+//! - Secret type `kubernetes.io/tls`; `tls.crt` and `tls.key` present and non-empty,
+//!   and no larger than [`MAX_CERTIFICATE_VALUE_BYTES`] / [`MAX_KEY_VALUE_BYTES`]
+//!   (checked before any parsing).
 //! - `tls.crt` is PEM with at least one `CERTIFICATE`; the first is the leaf and
 //!   parses as X.509; the whole chain is presented as given.
 //! - The leaf's key is RSA 2048 to 4096 bits, ECDSA P-256, P-384 or P-521, or Ed25519.
@@ -70,6 +72,14 @@ pub(crate) use identity::{KeyInput, build_identity};
 pub use key::KeyKind;
 pub use provider::crypto_provider;
 pub use trust::{TrustRoots, load_trust, load_trust_detailed};
+
+/// The largest certificate value read (`tls.crt`, `ca.crt`): a leaf with its chain is
+/// a few KiB, and even a CA bundle of every public root (about 220 KiB) fits. Larger
+/// values are refused before any parsing ([`MaterialErrorKind::TooLarge`]).
+pub const MAX_CERTIFICATE_VALUE_BYTES: usize = 512 * 1024;
+/// The largest private-key value read (`tls.key`): an RSA-4096 key is about 3.3 KiB
+/// of PEM.
+pub const MAX_KEY_VALUE_BYTES: usize = 64 * 1024;
 
 /// The Secret type both identity and CA Secrets must have.
 pub const SECRET_TYPE_TLS: &str = "kubernetes.io/tls";

@@ -3,7 +3,10 @@
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::Secret;
 
-use super::{MaterialError, MaterialErrorKind, SECRET_TYPE_TLS};
+use super::{
+    MAX_CERTIFICATE_VALUE_BYTES, MAX_KEY_VALUE_BYTES, MaterialError, MaterialErrorKind,
+    SECRET_TYPE_TLS, TLS_KEY,
+};
 use crate::options::SecretRef;
 
 pub(super) fn secret_ref_of(secret: &Secret) -> SecretRef {
@@ -46,6 +49,32 @@ pub(super) fn required<'a>(
             Some(key),
             MaterialErrorKind::EmptyKey,
         )),
-        Some(ByteString(v)) => Ok(v),
+        Some(ByteString(v)) => within_cap(v, key, name),
     }
+}
+
+/// `value` of data key `key`, refused when larger than its cap
+/// ([`MAX_KEY_VALUE_BYTES`] for `tls.key`, [`MAX_CERTIFICATE_VALUE_BYTES`] otherwise)
+/// before anything parses it.
+pub(super) fn within_cap<'a>(
+    value: &'a [u8],
+    key: &'static str,
+    name: &dyn Fn() -> SecretRef,
+) -> Result<&'a [u8], MaterialError> {
+    let max = if key == TLS_KEY {
+        MAX_KEY_VALUE_BYTES
+    } else {
+        MAX_CERTIFICATE_VALUE_BYTES
+    };
+    if value.len() > max {
+        return Err(MaterialError::new(
+            name(),
+            Some(key),
+            MaterialErrorKind::TooLarge {
+                len: value.len(),
+                max,
+            },
+        ));
+    }
+    Ok(value)
 }

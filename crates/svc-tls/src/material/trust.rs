@@ -4,7 +4,7 @@ use k8s_openapi::api::core::v1::Secret;
 use rustls::RootCertStore;
 
 use super::pem::read_certificates;
-use super::secret::{check_type, secret_ref_of};
+use super::secret::{check_type, secret_ref_of, within_cap};
 use super::{CA_CRT, MaterialError, MaterialErrorKind, TLS_CRT};
 
 /// The trust roots in a CA Secret, with how many certificates were not usable.
@@ -43,6 +43,10 @@ pub fn load_trust_detailed(secret: &Secret) -> Result<TrustRoots, MaterialError>
         .and_then(|d| d.get(TLS_CRT))
         .ok_or_else(|| MaterialError::new(name(), Some(TLS_CRT), MaterialErrorKind::MissingKey))?;
     let ca_crt = data.and_then(|d| d.get(CA_CRT)).filter(|v| !v.0.is_empty());
+    within_cap(&tls_crt.0, TLS_CRT, &name)?;
+    if let Some(ca) = ca_crt {
+        within_cap(&ca.0, CA_CRT, &name)?;
+    }
     let mut certs = Vec::new();
     if !tls_crt.0.is_empty() {
         certs.extend(read_certificates(&name, TLS_CRT, &tls_crt.0)?);
