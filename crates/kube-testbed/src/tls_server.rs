@@ -410,6 +410,12 @@ impl VerifyingServer {
         self.set_server_leaf(&ca.server_leaf());
     }
 
+    /// The server configuration in use now, for in-memory handshakes without sockets
+    /// (long runs that would otherwise exhaust loopback ports in TIME_WAIT).
+    pub fn server_config(&self) -> Arc<ServerConfig> {
+        lock(&self.shared.config).clone()
+    }
+
     /// `https://127.0.0.1:PORT/`.
     pub fn url(&self) -> String {
         format!("https://127.0.0.1:{}/", self.addr.port())
