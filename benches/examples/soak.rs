@@ -242,10 +242,8 @@ fn main() {
             }
             let identity = resolver.reload();
             reloads += 1;
-            if let Some(s) = serial(&identity) {
-                if rotation.served(s) {
-                    changed += 1;
-                }
+            if serial(&identity).is_some_and(|s| rotation.served(s)) {
+                changed += 1;
             }
         }
         let handshake_goal = o.handshakes * round / o.rounds;
