@@ -7,6 +7,8 @@
 //!   then runs the whole test suite.
 //! - `codegen`: regenerates kube-construct's built-in registry table (`--check`: fail
 //!   when the committed output is stale).
+//! - `soak`: a million identity reloads and tens of thousands of handshakes in one
+//!   process, sampling its RSS; prints the table and "flat" or fails (not in `ci`).
 //! - `ci`: format check, `codegen --check`, clippy, cargo-deny (offline advisory snapshot), `test`, then
 //!   `bench --quick` (checks that it produces the table and chart, never a timing).
 
@@ -16,11 +18,12 @@ mod codegen;
 mod golang;
 mod prepare;
 mod report;
+mod soak;
 mod stats;
 
 use std::process::{Command, ExitCode};
 
-const USAGE: &str = "usage: cargo xtask <bench|test|ci|codegen>
+const USAGE: &str = "usage: cargo xtask <bench|test|ci|codegen|soak>
 
   bench   measure ours (benches/) and Go's (benches/go/) in one run, print the
           table, write docs/benchmarks.md and docs/benchmarks.svg
@@ -29,7 +32,10 @@ const USAGE: &str = "usage: cargo xtask <bench|test|ci|codegen>
   test    install what the tests need (as root), then run the whole suite
   ci      fmt check, codegen --check, clippy -D warnings, cargo-deny, test,
           then bench --quick
-  codegen regenerate the built-in registry table (--check: fail when stale)";
+  codegen regenerate the built-in registry table (--check: fail when stale)
+  soak    a million identity reloads and 50 000 handshakes, RSS sampled; prints
+          the table and the verdict, fails unless memory stayed flat
+          (--reloads N, --handshakes N for shorter runs; not part of ci)";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -38,6 +44,7 @@ fn main() -> ExitCode {
         Some("test") => test(&args[1..]),
         Some("ci") => ci(),
         Some("codegen") => codegen::run(&args[1..]),
+        Some("soak") => soak::run(&args[1..]),
         Some("-h" | "--help" | "help") => {
             println!("{USAGE}");
             Ok(())
