@@ -10,6 +10,19 @@
 //!   svc-tls's `TrustVerifier` against the roots of a watched CA Secret, unchanged
 //!   during the run (the per-handshake trust cost next to the static root store).
 //!
+//! SPIFFE mode against Secret mode on the same server, P-256 (what SPIRE issues): a
+//! second in-process server presents an SVID issued by the Workload API emulator
+//! (`spiffe-testbed`) for its SPIFFE ID (with a DNS SAN `localhost`) and verifies
+//! client certificates against both the bench's client CA and the agent's CA:
+//! - `handshake/secret-on-svid-server/p256/<N>`: the resolver over the Secret of the
+//!   `p256-pkcs8` case, the server verified against the agent's CA as a static root
+//!   store (server name `localhost`);
+//! - `handshake/spiffe/p256/<N>`: the resolver over the SVID streamed by the Workload
+//!   API, the server verified by the `TrustVerifier` over the streamed bundle and
+//!   authorized by its exact SPIFFE ID.
+//!
+//! These two alternate in their own batches, as above.
+//!
 //! One handshake: TCP connect, full handshake (no resumption), one byte from the server
 //! (sent after it verified our certificate), close. Static, reload and watched-ca are
 //! measured in alternating batches (the order reversed every round), so that drift on
@@ -32,12 +45,23 @@ use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer, ServerName};
 use svc_tls::client::{TrustMode, client_config};
 use svc_tls::options::SecretRef;
+use svc_tls::report::{DEFAULT_WARNING_PERIOD, NoopRecorder, SystemClock};
 use svc_tls::resolver::IdentityResolver;
-use svc_tls::verifier::TrustVerifier;
+use svc_tls::spiffe::{
+    SpiffeEndpoint, SpiffeId, SpiffeIdentitySource, SpiffeTrustSource, WorkloadApiSource,
+};
+use svc_tls::verifier::{ServerAuthorization, TrustVerifier};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
 const NS: &str = "bench";
+const TRUST_DOMAIN: &str = "example.org";
+const CLIENT_ID: &str = "spiffe://example.org/ns/unikorn/sa/region";
+const SERVER_ID: &str = "spiffe://example.org/ns/unikorn/sa/identity";
+/// The name the Secret-mode servers are reached by (their certificate's IP SAN).
+const IP_NAME: &str = "127.0.0.1";
+/// The name the SVID server is reached by (the DNS SAN of the agent-issued SVID).
+const SVID_SERVER_NAME: &str = "localhost";
 
 fn provider() -> Arc<CryptoProvider> {
     Arc::new(rustls::crypto::aws_lc_rs::default_provider())
@@ -78,10 +102,9 @@ async fn serve(config: Arc<ServerConfig>) -> SocketAddr {
     addr
 }
 
-async fn handshake(config: Arc<ClientConfig>, addr: SocketAddr) {
+async fn handshake(config: Arc<ClientConfig>, addr: SocketAddr, name: ServerName<'static>) {
     let tcp = TcpStream::connect(addr).await.unwrap();
     tcp.set_nodelay(true).unwrap();
-    let name = ServerName::try_from("127.0.0.1").unwrap();
     let mut tls = tokio_rustls::TlsConnector::from(config)
         .connect(name, tcp)
         .await
@@ -97,14 +120,16 @@ fn round(
     rt: &tokio::runtime::Runtime,
     config: &Arc<ClientConfig>,
     addr: SocketAddr,
+    name: &str,
     clients: usize,
     batch: usize,
 ) -> f64 {
+    let name = ServerName::try_from(name.to_owned()).unwrap();
     let start = Instant::now();
     rt.block_on(async {
         for _ in 0..batch {
             let tasks: Vec<_> = (0..clients)
-                .map(|_| tokio::spawn(handshake(config.clone(), addr)))
+                .map(|_| tokio::spawn(handshake(config.clone(), addr, name.clone())))
                 .collect();
             for task in tasks {
                 task.await.unwrap();
@@ -213,13 +238,13 @@ fn main() {
             // Warm-up, then alternating batches.
             let configs = [&static_config, &reload_config, &watched_config];
             for config in configs {
-                round(&rt, config, addr, clients, batch / 2 + 1);
+                round(&rt, config, addr, IP_NAME, clients, batch / 2 + 1);
             }
             let mut samples: [Vec<f64>; 3] = Default::default();
             for i in 0..rounds {
                 let order: [usize; 3] = if i % 2 == 0 { [0, 1, 2] } else { [2, 1, 0] };
                 for which in order {
-                    samples[which].push(round(&rt, configs[which], addr, clients, batch));
+                    samples[which].push(round(&rt, configs[which], addr, IP_NAME, clients, batch));
                 }
             }
             let [stat, reload, watched] = samples;
@@ -241,6 +266,125 @@ fn main() {
         }
         assert_eq!(resolver.state().failures, 0);
         assert_eq!(trust.state().failures, 0);
+        if key == "p256" {
+            secret_vs_spiffe(&rt, &material, &resolver, rounds, batch);
+        }
     }
     drop(testbed);
+}
+
+/// `handshake/{secret-on-svid-server,spiffe}/p256/<N>`: Secret mode (`secret`, the
+/// resolver over the p256 Secret) against SPIFFE mode on one server presenting an SVID.
+fn secret_vs_spiffe(
+    rt: &tokio::runtime::Runtime,
+    material: &common::Material,
+    secret: &IdentityResolver,
+    rounds: usize,
+    batch: usize,
+) {
+    let agent = rt.block_on(spiffe_testbed::WorkloadApi::start(TRUST_DOMAIN));
+    agent.set_workload_id(CLIENT_ID);
+    let server_svid = agent.issue(SERVER_ID);
+
+    // Client certificates from the bench's client CA (Secret mode) and from the agent.
+    let mut client_roots = roots(&material.client_ca_pem);
+    client_roots.add(agent.ca_der()).unwrap();
+    let server_config = {
+        let verifier =
+            WebPkiClientVerifier::builder_with_provider(Arc::new(client_roots), provider())
+                .build()
+                .unwrap();
+        ServerConfig::builder_with_provider(provider())
+            .with_protocol_versions(&[&rustls::version::TLS13])
+            .unwrap()
+            .with_client_cert_verifier(verifier)
+            .with_single_cert(server_svid.chain.clone(), server_svid.key_der())
+            .unwrap()
+    };
+    let addr = rt.block_on(serve(Arc::new(server_config)));
+
+    let mut agent_roots = RootCertStore::empty();
+    agent_roots.add(agent.ca_der()).unwrap();
+    let secret_config =
+        Arc::new(client_config(provider(), TrustMode::Roots(agent_roots), Some(secret)).unwrap());
+
+    let workload = rt
+        .block_on(WorkloadApiSource::connect(
+            SpiffeEndpoint::parse(&agent.endpoint()).unwrap(),
+            provider(),
+            Duration::from_secs(30),
+        ))
+        .unwrap();
+    let server_id = SpiffeId::new(SERVER_ID).unwrap();
+    let trust = TrustVerifier::from_trust_source_authorizing(
+        Arc::new(SpiffeTrustSource::new(
+            workload.clone(),
+            server_id.trust_domain(),
+        )),
+        provider(),
+        Arc::new(NoopRecorder),
+        Arc::new(SystemClock::new()),
+        DEFAULT_WARNING_PERIOD,
+        ServerAuthorization::SpiffeId(server_id),
+    )
+    .unwrap();
+    let resolver = IdentityResolver::from_identity_source(
+        Arc::new(SpiffeIdentitySource::new(workload.clone())),
+        Arc::new(NoopRecorder),
+        Arc::new(SystemClock::new()),
+        DEFAULT_WARNING_PERIOD,
+    )
+    .unwrap();
+    let spiffe_config = Arc::new(
+        client_config(
+            provider(),
+            TrustMode::Watched(trust.clone()),
+            Some(&resolver),
+        )
+        .unwrap(),
+    );
+
+    for clients in [1usize, 2] {
+        let configs = [&secret_config, &spiffe_config];
+        for config in configs {
+            round(rt, config, addr, SVID_SERVER_NAME, clients, batch / 2 + 1);
+        }
+        let mut samples: [Vec<f64>; 2] = Default::default();
+        for i in 0..rounds {
+            let order: [usize; 2] = if i % 2 == 0 { [0, 1] } else { [1, 0] };
+            for which in order {
+                samples[which].push(round(
+                    rt,
+                    configs[which],
+                    addr,
+                    SVID_SERVER_NAME,
+                    clients,
+                    batch,
+                ));
+            }
+        }
+        let [secret_mode, spiffe_mode] = samples;
+        common::emit(
+            "handshake",
+            &format!("handshake/secret-on-svid-server/p256/{clients}"),
+            &secret_mode,
+        );
+        common::emit(
+            "handshake",
+            &format!("handshake/spiffe/p256/{clients}"),
+            &spiffe_mode,
+        );
+    }
+    // Every SPIFFE-mode handshake presented the agent's SVID and trusted the server.
+    assert_eq!(resolver.state().failures, 0);
+    assert_eq!(trust.state().failures, 0);
+    assert_eq!(
+        resolver.state().serial_hex,
+        {
+            let s = format!("{:x}", agent.current_svid().serial);
+            if s.len() % 2 == 1 { format!("0{s}") } else { s }
+        },
+        "SPIFFE mode did not present the agent's SVID"
+    );
+    assert_eq!(secret.state().failures, 0);
 }

@@ -11,6 +11,14 @@
 //!   first handshake after a rotation, the full load. Each sample is one `resolve` timed
 //!   alone, after the watch delivered a new version of the Secret (alternating between
 //!   two identities), and checked to present the new certificate.
+//!
+//! And the same path in SPIFFE mode, next to `p256-pkcs8` (SPIRE issues P-256 SVIDs):
+//! a resolver over `SpiffeIdentitySource`, the SVID streamed by the Workload API
+//! emulator (`spiffe-testbed`, real gRPC over a unix socket):
+//! - `identity-unchanged/spiffe-p256` (criterion): the SVID unchanged since the last
+//!   handshake;
+//! - `identity-rotation/spiffe-p256` (sampled): the first handshake after the agent
+//!   rotated the SVID and the stream delivered it, checked to present the new serial.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 #[path = "../common/mod.rs"]
@@ -25,9 +33,14 @@ use k8s_openapi::api::core::v1::Secret;
 use rustls::SignatureScheme;
 use rustls::client::ResolvesClientCert;
 use svc_tls::options::SecretRef;
+use svc_tls::report::{DEFAULT_WARNING_PERIOD, NoopRecorder, SystemClock};
 use svc_tls::resolver::IdentityResolver;
+use svc_tls::spiffe::{SpiffeEndpoint, SpiffeIdentitySource, WorkloadApiSource};
 
 const NS: &str = "bench";
+/// The SPIFFE-mode case's id (`identity-*/spiffe-p256`).
+const SPIFFE_CASE: &str = "spiffe-p256";
+const CLIENT_ID: &str = "spiffe://example.org/ns/unikorn/sa/region";
 
 fn upsert(testbed: &kube_testbed::Testbed, secret: &Secret) {
     let mut value = serde_json::to_value(secret).unwrap();
@@ -96,6 +109,24 @@ fn main() {
         resolvers.push((case, name, resolver));
     }
 
+    // SPIFFE mode: the SVID from the Workload API stream.
+    let agent = rt.block_on(spiffe_testbed::WorkloadApi::start("example.org"));
+    agent.set_workload_id(CLIENT_ID);
+    let workload = rt
+        .block_on(WorkloadApiSource::connect(
+            SpiffeEndpoint::parse(&agent.endpoint()).unwrap(),
+            Arc::new(rustls::crypto::aws_lc_rs::default_provider()),
+            Duration::from_secs(30),
+        ))
+        .unwrap();
+    let spiffe = IdentityResolver::from_identity_source(
+        Arc::new(SpiffeIdentitySource::new(workload.clone())),
+        Arc::new(NoopRecorder),
+        Arc::new(SystemClock::new()),
+        DEFAULT_WARNING_PERIOD,
+    )
+    .unwrap();
+
     let mut c = Criterion::default().configure_from_args();
     let (warm_up, measure, samples) = if quick {
         (Duration::from_millis(50), Duration::from_millis(100), 10)
@@ -116,6 +147,16 @@ fn main() {
         assert!(
             Arc::ptr_eq(&first, &resolve(resolver)),
             "not the cached path"
+        );
+    }
+    {
+        let first = resolve(&spiffe);
+        group.bench_function(SPIFFE_CASE, |b| {
+            b.iter(|| black_box(resolve(black_box(&spiffe))))
+        });
+        assert!(
+            Arc::ptr_eq(&first, &resolve(&spiffe)),
+            "not the cached path (SPIFFE)"
         );
     }
     group.finish();
@@ -145,6 +186,32 @@ fn main() {
         );
     }
 
+    // SPIFFE mode: the first handshake after each SVID rotation the stream delivered.
+    let mut svid_samples = Vec::with_capacity(rotations);
+    for _ in 0..rotations {
+        let generation = workload.generation();
+        let before = spiffe.state().serial_hex;
+        agent.rotate_svid();
+        rt.block_on(async {
+            tokio::time::timeout(Duration::from_secs(30), workload.changed_after(generation))
+                .await
+                .expect("the stream never delivered the rotation")
+        });
+        let start = Instant::now();
+        black_box(resolve(black_box(&spiffe)));
+        svid_samples.push(start.elapsed().as_nanos() as f64);
+        assert_ne!(
+            spiffe.state().serial_hex,
+            before,
+            "the rotated SVID is not presented"
+        );
+    }
+    common::emit(
+        "identity",
+        &format!("identity-rotation/{SPIFFE_CASE}"),
+        &svid_samples,
+    );
+
     // A broken Secret: the rotated key with the first certificate.
     let mut group = c.benchmark_group("identity-broken");
     group
@@ -169,5 +236,8 @@ fn main() {
     c.final_summary();
 
     drop(resolvers);
+    drop(spiffe);
+    drop(workload);
+    drop(agent);
     drop(testbed);
 }

@@ -183,6 +183,7 @@ fn check_report(doc: &str, svg: &str) -> Result<(), String> {
     for needle in [
         "### Identity load per key type and format",
         "### Loopback TLS 1.3 mTLS handshakes per second",
+        "### SPIFFE mode against Secret mode",
         "### X-Principal tokens",
         "### Targets",
         "- rustc: ",
@@ -467,12 +468,14 @@ mod tests {
         let doc = "- rustc: x\n- CPU: y\n### Identity load per key type and format\n\
                    | rsa2048-pkcs8 | 1.2 ms [1 – 2] |\n\
                    ### Loopback TLS 1.3 mTLS handshakes per second\n| p256 | 1 | 900 [800 – 1000] |\n\
+                   ### SPIFFE mode against Secret mode (P-256)\n\
                    ### X-Principal tokens\n| rsa2048 | 500 us [1 – 2] |\n### Targets\n";
         assert_eq!(check_report(doc, svg), Ok(()));
         let missing = doc.replace("| p256 | 1 | 900", "| p256 | 1 | not measured");
         assert!(check_report(&missing, svg).is_err());
         assert!(check_report(doc, "<svg></svg>").is_err());
         assert!(check_report(&doc.replace("### Targets", ""), svg).is_err());
+        assert!(check_report(&doc.replace("### SPIFFE mode", "### Other"), svg).is_err());
     }
 
     #[test]

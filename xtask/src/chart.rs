@@ -149,6 +149,8 @@ pub fn render(results: &Results) -> Result<String, String> {
         .estimates
         .keys()
         .filter_map(|id| id.strip_prefix("identity-rotation/").map(str::to_owned))
+        // SPIFFE mode has no Go counterpart; its figures are in the report's own table.
+        .filter(|case| case != crate::report::SPIFFE_CASE)
         .collect();
     cases.sort_by_key(|case| {
         ["rsa2048", "rsa3072", "rsa4096", "p256", "p384", "ed25519"]

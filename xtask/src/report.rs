@@ -3,7 +3,10 @@
 //! Ids (criterion's `full_id`, or the `id` of a sampled JSON line):
 //! - ours: `reload/<case>`, `identity-unchanged/<case>`, `identity-broken/<case>`,
 //!   `identity-rotation/<case>`, `handshake/{static,reload,watched-ca}/<key>/<clients>`,
-//!   `principal/{sign,verify}/<key>`;
+//!   `principal/{sign,verify}/<key>`; SPIFFE mode against Secret mode:
+//!   `identity-{unchanged,rotation}/spiffe-p256` (next to `.../p256-pkcs8`) and
+//!   `handshake/{secret-on-svid-server,spiffe}/p256/<clients>` (one server presenting
+//!   an SVID);
 //! - Go: `go/x509keypair/<case>`, `go/ps512-{sign,verify}/<rsaN>`,
 //!   `go/handshake/{static,reload}/<key>/<clients>`.
 
@@ -38,13 +41,15 @@ impl Results {
         self.estimates.get(id).copied()
     }
 
-    /// Cases (`<key>-<format>`) with a figure under `group/`, in a stable order.
+    /// Cases (`<key>-<format>`) with a figure under `group/`, in a stable order; the
+    /// SPIFFE-mode case (`spiffe-p256`) has its own table.
     fn cases(&self, group: &str) -> Vec<String> {
         let prefix = format!("{group}/");
         let mut cases: Vec<String> = self
             .estimates
             .keys()
             .filter_map(|id| id.strip_prefix(&prefix).map(str::to_owned))
+            .filter(|case| case != SPIFFE_CASE)
             .collect();
         cases.sort_by_key(|case| key_order(case));
         cases
@@ -119,6 +124,14 @@ fn show_ratio(e: Estimate) -> String {
 }
 
 const NOT_MEASURED: &str = "not measured";
+
+/// The SPIFFE-mode case of the identity benchmarks (a P-256 SVID, what SPIRE issues).
+pub const SPIFFE_CASE: &str = "spiffe-p256";
+/// The Secret-mode case it is compared with.
+const SECRET_CASE: &str = "p256-pkcs8";
+/// SPIFFE handshakes/s against Secret mode on the same server: no target in the issue,
+/// so the bar of reload against static.
+const SPIFFE_BAR: f64 = 0.98;
 
 fn cell(e: Option<Estimate>, show: fn(Estimate) -> String) -> String {
     e.map(show).unwrap_or_else(|| NOT_MEASURED.to_owned())
@@ -196,6 +209,41 @@ pub fn targets(results: &Results) -> Vec<TargetRow> {
                  and a pointer comparison)",
             );
         }
+    }
+    {
+        let share = results
+            .get(&format!("identity-unchanged/{SPIFFE_CASE}"))
+            .zip(results.get("handshake/spiffe/p256/1"))
+            .map(|(identity, handshake)| ratio(identity, handshake));
+        push(
+            "p256 SPIFFE mode: identity cost per handshake, SVID unchanged <= 1% of a \
+             handshake (the Secret-mode bar)"
+                .to_owned(),
+            share,
+            Bound::AtMost,
+            0.01,
+            "the resolver's pointer load of the newest stream message and the SVID's \
+             validity check against a loopback handshake's noise",
+        );
+    }
+    for clients in [1, 2] {
+        // handshakes/s spiffe / secret = secret ns / spiffe ns, round by round.
+        let paired = results.paired_ratio(
+            &format!("handshake/secret-on-svid-server/p256/{clients}"),
+            &format!("handshake/spiffe/p256/{clients}"),
+        );
+        push(
+            format!(
+                "p256, {clients} client(s): SPIFFE handshakes/s >= 0.98x Secret mode, same \
+                 server (no target in the issue: the reload-vs-static bar)"
+            ),
+            paired,
+            Bound::AtLeast,
+            SPIFFE_BAR,
+            "loopback handshake noise on a shared machine (SPIFFE mode's own per-handshake \
+             work is the identity row and the bundle verifier's pointer comparison; its \
+             extra is the SPIFFE ID authorization of the server)",
+        );
     }
     for key in ["p256", "rsa2048"] {
         for clients in [1, 2] {
@@ -392,6 +440,8 @@ pub fn render(results: &Results) -> String {
         }
     }
 
+    render_spiffe(results, &mut out);
+
     let _ = writeln!(out, "\n### X-Principal tokens\n");
     let _ = writeln!(
         out,
@@ -456,6 +506,89 @@ pub fn render(results: &Results) -> String {
     out
 }
 
+/// The SPIFFE-mode tables: identity per handshake and handshakes per second, each
+/// next to Secret mode (P-256).
+fn render_spiffe(results: &Results, out: &mut String) {
+    let _ = writeln!(
+        out,
+        "\n### SPIFFE mode against Secret mode (P-256, one server presenting an SVID)\n"
+    );
+    let _ = writeln!(
+        out,
+        "Identity per handshake through the resolver (`ResolvesClientCert::resolve`): \
+         Secret mode watches a `kubernetes.io/tls` Secret, SPIFFE mode reads the SVID \
+         streamed by the Workload API emulator. The share of a handshake divides by the \
+         same mode's 1-client handshake on the SVID server.\n"
+    );
+    let _ = writeln!(
+        out,
+        "| mode | identity unchanged (resolver) | first handshake after a rotation | unchanged / handshake |"
+    );
+    let _ = writeln!(out, "|---|---:|---:|---:|");
+    for (mode, case, handshake) in [
+        (
+            "Secret (p256-pkcs8)",
+            SECRET_CASE,
+            "handshake/secret-on-svid-server/p256/1",
+        ),
+        (
+            "SPIFFE (P-256 SVID)",
+            SPIFFE_CASE,
+            "handshake/spiffe/p256/1",
+        ),
+    ] {
+        let unchanged = results.get(&format!("identity-unchanged/{case}"));
+        let share = unchanged
+            .zip(results.get(handshake))
+            .map(|(identity, handshake)| ratio(identity, handshake));
+        let _ = writeln!(
+            out,
+            "| {mode} | {} | {} | {} |",
+            cell(unchanged, with_interval),
+            cell(
+                results.get(&format!("identity-rotation/{case}")),
+                with_interval
+            ),
+            cell(share, show_ratio),
+        );
+    }
+    let versus = |group: &str| {
+        results
+            .get(&format!("{group}/{SPIFFE_CASE}"))
+            .zip(results.get(&format!("{group}/{SECRET_CASE}")))
+            .map(|(spiffe, secret)| ratio(spiffe, secret))
+    };
+    let _ = writeln!(
+        out,
+        "| SPIFFE / Secret | {} | {} | |",
+        cell(versus("identity-unchanged"), show_ratio),
+        cell(versus("identity-rotation"), show_ratio),
+    );
+
+    let _ = writeln!(
+        out,
+        "\nHandshakes per second on the same server (interleaved): Secret mode verifies the \
+         server against the agent's CA as a static root store, SPIFFE mode against the \
+         streamed bundle with the server's SPIFFE ID authorized.\n"
+    );
+    let _ = writeln!(
+        out,
+        "| client key | clients | Secret mode | SPIFFE mode | SPIFFE / Secret (paired) |"
+    );
+    let _ = writeln!(out, "|---|---:|---:|---:|---:|");
+    for clients in [1, 2] {
+        let id = |mode: &str| format!("handshake/{mode}/p256/{clients}");
+        let paired = results.paired_ratio(&id("secret-on-svid-server"), &id("spiffe"));
+        let _ = writeln!(
+            out,
+            "| p256 | {clients} | {} | {} | {} |",
+            cell(results.get(&id("secret-on-svid-server")), rate),
+            cell(results.get(&id("spiffe")), rate),
+            cell(paired, show_ratio),
+        );
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -487,6 +620,14 @@ mod tests {
             put(&format!("identity-broken/{case}"), est(35_000.0, 0.02));
             put(&format!("go/x509keypair/{case}"), est(80_000.0, 0.05));
         }
+        put(
+            &format!("identity-unchanged/{SPIFFE_CASE}"),
+            est(120.0, 0.02),
+        );
+        put(
+            &format!("identity-rotation/{SPIFFE_CASE}"),
+            est(900.0, 0.05),
+        );
         for bits in ["rsa2048", "rsa3072", "rsa4096"] {
             // Sign: 0.4x Go (met); verify: 0.9x Go (not met).
             put(&format!("principal/sign/{bits}"), est(400_000.0, 0.02));
@@ -507,6 +648,17 @@ mod tests {
                         r.samples.insert(id, samples);
                     }
                 }
+            }
+        }
+        for clients in [1, 2] {
+            for (mode, ns) in [("secret-on-svid-server", 500_000.0), ("spiffe", 505_000.0)] {
+                let id = format!("handshake/{mode}/p256/{clients}");
+                let samples: Vec<f64> = (0..20)
+                    .map(|i| ns * (1.0 + f64::from(i % 5) * 0.01))
+                    .collect();
+                r.estimates
+                    .insert(id.clone(), Estimate::from_samples(&samples).unwrap());
+                r.samples.insert(id, samples);
             }
         }
         r
@@ -629,6 +781,78 @@ mod tests {
         assert_eq!(verdict_of(&rows, "rsa3072: PS512 sign"), None);
         assert!(
             render(&results).contains("| rsa3072: PS512 sign <= 0.5x go-jose | not measured |")
+        );
+    }
+
+    #[test]
+    fn spiffe_mode_has_its_own_rows_and_verdicts() {
+        let results = sample_results(true);
+        let rows = targets(&results);
+        // Paired ratio 500/505 per round: 0.990, above 0.98 on its whole interval.
+        assert_eq!(
+            verdict_of(&rows, "p256, 1 client(s): SPIFFE handshakes/s >= 0.98x"),
+            Some(Verdict::Met)
+        );
+        assert_eq!(
+            verdict_of(&rows, "p256 SPIFFE mode: identity cost per handshake"),
+            Some(Verdict::Met)
+        );
+        // The SPIFFE case is no key/format case: no rotation-vs-Go target, no row in
+        // the per-key table.
+        assert!(
+            rows.iter().all(|row| !row.target.starts_with(SPIFFE_CASE)),
+            "{rows:?}"
+        );
+        let table = render(&results);
+        assert!(!table.contains(&format!("| {SPIFFE_CASE} |")), "{table}");
+        assert!(
+            table.contains("### SPIFFE mode against Secret mode"),
+            "{table}"
+        );
+        assert!(
+            table.contains("| SPIFFE (P-256 SVID) | 120 ns [118 ns – 122 ns] | 900 ns"),
+            "{table}"
+        );
+        // SPIFFE / Secret unchanged: 120 / 150.
+        assert!(table.contains("| SPIFFE / Secret | 0.800x"), "{table}");
+        assert!(table.contains("| SPIFFE / Secret (paired) |"), "{table}");
+        // The paired ratio (500/505 every round); the other tables' ratios are 1.
+        assert!(table.contains("| 0.990x ["), "{table}");
+    }
+
+    #[test]
+    fn spiffe_rows_without_their_figures_are_not_measured() {
+        let mut results = sample_results(true);
+        for id in [
+            "handshake/spiffe/p256/1".to_owned(),
+            format!("identity-unchanged/{SPIFFE_CASE}"),
+        ] {
+            results.samples.remove(&id);
+            results.estimates.remove(&id);
+        }
+        let rows = targets(&results);
+        assert_eq!(
+            verdict_of(&rows, "p256, 1 client(s): SPIFFE handshakes/s"),
+            None
+        );
+        assert_eq!(
+            verdict_of(&rows, "p256 SPIFFE mode: identity cost per handshake"),
+            None
+        );
+        let table = render(&results);
+        assert!(
+            table.contains("| SPIFFE (P-256 SVID) | not measured | 900 ns"),
+            "{table}"
+        );
+        assert!(
+            table.lines().any(|l| l
+                .strip_prefix("| p256 | 1 | ")
+                .is_some_and(|rest| rest.ends_with("| not measured | not measured |"))),
+            "{table}"
+        );
+        assert!(
+            table.contains("| SPIFFE / Secret | not measured |"),
+            "{table}"
         );
     }
 
