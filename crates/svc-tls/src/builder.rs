@@ -12,14 +12,14 @@ use std::time::Duration;
 
 use rustls::crypto::CryptoProvider;
 
-use crate::options::SecretRef;
 use crate::report::{
-    DEFAULT_WARNING_PERIOD, DEFAULT_WATCH_FAILURE_THRESHOLD, MonotonicClock, NoopRecorder,
-    SystemClock,
+    DEFAULT_WARNING_PERIOD, DEFAULT_WATCH_FAILURE_THRESHOLD, MonotonicClock, SystemClock,
 };
+use crate::secret_ref::SecretRef;
 use crate::source::DEFAULT_SYNC_TIMEOUT;
 
-mod sealed {
+/// Seals [`Watched`]: only this crate's resolver and verifier implement it.
+pub(crate) mod sealed {
     pub trait Sealed {}
 }
 
@@ -31,22 +31,6 @@ pub trait Watched: sealed::Sealed {
 
     /// The recorder used when none is set (records nothing).
     fn no_recorder() -> Arc<Self::Recorder>;
-}
-
-impl sealed::Sealed for crate::resolver::IdentityResolver {}
-impl Watched for crate::resolver::IdentityResolver {
-    type Recorder = dyn crate::report::StateRecorder;
-    fn no_recorder() -> Arc<Self::Recorder> {
-        Arc::new(NoopRecorder)
-    }
-}
-
-impl sealed::Sealed for crate::verifier::TrustVerifier {}
-impl Watched for crate::verifier::TrustVerifier {
-    type Recorder = dyn crate::verifier::TrustRecorder;
-    fn no_recorder() -> Arc<Self::Recorder> {
-        Arc::new(NoopRecorder)
-    }
 }
 
 /// Builds a `T` ([`IdentityResolver`](crate::resolver::IdentityResolver) or

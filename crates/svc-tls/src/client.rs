@@ -76,9 +76,10 @@ use rustls::{ClientConfig, RootCertStore};
 use crate::error::OptionsError;
 use crate::material::{self, MaterialError};
 use crate::options::ClientCertificateSource;
-use crate::options::{ClientIdentityOptions, HostError, HttpProtocol, PeerOptions, SecretRef};
+use crate::options::{ClientIdentityOptions, HostError, HttpProtocol, PeerOptions};
 use crate::report::{DEFAULT_WARNING_PERIOD, NoopRecorder, SystemClock};
 use crate::resolver::{IdentityError, IdentityResolver};
+use crate::secret_ref::SecretRef;
 use crate::spiffe::{
     SpiffeEndpoint, SpiffeIdentitySource, SpiffeStartError, SpiffeTrustSource, WorkloadApiSource,
 };

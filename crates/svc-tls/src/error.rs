@@ -9,7 +9,7 @@
 use std::fmt;
 use std::time::SystemTime;
 
-use crate::options::SecretRef;
+use crate::secret_ref::SecretRef;
 
 /// A start-up configuration error: flags that cannot describe a usable setup.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

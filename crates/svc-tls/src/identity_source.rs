@@ -19,7 +19,7 @@ use std::sync::Arc;
 use rustls::crypto::CryptoProvider;
 
 use crate::material::{Identity, IdentityCache, MaterialError};
-use crate::options::SecretRef;
+use crate::secret_ref::SecretRef;
 use crate::source::SecretSource;
 
 /// Why one handshake-time reload failed (the last good identity was served instead).
@@ -62,18 +62,7 @@ impl fmt::Display for IdentityOrigin {
     }
 }
 
-/// The health of the channel through which a source learns about changes (for a
-/// Secret: its watch). While it is not connected, the source keeps answering from
-/// the last state it saw, which may be out of date.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SourceHealth {
-    /// Whether changes are being received (the watch is synced and not failing).
-    pub connected: bool,
-    /// The last error while not connected.
-    pub last_error: Option<String>,
-    /// Errors seen since the source started.
-    pub errors: u64,
-}
+pub use crate::source::SourceHealth;
 
 /// A source of the client identity, read on every handshake.
 ///

@@ -20,6 +20,7 @@ pub mod options;
 pub mod principal;
 pub mod report;
 pub mod resolver;
+mod secret_ref;
 pub mod source;
 pub mod spiffe;
 pub mod trust_source;

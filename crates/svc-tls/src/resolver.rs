@@ -44,11 +44,11 @@ pub use crate::identity_source::ReloadError;
 use crate::identity_source::{IdentitySource, SecretIdentitySource};
 use crate::material::Identity;
 use crate::material::MaterialErrorKind;
-use crate::options::SecretRef;
 use crate::report::{
     CertificateValidity, DEFAULT_WATCH_FAILURE_THRESHOLD, IdentityState, InvalidIdentity,
     MonotonicClock, Recovery, StaleWarning, StateRecorder, WarningLimiter, WatchHealthState,
 };
+use crate::secret_ref::SecretRef;
 use crate::source::{SecretSource, SourceError};
 
 /// Why an identity resolver could not be built.
@@ -154,6 +154,14 @@ impl fmt::Debug for IdentityResolver {
             .field("serial", &served.identity.serial_hex())
             .field("failures", &self.inner.failures.load(Ordering::Relaxed))
             .finish()
+    }
+}
+
+impl crate::builder::sealed::Sealed for IdentityResolver {}
+impl crate::builder::Watched for IdentityResolver {
+    type Recorder = dyn StateRecorder;
+    fn no_recorder() -> Arc<Self::Recorder> {
+        Arc::new(crate::report::NoopRecorder)
     }
 }
 

@@ -37,13 +37,24 @@ use kube_runtime::reflector::ObjectRef;
 use kube_runtime::watcher;
 use watch_ready::{Health, WaitError, WatchState, Watched};
 
-use crate::identity_source::SourceHealth;
-
-use crate::options::SecretRef;
+use crate::secret_ref::SecretRef;
 
 /// Default bound on waiting for the first sync of a Secret's cache: the workspace's one
 /// sync-timeout default (see `docs/decisions.md`, "One watch layer").
 pub use watch_ready::DEFAULT_SYNC_TIMEOUT;
+
+/// The health of the channel through which a source learns about changes (for a
+/// Secret: its watch). While it is not connected, the source keeps answering from
+/// the last state it saw, which may be out of date.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SourceHealth {
+    /// Whether changes are being received (the watch is synced and not failing).
+    pub connected: bool,
+    /// The last error while not connected.
+    pub last_error: Option<String>,
+    /// Errors seen since the source started.
+    pub errors: u64,
+}
 
 /// Why a Secret's cache could not be started.
 #[derive(Debug, thiserror::Error)]

@@ -26,7 +26,7 @@ use rustls::RootCertStore;
 use crate::material::{
     CA_CRT, MaterialError, SECRET_TYPE_TLS, TLS_CRT, TrustRoots, load_trust_detailed,
 };
-use crate::options::SecretRef;
+use crate::secret_ref::SecretRef;
 use crate::source::SecretSource;
 
 /// Which source the trusted roots come from.

@@ -38,8 +38,8 @@ use rustls::{DigitallySignedStruct, SignatureScheme};
 use rustls_pki_types::{CertificateDer, ServerName, UnixTime};
 
 use crate::builder::WatchedSecretBuilder;
-use crate::options::SecretRef;
 use crate::report::{MonotonicClock, NoopRecorder, WarningLimiter};
+use crate::secret_ref::SecretRef;
 use crate::source::{SecretSource, SourceError};
 use crate::trust_source::{
     SecretTrustSource, TrustAnchors, TrustOrigin, TrustReloadError, TrustSource,
@@ -286,6 +286,14 @@ impl fmt::Debug for TrustVerifier {
             .field("roots", &served.anchors.len())
             .field("failures", &self.inner.failures.load(Ordering::Relaxed))
             .finish()
+    }
+}
+
+impl crate::builder::sealed::Sealed for TrustVerifier {}
+impl crate::builder::Watched for TrustVerifier {
+    type Recorder = dyn TrustRecorder;
+    fn no_recorder() -> Arc<Self::Recorder> {
+        Arc::new(NoopRecorder)
     }
 }
 

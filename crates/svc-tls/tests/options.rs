@@ -232,13 +232,10 @@ fn help_names_the_service() {
 fn deprecated_reload_interval_is_accepted_ignored_and_reported_once() {
     // A prefix of its own: the "once" is per flag and per process.
     let cmd = || ClientIdentityOptions::augment(Command::new("svc"), Some("audit"));
-    let captured = CapturedLogs::new();
-    let writer = captured.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_writer(move || writer.clone())
-        .with_ansi(false)
-        .finish();
-    tracing::subscriber::with_default(subscriber, || {
+    // The process-wide capture: a thread-scoped subscriber races with other test
+    // threads over tracing's per-callsite interest cache.
+    let captured = CapturedLogs::global();
+    {
         let m = cmd()
             .try_get_matches_from([
                 "svc",
@@ -255,7 +252,7 @@ fn deprecated_reload_interval_is_accepted_ignored_and_reported_once() {
         assert_eq!(opts.secret().unwrap(), Some(SecretRef::new("ns", "cert")));
         // Reading the options again does not repeat the warning.
         ClientIdentityOptions::from_matches(&m, Some("audit")).unwrap();
-    });
+    }
     let logs = captured.text();
     assert_eq!(
         logs.matches("--audit-client-certificate-reload-interval is deprecated")

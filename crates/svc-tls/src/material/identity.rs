@@ -17,7 +17,7 @@ use super::key::{KeyKind, cert_key_kind, check_match, load_key, load_key_der};
 use super::pem::read_certificates;
 use super::secret::{check_type, required, secret_ref_of, within_cap};
 use super::{MaterialError, MaterialErrorKind, TLS_CRT, TLS_KEY};
-use crate::options::SecretRef;
+use crate::secret_ref::SecretRef;
 
 /// A loaded client identity: the certificate chain and signing key, ready to
 /// present, plus the leaf's serial, validity and key type.

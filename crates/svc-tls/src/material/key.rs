@@ -14,7 +14,7 @@ use x509_parser::x509::SubjectPublicKeyInfo;
 use super::der::{self, oid, tag};
 use super::pem::{contains, pem_reason};
 use super::{MaterialError, MaterialErrorKind, TLS_CRT, TLS_KEY};
-use crate::options::SecretRef;
+use crate::secret_ref::SecretRef;
 
 /// The key type of an identity.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -4,7 +4,7 @@ use rustls_pki_types::CertificateDer;
 use rustls_pki_types::pem::{self, PemObject};
 
 use super::{MaterialError, MaterialErrorKind};
-use crate::options::SecretRef;
+use crate::secret_ref::SecretRef;
 
 /// Every `CERTIFICATE` section of `pem`, in order; other sections are skipped.
 pub(super) fn read_certificates(

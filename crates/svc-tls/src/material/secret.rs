@@ -7,7 +7,7 @@ use super::{
     MAX_CERTIFICATE_VALUE_BYTES, MAX_KEY_VALUE_BYTES, MaterialError, MaterialErrorKind,
     SECRET_TYPE_TLS, TLS_KEY,
 };
-use crate::options::SecretRef;
+use crate::secret_ref::SecretRef;
 
 pub(super) fn secret_ref_of(secret: &Secret) -> SecretRef {
     SecretRef::new(

@@ -74,7 +74,6 @@
 //! and silently ignored a lone namespace; we do not reproduce that.
 
 use std::collections::HashSet;
-use std::fmt;
 use std::sync::{Mutex, PoisonError};
 
 #[cfg(doc)]
@@ -83,6 +82,8 @@ use clap::{Arg, ArgAction, ArgMatches};
 
 pub use crate::duration::{GoDuration, parse_go_duration};
 pub use crate::error::OptionsError;
+
+pub use crate::secret_ref::SecretRef;
 
 mod host;
 mod identity;
@@ -93,31 +94,6 @@ pub use identity::{
     ClientCertificateSource, ClientIdentityOptions, DEPRECATED_RELOAD_INTERVAL_DEFAULT,
 };
 pub use peer::{HttpProtocol, PeerOptions};
-
-/// A reference to a namespaced Secret. `Display` is `namespace/name`.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct SecretRef {
-    /// The Secret's namespace.
-    pub namespace: String,
-    /// The Secret's name.
-    pub name: String,
-}
-
-impl SecretRef {
-    /// A reference to `namespace/name`.
-    pub fn new(namespace: impl Into<String>, name: impl Into<String>) -> Self {
-        Self {
-            namespace: namespace.into(),
-            name: name.into(),
-        }
-    }
-}
-
-impl fmt::Display for SecretRef {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}/{}", self.namespace, self.name)
-    }
-}
 
 /// A flag taking one string value, as pflag's `StringVar`: any value (including
 /// empty, or starting with `-`), and the last of repeated occurrences wins.

@@ -14,7 +14,7 @@ use x509_parser::prelude::FromDer;
 use super::error::SvidError;
 use crate::material::{Identity, MaterialError};
 use crate::material::{KeyInput, MaterialErrorKind, TLS_CRT, TLS_KEY, build_identity};
-use crate::options::SecretRef;
+use crate::secret_ref::SecretRef;
 use crate::trust_source::TrustAnchors;
 
 /// The Workload API's field names, used in errors.
