@@ -43,14 +43,11 @@ use rustls::server::WebPkiClientVerifier;
 use rustls::{ClientConfig, RootCertStore, ServerConfig};
 use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer, ServerName};
-use svc_tls::client::{TrustMode, client_config};
+use svc_tls::client::{PeerTls, TrustMode, client_config};
 use svc_tls::options::SecretRef;
-use svc_tls::report::{DEFAULT_WARNING_PERIOD, NoopRecorder, SystemClock};
 use svc_tls::resolver::IdentityResolver;
-use svc_tls::spiffe::{
-    SpiffeEndpoint, SpiffeId, SpiffeIdentitySource, SpiffeTrustSource, WorkloadApiSource,
-};
-use svc_tls::verifier::{ServerAuthorization, TrustVerifier};
+use svc_tls::spiffe::{SpiffeEndpoint, SpiffeId, WorkloadApiSource};
+use svc_tls::verifier::TrustVerifier;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
@@ -315,34 +312,11 @@ fn secret_vs_spiffe(
             Duration::from_secs(30),
         ))
         .unwrap();
-    let server_id = SpiffeId::new(SERVER_ID).unwrap();
-    let trust = TrustVerifier::from_trust_source_authorizing(
-        Arc::new(SpiffeTrustSource::new(
-            workload.clone(),
-            server_id.trust_domain(),
-        )),
-        provider(),
-        Arc::new(NoopRecorder),
-        Arc::new(SystemClock::new()),
-        DEFAULT_WARNING_PERIOD,
-        ServerAuthorization::SpiffeId(server_id),
-    )
-    .unwrap();
-    let resolver = IdentityResolver::from_identity_source(
-        Arc::new(SpiffeIdentitySource::new(workload.clone())),
-        Arc::new(NoopRecorder),
-        Arc::new(SystemClock::new()),
-        DEFAULT_WARNING_PERIOD,
-    )
-    .unwrap();
-    let spiffe_config = Arc::new(
-        client_config(
-            provider(),
-            TrustMode::Watched(trust.clone()),
-            Some(&resolver),
-        )
-        .unwrap(),
-    );
+    // SPIFFE mode as a service builds it (svc-tls's `PeerTls::for_spiffe_id`).
+    let spiffe_tls = PeerTls::for_spiffe_id(&workload, SpiffeId::new(SERVER_ID).unwrap()).unwrap();
+    let resolver = spiffe_tls.identity().unwrap().clone();
+    let trust = spiffe_tls.trust_verifier().unwrap().clone();
+    let spiffe_config = Arc::new(spiffe_tls.config().unwrap());
 
     for clients in [1usize, 2] {
         let configs = [&secret_config, &spiffe_config];

@@ -81,7 +81,8 @@ use crate::report::{DEFAULT_WARNING_PERIOD, NoopRecorder, SystemClock};
 use crate::resolver::{IdentityError, IdentityResolver};
 use crate::secret_ref::SecretRef;
 use crate::spiffe::{
-    SpiffeEndpoint, SpiffeIdentitySource, SpiffeStartError, SpiffeTrustSource, WorkloadApiSource,
+    SpiffeEndpoint, SpiffeId, SpiffeIdentitySource, SpiffeStartError, SpiffeTrustSource,
+    WorkloadApiSource,
 };
 use crate::verifier::{ServerAuthorization, TrustError, TrustVerifier};
 use url::Url;
@@ -323,19 +324,13 @@ impl PeerTls {
         sync_timeout: Duration,
     ) -> Result<Self, PeerClientError> {
         let provider = Arc::new(crate::material::crypto_provider());
-        let host = match peer.host()? {
-            Some(url) => Ok(url),
-            None => Err(HostError::NotConfigured {
-                flag: PeerOptions::host_flag(peer.service()),
-            }),
-        };
+        // --S-host is checked before anything is read.
+        peer.host()?;
         if identity.source() == ClientCertificateSource::Spiffe {
             let endpoint = SpiffeEndpoint::from_env()?;
             let workload =
                 WorkloadApiSource::connect(endpoint, provider.clone(), sync_timeout).await?;
-            let mut tls = Self::from_spiffe(peer, identity, &workload)?;
-            tls.host = host;
-            return Ok(tls);
+            return Self::from_spiffe(peer, identity, &workload);
         }
         let ca = peer.ca_secret()?;
         let secret = identity.secret()?;
@@ -359,10 +354,21 @@ impl PeerTls {
             ),
             None => None,
         };
-        let mut tls = Self::new(provider, trust, identity).with_http_protocol(peer.http_protocol());
-        tls.host = host;
-        tls.pool_idle_timeout = peer.pool_idle_timeout();
-        Ok(tls)
+        Self::new(provider, trust, identity).for_peer(peer)
+    }
+
+    /// The peer's `--S-host` (checked; "not configured" naming the flag when unset),
+    /// `--S-http2` and `--S-pool-idle-timeout` applied.
+    fn for_peer(mut self, peer: &PeerOptions) -> Result<Self, PeerClientError> {
+        self.host = match peer.host()? {
+            Some(url) => Ok(url),
+            None => Err(HostError::NotConfigured {
+                flag: PeerOptions::host_flag(peer.service()),
+            }),
+        };
+        self.protocol = peer.http_protocol();
+        self.pool_idle_timeout = peer.pool_idle_timeout();
+        Ok(self)
     }
 
     /// SPIFFE mode over a Workload API stream the caller already holds (one stream can
@@ -393,6 +399,29 @@ impl PeerTls {
                 ),
             );
         }
+        Self::for_spiffe_id(workload, server_id)?.for_peer(peer)
+    }
+
+    /// SPIFFE mode without options: present `workload`'s current X509-SVID on every
+    /// handshake and accept only a server that chains to the current bundle of
+    /// `server_id`'s trust domain and presents exactly `server_id` (no host-name
+    /// check). Set the host with [`PeerTls::with_host`].
+    ///
+    /// ```no_run
+    /// # async fn f(workload: svc_tls::spiffe::WorkloadApiSource) -> Result<(), Box<dyn std::error::Error>> {
+    /// use svc_tls::client::PeerTls;
+    /// use svc_tls::spiffe::SpiffeId;
+    ///
+    /// let server = SpiffeId::new("spiffe://example.org/ns/unikorn/sa/identity")?;
+    /// let tls = PeerTls::for_spiffe_id(&workload, server)?
+    ///     .with_host("https://identity.unikorn:8443".parse()?);
+    /// let http = tls.reqwest_client()?;
+    /// # let _ = http; Ok(()) }
+    /// ```
+    pub fn for_spiffe_id(
+        workload: &WorkloadApiSource,
+        server_id: SpiffeId,
+    ) -> Result<Self, PeerClientError> {
         let provider = Arc::new(crate::material::crypto_provider());
         let trust = TrustVerifier::from_trust_source_authorizing(
             Arc::new(SpiffeTrustSource::new(
@@ -411,16 +440,11 @@ impl PeerTls {
             Arc::new(SystemClock::new()),
             DEFAULT_WARNING_PERIOD,
         )?;
-        let mut tls = Self::new(provider, TrustMode::Watched(trust), Some(resolver))
-            .with_http_protocol(peer.http_protocol());
-        tls.host = match peer.host()? {
-            Some(url) => Ok(url),
-            None => Err(HostError::NotConfigured {
-                flag: PeerOptions::host_flag(peer.service()),
-            }),
-        };
-        tls.pool_idle_timeout = peer.pool_idle_timeout();
-        Ok(tls)
+        Ok(Self::new(
+            provider,
+            TrustMode::Watched(trust),
+            Some(resolver),
+        ))
     }
 
     /// The peer's base URL, or [`HostError::NotConfigured`] naming the flag when the

@@ -13,17 +13,12 @@ use kube_testbed::poll_until;
 use kube_testbed::tls_server::{VerifyingServer, request, request_serial};
 use rustls::ClientConfig;
 use spiffe_testbed::{SvidInfo, WorkloadApi};
-use svc_tls::client::{PeerTls, TrustMode, client_config};
+use svc_tls::client::PeerTls;
 use svc_tls::identity_source::IdentityOrigin;
 use svc_tls::material::crypto_provider;
 use svc_tls::options::{ClientIdentityOptions, PeerOptions};
-use svc_tls::report::{DEFAULT_WARNING_PERIOD, NoopRecorder, SystemClock};
 use svc_tls::resolver::IdentityResolver;
-use svc_tls::spiffe::{
-    SpiffeEndpoint, SpiffeId, SpiffeIdentitySource, SpiffeStartError, SpiffeTrustSource,
-    WorkloadApiSource,
-};
-use svc_tls::verifier::{ServerAuthorization, TrustVerifier};
+use svc_tls::spiffe::{SpiffeEndpoint, SpiffeId, SpiffeStartError, WorkloadApiSource};
 
 const TD: &str = "example.org";
 const CLIENT_ID: &str = "spiffe://example.org/ns/unikorn/sa/region";
@@ -83,28 +78,11 @@ fn spiffe_client(
     workload: &WorkloadApiSource,
     server_id: &str,
 ) -> (IdentityResolver, Arc<ClientConfig>) {
-    let server_id = SpiffeId::new(server_id).unwrap();
-    let trust = TrustVerifier::from_trust_source_authorizing(
-        Arc::new(SpiffeTrustSource::new(
-            workload.clone(),
-            server_id.trust_domain(),
-        )),
-        provider(),
-        Arc::new(NoopRecorder),
-        Arc::new(SystemClock::new()),
-        DEFAULT_WARNING_PERIOD,
-        ServerAuthorization::SpiffeId(server_id),
+    let tls = PeerTls::for_spiffe_id(workload, SpiffeId::new(server_id).unwrap()).unwrap();
+    (
+        tls.identity().unwrap().clone(),
+        Arc::new(tls.config().unwrap()),
     )
-    .unwrap();
-    let resolver = IdentityResolver::from_identity_source(
-        Arc::new(SpiffeIdentitySource::new(workload.clone())),
-        Arc::new(NoopRecorder),
-        Arc::new(SystemClock::new()),
-        DEFAULT_WARNING_PERIOD,
-    )
-    .unwrap();
-    let config = client_config(provider(), TrustMode::Watched(trust), Some(&resolver)).unwrap();
-    (resolver, Arc::new(config))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
