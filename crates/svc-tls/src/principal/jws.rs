@@ -10,7 +10,6 @@ use reqwest::header::HeaderValue;
 use serde::Deserialize;
 use serde::de::{Deserializer, MapAccess, Visitor};
 
-use super::verify::VerifyError;
 use crate::material::der::{self, tag};
 
 /// Which JWS algorithms may be produced and accepted.
@@ -159,12 +158,6 @@ pub(super) fn sender_text(value: &str) -> String {
     }
 }
 
-pub(super) fn decode_part(part: &str, which: Part) -> Result<Vec<u8>, VerifyError> {
-    URL_SAFE_NO_PAD
-        .decode(part)
-        .map_err(|_| VerifyError::Base64 { part: which })
-}
-
 /// The protected header: a JSON object, every member name unique.
 pub(super) struct RawHeader {
     pub(super) alg: Option<serde_json::Value>,
@@ -213,42 +206,6 @@ impl<'de> Deserialize<'de> for RawHeader {
             }
         }
         deserializer.deserialize_map(HeaderVisitor)
-    }
-}
-
-pub(super) fn accept_algorithm(
-    header: &RawHeader,
-    policy: AlgorithmPolicy,
-) -> Result<Algorithm, VerifyError> {
-    let alg = match &header.alg {
-        None => return Err(VerifyError::MissingAlgorithm),
-        Some(serde_json::Value::String(alg)) => alg.as_str(),
-        Some(other) => {
-            return Err(VerifyError::AlgorithmNotAllowed {
-                alg: sender_text(&other.to_string()),
-                policy,
-            });
-        }
-    };
-    if alg.eq_ignore_ascii_case("none") {
-        return Err(VerifyError::AlgorithmNone);
-    }
-    if alg
-        .as_bytes()
-        .get(..2)
-        .is_some_and(|p| p.eq_ignore_ascii_case(b"HS"))
-    {
-        return Err(VerifyError::Hmac {
-            alg: sender_text(alg),
-        });
-    }
-    match Algorithm::from_name(alg) {
-        Some(Algorithm::Ps512) => Ok(Algorithm::Ps512),
-        Some(ecdsa) if policy.ecdsa() => Ok(ecdsa),
-        _ => Err(VerifyError::AlgorithmNotAllowed {
-            alg: sender_text(alg),
-            policy,
-        }),
     }
 }
 

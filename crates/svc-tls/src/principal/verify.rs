@@ -10,6 +10,8 @@
 
 use std::fmt;
 
+use base64::Engine as _;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use rsa::pkcs8::DecodePublicKey as _;
 use rsa::signature::Verifier as _;
 use rsa::traits::PublicKeyParts as _;
@@ -22,10 +24,7 @@ use x509_parser::oid_registry::{
 };
 use x509_parser::prelude::FromDer as _;
 
-use super::jws::{
-    Algorithm, AlgorithmPolicy, Part, RawHeader, accept_algorithm, decode_part, ecdsa_raw_to_der,
-    sender_text,
-};
+use super::jws::{Algorithm, AlgorithmPolicy, Part, RawHeader, ecdsa_raw_to_der, sender_text};
 
 /// RSA keys shorter than this are refused when verifying.
 pub const MIN_RSA_BITS: usize = 2048;
@@ -435,6 +434,45 @@ fn verify_ps512_general(
         rsa::pss::Signature::try_from(signature).map_err(|_| VerifyError::BadSignature)?;
     key.verify(message, &signature)
         .map_err(|_| VerifyError::BadSignature)
+}
+
+fn decode_part(part: &str, which: Part) -> Result<Vec<u8>, VerifyError> {
+    URL_SAFE_NO_PAD
+        .decode(part)
+        .map_err(|_| VerifyError::Base64 { part: which })
+}
+
+fn accept_algorithm(header: &RawHeader, policy: AlgorithmPolicy) -> Result<Algorithm, VerifyError> {
+    let alg = match &header.alg {
+        None => return Err(VerifyError::MissingAlgorithm),
+        Some(serde_json::Value::String(alg)) => alg.as_str(),
+        Some(other) => {
+            return Err(VerifyError::AlgorithmNotAllowed {
+                alg: sender_text(&other.to_string()),
+                policy,
+            });
+        }
+    };
+    if alg.eq_ignore_ascii_case("none") {
+        return Err(VerifyError::AlgorithmNone);
+    }
+    if alg
+        .as_bytes()
+        .get(..2)
+        .is_some_and(|p| p.eq_ignore_ascii_case(b"HS"))
+    {
+        return Err(VerifyError::Hmac {
+            alg: sender_text(alg),
+        });
+    }
+    match Algorithm::from_name(alg) {
+        Some(Algorithm::Ps512) => Ok(Algorithm::Ps512),
+        Some(ecdsa) if policy.ecdsa() => Ok(ecdsa),
+        _ => Err(VerifyError::AlgorithmNotAllowed {
+            alg: sender_text(alg),
+            policy,
+        }),
+    }
 }
 
 #[cfg(test)]
