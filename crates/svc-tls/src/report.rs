@@ -14,7 +14,7 @@
 use std::fmt;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use governor::clock::Clock as GovernorClock;
 use governor::middleware::NoOpMiddleware;
@@ -212,6 +212,17 @@ pub enum CertificateValidity {
         /// When it becomes valid.
         not_before: SystemTime,
     },
+}
+
+/// A time for logs, as certificates write it (UTC).
+pub(crate) fn time_text(t: SystemTime) -> String {
+    let secs = match t.duration_since(UNIX_EPOCH) {
+        Ok(d) => i64::try_from(d.as_secs()).unwrap_or(i64::MAX),
+        Err(e) => i64::try_from(e.duration().as_secs()).map_or(i64::MIN, |s| -s),
+    };
+    x509_parser::time::ASN1Time::from_timestamp(secs)
+        .map(|t| t.to_string())
+        .unwrap_or_else(|_| format!("{secs} (unix seconds)"))
 }
 
 impl CertificateValidity {

@@ -47,6 +47,7 @@ use crate::material::MaterialErrorKind;
 use crate::report::{
     CertificateValidity, DEFAULT_WATCH_FAILURE_THRESHOLD, IdentityState, InvalidIdentity,
     MonotonicClock, Recovery, StaleWarning, StateRecorder, WarningLimiter, WatchHealthState,
+    time_text,
 };
 use crate::secret_ref::SecretRef;
 use crate::source::{SecretSource, SourceError};
@@ -106,17 +107,6 @@ struct Inner {
 
 fn nanos(d: Duration) -> u64 {
     u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
-}
-
-/// A time for logs, as certificates write it (UTC).
-fn time_text(t: SystemTime) -> String {
-    let secs = match t.duration_since(UNIX_EPOCH) {
-        Ok(d) => i64::try_from(d.as_secs()).unwrap_or(i64::MAX),
-        Err(e) => i64::try_from(e.duration().as_secs()).map_or(i64::MIN, |s| -s),
-    };
-    x509_parser::time::ASN1Time::from_timestamp(secs)
-        .map(|t| t.to_string())
-        .unwrap_or_else(|_| format!("{secs} (unix seconds)"))
 }
 
 /// A resolver building block that is about validity errors.

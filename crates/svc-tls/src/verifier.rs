@@ -542,17 +542,16 @@ impl ServerCertVerifier for TrustVerifier {
         }
     }
 
+    // Signatures depend on the provider only, not on the roots: checked directly with
+    // its algorithms, as webpki's verifier does.
     fn verify_tls12_signature(
         &self,
         message: &[u8],
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.inner
-            .current
-            .load()
-            .verifier
-            .verify_tls12_signature(message, cert, dss)
+        let algorithms = &self.inner.provider.signature_verification_algorithms;
+        rustls::crypto::verify_tls12_signature(message, cert, dss, algorithms)
     }
 
     fn verify_tls13_signature(
@@ -561,18 +560,14 @@ impl ServerCertVerifier for TrustVerifier {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.inner
-            .current
-            .load()
-            .verifier
-            .verify_tls13_signature(message, cert, dss)
+        let algorithms = &self.inner.provider.signature_verification_algorithms;
+        rustls::crypto::verify_tls13_signature(message, cert, dss, algorithms)
     }
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
         self.inner
-            .current
-            .load()
-            .verifier
-            .supported_verify_schemes()
+            .provider
+            .signature_verification_algorithms
+            .supported_schemes()
     }
 }

@@ -185,23 +185,20 @@ impl WorkloadApiSource {
                 task,
             }),
         };
-        let first = tokio::time::timeout(timeout, async {
-            loop {
-                if let Some(snapshot) = &*shared.snapshot.load() {
-                    return snapshot.identity.clone().map(|_| ());
-                }
-                if seen.changed().await.is_err() {
-                    // The task is gone (it never ends on its own); treat as a timeout.
-                    std::future::pending::<()>().await;
-                }
-            }
-        })
-        .await;
+        // The sender lives in `shared`, so the wait ends only with a snapshot or the
+        // timeout.
+        let _ = tokio::time::timeout(timeout, seen.wait_for(|_| shared.snapshot.load().is_some()))
+            .await;
         let endpoint = shared.endpoint.to_string();
-        match first {
-            Ok(Ok(())) => Ok(source),
-            Ok(Err(error)) => Err(SpiffeStartError::InvalidSvid { endpoint, error }),
-            Err(_) => {
+        match shared.snapshot.load_full() {
+            Some(first) => match &first.identity {
+                Ok(_) => Ok(source),
+                Err(error) => Err(SpiffeStartError::InvalidSvid {
+                    endpoint,
+                    error: error.clone(),
+                }),
+            },
+            None => {
                 let link = shared.link.load();
                 let last = link.last_error.clone();
                 Err(match last {

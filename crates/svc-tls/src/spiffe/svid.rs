@@ -14,6 +14,7 @@ use x509_parser::prelude::FromDer;
 use super::error::SvidError;
 use crate::material::{Identity, MaterialError};
 use crate::material::{KeyInput, MaterialErrorKind, TLS_CRT, TLS_KEY, build_identity};
+use crate::report::{CertificateValidity, time_text};
 use crate::secret_ref::SecretRef;
 use crate::trust_source::TrustAnchors;
 
@@ -44,38 +45,27 @@ pub(super) fn identity_of(
         .map_err(|error| svid_error(spiffe_id, &error))
 }
 
-/// The validity check of an already loaded identity, at `now`.
+/// The validity check of an already loaded identity, at `now` (the same rule as a
+/// Secret's identity: [`CertificateValidity`]).
 pub(super) fn check_validity(identity: &Identity, now: SystemTime) -> Result<(), SvidError> {
-    let id = identity.spiffe_id().unwrap_or_default().to_owned();
-    let text = |t: SystemTime| {
-        let secs = t
-            .duration_since(SystemTime::UNIX_EPOCH)
-            .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX));
-        x509_parser::time::ASN1Time::from_timestamp(secs)
-            .map(|t| t.to_string())
-            .unwrap_or_else(|_| format!("{secs} (unix seconds)"))
+    let kind = match CertificateValidity::of(identity, now) {
+        CertificateValidity::Valid => return Ok(()),
+        CertificateValidity::NotYetValid { not_before } => {
+            MaterialErrorKind::CertificateNotYetValid {
+                not_before,
+                not_before_text: time_text(not_before),
+            }
+        }
+        CertificateValidity::Expired { not_after } => MaterialErrorKind::CertificateExpired {
+            not_after,
+            not_after_text: time_text(not_after),
+        },
     };
-    if now < identity.not_before() {
-        return Err(SvidError {
-            spiffe_id: id,
-            part: SVID_FIELD,
-            kind: MaterialErrorKind::CertificateNotYetValid {
-                not_before: identity.not_before(),
-                not_before_text: text(identity.not_before()),
-            },
-        });
-    }
-    if now > identity.not_after() {
-        return Err(SvidError {
-            spiffe_id: id,
-            part: SVID_FIELD,
-            kind: MaterialErrorKind::CertificateExpired {
-                not_after: identity.not_after(),
-                not_after_text: text(identity.not_after()),
-            },
-        });
-    }
-    Ok(())
+    Err(SvidError {
+        spiffe_id: identity.spiffe_id().unwrap_or_default().to_owned(),
+        part: SVID_FIELD,
+        kind,
+    })
 }
 
 fn svid_error(spiffe_id: String, error: &MaterialError) -> SvidError {
