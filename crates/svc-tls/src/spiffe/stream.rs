@@ -15,9 +15,10 @@ use tokio::task::AbortHandle;
 
 use super::SPIFFE_ENDPOINT_SOCKET;
 use super::error::{SpiffeStartError, SvidError};
-use super::svid::{SharedAnchors, anchors_of, identity_of, same_bundle, same_svid};
+use super::svid::{anchors_of, identity_of, same_bundle, same_svid};
 use crate::identity_source::SourceHealth;
 use crate::material::{Identity, MaterialErrorKind};
+use crate::trust_source::TrustAnchors;
 
 /// The first wait before reconnecting; doubled up to [`MAX_BACKOFF`] while failing.
 const MIN_BACKOFF: Duration = Duration::from_millis(100);
@@ -90,7 +91,7 @@ pub(super) struct Snapshot {
     pub(super) identity: Result<Identity, SvidError>,
     /// Each trust domain's bundle (by trust domain name), with its anchors; the
     /// same `Arc` as the previous snapshot's when the bundle is unchanged.
-    pub(super) bundles: HashMap<String, (Arc<X509Bundle>, Option<SharedAnchors>)>,
+    pub(super) bundles: HashMap<String, (Arc<X509Bundle>, Option<Arc<TrustAnchors>>)>,
 }
 
 /// Why the link failed, as far as start-up errors care.

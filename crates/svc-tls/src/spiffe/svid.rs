@@ -2,7 +2,6 @@
 //! loader as a Secret's identity (leaf parsed once, key type and validity checked, key
 //! matched to the leaf), fed with the DER the Workload API sends.
 
-use std::sync::Arc;
 use std::time::SystemTime;
 
 use rustls::RootCertStore;
@@ -124,6 +123,3 @@ pub(super) fn same_svid(a: &X509Svid, b: &X509Svid) -> bool {
             .zip(b.cert_chain())
             .all(|(x, y)| x.as_bytes() == y.as_bytes())
 }
-
-/// An `Arc` for sharing between snapshots.
-pub(super) type SharedAnchors = Arc<TrustAnchors>;
