@@ -7,15 +7,19 @@
 //!   then runs the whole test suite.
 //! - `codegen`: regenerates kube-construct's built-in registry table (`--check`: fail
 //!   when the committed output is stale).
+//! - `layers`: checks the layering of crates' modules (which module may name which)
+//!   against the rules in `layers.toml`.
 //! - `soak`: a million identity reloads and tens of thousands of handshakes in one
 //!   process, sampling its RSS; prints the table and "flat" or fails (not in `ci`).
-//! - `ci`: format check, `codegen --check`, clippy, cargo-deny (offline advisory snapshot), `test`, then
-//!   `bench --quick` (checks that it produces the table and chart, never a timing).
+//! - `ci`: format check, `codegen --check`, `layers`, clippy, cargo-deny (offline
+//!   advisory snapshot), `test`, then `bench --quick` (checks that it produces the
+//!   table and chart, never a timing).
 
 mod bench;
 mod chart;
 mod codegen;
 mod golang;
+mod layers;
 mod prepare;
 mod report;
 mod soak;
@@ -23,16 +27,18 @@ mod stats;
 
 use std::process::{Command, ExitCode};
 
-const USAGE: &str = "usage: cargo xtask <bench|test|ci|codegen|soak>
+const USAGE: &str = "usage: cargo xtask <bench|test|ci|codegen|layers|soak>
 
   bench   measure ours (benches/) and Go's (benches/go/) in one run, print the
           table, write docs/benchmarks.md and docs/benchmarks.svg
           (--quick: smoke run written under target/bench-report/;
            --check: exit non-zero when a measured target is not met)
   test    install what the tests need (as root), then run the whole suite
-  ci      fmt check, codegen --check, clippy -D warnings, cargo-deny, test,
-          then bench --quick
+  ci      fmt check, codegen --check, layers, clippy -D warnings, cargo-deny,
+          test, then bench --quick
   codegen regenerate the built-in registry table (--check: fail when stale)
+  layers  check that modules name only the modules layers.toml allows them to
+          (prints each forbidden path with file and line; fails when any)
   soak    a million identity reloads and 50 000 handshakes, RSS sampled; prints
           the table and the verdict, fails unless memory stayed flat
           (--reloads N, --handshakes N for shorter runs; not part of ci)";
@@ -44,6 +50,7 @@ fn main() -> ExitCode {
         Some("test") => test(&args[1..]),
         Some("ci") => ci(),
         Some("codegen") => codegen::run(&args[1..]),
+        Some("layers") => layers::run(&args[1..]),
         Some("soak") => soak::run(&args[1..]),
         Some("-h" | "--help" | "help") => {
             println!("{USAGE}");
@@ -100,6 +107,7 @@ fn test(extra: &[String]) -> Result<(), String> {
 fn ci() -> Result<(), String> {
     run_checked(cargo().args(["fmt", "--all", "--", "--check"]))?;
     codegen::run(&["--check".to_owned()])?;
+    layers::run(&[])?;
     run_checked(cargo().args([
         "clippy",
         "--workspace",
