@@ -58,11 +58,12 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
     for violation in &report.violations {
         println!("{violation}");
     }
+    let count = report.violations.len();
     let summary = format!(
-        "layers: {} files scanned, {} rules, {} violations",
+        "layers: {} files scanned, {} rules, {count} violation{}",
         report.files,
         report.rules,
-        report.violations.len()
+        if count == 1 { "" } else { "s" }
     );
     if report.violations.is_empty() {
         eprintln!("xtask: {summary}");
