@@ -32,10 +32,11 @@ use criterion::Criterion;
 use k8s_openapi::api::core::v1::Secret;
 use rustls::SignatureScheme;
 use rustls::client::ResolvesClientCert;
+use svc_tls::identity::SpiffeIdentitySource;
 use svc_tls::options::SecretRef;
 use svc_tls::report::{DEFAULT_WARNING_PERIOD, NoopRecorder, SystemClock};
 use svc_tls::resolver::IdentityResolver;
-use svc_tls::spiffe::{SpiffeEndpoint, SpiffeIdentitySource, WorkloadApiSource};
+use svc_tls::spiffe::{SpiffeEndpoint, WorkloadApiSource};
 
 const NS: &str = "bench";
 /// The SPIFFE-mode case's id (`identity-*/spiffe-p256`).

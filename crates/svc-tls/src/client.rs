@@ -73,18 +73,15 @@ use rustls::client::Resumption;
 use rustls::crypto::CryptoProvider;
 use rustls::{ClientConfig, RootCertStore};
 
-use crate::error::OptionsError;
+use crate::identity::{IdentityError, IdentityResolver, SpiffeIdentitySource};
+use crate::last_good::{DEFAULT_WARNING_PERIOD, NoopRecorder, SystemClock};
 use crate::material::{self, MaterialError};
 use crate::options::ClientCertificateSource;
-use crate::options::{ClientIdentityOptions, HostError, HttpProtocol, PeerOptions};
-use crate::report::{DEFAULT_WARNING_PERIOD, NoopRecorder, SystemClock};
-use crate::resolver::{IdentityError, IdentityResolver};
-use crate::secret_ref::SecretRef;
-use crate::spiffe::{
-    SpiffeEndpoint, SpiffeId, SpiffeIdentitySource, SpiffeStartError, SpiffeTrustSource,
-    WorkloadApiSource,
+use crate::options::{
+    ClientIdentityOptions, HostError, HttpProtocol, OptionsError, PeerOptions, SecretRef,
 };
-use crate::verifier::{ServerAuthorization, TrustError, TrustVerifier};
+use crate::spiffe::{SpiffeEndpoint, SpiffeId, SpiffeStartError, WorkloadApiSource};
+use crate::trust::{ServerAuthorization, SpiffeTrustSource, TrustError, TrustVerifier};
 use url::Url;
 
 /// Why a client could not be built.

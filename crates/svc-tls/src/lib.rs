@@ -1,27 +1,118 @@
 //! # svc-tls
 //!
 //! Who this service is to its peers: CA trust and client identity from
-//! `kubernetes.io/tls` Secrets or from the SPIFFE Workload API ([`spiffe`]), a rustls
+//! `kubernetes.io/tls` Secrets or from the SPIFFE Workload API, a rustls
 //! client-certificate resolver that re-reads the identity on every handshake, and JWS
 //! signing of the `X-Principal` payload with that identity's key (PS512 for RSA,
 //! ES256/ES384 for ECDSA).
+//!
+//! The crate is its two halves over one core:
+//!
+//! | module | what it is |
+//! |---|---|
+//! | [`identity`] | the identity seam, the handshake-time resolver, its Secret and SPIFFE sources |
+//! | [`trust`] | the trust seam, the handshake-time verifier, its Secret and SPIFFE-bundle sources |
+//! | [`last_good`] | the one last-good core both use: last good value, failure episodes, rate-limited warnings, watch health |
+//! | [`watch`] | the watched Secret (one reflector per Secret) and the builder of both halves over it |
+//! | [`spiffe`] | the SPIFFE Workload API stream |
+//! | [`material`] | bytes to identities and root sets (no I/O) |
+//! | [`origin`] | where a credential comes from |
+//! | [`options`], [`client`], [`principal`] | flags, peer clients, signed principals |
+//!
+//! What a service names is re-exported here, as `kube` does for `Client` and `Config`:
+//!
+//! ```no_run
+//! # async fn f(client: kube::Client) -> Result<(), Box<dyn std::error::Error>> {
+//! use std::time::Duration;
+//! use svc_tls::{ClientIdentityOptions, PeerOptions, PeerTls};
+//!
+//! let peer = PeerOptions::new("region").with_host_value("https://region.example");
+//! let identity = ClientIdentityOptions::new(None).with_secret("unikorn", "region-client-cert");
+//! let tls = PeerTls::from_options(&client, &peer, &identity, Duration::from_secs(30)).await?;
+//! let http = tls.reqwest_client()?;
+//! # let _ = http; Ok(()) }
+//! ```
 //!
 //! It deliberately does not own: building the service's general Kubernetes client
 //! (`kube-construct`; this crate takes a `kube::Client`), or server-side TLS.
 #![deny(missing_docs)]
 
-pub mod builder;
 pub mod client;
 pub mod duration;
-pub mod error;
-pub mod identity_source;
+pub mod identity;
+pub mod last_good;
 pub mod material;
 pub mod options;
+pub mod origin;
 pub mod principal;
-pub mod report;
-pub mod resolver;
-mod secret_ref;
-pub mod source;
 pub mod spiffe;
-pub mod trust_source;
-pub mod verifier;
+pub mod trust;
+pub mod watch;
+
+pub use client::{PeerClientError, PeerTls, TrustMode};
+pub use identity::{IdentityError, IdentityResolver, IdentitySource, IdentityState};
+pub use options::{ClientIdentityOptions, OptionsError, PeerOptions};
+pub use origin::{IdentityOrigin, SecretRef, TrustOrigin};
+pub use principal::{Principal, PrincipalSigner, VerifyError};
+pub use trust::{TrustError, TrustSource, TrustState, TrustVerifier};
+
+// The paths of the flat layout before `identity/`, `trust/`, `watch/` and
+// `last_good/`, kept for one release.
+
+/// The identity resolver (moved to [`identity`]).
+pub mod resolver {
+    pub use crate::identity::{
+        IdentityError, IdentityResolver, IdentityResolverBuilder, ReloadError,
+    };
+}
+
+/// The identity seam (moved to [`identity`] and [`origin`]).
+pub mod identity_source {
+    pub use crate::identity::{IdentitySource, ReloadError, SecretIdentitySource};
+    pub use crate::origin::{IdentityOrigin, SourceHealth};
+}
+
+/// The trust verifier (moved to [`trust`]).
+pub mod verifier {
+    pub use crate::trust::{
+        Recorder as TrustRecorder, ServerAuthorization, SpiffeIdMismatch, TrustError, TrustFailure,
+        TrustStaleWarning, TrustState, TrustVerifier, TrustVerifierBuilder,
+    };
+}
+
+/// The trust seam (moved to [`trust`], [`material`] and [`origin`]).
+pub mod trust_source {
+    pub use crate::material::{TrustAnchors, TrustCache};
+    pub use crate::origin::TrustOrigin;
+    pub use crate::trust::{SecretTrustSource, TrustReloadError, TrustSource};
+}
+
+/// The watched Secret (moved to [`watch`]).
+pub mod source {
+    pub use crate::origin::SourceHealth;
+    pub use crate::watch::{DEFAULT_SYNC_TIMEOUT, SecretSource, SourceError};
+}
+
+/// The shared builder (moved to [`watch`]).
+pub mod builder {
+    pub use crate::watch::{Watched, WatchedSecretBuilder};
+}
+
+/// Warnings, clocks, states and recorders (moved to [`last_good`], [`identity`] and
+/// [`material`]).
+pub mod report {
+    pub use crate::identity::{
+        IdentityState, InvalidIdentity, Recorder as StateRecorder, Recovery, StaleWarning,
+    };
+    pub use crate::last_good::{
+        DEFAULT_WARNING_PERIOD, DEFAULT_WATCH_FAILURE_THRESHOLD, MAX_WARNING_PERIOD, ManualClock,
+        MonotonicClock, NoopRecorder, SystemClock, WarningLimiter, WatchHealthState,
+    };
+    pub use crate::material::CertificateValidity;
+}
+
+/// Errors (moved to [`material`] and [`options`]).
+pub mod error {
+    pub use crate::material::{MaterialError, MaterialErrorKind};
+    pub use crate::options::OptionsError;
+}

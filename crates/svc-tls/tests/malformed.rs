@@ -160,7 +160,7 @@ async fn each_malformed_secret_fails_construction_with_its_error() {
             panic!("{}: expected a material error, got {err:?}", case.what);
         };
         assert!((case.expect)(material), "{}: got {material:?}", case.what);
-        assert_eq!(material.secret(), &secret_ref(), "{}", case.what);
+        assert_eq!(material.secret(), Some(&secret_ref()), "{}", case.what);
         let text = err.to_string();
         assert!(
             text.starts_with("client certificate ") && text.contains(&format!("{NS}/{NAME}")),

@@ -17,7 +17,7 @@ use super::key::{KeyKind, cert_key_kind, check_match, load_key, load_key_der};
 use super::pem::read_certificates;
 use super::secret::{check_type, required, secret_ref_of, within_cap};
 use super::{MaterialError, MaterialErrorKind, TLS_CRT, TLS_KEY};
-use crate::secret_ref::SecretRef;
+use crate::origin::{MaterialOrigin, SecretRef};
 
 /// A loaded client identity: the certificate chain and signing key, ready to
 /// present, plus the leaf's serial, validity and key type.
@@ -139,7 +139,7 @@ pub fn load_identity_from_pem_at(
     provider: &CryptoProvider,
     now: SystemTime,
 ) -> Result<Identity, MaterialError> {
-    let name = || secret.clone();
+    let name = || MaterialOrigin::from(secret.clone());
     if cert_pem.is_empty() {
         return Err(MaterialError::new(
             name(),
@@ -163,7 +163,7 @@ pub fn load_identity_from_pem_at(
 /// at start-up, where an expired or not-yet-valid leaf is served and reported
 /// rather than stopping the service).
 pub(super) fn load_core(
-    name: &dyn Fn() -> SecretRef,
+    name: &dyn Fn() -> MaterialOrigin,
     cert_pem: &[u8],
     key_pem: &[u8],
     provider: &CryptoProvider,
@@ -184,7 +184,7 @@ pub(crate) enum KeyInput<'a> {
 /// The chain (leaf first) and key to an identity: the leaf parsed once, its key type
 /// and validity checked, the key loaded and matched to the leaf.
 pub(crate) fn build_identity(
-    name: &dyn Fn() -> SecretRef,
+    name: &dyn Fn() -> MaterialOrigin,
     chain: Vec<CertificateDer<'static>>,
     key: KeyInput<'_>,
     provider: &CryptoProvider,

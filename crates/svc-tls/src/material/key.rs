@@ -14,7 +14,7 @@ use x509_parser::x509::SubjectPublicKeyInfo;
 use super::der::{self, oid, tag};
 use super::pem::{contains, pem_reason};
 use super::{MaterialError, MaterialErrorKind, TLS_CRT, TLS_KEY};
-use crate::secret_ref::SecretRef;
+use crate::origin::MaterialOrigin;
 
 /// The key type of an identity.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -268,7 +268,7 @@ fn describe_key(kind: KeyKind) -> String {
 }
 
 pub(super) fn load_key(
-    name: &dyn Fn() -> SecretRef,
+    name: &dyn Fn() -> MaterialOrigin,
     key_pem: &[u8],
     cert_kind: KeyKind,
     provider: &CryptoProvider,
@@ -310,7 +310,7 @@ pub(super) fn load_key(
 /// [`load_key`] for a key already out of its PEM (as the SPIFFE Workload API hands
 /// out PKCS#8 DER).
 pub(super) fn load_key_der(
-    name: &dyn Fn() -> SecretRef,
+    name: &dyn Fn() -> MaterialOrigin,
     key: PrivateKeyDer<'static>,
     cert_kind: KeyKind,
     provider: &CryptoProvider,
@@ -359,7 +359,7 @@ pub(super) fn load_key_der(
 
 /// The key's public key (as derived by the provider) must equal the leaf's.
 pub(super) fn check_match(
-    name: &dyn Fn() -> SecretRef,
+    name: &dyn Fn() -> MaterialOrigin,
     key: &dyn SigningKey,
     cert_spki: &SubjectPublicKeyInfo<'_>,
 ) -> Result<(), MaterialError> {

@@ -54,17 +54,21 @@
 //! `docs/decisions.md`, *Certificate validity*), through
 //! [`IdentityCache::load_ignoring_validity`].
 
+mod anchors;
 mod cache;
 pub(crate) mod der;
+mod error;
 mod identity;
 mod key;
 mod pem;
 mod provider;
 mod secret;
 mod trust;
+mod validity;
 
-pub use crate::error::{MaterialError, MaterialErrorKind};
+pub use anchors::{TrustAnchors, TrustCache};
 pub use cache::IdentityCache;
+pub use error::{MaterialError, MaterialErrorKind};
 pub use identity::{
     Identity, load_identity, load_identity_at, load_identity_from_pem, load_identity_from_pem_at,
 };
@@ -72,6 +76,7 @@ pub(crate) use identity::{KeyInput, build_identity};
 pub use key::KeyKind;
 pub use provider::crypto_provider;
 pub use trust::{TrustRoots, load_trust, load_trust_detailed};
+pub use validity::{CertificateValidity, time_text};
 
 /// The largest certificate value read (`tls.crt`, `ca.crt`): a leaf with its chain is
 /// a few KiB, and even a CA bundle of every public root (about 220 KiB) fits. Larger

@@ -4,11 +4,11 @@ use rustls_pki_types::CertificateDer;
 use rustls_pki_types::pem::{self, PemObject};
 
 use super::{MaterialError, MaterialErrorKind};
-use crate::secret_ref::SecretRef;
+use crate::origin::MaterialOrigin;
 
 /// Every `CERTIFICATE` section of `pem`, in order; other sections are skipped.
 pub(super) fn read_certificates(
-    name: &dyn Fn() -> SecretRef,
+    name: &dyn Fn() -> MaterialOrigin,
     key: &'static str,
     pem: &[u8],
 ) -> Result<Vec<CertificateDer<'static>>, MaterialError> {

@@ -7,18 +7,18 @@ use super::{
     MAX_CERTIFICATE_VALUE_BYTES, MAX_KEY_VALUE_BYTES, MaterialError, MaterialErrorKind,
     SECRET_TYPE_TLS, TLS_KEY,
 };
-use crate::secret_ref::SecretRef;
+use crate::origin::{MaterialOrigin, SecretRef};
 
-pub(super) fn secret_ref_of(secret: &Secret) -> SecretRef {
-    SecretRef::new(
+pub(super) fn secret_ref_of(secret: &Secret) -> MaterialOrigin {
+    MaterialOrigin::Secret(SecretRef::new(
         secret.metadata.namespace.clone().unwrap_or_default(),
         secret.metadata.name.clone().unwrap_or_default(),
-    )
+    ))
 }
 
 pub(super) fn check_type(
     secret: &Secret,
-    name: &dyn Fn() -> SecretRef,
+    name: &dyn Fn() -> MaterialOrigin,
 ) -> Result<(), MaterialError> {
     if secret.type_.as_deref() == Some(SECRET_TYPE_TLS) {
         Ok(())
@@ -36,7 +36,7 @@ pub(super) fn check_type(
 pub(super) fn required<'a>(
     secret: &'a Secret,
     key: &'static str,
-    name: &dyn Fn() -> SecretRef,
+    name: &dyn Fn() -> MaterialOrigin,
 ) -> Result<&'a [u8], MaterialError> {
     match secret.data.as_ref().and_then(|d| d.get(key)) {
         None => Err(MaterialError::new(
@@ -59,7 +59,7 @@ pub(super) fn required<'a>(
 pub(super) fn within_cap<'a>(
     value: &'a [u8],
     key: &'static str,
-    name: &dyn Fn() -> SecretRef,
+    name: &dyn Fn() -> MaterialOrigin,
 ) -> Result<&'a [u8], MaterialError> {
     let max = if key == TLS_KEY {
         MAX_KEY_VALUE_BYTES

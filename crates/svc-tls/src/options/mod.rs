@@ -81,9 +81,10 @@ use clap::Command;
 use clap::{Arg, ArgAction, ArgMatches};
 
 pub use crate::duration::{GoDuration, parse_go_duration};
-pub use crate::error::OptionsError;
+mod error;
+pub use error::OptionsError;
 
-pub use crate::secret_ref::SecretRef;
+pub use crate::origin::SecretRef;
 
 mod host;
 mod identity;

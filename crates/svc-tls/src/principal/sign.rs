@@ -13,8 +13,8 @@ use serde::Serialize;
 
 use super::PRINCIPAL_HEADER;
 use super::jws::{Algorithm, AlgorithmPolicy, PrincipalToken, ecdsa_der_to_raw};
+use crate::identity::IdentityResolver;
 use crate::material::Identity;
-use crate::resolver::IdentityResolver;
 
 /// Why a principal could not be signed.
 #[derive(Debug, thiserror::Error)]

@@ -16,9 +16,8 @@ use tokio::task::AbortHandle;
 use super::SPIFFE_ENDPOINT_SOCKET;
 use super::error::{SpiffeStartError, SvidError};
 use super::svid::{anchors_of, identity_of, same_bundle, same_svid};
-use crate::identity_source::SourceHealth;
-use crate::material::{Identity, MaterialErrorKind};
-use crate::trust_source::TrustAnchors;
+use crate::material::{Identity, MaterialErrorKind, TrustAnchors};
+use crate::origin::SourceHealth;
 
 /// The first wait before reconnecting; doubled up to [`MAX_BACKOFF`] while failing.
 const MIN_BACKOFF: Duration = Duration::from_millis(100);
@@ -82,16 +81,16 @@ impl fmt::Debug for SpiffeEndpoint {
 }
 
 /// One stream message, loaded: what the seams read on the handshake path.
-pub(super) struct Snapshot {
+pub(crate) struct Snapshot {
     /// Counts messages; orders identities for the resolver.
-    pub(super) generation: u64,
+    pub(crate) generation: u64,
     /// The default SVID as sent, to recognise an unchanged one after a reconnect.
     svid: Option<Arc<X509Svid>>,
     /// The default SVID, loaded (validity is checked per handshake, not here).
-    pub(super) identity: Result<Identity, SvidError>,
+    pub(crate) identity: Result<Identity, SvidError>,
     /// Each trust domain's bundle (by trust domain name), with its anchors; the
     /// same `Arc` as the previous snapshot's when the bundle is unchanged.
-    pub(super) bundles: HashMap<String, (Arc<X509Bundle>, Option<Arc<TrustAnchors>>)>,
+    pub(crate) bundles: HashMap<String, (Arc<X509Bundle>, Option<Arc<TrustAnchors>>)>,
 }
 
 /// Why the link failed, as far as start-up errors care.
@@ -106,18 +105,18 @@ pub(super) enum FailureKind {
 }
 
 #[derive(Debug, Clone)]
-pub(super) struct Link {
-    pub(super) connected: bool,
+pub(crate) struct Link {
+    pub(crate) connected: bool,
     pub(super) last_error: Option<(FailureKind, String)>,
     /// Whether a stream was ever opened (headers received).
     opened: bool,
 }
 
-pub(super) struct Shared {
+pub(crate) struct Shared {
     pub(super) endpoint: SpiffeEndpoint,
     provider: Arc<CryptoProvider>,
-    pub(super) snapshot: ArcSwapOption<Snapshot>,
-    pub(super) link: ArcSwap<Link>,
+    pub(crate) snapshot: ArcSwapOption<Snapshot>,
+    pub(crate) link: ArcSwap<Link>,
     errors: AtomicU64,
     changed: tokio::sync::watch::Sender<u64>,
 }
@@ -284,7 +283,9 @@ impl WorkloadApiSource {
         let _ = rx.wait_for(|g| *g > generation).await;
     }
 
-    pub(super) fn shared(&self) -> &Arc<Shared> {
+    /// The stream's shared state, which the seams' SPIFFE adapters read on every
+    /// handshake (pointer loads, no I/O).
+    pub(crate) fn shared(&self) -> &Arc<Shared> {
         &self.owner.shared
     }
 }

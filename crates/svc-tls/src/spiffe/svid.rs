@@ -11,11 +11,9 @@ use spiffe::{X509Bundle, X509Svid};
 use x509_parser::prelude::FromDer;
 
 use super::error::SvidError;
-use crate::material::{Identity, MaterialError};
+use crate::material::{CertificateValidity, Identity, MaterialError, TrustAnchors, time_text};
 use crate::material::{KeyInput, MaterialErrorKind, TLS_CRT, TLS_KEY, build_identity};
-use crate::report::{CertificateValidity, time_text};
-use crate::secret_ref::SecretRef;
-use crate::trust_source::TrustAnchors;
+use crate::origin::MaterialOrigin;
 
 /// The Workload API's field names, used in errors.
 const SVID_FIELD: &str = "x509_svid";
@@ -36,9 +34,10 @@ pub(super) fn identity_of(
     let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(
         svid.private_key().as_bytes().to_vec(),
     ));
-    // The loader names a Secret in its errors; an SVID has none, so its errors are
-    // translated to the Workload API's terms below.
-    let name = || SecretRef::new("", "");
+    // The loader's errors are translated to the Workload API's terms below.
+    let name = || MaterialOrigin::Svid {
+        spiffe_id: spiffe_id.clone(),
+    };
     build_identity(&name, chain, KeyInput::Der(key), provider, now)
         .map(|identity| identity.with_spiffe_id(&spiffe_id))
         .map_err(|error| svid_error(spiffe_id, &error))
@@ -46,7 +45,7 @@ pub(super) fn identity_of(
 
 /// The validity check of an already loaded identity, at `now` (the same rule as a
 /// Secret's identity: [`CertificateValidity`]).
-pub(super) fn check_validity(identity: &Identity, now: SystemTime) -> Result<(), SvidError> {
+pub(crate) fn check_validity(identity: &Identity, now: SystemTime) -> Result<(), SvidError> {
     let kind = match CertificateValidity::of(identity, now) {
         CertificateValidity::Valid => return Ok(()),
         CertificateValidity::NotYetValid { not_before } => {

@@ -360,7 +360,7 @@ impl Fixture {
     pub fn check_message(&self, err: &MaterialError) {
         let msg = err.to_string();
         assert!(msg.contains("unikorn/unikorn-client-certificate"), "{msg}");
-        assert_eq!(err.secret(), &secret_ref());
+        assert_eq!(err.secret(), Some(&secret_ref()));
         if let Some(key) = err.data_key() {
             assert!(msg.contains(key), "{msg}");
         }

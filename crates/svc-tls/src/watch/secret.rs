@@ -37,24 +37,11 @@ use kube_runtime::reflector::ObjectRef;
 use kube_runtime::watcher;
 use watch_ready::{Health, WaitError, WatchState, Watched};
 
-use crate::secret_ref::SecretRef;
+use crate::origin::{SecretRef, SourceHealth};
 
 /// Default bound on waiting for the first sync of a Secret's cache: the workspace's one
 /// sync-timeout default (see `docs/decisions.md`, "One watch layer").
 pub use watch_ready::DEFAULT_SYNC_TIMEOUT;
-
-/// The health of the channel through which a source learns about changes (for a
-/// Secret: its watch). While it is not connected, the source keeps answering from
-/// the last state it saw, which may be out of date.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SourceHealth {
-    /// Whether changes are being received (the watch is synced and not failing).
-    pub connected: bool,
-    /// The last error while not connected.
-    pub last_error: Option<String>,
-    /// Errors seen since the source started.
-    pub errors: u64,
-}
 
 /// Why a Secret's cache could not be started.
 #[derive(Debug, thiserror::Error)]
@@ -189,4 +176,15 @@ impl SecretSource {
             errors: status.errors,
         }
     }
+}
+
+/// A Secret's `resourceVersion` as a number, to order two snapshots of it. It is an
+/// etcd revision in practice; when it is not a number the snapshots are simply not
+/// ordered.
+pub fn resource_version(secret: &Secret) -> Option<u64> {
+    secret
+        .metadata
+        .resource_version
+        .as_deref()
+        .and_then(|v| v.parse::<u64>().ok())
 }

@@ -1,21 +1,6 @@
-//! The trust seam: where the handshake-time server-certificate verifier reads the
-//! roots it verifies peers against.
-//!
-//! A [`TrustSource`] says what it holds *now*: one whole root set
-//! ([`TrustAnchors`]), or why it has none. The verifier ([`crate::verifier`]) owns
-//! everything around that answer: falling back to the last good roots, the
-//! rate-limited warning, the visible state and the recorder. This mirrors the
-//! identity seam ([`crate::identity_source`]); the SPIFFE bundle source
-//! ([`crate::spiffe::SpiffeTrustSource`]) sits beside [`SecretTrustSource`].
-//!
-//! [`TrustSource::current`] runs on every TLS handshake: no I/O, no lock held while
-//! parsing, and no allocation beyond an `Arc` clone when nothing changed. The
-//! Secret source gets there with a [`TrustCache`]: the roots are parsed again only
-//! when `tls.crt` or `ca.crt` differ byte for byte from the last good load, and an
-//! unchanged Secret returns the *same* `Arc<TrustAnchors>`, which is how the
-//! verifier knows it can keep the webpki verifier it built for those roots.
+//! One whole root set ([`TrustAnchors`]) and the cache that loads a CA Secret's roots
+//! once per distinct content ([`TrustCache`]).
 
-use std::any::Any;
 use std::fmt;
 use std::sync::Arc;
 use std::time::SystemTime;
@@ -23,35 +8,7 @@ use std::time::SystemTime;
 use k8s_openapi::api::core::v1::Secret;
 use rustls::RootCertStore;
 
-use crate::material::{
-    CA_CRT, MaterialError, SECRET_TYPE_TLS, TLS_CRT, TrustRoots, load_trust_detailed,
-};
-use crate::secret_ref::SecretRef;
-use crate::source::SecretSource;
-
-/// Which source the trusted roots come from.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum TrustOrigin {
-    /// A CA Secret (`tls.crt` and `ca.crt`), watched through the API server.
-    Secret(SecretRef),
-    /// The X.509 bundle of a SPIFFE trust domain, from the Workload API.
-    SpiffeBundle {
-        /// The trust domain (e.g. `example.org`).
-        trust_domain: String,
-    },
-}
-
-impl fmt::Display for TrustOrigin {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Secret(secret) => write!(f, "CA Secret {secret}"),
-            Self::SpiffeBundle { trust_domain } => {
-                write!(f, "SPIFFE bundle of trust domain {trust_domain}")
-            }
-        }
-    }
-}
+use super::{CA_CRT, MaterialError, SECRET_TYPE_TLS, TLS_CRT, TrustRoots, load_trust_detailed};
 
 /// One whole root set, as read from one snapshot of the source.
 ///
@@ -97,49 +54,6 @@ impl TrustAnchors {
     /// The earliest `notAfter` among the root certificates, when known.
     pub fn not_after(&self) -> Option<SystemTime> {
         self.not_after
-    }
-}
-
-/// Why one handshake-time read of the roots failed (the last good roots were used).
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum TrustReloadError {
-    /// The CA Secret is not in the cache (deleted, or not yet recreated).
-    #[error("CA Secret {secret} not found")]
-    NotFound {
-        /// The Secret.
-        secret: SecretRef,
-    },
-    /// The CA Secret holds no usable root (the error names the Secret and data key).
-    #[error("CA {0}")]
-    Material(#[source] MaterialError),
-    /// The Workload API holds no usable bundle for the trust domain.
-    #[error("no usable SPIFFE bundle for trust domain {trust_domain}: {reason}")]
-    NoBundle {
-        /// The trust domain.
-        trust_domain: String,
-        /// Why.
-        reason: &'static str,
-    },
-}
-
-/// A source of the trusted roots, read on every handshake.
-///
-/// Object safe: the verifier holds an `Arc<dyn TrustSource>`.
-pub trait TrustSource: Any + Send + Sync + fmt::Debug {
-    /// Where the roots come from (for the state, logs and the recorder).
-    fn origin(&self) -> &TrustOrigin;
-
-    /// The root set the source holds now, or why it holds none. Returns the same
-    /// `Arc` as long as the content is unchanged.
-    ///
-    /// Called on the handshake path: it must not do I/O and must not hold a lock
-    /// while parsing.
-    fn current(&self) -> Result<Arc<TrustAnchors>, TrustReloadError>;
-
-    /// The last error of the watch or stream behind the source, if it is failing now.
-    fn watch_error(&self) -> Option<String> {
-        None
     }
 }
 
@@ -241,63 +155,11 @@ fn earliest_not_after(values: &[Option<&[u8]>]) -> Option<SystemTime> {
         .min()
 }
 
-/// The roots in a watched CA Secret: the Secret from the watch cache
-/// ([`SecretSource`], a map read and an `Arc` clone), loaded through a
-/// [`TrustCache`] so that unchanged bytes cost a comparison.
-pub struct SecretTrustSource {
-    origin: TrustOrigin,
-    source: SecretSource,
-    cache: TrustCache,
-}
-
-impl SecretTrustSource {
-    /// The roots in `source`'s Secret.
-    pub fn new(source: SecretSource) -> Self {
-        Self {
-            origin: TrustOrigin::Secret(source.secret_ref().clone()),
-            source,
-            cache: TrustCache::new(),
-        }
-    }
-
-    /// The watched Secret's cache.
-    pub fn secret_source(&self) -> &SecretSource {
-        &self.source
-    }
-}
-
-impl fmt::Debug for SecretTrustSource {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("SecretTrustSource")
-            .field("origin", &self.origin)
-            .field("cache", &self.cache)
-            .finish_non_exhaustive()
-    }
-}
-
-impl TrustSource for SecretTrustSource {
-    fn origin(&self) -> &TrustOrigin {
-        &self.origin
-    }
-
-    fn current(&self) -> Result<Arc<TrustAnchors>, TrustReloadError> {
-        match self.source.get() {
-            Some(object) => self.cache.load(&object).map_err(TrustReloadError::Material),
-            None => Err(TrustReloadError::NotFound {
-                secret: self.source.secret_ref().clone(),
-            }),
-        }
-    }
-
-    fn watch_error(&self) -> Option<String> {
-        self.source.last_watch_error()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
     use super::*;
+    use crate::material::{CA_CRT, SECRET_TYPE_TLS, TLS_CRT};
     use k8s_openapi::ByteString;
     use kube_testbed::pki::TestCa;
 

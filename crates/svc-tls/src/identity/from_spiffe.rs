@@ -1,19 +1,13 @@
-//! The two seams over one Workload API stream: the client identity (the SVID) and
-//! the trust roots (one trust domain's bundle).
+//! The X509-SVID from the SPIFFE Workload API: the SPIFFE adapter of the identity
+//! seam, over the process's one stream ([`WorkloadApiSource`]).
 
 use std::fmt;
-use std::sync::Arc;
 use std::time::SystemTime;
 
-use spiffe::TrustDomain;
-
-use super::error::SpiffeError;
-use super::stream::WorkloadApiSource;
-use super::svid::check_validity;
-use crate::identity_source::{IdentityOrigin, IdentitySource};
+use super::source::{IdentitySource, ReloadError};
 use crate::material::Identity;
-use crate::resolver::ReloadError;
-use crate::trust_source::{TrustAnchors, TrustOrigin, TrustReloadError, TrustSource};
+use crate::origin::IdentityOrigin;
+use crate::spiffe::{SpiffeError, WorkloadApiSource, check_validity};
 
 /// The X509-SVID from the Workload API, as the resolver's identity source.
 ///
@@ -57,10 +51,10 @@ impl SpiffeIdentitySource {
         let identity = snapshot
             .identity
             .as_ref()
-            .map_err(|e| ReloadError::Spiffe(SpiffeError::Svid(e.clone())))?;
+            .map_err(|e| ReloadError::Unavailable(Box::new(SpiffeError::Svid(e.clone()))))?;
         if check_time {
             check_validity(identity, SystemTime::now())
-                .map_err(|e| ReloadError::Spiffe(SpiffeError::Svid(e)))?;
+                .map_err(|e| ReloadError::OutsideValidity(Box::new(SpiffeError::Svid(e))))?;
         }
         Ok((identity.clone(), Some(snapshot.generation)))
     }
@@ -71,10 +65,10 @@ impl SpiffeIdentitySource {
             .health()
             .last_error
             .unwrap_or_else(|| "no message received".to_owned());
-        ReloadError::Spiffe(SpiffeError::StreamDown {
+        ReloadError::Unavailable(Box::new(SpiffeError::StreamDown {
             endpoint: self.source.endpoint().to_string(),
             error,
-        })
+        }))
     }
 }
 
@@ -108,69 +102,8 @@ impl IdentitySource for SpiffeIdentitySource {
             Some(snapshot) => snapshot
                 .identity
                 .clone()
-                .map_err(|e| ReloadError::Spiffe(SpiffeError::Svid(e))),
+                .map_err(|e| ReloadError::Unavailable(Box::new(SpiffeError::Svid(e)))),
             None => Err(self.stream_down()),
         }
-    }
-}
-
-/// One trust domain's X.509 bundle from the Workload API, as the verifier's trust
-/// source. A bundle update is used on the next handshake; an unchanged bundle gives
-/// the same `Arc`, so the verifier rebuilds nothing.
-pub struct SpiffeTrustSource {
-    origin: TrustOrigin,
-    trust_domain: String,
-    source: WorkloadApiSource,
-}
-
-impl SpiffeTrustSource {
-    /// The bundle of `trust_domain` in `source`'s stream.
-    pub fn new(source: WorkloadApiSource, trust_domain: &TrustDomain) -> Self {
-        let trust_domain = trust_domain.to_string();
-        Self {
-            origin: TrustOrigin::SpiffeBundle {
-                trust_domain: trust_domain.clone(),
-            },
-            trust_domain,
-            source,
-        }
-    }
-}
-
-impl fmt::Debug for SpiffeTrustSource {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("SpiffeTrustSource")
-            .field("origin", &self.origin)
-            .field("source", &self.source)
-            .finish()
-    }
-}
-
-impl TrustSource for SpiffeTrustSource {
-    fn origin(&self) -> &TrustOrigin {
-        &self.origin
-    }
-
-    fn current(&self) -> Result<Arc<TrustAnchors>, TrustReloadError> {
-        let snapshot = self.source.shared().snapshot.load();
-        let entry = snapshot
-            .as_ref()
-            .and_then(|s| s.bundles.get(&self.trust_domain));
-        match entry {
-            Some((_, Some(anchors))) => Ok(anchors.clone()),
-            Some((_, None)) => Err(TrustReloadError::NoBundle {
-                trust_domain: self.trust_domain.clone(),
-                reason: "none of its authorities is usable as a trust anchor",
-            }),
-            None => Err(TrustReloadError::NoBundle {
-                trust_domain: self.trust_domain.clone(),
-                reason: "the Workload API sent no bundle for it",
-            }),
-        }
-    }
-
-    fn watch_error(&self) -> Option<String> {
-        let health = self.source.health();
-        (!health.connected).then(|| health.last_error.unwrap_or_default())
     }
 }

@@ -1,9 +1,9 @@
 //! The one builder for what follows a watched Secret on every handshake: the identity
-//! resolver ([`IdentityResolverBuilder`](crate::resolver::IdentityResolverBuilder)) and
-//! the trust verifier ([`TrustVerifierBuilder`](crate::verifier::TrustVerifierBuilder))
+//! resolver ([`IdentityResolverBuilder`](crate::identity::IdentityResolverBuilder)) and
+//! the trust verifier ([`TrustVerifierBuilder`](crate::trust::TrustVerifierBuilder))
 //! take the same settings (sync timeout, crypto provider, recorder, clock, warning
-//! period), so they share them here; each adds only its own `build` (and the resolver
-//! its watch-failure threshold).
+//! period, watch-failure threshold), so they share them here; each half adds only its
+//! own `build`, beside its Secret adapter.
 
 use std::fmt;
 use std::marker::PhantomData;
@@ -12,11 +12,11 @@ use std::time::Duration;
 
 use rustls::crypto::CryptoProvider;
 
-use crate::report::{
-    DEFAULT_WARNING_PERIOD, DEFAULT_WATCH_FAILURE_THRESHOLD, MonotonicClock, SystemClock,
+use super::secret::DEFAULT_SYNC_TIMEOUT;
+use crate::last_good::{
+    DEFAULT_WARNING_PERIOD, DEFAULT_WATCH_FAILURE_THRESHOLD, MonotonicClock, Settings, SystemClock,
 };
-use crate::secret_ref::SecretRef;
-use crate::source::DEFAULT_SYNC_TIMEOUT;
+use crate::origin::SecretRef;
 
 /// Seals [`Watched`]: only this crate's resolver and verifier implement it.
 pub(crate) mod sealed {
@@ -33,8 +33,8 @@ pub trait Watched: sealed::Sealed {
     fn no_recorder() -> Arc<Self::Recorder>;
 }
 
-/// Builds a `T` ([`IdentityResolver`](crate::resolver::IdentityResolver) or
-/// [`TrustVerifier`](crate::verifier::TrustVerifier)) over a Secret watched through a
+/// Builds a `T` ([`IdentityResolver`](crate::identity::IdentityResolver) or
+/// [`TrustVerifier`](crate::trust::TrustVerifier)) over a Secret watched through a
 /// `kube::Client`; see `IdentityResolver::builder` and `TrustVerifier::builder`.
 pub struct WatchedSecretBuilder<T: Watched> {
     pub(crate) client: kube::Client,
@@ -99,7 +99,7 @@ impl<T: Watched> WatchedSecretBuilder<T> {
     }
 
     /// The clock of the warning limiter and staleness durations (default: the
-    /// system's monotonic clock). Tests use [`crate::report::ManualClock`].
+    /// system's monotonic clock). Tests use [`ManualClock`](crate::last_good::ManualClock).
     pub fn clock(mut self, clock: Arc<dyn MonotonicClock>) -> Self {
         self.clock = clock;
         self
@@ -107,11 +107,28 @@ impl<T: Watched> WatchedSecretBuilder<T> {
 
     /// At most one stale warning per this period (default one minute,
     /// [`DEFAULT_WARNING_PERIOD`]). Periods longer than
-    /// [`MAX_WARNING_PERIOD`](crate::report::MAX_WARNING_PERIOD) (a day) are clamped
+    /// [`MAX_WARNING_PERIOD`](crate::last_good::MAX_WARNING_PERIOD) (a day) are clamped
     /// to it.
     pub fn warning_period(mut self, period: Duration) -> Self {
         self.warning_period = period;
         self
+    }
+
+    /// How long the Secret's watch may fail before a (rate-limited) warning says that
+    /// rotations are not being seen (default one minute,
+    /// [`DEFAULT_WATCH_FAILURE_THRESHOLD`]).
+    pub fn watch_failure_threshold(mut self, threshold: Duration) -> Self {
+        self.watch_threshold = threshold;
+        self
+    }
+
+    /// The settings of the last-good core.
+    pub(crate) fn settings(&self) -> Settings {
+        Settings {
+            clock: self.clock.clone(),
+            warning_period: self.warning_period,
+            watch_threshold: self.watch_threshold,
+        }
     }
 
     /// The provider set, or the default one.

@@ -1,88 +1,15 @@
-//! Errors of the configuration ([`options`](crate::options)) and material
-//! ([`material`](crate::material)) layers.
+//! The material layer's error: which Secret, which data key, what is wrong.
 //!
-//! Every [`MaterialError`] names the Secret ([`SecretRef`]) and, where one is
-//! involved, the data key (`tls.crt`, `tls.key`, `ca.crt`). None of them ever
+//! Every [`MaterialError`] names what the material was read from
+//! ([`MaterialOrigin`]: a Secret, or an X509-SVID) and, where one is involved, the
+//! data key (`tls.crt`, `tls.key`, `ca.crt`). None of them ever
 //! carries key bytes, PEM text or parser output derived from key bytes: the
 //! reasons they carry are fixed texts chosen by this crate.
 
 use std::fmt;
 use std::time::SystemTime;
 
-use crate::secret_ref::SecretRef;
-
-/// A start-up configuration error: flags that cannot describe a usable setup.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum OptionsError {
-    /// One flag of a Secret reference is set and the other is not.
-    ///
-    /// One rule applies to CA and client-certificate references alike: both
-    /// flags set, or neither (an empty value counts as unset).
-    #[error("--{set} is set but --{missing} is not: set both flags or neither")]
-    HalfSetReference {
-        /// The flag that is set (without the leading `--`).
-        set: String,
-        /// The flag that is missing (without the leading `--`).
-        missing: String,
-    },
-    /// A flag was given a value outside its fixed set.
-    #[error("--{flag}={value:?} is not a valid value: expected one of {expected}")]
-    InvalidValue {
-        /// The flag (without the leading `--`).
-        flag: String,
-        /// The value given (as given).
-        value: String,
-        /// The values accepted, e.g. `secret, spiffe`.
-        expected: &'static str,
-    },
-    /// `--client-certificate-source=spiffe` with a client-certificate Secret flag:
-    /// the identity comes from one source or the other.
-    #[error(
-        "--{source_flag}=spiffe and --{secret_flag} are both set: the client certificate comes from the SPIFFE Workload API or from a Secret, set one or the other"
-    )]
-    SourceConflict {
-        /// The source flag (without the leading `--`).
-        source_flag: String,
-        /// The Secret flag that is set.
-        secret_flag: String,
-    },
-    /// `--spiffe-server-id` is not set in SPIFFE mode.
-    #[error(
-        "--{flag} is required with --{source_flag}=spiffe: give the SPIFFE ID the server must present (spiffe://<trust-domain>/<path>)"
-    )]
-    MissingSpiffeServerId {
-        /// The server-ID flag (without the leading `--`).
-        flag: String,
-        /// The source flag (without the leading `--`).
-        source_flag: String,
-    },
-    /// `--spiffe-server-id` does not parse as a SPIFFE ID.
-    #[error("--{flag}={value:?} is not a SPIFFE ID: {reason}")]
-    InvalidSpiffeId {
-        /// The flag (without the leading `--`).
-        flag: String,
-        /// The value given.
-        value: String,
-        /// Why it does not parse.
-        reason: String,
-    },
-    /// A flag the caller requires was not given.
-    #[error("--{flag} is required")]
-    MissingFlag {
-        /// The missing flag (without the leading `--`).
-        flag: String,
-    },
-    /// The matches were not produced by a command augmented with these options
-    /// (a programming error: `augment` and `from_matches` disagree on a name).
-    #[error("flag --{flag} is not defined on this command: {reason}")]
-    NotDefined {
-        /// The flag that could not be read.
-        flag: String,
-        /// clap's explanation.
-        reason: String,
-    },
-}
+use crate::origin::{MaterialOrigin, SecretRef};
 
 /// Why a Secret cannot serve as client identity or CA trust: which Secret, which
 /// data key, and what is wrong ([`MaterialErrorKind`]).
@@ -90,7 +17,7 @@ pub enum OptionsError {
 /// `Display` never includes key material.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MaterialError {
-    secret: SecretRef,
+    origin: MaterialOrigin,
     data_key: Option<&'static str>,
     kind: MaterialErrorKind,
 }
@@ -177,19 +104,31 @@ pub enum MaterialErrorKind {
 }
 
 impl MaterialError {
-    /// An error about `secret`'s data key `data_key` (`None` when it is about
-    /// the Secret as a whole).
-    pub fn new(secret: SecretRef, data_key: Option<&'static str>, kind: MaterialErrorKind) -> Self {
+    /// An error about `origin`'s data key `data_key` (`None` when it is about
+    /// the Secret as a whole); `origin` is a [`SecretRef`] or a [`MaterialOrigin`].
+    pub fn new(
+        origin: impl Into<MaterialOrigin>,
+        data_key: Option<&'static str>,
+        kind: MaterialErrorKind,
+    ) -> Self {
         Self {
-            secret,
+            origin: origin.into(),
             data_key,
             kind,
         }
     }
 
-    /// The Secret this error is about.
-    pub fn secret(&self) -> &SecretRef {
-        &self.secret
+    /// What the material was read from.
+    pub fn origin(&self) -> &MaterialOrigin {
+        &self.origin
+    }
+
+    /// The Secret this error is about, when the material came from one.
+    pub fn secret(&self) -> Option<&SecretRef> {
+        match &self.origin {
+            MaterialOrigin::Secret(secret) => Some(secret),
+            MaterialOrigin::Svid { .. } => None,
+        }
     }
 
     /// The data key this error is about (`None` for
@@ -216,64 +155,63 @@ impl MaterialError {
 impl fmt::Display for MaterialError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         use MaterialErrorKind as K;
-        let secret = &self.secret;
+        let secret = &self.origin;
         let key = self.data_key.unwrap_or("");
         match &self.kind {
             K::WrongType { found } => write!(
                 f,
-                "secret {secret}: type is {found:?}, expected \"kubernetes.io/tls\""
+                "{secret}: type is {found:?}, expected \"kubernetes.io/tls\""
             ),
-            K::MissingKey => write!(f, "secret {secret}: data key {key} is missing"),
-            K::EmptyKey => write!(f, "secret {secret}: data key {key} is empty"),
-            K::NotPem { reason } => write!(
-                f,
-                "secret {secret}: data key {key} is not valid PEM: {reason}"
-            ),
+            K::MissingKey => write!(f, "{secret}: data key {key} is missing"),
+            K::EmptyKey => write!(f, "{secret}: data key {key} is empty"),
+            K::NotPem { reason } => {
+                write!(f, "{secret}: data key {key} is not valid PEM: {reason}")
+            }
             K::NoCertificate => write!(
                 f,
-                "secret {secret}: data key {key} holds no PEM CERTIFICATE section"
+                "{secret}: data key {key} holds no PEM CERTIFICATE section"
             ),
             K::InvalidCertificate { reason } => write!(
                 f,
-                "secret {secret}: data key {key}: the leaf certificate cannot be parsed: {reason}"
+                "{secret}: data key {key}: the leaf certificate cannot be parsed: {reason}"
             ),
             K::NoPrivateKey => write!(
                 f,
-                "secret {secret}: data key {key} holds no PEM PRIVATE KEY, RSA PRIVATE KEY or EC PRIVATE KEY section"
+                "{secret}: data key {key} holds no PEM PRIVATE KEY, RSA PRIVATE KEY or EC PRIVATE KEY section"
             ),
             K::EncryptedKey => write!(
                 f,
-                "secret {secret}: data key {key} holds an encrypted private key; store it unencrypted"
+                "{secret}: data key {key} holds an encrypted private key; store it unencrypted"
             ),
             K::UnparseableKey { reason } => write!(
                 f,
-                "secret {secret}: data key {key}: the private key cannot be loaded: {reason}"
+                "{secret}: data key {key}: the private key cannot be loaded: {reason}"
             ),
             K::UnsupportedAlgorithm { algorithm } => write!(
                 f,
-                "secret {secret}: data key {key}: unsupported key algorithm {algorithm} (supported: RSA 2048-4096 bits, ECDSA P-256, ECDSA P-384, ECDSA P-521, Ed25519)"
+                "{secret}: data key {key}: unsupported key algorithm {algorithm} (supported: RSA 2048-4096 bits, ECDSA P-256, ECDSA P-384, ECDSA P-521, Ed25519)"
             ),
             K::KeyMismatch { cert_key, detail } => write!(
                 f,
-                "secret {secret}: the private key in {key} does not match the certificate in {cert_key}: {detail}"
+                "{secret}: the private key in {key} does not match the certificate in {cert_key}: {detail}"
             ),
             K::CertificateExpired { not_after_text, .. } => write!(
                 f,
-                "secret {secret}: data key {key}: the certificate expired at {not_after_text}"
+                "{secret}: data key {key}: the certificate expired at {not_after_text}"
             ),
             K::CertificateNotYetValid {
                 not_before_text, ..
             } => write!(
                 f,
-                "secret {secret}: data key {key}: the certificate is not valid before {not_before_text}"
+                "{secret}: data key {key}: the certificate is not valid before {not_before_text}"
             ),
             K::TooLarge { len, max } => write!(
                 f,
-                "secret {secret}: data key {key} is {len} bytes, more than the {max} bytes accepted"
+                "{secret}: data key {key} is {len} bytes, more than the {max} bytes accepted"
             ),
             K::NoUsableRoot { keys, ignored } => write!(
                 f,
-                "secret {secret}: none of the {ignored} certificate(s) in {keys} is usable as a trust root"
+                "{secret}: none of the {ignored} certificate(s) in {keys} is usable as a trust root"
             ),
         }
     }

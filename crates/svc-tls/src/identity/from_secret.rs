@@ -1,0 +1,184 @@
+//! The identity in a watched `kubernetes.io/tls` Secret, and the builder that
+//! starts its watch: the Secret adapter of the identity seam.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::Secret;
+use rustls::crypto::CryptoProvider;
+
+use super::resolver::{IdentityError, IdentityResolver};
+use super::source::{IdentitySource, ReloadError};
+use super::state::Recorder;
+use crate::last_good::NoopRecorder;
+use crate::material::{Identity, IdentityCache};
+use crate::origin::{IdentityOrigin, SecretRef, SourceHealth};
+use crate::watch::{SecretSource, Watched, WatchedSecretBuilder, resource_version, sealed};
+
+/// Builds an [`IdentityResolver`]; see [`IdentityResolver::builder`]. The settings
+/// are shared with the trust verifier's builder ([`WatchedSecretBuilder`]).
+pub type IdentityResolverBuilder = WatchedSecretBuilder<IdentityResolver>;
+
+impl sealed::Sealed for IdentityResolver {}
+impl Watched for IdentityResolver {
+    type Recorder = dyn Recorder;
+    fn no_recorder() -> Arc<Self::Recorder> {
+        Arc::new(NoopRecorder)
+    }
+}
+
+impl WatchedSecretBuilder<IdentityResolver> {
+    /// Starts the Secret's watch and waits, at most the sync timeout, for it to sync and
+    /// for the Secret to hold an identity.
+    ///
+    /// Fails with an error naming the Secret when it is missing or malformed, when the
+    /// watch is refused, or on timeout. A certificate that is expired or not yet valid
+    /// does not fail it: it is served, logged at `ERROR`, reported to the recorder and
+    /// marked in [`IdentityState::validity`](super::IdentityState::validity), and
+    /// replaced as soon as the Secret is renewed. Cancel-safe: dropping the future
+    /// stops the watch.
+    pub async fn build(self) -> Result<IdentityResolver, IdentityError> {
+        let provider = self.provider_or_default();
+        let settings = self.settings();
+        let source = SecretSource::watch(self.client, self.secret, self.timeout).await?;
+        IdentityResolver::with_settings(
+            Arc::new(SecretIdentitySource::new(source, provider)),
+            self.recorder,
+            settings,
+        )
+    }
+}
+
+impl IdentityResolver {
+    /// A builder for a resolver of the identity in `secret`, watched through `client`.
+    ///
+    /// ```no_run
+    /// # async fn f(client: kube::Client) -> Result<(), Box<dyn std::error::Error>> {
+    /// use svc_tls::{IdentityResolver, SecretRef};
+    ///
+    /// let secret = SecretRef::new("unikorn", "unikorn-region-client-certificate");
+    /// let resolver = IdentityResolver::builder(client, secret)
+    ///     .sync_timeout(std::time::Duration::from_secs(10))
+    ///     .build()
+    ///     .await?;
+    /// println!("presenting serial {}", resolver.state().serial_hex);
+    /// # Ok(()) }
+    /// ```
+    pub fn builder(client: kube::Client, secret: SecretRef) -> IdentityResolverBuilder {
+        WatchedSecretBuilder::new(client, secret)
+    }
+
+    /// A resolver over an already synced Secret source: the Secret must hold an
+    /// identity now (one outside its validity period is served and reported, see
+    /// [`IdentityResolverBuilder::build`]).
+    pub fn from_source(
+        source: SecretSource,
+        provider: Arc<CryptoProvider>,
+        recorder: Arc<dyn Recorder>,
+        clock: Arc<dyn crate::last_good::MonotonicClock>,
+        warning_period: Duration,
+    ) -> Result<Self, IdentityError> {
+        Self::from_identity_source(
+            Arc::new(SecretIdentitySource::new(source, provider)),
+            recorder,
+            clock,
+            warning_period,
+        )
+    }
+
+    /// The watched Secret's cache, when the identity comes from a Secret.
+    pub fn secret_source(&self) -> Option<&SecretSource> {
+        self.identity_source().watched_secret()
+    }
+
+    /// The crypto provider keys are loaded with, when the identity comes from a
+    /// Secret.
+    pub fn provider(&self) -> Option<&Arc<CryptoProvider>> {
+        self.identity_source().provider()
+    }
+}
+
+/// The identity in a watched `kubernetes.io/tls` Secret: the Secret from the
+/// watch cache ([`SecretSource`], a map read and an `Arc` clone), loaded through
+/// an [`IdentityCache`] so that unchanged bytes cost a comparison (why: see
+/// [`IdentityCache`]).
+pub struct SecretIdentitySource {
+    origin: IdentityOrigin,
+    source: SecretSource,
+    cache: IdentityCache,
+}
+
+impl SecretIdentitySource {
+    /// The identity in `source`'s Secret, keys loaded with `provider`.
+    pub fn new(source: SecretSource, provider: Arc<CryptoProvider>) -> Self {
+        Self {
+            origin: IdentityOrigin::Secret(source.secret_ref().clone()),
+            source,
+            cache: IdentityCache::new(provider),
+        }
+    }
+
+    /// The watched Secret's cache.
+    pub fn secret_source(&self) -> &SecretSource {
+        &self.source
+    }
+
+    /// The crypto provider keys are loaded with.
+    pub fn provider(&self) -> &Arc<CryptoProvider> {
+        self.cache.provider()
+    }
+}
+
+impl fmt::Debug for SecretIdentitySource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SecretIdentitySource")
+            .field("origin", &self.origin)
+            .field("cache", &self.cache)
+            .finish_non_exhaustive()
+    }
+}
+
+impl IdentitySource for SecretIdentitySource {
+    fn origin(&self) -> &IdentityOrigin {
+        &self.origin
+    }
+
+    fn current(&self) -> Result<Identity, ReloadError> {
+        self.current_versioned().map(|(identity, _)| identity)
+    }
+
+    fn current_versioned(&self) -> Result<(Identity, Option<u64>), ReloadError> {
+        let object = self.object()?;
+        let version = resource_version(&object);
+        let identity = self.cache.load(&object).map_err(ReloadError::Material)?;
+        Ok((identity, version))
+    }
+
+    fn current_ignoring_validity(&self) -> Result<Identity, ReloadError> {
+        let object = self.object()?;
+        self.cache
+            .load_ignoring_validity(&object)
+            .map_err(ReloadError::Material)
+    }
+
+    fn health(&self) -> Option<SourceHealth> {
+        Some(self.source.watch_health())
+    }
+
+    fn watched_secret(&self) -> Option<&SecretSource> {
+        Some(&self.source)
+    }
+
+    fn provider(&self) -> Option<&Arc<CryptoProvider>> {
+        Some(self.cache.provider())
+    }
+}
+
+impl SecretIdentitySource {
+    fn object(&self) -> Result<Arc<Secret>, ReloadError> {
+        self.source.get().ok_or_else(|| ReloadError::NotFound {
+            secret: self.source.secret_ref().clone(),
+        })
+    }
+}

@@ -1,0 +1,379 @@
+//! The handshake-time client-certificate resolver.
+//!
+//! [`IdentityResolver`] implements rustls's [`ResolvesClientCert`]. On **every**
+//! handshake it asks its [`IdentitySource`] (the identity seam) for the identity it
+//! holds now. For a Secret ([`SecretIdentitySource`](super::SecretIdentitySource)) that
+//! is the client-certificate Secret from the watch cache (a sync map read and an `Arc`
+//! clone), loaded through an
+//! [`IdentityCache`](crate::material::IdentityCache) that reuses the previous load when
+//! `tls.crt` and `tls.key` are byte-for-byte unchanged (time checks still run every
+//! handshake), so an unchanged Secret costs a byte comparison and any change is fully
+//! loaded on the very next handshake. No lock is held while loading and nothing on this
+//! path does I/O. Each handshake presents one whole identity built from one snapshot of
+//! the source: a certificate and a key from two different versions cannot be mixed.
+//!
+//! When a reload fails after a good one (malformed Secret, wrong key, deleted Secret),
+//! the last good identity is served, the failure is counted, and a warning is logged at
+//! most once per period (a minute by default) with how many failures were suppressed
+//! and how long the stale identity has been served. A deleted Secret keeps the last
+//! good identity; a recreated one is used on the next handshake. For the SPIFFE
+//! Workload API ([`SpiffeIdentitySource`](super::SpiffeIdentitySource)) the read is a
+//! pointer load of the newest SVID.
+//!
+//! All of that is the one last-good core ([`crate::last_good`]), shared with the trust
+//! verifier: the last good identity lives in a lock-free slot, handshakes swap a
+//! pointer, nothing waits on anything. This file words the lines and calls the
+//! recorder.
+//!
+//! # Pooled connections
+//! The identity is chosen during the TLS handshake. An established connection (for
+//! example one kept alive in `reqwest`'s pool) keeps the identity it was opened with
+//! until it is closed; only new connections present a rotated identity. TLS session
+//! resumption is disabled on configurations built by [`crate::client`], because a
+//! resumed handshake does not ask the resolver at all.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use rustls::SignatureScheme;
+use rustls::client::ResolvesClientCert;
+use rustls::sign::CertifiedKey;
+
+use super::source::{IdentitySource, ReloadError};
+use super::state::{IdentityState, InvalidIdentity, Recorder, Recovery, StaleWarning};
+use crate::last_good::{
+    Accepted, DEFAULT_WATCH_FAILURE_THRESHOLD, LastGood, MonotonicClock, Settings, WatchEvent,
+    WatchHealthState,
+};
+use crate::material::{CertificateValidity, Identity, time_text};
+use crate::watch::SourceError;
+
+/// Why an identity resolver could not be built.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum IdentityError {
+    /// The Secret's cache could not be started.
+    #[error(transparent)]
+    Source(#[from] SourceError),
+    /// The source holds no usable identity now: the Secret does not exist or is
+    /// malformed (naming the Secret and the data key), or the SVID is unusable; the
+    /// same reasons a handshake-time reload fails for.
+    #[error(transparent)]
+    Unusable(#[from] ReloadError),
+}
+
+struct Inner {
+    source: Arc<dyn IdentitySource>,
+    core: LastGood<Identity>,
+    recorder: Arc<dyn Recorder>,
+}
+
+fn same_identity(a: &Identity, b: &Identity) -> bool {
+    Arc::ptr_eq(a.certified_key(), b.certified_key())
+}
+
+/// A rustls client-certificate resolver that reloads the identity from its source
+/// on every handshake. Cheap to clone and share (an `Arc`): build it once at start-up
+/// and hand clones to every client configuration.
+#[derive(Clone)]
+pub struct IdentityResolver {
+    inner: Arc<Inner>,
+}
+
+impl fmt::Debug for IdentityResolver {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // Public facts only, never key material.
+        let served = self.inner.core.served();
+        f.debug_struct("IdentityResolver")
+            .field("source", self.inner.source.origin())
+            .field("serial", &served.value.serial_hex())
+            .field("failures", &self.inner.core.failures())
+            .finish()
+    }
+}
+
+impl IdentityResolver {
+    /// A resolver over any [`IdentitySource`]: it must hold an identity now (one
+    /// outside its validity period is served and reported, see
+    /// [`IdentityResolverBuilder::build`](super::IdentityResolverBuilder::build)).
+    pub fn from_identity_source(
+        source: Arc<dyn IdentitySource>,
+        recorder: Arc<dyn Recorder>,
+        clock: Arc<dyn MonotonicClock>,
+        warning_period: Duration,
+    ) -> Result<Self, IdentityError> {
+        Self::with_settings(
+            source,
+            recorder,
+            Settings {
+                clock,
+                warning_period,
+                watch_threshold: DEFAULT_WATCH_FAILURE_THRESHOLD,
+            },
+        )
+    }
+
+    pub(crate) fn with_settings(
+        source: Arc<dyn IdentitySource>,
+        recorder: Arc<dyn Recorder>,
+        settings: Settings,
+    ) -> Result<Self, IdentityError> {
+        let (identity, version, invalid) = match source.current_versioned() {
+            Ok((identity, version)) => (identity, version, false),
+            // Missing and malformed identities stop start-up; a certificate that is
+            // only outside its validity period does not (see docs/decisions.md).
+            Err(error) if error.is_validity_error() => {
+                (source.current_ignoring_validity()?, None, true)
+            }
+            Err(error) => return Err(error.into()),
+        };
+        let core = LastGood::new(identity, version, settings);
+        let served = core.served();
+        recorder.reloaded(source.origin(), &served.value, served.loaded_at);
+        drop(served);
+        let resolver = Self {
+            inner: Arc::new(Inner {
+                source,
+                core,
+                recorder,
+            }),
+        };
+        if invalid {
+            resolver.report_invalid_at_start();
+        }
+        Ok(resolver)
+    }
+
+    /// The start-up report of a certificate outside its validity period: one ERROR
+    /// (it takes the limiter's slot, so the failing handshakes that follow within the
+    /// period do not repeat it) and a recorder event.
+    fn report_invalid_at_start(&self) {
+        let inner = &*self.inner;
+        let served = inner.core.served();
+        let identity = &served.value;
+        let validity = CertificateValidity::of(identity, SystemTime::now());
+        let _ = inner.core.admit_warning();
+        tracing::error!(
+            source = %inner.source.origin(),
+            serial = %identity.serial_hex(),
+            not_before = %time_text(identity.not_before()),
+            not_after = %time_text(identity.not_after()),
+            validity = %validity,
+            "client certificate is {validity} at start-up; starting anyway and presenting it \
+             (peers will refuse it) until the Secret is renewed, which is picked up on the \
+             next handshake"
+        );
+        inner.recorder.invalid_identity(&InvalidIdentity {
+            source: inner.source.origin(),
+            serial_hex: identity.serial_hex(),
+            validity,
+            reload_error: None,
+            suppressed: 0,
+        });
+    }
+
+    /// Reads the identity from the source now, as a handshake does, and returns the
+    /// identity to present: the fresh one, or on failure the last good one.
+    ///
+    /// The served slot is written only when the identity changed, and never with an
+    /// identity read from an older version of the source than the one served.
+    pub fn reload(&self) -> Identity {
+        let identity = match self.inner.source.current_versioned() {
+            Ok((identity, version)) => self.serve(identity, version),
+            Err(error) => self.failed(&error),
+        };
+        self.check_watch_health();
+        identity
+    }
+
+    /// A successful read: present it, installing it if it is new.
+    fn serve(&self, identity: Identity, version: Option<u64>) -> Identity {
+        let inner = &*self.inner;
+        match inner.core.accept(identity.clone(), version, same_identity) {
+            Accepted::Same => {}
+            Accepted::Installed(served) => {
+                inner
+                    .recorder
+                    .reloaded(inner.source.origin(), &identity, served.loaded_at);
+            }
+            // This handshake read an older snapshot than the one served: present the
+            // newer identity.
+            Accepted::Older(current) => return current.value.clone(),
+        }
+        if let Some(episode) = inner.core.recover() {
+            let origin = inner.source.origin();
+            let (failures, suppressed) = (episode.failures, episode.suppressed);
+            tracing::info!(
+                source = %origin,
+                serial = %identity.serial_hex(),
+                failures,
+                episode_secs = episode.duration.as_secs(),
+                suppressed,
+                "client certificate reloaded again after {failures} failed reloads over {}s \
+                 ({suppressed} earlier recoveries not logged)",
+                episode.duration.as_secs(),
+            );
+            inner.recorder.recovered(&Recovery {
+                source: origin,
+                serial_hex: identity.serial_hex(),
+                failures,
+                duration: episode.duration,
+            });
+        }
+        identity
+    }
+
+    /// A failed read: count it, report it (rate-limited), present the last good identity.
+    fn failed(&self, error: &ReloadError) -> Identity {
+        let inner = &*self.inner;
+        let origin = inner.source.origin();
+        let failure = inner.core.fail();
+        inner
+            .recorder
+            .reload_failed(origin, error, failure.failures);
+        let identity = &failure.served.value;
+        let Some(suppressed) = failure.report else {
+            return identity.clone();
+        };
+        let validity = CertificateValidity::of(identity, SystemTime::now());
+        if validity.is_valid() {
+            let stale_for = failure.stale_for;
+            let warning = StaleWarning {
+                source: origin,
+                error,
+                serving_serial_hex: identity.serial_hex().to_string(),
+                stale_for,
+                suppressed,
+            };
+            tracing::warn!(
+                source = %origin,
+                error = %error,
+                serial = %warning.serving_serial_hex,
+                stale_for_secs = stale_for.as_secs(),
+                suppressed,
+                "client certificate reload failed; serving the last good identity \
+                 (stale for {}s, {} more failures suppressed since the last warning)",
+                stale_for.as_secs(),
+                suppressed,
+            );
+            inner.recorder.stale_warning(&warning);
+        } else {
+            // Not the generic stale warning: the identity served is itself refused by
+            // every peer.
+            tracing::error!(
+                source = %origin,
+                error = %error,
+                serial = %identity.serial_hex(),
+                not_before = %time_text(identity.not_before()),
+                not_after = %time_text(identity.not_after()),
+                validity = %validity,
+                suppressed,
+                "client certificate reload failed and the identity served is {validity}: \
+                 peers refuse it until the Secret holds a valid certificate \
+                 ({suppressed} more failures suppressed since the last report)",
+            );
+            inner.recorder.invalid_identity(&InvalidIdentity {
+                source: origin,
+                serial_hex: identity.serial_hex(),
+                validity,
+                reload_error: Some(error),
+                suppressed,
+            });
+        }
+        identity.clone()
+    }
+
+    /// At most once a second (one clock read and one atomic load otherwise), looks at
+    /// the source's watch and reports it.
+    fn check_watch_health(&self) {
+        let source = &self.inner.source;
+        if let Some((state, event)) = self.inner.core.check_watch(|| source.health()) {
+            self.report_watch(&state, event);
+        }
+    }
+
+    fn report_watch(&self, state: &WatchHealthState, event: Option<WatchEvent>) {
+        let inner = &*self.inner;
+        let origin = inner.source.origin();
+        match event {
+            None => {}
+            Some(WatchEvent::Recovered { failed_for }) => {
+                tracing::info!(
+                    source = %origin,
+                    failed_for_secs = failed_for.as_secs(),
+                    "the watch of the client certificate's source receives changes again \
+                     (it failed for {}s)",
+                    failed_for.as_secs(),
+                );
+                inner.recorder.watch_recovered(origin, failed_for);
+            }
+            Some(WatchEvent::Failing {
+                failing_for,
+                suppressed,
+            }) => {
+                tracing::warn!(
+                    source = %origin,
+                    error = state.last_error.as_deref().unwrap_or("none"),
+                    failing_for_secs = failing_for.as_secs(),
+                    suppressed,
+                    "the watch of the client certificate's source has been failing for {}s: \
+                     a renewed certificate would not be seen; presenting the identity last seen",
+                    failing_for.as_secs(),
+                );
+                inner.recorder.watch_failing(origin, state, failing_for);
+            }
+        }
+    }
+
+    /// The identity currently served (the last good one), without reloading.
+    pub fn current(&self) -> Identity {
+        self.inner.core.served().value.clone()
+    }
+
+    /// A snapshot of the visible state: serial, expiry, last good reload, failures,
+    /// whether the certificate is valid now, and the health of the source's watch.
+    pub fn state(&self) -> IdentityState {
+        let inner = &*self.inner;
+        let watch = inner
+            .core
+            .watch_state(inner.source.health())
+            .map(|(state, event)| {
+                self.report_watch(&state, event);
+                state
+            });
+        let served = inner.core.served();
+        let identity = &served.value;
+        IdentityState {
+            source: inner.source.origin().clone(),
+            serial_hex: identity.serial_hex().to_string(),
+            spiffe_id: identity.spiffe_id().map(str::to_owned),
+            not_after: identity.not_after(),
+            last_good_reload: served.loaded_at,
+            failures: inner.core.failures(),
+            stale: inner.core.is_stale(),
+            validity: CertificateValidity::of(identity, SystemTime::now()),
+            watch,
+        }
+    }
+
+    /// The source the identity is read from.
+    pub fn identity_source(&self) -> &dyn IdentitySource {
+        &*self.inner.source
+    }
+}
+
+impl ResolvesClientCert for IdentityResolver {
+    fn resolve(
+        &self,
+        _root_hint_subjects: &[&[u8]],
+        _sigschemes: &[SignatureScheme],
+    ) -> Option<Arc<CertifiedKey>> {
+        // The identity is presented whatever the hints say: the peer decides.
+        Some(self.reload().certified_key().clone())
+    }
+
+    fn has_certs(&self) -> bool {
+        true
+    }
+}

@@ -1,0 +1,120 @@
+//! Where a credential comes from: the names the rest of the crate uses in states,
+//! errors, logs and recorders, at the bottom of the crate so that neither seam has to
+//! import an implementation to say where its value came from.
+
+use std::fmt;
+
+/// A reference to a namespaced Secret. `Display` is `namespace/name`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct SecretRef {
+    /// The Secret's namespace.
+    pub namespace: String,
+    /// The Secret's name.
+    pub name: String,
+}
+
+impl SecretRef {
+    /// A reference to `namespace/name`.
+    pub fn new(namespace: impl Into<String>, name: impl Into<String>) -> Self {
+        Self {
+            namespace: namespace.into(),
+            name: name.into(),
+        }
+    }
+}
+
+impl fmt::Display for SecretRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", self.namespace, self.name)
+    }
+}
+
+/// What key material was read from, as a [`MaterialError`](crate::material::MaterialError)
+/// names it: the material layer takes bytes and this neutral name, and knows no
+/// source.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum MaterialOrigin {
+    /// A Secret's data (or PEM given under a Secret's name).
+    Secret(SecretRef),
+    /// An X509-SVID from the SPIFFE Workload API.
+    Svid {
+        /// The SVID's SPIFFE ID.
+        spiffe_id: String,
+    },
+}
+
+impl From<SecretRef> for MaterialOrigin {
+    fn from(secret: SecretRef) -> Self {
+        Self::Secret(secret)
+    }
+}
+
+impl fmt::Display for MaterialOrigin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Secret(secret) => write!(f, "secret {secret}"),
+            Self::Svid { spiffe_id } => write!(f, "X509-SVID {spiffe_id}"),
+        }
+    }
+}
+
+/// Which source the client identity comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum IdentityOrigin {
+    /// A `kubernetes.io/tls` Secret, watched through the API server.
+    Secret(SecretRef),
+    /// The X509-SVID streamed by the SPIFFE Workload API at `endpoint`.
+    Spiffe {
+        /// The Workload API address (`SPIFFE_ENDPOINT_SOCKET`).
+        endpoint: String,
+    },
+}
+
+impl fmt::Display for IdentityOrigin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Secret(secret) => write!(f, "Secret {secret}"),
+            Self::Spiffe { endpoint } => write!(f, "SPIFFE Workload API {endpoint}"),
+        }
+    }
+}
+
+/// Which source the trusted roots come from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum TrustOrigin {
+    /// A CA Secret (`tls.crt` and `ca.crt`), watched through the API server.
+    Secret(SecretRef),
+    /// The X.509 bundle of a SPIFFE trust domain, from the Workload API.
+    SpiffeBundle {
+        /// The trust domain (e.g. `example.org`).
+        trust_domain: String,
+    },
+}
+
+impl fmt::Display for TrustOrigin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Secret(secret) => write!(f, "CA Secret {secret}"),
+            Self::SpiffeBundle { trust_domain } => {
+                write!(f, "SPIFFE bundle of trust domain {trust_domain}")
+            }
+        }
+    }
+}
+
+/// The health of the channel through which a source learns about changes (for a
+/// Secret: its watch; for the SPIFFE Workload API: its stream). While it is not
+/// connected, the source keeps answering from the last state it saw, which may be out
+/// of date.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SourceHealth {
+    /// Whether changes are being received (the watch is synced and not failing).
+    pub connected: bool,
+    /// The last error while not connected.
+    pub last_error: Option<String>,
+    /// Errors seen since the source started.
+    pub errors: u64,
+}

@@ -1,0 +1,136 @@
+//! The roots in a watched CA Secret, and the builder that starts its watch: the
+//! Secret adapter of the trust seam.
+
+use std::fmt;
+use std::sync::Arc;
+
+use super::source::{ReloadError, TrustSource};
+use super::state::Recorder;
+use super::verifier::{TrustError, TrustVerifier};
+use crate::last_good::NoopRecorder;
+use crate::material::{TrustAnchors, TrustCache};
+use crate::origin::{SecretRef, SourceHealth, TrustOrigin};
+use crate::watch::{SecretSource, Watched, WatchedSecretBuilder, resource_version, sealed};
+
+/// Builds a [`TrustVerifier`]; see [`TrustVerifier::builder`]. The settings are
+/// shared with the identity resolver's builder ([`WatchedSecretBuilder`]).
+pub type TrustVerifierBuilder = WatchedSecretBuilder<TrustVerifier>;
+
+impl sealed::Sealed for TrustVerifier {}
+impl Watched for TrustVerifier {
+    type Recorder = dyn Recorder;
+    fn no_recorder() -> Arc<Self::Recorder> {
+        Arc::new(NoopRecorder)
+    }
+}
+
+impl WatchedSecretBuilder<TrustVerifier> {
+    /// Starts the CA Secret's watch and waits, at most the sync timeout, for it to
+    /// sync and for the Secret to hold at least one usable root.
+    ///
+    /// Fails with an error naming the Secret when it is missing or malformed, when
+    /// the watch is refused, or on timeout. Cancel-safe: dropping the future stops
+    /// the watch.
+    pub async fn build(self) -> Result<TrustVerifier, TrustError> {
+        let provider = self.provider_or_default();
+        let settings = self.settings();
+        let source = SecretSource::watch(self.client, self.secret, self.timeout).await?;
+        TrustVerifier::with_settings(
+            Arc::new(SecretTrustSource::new(source)),
+            provider,
+            self.recorder,
+            settings,
+            super::ServerAuthorization::HostName,
+        )
+    }
+}
+
+impl TrustVerifier {
+    /// A builder for a verifier trusting the roots in the CA Secret `secret`,
+    /// watched through `client`.
+    ///
+    /// ```no_run
+    /// # async fn f(client: kube::Client) -> Result<(), Box<dyn std::error::Error>> {
+    /// use svc_tls::{SecretRef, TrustVerifier};
+    ///
+    /// let ca = SecretRef::new("unikorn", "unikorn-identity-ca");
+    /// let trust = TrustVerifier::builder(client, ca).build().await?;
+    /// println!("trusting {} root(s)", trust.state().roots);
+    /// # Ok(()) }
+    /// ```
+    pub fn builder(client: kube::Client, secret: SecretRef) -> TrustVerifierBuilder {
+        WatchedSecretBuilder::new(client, secret)
+    }
+
+    /// The watched CA Secret's cache, when the roots come from a Secret.
+    pub fn secret_source(&self) -> Option<&SecretSource> {
+        self.trust_source().watched_secret()
+    }
+}
+
+/// The roots in a watched CA Secret: the Secret from the watch cache
+/// ([`SecretSource`], a map read and an `Arc` clone), loaded through a
+/// [`TrustCache`] so that unchanged bytes cost a comparison.
+pub struct SecretTrustSource {
+    origin: TrustOrigin,
+    source: SecretSource,
+    cache: TrustCache,
+}
+
+impl SecretTrustSource {
+    /// The roots in `source`'s Secret.
+    pub fn new(source: SecretSource) -> Self {
+        Self {
+            origin: TrustOrigin::Secret(source.secret_ref().clone()),
+            source,
+            cache: TrustCache::new(),
+        }
+    }
+
+    /// The watched Secret's cache.
+    pub fn secret_source(&self) -> &SecretSource {
+        &self.source
+    }
+}
+
+impl fmt::Debug for SecretTrustSource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SecretTrustSource")
+            .field("origin", &self.origin)
+            .field("cache", &self.cache)
+            .finish_non_exhaustive()
+    }
+}
+
+impl TrustSource for SecretTrustSource {
+    fn origin(&self) -> &TrustOrigin {
+        &self.origin
+    }
+
+    fn current(&self) -> Result<Arc<TrustAnchors>, ReloadError> {
+        self.current_versioned().map(|(anchors, _)| anchors)
+    }
+
+    fn current_versioned(&self) -> Result<(Arc<TrustAnchors>, Option<u64>), ReloadError> {
+        let Some(object) = self.source.get() else {
+            return Err(ReloadError::NotFound {
+                secret: self.source.secret_ref().clone(),
+            });
+        };
+        let version = resource_version(&object);
+        let anchors = self.cache.load(&object).map_err(ReloadError::Material)?;
+        Ok((anchors, version))
+    }
+
+    fn health(&self) -> Option<SourceHealth> {
+        Some(self.source.watch_health())
+    }
+
+    fn watch_error(&self) -> Option<String> {
+        self.source.last_watch_error()
+    }
+
+    fn watched_secret(&self) -> Option<&SecretSource> {
+        Some(&self.source)
+    }
+}

@@ -1,0 +1,75 @@
+//! One trust domain's X.509 bundle from the SPIFFE Workload API: the SPIFFE adapter
+//! of the trust seam, over the process's one stream ([`WorkloadApiSource`]).
+
+use std::fmt;
+use std::sync::Arc;
+
+use super::source::{ReloadError, TrustSource};
+use crate::material::TrustAnchors;
+use crate::origin::{SourceHealth, TrustOrigin};
+use crate::spiffe::{BundleError, TrustDomain, WorkloadApiSource};
+
+/// One trust domain's X.509 bundle from the Workload API, as the verifier's trust
+/// source. A bundle update is used on the next handshake; an unchanged bundle gives
+/// the same `Arc`, so the verifier rebuilds nothing.
+pub struct SpiffeTrustSource {
+    origin: TrustOrigin,
+    trust_domain: String,
+    source: WorkloadApiSource,
+}
+
+impl SpiffeTrustSource {
+    /// The bundle of `trust_domain` in `source`'s stream.
+    pub fn new(source: WorkloadApiSource, trust_domain: &TrustDomain) -> Self {
+        let trust_domain = trust_domain.to_string();
+        Self {
+            origin: TrustOrigin::SpiffeBundle {
+                trust_domain: trust_domain.clone(),
+            },
+            trust_domain,
+            source,
+        }
+    }
+}
+
+impl fmt::Debug for SpiffeTrustSource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SpiffeTrustSource")
+            .field("origin", &self.origin)
+            .field("source", &self.source)
+            .finish()
+    }
+}
+
+impl TrustSource for SpiffeTrustSource {
+    fn origin(&self) -> &TrustOrigin {
+        &self.origin
+    }
+
+    fn current(&self) -> Result<Arc<TrustAnchors>, ReloadError> {
+        let snapshot = self.source.shared().snapshot.load();
+        let entry = snapshot
+            .as_ref()
+            .and_then(|s| s.bundles.get(&self.trust_domain));
+        match entry {
+            Some((_, Some(anchors))) => Ok(anchors.clone()),
+            Some((_, None)) => {
+                Err(self.no_bundle("none of its authorities is usable as a trust anchor"))
+            }
+            None => Err(self.no_bundle("the Workload API sent no bundle for it")),
+        }
+    }
+
+    fn health(&self) -> Option<SourceHealth> {
+        Some(self.source.health())
+    }
+}
+
+impl SpiffeTrustSource {
+    fn no_bundle(&self, reason: &'static str) -> ReloadError {
+        ReloadError::Unavailable(Box::new(BundleError {
+            trust_domain: self.trust_domain.clone(),
+            reason,
+        }))
+    }
+}

@@ -1,0 +1,85 @@
+//! The trust seam: where the handshake-time server-certificate verifier reads the
+//! roots it verifies peers against.
+//!
+//! A [`TrustSource`] says what it holds *now*: one whole root set
+//! ([`TrustAnchors`]), or why it has none. The verifier
+//! ([`TrustVerifier`](super::TrustVerifier)) owns everything around that answer,
+//! through the one last-good core it shares with the identity resolver: falling back
+//! to the last good roots, the rate-limited warning, the visible state and the
+//! recorder. This crate has two sources, a watched CA Secret
+//! ([`SecretTrustSource`](super::SecretTrustSource)) and a SPIFFE trust domain's
+//! bundle ([`SpiffeTrustSource`](super::SpiffeTrustSource)); the seam knows neither.
+//!
+//! [`TrustSource::current`] runs on every TLS handshake: no I/O, no lock held while
+//! parsing, and no allocation beyond an `Arc` clone when nothing changed. It returns
+//! the *same* `Arc<TrustAnchors>` for unchanged content, which is how the verifier
+//! knows it can keep the webpki verifier it built for those roots.
+
+use std::fmt;
+use std::sync::Arc;
+
+use crate::material::{MaterialError, TrustAnchors};
+use crate::origin::{SecretRef, SourceHealth, TrustOrigin};
+use crate::watch::SecretSource;
+
+/// Why one handshake-time read of the roots failed (the last good roots were used).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ReloadError {
+    /// The CA Secret is not in the cache (deleted, or not yet recreated).
+    #[error("CA Secret {secret} not found")]
+    NotFound {
+        /// The Secret.
+        secret: SecretRef,
+    },
+    /// The CA Secret holds no usable root (the error names the Secret and data key).
+    #[error("CA {0}")]
+    Material(#[source] MaterialError),
+    /// The source gives no usable root set now: its stream is down, or it holds no
+    /// usable bundle (the error says which source and why).
+    #[error("{0}")]
+    Unavailable(#[source] Box<dyn std::error::Error + Send + Sync + 'static>),
+}
+
+/// A source of the trusted roots, read on every handshake.
+///
+/// Object safe: the verifier holds an `Arc<dyn TrustSource>`.
+pub trait TrustSource: Send + Sync + fmt::Debug {
+    /// Where the roots come from (for the state, logs and the recorder).
+    fn origin(&self) -> &TrustOrigin;
+
+    /// The root set the source holds now, or why it holds none. Returns the same
+    /// `Arc` as long as the content is unchanged.
+    ///
+    /// Called on the handshake path: it must not do I/O and must not hold a lock
+    /// while parsing.
+    fn current(&self) -> Result<Arc<TrustAnchors>, ReloadError>;
+
+    /// [`TrustSource::current`] with the version of what it was read from, when the
+    /// source has ordered versions (a Secret's `resourceVersion`). The verifier never
+    /// replaces the roots it uses with ones read from an older version, so a handshake
+    /// working from an older snapshot cannot undo a rotation.
+    fn current_versioned(&self) -> Result<(Arc<TrustAnchors>, Option<u64>), ReloadError> {
+        self.current().map(|anchors| (anchors, None))
+    }
+
+    /// The health of the source's change feed (a Secret's watch, the Workload API
+    /// stream), if it has one. Not called on every handshake (at most about once a
+    /// second, and by [`TrustVerifier::state`](super::TrustVerifier::state)).
+    fn health(&self) -> Option<SourceHealth> {
+        None
+    }
+
+    /// The last error of the watch or stream behind the source, if it is failing now.
+    fn watch_error(&self) -> Option<String> {
+        self.health()
+            .filter(|h| !h.connected)
+            .map(|h| h.last_error.unwrap_or_default())
+    }
+
+    /// The watched Secret's cache behind this source, when it reads one (for callers
+    /// that wait for a change to reach the cache).
+    fn watched_secret(&self) -> Option<&SecretSource> {
+        None
+    }
+}

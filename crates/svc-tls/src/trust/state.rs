@@ -1,0 +1,111 @@
+//! What the trust verifier tells the outside world: its visible state, the events of
+//! its rate-limited lines, and the [`Recorder`] that receives its state changes.
+
+use std::fmt;
+use std::time::{Duration, SystemTime};
+
+use crate::last_good::{NoopRecorder, WatchHealthState};
+use crate::material::TrustAnchors;
+use crate::origin::TrustOrigin;
+
+/// The verifier's visible state, as returned by [`TrustVerifier::state`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TrustState {
+    /// Where the roots are read from.
+    pub source: TrustOrigin,
+    /// How many roots are used (the last good set).
+    pub roots: usize,
+    /// The earliest `notAfter` among the roots used, when known.
+    pub not_after: Option<SystemTime>,
+    /// Wall-clock time the roots used were loaded.
+    pub last_good_reload: SystemTime,
+    /// Failed reloads since the verifier was built.
+    pub failures: u64,
+    /// Whether the most recent reload failed (the roots used are stale).
+    pub stale: bool,
+    /// The last error of the watch behind the source, if it is failing now.
+    pub watch_error: Option<String>,
+    /// The health of the source's watch (`None` for a source without one).
+    pub watch: Option<WatchHealthState>,
+}
+
+/// What a rate-limited stale-trust warning says.
+#[derive(Debug)]
+pub struct TrustStaleWarning<'a> {
+    /// Where the roots are read from.
+    pub source: &'a TrustOrigin,
+    /// Why the latest reload failed.
+    pub error: &'a (dyn std::error::Error + 'static),
+    /// How many roots the last good set holds (still used).
+    pub roots: usize,
+    /// How long the last good roots have been used since they were loaded.
+    pub stale_for: Duration,
+    /// Failures not warned about since the previous warning.
+    pub suppressed: u64,
+}
+
+/// The end of an episode of failed trust reloads.
+#[derive(Debug)]
+pub struct TrustRecovery<'a> {
+    /// Where the roots are read from.
+    pub source: &'a TrustOrigin,
+    /// How many roots are used now.
+    pub roots: usize,
+    /// Failed reloads during the episode.
+    pub failures: u64,
+    /// How long the episode lasted (first failure to recovery, monotonic clock).
+    pub duration: Duration,
+}
+
+/// Receives the trust verifier's state changes; implement it to export metrics.
+///
+/// Called on the handshake path: implementations must be cheap and must not block.
+/// Every method has a no-op default. It has the shape of the identity resolver's
+/// [`Recorder`](crate::identity::Recorder), with names of its own so that one type
+/// may implement both.
+pub trait Recorder: Send + Sync + fmt::Debug + 'static {
+    /// A new root set is used (at start-up, and each time the roots change; an
+    /// unchanged Secret is not reported again).
+    fn trust_loaded(&self, source: &TrustOrigin, anchors: &TrustAnchors, at: SystemTime) {
+        let _ = (source, anchors, at);
+    }
+
+    /// A reload failed; `failures` is the total number of failed reloads so far.
+    fn trust_reload_failed(
+        &self,
+        source: &TrustOrigin,
+        error: &(dyn std::error::Error + 'static),
+        failures: u64,
+    ) {
+        let _ = (source, error, failures);
+    }
+
+    /// A rate-limited stale-trust warning was logged (at `WARN` through `tracing`).
+    fn trust_stale_warning(&self, warning: &TrustStaleWarning<'_>) {
+        let _ = warning;
+    }
+
+    /// Reloads succeed again after an episode of failures (rate-limited; logged at
+    /// `INFO`).
+    fn trust_recovered(&self, recovery: &TrustRecovery<'_>) {
+        let _ = recovery;
+    }
+
+    /// The source's watch has been failing for `failing_for`, longer than the
+    /// threshold (rate-limited; logged at `WARN`).
+    fn trust_watch_failing(
+        &self,
+        source: &TrustOrigin,
+        health: &WatchHealthState,
+        failing_for: Duration,
+    ) {
+        let _ = (source, health, failing_for);
+    }
+
+    /// The source's watch receives changes again after it was seen failing.
+    fn trust_watch_recovered(&self, source: &TrustOrigin, failed_for: Duration) {
+        let _ = (source, failed_for);
+    }
+}
+
+impl Recorder for NoopRecorder {}

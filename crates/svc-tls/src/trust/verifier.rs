@@ -1,0 +1,444 @@
+//! The handshake-time server-certificate verifier: peer trust that follows its Secret.
+//!
+//! [`TrustVerifier`] implements rustls's [`ServerCertVerifier`]. On **every**
+//! handshake it asks its [`TrustSource`] (the trust seam) for the root set it holds
+//! now, and verifies the server's
+//! chain with webpki's verifier ([`WebPkiServerVerifier`]) for exactly those roots.
+//! The webpki verifier is built again only when the root set changes: the Secret
+//! source returns the same `Arc` for byte-identical `tls.crt`/`ca.crt`, so an
+//! unchanged Secret costs a cache read, a byte comparison and a pointer comparison.
+//! The verifier for the roots being served lives in the one last-good core
+//! ([`crate::last_good`], shared with the identity resolver): no lock is held and
+//! nothing on this path does I/O. A handshake takes one snapshot of that slot, so it
+//! verifies against one whole root set, never part of two.
+//!
+//! When a read fails after a good one (malformed CA Secret, no usable root, deleted
+//! Secret), the last good roots are used, the failure is counted, and a warning is
+//! logged at most once per period (a minute by default) with how many failures were
+//! suppressed and how long the stale roots have been used, exactly as for the
+//! identity; the end of such an episode and a watch failing for over a minute are
+//! each one rate-limited line. A Secret with no usable root therefore never replaces
+//! good roots; a recreated Secret is used on the next handshake.
+//!
+//! # Rotation with overlap
+//! cert-manager rotates a CA by writing `ca.crt` with the old and the new CA, then
+//! the new one only. While both are present, servers with either chain are accepted;
+//! afterwards only the new one. No restart and no new client is needed; connections
+//! already open keep the trust decision they were opened with (see
+//! [`crate::client`]).
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use rustls::client::WebPkiServerVerifier;
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::crypto::CryptoProvider;
+use rustls::{DigitallySignedStruct, SignatureScheme};
+use rustls_pki_types::{CertificateDer, ServerName, UnixTime};
+
+use super::authorization::{ServerAuthorization, authorize_spiffe_id, verify_chain};
+use super::source::{ReloadError, TrustSource};
+use super::state::{Recorder, TrustRecovery, TrustStaleWarning, TrustState};
+use crate::last_good::{
+    Accepted, DEFAULT_WATCH_FAILURE_THRESHOLD, LastGood, MonotonicClock, Served, Settings,
+    WatchEvent, WatchHealthState,
+};
+use crate::material::TrustAnchors;
+use crate::origin::TrustOrigin;
+use crate::watch::SourceError;
+
+/// Why a trust verifier could not be built (start-up).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum TrustError {
+    /// The CA Secret's cache could not be started.
+    #[error(transparent)]
+    Source(#[from] SourceError),
+    /// The source holds no usable root set now: the CA Secret does not exist or holds
+    /// no usable root (naming the Secret and the data key), or there is no usable
+    /// SPIFFE bundle; the same reasons a handshake-time reload fails for.
+    #[error(transparent)]
+    Unusable(#[from] ReloadError),
+    /// webpki's verifier could not be built for the roots.
+    #[error("building the server-certificate verifier for {origin} failed: {source}")]
+    Verifier {
+        /// Where the roots came from.
+        origin: TrustOrigin,
+        /// rustls's reason.
+        #[source]
+        source: rustls::client::VerifierBuilderError,
+    },
+}
+
+/// Why one handshake-time reload of the trust failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum TrustFailure {
+    /// The source had no usable roots.
+    #[error(transparent)]
+    Reload(#[from] ReloadError),
+    /// webpki's verifier could not be built for the new roots.
+    #[error("building the server-certificate verifier for {origin} failed: {source}")]
+    Verifier {
+        /// Where the roots came from.
+        origin: TrustOrigin,
+        /// rustls's reason.
+        #[source]
+        source: rustls::client::VerifierBuilderError,
+    },
+}
+
+/// The roots being used and webpki's verifier for them.
+#[derive(Debug)]
+struct Roots {
+    anchors: Arc<TrustAnchors>,
+    verifier: Arc<WebPkiServerVerifier>,
+}
+
+fn same_roots(a: &Roots, b: &Roots) -> bool {
+    Arc::ptr_eq(&a.anchors, &b.anchors)
+}
+
+struct Inner {
+    source: Arc<dyn TrustSource>,
+    provider: Arc<CryptoProvider>,
+    authorization: ServerAuthorization,
+    core: LastGood<Roots>,
+    recorder: Arc<dyn Recorder>,
+}
+
+/// A rustls server-certificate verifier whose roots follow a watched source (the
+/// peer's CA Secret, or a SPIFFE trust domain's bundle). Cheap to clone and share (an
+/// `Arc`): build it once at start-up and hand clones to every client configuration.
+#[derive(Clone)]
+pub struct TrustVerifier {
+    inner: Arc<Inner>,
+}
+
+impl fmt::Debug for TrustVerifier {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let served = self.inner.core.served();
+        f.debug_struct("TrustVerifier")
+            .field("source", self.inner.source.origin())
+            .field("roots", &served.value.anchors.len())
+            .field("failures", &self.inner.core.failures())
+            .finish()
+    }
+}
+
+fn build_verifier(
+    anchors: &TrustAnchors,
+    provider: &Arc<CryptoProvider>,
+) -> Result<Arc<WebPkiServerVerifier>, rustls::client::VerifierBuilderError> {
+    WebPkiServerVerifier::builder_with_provider(anchors.roots().clone(), provider.clone()).build()
+}
+
+impl TrustVerifier {
+    /// A verifier over any [`TrustSource`]: it must hold a usable root set now.
+    /// Servers are authorized by host name ([`ServerAuthorization::HostName`]).
+    pub fn from_trust_source(
+        source: Arc<dyn TrustSource>,
+        provider: Arc<CryptoProvider>,
+        recorder: Arc<dyn Recorder>,
+        clock: Arc<dyn MonotonicClock>,
+        warning_period: Duration,
+    ) -> Result<Self, TrustError> {
+        Self::from_trust_source_authorizing(
+            source,
+            provider,
+            recorder,
+            clock,
+            warning_period,
+            ServerAuthorization::HostName,
+        )
+    }
+
+    /// [`TrustVerifier::from_trust_source`], authorizing servers as `authorization` says.
+    pub fn from_trust_source_authorizing(
+        source: Arc<dyn TrustSource>,
+        provider: Arc<CryptoProvider>,
+        recorder: Arc<dyn Recorder>,
+        clock: Arc<dyn MonotonicClock>,
+        warning_period: Duration,
+        authorization: ServerAuthorization,
+    ) -> Result<Self, TrustError> {
+        let settings = Settings {
+            clock,
+            warning_period,
+            watch_threshold: DEFAULT_WATCH_FAILURE_THRESHOLD,
+        };
+        Self::with_settings(source, provider, recorder, settings, authorization)
+    }
+
+    pub(crate) fn with_settings(
+        source: Arc<dyn TrustSource>,
+        provider: Arc<CryptoProvider>,
+        recorder: Arc<dyn Recorder>,
+        settings: Settings,
+        authorization: ServerAuthorization,
+    ) -> Result<Self, TrustError> {
+        let (anchors, version) = source.current_versioned()?;
+        let verifier =
+            build_verifier(&anchors, &provider).map_err(|source_error| TrustError::Verifier {
+                origin: source.origin().clone(),
+                source: source_error,
+            })?;
+        let core = LastGood::new(Roots { anchors, verifier }, version, settings);
+        let served = core.served();
+        recorder.trust_loaded(source.origin(), &served.value.anchors, served.loaded_at);
+        drop(served);
+        Ok(Self {
+            inner: Arc::new(Inner {
+                source,
+                provider,
+                authorization,
+                core,
+                recorder,
+            }),
+        })
+    }
+
+    /// Reads the roots from the source now, as a handshake does, and returns the roots
+    /// and webpki's verifier to use: the ones for the current roots (a verifier built
+    /// only when they changed), or on failure the last good ones.
+    fn reload(&self) -> Arc<Served<Roots>> {
+        let served = match self.inner.source.current_versioned() {
+            Ok((anchors, version)) => self.serve(anchors, version),
+            Err(error) => self.failed(&TrustFailure::Reload(error)),
+        };
+        self.check_watch_health();
+        served
+    }
+
+    /// A successful read: use it, building its verifier if the roots are new.
+    fn serve(&self, anchors: Arc<TrustAnchors>, version: Option<u64>) -> Arc<Served<Roots>> {
+        let inner = &*self.inner;
+        let current = inner.core.served();
+        let served = if Arc::ptr_eq(&current.value.anchors, &anchors) {
+            arc_swap::Guard::into_inner(current)
+        } else {
+            drop(current);
+            let verifier = match build_verifier(&anchors, &inner.provider) {
+                Ok(verifier) => verifier,
+                Err(source) => {
+                    return self.failed(&TrustFailure::Verifier {
+                        origin: inner.source.origin().clone(),
+                        source,
+                    });
+                }
+            };
+            match inner
+                .core
+                .accept(Roots { anchors, verifier }, version, same_roots)
+            {
+                Accepted::Same => inner.core.served_full(),
+                Accepted::Installed(served) => {
+                    inner.recorder.trust_loaded(
+                        inner.source.origin(),
+                        &served.value.anchors,
+                        served.loaded_at,
+                    );
+                    served
+                }
+                // An older snapshot than the roots used: keep them.
+                Accepted::Older(current) => return current,
+            }
+        };
+        if let Some(episode) = inner.core.recover() {
+            let origin = inner.source.origin();
+            let (failures, suppressed) = (episode.failures, episode.suppressed);
+            let roots = served.value.anchors.len();
+            tracing::info!(
+                source = %origin,
+                roots,
+                failures,
+                episode_secs = episode.duration.as_secs(),
+                suppressed,
+                "CA trust reloaded again after {failures} failed reloads over {}s \
+                 ({suppressed} earlier recoveries not logged)",
+                episode.duration.as_secs(),
+            );
+            inner.recorder.trust_recovered(&TrustRecovery {
+                source: origin,
+                roots,
+                failures,
+                duration: episode.duration,
+            });
+        }
+        served
+    }
+
+    /// A failed read: count it, report it (rate-limited), use the last good roots.
+    fn failed(&self, failure: &TrustFailure) -> Arc<Served<Roots>> {
+        let inner = &*self.inner;
+        let origin = inner.source.origin();
+        let failed = inner.core.fail();
+        inner
+            .recorder
+            .trust_reload_failed(origin, failure, failed.failures);
+        if let Some(suppressed) = failed.report {
+            let stale_for = failed.stale_for;
+            let warning = TrustStaleWarning {
+                source: origin,
+                error: failure,
+                roots: failed.served.value.anchors.len(),
+                stale_for,
+                suppressed,
+            };
+            tracing::warn!(
+                source = %origin,
+                error = %failure,
+                roots = warning.roots,
+                stale_for_secs = stale_for.as_secs(),
+                suppressed,
+                "CA trust reload failed; verifying servers against the last good roots \
+                 (stale for {}s, {} more failures suppressed since the last warning)",
+                stale_for.as_secs(),
+                suppressed,
+            );
+            inner.recorder.trust_stale_warning(&warning);
+        }
+        failed.served
+    }
+
+    /// At most once a second, looks at the source's watch and reports it.
+    fn check_watch_health(&self) {
+        let source = &self.inner.source;
+        if let Some((state, event)) = self.inner.core.check_watch(|| source.health()) {
+            self.report_watch(&state, event);
+        }
+    }
+
+    fn report_watch(&self, state: &WatchHealthState, event: Option<WatchEvent>) {
+        let inner = &*self.inner;
+        let origin = inner.source.origin();
+        match event {
+            None => {}
+            Some(WatchEvent::Recovered { failed_for }) => {
+                tracing::info!(
+                    source = %origin,
+                    failed_for_secs = failed_for.as_secs(),
+                    "the watch of the CA trust's source receives changes again \
+                     (it failed for {}s)",
+                    failed_for.as_secs(),
+                );
+                inner.recorder.trust_watch_recovered(origin, failed_for);
+            }
+            Some(WatchEvent::Failing {
+                failing_for,
+                suppressed,
+            }) => {
+                tracing::warn!(
+                    source = %origin,
+                    error = state.last_error.as_deref().unwrap_or("none"),
+                    failing_for_secs = failing_for.as_secs(),
+                    suppressed,
+                    "the watch of the CA trust's source has been failing for {}s: \
+                     a rotated CA would not be seen; verifying against the roots last seen",
+                    failing_for.as_secs(),
+                );
+                inner
+                    .recorder
+                    .trust_watch_failing(origin, state, failing_for);
+            }
+        }
+    }
+
+    /// A snapshot of the visible state: roots used, failures, staleness, watch health.
+    pub fn state(&self) -> TrustState {
+        let inner = &*self.inner;
+        let watch = inner
+            .core
+            .watch_state(inner.source.health())
+            .map(|(state, event)| {
+                self.report_watch(&state, event);
+                state
+            });
+        let served = inner.core.served();
+        TrustState {
+            source: inner.source.origin().clone(),
+            roots: served.value.anchors.len(),
+            not_after: served.value.anchors.not_after(),
+            last_good_reload: served.loaded_at,
+            failures: inner.core.failures(),
+            stale: inner.core.is_stale(),
+            watch_error: inner.source.watch_error(),
+            watch,
+        }
+    }
+
+    /// The root set currently used (the last good one), without reloading.
+    pub fn current(&self) -> Arc<TrustAnchors> {
+        self.inner.core.served().value.anchors.clone()
+    }
+
+    /// The source the roots are read from.
+    pub fn trust_source(&self) -> &dyn TrustSource {
+        &*self.inner.source
+    }
+}
+
+impl ServerCertVerifier for TrustVerifier {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        server_name: &ServerName<'_>,
+        ocsp_response: &[u8],
+        now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        // One snapshot: the whole chain is verified against one root set.
+        let served = self.reload();
+        let roots = &served.value;
+        match &self.inner.authorization {
+            ServerAuthorization::HostName => roots.verifier.verify_server_cert(
+                end_entity,
+                intermediates,
+                server_name,
+                ocsp_response,
+                now,
+            ),
+            ServerAuthorization::SpiffeId(expected) => {
+                verify_chain(
+                    &roots.anchors,
+                    &self.inner.provider,
+                    end_entity,
+                    intermediates,
+                    now,
+                )?;
+                authorize_spiffe_id(end_entity, expected)?;
+                Ok(ServerCertVerified::assertion())
+            }
+        }
+    }
+
+    // Signatures depend on the provider only, not on the roots: checked directly with
+    // its algorithms, as webpki's verifier does.
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        let algorithms = &self.inner.provider.signature_verification_algorithms;
+        rustls::crypto::verify_tls12_signature(message, cert, dss, algorithms)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        let algorithms = &self.inner.provider.signature_verification_algorithms;
+        rustls::crypto::verify_tls13_signature(message, cert, dss, algorithms)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.inner
+            .provider
+            .signature_verification_algorithms
+            .supported_schemes()
+    }
+}

@@ -1,0 +1,14 @@
+//! Secrets watched through the API server: the one watch-driven cache of a Secret
+//! ([`SecretSource`]) that the Secret adapters of both seams read on every handshake,
+//! and the one builder ([`WatchedSecretBuilder`]) for what follows such a Secret (the
+//! identity resolver and the trust verifier).
+//!
+//! Nothing here knows the seams: the identity and trust halves implement
+//! [`Watched`] and add their own `build`.
+
+mod builder;
+mod secret;
+
+pub(crate) use builder::sealed;
+pub use builder::{Watched, WatchedSecretBuilder};
+pub use secret::{DEFAULT_SYNC_TIMEOUT, SecretSource, SourceError, resource_version};
