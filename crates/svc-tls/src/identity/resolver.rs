@@ -44,7 +44,7 @@ use super::source::{IdentitySource, ReloadError};
 use super::state::{IdentityState, InvalidIdentity, Recorder, Recovery, StaleWarning};
 use crate::last_good::{
     Accepted, DEFAULT_WATCH_FAILURE_THRESHOLD, LastGood, MonotonicClock, Settings, WatchEvent,
-    WatchHealthState,
+    WatchHealthState, WatchWords,
 };
 use crate::material::{CertificateValidity, Identity, time_text};
 use crate::watch::SourceError;
@@ -68,6 +68,11 @@ struct Inner {
     core: LastGood<Identity>,
     recorder: Arc<dyn Recorder>,
 }
+
+const WATCH_WORDS: WatchWords = WatchWords {
+    subject: "client certificate",
+    consequence: "a renewed certificate would not be seen; presenting the identity last seen",
+};
 
 fn same_identity(a: &Identity, b: &Identity) -> bool {
     Arc::ptr_eq(a.certified_key(), b.certified_key())
@@ -296,31 +301,13 @@ impl IdentityResolver {
     fn report_watch(&self, state: &WatchHealthState, event: Option<WatchEvent>) {
         let inner = &*self.inner;
         let origin = inner.source.origin();
+        let Some(event) = event else { return };
+        event.log(origin, state, WATCH_WORDS);
         match event {
-            None => {}
-            Some(WatchEvent::Recovered { failed_for }) => {
-                tracing::info!(
-                    source = %origin,
-                    failed_for_secs = failed_for.as_secs(),
-                    "the watch of the client certificate's source receives changes again \
-                     (it failed for {}s)",
-                    failed_for.as_secs(),
-                );
+            WatchEvent::Recovered { failed_for } => {
                 inner.recorder.watch_recovered(origin, failed_for);
             }
-            Some(WatchEvent::Failing {
-                failing_for,
-                suppressed,
-            }) => {
-                tracing::warn!(
-                    source = %origin,
-                    error = state.last_error.as_deref().unwrap_or("none"),
-                    failing_for_secs = failing_for.as_secs(),
-                    suppressed,
-                    "the watch of the client certificate's source has been failing for {}s: \
-                     a renewed certificate would not be seen; presenting the identity last seen",
-                    failing_for.as_secs(),
-                );
+            WatchEvent::Failing { failing_for, .. } => {
                 inner.recorder.watch_failing(origin, state, failing_for);
             }
         }

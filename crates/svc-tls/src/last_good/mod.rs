@@ -12,7 +12,8 @@
 //! watch behind the source is looked at by at most one handshake a second
 //! ([`watch_health`]).
 //!
-//! Nothing here logs or records: the adapters word their own lines. Nothing waits on
+//! Nothing here records, and only the watch lines are worded here (the halves pass
+//! their words): the adapters word their other lines and call their recorders. Nothing waits on
 //! anything: atomics and one pointer swap.
 
 mod clock;
@@ -28,7 +29,7 @@ use arc_swap::{ArcSwap, Guard};
 pub use clock::{ManualClock, MonotonicClock, SystemClock};
 pub use limiter::{DEFAULT_WARNING_PERIOD, MAX_WARNING_PERIOD, WarningLimiter};
 pub use watch_health::{DEFAULT_WATCH_FAILURE_THRESHOLD, WatchHealthState};
-pub(crate) use watch_health::{WatchEvent, WatchTracker};
+pub(crate) use watch_health::{WatchEvent, WatchTracker, WatchWords};
 
 use crate::origin::SourceHealth;
 

@@ -53,6 +53,48 @@ pub(crate) enum WatchEvent {
     },
 }
 
+/// How a half names itself in the watch lines: the subject (`client certificate`,
+/// `CA trust`) and what a failing watch means for it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct WatchWords {
+    /// Whose source it is (e.g. `client certificate`).
+    pub(crate) subject: &'static str,
+    /// What is missed and what is used meanwhile.
+    pub(crate) consequence: &'static str,
+}
+
+impl WatchEvent {
+    /// Logs the event: `INFO` for a recovery, `WARN` for a failing watch.
+    pub(crate) fn log(
+        &self,
+        origin: &dyn std::fmt::Display,
+        state: &WatchHealthState,
+        words: WatchWords,
+    ) {
+        let subject = words.subject;
+        match *self {
+            Self::Recovered { failed_for } => tracing::info!(
+                source = %origin,
+                failed_for_secs = failed_for.as_secs(),
+                "the watch of the {subject}'s source receives changes again (it failed for {}s)",
+                failed_for.as_secs(),
+            ),
+            Self::Failing {
+                failing_for,
+                suppressed,
+            } => tracing::warn!(
+                source = %origin,
+                error = state.last_error.as_deref().unwrap_or("none"),
+                failing_for_secs = failing_for.as_secs(),
+                suppressed,
+                "the watch of the {subject}'s source has been failing for {}s: {}",
+                failing_for.as_secs(),
+                words.consequence,
+            ),
+        }
+    }
+}
+
 /// Since when the watch fails (lock-free), and the limit on saying so.
 pub(crate) struct WatchTracker {
     threshold: Duration,

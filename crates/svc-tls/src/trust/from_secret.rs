@@ -4,9 +4,10 @@
 use std::fmt;
 use std::sync::Arc;
 
+use super::error::TrustError;
 use super::source::{ReloadError, TrustSource};
 use super::state::Recorder;
-use super::verifier::{TrustError, TrustVerifier};
+use super::verifier::TrustVerifier;
 use crate::last_good::NoopRecorder;
 use crate::material::{TrustAnchors, TrustCache};
 use crate::origin::{SecretRef, SourceHealth, TrustOrigin};

@@ -11,6 +11,7 @@
 //! ```
 
 mod authorization;
+mod error;
 mod from_secret;
 mod from_spiffe;
 mod source;
@@ -18,11 +19,12 @@ mod state;
 mod verifier;
 
 pub use authorization::{ServerAuthorization, SpiffeIdMismatch};
+pub use error::{TrustError, TrustFailure};
 pub use from_secret::{SecretTrustSource, TrustVerifierBuilder};
 pub use from_spiffe::SpiffeTrustSource;
 pub use source::{ReloadError, TrustSource};
 pub use state::{Recorder, TrustRecovery, TrustStaleWarning, TrustState};
-pub use verifier::{TrustError, TrustFailure, TrustVerifier};
+pub use verifier::TrustVerifier;
 
 /// The trust seam's reload error under the name it had before the two halves
 /// shared one shape.

@@ -38,56 +38,14 @@ use rustls::{DigitallySignedStruct, SignatureScheme};
 use rustls_pki_types::{CertificateDer, ServerName, UnixTime};
 
 use super::authorization::{ServerAuthorization, authorize_spiffe_id, verify_chain};
-use super::source::{ReloadError, TrustSource};
+use super::error::{TrustError, TrustFailure};
+use super::source::TrustSource;
 use super::state::{Recorder, TrustRecovery, TrustStaleWarning, TrustState};
 use crate::last_good::{
     Accepted, DEFAULT_WATCH_FAILURE_THRESHOLD, LastGood, MonotonicClock, Served, Settings,
-    WatchEvent, WatchHealthState,
+    WatchEvent, WatchHealthState, WatchWords,
 };
 use crate::material::TrustAnchors;
-use crate::origin::TrustOrigin;
-use crate::watch::SourceError;
-
-/// Why a trust verifier could not be built (start-up).
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum TrustError {
-    /// The CA Secret's cache could not be started.
-    #[error(transparent)]
-    Source(#[from] SourceError),
-    /// The source holds no usable root set now: the CA Secret does not exist or holds
-    /// no usable root (naming the Secret and the data key), or there is no usable
-    /// SPIFFE bundle; the same reasons a handshake-time reload fails for.
-    #[error(transparent)]
-    Unusable(#[from] ReloadError),
-    /// webpki's verifier could not be built for the roots.
-    #[error("building the server-certificate verifier for {origin} failed: {source}")]
-    Verifier {
-        /// Where the roots came from.
-        origin: TrustOrigin,
-        /// rustls's reason.
-        #[source]
-        source: rustls::client::VerifierBuilderError,
-    },
-}
-
-/// Why one handshake-time reload of the trust failed.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum TrustFailure {
-    /// The source had no usable roots.
-    #[error(transparent)]
-    Reload(#[from] ReloadError),
-    /// webpki's verifier could not be built for the new roots.
-    #[error("building the server-certificate verifier for {origin} failed: {source}")]
-    Verifier {
-        /// Where the roots came from.
-        origin: TrustOrigin,
-        /// rustls's reason.
-        #[source]
-        source: rustls::client::VerifierBuilderError,
-    },
-}
 
 /// The roots being used and webpki's verifier for them.
 #[derive(Debug)]
@@ -95,6 +53,11 @@ struct Roots {
     anchors: Arc<TrustAnchors>,
     verifier: Arc<WebPkiServerVerifier>,
 }
+
+const WATCH_WORDS: WatchWords = WatchWords {
+    subject: "CA trust",
+    consequence: "a rotated CA would not be seen; verifying against the roots last seen",
+};
 
 fn same_roots(a: &Roots, b: &Roots) -> bool {
     Arc::ptr_eq(&a.anchors, &b.anchors)
@@ -313,31 +276,13 @@ impl TrustVerifier {
     fn report_watch(&self, state: &WatchHealthState, event: Option<WatchEvent>) {
         let inner = &*self.inner;
         let origin = inner.source.origin();
+        let Some(event) = event else { return };
+        event.log(origin, state, WATCH_WORDS);
         match event {
-            None => {}
-            Some(WatchEvent::Recovered { failed_for }) => {
-                tracing::info!(
-                    source = %origin,
-                    failed_for_secs = failed_for.as_secs(),
-                    "the watch of the CA trust's source receives changes again \
-                     (it failed for {}s)",
-                    failed_for.as_secs(),
-                );
+            WatchEvent::Recovered { failed_for } => {
                 inner.recorder.trust_watch_recovered(origin, failed_for);
             }
-            Some(WatchEvent::Failing {
-                failing_for,
-                suppressed,
-            }) => {
-                tracing::warn!(
-                    source = %origin,
-                    error = state.last_error.as_deref().unwrap_or("none"),
-                    failing_for_secs = failing_for.as_secs(),
-                    suppressed,
-                    "the watch of the CA trust's source has been failing for {}s: \
-                     a rotated CA would not be seen; verifying against the roots last seen",
-                    failing_for.as_secs(),
-                );
+            WatchEvent::Failing { failing_for, .. } => {
                 inner
                     .recorder
                     .trust_watch_failing(origin, state, failing_for);
