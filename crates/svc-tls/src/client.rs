@@ -73,15 +73,22 @@ use rustls::client::Resumption;
 use rustls::crypto::CryptoProvider;
 use rustls::{ClientConfig, RootCertStore};
 
-use crate::identity::{IdentityError, IdentityResolver, SpiffeIdentitySource};
-use crate::last_good::{DEFAULT_WARNING_PERIOD, NoopRecorder, SystemClock};
+use crate::identity::{
+    IdentityError, IdentityResolver, SecretIdentitySource, SpiffeIdentitySource,
+};
+use crate::last_good::{DEFAULT_WARNING_PERIOD, NoopRecorder, Settings, SystemClock};
 use crate::material::{self, MaterialError};
 use crate::options::ClientCertificateSource;
 use crate::options::{
     ClientIdentityOptions, HostError, HttpProtocol, OptionsError, PeerOptions, SecretRef,
 };
-use crate::spiffe::{SpiffeEndpoint, SpiffeId, SpiffeStartError, WorkloadApiSource};
-use crate::trust::{ServerAuthorization, SpiffeTrustSource, TrustError, TrustVerifier};
+use crate::spiffe::{
+    SpiffeEndpoint, SpiffeId, SpiffeStartError, WorkloadApiSource, WorkloadApiStreams,
+};
+use crate::trust::{
+    SecretTrustSource, ServerAuthorization, SpiffeTrustSource, TrustError, TrustVerifier,
+};
+use crate::watch::SecretWatches;
 use url::Url;
 
 /// Why a client could not be built.
@@ -195,12 +202,9 @@ pub fn client_config_for(
         TrustMode::Watched(verifier) => builder
             .dangerous()
             .with_custom_certificate_verifier(Arc::new(verifier)),
-        TrustMode::Platform => {
-            let verifier = rustls_platform_verifier::Verifier::new(provider)?;
-            builder
-                .dangerous()
-                .with_custom_certificate_verifier(Arc::new(verifier))
-        }
+        TrustMode::Platform => builder
+            .dangerous()
+            .with_custom_certificate_verifier(platform_verifier(provider)?),
     };
     let mut config = match identity {
         Some(resolver) => builder.with_client_cert_resolver(Arc::new(resolver.clone())),
@@ -210,6 +214,23 @@ pub fn client_config_for(
     config.resumption = Resumption::disabled();
     config.alpn_protocols = protocol.alpn();
     Ok(config)
+}
+
+/// The platform's trust store as a verifier, made once per process: the operating
+/// system's CA bundle is read at the first verification, so a verifier per client
+/// would read it again for every client built (per reconcile). The first provider
+/// given is the one it verifies with (this crate's configurations all use
+/// [`crypto_provider`](crate::material::crypto_provider)'s algorithms).
+fn platform_verifier(
+    provider: Arc<CryptoProvider>,
+) -> Result<Arc<rustls_platform_verifier::Verifier>, rustls::Error> {
+    static PLATFORM: std::sync::OnceLock<Arc<rustls_platform_verifier::Verifier>> =
+        std::sync::OnceLock::new();
+    if let Some(verifier) = PLATFORM.get() {
+        return Ok(verifier.clone());
+    }
+    let verifier = Arc::new(rustls_platform_verifier::Verifier::new(provider)?);
+    Ok(PLATFORM.get_or_init(|| verifier).clone())
 }
 
 /// A `reqwest` client builder on `config`; add timeouts and the like, then `build()`.
@@ -320,35 +341,69 @@ impl PeerTls {
         identity: &ClientIdentityOptions,
         sync_timeout: Duration,
     ) -> Result<Self, PeerClientError> {
-        let provider = Arc::new(crate::material::crypto_provider());
+        Self::from_options_with(
+            SecretWatches::process(),
+            WorkloadApiStreams::process(),
+            client,
+            peer,
+            identity,
+            sync_timeout,
+        )
+        .await
+    }
+
+    /// [`PeerTls::from_options`] over registries of the caller's (one per test, or per
+    /// cluster a process reads Secrets from) instead of the process's.
+    pub async fn from_options_with(
+        watches: &SecretWatches,
+        streams: &WorkloadApiStreams,
+        client: &kube::Client,
+        peer: &PeerOptions,
+        identity: &ClientIdentityOptions,
+        sync_timeout: Duration,
+    ) -> Result<Self, PeerClientError> {
+        let provider = watches.provider().clone();
         // --S-host is checked before anything is read.
         peer.host()?;
         if identity.source() == ClientCertificateSource::Spiffe {
             let endpoint = SpiffeEndpoint::from_env()?;
-            let workload =
-                WorkloadApiSource::connect(endpoint, provider.clone(), sync_timeout).await?;
+            let workload = streams.connect(endpoint, provider, sync_timeout).await?;
             return Self::from_spiffe(peer, identity, &workload);
         }
         let ca = peer.ca_secret()?;
         let secret = identity.secret()?;
         let trust = match ca {
-            Some(ca) => TrustMode::Watched(
-                TrustVerifier::builder(client.clone(), ca)
-                    .provider(provider.clone())
-                    .sync_timeout(sync_timeout)
-                    .build()
-                    .await?,
-            ),
+            Some(ca) => {
+                let shared = watches
+                    .watch(client, &ca, sync_timeout)
+                    .await
+                    .map_err(TrustError::from)?;
+                TrustMode::Watched(shared.built(|| {
+                    TrustVerifier::with_settings(
+                        Arc::new(SecretTrustSource::shared(&shared)),
+                        provider.clone(),
+                        Arc::new(NoopRecorder),
+                        Settings::default(),
+                        ServerAuthorization::HostName,
+                    )
+                })?)
+            }
             None => TrustMode::Platform,
         };
         let identity = match secret {
-            Some(secret) => Some(
-                IdentityResolver::builder(client.clone(), secret)
-                    .provider(provider.clone())
-                    .sync_timeout(sync_timeout)
-                    .build()
-                    .await?,
-            ),
+            Some(secret) => {
+                let shared = watches
+                    .watch(client, &secret, sync_timeout)
+                    .await
+                    .map_err(IdentityError::from)?;
+                Some(shared.built(|| {
+                    IdentityResolver::with_settings(
+                        Arc::new(SecretIdentitySource::shared(&shared)),
+                        Arc::new(NoopRecorder),
+                        Settings::default(),
+                    )
+                })?)
+            }
             None => None,
         };
         Self::new(provider, trust, identity).for_peer(peer)

@@ -43,7 +43,7 @@ async fn peer_tls(tb: &Testbed, server: &VerifyingServer, extra: &[&str]) -> Pee
     let m = cmd.try_get_matches_from(args).unwrap();
     let peer = PeerOptions::from_matches(&m, "identity").unwrap();
     let me = ClientIdentityOptions::from_matches(&m, None).unwrap();
-    PeerTls::from_options(&tb.client(), &peer, &me, Duration::from_secs(10))
+    from_options_scoped(&tb.client(), &peer, &me, Duration::from_secs(10))
         .await
         .unwrap()
 }

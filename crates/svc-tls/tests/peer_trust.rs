@@ -13,7 +13,7 @@ use std::time::Duration;
 use kube_testbed::{Testbed, poll_until};
 use rustls::ClientConfig;
 use support::*;
-use svc_tls::client::{PeerClientError, PeerTls, TrustMode, client_config};
+use svc_tls::client::{PeerClientError, TrustMode, client_config};
 use svc_tls::options::{ClientIdentityOptions, PeerOptions, SecretRef};
 use svc_tls::report::ManualClock;
 use svc_tls::trust_source::{TrustAnchors, TrustOrigin, TrustReloadError};
@@ -116,7 +116,7 @@ async fn overlap_rotation_under_continuous_load_fails_no_request() {
     let peer = PeerOptions::new("identity")
         .with_ca_secret(NS, CA_NAME)
         .with_pool_idle_timeout(Duration::ZERO);
-    let tls = PeerTls::from_options(
+    let tls = from_options_scoped(
         &tb.client(),
         &peer,
         &ClientIdentityOptions::new(None),
@@ -389,7 +389,7 @@ async fn start_up_fails_on_a_missing_or_malformed_ca_secret_naming_it() {
     let me = ClientIdentityOptions::new(None);
     let peer = PeerOptions::new("identity").with_ca_secret(NS, CA_NAME);
     let client = tb.client();
-    let start = || PeerTls::from_options(&client, &peer, &me, Duration::from_secs(10));
+    let start = || from_options_scoped(&client, &peer, &me, Duration::from_secs(10));
 
     let err = start().await.unwrap_err();
     assert!(
@@ -426,7 +426,7 @@ async fn start_up_fails_on_a_missing_or_malformed_ca_secret_naming_it() {
     let tls = start().await.unwrap();
     assert!(matches!(tls.trust(), TrustMode::Watched(_)));
     // Platform trust when no CA Secret is configured: unchanged.
-    let tls = PeerTls::from_options(
+    let tls = from_options_scoped(
         &tb.client(),
         &PeerOptions::new("identity"),
         &me,

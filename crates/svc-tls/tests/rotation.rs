@@ -449,7 +449,7 @@ async fn the_cache_follows_the_secret_across_dropped_watches_expired_history_and
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn peer_tls_from_options_calls_the_peer_with_the_watched_identity() {
-    use svc_tls::client::{PeerClientError, PeerTls};
+    use svc_tls::client::PeerClientError;
     use svc_tls::options::{ClientIdentityOptions, PeerOptions};
 
     let tb = Testbed::start().await;
@@ -468,7 +468,7 @@ async fn peer_tls_from_options_calls_the_peer_with_the_watched_identity() {
 
     let peer = PeerOptions::new("region").with_ca_secret(NS, "region-ca");
     let me = ClientIdentityOptions::new(None).with_secret(NS, NAME);
-    let tls = PeerTls::from_options(&tb.client(), &peer, &me, Duration::from_secs(10))
+    let tls = from_options_scoped(&tb.client(), &peer, &me, Duration::from_secs(10))
         .await
         .unwrap();
     // A client per "reconcile": each is built without waiting, all share the resolver.
@@ -492,14 +492,14 @@ async fn peer_tls_from_options_calls_the_peer_with_the_watched_identity() {
 
     // A half-set CA reference is a configuration error naming the missing flag.
     let half = PeerOptions::new("region").with_ca_secret(NS, "");
-    let err = PeerTls::from_options(&tb.client(), &half, &me, Duration::from_secs(10))
+    let err = from_options_scoped(&tb.client(), &half, &me, Duration::from_secs(10))
         .await
         .unwrap_err();
     assert!(matches!(err, PeerClientError::Config(_)), "{err:?}");
     assert!(err.to_string().contains("--region-ca-secret-name"), "{err}");
     // A missing CA Secret is named.
     let missing = PeerOptions::new("region").with_ca_secret(NS, "no-such-ca");
-    let err = PeerTls::from_options(&tb.client(), &missing, &me, Duration::from_secs(10))
+    let err = from_options_scoped(&tb.client(), &missing, &me, Duration::from_secs(10))
         .await
         .unwrap_err();
     assert_eq!(

@@ -55,6 +55,8 @@ where
 {
     store: Store<K>,
     health: Health,
+    /// Counts the events applied to the store (the first list counts as one).
+    applied: tokio::sync::watch::Receiver<u64>,
     _task: AbortOnDrop,
 }
 
@@ -92,12 +94,22 @@ where
         let store = writer.as_reader();
         let stream = reflector::reflector(writer, watcher::watcher(api, config).default_backoff());
         let task_health = health.clone();
+        let (applied_tx, applied) = tokio::sync::watch::channel(0u64);
         let task = tokio::spawn(async move {
             let mut stream = std::pin::pin!(stream);
             while let Some(item) = stream.next().await {
                 match item {
-                    Ok(watcher::Event::InitDone) => task_health.synced(),
-                    Ok(_) => task_health.recovered("event delivered"),
+                    Ok(watcher::Event::InitDone) => {
+                        task_health.synced();
+                        applied_tx.send_modify(|n| *n += 1);
+                    }
+                    Ok(watcher::Event::Init | watcher::Event::InitApply(_)) => {
+                        task_health.recovered("event delivered");
+                    }
+                    Ok(watcher::Event::Apply(_) | watcher::Event::Delete(_)) => {
+                        task_health.recovered("event delivered");
+                        applied_tx.send_modify(|n| *n += 1);
+                    }
                     Err(error) => task_health.failed(&error),
                 }
             }
@@ -106,6 +118,7 @@ where
         Self {
             store,
             health,
+            applied,
             _task: AbortOnDrop(task),
         }
     }
@@ -124,6 +137,14 @@ where
     /// The watch's health.
     pub fn health(&self) -> &Health {
         &self.health
+    }
+
+    /// A receiver that changes each time the store has changed: after each applied
+    /// event, and after each complete (re)list. For work that should run once per
+    /// change rather than once per read (loading what a Secret holds); it closes when
+    /// the watch stops.
+    pub fn changes(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.applied.clone()
     }
 
     /// Whether the initial list has completed.

@@ -14,7 +14,9 @@ use super::state::Recorder;
 use crate::last_good::NoopRecorder;
 use crate::material::{Identity, IdentityCache};
 use crate::origin::{IdentityOrigin, SecretRef, SourceHealth};
-use crate::watch::{SecretSource, Watched, WatchedSecretBuilder, resource_version, sealed};
+use crate::watch::{
+    SecretSource, SharedSecret, Watched, WatchedSecretBuilder, resource_version, sealed,
+};
 
 /// Builds an [`IdentityResolver`]; see [`IdentityResolver::builder`]. The settings
 /// are shared with the trust verifier's builder ([`WatchedSecretBuilder`]).
@@ -39,14 +41,18 @@ impl WatchedSecretBuilder<IdentityResolver> {
     /// replaced as soon as the Secret is renewed. Cancel-safe: dropping the future
     /// stops the watch.
     pub async fn build(self) -> Result<IdentityResolver, IdentityError> {
-        let provider = self.provider_or_default();
+        let source = match self.shared().await? {
+            Some((shared, false)) => SecretIdentitySource::shared(&shared),
+            Some((shared, true)) => {
+                SecretIdentitySource::new(shared.source().clone(), self.provider_or_default())
+            }
+            None => SecretIdentitySource::new(
+                SecretSource::watch(self.client.clone(), self.secret.clone(), self.timeout).await?,
+                self.provider_or_default(),
+            ),
+        };
         let settings = self.settings();
-        let source = SecretSource::watch(self.client, self.secret, self.timeout).await?;
-        IdentityResolver::with_settings(
-            Arc::new(SecretIdentitySource::new(source, provider)),
-            self.recorder,
-            settings,
-        )
+        IdentityResolver::with_settings(Arc::new(source), self.recorder, settings)
     }
 }
 
@@ -106,7 +112,7 @@ impl IdentityResolver {
 pub struct SecretIdentitySource {
     origin: IdentityOrigin,
     source: SecretSource,
-    cache: IdentityCache,
+    cache: Arc<IdentityCache>,
 }
 
 impl SecretIdentitySource {
@@ -115,7 +121,17 @@ impl SecretIdentitySource {
         Self {
             origin: IdentityOrigin::Secret(source.secret_ref().clone()),
             source,
-            cache: IdentityCache::new(provider),
+            cache: Arc::new(IdentityCache::new(provider)),
+        }
+    }
+
+    /// The identity in a Secret shared through a registry: its cache is the one every
+    /// user of the Secret reads, loaded when the watch delivers a new version.
+    pub fn shared(shared: &SharedSecret) -> Self {
+        Self {
+            origin: IdentityOrigin::Secret(shared.secret_ref().clone()),
+            source: shared.source().clone(),
+            cache: shared.identity_cache(),
         }
     }
 

@@ -49,6 +49,18 @@ pub(crate) struct Settings {
     pub(crate) watch_threshold: Duration,
 }
 
+impl Default for Settings {
+    /// The system's monotonic clock, [`DEFAULT_WARNING_PERIOD`],
+    /// [`DEFAULT_WATCH_FAILURE_THRESHOLD`].
+    fn default() -> Self {
+        Self {
+            clock: Arc::new(SystemClock::new()),
+            warning_period: DEFAULT_WARNING_PERIOD,
+            watch_threshold: DEFAULT_WATCH_FAILURE_THRESHOLD,
+        }
+    }
+}
+
 /// The value being served, the version of the source it was read from, and when it
 /// was loaded.
 #[derive(Debug)]

@@ -40,10 +40,12 @@
 
 mod error;
 mod stream;
+mod streams;
 mod svid;
 
 pub use error::{BundleError, SpiffeError, SpiffeStartError, SvidError};
 pub use stream::{SpiffeEndpoint, WorkloadApiSource};
+pub use streams::WorkloadApiStreams;
 pub(crate) use svid::check_validity;
 
 /// The environment variable the SPIFFE specification defines for the Workload API

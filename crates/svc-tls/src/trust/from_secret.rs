@@ -11,7 +11,9 @@ use super::verifier::TrustVerifier;
 use crate::last_good::NoopRecorder;
 use crate::material::{TrustAnchors, TrustCache};
 use crate::origin::{SecretRef, SourceHealth, TrustOrigin};
-use crate::watch::{SecretSource, Watched, WatchedSecretBuilder, resource_version, sealed};
+use crate::watch::{
+    SecretSource, SharedSecret, Watched, WatchedSecretBuilder, resource_version, sealed,
+};
 
 /// Builds a [`TrustVerifier`]; see [`TrustVerifier::builder`]. The settings are
 /// shared with the identity resolver's builder ([`WatchedSecretBuilder`]).
@@ -33,14 +35,17 @@ impl WatchedSecretBuilder<TrustVerifier> {
     /// the watch is refused, or on timeout. Cancel-safe: dropping the future stops
     /// the watch.
     pub async fn build(self) -> Result<TrustVerifier, TrustError> {
-        let provider = self.provider_or_default();
-        let settings = self.settings();
-        let source = SecretSource::watch(self.client, self.secret, self.timeout).await?;
+        let source = match self.shared().await? {
+            Some((shared, _)) => SecretTrustSource::shared(&shared),
+            None => SecretTrustSource::new(
+                SecretSource::watch(self.client.clone(), self.secret.clone(), self.timeout).await?,
+            ),
+        };
         TrustVerifier::with_settings(
-            Arc::new(SecretTrustSource::new(source)),
-            provider,
-            self.recorder,
-            settings,
+            Arc::new(source),
+            self.provider_or_default(),
+            self.recorder.clone(),
+            self.settings(),
             super::ServerAuthorization::HostName,
         )
     }
@@ -75,7 +80,7 @@ impl TrustVerifier {
 pub struct SecretTrustSource {
     origin: TrustOrigin,
     source: SecretSource,
-    cache: TrustCache,
+    cache: Arc<TrustCache>,
 }
 
 impl SecretTrustSource {
@@ -84,7 +89,17 @@ impl SecretTrustSource {
         Self {
             origin: TrustOrigin::Secret(source.secret_ref().clone()),
             source,
-            cache: TrustCache::new(),
+            cache: Arc::new(TrustCache::new()),
+        }
+    }
+
+    /// The roots in a CA Secret shared through a registry: its cache is the one every
+    /// user of the Secret reads, loaded when the watch delivers a new version.
+    pub fn shared(shared: &SharedSecret) -> Self {
+        Self {
+            origin: TrustOrigin::Secret(shared.secret_ref().clone()),
+            source: shared.source().clone(),
+            cache: shared.trust_cache(),
         }
     }
 

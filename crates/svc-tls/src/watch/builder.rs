@@ -45,6 +45,7 @@ pub struct WatchedSecretBuilder<T: Watched> {
     pub(crate) clock: Arc<dyn MonotonicClock>,
     pub(crate) warning_period: Duration,
     pub(crate) watch_threshold: Duration,
+    pub(crate) watches: Option<super::SecretWatches>,
     built: PhantomData<fn() -> T>,
 }
 
@@ -55,6 +56,7 @@ impl<T: Watched> fmt::Debug for WatchedSecretBuilder<T> {
             .field("timeout", &self.timeout)
             .field("warning_period", &self.warning_period)
             .field("watch_failure_threshold", &self.watch_threshold)
+            .field("shared", &self.watches.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -72,6 +74,7 @@ impl<T: Watched> WatchedSecretBuilder<T> {
             clock: Arc::new(SystemClock::new()),
             warning_period: DEFAULT_WARNING_PERIOD,
             watch_threshold: DEFAULT_WATCH_FAILURE_THRESHOLD,
+            watches: None,
             built: PhantomData,
         }
     }
@@ -114,6 +117,17 @@ impl<T: Watched> WatchedSecretBuilder<T> {
         self
     }
 
+    /// Shares the Secret's watch, cache and loads through `watches` (for example
+    /// [`SecretWatches::process`](super::SecretWatches::process)): the first build for
+    /// the Secret starts its watch, every later one returns at once without an API
+    /// request. Without it the build starts a watch of its own, which lives as long as
+    /// what it builds. With a [`provider`](Self::provider) of its own the build shares
+    /// the watch but loads keys into a cache of its own.
+    pub fn watches(mut self, watches: &super::SecretWatches) -> Self {
+        self.watches = Some(watches.clone());
+        self
+    }
+
     /// How long the Secret's watch may fail before a (rate-limited) warning says that
     /// rotations are not being seen (default one minute,
     /// [`DEFAULT_WATCH_FAILURE_THRESHOLD`]).
@@ -128,6 +142,22 @@ impl<T: Watched> WatchedSecretBuilder<T> {
             clock: self.clock.clone(),
             warning_period: self.warning_period,
             watch_threshold: self.watch_threshold,
+        }
+    }
+
+    /// The Secret's shared entry when the build goes through a registry, with whether
+    /// the build loads keys with a provider of its own (then it keeps its own cache).
+    pub(crate) async fn shared(
+        &self,
+    ) -> Result<Option<(super::SharedSecret, bool)>, super::SourceError> {
+        match &self.watches {
+            Some(watches) => {
+                let shared = watches
+                    .watch(&self.client, &self.secret, self.timeout)
+                    .await?;
+                Ok(Some((shared, self.provider.is_some())))
+            }
+            None => Ok(None),
         }
     }
 

@@ -7,8 +7,10 @@
 //! [`Watched`] and add their own `build`.
 
 mod builder;
+mod registry;
 mod secret;
 
 pub(crate) use builder::sealed;
 pub use builder::{Watched, WatchedSecretBuilder};
+pub use registry::{SecretWatches, SharedSecret};
 pub use secret::{DEFAULT_SYNC_TIMEOUT, SecretSource, SourceError, resource_version};

@@ -159,6 +159,13 @@ impl SecretSource {
         &self.inner.secret
     }
 
+    /// A receiver that changes each time the watch has changed the cache (for work
+    /// done once per change, such as loading a new version). Closes when the watch
+    /// stops.
+    pub fn changes(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.inner.watched.changes()
+    }
+
     /// The last error of the watch, if it is currently failing (it retries with
     /// backoff and the cache keeps the last state seen).
     pub fn last_watch_error(&self) -> Option<String> {

@@ -94,3 +94,23 @@ pub async fn handshake_serial(
 ) -> Result<u64, String> {
     kube_testbed::tls_server::request_serial(config, addr).await
 }
+
+/// [`svc_tls::PeerTls::from_options`] over registries of this call's own, so that
+/// tests running side by side against their own API emulators never share a watch
+/// (the process's registry is keyed by Secret, not by cluster).
+pub async fn from_options_scoped(
+    client: &kube::Client,
+    peer: &svc_tls::options::PeerOptions,
+    me: &svc_tls::options::ClientIdentityOptions,
+    timeout: Duration,
+) -> Result<svc_tls::client::PeerTls, svc_tls::client::PeerClientError> {
+    svc_tls::client::PeerTls::from_options_with(
+        &svc_tls::watch::SecretWatches::new(),
+        &svc_tls::spiffe::WorkloadApiStreams::new(),
+        client,
+        peer,
+        me,
+        timeout,
+    )
+    .await
+}
