@@ -59,7 +59,7 @@ pub enum MaterialErrorKind {
         /// What is wrong (a fixed text, never the data).
         reason: &'static str,
     },
-    /// The key algorithm or size is not supported (supported: RSA 2048 to 4096
+    /// The key algorithm or size is not supported (supported: RSA 2048 to 8192
     /// bits, ECDSA P-256, P-384 and P-521, Ed25519).
     UnsupportedAlgorithm {
         /// A description of the algorithm found (e.g. `RSA-1024`, `ECDSA curve 1.3.132.0.10`).
@@ -189,7 +189,7 @@ impl fmt::Display for MaterialError {
             ),
             K::UnsupportedAlgorithm { algorithm } => write!(
                 f,
-                "{secret}: data key {key}: unsupported key algorithm {algorithm} (supported: RSA 2048-4096 bits, ECDSA P-256, ECDSA P-384, ECDSA P-521, Ed25519)"
+                "{secret}: data key {key}: unsupported key algorithm {algorithm} (supported: RSA 2048-8192 bits, ECDSA P-256, ECDSA P-384, ECDSA P-521, Ed25519)"
             ),
             K::KeyMismatch { cert_key, detail } => write!(
                 f,

@@ -19,7 +19,7 @@ use crate::origin::MaterialOrigin;
 /// The key type of an identity.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum KeyKind {
-    /// RSA with a modulus of `bits` bits (2048 to 4096).
+    /// RSA with a modulus of `bits` bits (2048 to 8192).
     Rsa {
         /// Modulus size in bits.
         bits: usize,
@@ -55,7 +55,7 @@ pub(super) fn cert_key_kind(spki: &SubjectPublicKeyInfo<'_>) -> Result<KeyKind, 
         oid::RSA_ENCRYPTION => {
             let bits = rsa_modulus_bits(&spki.subject_public_key.data)
                 .ok_or_else(|| "RSA (malformed public key)".to_owned())?;
-            if (2048..=4096).contains(&bits) {
+            if (2048..=8192).contains(&bits) {
                 Ok(KeyKind::Rsa { bits })
             } else {
                 Err(format!("RSA-{bits}"))

@@ -35,7 +35,7 @@
 //!   (checked before any parsing).
 //! - `tls.crt` is PEM with at least one `CERTIFICATE`; the first is the leaf and
 //!   parses as X.509; the whole chain is presented as given.
-//! - The leaf's key is RSA 2048 to 4096 bits, ECDSA P-256, P-384 or P-521, or Ed25519.
+//! - The leaf's key is RSA 2048 to 8192 bits, ECDSA P-256, P-384 or P-521, or Ed25519.
 //!   RSA keys below 2048 bits are refused with an error naming the size
 //!   (`RSA-1024`); see `docs/decisions.md`.
 //! - The leaf is within its validity period (see below).

@@ -46,16 +46,28 @@ impl TrustSource for SpiffeTrustSource {
         &self.origin
     }
 
+    /// The trust domain's anchors in the newest message. The Workload API is
+    /// authoritative: a message without the trust domain's bundle, or with an empty
+    /// one, withdraws the trust ([`ReloadError::Withdrawn`]: the verifier refuses
+    /// the domain's servers at once). Only a stream that is down, or a bundle none of
+    /// whose authorities parses, leaves the last good roots in use.
     fn current(&self) -> Result<Arc<TrustAnchors>, ReloadError> {
-        let snapshot = self.source.shared().snapshot.load();
+        let shared = self.source.shared();
+        let snapshot = shared.snapshot.load();
         let entry = snapshot
             .as_ref()
             .and_then(|s| s.bundles.get(&self.trust_domain));
         match entry {
             Some((_, Some(anchors))) => Ok(anchors.clone()),
+            Some((bundle, None)) if bundle.authorities().is_empty() => Err(self.withdrawn(
+                "the Workload API sends an empty bundle for it (trust withdrawn)",
+            )),
             Some((_, None)) => {
                 Err(self.no_bundle("none of its authorities is usable as a trust anchor"))
             }
+            None if snapshot.is_some() && shared.link.load().connected => Err(self.withdrawn(
+                "the Workload API no longer sends a bundle for it (trust withdrawn)",
+            )),
             None => Err(self.no_bundle("the Workload API sent no bundle for it")),
         }
     }
@@ -66,6 +78,13 @@ impl TrustSource for SpiffeTrustSource {
 }
 
 impl SpiffeTrustSource {
+    fn withdrawn(&self, reason: &'static str) -> ReloadError {
+        ReloadError::Withdrawn(Box::new(BundleError {
+            trust_domain: self.trust_domain.clone(),
+            reason,
+        }))
+    }
+
     fn no_bundle(&self, reason: &'static str) -> ReloadError {
         ReloadError::Unavailable(Box::new(BundleError {
             trust_domain: self.trust_domain.clone(),

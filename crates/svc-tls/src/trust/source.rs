@@ -36,9 +36,16 @@ pub enum ReloadError {
     #[error("CA {0}")]
     Material(#[source] MaterialError),
     /// The source gives no usable root set now: its stream is down, or it holds no
-    /// usable bundle (the error says which source and why).
+    /// usable bundle (the error says which source and why). The last good roots stay
+    /// in use.
     #[error("{0}")]
     Unavailable(#[source] Box<dyn std::error::Error + Send + Sync + 'static>),
+    /// The source says, with authority, that nothing is trusted now (a SPIFFE trust
+    /// domain removed from the Workload API's bundles, or emptied: de-federation).
+    /// The verifier refuses every server until the source trusts roots again; the
+    /// last good roots are not used.
+    #[error("{0}")]
+    Withdrawn(#[source] Box<dyn std::error::Error + Send + Sync + 'static>),
 }
 
 /// A source of the trusted roots, read on every handshake.

@@ -27,6 +27,9 @@ pub struct TrustState {
     pub watch_error: Option<String>,
     /// The health of the source's watch (`None` for a source without one).
     pub watch: Option<WatchHealthState>,
+    /// Whether the source's latest answer withdrew its trust (every server is
+    /// refused until it trusts roots again).
+    pub withdrawn: bool,
 }
 
 /// What a rate-limited stale-trust warning says.

@@ -29,7 +29,8 @@
 
 use std::fmt;
 use std::sync::Arc;
-use std::time::Duration;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, SystemTime};
 
 use rustls::client::WebPkiServerVerifier;
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
@@ -39,7 +40,7 @@ use rustls_pki_types::{CertificateDer, ServerName, UnixTime};
 
 use super::authorization::{ServerAuthorization, authorize_spiffe_id, verify_chain};
 use super::error::{TrustError, TrustFailure};
-use super::source::TrustSource;
+use super::source::{ReloadError, TrustSource};
 use super::state::{Recorder, TrustRecovery, TrustStaleWarning, TrustState};
 use crate::last_good::{
     Accepted, DEFAULT_WATCH_FAILURE_THRESHOLD, LastGood, MonotonicClock, Served, Settings,
@@ -64,6 +65,8 @@ fn same_roots(a: &Roots, b: &Roots) -> bool {
 }
 
 struct Inner {
+    /// Whether the source's latest answer withdrew its trust.
+    withdrawn: AtomicBool,
     source: Arc<dyn TrustSource>,
     provider: Arc<CryptoProvider>,
     authorization: ServerAuthorization,
@@ -88,6 +91,26 @@ impl fmt::Debug for TrustVerifier {
             .field("failures", &self.inner.core.failures())
             .finish()
     }
+}
+
+/// Why a handshake is refused without looking at the server's chain.
+#[derive(Debug, thiserror::Error)]
+enum TrustRefused {
+    /// The source withdrew its trust.
+    #[error("the trust source withdrew its trust: no server is trusted")]
+    Withdrawn,
+    /// The source fails and the last good roots have expired.
+    #[error(
+        "the trust source fails and the last good roots expired at {}",
+        crate::material::time_text(*not_after)
+    )]
+    Expired { not_after: SystemTime },
+}
+
+fn refusal(reason: TrustRefused) -> rustls::Error {
+    rustls::Error::InvalidCertificate(rustls::CertificateError::Other(rustls::OtherError(
+        Arc::new(reason),
+    )))
 }
 
 fn build_verifier(
@@ -153,6 +176,7 @@ impl TrustVerifier {
         drop(served);
         Ok(Self {
             inner: Arc::new(Inner {
+                withdrawn: AtomicBool::new(false),
                 source,
                 provider,
                 authorization,
@@ -165,9 +189,20 @@ impl TrustVerifier {
     /// Reads the roots from the source now, as a handshake does, and returns the roots
     /// and webpki's verifier to use: the ones for the current roots (a verifier built
     /// only when they changed), or on failure the last good ones.
-    fn reload(&self) -> Arc<Served<Roots>> {
+    ///
+    /// Refuses instead (an error for the handshake) when the source has withdrawn its
+    /// trust, and when the last good roots it would fall back on have expired.
+    fn reload(&self) -> Result<Arc<Served<Roots>>, rustls::Error> {
         let served = match self.inner.source.current_versioned() {
-            Ok((anchors, version)) => self.serve(anchors, version),
+            Ok((anchors, version)) => {
+                self.inner.withdrawn.store(false, Ordering::Release);
+                self.serve(anchors, version)
+            }
+            Err(error @ ReloadError::Withdrawn(_)) => {
+                self.inner.withdrawn.store(true, Ordering::Release);
+                let _ = self.failed(&TrustFailure::Reload(error));
+                Err(refusal(TrustRefused::Withdrawn))
+            }
             Err(error) => self.failed(&TrustFailure::Reload(error)),
         };
         self.check_watch_health();
@@ -175,7 +210,11 @@ impl TrustVerifier {
     }
 
     /// A successful read: use it, building its verifier if the roots are new.
-    fn serve(&self, anchors: Arc<TrustAnchors>, version: Option<u64>) -> Arc<Served<Roots>> {
+    fn serve(
+        &self,
+        anchors: Arc<TrustAnchors>,
+        version: Option<u64>,
+    ) -> Result<Arc<Served<Roots>>, rustls::Error> {
         let inner = &*self.inner;
         let current = inner.core.served();
         let served = if Arc::ptr_eq(&current.value.anchors, &anchors) {
@@ -205,7 +244,7 @@ impl TrustVerifier {
                     served
                 }
                 // An older snapshot than the roots used: keep them.
-                Accepted::Older(current) => return current,
+                Accepted::Older(current) => return Ok(current),
             }
         };
         if let Some(episode) = inner.core.recover() {
@@ -229,18 +268,30 @@ impl TrustVerifier {
                 duration: episode.duration,
             });
         }
-        served
+        Ok(served)
     }
 
-    /// A failed read: count it, report it (rate-limited), use the last good roots.
-    fn failed(&self, failure: &TrustFailure) -> Arc<Served<Roots>> {
+    /// A failed read: count it, report it (rate-limited), use the last good roots
+    /// while they have not expired.
+    fn failed(&self, failure: &TrustFailure) -> Result<Arc<Served<Roots>>, rustls::Error> {
         let inner = &*self.inner;
         let origin = inner.source.origin();
         let failed = inner.core.fail();
         inner
             .recorder
             .trust_reload_failed(origin, failure, failed.failures);
-        if let Some(suppressed) = failed.report {
+        let withdrawn = matches!(failure, TrustFailure::Reload(ReloadError::Withdrawn(_)));
+        if let Some(suppressed) = failed.report
+            && withdrawn
+        {
+            tracing::error!(
+                source = %origin,
+                error = %failure,
+                suppressed,
+                "CA trust withdrawn by its source; refusing every server until it trusts \
+                 roots again ({suppressed} more failures suppressed since the last report)",
+            );
+        } else if let Some(suppressed) = failed.report {
             let stale_for = failed.stale_for;
             let warning = TrustStaleWarning {
                 source: origin,
@@ -262,7 +313,12 @@ impl TrustVerifier {
             );
             inner.recorder.trust_stale_warning(&warning);
         }
-        failed.served
+        match failed.served.value.anchors.not_after() {
+            Some(not_after) if not_after < SystemTime::now() => {
+                Err(refusal(TrustRefused::Expired { not_after }))
+            }
+            _ => Ok(failed.served),
+        }
     }
 
     /// At most once a second, looks at the source's watch and reports it.
@@ -310,6 +366,7 @@ impl TrustVerifier {
             stale: inner.core.is_stale(),
             watch_error: inner.source.watch_error(),
             watch,
+            withdrawn: inner.withdrawn.load(Ordering::Acquire),
         }
     }
 
@@ -334,7 +391,7 @@ impl ServerCertVerifier for TrustVerifier {
         now: UnixTime,
     ) -> Result<ServerCertVerified, rustls::Error> {
         // One snapshot: the whole chain is verified against one root set.
-        let served = self.reload();
+        let served = self.reload()?;
         let roots = &served.value;
         match &self.inner.authorization {
             ServerAuthorization::HostName => roots.verifier.verify_server_cert(

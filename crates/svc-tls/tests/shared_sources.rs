@@ -1,0 +1,242 @@
+//! One watch per Secret per process, as a controller that builds its peer client per
+//! reconcile needs: constructions from the options against the API emulator and a TLS
+//! server that verifies client certificates, counted with the emulator's open watches
+//! and LIST requests; constructions through an API-server outage; one Workload API
+//! stream for every SPIFFE-mode construction.
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+
+mod support;
+
+use std::time::Duration;
+
+use kube_testbed::Testbed;
+use support::*;
+use svc_tls::client::{PeerClientError, PeerTls};
+use svc_tls::options::{ClientIdentityOptions, PeerOptions};
+use svc_tls::spiffe::WorkloadApiStreams;
+use svc_tls::watch::SecretWatches;
+
+const CA: &str = "identity-ca";
+const IDENTITY: &str = "region-client-certificate";
+const TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The deployed flags of a service calling `identity` at `url`.
+fn options(url: &str) -> (PeerOptions, ClientIdentityOptions) {
+    let cmd = PeerOptions::augment(clap::Command::new("svc"), "identity");
+    let cmd = ClientIdentityOptions::augment(cmd, None);
+    let m = cmd
+        .try_get_matches_from([
+            "svc".to_owned(),
+            format!("--identity-host={url}"),
+            format!("--identity-ca-secret-namespace={NS}"),
+            format!("--identity-ca-secret-name={CA}"),
+            format!("--client-certificate-namespace={NS}"),
+            format!("--client-certificate-name={IDENTITY}"),
+        ])
+        .unwrap();
+    (
+        PeerOptions::from_matches(&m, "identity").unwrap(),
+        ClientIdentityOptions::from_matches(&m, None).unwrap(),
+    )
+}
+
+struct Setup {
+    tb: Testbed,
+    client_ca: TestCa,
+    server: VerifyingServer,
+    peer: PeerOptions,
+    me: ClientIdentityOptions,
+}
+
+async fn setup() -> Setup {
+    let tb = Testbed::start().await;
+    let (server_ca, client_ca) = (TestCa::new("server"), TestCa::new("clients"));
+    let leaf = client_ca.client_leaf("region", 1);
+    tb.upsert(secret_with(
+        CA,
+        "kubernetes.io/tls",
+        &[("tls.crt", &server_ca.pem()), ("ca.crt", &server_ca.pem())],
+    ));
+    tb.upsert(tls_secret(IDENTITY, &leaf.cert_pem, &leaf.key_pem));
+    let server = VerifyingServer::start(&server_ca, &client_ca).await;
+    let (peer, me) = options(&server.url());
+    Setup {
+        tb,
+        client_ca,
+        server,
+        peer,
+        me,
+    }
+}
+
+/// Polls the asynchronous `check` until it holds (at most ten seconds).
+async fn until<F, Fut>(what: &str, mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    for _ in 0..200 {
+        if check().await {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("timed out waiting until {what}");
+}
+
+/// One reconcile: build the peer's TLS and an HTTP client from the options, make one
+/// request, drop both. Returns the client serial the server saw.
+async fn reconcile(s: &Setup, watches: &SecretWatches) -> Result<String, PeerClientError> {
+    let tls = PeerTls::from_options_with(
+        watches,
+        &WorkloadApiStreams::new(),
+        &s.tb.client(),
+        &s.peer,
+        &s.me,
+        TIMEOUT,
+    )
+    .await?;
+    let http = tls.reqwest_client()?;
+    let body = http
+        .get(tls.host().unwrap().clone())
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    Ok(body.trim().to_owned())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hundred_reconciles_share_one_watch_per_secret_and_list_once() {
+    let s = setup().await;
+    let watches = SecretWatches::new();
+    assert_eq!(reconcile(&s, &watches).await.unwrap(), "1");
+    let lists = s.tb.requests("list");
+    assert_eq!(s.tb.open_watches(), 2, "one watch per Secret");
+    for i in 0..100 {
+        assert_eq!(reconcile(&s, &watches).await.unwrap(), "1", "reconcile {i}");
+        // A second watch of either Secret would show here at once.
+        assert_eq!(s.tb.open_watches(), 2, "reconcile {i}");
+    }
+    assert_eq!(s.tb.requests("list"), lists, "no LIST after the first sync");
+    assert_eq!(watches.watched().len(), 2);
+    assert_eq!(s.server.rejected(), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rotation_reaches_the_next_reconcile_without_a_new_watch() {
+    let s = setup().await;
+    let watches = SecretWatches::new();
+    assert_eq!(reconcile(&s, &watches).await.unwrap(), "1");
+    let renewed = s.client_ca.client_leaf("region", 2);
+    s.tb.upsert(tls_secret(IDENTITY, &renewed.cert_pem, &renewed.key_pem));
+    until("the next reconcile presents the renewed certificate", || {
+        let (s, watches) = (&s, &watches);
+        async move { reconcile(s, watches).await.unwrap() == "2" }
+    })
+    .await;
+    assert_eq!(s.tb.open_watches(), 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reconciles_go_on_through_an_api_outage_and_see_a_rotation_made_during_it() {
+    let s = setup().await;
+    let watches = SecretWatches::new();
+    assert_eq!(reconcile(&s, &watches).await.unwrap(), "1");
+
+    s.tb.stop().await;
+    for _ in 0..5 {
+        let started = std::time::Instant::now();
+        assert_eq!(reconcile(&s, &watches).await.unwrap(), "1");
+        assert!(
+            started.elapsed() < TIMEOUT,
+            "served from the shared cache, not after a sync timeout"
+        );
+    }
+    // The Secret is renewed while the API server is away...
+    let renewed = s.client_ca.client_leaf("region", 2);
+    s.tb.upsert(tls_secret(IDENTITY, &renewed.cert_pem, &renewed.key_pem));
+    assert_eq!(reconcile(&s, &watches).await.unwrap(), "1");
+    // ...and seen once it is back.
+    s.tb.restart(true).await;
+    until("the renewal made during the outage is presented", || {
+        let (s, watches) = (&s, &watches);
+        async move { reconcile(s, watches).await.unwrap() == "2" }
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_secret_never_watched_still_fails_after_the_sync_timeout_naming_it() {
+    let s = setup().await;
+    let watches = SecretWatches::new();
+    s.tb.stop().await;
+    let err = PeerTls::from_options_with(
+        &watches,
+        &WorkloadApiStreams::new(),
+        &s.tb.client(),
+        &s.peer,
+        &s.me,
+        Duration::from_millis(500),
+    )
+    .await
+    .unwrap_err();
+    let text = err.to_string();
+    assert!(text.contains(&format!("{NS}/{CA}")), "{text}");
+    assert!(text.contains("timed out"), "{text}");
+    assert!(watches.watched().is_empty(), "a failed start leaves nothing behind");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_scoped_registry_ends_its_watches_when_dropped() {
+    let s = setup().await;
+    let watches = SecretWatches::new();
+    let tls = PeerTls::from_options_with(
+        &watches,
+        &WorkloadApiStreams::new(),
+        &s.tb.client(),
+        &s.peer,
+        &s.me,
+        TIMEOUT,
+    )
+    .await
+    .unwrap();
+    assert_eq!(s.tb.open_watches(), 2);
+    drop(watches);
+    assert_eq!(s.tb.open_watches(), 2, "a client built from it keeps them");
+    drop(tls);
+    poll_until("no watch left open", || s.tb.open_watches() == 0).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_identity_verifier_and_signer_of_one_secret_share_one_watch() {
+    let s = setup().await;
+    let watches = SecretWatches::new();
+    // The identity Secret is also used as CA here (as a service trusting its own
+    // issuer): one watch serves both.
+    let resolver = svc_tls::IdentityResolver::builder(s.tb.client(), svc_tls::SecretRef::new(NS, IDENTITY))
+        .watches(&watches)
+        .build()
+        .await
+        .unwrap();
+    let again = svc_tls::IdentityResolver::builder(s.tb.client(), svc_tls::SecretRef::new(NS, IDENTITY))
+        .watches(&watches)
+        .build()
+        .await
+        .unwrap();
+    let trust = svc_tls::TrustVerifier::builder(s.tb.client(), svc_tls::SecretRef::new(NS, CA))
+        .watches(&watches)
+        .build()
+        .await
+        .unwrap();
+    assert_eq!(s.tb.open_watches(), 2);
+    assert!(std::sync::Arc::ptr_eq(
+        resolver.current().certified_key(),
+        again.current().certified_key()
+    ), "one load of the key for both");
+    let signer = svc_tls::PrincipalSigner::new(resolver.clone());
+    assert!(signer.sign(&svc_tls::Principal::default()).is_ok());
+    assert_eq!(trust.state().roots, 1);
+}

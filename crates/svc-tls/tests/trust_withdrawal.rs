@@ -1,0 +1,127 @@
+//! Trust that is withdrawn is no longer trusted: a SPIFFE trust domain removed from
+//! the Workload API's bundles (de-federation) is refused on the next handshake, while
+//! a Workload API that is only unreachable leaves the last good roots in use. Against
+//! two Workload API emulators (two trust domains, one federated into the other) and a
+//! TLS server that verifies client certificates.
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use spiffe_testbed::WorkloadApi;
+use svc_tls::client::PeerTls;
+use svc_tls::material::crypto_provider;
+use svc_tls::spiffe::{SpiffeEndpoint, SpiffeId, WorkloadApiSource};
+use test_support::pki::TestCa;
+use test_support::poll_until;
+use test_support::tls_server::VerifyingServer;
+
+const CLIENT_ID: &str = "spiffe://example.org/ns/unikorn/sa/region";
+const FOREIGN_SERVER: &str = "spiffe://other.org/ns/partner/sa/api";
+
+async fn call(tls: &PeerTls) -> Result<String, String> {
+    let http = tls.reqwest_client().map_err(|e| e.to_string())?;
+    let response = http
+        .get(tls.host().map_err(|e| e.to_string())?.clone())
+        .send()
+        .await
+        .map_err(|e| format!("{e:?}"))?;
+    Ok(response.text().await.map_err(|e| e.to_string())?.trim().to_owned())
+}
+
+struct Federation {
+    home: WorkloadApi,
+    foreign: WorkloadApi,
+    _server: VerifyingServer,
+    tls: PeerTls,
+}
+
+/// A workload of example.org calling a server of other.org, whose bundle example.org's
+/// agent sends as a federated bundle.
+async fn federation() -> Federation {
+    let home = WorkloadApi::start("example.org").await;
+    home.set_workload_id(CLIENT_ID);
+    let foreign = WorkloadApi::start("other.org").await;
+    home.set_federated_bundle("other.org", foreign.bundle());
+    let svid = foreign.issue(FOREIGN_SERVER);
+    let unused = TestCa::new("unused");
+    let server = VerifyingServer::builder(&unused, &unused)
+        .server_chain(svid.chain.clone(), &svid.key_pem())
+        .client_roots(home.bundle())
+        .start()
+        .await;
+    let workload = WorkloadApiSource::connect(
+        SpiffeEndpoint::parse(&home.endpoint()).unwrap(),
+        Arc::new(crypto_provider()),
+        Duration::from_secs(10),
+    )
+    .await
+    .unwrap();
+    let tls = PeerTls::for_spiffe_id(&workload, SpiffeId::new(FOREIGN_SERVER).unwrap())
+        .unwrap()
+        .with_host(server.url().parse().unwrap());
+    Federation {
+        home,
+        foreign,
+        _server: server,
+        tls,
+    }
+}
+
+async fn eventually_refused(tls: &PeerTls) {
+    for _ in 0..200 {
+        if call(tls).await.is_err() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("the server of the withdrawn trust domain is still accepted");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_removed_trust_domain_is_refused_at_once_and_trusted_again_when_it_returns() {
+    let f = federation().await;
+    assert!(call(&f.tls).await.is_ok(), "federated: accepted");
+
+    // De-federation: the agent stops sending other.org's bundle.
+    f.home.set_federated_bundle("other.org", Vec::new());
+    eventually_refused(&f.tls).await;
+    let state = f.tls.trust_verifier().unwrap().state();
+    assert!(state.withdrawn, "{state:?}");
+    assert!(state.stale);
+
+    // Federated again: accepted on the next handshake.
+    f.home.set_federated_bundle("other.org", f.foreign.bundle());
+    poll_until("other.org is trusted again", || {
+        !f.tls.trust_verifier().unwrap().state().withdrawn
+    })
+    .await;
+    for _ in 0..100 {
+        if call(&f.tls).await.is_ok() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("re-federated trust domain still refused");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unreachable_workload_api_keeps_the_last_good_roots() {
+    let f = federation().await;
+    assert!(call(&f.tls).await.is_ok());
+    // The agent refuses this workload and its stream ends: not an authoritative
+    // removal, so the last good roots stay in use.
+    f.home.deny(true);
+    f.home.drop_streams();
+    poll_until("the stream is seen down", || {
+        f.tls
+            .trust_verifier()
+            .unwrap()
+            .state()
+            .watch_error
+            .is_some()
+    })
+    .await;
+    assert_eq!(call(&f.tls).await.map(|_| ()), Ok(()), "last good roots used");
+    assert!(!f.tls.trust_verifier().unwrap().state().withdrawn);
+}
