@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use kube_testbed::keys::KeyFormat;
+use test_support::keys::KeyFormat;
 use rcgen::{
     BasicConstraints, CertificateParams, CertifiedIssuer, ExtendedKeyUsagePurpose, IsCa, KeyPair,
     RsaKeySize,
@@ -168,7 +168,7 @@ pub fn generate(dir: &Path) {
             "sec1" => KeyFormat::Sec1,
             other => panic!("unknown key format {other}"),
         };
-        kube_testbed::keys::key_pem(key, format)
+        test_support::keys::key_pem(key, format)
     };
     let mut names = Vec::new();
     for &(key_type, formats) in KEYS {

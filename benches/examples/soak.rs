@@ -31,9 +31,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use base64::Engine;
-use kube_testbed::pki::{Leaf, TestCa};
-use kube_testbed::tls_server::{VerifyingServer, serial_of};
 use kube_testbed::{Testbed, TestbedOptions};
+use test_support::pki::{Leaf, TestCa};
+use test_support::tls_server::{VerifyingServer, serial_of};
 use rustls::{ClientConfig, ClientConnection, ServerConfig, ServerConnection};
 use svc_tls::client::{TrustMode, client_config};
 use svc_tls::options::SecretRef;

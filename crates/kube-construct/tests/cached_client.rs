@@ -19,7 +19,8 @@ use kube_construct::{
     config::InClusterSource,
     registry::{Registration, Registry, Scope},
 };
-use kube_testbed::{KindSpec, Rule, Testbed, poll_until};
+use kube_testbed::{KindSpec, Rule, Testbed};
+use test_support::poll_until;
 use serde_json::json;
 
 async fn within<T>(fut: impl Future<Output = T>) -> T {

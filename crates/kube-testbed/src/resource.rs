@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 
 use crate::auth::Attributes;
 use crate::selectors::{FieldSelector, LabelSelector};
-use crate::server::{Body, Shared, json_response, lock, not_found};
+use crate::http::{Body, Shared, json_response, lock, not_found};
 use crate::store::{ApiError, KindSpec, PatchKind, Store, WatchStart};
 use crate::watch::{OpenWatch, OwnedScope, WatchStream, error_body};
 

@@ -14,7 +14,7 @@ use tokio::sync::mpsc::UnboundedReceiver;
 use tokio::time::Instant;
 
 use crate::selectors::{FieldSelector, LabelSelector};
-use crate::server::Body;
+use crate::http::Body;
 use crate::store::{ApiError, EventType, KindSpec, Scope, WatchMsg};
 
 /// An owned LIST/WATCH scope.

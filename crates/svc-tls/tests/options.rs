@@ -3,7 +3,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use clap::Command;
-use kube_testbed::logs::CapturedLogs;
+use test_support::logs::CapturedLogs;
 use svc_tls::options::{
     ClientIdentityOptions, GoDuration, HostError, HostProblem, OptionsError, PeerOptions, SecretRef,
 };

@@ -10,7 +10,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use kube_testbed::{Testbed, poll_until};
+use kube_testbed::Testbed;
+use test_support::poll_until;
 use rustls::ClientConfig;
 use support::*;
 use svc_tls::client::{PeerClientError, TrustMode, client_config};
@@ -46,7 +47,7 @@ async fn switching_server(ca: &TestCa) -> VerifyingServer {
 
 /// One new TLS connection and one request: `Ok` when the server was trusted.
 async fn call(config: Arc<ClientConfig>, addr: SocketAddr) -> Result<(), String> {
-    let reply = kube_testbed::tls_server::request(config, addr).await?;
+    let reply = test_support::tls_server::request(config, addr).await?;
     if reply.status == 200 {
         Ok(())
     } else {

@@ -82,8 +82,8 @@ struct Harness {
 
 impl Harness {
     async fn start(
-        first: impl Fn(&TestCa) -> kube_testbed::pki::Leaf,
-    ) -> (Self, kube_testbed::pki::Leaf) {
+        first: impl Fn(&TestCa) -> test_support::pki::Leaf,
+    ) -> (Self, test_support::pki::Leaf) {
         let tb = Testbed::start().await;
         let (server_ca, client_ca) = (TestCa::new("server"), TestCa::new("clients"));
         let leaf = first(&client_ca);

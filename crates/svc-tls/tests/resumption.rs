@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use kube_testbed::Testbed;
-use kube_testbed::tls_server::request_as;
+use test_support::tls_server::request_as;
 use rustls::pki_types::PrivateKeyDer;
 use rustls::pki_types::pem::PemObject as _;
 use rustls::{ClientConfig, HandshakeKind};

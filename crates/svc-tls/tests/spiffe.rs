@@ -7,10 +7,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use kube_testbed::logs::CapturedLogs;
-use kube_testbed::pki::TestCa;
-use kube_testbed::poll_until;
-use kube_testbed::tls_server::{VerifyingServer, request, request_serial};
+use test_support::logs::CapturedLogs;
+use test_support::pki::TestCa;
+use test_support::poll_until;
+use test_support::tls_server::{VerifyingServer, request, request_serial};
 use rustls::ClientConfig;
 use spiffe_testbed::{SvidInfo, WorkloadApi};
 use svc_tls::client::PeerTls;

@@ -11,8 +11,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use kube_testbed::Testbed;
-use kube_testbed::logs::CapturedLogs;
-use kube_testbed::pki::Leaf;
+use test_support::logs::CapturedLogs;
+use test_support::pki::Leaf;
 use support::*;
 use svc_tls::options::SecretRef;
 use svc_tls::report::{CertificateValidity, InvalidIdentity, ManualClock, StateRecorder};

@@ -9,8 +9,9 @@ mod support;
 use std::sync::Arc;
 use std::time::Duration;
 
-use kube_testbed::logs::CapturedLogs;
-use kube_testbed::{Testbed, poll_until};
+use kube_testbed::Testbed;
+use test_support::logs::CapturedLogs;
+use test_support::poll_until;
 use support::*;
 use svc_tls::client::{TrustMode, client_config};
 use svc_tls::options::SecretRef;

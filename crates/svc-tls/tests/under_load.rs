@@ -27,8 +27,9 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use kube_testbed::tls_server::{Handler, Reply, Seen, VerifyingServer, request_serial};
-use kube_testbed::{Testbed, poll_until};
+use kube_testbed::Testbed;
+use test_support::poll_until;
+use test_support::tls_server::{Handler, Reply, Seen, VerifyingServer, request_serial};
 use support::*;
 use svc_tls::client::{TrustMode, client_config};
 use svc_tls::options::SecretRef;

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use kube_testbed::Testbed;
-use kube_testbed::logs::CapturedLogs;
+use test_support::logs::CapturedLogs;
 use support::*;
 use svc_tls::options::SecretRef;
 use svc_tls::report::ManualClock;

@@ -7,7 +7,8 @@ mod support;
 
 use std::time::Duration;
 
-use kube_testbed::{Testbed, poll_until};
+use kube_testbed::Testbed;
+use test_support::poll_until;
 use support::{NS, TestCa, tls_secret};
 use svc_tls::options::SecretRef;
 use svc_tls::resolver::IdentityResolver;

@@ -11,8 +11,8 @@ use std::sync::Arc;
 
 use base64::Engine;
 use kube_testbed::Testbed;
-use kube_testbed::pki::{Leaf, TestCa};
-use kube_testbed::tls_server::{Handler, Reply, Seen, VerifyingServer};
+use test_support::pki::{Leaf, TestCa};
+use test_support::tls_server::{Handler, Reply, Seen, VerifyingServer};
 use platform_client_compat::tls::principal::{
     AlgorithmPolicy, PRINCIPAL_HEADER, PeerCertificate, Principal,
 };
