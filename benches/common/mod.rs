@@ -19,11 +19,11 @@ use std::path::{Path, PathBuf};
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use test_support::keys::KeyFormat;
 use rcgen::{
     BasicConstraints, CertificateParams, CertifiedIssuer, ExtendedKeyUsagePurpose, IsCa, KeyPair,
     RsaKeySize,
 };
+use test_support::keys::KeyFormat;
 
 /// One client identity case: key type and key format.
 pub struct Case {

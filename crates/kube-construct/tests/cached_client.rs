@@ -20,8 +20,8 @@ use kube_construct::{
     registry::{Registration, Registry, Scope},
 };
 use kube_testbed::{KindSpec, Rule, Testbed};
-use test_support::poll_until;
 use serde_json::json;
+use test_support::poll_until;
 
 async fn within<T>(fut: impl Future<Output = T>) -> T {
     tokio::time::timeout(Duration::from_secs(30), fut)

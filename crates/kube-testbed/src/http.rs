@@ -10,8 +10,8 @@ use std::time::Duration;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper::Response;
-use hyper::header::{CONTENT_TYPE, HeaderValue};
 use hyper::StatusCode;
+use hyper::header::{CONTENT_TYPE, HeaderValue};
 use serde_json::Value;
 
 use crate::auth::Authenticator;

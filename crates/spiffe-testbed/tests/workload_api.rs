@@ -9,7 +9,6 @@ use std::time::Duration;
 
 use futures::StreamExt as _;
 use hyper_util::rt::TokioIo;
-use test_support::poll_until;
 use spiffe::transport::GrpcStatusCode;
 use spiffe::transport::TransportError;
 use spiffe::{TrustDomain, WorkloadApiClient, WorkloadApiError, X509Source, X509SourceBuilder};
@@ -17,6 +16,7 @@ use spiffe_testbed::proto::{
     X509BundlesRequest, X509BundlesResponse, X509SvidRequest, X509SvidResponse,
 };
 use spiffe_testbed::{FETCH_X509_BUNDLES, FETCH_X509_SVID, SvidInfo, WorkloadApi};
+use test_support::poll_until;
 use tonic::codegen::http::uri::PathAndQuery;
 use tonic_prost::ProstCodec;
 

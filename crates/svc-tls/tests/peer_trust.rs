@@ -11,7 +11,6 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use kube_testbed::Testbed;
-use test_support::poll_until;
 use rustls::ClientConfig;
 use support::*;
 use svc_tls::client::{PeerClientError, TrustMode, client_config};
@@ -19,6 +18,7 @@ use svc_tls::options::{ClientIdentityOptions, PeerOptions, SecretRef};
 use svc_tls::report::ManualClock;
 use svc_tls::trust_source::{TrustAnchors, TrustOrigin, TrustReloadError};
 use svc_tls::verifier::{TrustError, TrustRecorder, TrustStaleWarning, TrustVerifier};
+use test_support::poll_until;
 
 const CA_NAME: &str = "identity-ca";
 

@@ -173,7 +173,7 @@ async fn principal_signed_with_the_handshake_identity_verifies_behind_nginx_acro
     // 2. cert-manager rotates the Secret: the next request presents and signs with
     //    the new identity, no restart, no new signer.
     tb.upsert(tls_secret(NAME, &two.cert_pem, &two.key_pem));
-    wait_until("the cache sees the new Secret", || {
+    poll_until("the cache sees the new Secret", || {
         cached_cert_is(resolver.secret_source().unwrap(), &two.cert_pem)
     })
     .await;

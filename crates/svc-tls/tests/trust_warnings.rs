@@ -10,13 +10,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use kube_testbed::Testbed;
-use test_support::logs::CapturedLogs;
-use test_support::poll_until;
 use support::*;
 use svc_tls::client::{TrustMode, client_config};
 use svc_tls::options::SecretRef;
 use svc_tls::report::ManualClock;
 use svc_tls::verifier::TrustVerifier;
+use test_support::logs::CapturedLogs;
+use test_support::poll_until;
 
 const NAME: &str = "warned-ca";
 const WARNING: &str = "CA trust reload failed";

@@ -28,13 +28,13 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use kube_testbed::Testbed;
-use test_support::poll_until;
-use test_support::tls_server::{Handler, Reply, Seen, VerifyingServer, request_serial};
 use support::*;
 use svc_tls::client::{TrustMode, client_config};
 use svc_tls::options::SecretRef;
 use svc_tls::resolver::IdentityResolver;
 use svc_tls::verifier::TrustVerifier;
+use test_support::poll_until;
+use test_support::tls_server::{Handler, Reply, Seen, VerifyingServer, request_serial};
 
 const NAME: &str = "load-client-certificate";
 const CA_NAME: &str = "load-server-ca";

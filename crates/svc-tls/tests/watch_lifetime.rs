@@ -8,11 +8,11 @@ mod support;
 use std::time::Duration;
 
 use kube_testbed::Testbed;
-use test_support::poll_until;
 use support::{NS, TestCa, tls_secret};
 use svc_tls::options::SecretRef;
 use svc_tls::resolver::IdentityResolver;
 use svc_tls::source::SecretSource;
+use test_support::poll_until;
 
 const NAME: &str = "lifetime-client-certificate";
 

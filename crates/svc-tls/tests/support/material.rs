@@ -1,6 +1,7 @@
 //! Shared parts of the `material_*` tests: keys of every supported type in every
-//! format (PKCS#8 converted to PKCS#1 / SEC1), a CA issuing leaves with chosen
-//! serials and validity, `kubernetes.io/tls` Secrets, an in-memory TLS 1.3
+//! format (PKCS#8 converted to PKCS#1 / SEC1, by test-support's `keys`), leaves with
+//! chosen serials and validity from test-support's `TestCa`, `kubernetes.io/tls`
+//! Secrets, an in-memory TLS 1.3
 //! client-auth handshake, and the malformed-material fixture. The `pub use`
 //! block is the prelude those tests import with `use support::material::*`
 //! (each test binary uses part of it).
@@ -16,10 +17,7 @@ pub use k8s_openapi::api::core::v1::Secret;
 pub use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 pub use pkcs8::der::asn1::AnyRef;
 pub use pkcs8::der::{Decode, Encode, Reader, SliceReader, Tag, TagNumber, Tagged};
-pub use rcgen::{
-    BasicConstraints, CertificateParams, CertifiedIssuer, DnType, IsCa, KeyPair, KeyUsagePurpose,
-    SerialNumber,
-};
+pub use rcgen::{CertificateParams, DnType, KeyPair, SerialNumber};
 pub use rustls::client::danger::ServerCertVerifier;
 pub use rustls::crypto::CryptoProvider;
 pub use rustls::pki_types::pem::PemObject;
@@ -83,9 +81,10 @@ impl Alg {
     }
 }
 
-pub use kube_testbed::keys::{
+pub use test_support::keys::{
     KeyFormat as Format, key_pem, pem, pkcs8_inner, sequence_elements, tlv_of, to_sec1,
 };
+pub use test_support::pki::TestCa;
 
 /// PKCS#8 RSA -> PKCS#1 RSAPrivateKey (what `openssl rsa -traditional` writes).
 #[allow(
@@ -105,50 +104,18 @@ pub fn to_pkcs1(pkcs8: &[u8]) -> Vec<u8> {
 
 // ---------------------------------------------------------------- certificates
 
-pub struct Ca {
-    pub issuer: CertifiedIssuer<'static, KeyPair>,
-}
-
-impl Ca {
-    pub fn new(cn: &str) -> Self {
-        let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
-        params.distinguished_name.push(DnType::CommonName, cn);
-        params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-        params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
-        let key = KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).unwrap();
-        Self {
-            issuer: CertifiedIssuer::self_signed(params, key).unwrap(),
-        }
-    }
-
-    pub fn pem(&self) -> String {
-        self.issuer.pem()
-    }
-
-    pub fn der(&self) -> CertificateDer<'static> {
-        self.issuer.der().clone()
-    }
-
-    pub fn leaf_params(serial: &[u8]) -> CertificateParams {
-        let mut params = CertificateParams::new(vec!["client.unikorn.test".to_owned()]).unwrap();
-        params
-            .distinguished_name
-            .push(DnType::CommonName, "unikorn client");
-        params.serial_number = Some(SerialNumber::from_slice(serial));
-        params.not_before = rcgen::date_time_ymd(2020, 1, 1);
-        params.not_after = rcgen::date_time_ymd(2090, 1, 1);
-        params.extended_key_usages = vec![rcgen::ExtendedKeyUsagePurpose::ClientAuth];
-        params
-    }
-
-    /// A leaf for `key`, PEM.
-    pub fn issue(&self, key: &impl rcgen::PublicKeyData, params: &CertificateParams) -> String {
-        params.signed_by(key, self.issuer()).unwrap().pem()
-    }
-
-    pub fn issuer(&self) -> &rcgen::Issuer<'static, KeyPair> {
-        &self.issuer
-    }
+/// A client leaf's parameters: `client.unikorn.test`, serial `serial`, valid from
+/// 2020 to 2090, client auth (sign with [`TestCa::issue`]).
+pub fn leaf_params(serial: &[u8]) -> CertificateParams {
+    let mut params = CertificateParams::new(vec!["client.unikorn.test".to_owned()]).unwrap();
+    params
+        .distinguished_name
+        .push(DnType::CommonName, "unikorn client");
+    params.serial_number = Some(SerialNumber::from_slice(serial));
+    params.not_before = rcgen::date_time_ymd(2020, 1, 1);
+    params.not_after = rcgen::date_time_ymd(2090, 1, 1);
+    params.extended_key_usages = vec![rcgen::ExtendedKeyUsagePurpose::ClientAuth];
+    params
 }
 
 pub fn tls_secret(data: &[(&str, &[u8])]) -> Secret {
@@ -196,7 +163,7 @@ impl rustls::client::ResolvesClientCert for Present {
 
 /// A TLS 1.3 handshake in memory against a server that requires a client
 /// certificate issued by `ca`; returns the chain the server received.
-pub fn handshake(ca: &Ca, identity: &Identity) -> Vec<CertificateDer<'static>> {
+pub fn handshake(ca: &TestCa, identity: &Identity) -> Vec<CertificateDer<'static>> {
     let provider = Arc::new(provider());
     let server_key = KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).unwrap();
     let mut server_params = CertificateParams::new(vec!["server.unikorn.test".to_owned()]).unwrap();
@@ -260,9 +227,9 @@ pub fn handshake(ca: &Ca, identity: &Identity) -> Vec<CertificateDer<'static>> {
 
 // ---------------------------------------------------------------- supported material
 
-pub fn check_loads(ca: &Ca, alg: Alg, key: &KeyPair, format: Format) {
+pub fn check_loads(ca: &TestCa, alg: Alg, key: &KeyPair, format: Format) {
     let serial = [0x00, 0x9c, 0x01, 0x7f];
-    let leaf = ca.issue(key, &Ca::leaf_params(&serial));
+    let leaf = ca.issue(key, &leaf_params(&serial));
     let chain_pem = format!("{leaf}{}", ca.pem());
     let key_pem = key_pem(key, format);
     let secret = tls_secret(&[
@@ -329,7 +296,7 @@ pub fn assert_no_key_material(text: &str, key: &KeyPair) {
 // ---------------------------------------------------------------- malformed material
 
 pub struct Fixture {
-    pub ca: Ca,
+    pub ca: TestCa,
     pub key: KeyPair,
     pub leaf: String,
     pub key_pem: String,
@@ -337,9 +304,9 @@ pub struct Fixture {
 
 impl Fixture {
     pub fn new() -> Self {
-        let ca = Ca::new("ca");
+        let ca = TestCa::new("ca");
         let key = Alg::P256.generate();
-        let leaf = ca.issue(&key, &Ca::leaf_params(&[7]));
+        let leaf = ca.issue(&key, &leaf_params(&[7]));
         let key_pem = key.serialize_pem();
         Self {
             ca,
