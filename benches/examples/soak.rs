@@ -4,7 +4,7 @@
 //!
 //! One process holds the kube-testbed API emulator (history limited to 64 events, so
 //! its own event log stays bounded), an `IdentityResolver` watching a
-//! `kubernetes.io/tls` Secret in it, and kube-testbed's verifying TLS server
+//! `kubernetes.io/tls` Secret in it, and test-support's verifying TLS server
 //! configuration. The work runs in rounds; each round does its share of:
 //!
 //! - reloads: `IdentityResolver::reload` (what every handshake does) in a tight loop;

@@ -1,5 +1,5 @@
 //! Under load: four clients send requests back to back, each on a new connection and
-//! so a new handshake, through kube-testbed's verifying TLS 1.3 server, presenting the
+//! so a new handshake, through test-support's verifying TLS 1.3 server, presenting the
 //! identity svc-tls's `IdentityResolver` reads from a `kubernetes.io/tls` Secret in
 //! the API emulator, and verifying the server through a `TrustVerifier` on a watched
 //! CA Secret. While they run, in sequence:

@@ -71,7 +71,7 @@ fn principal_handler() -> Handler {
     })
 }
 
-/// The identity service: kube-testbed's verifying TLS 1.3 server, client
+/// The identity service: test-support's verifying TLS 1.3 server, client
 /// certificates from `client_ca` required, answering with [`principal_handler`].
 async fn identity_service(server_ca: &TestCa, client_ca: &TestCa) -> VerifyingServer {
     VerifyingServer::builder(server_ca, client_ca)
