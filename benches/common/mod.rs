@@ -19,10 +19,8 @@ use std::path::{Path, PathBuf};
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use rcgen::{
-    BasicConstraints, CertificateParams, ExtendedKeyUsagePurpose, IsCa, KeyPair, RsaKeySize,
-};
-use test_support::keys::KeyFormat;
+use rcgen::{BasicConstraints, CertificateParams, ExtendedKeyUsagePurpose, IsCa, KeyPair};
+use test_support::keys::{KeyAlg, KeyFormat};
 use test_support::pki::TestCa;
 
 /// One client identity case: key type and key format.
@@ -115,16 +113,9 @@ fn ca() -> TestCa {
 }
 
 fn generate_key(key: &str) -> KeyPair {
-    match key {
-        "rsa2048" => KeyPair::generate_rsa_for(&rcgen::PKCS_RSA_SHA256, RsaKeySize::_2048),
-        "rsa3072" => KeyPair::generate_rsa_for(&rcgen::PKCS_RSA_SHA256, RsaKeySize::_3072),
-        "rsa4096" => KeyPair::generate_rsa_for(&rcgen::PKCS_RSA_SHA256, RsaKeySize::_4096),
-        "p256" => KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256),
-        "p384" => KeyPair::generate_for(&rcgen::PKCS_ECDSA_P384_SHA384),
-        "ed25519" => KeyPair::generate_for(&rcgen::PKCS_ED25519),
-        other => panic!("unknown key type {other}"),
-    }
-    .unwrap()
+    KeyAlg::from_name(key)
+        .unwrap_or_else(|| panic!("unknown key type {key}"))
+        .generate()
 }
 
 /// The key types and formats measured (the formats cert-manager and Go write).
