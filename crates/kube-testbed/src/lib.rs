@@ -47,7 +47,7 @@ use tokio::task::JoinHandle;
 
 pub use auth::Rule;
 
-/// Temporary: `crates/svc-tls/src/trust_source.rs`'s unit tests still import
+/// Temporary: `crates/svc-tls/src/material/anchors.rs`'s unit tests still import
 /// `kube_testbed::pki::TestCa`. Nothing else may use this; it goes when they import
 /// `test_support::pki::TestCa`.
 #[doc(hidden)]
