@@ -19,11 +19,9 @@ use std::path::{Path, PathBuf};
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use kube_testbed::keys::KeyFormat;
-use rcgen::{
-    BasicConstraints, CertificateParams, CertifiedIssuer, ExtendedKeyUsagePurpose, IsCa, KeyPair,
-    RsaKeySize,
-};
+use rcgen::{BasicConstraints, CertificateParams, ExtendedKeyUsagePurpose, IsCa, KeyPair};
+use test_support::keys::{KeyAlg, KeyFormat};
+use test_support::pki::TestCa;
 
 /// One client identity case: key type and key format.
 pub struct Case {
@@ -106,27 +104,18 @@ fn load(dir: &Path) -> Material {
     }
 }
 
-fn ca() -> CertifiedIssuer<'static, KeyPair> {
+/// A P-256 CA with rcgen's default subject and no key usages (the shape the Go
+/// program and the committed benchmark runs were measured with).
+fn ca() -> TestCa {
     let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
     params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    CertifiedIssuer::self_signed(
-        params,
-        KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).unwrap(),
-    )
-    .unwrap()
+    TestCa::from_params(params)
 }
 
 fn generate_key(key: &str) -> KeyPair {
-    match key {
-        "rsa2048" => KeyPair::generate_rsa_for(&rcgen::PKCS_RSA_SHA256, RsaKeySize::_2048),
-        "rsa3072" => KeyPair::generate_rsa_for(&rcgen::PKCS_RSA_SHA256, RsaKeySize::_3072),
-        "rsa4096" => KeyPair::generate_rsa_for(&rcgen::PKCS_RSA_SHA256, RsaKeySize::_4096),
-        "p256" => KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256),
-        "p384" => KeyPair::generate_for(&rcgen::PKCS_ECDSA_P384_SHA384),
-        "ed25519" => KeyPair::generate_for(&rcgen::PKCS_ED25519),
-        other => panic!("unknown key type {other}"),
-    }
-    .unwrap()
+    KeyAlg::from_name(key)
+        .unwrap_or_else(|| panic!("unknown key type {key}"))
+        .generate()
 }
 
 /// The key types and formats measured (the formats cert-manager and Go write).
@@ -157,7 +146,7 @@ pub fn generate(dir: &Path) {
         params.not_before = rcgen::date_time_ymd(2020, 1, 1);
         params.not_after = rcgen::date_time_ymd(2090, 1, 1);
         params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
-        let leaf = params.signed_by(key, &client_ca).unwrap();
+        let leaf = params.signed_by(key, client_ca.issuer()).unwrap();
         // tls.crt as cert-manager writes it: leaf, then the issuer.
         format!("{}{}", leaf.pem(), client_ca.pem())
     };
@@ -168,7 +157,7 @@ pub fn generate(dir: &Path) {
             "sec1" => KeyFormat::Sec1,
             other => panic!("unknown key format {other}"),
         };
-        kube_testbed::keys::key_pem(key, format)
+        test_support::keys::key_pem(key, format)
     };
     let mut names = Vec::new();
     for &(key_type, formats) in KEYS {
@@ -194,7 +183,7 @@ pub fn generate(dir: &Path) {
     let mut params = CertificateParams::new(vec!["127.0.0.1".to_owned()]).unwrap();
     params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
     let server_key = KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).unwrap();
-    let server = params.signed_by(&server_key, &server_ca).unwrap();
+    let server = params.signed_by(&server_key, server_ca.issuer()).unwrap();
     write(&staging, "server.crt", &server.pem());
     write(&staging, "server.key", &server_key.serialize_pem());
     write(&staging, "server-ca.crt", &server_ca.pem());

@@ -4,7 +4,7 @@
 //!
 //! One process holds the kube-testbed API emulator (history limited to 64 events, so
 //! its own event log stays bounded), an `IdentityResolver` watching a
-//! `kubernetes.io/tls` Secret in it, and kube-testbed's verifying TLS server
+//! `kubernetes.io/tls` Secret in it, and test-support's verifying TLS server
 //! configuration. The work runs in rounds; each round does its share of:
 //!
 //! - reloads: `IdentityResolver::reload` (what every handshake does) in a tight loop;
@@ -30,14 +30,13 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use base64::Engine;
-use kube_testbed::pki::{Leaf, TestCa};
-use kube_testbed::tls_server::{VerifyingServer, serial_of};
 use kube_testbed::{Testbed, TestbedOptions};
 use rustls::{ClientConfig, ClientConnection, ServerConfig, ServerConnection};
 use svc_tls::client::{TrustMode, client_config};
 use svc_tls::options::SecretRef;
 use svc_tls::resolver::IdentityResolver;
+use test_support::pki::{Leaf, TestCa};
+use test_support::tls_server::{VerifyingServer, serial_of};
 
 const NS: &str = "soak";
 const NAME: &str = "soak-client-certificate";
@@ -96,17 +95,7 @@ fn rss_kib() -> u64 {
 }
 
 fn secret(leaf: &Leaf) -> serde_json::Value {
-    let b64 = base64::engine::general_purpose::STANDARD;
-    serde_json::json!({
-        "apiVersion": "v1",
-        "kind": "Secret",
-        "metadata": { "name": NAME, "namespace": NS },
-        "type": "kubernetes.io/tls",
-        "data": {
-            "tls.crt": b64.encode(&leaf.cert_pem),
-            "tls.key": b64.encode(&leaf.key_pem),
-        },
-    })
+    test_support::secret::tls_secret(NS, NAME, &leaf.cert_pem, &leaf.key_pem)
 }
 
 /// Moves what `from` has to send into `to`, processing it as it goes.

@@ -19,8 +19,9 @@ use kube_construct::{
     config::InClusterSource,
     registry::{Registration, Registry, Scope},
 };
-use kube_testbed::{KindSpec, Rule, Testbed, poll_until};
+use kube_testbed::{KindSpec, Rule, Testbed};
 use serde_json::json;
+use test_support::poll_until;
 
 async fn within<T>(fut: impl Future<Output = T>) -> T {
     tokio::time::timeout(Duration::from_secs(30), fut)

@@ -7,8 +7,9 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube_construct::{cache::Selection, client::CachedClient};
-use kube_testbed::{Testbed, poll_until};
+use kube_testbed::Testbed;
 use serde_json::json;
+use test_support::poll_until;
 
 async fn all_watches_closed(tb: &Testbed) {
     tokio::time::timeout(

@@ -13,8 +13,8 @@ use hyper::{Method, Request, Response};
 use serde_json::{Value, json};
 
 use crate::auth::Attributes;
+use crate::http::{Body, Shared, json_response, lock, not_found};
 use crate::selectors::{FieldSelector, LabelSelector};
-use crate::server::{Body, Shared, json_response, lock, not_found};
 use crate::store::{ApiError, KindSpec, PatchKind, Store, WatchStart};
 use crate::watch::{OpenWatch, OwnedScope, WatchStream, error_body};
 

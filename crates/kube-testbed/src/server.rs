@@ -1,50 +1,21 @@
-//! HTTP(S) serving: TLS, the accept loop, routing and the request handlers.
+//! HTTP(S) serving: TLS, the accept loop, fault injection and routing to the
+//! discovery and resource handlers (the helpers they share are in `http`).
 
 use std::collections::HashMap;
 use std::convert::Infallible;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::Bytes;
-use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper::header::{AUTHORIZATION, CONTENT_TYPE, HeaderValue};
-use hyper::{Method, Request, Response, StatusCode};
+use hyper::{Method, Request, Response};
 use hyper_util::rt::{TokioExecutor, TokioIo};
-use serde_json::Value;
 use tokio::net::TcpListener;
 use tokio::task::JoinSet;
 
-use crate::auth::Authenticator;
 use crate::discovery;
-use crate::store::{ApiError, Store};
-
-/// Response body type.
-pub(crate) type Body = http_body_util::combinators::UnsyncBoxBody<Bytes, Infallible>;
-
-/// Fault injection state.
-#[derive(Debug, Default)]
-pub(crate) struct Faults {
-    pub delay: Duration,
-    pub fail_next: usize,
-    pub fail_status: u16,
-}
-
-/// State shared by the server tasks and the [`crate::Testbed`] handle.
-pub(crate) struct Shared {
-    pub store: Mutex<Store>,
-    pub auth: Mutex<Authenticator>,
-    pub faults: Mutex<Faults>,
-    pub tls: Option<Arc<rustls::ServerConfig>>,
-    pub server_address: Mutex<String>,
-    /// WATCH response bodies alive now (see [`crate::Testbed::open_watches`]).
-    pub open_watches: Arc<std::sync::atomic::AtomicUsize>,
-}
-
-/// Lock, recovering from poisoning (a panicking test thread must not wedge the server).
-pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
+use crate::http::{Body, Shared, error_response, full, json_response, lock, not_found};
+use crate::store::ApiError;
 
 /// Accept connections until the task is aborted; aborting drops every connection.
 pub(crate) async fn serve(shared: Arc<Shared>, listener: TcpListener) {
@@ -85,30 +56,6 @@ pub(crate) async fn serve(shared: Arc<Shared>, listener: TcpListener) {
     }
 }
 
-pub(crate) fn full(bytes: impl Into<Bytes>) -> Body {
-    Full::new(bytes.into())
-        .map_err(|never| match never {})
-        .boxed_unsync()
-}
-
-pub(crate) fn json_response(code: u16, value: &Value) -> Response<Body> {
-    let body = serde_json::to_vec(value).unwrap_or_default();
-    let mut resp = Response::new(full(body));
-    *resp.status_mut() = StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    resp.headers_mut()
-        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-    resp
-}
-
-fn error_response(e: &ApiError) -> Response<Body> {
-    let mut resp = json_response(e.code, &e.status());
-    if e.code == 429 {
-        resp.headers_mut()
-            .insert("retry-after", HeaderValue::from_static("1"));
-    }
-    resp
-}
-
 async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Response<Body>, Infallible> {
     let (delay, fail) = {
         let mut f = lock(&shared.faults);
@@ -131,14 +78,6 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Response<
         Ok(r) => r,
         Err(e) => error_response(&e),
     })
-}
-
-pub(crate) fn not_found() -> ApiError {
-    ApiError::new(
-        404,
-        "NotFound",
-        "the server could not find the requested resource",
-    )
 }
 
 async fn route(shared: &Arc<Shared>, req: Request<Incoming>) -> Result<Response<Body>, ApiError> {

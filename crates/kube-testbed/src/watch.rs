@@ -13,8 +13,8 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc::UnboundedReceiver;
 use tokio::time::Instant;
 
+use crate::http::Body;
 use crate::selectors::{FieldSelector, LabelSelector};
-use crate::server::Body;
 use crate::store::{ApiError, EventType, KindSpec, Scope, WatchMsg};
 
 /// An owned LIST/WATCH scope.

@@ -7,7 +7,8 @@ use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, ListParams, PostParams, WatchEvent, WatchParams};
 use kube::runtime::watcher;
-use kube_testbed::{Fault, Testbed, TestbedOptions, poll_until};
+use kube_testbed::{Fault, Testbed, TestbedOptions};
+use test_support::poll_until;
 
 mod support;
 use serde_json::json;
@@ -361,7 +362,7 @@ async fn list_then_watch_under_concurrent_writes_has_no_gaps_or_replays() {
         }
     });
     // snapshot mid-way, then follow the watch from the snapshot's resourceVersion
-    kube_testbed::poll_until("the writer has started", || {
+    test_support::poll_until("the writer has started", || {
         writes.load(std::sync::atomic::Ordering::SeqCst) >= 50
     })
     .await;

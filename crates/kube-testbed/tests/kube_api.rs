@@ -9,7 +9,8 @@ use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret};
 use kube::Client;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::runtime::{WatchStreamExt, reflector, watcher};
-use kube_testbed::{KindSpec, Rule, Testbed, TestbedOptions, poll_until};
+use kube_testbed::{KindSpec, Rule, Testbed, TestbedOptions};
+use test_support::poll_until;
 
 mod support;
 use serde_json::json;

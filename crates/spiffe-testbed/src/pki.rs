@@ -4,19 +4,25 @@
 //! signature, server and client auth), so that the `spiffe` crate's SVID validation
 //! and a rustls/webpki verifier see what they would see from a real agent.
 //!
+//! The CAs and their signing are test-support's [`TestCa`] (the workspace's one test
+//! PKI); what is SPIFFE's is here: the trust domain's URI SAN on the CAs, the SVID
+//! shape, validity as SPIRE sets it, and chains and bundles as the Workload API
+//! carries them.
+//!
 //! Generation failures panic: this is test support, and a failure here is a broken
 //! environment (or a SPIFFE ID that is not IA5), not an outcome under test.
 #![allow(clippy::expect_used)]
 
 use std::fmt;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime};
 
 use rcgen::{
-    BasicConstraints, CertificateParams, CertifiedIssuer, DistinguishedName, DnType,
-    ExtendedKeyUsagePurpose, IsCa, KeyPair, KeyUsagePurpose, PKCS_ECDSA_P256_SHA256, SanType,
-    SerialNumber, string::Ia5String,
+    BasicConstraints, CertificateParams, DistinguishedName, DnType, ExtendedKeyUsagePurpose, IsCa,
+    KeyPair, KeyUsagePurpose, PKCS_ECDSA_P256_SHA256, SanType, SerialNumber, string::Ia5String,
 };
 use rustls_pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
+use test_support::keys::pem;
+use test_support::pki::{TestCa, valid_around_now};
 
 /// How long an SVID is valid unless [`crate::WorkloadApi::set_svid_ttl`] says otherwise
 /// (SPIRE's default X509-SVID TTL is one hour).
@@ -85,7 +91,7 @@ impl fmt::Debug for SvidInfo {
 
 /// A CA of the trust domain: a root (one per generation) or an intermediate under it.
 pub(crate) struct Ca {
-    issuer: CertifiedIssuer<'static, KeyPair>,
+    ca: TestCa,
     /// What an issued chain carries after the leaf: nothing for a root (roots travel
     /// in the bundle), the intermediate's own certificate for an intermediate.
     above_leaf: Vec<CertificateDer<'static>>,
@@ -95,9 +101,8 @@ impl Ca {
     /// A self-signed P-256 root CA for `trust_domain` (a name such as `example.org`).
     pub(crate) fn new(trust_domain: &str, serial: u64) -> Self {
         let params = ca_params(trust_domain, serial, "CA", BasicConstraints::Unconstrained);
-        let key = KeyPair::generate_for(&PKCS_ECDSA_P256_SHA256).expect("CA key");
         Self {
-            issuer: CertifiedIssuer::self_signed(params, key).expect("self-signed CA"),
+            ca: TestCa::from_params(params),
             above_leaf: Vec::new(),
         }
     }
@@ -112,16 +117,14 @@ impl Ca {
             BasicConstraints::Constrained(0),
         );
         params.use_authority_key_identifier_extension = true;
-        let key = KeyPair::generate_for(&PKCS_ECDSA_P256_SHA256).expect("intermediate key");
-        let issuer = CertifiedIssuer::signed_by(params, key, &self.issuer)
-            .expect("CA signs the intermediate");
-        let above_leaf = vec![issuer.der().clone()];
-        Self { issuer, above_leaf }
+        let ca = self.ca.intermediate(params);
+        let above_leaf = vec![ca.der()];
+        Self { ca, above_leaf }
     }
 
     /// The CA certificate, DER.
     pub(crate) fn der(&self) -> CertificateDer<'static> {
-        self.issuer.der().clone()
+        self.ca.der()
     }
 
     /// An SVID for `spiffe_id`; with `localhost`, also a DNS SAN `localhost` (for a TLS
@@ -156,10 +159,10 @@ impl Ca {
         ];
         params.serial_number = Some(SerialNumber::from(serial));
         params.use_authority_key_identifier_extension = true;
-        let not_after = set_validity(&mut params, ttl);
+        let not_after = valid_around_now(&mut params, BACKDATE, ttl);
         let key = KeyPair::generate_for(&PKCS_ECDSA_P256_SHA256).expect("SVID key");
         let cert = params
-            .signed_by(&key, &self.issuer)
+            .signed_by(&key, self.ca.issuer())
             .expect("CA signs the SVID");
         SvidInfo {
             spiffe_id: spiffe_id.to_owned(),
@@ -196,21 +199,8 @@ fn ca_params(
         KeyUsagePurpose::DigitalSignature,
     ];
     params.serial_number = Some(SerialNumber::from(serial));
-    set_validity(&mut params, CA_TTL);
+    valid_around_now(&mut params, BACKDATE, CA_TTL);
     params
-}
-
-/// Sets the validity of `params` to [now - backdate, now + `ttl`] and returns the
-/// not-after as a `SystemTime` truncated to the second, as the certificate encodes it.
-fn set_validity(params: &mut CertificateParams, ttl: Duration) -> SystemTime {
-    let now = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .expect("clock after 1970");
-    let epoch = rcgen::date_time_ymd(1970, 1, 1);
-    let end = Duration::from_secs((now + ttl).as_secs());
-    params.not_before = epoch + (now - BACKDATE);
-    params.not_after = epoch + end;
-    UNIX_EPOCH + end
 }
 
 fn uri_san(uri: &str) -> SanType {
@@ -228,16 +218,4 @@ pub(crate) fn concat(certs: &[CertificateDer<'_>]) -> Vec<u8> {
 /// A certificate, PEM.
 pub(crate) fn pem_certificate(der: &[u8]) -> String {
     pem("CERTIFICATE", der)
-}
-
-fn pem(label: &str, der: &[u8]) -> String {
-    use base64::Engine as _;
-    let b64 = base64::engine::general_purpose::STANDARD.encode(der);
-    let mut out = format!("-----BEGIN {label}-----\n");
-    for line in b64.as_bytes().chunks(64) {
-        out.push_str(std::str::from_utf8(line).expect("base64 is ASCII"));
-        out.push('\n');
-    }
-    out.push_str(&format!("-----END {label}-----\n"));
-    out
 }

@@ -9,7 +9,6 @@ use std::time::Duration;
 
 use futures::StreamExt as _;
 use hyper_util::rt::TokioIo;
-use kube_testbed::poll_until;
 use spiffe::transport::GrpcStatusCode;
 use spiffe::transport::TransportError;
 use spiffe::{TrustDomain, WorkloadApiClient, WorkloadApiError, X509Source, X509SourceBuilder};
@@ -17,13 +16,14 @@ use spiffe_testbed::proto::{
     X509BundlesRequest, X509BundlesResponse, X509SvidRequest, X509SvidResponse,
 };
 use spiffe_testbed::{FETCH_X509_BUNDLES, FETCH_X509_SVID, SvidInfo, WorkloadApi};
+use test_support::poll_until;
 use tonic::codegen::http::uri::PathAndQuery;
 use tonic_prost::ProstCodec;
 
 const TD: &str = "example.org";
 /// A bound for waits on the emulator and the client, so a broken test fails instead
 /// of hanging. Not a timing assertion: every wait normally ends in milliseconds.
-const BOUND: Duration = kube_testbed::POLL_LIMIT;
+const BOUND: Duration = test_support::POLL_LIMIT;
 
 async fn bounded<T>(what: &str, future: impl Future<Output = T>) -> T {
     tokio::time::timeout(BOUND, future)

@@ -649,22 +649,16 @@ fn mutated_tokens_are_rejected_with_typed_errors() {
 #[ignore = "writes tests/fuzz_seeds; run by hand to regenerate the committed seeds"]
 fn generate_fuzz_seeds() {
     use rcgen::{
-        BasicConstraints, CertificateParams, CertifiedIssuer, DnType, ExtendedKeyUsagePurpose,
-        IsCa, KeyPair, KeyUsagePurpose, RsaKeySize,
+        CertificateParams, DnType, ExtendedKeyUsagePurpose, KeyPair, KeyUsagePurpose, RsaKeySize,
     };
     use svc_tls::principal::{Principal, sign_with};
+    use test_support::pki::TestCa;
 
     let dir = seeds_dir();
     std::fs::create_dir_all(&dir).unwrap();
     let write = |name: &str, data: &[u8]| std::fs::write(dir.join(name), data).unwrap();
 
-    let mut ca_params = CertificateParams::new(Vec::<String>::new()).unwrap();
-    ca_params
-        .distinguished_name
-        .push(DnType::CommonName, "fuzz seed CA");
-    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    ca_params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
-    let ca = CertifiedIssuer::self_signed(ca_params, KeyPair::generate().unwrap()).unwrap();
+    let ca = TestCa::new("fuzz seed CA");
     write("ca.crt", ca.pem().as_bytes());
 
     let who = Principal {
@@ -683,7 +677,7 @@ fn generate_fuzz_seeds() {
         params.key_usages = vec![KeyUsagePurpose::DigitalSignature];
         params.not_before = rcgen::date_time_ymd(2024, 1, 1);
         params.not_after = rcgen::date_time_ymd(2099, 1, 1);
-        let cert = params.signed_by(&key, &ca).unwrap();
+        let cert = params.signed_by(&key, ca.issuer()).unwrap();
         write(&format!("{name}.crt"), cert.pem().as_bytes());
         write(&format!("{name}.key"), key.serialize_pem().as_bytes());
         let identity = material::load_identity_from_pem(

@@ -209,7 +209,7 @@ async fn each_malformed_secret_at_handshake_time_serves_last_good_and_warns_once
         // The type of a Secret is immutable: replace it whole.
         tb.delete("v1", "Secret", NS, NAME);
         tb.upsert(case.secret.clone());
-        wait_until(case.what, || {
+        poll_until(case.what, || {
             resolver.secret_source().unwrap().get().is_some_and(|s| {
                 s.metadata
                     .resource_version

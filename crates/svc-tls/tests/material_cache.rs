@@ -9,15 +9,15 @@ use support::material::*;
 
 #[test]
 fn identity_cache_reuses_identical_bytes_and_reloads_changed_ones() {
-    let ca = Ca::new("ca");
+    let ca = TestCa::new("ca");
     let key_a = Alg::Rsa2048.generate();
-    let leaf_a = ca.issue(&key_a, &Ca::leaf_params(&[0xa1]));
+    let leaf_a = ca.issue(&key_a, &leaf_params(&[0xa1]));
     let secret_a = tls_secret(&[
         (TLS_CRT, leaf_a.as_bytes()),
         (TLS_KEY, key_a.serialize_pem().as_bytes()),
     ]);
     let key_b = Alg::P256.generate();
-    let leaf_b = ca.issue(&key_b, &Ca::leaf_params(&[0xb2]));
+    let leaf_b = ca.issue(&key_b, &leaf_params(&[0xb2]));
     let secret_b = tls_secret(&[
         (TLS_CRT, leaf_b.as_bytes()),
         (TLS_KEY, key_b.serialize_pem().as_bytes()),
@@ -129,7 +129,7 @@ fn mutate(rng: &mut Rng, der: &[u8]) -> Vec<u8> {
 
 #[test]
 fn corrupted_material_gives_errors_never_panics() {
-    let ca = Ca::new("ca");
+    let ca = TestCa::new("ca");
     let mut rng = Rng(0x5eed_1234_abcd_ef01);
     let providers = [provider(), material::crypto_provider()];
     for (alg, format, label) in [
@@ -139,7 +139,7 @@ fn corrupted_material_gives_errors_never_panics() {
         (Alg::Rsa2048, Format::Pkcs1, "RSA PRIVATE KEY"),
     ] {
         let key = alg.generate();
-        let leaf = ca.issue(&key, &Ca::leaf_params(&[0x33]));
+        let leaf = ca.issue(&key, &leaf_params(&[0x33]));
         let leaf_der = CertificateDer::from_pem_slice(leaf.as_bytes()).unwrap();
         let good_key_pem = key_pem(&key, format);
         let key_der = PrivateKeyDer::from_pem_slice(good_key_pem.as_bytes())
@@ -210,9 +210,9 @@ fn identical_failing_bytes_get_the_remembered_error_without_a_reload() {
         ..material::crypto_provider()
     };
     let cache = IdentityCache::new(Arc::new(provider));
-    let ca = Ca::new("ca");
+    let ca = TestCa::new("ca");
     let (key, other) = (Alg::P256.generate(), Alg::P256.generate());
-    let leaf = ca.issue(&key, &Ca::leaf_params(&[0x0b]));
+    let leaf = ca.issue(&key, &leaf_params(&[0x0b]));
     // A certificate with another key of the same type: found only after loading it.
     let broken = tls_secret(&[
         (TLS_CRT, leaf.as_bytes()),
@@ -251,10 +251,10 @@ fn identical_failing_bytes_get_the_remembered_error_without_a_reload() {
 
 #[test]
 fn a_remembered_not_yet_valid_error_ends_when_the_certificate_becomes_valid() {
-    // Ca::leaf_params: valid from 2020 to 2090.
-    let ca = Ca::new("ca");
+    // TestCa::leaf_params: valid from 2020 to 2090.
+    let ca = TestCa::new("ca");
     let key = Alg::P256.generate();
-    let leaf = ca.issue(&key, &Ca::leaf_params(&[0x0c]));
+    let leaf = ca.issue(&key, &leaf_params(&[0x0c]));
     let secret = tls_secret(&[
         (TLS_CRT, leaf.as_bytes()),
         (TLS_KEY, key.serialize_pem().as_bytes()),

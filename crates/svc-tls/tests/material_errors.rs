@@ -197,7 +197,7 @@ fn key_that_is_not_pem_has_no_key_or_is_unparseable() {
     // An RSA key whose private exponent is corrupted: the provider's consistency
     // check rejects it.
     let rsa = Alg::Rsa2048.generate();
-    let rsa_leaf = f.ca.issue(&rsa, &Ca::leaf_params(&[8]));
+    let rsa_leaf = f.ca.issue(&rsa, &leaf_params(&[8]));
     let mut pkcs1 = to_pkcs1(&rsa.serialize_der());
     let n = pkcs1.len();
     pkcs1[n / 2] ^= 0x55;
@@ -294,7 +294,7 @@ fn unsupported_algorithms_are_named() {
     // RSA outside 2048..=8192 bits, in the certificate.
     for bits in [1024, 16384] {
         let leaf =
-            f.ca.issue(&RsaPublicKeyOfSize::new(bits), &Ca::leaf_params(&[9]));
+            f.ca.issue(&RsaPublicKeyOfSize::new(bits), &leaf_params(&[9]));
         let err = f.load(leaf.as_bytes(), key);
         match (err.kind(), err.data_key()) {
             (MaterialErrorKind::UnsupportedAlgorithm { algorithm, .. }, Some(TLS_CRT)) => {
@@ -309,7 +309,7 @@ fn unsupported_algorithms_are_named() {
     // curve is named. rcgen cannot make one, so a P-384 leaf's curve OID
     // (1.3.132.0.34) is rewritten to secp256k1's (1.3.132.0.10), same length.
     let p384 = Alg::P384.generate();
-    let leaf = f.ca.issue(&p384, &Ca::leaf_params(&[10]));
+    let leaf = f.ca.issue(&p384, &leaf_params(&[10]));
     let der = rustls_pki_types::CertificateDer::from_pem_slice(leaf.as_bytes()).unwrap();
     let p384_oid = [0x06, 0x05, 0x2b, 0x81, 0x04, 0x00, 0x22];
     let mut der = der.to_vec();
@@ -344,7 +344,7 @@ fn p521_key_next_to_another_certificate_is_a_mismatch_naming_both() {
         }
     }
     // And the other way round: a P-521 certificate with a P-256 key.
-    let leaf = f.ca.issue(&p521, &Ca::leaf_params(&[11]));
+    let leaf = f.ca.issue(&p521, &leaf_params(&[11]));
     let err = f.load(leaf.as_bytes(), f.key_pem.as_bytes());
     match (err.kind(), err.data_key()) {
         (MaterialErrorKind::KeyMismatch { detail, .. }, Some(TLS_KEY)) => {
@@ -386,7 +386,7 @@ fn key_not_matching_the_certificate_is_rejected() {
     }
     // RSA of the same size, different key, PKCS#1.
     let rsa = Alg::Rsa2048.generate();
-    let rsa_leaf = f.ca.issue(&rsa, &Ca::leaf_params(&[11]));
+    let rsa_leaf = f.ca.issue(&rsa, &leaf_params(&[11]));
     let other = Alg::Rsa2048.generate();
     let err = f.load(
         rsa_leaf.as_bytes(),
@@ -398,7 +398,7 @@ fn key_not_matching_the_certificate_is_rejected() {
     );
     // Ed25519, different key.
     let ed = Alg::Ed25519.generate();
-    let ed_leaf = f.ca.issue(&ed, &Ca::leaf_params(&[12]));
+    let ed_leaf = f.ca.issue(&ed, &leaf_params(&[12]));
     let err = f.load(
         ed_leaf.as_bytes(),
         Alg::Ed25519.generate().serialize_pem().as_bytes(),
@@ -414,7 +414,7 @@ fn certificate_outside_its_validity_is_an_error() {
     let f = Fixture::new();
     let key = f.key_pem.as_bytes();
 
-    let mut expired = Ca::leaf_params(&[13]);
+    let mut expired = leaf_params(&[13]);
     expired.not_before = rcgen::date_time_ymd(2001, 1, 1);
     expired.not_after = rcgen::date_time_ymd(2002, 1, 1);
     let leaf = f.ca.issue(&f.key, &expired);
@@ -438,7 +438,7 @@ fn certificate_outside_its_validity_is_an_error() {
     }
     assert!(!err.is_not_yet_valid());
 
-    let mut future = Ca::leaf_params(&[14]);
+    let mut future = leaf_params(&[14]);
     future.not_before = rcgen::date_time_ymd(2080, 1, 1);
     let leaf = f.ca.issue(&f.key, &future);
     let err = f.load(leaf.as_bytes(), key);

@@ -8,7 +8,7 @@ use support::material::*;
 
 #[test]
 fn rsa_keys_load_in_pkcs8_and_pkcs1() {
-    let ca = Ca::new("rsa ca");
+    let ca = TestCa::new("rsa ca");
     for alg in [Alg::Rsa2048, Alg::Rsa3072, Alg::Rsa4096] {
         let key = alg.generate();
         check_loads(&ca, alg, &key, Format::Pkcs8);
@@ -18,7 +18,7 @@ fn rsa_keys_load_in_pkcs8_and_pkcs1() {
 
 #[test]
 fn ecdsa_keys_load_in_pkcs8_and_sec1() {
-    let ca = Ca::new("ec ca");
+    let ca = TestCa::new("ec ca");
     for alg in [Alg::P256, Alg::P384, Alg::P521] {
         let key = alg.generate();
         check_loads(&ca, alg, &key, Format::Pkcs8);
@@ -29,7 +29,7 @@ fn ecdsa_keys_load_in_pkcs8_and_sec1() {
 
 #[test]
 fn ed25519_key_loads_in_pkcs8() {
-    let ca = Ca::new("ed ca");
+    let ca = TestCa::new("ed ca");
     check_loads(&ca, Alg::Ed25519, &Alg::Ed25519.generate(), Format::Pkcs8);
 }
 
@@ -37,9 +37,9 @@ fn ed25519_key_loads_in_pkcs8() {
 fn a_chain_without_intermediates_and_extra_sections_is_fine() {
     // A lone leaf; a key file that also carries the certificate (some tools
     // concatenate them); CRLF line endings.
-    let ca = Ca::new("ca");
+    let ca = TestCa::new("ca");
     let key = Alg::P256.generate();
-    let leaf = ca.issue(&key, &Ca::leaf_params(&[1]));
+    let leaf = ca.issue(&key, &leaf_params(&[1]));
     let key_file = format!("{leaf}{}", key.serialize_pem()).replace('\n', "\r\n");
     let identity = load_identity_from_pem(
         &secret_ref(),
@@ -54,10 +54,10 @@ fn a_chain_without_intermediates_and_extra_sections_is_fine() {
 
 #[test]
 fn identity_debug_shows_serial_expiry_and_kind_but_no_key_material() {
-    let ca = Ca::new("ca");
+    let ca = TestCa::new("ca");
     for alg in [Alg::Rsa2048, Alg::P256, Alg::Ed25519] {
         let key = alg.generate();
-        let leaf = ca.issue(&key, &Ca::leaf_params(&[0x42, 0x17]));
+        let leaf = ca.issue(&key, &leaf_params(&[0x42, 0x17]));
         let key_pem = key.serialize_pem();
         let identity = load_identity_from_pem(
             &secret_ref(),

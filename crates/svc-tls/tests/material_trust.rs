@@ -7,7 +7,7 @@ use support::material::*;
 
 // ---------------------------------------------------------------- trust
 
-fn verify_with(roots: RootCertStore, ca: &Ca) -> Result<(), rustls::Error> {
+fn verify_with(roots: RootCertStore, ca: &TestCa) -> Result<(), rustls::Error> {
     let key = Alg::P256.generate();
     let mut params = CertificateParams::new(vec!["server.unikorn.test".to_owned()]).unwrap();
     params.extended_key_usages = vec![rcgen::ExtendedKeyUsagePurpose::ServerAuth];
@@ -31,9 +31,9 @@ fn verify_with(roots: RootCertStore, ca: &Ca) -> Result<(), rustls::Error> {
 
 #[test]
 fn trust_takes_every_certificate_of_tls_crt_and_ca_crt() {
-    let a = Ca::new("issuer a");
-    let b = Ca::new("issuer b");
-    let c = Ca::new("issuer c");
+    let a = TestCa::new("issuer a");
+    let b = TestCa::new("issuer b");
+    let c = TestCa::new("issuer c");
     let tls_crt = format!("{}{}", a.pem(), b.pem());
     let secret = tls_secret(&[
         (TLS_CRT, tls_crt.as_bytes()),
@@ -45,7 +45,7 @@ fn trust_takes_every_certificate_of_tls_crt_and_ca_crt() {
     for ca in [&a, &b, &c] {
         verify_with(roots.clone(), ca).unwrap();
     }
-    let stranger = Ca::new("stranger");
+    let stranger = TestCa::new("stranger");
     assert!(verify_with(roots, &stranger).is_err());
 
     // cert-manager's CA issuer Secret: tls.crt and ca.crt are the same CA.
@@ -62,7 +62,7 @@ fn trust_takes_every_certificate_of_tls_crt_and_ca_crt() {
 
 #[test]
 fn trust_errors_name_the_secret_and_key() {
-    let a = Ca::new("issuer a");
+    let a = TestCa::new("issuer a");
     let check = |err: &MaterialError| {
         let msg = err.to_string();
         assert!(msg.contains("unikorn/unikorn-client-certificate"), "{msg}");
@@ -115,10 +115,7 @@ fn trust_errors_name_the_secret_and_key() {
 
     let err = load_trust(&tls_secret(&[(
         TLS_CRT,
-        a.issuer
-            .pem()
-            .replace("CERTIFICATE", "PUBLIC KEY")
-            .as_bytes(),
+        a.pem().replace("CERTIFICATE", "PUBLIC KEY").as_bytes(),
     )]))
     .unwrap_err();
     check(&err);

@@ -3,10 +3,10 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use clap::Command;
-use kube_testbed::logs::CapturedLogs;
 use svc_tls::options::{
     ClientIdentityOptions, GoDuration, HostError, HostProblem, OptionsError, PeerOptions, SecretRef,
 };
+use test_support::logs::CapturedLogs;
 
 /// A service command as a Unikorn service declares it: three peers, the default
 /// identity, and a distinct identity towards `region`.

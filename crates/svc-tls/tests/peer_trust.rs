@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use kube_testbed::{Testbed, poll_until};
+use kube_testbed::Testbed;
 use rustls::ClientConfig;
 use support::*;
 use svc_tls::client::{PeerClientError, TrustMode, client_config};
@@ -18,6 +18,7 @@ use svc_tls::options::{ClientIdentityOptions, PeerOptions, SecretRef};
 use svc_tls::report::ManualClock;
 use svc_tls::trust_source::{TrustAnchors, TrustOrigin, TrustReloadError};
 use svc_tls::verifier::{TrustError, TrustRecorder, TrustStaleWarning, TrustVerifier};
+use test_support::poll_until;
 
 const CA_NAME: &str = "identity-ca";
 
@@ -46,7 +47,7 @@ async fn switching_server(ca: &TestCa) -> VerifyingServer {
 
 /// One new TLS connection and one request: `Ok` when the server was trusted.
 async fn call(config: Arc<ClientConfig>, addr: SocketAddr) -> Result<(), String> {
-    let reply = kube_testbed::tls_server::request(config, addr).await?;
+    let reply = test_support::tls_server::request(config, addr).await?;
     if reply.status == 200 {
         Ok(())
     } else {

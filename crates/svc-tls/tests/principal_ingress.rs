@@ -173,7 +173,7 @@ async fn principal_signed_with_the_handshake_identity_verifies_behind_nginx_acro
     // 2. cert-manager rotates the Secret: the next request presents and signs with
     //    the new identity, no restart, no new signer.
     tb.upsert(tls_secret(NAME, &two.cert_pem, &two.key_pem));
-    wait_until("the cache sees the new Secret", || {
+    poll_until("the cache sees the new Secret", || {
         cached_cert_is(resolver.secret_source().unwrap(), &two.cert_pem)
     })
     .await;
@@ -367,30 +367,18 @@ fn forwarded_cert(pem: &str) -> HeaderMap {
     ingress_headers(Some("SUCCESS"), Some(&encoded(pem)))
 }
 
-/// A CA made here (not `TestCa`) so leaves can carry SANs.
-fn san_ca() -> rcgen::CertifiedIssuer<'static, KeyPair> {
-    let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
-    params
-        .distinguished_name
-        .push(rcgen::DnType::CommonName, "san clients");
-    params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
-    params.key_usages = vec![
-        rcgen::KeyUsagePurpose::KeyCertSign,
-        rcgen::KeyUsagePurpose::CrlSign,
-    ];
-    rcgen::CertifiedIssuer::self_signed(params, KeyPair::generate().unwrap()).unwrap()
+/// The CA whose leaves carry SANs (issued with [`TestCa::issue`]).
+fn san_ca() -> TestCa {
+    TestCa::new("san clients")
 }
 
-fn san_leaf(ca: &rcgen::CertifiedIssuer<'static, KeyPair>, dns: &str) -> String {
+fn san_leaf(ca: &TestCa, dns: &str) -> String {
     let mut params = rcgen::CertificateParams::new(vec![dns.to_owned()]).unwrap();
     params
         .distinguished_name
         .push(rcgen::DnType::CommonName, "san leaf");
     params.extended_key_usages = vec![rcgen::ExtendedKeyUsagePurpose::ClientAuth];
-    params
-        .signed_by(&KeyPair::generate().unwrap(), ca)
-        .unwrap()
-        .pem()
+    ca.issue(&KeyPair::generate().unwrap(), &params)
 }
 
 #[test]
@@ -458,7 +446,7 @@ fn allow_list_matches_sans_and_common_names() {
     let ca = san_ca();
     let leaf = san_leaf(&ca, "svc-a.ns.svc");
     let anchored = IngressVerifier::new(POLICY)
-        .with_trust_anchors([ca.der().clone()])
+        .with_trust_anchors([ca.der()])
         .unwrap();
     anchored
         .clone()

@@ -82,8 +82,8 @@ struct Harness {
 
 impl Harness {
     async fn start(
-        first: impl Fn(&TestCa) -> kube_testbed::pki::Leaf,
-    ) -> (Self, kube_testbed::pki::Leaf) {
+        first: impl Fn(&TestCa) -> test_support::pki::Leaf,
+    ) -> (Self, test_support::pki::Leaf) {
         let tb = Testbed::start().await;
         let (server_ca, client_ca) = (TestCa::new("server"), TestCa::new("clients"));
         let leaf = first(&client_ca);
@@ -122,7 +122,7 @@ impl Harness {
     async fn set(&self, cert_pem: &str, key_pem: &str) {
         let before = self.tb.resource_version();
         self.tb.upsert(tls_secret(NAME, cert_pem, key_pem));
-        wait_until("the cache sees the write", || {
+        poll_until("the cache sees the write", || {
             self.resolver
                 .secret_source()
                 .unwrap()
@@ -265,7 +265,7 @@ async fn a_failing_watch_is_in_the_state_and_warned_about_after_the_threshold() 
     );
 
     h.tb.stop().await;
-    wait_until("the watch notices the API is gone", || {
+    poll_until("the watch notices the API is gone", || {
         !h.resolver.secret_source().unwrap().watch_health().connected
     })
     .await;
@@ -294,7 +294,7 @@ async fn a_failing_watch_is_in_the_state_and_warned_about_after_the_threshold() 
 
     // The API is back: the watch resumes and the state clears.
     h.tb.restart(true).await;
-    wait_until("the watch resumes", || {
+    poll_until("the watch resumes", || {
         h.resolver.secret_source().unwrap().watch_health().connected
     })
     .await;

@@ -15,13 +15,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use kube_testbed::Testbed;
-use kube_testbed::tls_server::request_as;
 use rustls::pki_types::PrivateKeyDer;
 use rustls::pki_types::pem::PemObject as _;
 use rustls::{ClientConfig, HandshakeKind};
 use support::*;
 use svc_tls::options::SecretRef;
 use svc_tls::resolver::IdentityResolver;
+use test_support::tls_server::request_as;
 
 const NAME: &str = "resumption-client-certificate";
 
@@ -86,7 +86,7 @@ async fn resumption_cannot_skip_the_reload() {
     let second = client_ca.client_leaf("svc", 2);
     tb.upsert(tls_secret(NAME, &second.cert_pem, &second.key_pem));
     let serial_before = resolver.state().serial_hex;
-    wait_until("the resolver's cache holds the rotated Secret", || {
+    poll_until("the resolver's cache holds the rotated Secret", || {
         resolver
             .secret_source()
             .is_some_and(|source| cached_cert_is(source, &second.cert_pem))

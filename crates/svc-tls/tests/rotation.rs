@@ -59,7 +59,7 @@ async fn secret_update_makes_the_next_connection_present_the_new_leaf() {
     assert_eq!(get_serial(&http, &server.url()).await, 101);
 
     tb.upsert(tls_secret(NAME, &two.cert_pem, &two.key_pem));
-    wait_until("the cache sees the new Secret", || {
+    poll_until("the cache sees the new Secret", || {
         cached_cert_is(resolver.secret_source().unwrap(), &two.cert_pem)
     })
     .await;
@@ -95,7 +95,7 @@ async fn a_p521_identity_completes_mtls_and_rotates_to_p256() {
     assert_eq!(server.last_leaf(), Some(p521.der.clone()));
 
     tb.upsert(tls_secret(NAME, &p256.cert_pem, &p256.key_pem));
-    wait_until("the cache sees the P-256 Secret", || {
+    poll_until("the cache sees the P-256 Secret", || {
         cached_cert_is(resolver.secret_source().unwrap(), &p256.cert_pem)
     })
     .await;
@@ -121,7 +121,7 @@ async fn ca_rotation_needs_no_client_restart() {
     assert!(handshake_serial(config.clone(), server.addr).await.is_err());
     // ...until cert-manager writes the B-issued leaf; the same config then works.
     tb.upsert(tls_secret(NAME, &leaf_b.cert_pem, &leaf_b.key_pem));
-    wait_until("the cache sees the B-issued leaf", || {
+    poll_until("the cache sees the B-issued leaf", || {
         cached_cert_is(resolver.secret_source().unwrap(), &leaf_b.cert_pem)
     })
     .await;
@@ -177,7 +177,7 @@ async fn failed_reload_serves_last_good_with_one_limited_warning() {
 
     // A leaf with another leaf's key: rejected on reload, the last good one served.
     tb.upsert(tls_secret(NAME, &good.cert_pem, &other.key_pem));
-    wait_until("the cache sees the broken Secret", || {
+    poll_until("the cache sees the broken Secret", || {
         resolver
             .secret_source()
             .unwrap()
@@ -209,7 +209,7 @@ async fn failed_reload_serves_last_good_with_one_limited_warning() {
 
     // A deleted Secret keeps the last good identity.
     tb.delete("v1", "Secret", Some(NS), NAME);
-    wait_until("the cache sees the deletion", || {
+    poll_until("the cache sees the deletion", || {
         resolver.secret_source().unwrap().get().is_none()
     })
     .await;
@@ -218,7 +218,7 @@ async fn failed_reload_serves_last_good_with_one_limited_warning() {
 
     // A recreated one is used at once.
     tb.upsert(tls_secret(NAME, &other.cert_pem, &other.key_pem));
-    wait_until("the cache sees the recreated Secret", || {
+    poll_until("the cache sees the recreated Secret", || {
         cached_cert_is(resolver.secret_source().unwrap(), &other.cert_pem)
     })
     .await;
@@ -417,7 +417,7 @@ async fn the_cache_follows_the_secret_across_dropped_watches_expired_history_and
     // The watch stream ends: the reflector watches again from where it was.
     tb.drop_watches();
     tb.upsert(tls_secret(NAME, &leaves[1].cert_pem, &leaves[1].key_pem));
-    wait_until("the cache sees leaf 1 after a dropped watch", || {
+    poll_until("the cache sees leaf 1 after a dropped watch", || {
         cached_cert_is(resolver.secret_source().unwrap(), &leaves[1].cert_pem)
     })
     .await;
@@ -427,7 +427,7 @@ async fn the_cache_follows_the_secret_across_dropped_watches_expired_history_and
     tb.expire_history();
     tb.drop_watches();
     tb.upsert(tls_secret(NAME, &leaves[2].cert_pem, &leaves[2].key_pem));
-    wait_until("the cache sees leaf 2 after a relist", || {
+    poll_until("the cache sees leaf 2 after a relist", || {
         cached_cert_is(resolver.secret_source().unwrap(), &leaves[2].cert_pem)
     })
     .await;
@@ -440,7 +440,7 @@ async fn the_cache_follows_the_secret_across_dropped_watches_expired_history_and
     // ...and when it is back, changes flow again.
     tb.restart(true).await;
     tb.upsert(tls_secret(NAME, &leaves[3].cert_pem, &leaves[3].key_pem));
-    wait_until("the cache sees leaf 3 after an API restart", || {
+    poll_until("the cache sees leaf 3 after an API restart", || {
         cached_cert_is(resolver.secret_source().unwrap(), &leaves[3].cert_pem)
     })
     .await;
@@ -477,7 +477,7 @@ async fn peer_tls_from_options_calls_the_peer_with_the_watched_identity() {
         701
     );
     tb.upsert(tls_secret(NAME, &two.cert_pem, &two.key_pem));
-    wait_until("the cache sees the new Secret", || {
+    poll_until("the cache sees the new Secret", || {
         cached_cert_is(
             tls.identity().unwrap().secret_source().unwrap(),
             &two.cert_pem,

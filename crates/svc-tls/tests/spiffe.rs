@@ -7,10 +7,6 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use kube_testbed::logs::CapturedLogs;
-use kube_testbed::pki::TestCa;
-use kube_testbed::poll_until;
-use kube_testbed::tls_server::{VerifyingServer, request, request_serial};
 use rustls::ClientConfig;
 use spiffe_testbed::{SvidInfo, WorkloadApi};
 use svc_tls::client::PeerTls;
@@ -19,6 +15,10 @@ use svc_tls::material::crypto_provider;
 use svc_tls::options::{ClientIdentityOptions, PeerOptions};
 use svc_tls::resolver::IdentityResolver;
 use svc_tls::spiffe::{SpiffeEndpoint, SpiffeId, SpiffeStartError, WorkloadApiSource};
+use test_support::logs::CapturedLogs;
+use test_support::pki::TestCa;
+use test_support::poll_until;
+use test_support::tls_server::{VerifyingServer, request, request_serial};
 
 const TD: &str = "example.org";
 const CLIENT_ID: &str = "spiffe://example.org/ns/unikorn/sa/region";

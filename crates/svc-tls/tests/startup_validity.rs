@@ -11,12 +11,12 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use kube_testbed::Testbed;
-use kube_testbed::logs::CapturedLogs;
-use kube_testbed::pki::Leaf;
 use support::*;
 use svc_tls::options::SecretRef;
 use svc_tls::report::{CertificateValidity, InvalidIdentity, ManualClock, StateRecorder};
 use svc_tls::resolver::IdentityResolver;
+use test_support::logs::CapturedLogs;
+use test_support::pki::Leaf;
 
 /// The process-wide log capture (one subscriber per test binary).
 fn logs() -> &'static CapturedLogs {
@@ -106,7 +106,7 @@ async fn starts_and_recovers(
 
     // The Secret is renewed: the next handshake presents the new leaf.
     tb.upsert(tls_secret(name, &renewed.cert_pem, &renewed.key_pem));
-    wait_until("the cache sees the renewed Secret", || {
+    poll_until("the cache sees the renewed Secret", || {
         cached_cert_is(resolver.secret_source().unwrap(), &renewed.cert_pem)
     })
     .await;

@@ -9,13 +9,14 @@ mod support;
 use std::sync::Arc;
 use std::time::Duration;
 
-use kube_testbed::logs::CapturedLogs;
-use kube_testbed::{Testbed, poll_until};
+use kube_testbed::Testbed;
 use support::*;
 use svc_tls::client::{TrustMode, client_config};
 use svc_tls::options::SecretRef;
 use svc_tls::report::ManualClock;
 use svc_tls::verifier::TrustVerifier;
+use test_support::logs::CapturedLogs;
+use test_support::poll_until;
 
 const NAME: &str = "warned-ca";
 const WARNING: &str = "CA trust reload failed";

@@ -1,5 +1,5 @@
 //! Under load: four clients send requests back to back, each on a new connection and
-//! so a new handshake, through kube-testbed's verifying TLS 1.3 server, presenting the
+//! so a new handshake, through test-support's verifying TLS 1.3 server, presenting the
 //! identity svc-tls's `IdentityResolver` reads from a `kubernetes.io/tls` Secret in
 //! the API emulator, and verifying the server through a `TrustVerifier` on a watched
 //! CA Secret. While they run, in sequence:
@@ -27,13 +27,14 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use kube_testbed::tls_server::{Handler, Reply, Seen, VerifyingServer, request_serial};
-use kube_testbed::{Testbed, poll_until};
+use kube_testbed::Testbed;
 use support::*;
 use svc_tls::client::{TrustMode, client_config};
 use svc_tls::options::SecretRef;
 use svc_tls::resolver::IdentityResolver;
 use svc_tls::verifier::TrustVerifier;
+use test_support::poll_until;
+use test_support::tls_server::{Handler, Reply, Seen, VerifyingServer, request_serial};
 
 const NAME: &str = "load-client-certificate";
 const CA_NAME: &str = "load-server-ca";

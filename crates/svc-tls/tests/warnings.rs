@@ -10,11 +10,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use kube_testbed::Testbed;
-use kube_testbed::logs::CapturedLogs;
 use support::*;
 use svc_tls::options::SecretRef;
 use svc_tls::report::ManualClock;
 use svc_tls::resolver::IdentityResolver;
+use test_support::logs::CapturedLogs;
 
 const NAME: &str = "warned-client-certificate";
 const WARNING: &str = "client certificate reload failed";
@@ -51,7 +51,7 @@ async fn failing_handshakes_warn_once_per_minute_with_suppressed_count() {
         "kubernetes.io/tls",
         &[("tls.crt", &good.cert_pem)],
     ));
-    wait_until("the cache sees the broken Secret", || {
+    poll_until("the cache sees the broken Secret", || {
         resolver
             .secret_source()
             .unwrap()

@@ -9,14 +9,13 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 use std::sync::Arc;
 
-use base64::Engine;
 use kube_testbed::Testbed;
-use kube_testbed::pki::{Leaf, TestCa};
-use kube_testbed::tls_server::{Handler, Reply, Seen, VerifyingServer};
 use platform_client_compat::tls::principal::{
     AlgorithmPolicy, PRINCIPAL_HEADER, PeerCertificate, Principal,
 };
 use rcgen::{KeyPair, RsaKeySize};
+use test_support::pki::{Leaf, TestCa};
+use test_support::tls_server::{Handler, Reply, Seen, VerifyingServer};
 
 // Real names: the emulator validates them as the API server does.
 const NS: &str = "platform";
@@ -29,18 +28,7 @@ fn client_leaf(ca: &TestCa, serial: u64) -> Leaf {
 }
 
 fn secret(name: &str, data: &[(&str, &str)]) -> serde_json::Value {
-    let b64 = base64::engine::general_purpose::STANDARD;
-    let data: serde_json::Map<_, _> = data
-        .iter()
-        .map(|(k, v)| ((*k).to_owned(), b64.encode(v).into()))
-        .collect();
-    serde_json::json!({
-        "apiVersion": "v1",
-        "kind": "Secret",
-        "metadata": { "name": name, "namespace": NS },
-        "type": "kubernetes.io/tls",
-        "data": data,
-    })
+    test_support::secret::secret_with(NS, name, "kubernetes.io/tls", data)
 }
 
 /// The identity service's answer: 200 `verified actor=<actor> serial=<serial>` when
@@ -83,7 +71,7 @@ fn principal_handler() -> Handler {
     })
 }
 
-/// The identity service: kube-testbed's verifying TLS 1.3 server, client
+/// The identity service: test-support's verifying TLS 1.3 server, client
 /// certificates from `client_ca` required, answering with [`principal_handler`].
 async fn identity_service(server_ca: &TestCa, client_ca: &TestCa) -> VerifyingServer {
     VerifyingServer::builder(server_ca, client_ca)

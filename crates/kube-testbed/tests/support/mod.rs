@@ -1,5 +1,5 @@
-//! Helpers shared by this crate's integration tests (the crate's own shared helpers,
-//! such as `poll_until`, are exported by the library).
+//! Helpers shared by this crate's integration tests (the workspace's shared test
+//! utilities, such as `poll_until`, are in test-support).
 
 /// The API server's `Status` in an error; panics on any other error.
 pub fn api_status(e: kube::Error) -> kube::core::Status {

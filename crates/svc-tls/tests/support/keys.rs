@@ -4,9 +4,10 @@
 
 use std::sync::{Arc, OnceLock};
 
-use rcgen::{CertificateParams, KeyPair, RsaKeySize, SignatureAlgorithm};
+use rcgen::CertificateParams;
 use rustls::sign::SigningKey;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
+use test_support::keys::KeyAlg;
 
 /// One generated key and its self-signed certificate.
 pub struct Fixture {
@@ -17,15 +18,8 @@ pub struct Fixture {
     pub signing_key: Arc<dyn SigningKey>,
 }
 
-fn generate(
-    name: &'static str,
-    alg: &'static SignatureAlgorithm,
-    rsa: Option<RsaKeySize>,
-) -> Fixture {
-    let key_pair = match rsa {
-        Some(size) => KeyPair::generate_rsa_for(alg, size).unwrap(),
-        None => KeyPair::generate_for(alg).unwrap(),
-    };
+fn generate(name: &'static str, alg: KeyAlg) -> Fixture {
+    let key_pair = alg.generate();
     let params = CertificateParams::new(vec![format!("{name}.svc.test")]).unwrap();
     let cert = params.self_signed(&key_pair).unwrap();
     let key_der = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key_pair.serialize_der()));
@@ -43,42 +37,22 @@ fn generate(
 }
 
 macro_rules! fixture {
-    ($fn:ident, $name:literal, $alg:expr, $rsa:expr) => {
+    ($fn:ident, $name:literal, $alg:expr) => {
         pub fn $fn() -> &'static Fixture {
             static CELL: OnceLock<Fixture> = OnceLock::new();
-            CELL.get_or_init(|| generate($name, $alg, $rsa))
+            CELL.get_or_init(|| generate($name, $alg))
         }
     };
 }
 
-fixture!(
-    rsa2048,
-    "rsa2048",
-    &rcgen::PKCS_RSA_SHA256,
-    Some(RsaKeySize::_2048)
-);
-fixture!(
-    rsa2048_other,
-    "rsa2048-other",
-    &rcgen::PKCS_RSA_SHA256,
-    Some(RsaKeySize::_2048)
-);
-fixture!(
-    rsa3072,
-    "rsa3072",
-    &rcgen::PKCS_RSA_SHA256,
-    Some(RsaKeySize::_3072)
-);
-fixture!(
-    rsa4096,
-    "rsa4096",
-    &rcgen::PKCS_RSA_SHA256,
-    Some(RsaKeySize::_4096)
-);
-fixture!(p256, "p256", &rcgen::PKCS_ECDSA_P256_SHA256, None);
-fixture!(p384, "p384", &rcgen::PKCS_ECDSA_P384_SHA384, None);
-fixture!(p521, "p521", &rcgen::PKCS_ECDSA_P521_SHA512, None);
-fixture!(ed25519, "ed25519", &rcgen::PKCS_ED25519, None);
+fixture!(rsa2048, "rsa2048", KeyAlg::Rsa2048);
+fixture!(rsa2048_other, "rsa2048-other", KeyAlg::Rsa2048);
+fixture!(rsa3072, "rsa3072", KeyAlg::Rsa3072);
+fixture!(rsa4096, "rsa4096", KeyAlg::Rsa4096);
+fixture!(p256, "p256", KeyAlg::P256);
+fixture!(p384, "p384", KeyAlg::P384);
+fixture!(p521, "p521", KeyAlg::P521);
+fixture!(ed25519, "ed25519", KeyAlg::Ed25519);
 
 /// The RSA fixtures, smallest first.
 pub fn rsa_all() -> [&'static Fixture; 3] {

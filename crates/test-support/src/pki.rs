@@ -1,6 +1,10 @@
 //! Test PKI: certificate authorities and leaves generated with rcgen, for the
-//! workspace's TLS tests (svc-tls's handshakes and principals, kube-construct's
-//! clients). One implementation, so every test builds certificates the same way.
+//! workspace's TLS tests (svc-tls's handshakes, material and principals, the
+//! example's services, the soak) and spiffe-testbed's trust domains. One
+//! implementation, so every test builds certificates the same way: [`TestCa::new`]
+//! and its leaf methods for the common shapes, [`TestCa::from_params`],
+//! [`TestCa::intermediate`] and [`TestCa::issue`] / [`TestCa::issuer`] for a test
+//! that shapes its certificates itself.
 //!
 //! Generation failures panic: this is test support, and a failure here is a
 //! broken environment, not an outcome under test.
@@ -10,6 +14,8 @@ use rcgen::{
     BasicConstraints, CertificateParams, CertifiedIssuer, DistinguishedName, DnType,
     ExtendedKeyUsagePurpose, IsCa, KeyPair, KeyUsagePurpose, SanType, SerialNumber,
 };
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
 use rustls::RootCertStore;
 use rustls_pki_types::CertificateDer;
 
@@ -40,10 +46,40 @@ impl TestCa {
         params.distinguished_name = dn;
         params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
         params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
+        Self::from_params(params)
+    }
+
+    /// A self-signed CA with these parameters (which should say `is_ca`) and a fresh
+    /// ECDSA P-256 key.
+    pub fn from_params(params: CertificateParams) -> Self {
         let key = KeyPair::generate().expect("CA key");
         Self {
             issuer: CertifiedIssuer::self_signed(params, key).expect("self-signed CA"),
         }
+    }
+
+    /// A CA with these parameters and a fresh ECDSA P-256 key, signed by this one (an
+    /// intermediate).
+    pub fn intermediate(&self, params: CertificateParams) -> Self {
+        let key = KeyPair::generate().expect("intermediate key");
+        Self {
+            issuer: CertifiedIssuer::signed_by(params, key, &self.issuer)
+                .expect("CA signs the intermediate"),
+        }
+    }
+
+    /// The issuer, to sign certificate parameters a test shaped itself
+    /// (`params.signed_by(&key, ca.issuer())`).
+    pub fn issuer(&self) -> &rcgen::Issuer<'static, KeyPair> {
+        &self.issuer
+    }
+
+    /// A certificate for `key` with these parameters, signed by this CA, PEM.
+    pub fn issue(&self, key: &impl rcgen::PublicKeyData, params: &CertificateParams) -> String {
+        params
+            .signed_by(key, self.issuer())
+            .expect("CA signs the leaf")
+            .pem()
     }
 
     /// The CA certificate, PEM.
@@ -105,16 +141,11 @@ impl TestCa {
 
     /// A client-auth leaf valid from an hour ago until `lifetime` from now (rounded
     /// down to the second): for tests of an identity that expires while served.
-    pub fn short_lived_client_leaf(&self, serial: u64, lifetime: std::time::Duration) -> Leaf {
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .expect("clock after 1970");
-        let epoch = rcgen::date_time_ymd(1970, 1, 1);
+    pub fn short_lived_client_leaf(&self, serial: u64, lifetime: Duration) -> Leaf {
         let mut params = CertificateParams::new(Vec::<String>::new()).expect("leaf params");
         params.serial_number = Some(SerialNumber::from(serial));
         params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
-        params.not_before = epoch + (now - std::time::Duration::from_secs(3600));
-        params.not_after = epoch + (now + lifetime);
+        valid_around_now(&mut params, Duration::from_secs(3600), lifetime);
         self.sign(params, KeyPair::generate().expect("leaf key"), serial)
     }
 
@@ -157,4 +188,21 @@ impl TestCa {
             serial,
         }
     }
+}
+
+/// Sets the validity of `params` to [now - `backdate`, now + `lifetime`], the end
+/// rounded down to the second (as the certificate encodes it), and returns that end.
+pub fn valid_around_now(
+    params: &mut CertificateParams,
+    backdate: Duration,
+    lifetime: Duration,
+) -> SystemTime {
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .expect("clock after 1970");
+    let epoch = rcgen::date_time_ymd(1970, 1, 1);
+    let end = Duration::from_secs((now + lifetime).as_secs());
+    params.not_before = epoch + (now - backdate);
+    params.not_after = epoch + end;
+    UNIX_EPOCH + end
 }

@@ -5,11 +5,11 @@
 
 use std::sync::Arc;
 
-use kube_testbed::pki::{Leaf, TestCa};
-use kube_testbed::tls_server::{VerifyingServer, request_serial};
 use rustls::ClientConfig;
 use rustls_pki_types::PrivateKeyDer;
 use rustls_pki_types::pem::PemObject;
+use test_support::pki::{Leaf, TestCa};
+use test_support::tls_server::{VerifyingServer, request_serial};
 
 fn client(server_ca: &TestCa, leaf: &Leaf) -> Arc<ClientConfig> {
     Arc::new(
