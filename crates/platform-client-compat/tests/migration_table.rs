@@ -58,13 +58,17 @@ fn surface(text: &str) -> Vec<Entry> {
                 COLUMNS.len()
             );
             for (column, value) in COLUMNS.iter().zip(&fields) {
-                assert!(
-                    !value.trim().is_empty(),
-                    "line {line_no}: empty {column}"
-                );
+                assert!(!value.trim().is_empty(), "line {line_no}: empty {column}");
             }
-            let [identifier, kind, generation, repository, path, commit, _signature] =
-                fields[..]
+            let [
+                identifier,
+                kind,
+                generation,
+                repository,
+                path,
+                commit,
+                _signature,
+            ] = fields[..]
             else {
                 unreachable!("length checked above")
             };
@@ -180,7 +184,10 @@ fn check(what: &str, text: &str, strip: &str) {
     // No row names an identifier the Go package does not export.
     for row in &exports {
         let names = go_names(row);
-        assert!(!names.is_empty(), "{what}: a row names no Go identifier: {row}");
+        assert!(
+            !names.is_empty(),
+            "{what}: a row names no Go identifier: {row}"
+        );
         for name in names {
             assert!(
                 surface.contains_key(&name),
