@@ -56,7 +56,7 @@
 //!
 //! | named, not exported by Go | here | what to use |
 //! |---|---|---|
-//! | `NewHTTPClientOptions(service)` | [`tls::options::ClientIdentityOptions::new`] (`Some(prefix)`) with [`tls::options::ClientIdentityOptions::augment`] / [`tls::options::ClientIdentityOptions::from_matches`] under the same prefix | named in the design notes ("flag names take an optional service prefix via NewHTTPClientOptions()"), but absent from both Go generations: Go's `HTTPClientOptions` is a zero value whose `AddFlags` adds unprefixed flags only. The prefixed identity (`--P-client-certificate-*`, `--P-spiffe-server-id`) is ours; `None` keeps Go's unprefixed names |
+//! | `NewHTTPClientOptions(service)` | [`tls::options::ClientIdentityOptions::new`] (`Some(prefix)`) with [`tls::options::ClientIdentityOptions::augment`] / [`tls::options::ClientIdentityOptions::from_matches`] under the same prefix | quoted from the design notes in issue 25 ("flag names take an optional service prefix via NewHTTPClientOptions()"), but absent from both Go generations: Go's `HTTPClientOptions` is a zero value whose `AddFlags` adds unprefixed flags only. The prefixed identity (`--P-client-certificate-*`, `--P-spiffe-server-id`) is ours; `None` keeps Go's unprefixed names |
 //!
 //! ```
 //! // The facade and the focused crates name the same items.
