@@ -47,14 +47,6 @@ use tokio::task::JoinHandle;
 
 pub use auth::Rule;
 
-/// Temporary: `crates/svc-tls/src/material/anchors.rs`'s unit tests still import
-/// `kube_testbed::pki::TestCa`. Nothing else may use this; it goes when they import
-/// `test_support::pki::TestCa`.
-#[doc(hidden)]
-pub mod pki {
-    #[deprecated(note = "use test_support::pki::TestCa")]
-    pub use test_support::pki::TestCa;
-}
 pub use selectors::{FieldSelector, LabelSelector, SelectorError};
 pub use store::KindSpec;
 
@@ -298,6 +290,7 @@ impl Testbed {
             tls: tls_config,
             server_address: Mutex::new(format!("127.0.0.1:{port}")),
             open_watches: Arc::default(),
+            requests: Mutex::default(),
         });
         let server = runtime.spawn(server::serve(shared.clone(), listener));
         let interval = options.bookmark_interval.max(Duration::from_millis(10));
@@ -432,6 +425,13 @@ impl Testbed {
         self.shared
             .open_watches
             .load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// How many resource requests with `verb` (`get`, `list`, `watch`, `create`,
+    /// `update`, `patch`, `delete`, `deletecollection`) were authorized so far: a
+    /// client that should be served from its cache shows here if it is not.
+    pub fn requests(&self, verb: &str) -> usize {
+        lock(&self.shared.requests).get(verb).copied().unwrap_or(0)
     }
 
     /// End every open WATCH stream now (clients see the stream end and re-watch).

@@ -196,6 +196,7 @@ pub(crate) async fn request(
     )
     .map_err(|e| ApiError::bad_request(e.to_string()))?;
     authorize(shared, user, &t, verb, &fields)?;
+    *lock(&shared.requests).entry(verb.as_str()).or_default() += 1;
     let scope = OwnedScope {
         ns: t.ns.clone(),
         labels,

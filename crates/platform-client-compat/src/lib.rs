@@ -9,11 +9,13 @@
 //! the facade is the same type as through its own crate, and code can move from
 //! one path to the other a module at a time.
 //!
-//! Every exported symbol of the Go package (`client.go`, `context.go`, `http.go`,
-//! `spiffe.go`, `credential.go` of the generation deployed now) has a row. "Differs"
-//! says what a migrating service will notice, and why; `docs/migration.md` has the
-//! same table with more prose, and `examples/migrated-service` is a service
-//! migrated through this crate.
+//! Every exported identifier of the Go package, in both generations services run (the
+//! 24 h-timer release and the newest, with SPIFFE), and every `pkg/errors` value its
+//! functions return, has a row; `docs/go-pkg-client-surface.tsv` lists them with the
+//! repository, path and commit they were read at, and this crate's test checks the
+//! table against that file. "Differs" says what a migrating service will notice, and
+//! why; `docs/migration.md` has the same table with more prose, and
+//! `examples/migrated-service` is a service migrated through this crate.
 //!
 //! | Go `pkg/client` | here | differs, and why |
 //! |---|---|---|
@@ -25,26 +27,36 @@
 //! | `ClusterContext.ID` | [`scope::Cluster::id`] | `Option<ResourceIdentifier>` (`None` at the root, as Go's nil) |
 //! | `ClusterContext.Host` | [`scope::Cluster::host`] | `Option<String>`: `None` at the root where Go had `""` |
 //! | `ClusterContext.Port` | [`scope::Cluster::port`] | `Option<u16>`, a number, not a string; 443/80 derived from the scheme when the server URL has none, as Go |
-//! | `NewContextWithProvisionerClient` / `ProvisionerClientFromContext` | [`scope::with_provisioner`] / [`scope::provisioner`] | "context invalid" is [`scope::ScopeError`] naming the missing value |
+//! | `NewContext` / `FromContext` | [`scope::with_provisioner`] / [`scope::provisioner`] | Go's generic names carry the provisioner client; "context invalid" is [`scope::ScopeError`] naming the missing value |
 //! | `NewContextWithCluster` / `ClusterFromContext` | [`scope::with_cluster`] / [`scope::cluster`] | as above; task-locals do not cross `tokio::spawn`: use [`scope::spawn`] |
 //! | `NewContextWithNamespace` / `NamespaceFromContext` | [`scope::with_namespace`] / [`scope::namespace`] | as above |
 //! | `HTTPOptions` | [`tls::options::PeerOptions`] | also `--S-http2` and `--S-pool-idle-timeout` (new, optional) |
 //! | `NewHTTPOptions(service)` | [`tls::options::PeerOptions::new`] | none |
 //! | `HTTPOptions.AddFlags` | [`tls::options::PeerOptions::augment`] + [`tls::options::PeerOptions::from_matches`] | clap instead of pflag; same names; values as pflag took them (any host string, empty = unset, last repeat wins) |
-//! | `HTTPOptions.Host()` | [`tls::options::PeerOptions::host_value`] (as given) / [`tls::options::PeerOptions::is_configured`] (`Host() != ""`) / [`tls::options::PeerOptions::host`] (checked URL) | `None` for `""`; the checked form refuses a value that is not an `http`/`https` URL with a host, naming the flag, where Go failed at the first request |
+//! | `HTTPOptions.Host()` | [`tls::options::PeerOptions::host_value`] (as given) / [`tls::options::PeerOptions::is_configured`] (`Host() != ""`) / [`tls::options::PeerOptions::host`] (checked URL) | `None` for `""`; the checked forms ([`tls::options::PeerOptions::host`], and [`tls::client::PeerTls::host`] on a built client) return [`tls::options::HostError`] naming the flag and quoting the value when it is not an `http`/`https` URL with a host; building the client never fails on it (one WARN at start-up), as Go failed only at the first request |
 //! | `HTTPOptions.ApplyTLSConfig` | [`tls::verifier::TrustVerifier`] → [`tls::client::TrustMode::Watched`] (done by [`tls::client::PeerTls::from_options`]) | a half-set reference is an error (Go checked only the name); `ca.crt` is read too; the CA Secret is watched and every handshake verifies against its current roots (Go read it once); unset trust uses the platform's roots, as Go's nil `RootCAs` |
-//! | `HTTPClientOptions` | [`tls::options::ClientIdentityOptions`] | a prefix gives a per-peer identity (`--P-client-certificate-*`) |
-//! | `HTTPClientOptions.AddFlags` | [`tls::options::ClientIdentityOptions::augment`] + [`tls::options::ClientIdentityOptions::from_matches`] | `--client-certificate-reload-interval` is accepted (any Go duration) and ignored, with one deprecation warning |
+//! | `HTTPClientOptions` | [`tls::options::ClientIdentityOptions`] | the zero value is the unprefixed identity (`ClientIdentityOptions::new(None)`), as Go's; a prefix (`ClientIdentityOptions::new(Some("P"))`) gives a per-peer identity (`--P-client-certificate-*`), which Go's type has no way to ask for |
+//! | `HTTPClientOptions.AddFlags` | [`tls::options::ClientIdentityOptions::augment`] + [`tls::options::ClientIdentityOptions::from_matches`] | the same flags (the newest generation's `--client-certificate-source` and `--spiffe-server-id` included); `--client-certificate-reload-interval` is accepted (any Go duration) and ignored, with one deprecation warning |
 //! | `HTTPClientOptions.SetNow` | [`tls::resolver::IdentityResolverBuilder::clock`] with [`tls::report::ManualClock`] | there is no reload timer to drive: the identity is reloaded on every handshake; the injectable clock drives the warning limiter and staleness instead |
 //! | `HTTPClientOptions.ApplyTLSClientConfig` | [`tls::resolver::IdentityResolver`] in [`tls::client::client_config`] (done by [`tls::client::PeerTls::from_options`]) | the Secret is watched and re-read on every handshake (Go: a timer, 24 h); construction waits for the watch to sync; a failed reload serves the last good identity and warns at most once a minute |
-//! | `HTTPClientOptions.EncodeAndSign` | [`tls::principal::PrincipalSigner::sign`] / [`tls::principal::PrincipalSigner::attach`] | signs with the watched identity (no API read per call); the key decides the algorithm (RSA PS512, P-256 ES256, P-384 ES384), as the newest Go client; [`tls::principal::AlgorithmPolicy::Ps512Only`] for peers on the older verifier |
-//! | `VerifyAndDecode` | [`tls::principal::PeerCertificate::verify`] / [`tls::principal::verify`]; behind the ingress [`tls::principal::verify_ingress_request`] | the accepted algorithms are a parameter ([`tls::principal::AlgorithmPolicy`]): by default PS512, ES256 and ES384, each only with a certificate of its key type, as the newest Go verifier |
+//! | `HTTPClientOptions.EncodeAndSign` | [`tls::principal::PrincipalSigner::sign`] / [`tls::principal::PrincipalSigner::attach`] | signs with the watched identity (no API read per call); the key decides the algorithm (RSA PS512, P-256 ES256, P-384 ES384), as the newest Go client (the 24 h-timer one signs RSA/PS512 only); [`tls::principal::AlgorithmPolicy::Ps512Only`] for peers on that older verifier |
+//! | `VerifyAndDecode` | [`tls::principal::PeerCertificate::verify`] / [`tls::principal::verify`]; behind the ingress [`tls::principal::verify_ingress_request`] | the accepted algorithms are a parameter ([`tls::principal::AlgorithmPolicy`]): by default PS512, ES256 and ES384, each only with a certificate of its key type, as the newest Go verifier (the 24 h-timer one accepts PS512 with an RSA certificate only: `AlgorithmPolicy::Ps512Only`); signed tokens only, see "Principal verification" in `docs/migration.md` for the unsigned principals the platform's receivers also accept |
 //! | `TLSClientConfig` | [`tls::client::client_config`] / [`tls::client::PeerTls::config`] | TLS 1.3 as Go; session resumption off (a resumed handshake would skip the reload); ALPN `http/1.1` unless h2 is opted in |
 //! | `CertificateSourceSecret`, `CertificateSourceSPIFFE` | [`tls::options::ClientCertificateSource`] (`Secret`, `Spiffe`) | `--[P-]client-certificate-source` (`secret` or `spiffe`) as Go (empty = `secret`); any other value is `OptionsError::InvalidValue` naming the flag and the value |
 //! | `HTTPClientOptions.InitSPIFFE` | [`tls::spiffe::WorkloadApiSource::connect`] (called by [`tls::client::PeerTls::from_options`] in `spiffe` mode) | waits up to the sync timeout for the first X509-SVID; an unset or invalid `SPIFFE_ENDPOINT_SOCKET`, an unreachable agent, no identity issued and no SVID in time are each their own [`tls::spiffe::SpiffeStartError`] variant |
 //! | `NewSPIFFESources`, `Sources` | [`tls::spiffe::WorkloadApiSource`] feeding [`tls::spiffe::SpiffeIdentitySource`] and [`tls::spiffe::SpiffeTrustSource`] | one Workload API stream (the `spiffe` crate's client) serves both seams; the stream reconnects with backoff; dropping the last handle ends it |
 //! | `SPIFFECredential` | [`tls::client::PeerTls::from_spiffe`]: [`tls::resolver::IdentityResolver`] over the SVID, [`tls::verifier::TrustVerifier`] with [`tls::verifier::ServerAuthorization`] `SpiffeId` | the SVID is read on every handshake like a Secret's identity (last good SVID served, with the rate-limited warning, while the stream is down); the server is verified against its trust domain's current bundle and authorized by its exact SPIFFE ID, with no host-name check |
 //! | `ErrClientCredential` | [`tls::resolver::IdentityError`], [`tls::client::PeerClientError`], [`tls::principal::SignError`], [`tls::spiffe::SpiffeStartError`] | typed errors naming the Secret, key, flag or Workload API address instead of one sentinel |
+//! | `errors.ErrInvalidContext` | [`scope::ScopeError`] (`ScopeError::Missing(ScopeValue::…)`) | returned where Go's `FromContext`, `ClusterFromContext` and `NamespaceFromContext` returned it; the message still starts "context invalid", and names the missing value |
+//! | `errors.ErrSecretFormatError` | [`tls::material::MaterialError`] (its [`tls::material::MaterialErrorKind`]), inside [`tls::resolver::IdentityError`] and [`tls::verifier::TrustError`] | one typed error per problem (wrong type, missing or empty key, not PEM, no certificate, no key, key mismatch, …) naming the Secret and the data key, where Go wrapped this sentinel with a sentence |
+//! | `errors.ErrUnsupportedKeyType` | [`tls::principal::SignError::UnsupportedKeyType`] / [`tls::principal::SignError::UnsupportedCurve`] (signing), [`tls::principal::VerifyError::UnsupportedKeyType`] (verifying) | the signing message keeps Go's words ("private key type is unsupported", "unsupported elliptic curve") and names the key type or curve |
+//!
+//! Names a reader may meet that no Go generation exports (the test checks that they
+//! stay out of the surface file):
+//!
+//! | named, not exported by Go | here | what to use |
+//! |---|---|---|
+//! | `NewHTTPClientOptions(service)` | [`tls::options::ClientIdentityOptions::new`] (`Some(prefix)`) with [`tls::options::ClientIdentityOptions::augment`] / [`tls::options::ClientIdentityOptions::from_matches`] under the same prefix | quoted from the design notes in issue 25 ("flag names take an optional service prefix via NewHTTPClientOptions()"), but absent from both Go generations: Go's `HTTPClientOptions` is a zero value whose `AddFlags` adds unprefixed flags only. The prefixed identity (`--P-client-certificate-*`, `--P-spiffe-server-id`) is ours; `None` keeps Go's unprefixed names |
 //!
 //! ```
 //! // The facade and the focused crates name the same items.

@@ -134,8 +134,10 @@ pub enum PeerClientError {
     /// reqwest could not build its client.
     #[error("building the HTTP client failed: {0}")]
     Http(#[source] reqwest::Error),
-    /// The peer's `--S-host` value is not a usable URL (the error names the flag
-    /// and quotes the value), or the peer is not configured where a host is needed.
+    /// The peer's `--S-host` is not configured, or not a usable URL (the error names
+    /// the flag and quotes the value). Building a client never returns this (Go's
+    /// client did not fail on the host either); it is here for a caller that needs the
+    /// URL and propagates [`PeerTls::host`]'s error with `?`.
     #[error(transparent)]
     Host(#[from] HostError),
 }
@@ -317,12 +319,14 @@ impl PeerTls {
     /// The provider is [`crypto_provider`](crate::material::crypto_provider) (aws-lc-rs),
     /// passed explicitly.
     ///
-    /// This is where `--S-host` is checked, before anything is read: a value that is
-    /// not an `http`/`https` URL with a host fails with [`PeerClientError::Host`] naming
-    /// the flag and quoting the value. A peer whose host is not configured (flag
-    /// absent or empty) still gets its TLS setup, as Go's `TLSClientConfig` did;
-    /// [`PeerTls::host`] then says "not configured". `--S-http2` and
-    /// `--S-pool-idle-timeout` apply to every client built from the result.
+    /// The `--S-host` value never stops the build, as Go's client took any host string
+    /// and failed only when a request was made: a peer whose host is not configured
+    /// (flag absent or empty) or is set but unusable (`https://`, `collector:443`)
+    /// still gets its TLS setup, and [`PeerTls::host`] returns the [`HostError`]
+    /// naming the flag (and quoting the value) when the service asks for the URL. An
+    /// unusable value is logged once at WARN when the client is built
+    /// ([`PeerOptions::client_host`]). `--S-http2` and `--S-pool-idle-timeout` apply to
+    /// every client built from the result.
     ///
     /// ```no_run
     /// # async fn f(client: kube::Client, peer: svc_tls::options::PeerOptions,
@@ -363,8 +367,6 @@ impl PeerTls {
         sync_timeout: Duration,
     ) -> Result<Self, PeerClientError> {
         let provider = watches.provider().clone();
-        // --S-host is checked before anything is read.
-        peer.host()?;
         if identity.source() == ClientCertificateSource::Spiffe {
             let endpoint = SpiffeEndpoint::from_env()?;
             let workload = streams.connect(endpoint, provider, sync_timeout).await?;
@@ -406,21 +408,16 @@ impl PeerTls {
             }
             None => None,
         };
-        Self::new(provider, trust, identity).for_peer(peer)
+        Ok(Self::new(provider, trust, identity).for_peer(peer))
     }
 
-    /// The peer's `--S-host` (checked; "not configured" naming the flag when unset),
+    /// The peer's `--S-host` (kept as the URL or the error [`PeerTls::host`] returns),
     /// `--S-http2` and `--S-pool-idle-timeout` applied.
-    fn for_peer(mut self, peer: &PeerOptions) -> Result<Self, PeerClientError> {
-        self.host = match peer.host()? {
-            Some(url) => Ok(url),
-            None => Err(HostError::NotConfigured {
-                flag: PeerOptions::host_flag(peer.service()),
-            }),
-        };
+    fn for_peer(mut self, peer: &PeerOptions) -> Self {
+        self.host = peer.client_host();
         self.protocol = peer.http_protocol();
         self.pool_idle_timeout = peer.pool_idle_timeout();
-        Ok(self)
+        self
     }
 
     /// SPIFFE mode over a Workload API stream the caller already holds (one stream can
@@ -451,7 +448,7 @@ impl PeerTls {
                 ),
             );
         }
-        Self::for_spiffe_id(workload, server_id)?.for_peer(peer)
+        Ok(Self::for_spiffe_id(workload, server_id)?.for_peer(peer))
     }
 
     /// SPIFFE mode without options: present `workload`'s current X509-SVID on every
@@ -499,8 +496,9 @@ impl PeerTls {
         ))
     }
 
-    /// The peer's base URL, or [`HostError::NotConfigured`] naming the flag when the
-    /// peer has no host (Go: `Host() == ""`).
+    /// The peer's base URL; [`HostError::NotConfigured`] naming the flag when the
+    /// peer has no host (Go: `Host() == ""`), [`HostError::Invalid`] naming the flag
+    /// and quoting the value when `--S-host` is set but not a usable URL.
     pub fn host(&self) -> Result<&Url, HostError> {
         self.host.as_ref().map_err(Clone::clone)
     }

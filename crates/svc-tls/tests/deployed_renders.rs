@@ -11,6 +11,7 @@ use svc_tls::client::{PeerClientError, PeerTls};
 use svc_tls::options::{
     ClientIdentityOptions, GoDuration, HostError, HostProblem, HttpProtocol, PeerOptions, SecretRef,
 };
+use test_support::logs::CapturedLogs;
 use url::Url;
 
 const PEERS: [&str; 5] = ["identity", "region", "kubernetes", "compute", "audit"];
@@ -265,11 +266,25 @@ fn problem_hosts_parse_and_fail_when_used() {
     }
 }
 
-/// The check happens when the client for that peer is built: before any Secret is
-/// read, a bad host fails `PeerTls::from_options`; an empty one does not, and the
-/// result says "not configured".
+/// The WARN lines captured for one `--S-host` flag.
+fn host_warnings(captured: &CapturedLogs, flag: &str) -> Vec<String> {
+    captured
+        .text()
+        .lines()
+        .filter(|l| l.contains("WARN") && l.contains(&format!("--{flag}=")))
+        .map(str::to_owned)
+        .collect()
+}
+
+/// A service that builds all its peer clients at start-up, then runs (builds clients
+/// per reconcile and asks each peer for its URL), with the values charts render:
+/// `--identity-host=https://` (host value missing), a bare `--audit-host=collector:443`
+/// and an empty `--region-host=`. Every client builds, as the Go binary starts; each
+/// unusable value is one WARN at start-up naming the flag and quoting the value; the
+/// URL is the typed error when asked for, as an empty value is "not configured".
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn building_a_client_checks_the_host() {
+async fn a_service_with_rendered_hosts_starts_and_runs() {
+    let captured = CapturedLogs::global().clone();
     let tb = Testbed::start().await;
     let me = ClientIdentityOptions::new(None);
     let timeout = Duration::from_secs(10);
@@ -277,46 +292,100 @@ async fn building_a_client_checks_the_host() {
     let m = parse(&strings(&[
         "--identity-host=https://",
         "--audit-host=collector:443",
+        "--region-host=",
+        "--compute-host=https://compute.example/api/",
     ]));
-    for (service, value) in [("identity", "https://"), ("audit", "collector:443")] {
-        let peer = PeerOptions::from_matches(&m, service).unwrap();
-        let err = PeerTls::from_options(&tb.client(), &peer, &me, timeout)
+    let peers: Vec<PeerOptions> = PEERS
+        .iter()
+        .map(|service| PeerOptions::from_matches(&m, service).unwrap())
+        .collect();
+
+    // Start-up: every peer client is built.
+    let mut clients = Vec::new();
+    for peer in &peers {
+        let tls = PeerTls::from_options(&tb.client(), peer, &me, timeout)
             .await
-            .unwrap_err();
-        let PeerClientError::Host(HostError::Invalid { flag, value: v, .. }) = &err else {
-            panic!("{err:?}");
-        };
+            .unwrap_or_else(|e| panic!("--{}-host stopped start-up: {e}", peer.service()));
+        clients.push(tls);
+    }
+
+    // Run: clients per "reconcile", URLs asked for.
+    for _reconcile in 0..3 {
+        for (peer, tls) in peers.iter().zip(&clients) {
+            tls.reqwest_client().unwrap();
+            let again = PeerTls::from_options(&tb.client(), peer, &me, timeout)
+                .await
+                .unwrap();
+            assert_eq!(again.host(), tls.host(), "{}", peer.service());
+        }
+    }
+
+    let client = |service: &str| &clients[PEERS.iter().position(|p| *p == service).unwrap()];
+    for (service, value, problem) in [
+        ("identity", "https://", HostProblem::MissingHost),
+        (
+            "audit",
+            "collector:443",
+            HostProblem::MissingScheme {
+                bare_host_port: true,
+            },
+        ),
+    ] {
+        let tls = client(service);
+        let err = tls.host().unwrap_err();
         assert_eq!(
-            (flag.as_str(), v.as_str()),
-            (&*format!("{service}-host"), value)
+            err,
+            HostError::Invalid {
+                flag: format!("{service}-host"),
+                value: value.to_owned(),
+                problem,
+            }
         );
+        // `?` into the client's error keeps the flag and the quoted value.
+        let err = PeerClientError::from(err);
         assert!(
             err.to_string()
-                .contains(&format!("--{service}-host={value:?}")),
+                .starts_with(&format!("--{service}-host={value:?} is not a usable URL")),
             "{err}"
+        );
+        let warnings = host_warnings(&captured, &format!("{service}-host"));
+        assert_eq!(warnings.len(), 1, "one WARN at start-up: {warnings:#?}");
+        assert!(
+            warnings[0].contains(&format!("--{service}-host={value:?}")),
+            "{}",
+            warnings[0]
+        );
+        assert!(
+            warnings[0].contains("client is built anyway"),
+            "{}",
+            warnings[0]
         );
     }
 
-    let m = parse(&strings(&["--audit-host="]));
-    let audit = PeerOptions::from_matches(&m, "audit").unwrap();
-    let tls = PeerTls::from_options(&tb.client(), &audit, &me, timeout)
-        .await
-        .unwrap();
-    assert_eq!(
-        tls.host().unwrap_err(),
-        HostError::NotConfigured {
-            flag: "audit-host".into()
-        }
-    );
+    // Empty and absent: "not configured", and nothing logged.
+    for service in ["region", "kubernetes"] {
+        let tls = client(service);
+        assert_eq!(
+            tls.host().unwrap_err(),
+            HostError::NotConfigured {
+                flag: format!("{service}-host")
+            }
+        );
+        assert_eq!(
+            host_warnings(&captured, &format!("{service}-host")),
+            Vec::<String>::new()
+        );
+    }
 
-    let m = parse(&strings(&["--identity-host=https://identity.example/api/"]));
-    let identity = PeerOptions::from_matches(&m, "identity").unwrap();
-    let tls = PeerTls::from_options(&tb.client(), &identity, &me, timeout)
-        .await
-        .unwrap();
+    // A usable value is the URL, and nothing logged.
+    let compute = client("compute");
     assert_eq!(
-        tls.host().unwrap().join("v1/regions").unwrap().as_str(),
-        "https://identity.example/api/v1/regions"
+        compute.host().unwrap().join("v1/regions").unwrap().as_str(),
+        "https://compute.example/api/v1/regions"
+    );
+    assert_eq!(
+        host_warnings(&captured, "compute-host"),
+        Vec::<String>::new()
     );
 }
 

@@ -132,10 +132,13 @@ async fn a_rotation_reaches_the_next_reconcile_without_a_new_watch() {
     assert_eq!(reconcile(&s, &watches).await.unwrap(), "1");
     let renewed = s.client_ca.client_leaf("region", 2);
     s.tb.upsert(tls_secret(IDENTITY, &renewed.cert_pem, &renewed.key_pem));
-    until("the next reconcile presents the renewed certificate", || {
-        let (s, watches) = (&s, &watches);
-        async move { reconcile(s, watches).await.unwrap() == "2" }
-    })
+    until(
+        "the next reconcile presents the renewed certificate",
+        || {
+            let (s, watches) = (&s, &watches);
+            async move { reconcile(s, watches).await.unwrap() == "2" }
+        },
+    )
     .await;
     assert_eq!(s.tb.open_watches(), 2);
 }
@@ -186,7 +189,10 @@ async fn a_secret_never_watched_still_fails_after_the_sync_timeout_naming_it() {
     let text = err.to_string();
     assert!(text.contains(&format!("{NS}/{CA}")), "{text}");
     assert!(text.contains("timed out"), "{text}");
-    assert!(watches.watched().is_empty(), "a failed start leaves nothing behind");
+    assert!(
+        watches.watched().is_empty(),
+        "a failed start leaves nothing behind"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -216,26 +222,31 @@ async fn the_identity_verifier_and_signer_of_one_secret_share_one_watch() {
     let watches = SecretWatches::new();
     // The identity Secret is also used as CA here (as a service trusting its own
     // issuer): one watch serves both.
-    let resolver = svc_tls::IdentityResolver::builder(s.tb.client(), svc_tls::SecretRef::new(NS, IDENTITY))
-        .watches(&watches)
-        .build()
-        .await
-        .unwrap();
-    let again = svc_tls::IdentityResolver::builder(s.tb.client(), svc_tls::SecretRef::new(NS, IDENTITY))
-        .watches(&watches)
-        .build()
-        .await
-        .unwrap();
+    let resolver =
+        svc_tls::IdentityResolver::builder(s.tb.client(), svc_tls::SecretRef::new(NS, IDENTITY))
+            .watches(&watches)
+            .build()
+            .await
+            .unwrap();
+    let again =
+        svc_tls::IdentityResolver::builder(s.tb.client(), svc_tls::SecretRef::new(NS, IDENTITY))
+            .watches(&watches)
+            .build()
+            .await
+            .unwrap();
     let trust = svc_tls::TrustVerifier::builder(s.tb.client(), svc_tls::SecretRef::new(NS, CA))
         .watches(&watches)
         .build()
         .await
         .unwrap();
     assert_eq!(s.tb.open_watches(), 2);
-    assert!(std::sync::Arc::ptr_eq(
-        resolver.current().certified_key(),
-        again.current().certified_key()
-    ), "one load of the key for both");
+    assert!(
+        std::sync::Arc::ptr_eq(
+            resolver.current().certified_key(),
+            again.current().certified_key()
+        ),
+        "one load of the key for both"
+    );
     let signer = svc_tls::PrincipalSigner::new(resolver.clone());
     assert!(signer.sign(&svc_tls::Principal::default()).is_ok());
     assert_eq!(trust.state().roots, 1);

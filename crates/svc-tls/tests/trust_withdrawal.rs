@@ -26,7 +26,12 @@ async fn call(tls: &PeerTls) -> Result<String, String> {
         .send()
         .await
         .map_err(|e| format!("{e:?}"))?;
-    Ok(response.text().await.map_err(|e| e.to_string())?.trim().to_owned())
+    Ok(response
+        .text()
+        .await
+        .map_err(|e| e.to_string())?
+        .trim()
+        .to_owned())
 }
 
 struct Federation {
@@ -122,6 +127,10 @@ async fn an_unreachable_workload_api_keeps_the_last_good_roots() {
             .is_some()
     })
     .await;
-    assert_eq!(call(&f.tls).await.map(|_| ()), Ok(()), "last good roots used");
+    assert_eq!(
+        call(&f.tls).await.map(|_| ()),
+        Ok(()),
+        "last good roots used"
+    );
     assert!(!f.tls.trust_verifier().unwrap().state().withdrawn);
 }

@@ -2,7 +2,7 @@
 
 use k8s_openapi::ByteString;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
-    CustomResourceDefinition, CustomResourceSubresources,
+    CustomResourceDefinition, CustomResourceSubresources, JSONSchemaProps,
 };
 use kube::core::{CustomResourceExt, ObjectList};
 use kube::{CustomResource, KubeSchema};
@@ -216,10 +216,14 @@ impl HelmApplication {
 /// Generated from the Rust types by kube's derive, then brought in line with the
 /// platform's CRD: no status subresource (`subresources: {}`; `status` is a plain
 /// object in the schema), and schema properties are not marked `nullable`
-/// (controller-gen does not mark optional fields nullable). Prefer this over
-/// `HelmApplication::crd()`.
+/// (controller-gen does not mark optional fields nullable). As controller-gen writes
+/// it for a Go type embedding `metav1.TypeMeta` and `metav1.ObjectMeta`, the names
+/// carry `listKind: HelmApplicationList` and the schema describes the top-level
+/// `apiVersion` and `kind` (strings, with the Kubernetes descriptions) and `metadata`
+/// (`type: object`). Prefer this over `HelmApplication::crd()`.
 pub fn helm_application_crd() -> CustomResourceDefinition {
     let mut crd = HelmApplication::crd();
+    crd.spec.names.list_kind = Some(format!("{}List", crd.spec.names.kind));
     for version in &mut crd.spec.versions {
         version.subresources = Some(CustomResourceSubresources::default());
         if let Some(schema) = version
@@ -232,9 +236,43 @@ pub fn helm_application_crd() -> CustomResourceDefinition {
             if let Ok(cleaned) = serde_json::from_value(value) {
                 *schema = cleaned;
             }
+            let properties = schema.properties.get_or_insert_with(Default::default);
+            properties.insert(
+                "apiVersion".to_owned(),
+                string_property(TYPE_META_API_VERSION),
+            );
+            properties.insert("kind".to_owned(), string_property(TYPE_META_KIND));
+            properties.insert(
+                "metadata".to_owned(),
+                JSONSchemaProps {
+                    type_: Some("object".to_owned()),
+                    ..JSONSchemaProps::default()
+                },
+            );
         }
     }
     crd
+}
+
+/// The description controller-gen gives `apiVersion` (from `metav1.TypeMeta`).
+const TYPE_META_API_VERSION: &str = "APIVersion defines the versioned schema of this representation of an object.
+Servers should convert recognized schemas to the latest internal value, and
+may reject unrecognized values.
+More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources";
+
+/// The description controller-gen gives `kind` (from `metav1.TypeMeta`).
+const TYPE_META_KIND: &str = "Kind is a string value representing the REST resource this object represents.
+Servers may infer this from the endpoint the client submits requests to.
+Cannot be updated.
+In CamelCase.
+More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds";
+
+fn string_property(description: &str) -> JSONSchemaProps {
+    JSONSchemaProps {
+        type_: Some("string".to_owned()),
+        description: Some(description.to_owned()),
+        ..JSONSchemaProps::default()
+    }
 }
 
 fn strip_nullable(value: &mut serde_json::Value) {
@@ -271,6 +309,7 @@ mod tests {
         assert_eq!(spec["names"]["plural"], "helmapplications");
         assert_eq!(spec["names"]["singular"], "helmapplication");
         assert_eq!(spec["names"]["categories"], json!(["unikorn"]));
+        assert_eq!(spec["names"]["listKind"], "HelmApplicationList");
         let versions = spec["versions"].as_array().unwrap();
         assert_eq!(versions.len(), 1);
         let version = &versions[0];
@@ -289,7 +328,34 @@ mod tests {
 
         let schema = &version["schema"]["openAPIV3Schema"];
         assert_eq!(schema["required"], json!(["spec"]));
+        assert_eq!(schema["type"], "object");
         assert_eq!(schema["properties"]["status"]["type"], "object");
+        // The top level as controller-gen writes it for metav1.TypeMeta and
+        // metav1.ObjectMeta (the descriptions as in the Go repository's
+        // charts/core/crds/unikorn-cloud.org_helmapplications.yaml).
+        assert_eq!(
+            schema["properties"]["apiVersion"],
+            json!({
+                "type": "string",
+                "description": "APIVersion defines the versioned schema of this representation of an object.\nServers should convert recognized schemas to the latest internal value, and\nmay reject unrecognized values.\nMore info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+            })
+        );
+        assert_eq!(
+            schema["properties"]["kind"],
+            json!({
+                "type": "string",
+                "description": "Kind is a string value representing the REST resource this object represents.\nServers may infer this from the endpoint the client submits requests to.\nCannot be updated.\nIn CamelCase.\nMore info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+            })
+        );
+        assert_eq!(schema["properties"]["metadata"], json!({"type": "object"}));
+        let mut top: Vec<_> = schema["properties"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        top.sort_unstable();
+        assert_eq!(top, ["apiVersion", "kind", "metadata", "spec", "status"]);
         let spec_schema = &schema["properties"]["spec"];
         let mut required: Vec<_> = spec_schema["required"]
             .as_array()

@@ -161,7 +161,7 @@ mod tests {
     use super::*;
     use crate::material::{CA_CRT, SECRET_TYPE_TLS, TLS_CRT};
     use k8s_openapi::ByteString;
-    use kube_testbed::pki::TestCa;
+    use test_support::pki::TestCa;
 
     fn ca_secret(tls_crt: &str, ca_crt: Option<&str>) -> Secret {
         let mut data = std::collections::BTreeMap::new();

@@ -53,11 +53,14 @@
 //! - `--S-host` is a plain string at parse time. An empty value means the peer is
 //!   not configured ([`PeerOptions::is_configured`]; Go callers tested
 //!   `Host() != ""`). The value is checked when it is used
-//!   ([`PeerOptions::host`], [`PeerOptions::require_host`], and
-//!   [`PeerTls::from_options`](crate::client::PeerTls::from_options)): a value that
-//!   is not an `http`/`https` URL with a host is a [`HostError`] naming the flag and
-//!   quoting the value. A bare `host:port` such as `collector:443` is refused, never
-//!   completed with a guessed scheme.
+//!   ([`PeerOptions::host`], [`PeerOptions::require_host`],
+//!   [`PeerTls::host`](crate::client::PeerTls::host)): a value that is not an
+//!   `http`/`https` URL with a host is a [`HostError`] naming the flag and quoting
+//!   the value. A bare `host:port` such as `collector:443` is refused, never
+//!   completed with a guessed scheme. Building a peer client
+//!   ([`PeerTls::from_options`](crate::client::PeerTls::from_options)) never fails on
+//!   the host, as Go's client did not: an unusable value is logged once at WARN
+//!   ([`PeerOptions::client_host`]) and the service starts.
 //! - `--[P-]client-certificate-reload-interval` takes every value of Go's
 //!   `time.ParseDuration`, negative and zero included ([`crate::duration`]).
 //! - A flag given twice keeps its last value, for every flag defined here

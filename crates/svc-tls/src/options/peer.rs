@@ -221,6 +221,34 @@ impl PeerOptions {
         })
     }
 
+    /// `--S-host` as a peer client keeps it: the URL, or why there is none. This
+    /// never stops the client from being built, as Go's `NewHTTPOptions` took any
+    /// string and failed only when a request was made:
+    /// - not given or empty: [`HostError::NotConfigured`] naming the flag;
+    /// - set but unusable (`https://`, `collector:443`, no scheme, not a URL):
+    ///   [`HostError::Invalid`] naming the flag and quoting the value, and one WARN
+    ///   per process, flag and value, saying that the client is built and every use of
+    ///   its URL fails until the value is fixed.
+    ///
+    /// [`PeerTls::from_options`](crate::client::PeerTls::from_options) calls this; the
+    /// error comes back from [`PeerTls::host`](crate::client::PeerTls::host) when the
+    /// service asks for the URL.
+    pub fn client_host(&self) -> Result<Url, HostError> {
+        let flag = Self::host_flag(&self.service);
+        let Some(value) = self.host.as_deref() else {
+            return Err(HostError::NotConfigured { flag });
+        };
+        parse_host(&flag, value).inspect_err(|err| {
+            super::warn_once(
+                &format!("unusable host {flag} {value:?}"),
+                &format!(
+                    "{err}; the {} client is built anyway (as the Go client was), and every use of its URL fails until --{flag} is fixed",
+                    self.service
+                ),
+            );
+        })
+    }
+
     /// The HTTP versions the peer client may speak (`--S-http2`).
     pub fn http_protocol(&self) -> HttpProtocol {
         self.protocol

@@ -59,15 +59,15 @@ impl TrustSource for SpiffeTrustSource {
             .and_then(|s| s.bundles.get(&self.trust_domain));
         match entry {
             Some((_, Some(anchors))) => Ok(anchors.clone()),
-            Some((bundle, None)) if bundle.authorities().is_empty() => Err(self.withdrawn(
-                "the Workload API sends an empty bundle for it (trust withdrawn)",
-            )),
+            Some((bundle, None)) if bundle.authorities().is_empty() => {
+                Err(self
+                    .withdrawn("the Workload API sends an empty bundle for it (trust withdrawn)"))
+            }
             Some((_, None)) => {
                 Err(self.no_bundle("none of its authorities is usable as a trust anchor"))
             }
-            None if snapshot.is_some() && shared.link.load().connected => Err(self.withdrawn(
-                "the Workload API no longer sends a bundle for it (trust withdrawn)",
-            )),
+            None if snapshot.is_some() && shared.link.load().connected => Err(self
+                .withdrawn("the Workload API no longer sends a bundle for it (trust withdrawn)")),
             None => Err(self.no_bundle("the Workload API sent no bundle for it")),
         }
     }
