@@ -114,7 +114,7 @@ async fn a_hundred_reconciles_share_one_watch_per_secret_and_list_once() {
     let watches = SecretWatches::new();
     assert_eq!(reconcile(&s, &watches).await.unwrap(), "1");
     let lists = s.tb.requests("list");
-    assert_eq!(s.tb.open_watches(), 2, "one watch per Secret");
+    poll_until("both watches open", || s.tb.open_watches() == 2).await;
     for i in 0..100 {
         assert_eq!(reconcile(&s, &watches).await.unwrap(), "1", "reconcile {i}");
         // A second watch of either Secret would show here at once.
@@ -209,7 +209,7 @@ async fn a_scoped_registry_ends_its_watches_when_dropped() {
     )
     .await
     .unwrap();
-    assert_eq!(s.tb.open_watches(), 2);
+    poll_until("both watches open", || s.tb.open_watches() == 2).await;
     drop(watches);
     assert_eq!(s.tb.open_watches(), 2, "a client built from it keeps them");
     drop(tls);
@@ -239,7 +239,8 @@ async fn the_identity_verifier_and_signer_of_one_secret_share_one_watch() {
         .build()
         .await
         .unwrap();
-    assert_eq!(s.tb.open_watches(), 2);
+    poll_until("the watches open", || s.tb.open_watches() >= 2).await;
+    assert_eq!(s.tb.open_watches(), 2, "one per Secret");
     assert!(
         std::sync::Arc::ptr_eq(
             resolver.current().certified_key(),

@@ -26,14 +26,13 @@ use std::process::ExitCode;
 use std::time::{Duration, UNIX_EPOCH};
 
 use clap::{Arg, ArgMatches, Args, Command, FromArgMatches};
-use k8s_openapi::api::core::v1::Secret;
-use platform_client_compat::construct::cache::Selection;
 use platform_client_compat::construct::client::CachedClient;
 use platform_client_compat::construct::config::KubeOptions;
 use platform_client_compat::tls::client::PeerTls;
 use platform_client_compat::tls::options::{ClientIdentityOptions, PeerOptions};
 use platform_client_compat::tls::principal::{Principal, PrincipalSigner};
 use platform_client_compat::tls::report::IdentityState;
+use platform_client_compat::tls::watch::SecretWatches;
 
 type Error = Box<dyn std::error::Error + Send + Sync>;
 
@@ -54,6 +53,13 @@ fn command() -> Command {
                 .default_value("migrated-service")
                 .overrides_with("actor")
                 .help("The actor named in the signed X-Principal"),
+        )
+        .arg(
+            Arg::new("requests")
+                .long("requests")
+                .value_parser(clap::value_parser!(u32))
+                .default_value("1")
+                .help("How many requests to make, each with a peer client built for it"),
         )
         .arg(
             Arg::new("path")
@@ -112,6 +118,7 @@ async fn run(matches: &ArgMatches) -> Result<(), Error> {
     let audit_peer = PeerOptions::from_matches(matches, "audit")?;
     let me = ClientIdentityOptions::from_matches(matches, None)?;
     let me_towards_audit = ClientIdentityOptions::from_matches(matches, Some("audit"))?;
+    let requests = matches.get_one::<u32>("requests").copied().unwrap_or(1);
     let actor = matches
         .get_one::<String>("actor")
         .cloned()
@@ -122,21 +129,14 @@ async fn run(matches: &ArgMatches) -> Result<(), Error> {
         .unwrap_or_default();
 
     // Go: client.New(ctx). Here the constructor returns only once every declared
-    // cache has synced, and each cache watches exactly what is declared: the
-    // identity Secret, one object (RBAC on that object only).
-    let mut builder = CachedClient::builder().sync_timeout(SYNC_TIMEOUT);
-    if let Some(secret) = me.secret()? {
-        builder = builder.cache::<Secret>(Selection::object(Some(&secret.namespace), &secret.name));
-    }
-    let client = builder.from_options(&kube_options).await?;
+    // cache has synced. This service declares none: the Secrets its peer clients
+    // need are watched by svc-tls, once each per process (a second watch of the
+    // identity Secret here would double the API load for nothing).
+    let client = CachedClient::builder()
+        .sync_timeout(SYNC_TIMEOUT)
+        .from_options(&kube_options)
+        .await?;
     println!("kubernetes: caches synced");
-    if let Some(secret) = me.secret()? {
-        let cached = client.get::<Secret>(Some(&secret.namespace), &secret.name)?;
-        println!(
-            "kubernetes: identity Secret {secret} in the cache: {}",
-            cached.is_some()
-        );
-    }
 
     // Go: client.TLSClientConfig(ctx, cli, identity, clientOptions). As in Go, the
     // --identity-host value does not stop this (an unusable one is logged once);
@@ -181,28 +181,48 @@ async fn run(matches: &ArgMatches) -> Result<(), Error> {
     }
 
     // Go: clientOptions.EncodeAndSign(ctx, cli, principal), set as X-Principal.
-    let signer = PrincipalSigner::new(resolver.clone());
     let principal = Principal {
         actor: Some(actor),
         ..Principal::default()
     };
-    let http = identity.reqwest_client()?;
-    let url = identity.host()?.join(&path)?;
-    let request = signer.attach(http.get(url.clone()), &principal)?;
-    let response = request.send().await?;
-    let status = response.status();
-    let version = response.version();
-    let body = response.text().await?;
+    // As a controller does per reconcile: a new peer client for every request. The
+    // first construction above watched the Secrets; these return at once from the
+    // process's shared watches (no API request, no parse).
+    let mut refused = None;
+    for _ in 0..requests {
+        let identity =
+            PeerTls::from_options(client.kube_client(), &identity_peer, &me, SYNC_TIMEOUT).await?;
+        let signer = PrincipalSigner::new(resolver.clone());
+        let http = identity.reqwest_client()?;
+        let url = identity.host()?.join(&path)?;
+        let request = signer.attach(http.get(url.clone()), &principal)?;
+        let response = request.send().await?;
+        let status = response.status();
+        if !status.is_success() {
+            refused = Some(status.to_string());
+        }
+        let version = response.version();
+        let body = response.text().await?;
+        println!(
+            "identity: GET {url} -> {status} over {version:?}: {}",
+            body.trim()
+        );
+    }
+    let watched = SecretWatches::process().watched();
     println!(
-        "identity: GET {url} -> {status} over {version:?}: {}",
-        body.trim()
+        "svc-tls: {} Secret watches for {requests} requests: {}",
+        watched.len(),
+        watched
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join(", ")
     );
 
     print_state(&resolver.state());
-    if status.is_success() {
-        Ok(())
-    } else {
-        Err(format!("the identity service answered {status}").into())
+    match refused {
+        None => Ok(()),
+        Some(status) => Err(format!("the identity service answered {status}").into()),
     }
 }
 

@@ -192,16 +192,22 @@ fn succeeded(output: &Output) -> (String, String) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_migrated_service_calls_its_peer_with_the_deployed_flags() {
     let world = world().await;
-    let output = world.run(&["--actor=billing".to_owned()]).await;
+    let output = world
+        .run(&["--actor=billing".to_owned(), "--requests=5".to_owned()])
+        .await;
     let (stdout, stderr) = succeeded(&output);
 
     assert!(stdout.contains("kubernetes: caches synced"), "{stdout}");
+    // A peer client per request, as a controller builds one per reconcile: the CA
+    // Secret and the identity Secret are each listed and watched once.
     assert!(
         stdout.contains(&format!(
-            "kubernetes: identity Secret {NS}/{RELEASE}-client-certificate in the cache: true"
+            "svc-tls: 2 Secret watches for 5 requests: {NS}/{RELEASE}-client-certificate, {NS}/identity-ca"
         )),
         "{stdout}"
     );
+    assert_eq!(world.tb.requests("list"), 2, "one LIST per Secret");
+    assert_eq!(world.tb.requests("watch"), 2, "one WATCH per Secret");
     assert!(stdout.contains("audit: not configured"), "{stdout}");
     // The peer saw the client certificate from the Secret, and the principal
     // verified against it.
