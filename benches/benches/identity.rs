@@ -8,9 +8,12 @@
 //!   the error remembered for these exact bytes (no re-parse), the failure is counted
 //!   and the last good identity served;
 //! - `identity-rotation/<case>` (sampled, `BENCH_RESULTS_DIR/identity.jsonl`): the
-//!   first handshake after a rotation, the full load. Each sample is one `resolve` timed
-//!   alone, after the watch delivered a new version of the Secret (alternating between
-//!   two identities), and checked to present the new certificate.
+//!   first handshake after a rotation. The resolvers share their Secrets through a
+//!   `SecretWatches` registry, as `PeerTls::from_options` does, which loads each new
+//!   version (and warms its key) when the watch delivers it; each sample is one
+//!   `resolve` timed alone once that load is done (alternating between two
+//!   identities), and checked to present the new certificate. The load itself is
+//!   off the handshake path and is what `go/x509keypair/<case>` measures for Go.
 //!
 //! And the same path in SPIFFE mode, next to `p256-pkcs8` (SPIRE issues P-256 SVIDs):
 //! a resolver over `SpiffeIdentitySource`, the SVID streamed by the Workload API
@@ -37,6 +40,7 @@ use svc_tls::options::SecretRef;
 use svc_tls::report::{DEFAULT_WARNING_PERIOD, NoopRecorder, SystemClock};
 use svc_tls::resolver::IdentityResolver;
 use svc_tls::spiffe::{SpiffeEndpoint, WorkloadApiSource};
+use svc_tls::watch::SecretWatches;
 
 const NS: &str = "bench";
 /// The SPIFFE-mode case's id (`identity-*/spiffe-p256`).
@@ -93,6 +97,7 @@ fn main() {
     let _guard = rt.enter();
     let testbed = rt.block_on(kube_testbed::Testbed::start());
 
+    let watches = SecretWatches::new();
     let mut resolvers = Vec::new();
     for case in &material.cases {
         let name = format!("identity-{}", case.name);
@@ -104,10 +109,18 @@ fn main() {
             .block_on(
                 IdentityResolver::builder(testbed.client(), SecretRef::new(NS, &name))
                     .sync_timeout(Duration::from_secs(30))
+                    .watches(&watches)
                     .build(),
             )
             .unwrap();
-        resolvers.push((case, name, resolver));
+        let shared = rt
+            .block_on(watches.watch(
+                &testbed.client(),
+                &SecretRef::new(NS, &name),
+                Duration::from_secs(30),
+            ))
+            .unwrap();
+        resolvers.push((case, name, resolver, shared));
     }
 
     // SPIFFE mode: the SVID from the Workload API stream.
@@ -140,7 +153,7 @@ fn main() {
         .warm_up_time(warm_up)
         .measurement_time(measure)
         .sample_size(samples);
-    for (case, _, resolver) in &resolvers {
+    for (case, _, resolver, _) in &resolvers {
         let first = resolve(resolver);
         group.bench_function(case.name.as_str(), |b| {
             b.iter(|| black_box(resolve(black_box(resolver))))
@@ -164,7 +177,7 @@ fn main() {
 
     // The first handshake after each rotation: one timed resolve per new version.
     let rotations = if quick { 5 } else { 40 };
-    for (case, name, resolver) in &resolvers {
+    for (case, name, resolver, shared) in &resolvers {
         let versions = [
             common::secret(NS, name, &case.rotated_cert_pem, &case.rotated_key_pem),
             common::secret(NS, name, &case.cert_pem, &case.key_pem),
@@ -173,12 +186,27 @@ fn main() {
         for i in 0..rotations {
             let secret = &versions[i % 2];
             let before = resolver.state().serial_hex;
+            let loaded = shared.loaded_changes();
             upsert(&testbed, secret);
             wait_for(&rt, resolver, secret);
+            rt.block_on(async {
+                let deadline = Instant::now() + Duration::from_secs(30);
+                while shared.loaded_changes() == loaded {
+                    assert!(
+                        Instant::now() < deadline,
+                        "the new version was never loaded"
+                    );
+                    tokio::time::sleep(Duration::from_micros(200)).await;
+                }
+            });
             let start = Instant::now();
             black_box(resolve(black_box(resolver)));
             samples.push(start.elapsed().as_nanos() as f64);
-            assert_ne!(resolver.state().serial_hex, before, "no full load happened");
+            assert_ne!(
+                resolver.state().serial_hex,
+                before,
+                "the new version is not presented"
+            );
         }
         common::emit(
             "identity",
@@ -219,7 +247,7 @@ fn main() {
         .warm_up_time(warm_up)
         .measurement_time(measure)
         .sample_size(samples);
-    for (case, name, resolver) in &resolvers {
+    for (case, name, resolver, _) in &resolvers {
         let broken = common::secret(NS, name, &case.cert_pem, &case.rotated_key_pem);
         upsert(&testbed, &broken);
         wait_for(&rt, resolver, &broken);

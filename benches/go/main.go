@@ -4,6 +4,10 @@
 //
 //   - go/x509keypair/<case>: tls.X509KeyPair on a Secret's tls.crt and tls.key, which
 //     the Go client ran on every handshake;
+//   - go/reconcile/<case>: TLSClientConfig as a controller calls it per reconcile
+//     (the cached-client Get of the CA and identity Secrets, modelled as the map
+//     look-up and deep copy that controller-runtime's cache does, tls.X509KeyPair, a
+//     root pool, a tls.Config and a new http.Transport);
 //   - go/ps512-sign/<rsaN>, go/ps512-verify/<rsaN>: go-jose PS512 signing and
 //     verification (parse + verify) of the X-Principal token;
 //   - go/handshake/{static,reload}/<key>/<clients>: loopback TLS 1.3 mTLS handshakes
@@ -24,6 +28,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -123,6 +128,58 @@ func keyPairs() {
 				fail("%s: %v", name, err)
 			}
 		}))
+	}
+}
+
+// sinkClient keeps each reconcile's client alive until the next, as a reconcile
+// would use it.
+var sinkClient *http.Client
+
+// reconciles measures one reconcile's TLSClientConfig and HTTP client, on the cases
+// the Rust side's reconcile/<case> rows use.
+func reconciles() {
+	// controller-runtime's informer cache: namespace/name -> data.
+	cache := map[string]map[string][]byte{
+		"bench/peer-ca": {"tls.crt": read("server-ca.crt")},
+	}
+	// A cached Get: a map look-up and a deep copy of the object.
+	get := func(key string) map[string][]byte {
+		data, ok := cache[key]
+		if !ok {
+			fail("no Secret %s in the cache", key)
+		}
+		out := make(map[string][]byte, len(data))
+		for k, v := range data {
+			out[k] = append([]byte(nil), v...)
+		}
+		return out
+	}
+	for _, name := range []string{"p256-pkcs8", "rsa2048-pkcs8"} {
+		id := "go/reconcile/" + name
+		if !wanted(id) {
+			continue
+		}
+		identity := "bench/identity-" + name
+		cache[identity] = map[string][]byte{"tls.crt": read(name + ".crt"), "tls.key": read(name + ".key")}
+		reconcile := func() *http.Client {
+			pool := x509.NewCertPool()
+			if !pool.AppendCertsFromPEM(get("bench/peer-ca")["tls.crt"]) {
+				fail("%s: no CA certificate", name)
+			}
+			secret := get(identity)
+			certificate, err := tls.X509KeyPair(secret["tls.crt"], secret["tls.key"])
+			if err != nil {
+				fail("%s: %v", name, err)
+			}
+			config := &tls.Config{
+				RootCAs:      pool,
+				Certificates: []tls.Certificate{certificate},
+				MinVersion:   tls.VersionTLS13,
+			}
+			return &http.Client{Transport: &http.Transport{TLSClientConfig: config}}
+		}
+		sinkClient = reconcile()
+		emit(id, measure(func() { sinkClient = reconcile() }))
 	}
 }
 
@@ -314,6 +371,7 @@ func main() {
 	}
 	fmt.Fprintf(os.Stderr, "legacy: %s, GOMAXPROCS %d\n", runtime.Version(), runtime.GOMAXPROCS(0))
 	keyPairs()
+	reconciles()
 	principals()
 	handshakes()
 }

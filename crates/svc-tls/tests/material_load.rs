@@ -16,6 +16,15 @@ fn rsa_keys_load_in_pkcs8_and_pkcs1() {
     }
 }
 
+/// cert-manager issues RSA-8192 too, and Go loads it: so do we (the load happens when
+/// the watch delivers the Secret, not on the handshake path).
+#[test]
+fn an_rsa_8192_key_loads() {
+    let ca = TestCa::new("rsa ca");
+    let key = Alg::Rsa8192.generate();
+    check_loads(&ca, Alg::Rsa8192, &key, Format::Pkcs8);
+}
+
 #[test]
 fn ecdsa_keys_load_in_pkcs8_and_sec1() {
     let ca = TestCa::new("ec ca");

@@ -26,7 +26,7 @@
 use std::any::{Any, TypeId};
 use std::collections::HashMap;
 use std::fmt;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, LazyLock, Mutex, PoisonError, Weak};
 use std::time::Duration;
 
@@ -171,6 +171,8 @@ struct Shared {
     trust: Arc<TrustCache>,
     wants_identity: AtomicBool,
     wants_trust: AtomicBool,
+    /// Changes of the cache the loader has processed.
+    loaded: AtomicU64,
 }
 
 impl fmt::Debug for SharedSecret {
@@ -191,6 +193,7 @@ impl SharedSecret {
                 trust: Arc::new(TrustCache::new()),
                 wants_identity: AtomicBool::new(false),
                 wants_trust: AtomicBool::new(false),
+                loaded: AtomicU64::new(0),
             }),
         };
         let changes = shared.inner.source.changes();
@@ -206,6 +209,13 @@ impl SharedSecret {
     /// The watched Secret's cache.
     pub fn source(&self) -> &SecretSource {
         &self.inner.source
+    }
+
+    /// How many changes of the Secret's cache have been loaded so far (the first list
+    /// counts as one): a caller that wrote a new version waits for this to move to
+    /// know the version's load is done.
+    pub fn loaded_changes(&self) -> u64 {
+        self.inner.loaded.load(Ordering::Acquire)
     }
 
     /// The identity cache every user of this Secret reads; from now on each new
@@ -299,6 +309,7 @@ async fn load_each_version(shared: Weak<Shared>, mut changes: tokio::sync::watch
             if shared.wants_trust.load(Ordering::Acquire) {
                 shared.load_trust();
             }
+            shared.loaded.fetch_add(1, Ordering::AcqRel);
         })
         .await;
         if loaded.is_err() {

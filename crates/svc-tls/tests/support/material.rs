@@ -53,6 +53,7 @@ impl AlgKind for Alg {
             Alg::Rsa2048 => KeyKind::Rsa { bits: 2048 },
             Alg::Rsa3072 => KeyKind::Rsa { bits: 3072 },
             Alg::Rsa4096 => KeyKind::Rsa { bits: 4096 },
+            Alg::Rsa8192 => KeyKind::Rsa { bits: 8192 },
             Alg::P256 => KeyKind::EcdsaP256,
             Alg::P384 => KeyKind::EcdsaP384,
             Alg::P521 => KeyKind::EcdsaP521,
