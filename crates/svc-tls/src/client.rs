@@ -78,9 +78,9 @@ use crate::identity::{
 };
 use crate::last_good::{DEFAULT_WARNING_PERIOD, NoopRecorder, Settings, SystemClock};
 use crate::material::{self, MaterialError};
-use crate::options::ClientCertificateSource;
 use crate::options::{
-    ClientIdentityOptions, HostError, HttpProtocol, OptionsError, PeerOptions, SecretRef,
+    ClientIdentityOptions, HostError, HttpProtocol, IdentityConfig, OptionsError, PeerOptions,
+    SecretRef,
 };
 use crate::spiffe::{
     SpiffeEndpoint, SpiffeId, SpiffeStartError, WorkloadApiSource, WorkloadApiStreams,
@@ -367,13 +367,16 @@ impl PeerTls {
         sync_timeout: Duration,
     ) -> Result<Self, PeerClientError> {
         let provider = watches.provider().clone();
-        if identity.source() == ClientCertificateSource::Spiffe {
-            let endpoint = SpiffeEndpoint::from_env()?;
-            let workload = streams.connect(endpoint, provider, sync_timeout).await?;
-            return Self::from_spiffe(peer, identity, &workload);
-        }
+        let secret = match identity.config()? {
+            IdentityConfig::Spiffe { .. } => {
+                let endpoint = SpiffeEndpoint::from_env()?;
+                let workload = streams.connect(endpoint, provider, sync_timeout).await?;
+                return Self::from_spiffe(peer, identity, &workload);
+            }
+            IdentityConfig::Secret(secret) => Some(secret),
+            IdentityConfig::None => None,
+        };
         let ca = peer.ca_secret()?;
-        let secret = identity.secret()?;
         let trust = match ca {
             Some(ca) => {
                 let shared = watches

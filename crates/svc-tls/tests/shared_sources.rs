@@ -252,3 +252,75 @@ async fn the_identity_verifier_and_signer_of_one_secret_share_one_watch() {
     assert!(signer.sign(&svc_tls::Principal::default()).is_ok());
     assert_eq!(trust.state().roots, 1);
 }
+
+/// SPIFFE mode: twenty constructions, one Workload API stream; an SVID rotation in
+/// the middle reaches every client, those built before it and those built after.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn spiffe_constructions_share_one_workload_api_stream() {
+    use svc_tls::spiffe::SpiffeEndpoint;
+    const CLIENT_ID: &str = "spiffe://example.org/ns/unikorn/sa/region";
+    const SERVER_ID: &str = "spiffe://example.org/ns/unikorn/sa/identity";
+
+    let agent = spiffe_testbed::WorkloadApi::start("example.org").await;
+    agent.set_workload_id(CLIENT_ID);
+    let svid = agent.issue(SERVER_ID);
+    let unused = TestCa::new("unused");
+    let server = VerifyingServer::builder(&unused, &unused)
+        .server_chain(svid.chain.clone(), &svid.key_pem())
+        .client_roots(agent.bundle())
+        .start()
+        .await;
+    let cmd = PeerOptions::augment(clap::Command::new("svc"), "identity");
+    let cmd = ClientIdentityOptions::augment(cmd, None);
+    let m = cmd
+        .try_get_matches_from([
+            "svc".to_owned(),
+            format!("--identity-host={}", server.url()),
+            "--client-certificate-source=spiffe".to_owned(),
+            format!("--spiffe-server-id={SERVER_ID}"),
+        ])
+        .unwrap();
+    let peer = PeerOptions::from_matches(&m, "identity").unwrap();
+    let me = ClientIdentityOptions::from_matches(&m, None).unwrap();
+
+    // What `from_options` does in SPIFFE mode, with the address it would read from
+    // SPIFFE_ENDPOINT_SOCKET.
+    let streams = WorkloadApiStreams::new();
+    let endpoint = SpiffeEndpoint::parse(&agent.endpoint()).unwrap();
+    let provider = std::sync::Arc::new(svc_tls::material::crypto_provider());
+    let mut clients = Vec::new();
+    for i in 0..20 {
+        let workload = streams
+            .connect(endpoint.clone(), provider.clone(), TIMEOUT)
+            .await
+            .unwrap();
+        clients.push(PeerTls::from_spiffe(&peer, &me, &workload).unwrap());
+        if i == 9 {
+            agent.rotate_svid();
+        }
+    }
+    assert_eq!(
+        agent.streams_opened(),
+        1,
+        "one stream for twenty constructions"
+    );
+    assert_eq!(streams.len(), 1);
+
+    let rotated = agent.current_svid().serial.to_string();
+    for (i, tls) in clients.iter().enumerate() {
+        until(&format!("client {i} presents the rotated SVID"), || async {
+            let http = tls.reqwest_client().unwrap();
+            let body = http
+                .get(tls.host().unwrap().clone())
+                .send()
+                .await
+                .unwrap()
+                .text()
+                .await
+                .unwrap();
+            body.trim() == rotated
+        })
+        .await;
+    }
+    assert_eq!(agent.streams_opened(), 1);
+}

@@ -97,12 +97,9 @@ async fn a_removed_trust_domain_is_refused_at_once_and_trusted_again_when_it_ret
 
     // Federated again: accepted on the next handshake.
     f.home.set_federated_bundle("other.org", f.foreign.bundle());
-    poll_until("other.org is trusted again", || {
-        !f.tls.trust_verifier().unwrap().state().withdrawn
-    })
-    .await;
-    for _ in 0..100 {
+    for _ in 0..200 {
         if call(&f.tls).await.is_ok() {
+            assert!(!f.tls.trust_verifier().unwrap().state().withdrawn);
             return;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
@@ -133,4 +130,66 @@ async fn an_unreachable_workload_api_keeps_the_last_good_roots() {
         "last good roots used"
     );
     assert!(!f.tls.trust_verifier().unwrap().state().withdrawn);
+}
+
+/// A CA Secret deleted while its watch is healthy keeps the last good roots (see
+/// docs/decisions.md, "Trust that is withdrawn"), but never past the roots' own
+/// `notAfter`: after that every server is refused, naming when they expired.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn last_good_roots_are_not_used_past_their_not_after() {
+    use rcgen::{BasicConstraints, CertificateParams, IsCa, KeyUsagePurpose};
+    use svc_tls::client::{TrustMode, client_config};
+    use svc_tls::{SecretRef, TrustVerifier};
+    use test_support::tls_server::request;
+
+    let tb = kube_testbed::Testbed::start().await;
+    let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
+    params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    params.key_usages = vec![KeyUsagePurpose::KeyCertSign];
+    let expires = test_support::pki::valid_around_now(
+        &mut params,
+        Duration::from_secs(3600),
+        Duration::from_secs(3),
+    );
+    let server_ca = TestCa::from_params(params);
+    let server = VerifyingServer::builder(&server_ca, &server_ca)
+        .no_client_auth()
+        .start()
+        .await;
+    tb.upsert(test_support::secret::secret_with(
+        "unikorn",
+        "short-ca",
+        "kubernetes.io/tls",
+        &[("tls.crt", &server_ca.pem())],
+    ));
+    let trust = TrustVerifier::builder(tb.client(), SecretRef::new("unikorn", "short-ca"))
+        .build()
+        .await
+        .unwrap();
+    let config = Arc::new(
+        client_config(
+            Arc::new(crypto_provider()),
+            TrustMode::Watched(trust.clone()),
+            None,
+        )
+        .unwrap(),
+    );
+    request(config.clone(), server.addr).await.unwrap();
+
+    // Deleted while the watch is healthy: the last good roots stay in use...
+    tb.delete("v1", "Secret", "unikorn", "short-ca");
+    poll_until("the cache sees the deletion", || {
+        trust.secret_source().unwrap().get().is_none()
+    })
+    .await;
+    request(config.clone(), server.addr).await.unwrap();
+    assert!(trust.state().stale);
+
+    // ...until they expire.
+    let wait = expires
+        .duration_since(std::time::SystemTime::now())
+        .unwrap_or_default();
+    tokio::time::sleep(wait + Duration::from_millis(1100)).await;
+    let refused = request(config.clone(), server.addr).await.unwrap_err();
+    assert!(refused.to_lowercase().contains("expired"), "{refused}");
 }

@@ -3,6 +3,7 @@
 
 use std::fmt;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::SystemTime;
 
 use k8s_openapi::api::core::v1::Secret;
@@ -64,11 +65,22 @@ impl TrustAnchors {
 /// [`load_trust_detailed`] would, with the same roots. A hit needs the Secret type
 /// `kubernetes.io/tls` and `tls.crt` and `ca.crt` byte-for-byte equal to the last
 /// good load's (an absent `ca.crt` equals only an absent one). A miss is fully
-/// loaded; a failed load is never remembered and does not evict the last good
-/// entry, so a Secret restored to its old bytes is a hit again. Lock-free
-/// (`ArcSwapOption`).
+/// loaded. A failed load does not evict the last good entry, so a Secret restored to
+/// its old bytes is a hit again; the failing bytes are remembered with their error,
+/// so while a CA Secret stays broken every handshake gets the same error back for a
+/// byte comparison instead of a re-parse (as [`IdentityCache`](super::IdentityCache)
+/// does for identities). Lock-free (`ArcSwapOption`).
 pub struct TrustCache {
     last: arc_swap::ArcSwapOption<CachedRoots>,
+    failed: arc_swap::ArcSwapOption<FailedRoots>,
+    full_loads: AtomicU64,
+}
+
+struct FailedRoots {
+    type_: Option<String>,
+    tls_crt: Option<Box<[u8]>>,
+    ca_crt: Option<Box<[u8]>>,
+    error: MaterialError,
 }
 
 struct CachedRoots {
@@ -88,7 +100,15 @@ impl TrustCache {
     pub fn new() -> Self {
         Self {
             last: arc_swap::ArcSwapOption::empty(),
+            failed: arc_swap::ArcSwapOption::empty(),
+            full_loads: AtomicU64::new(0),
         }
+    }
+
+    /// How many times the roots were parsed (misses): unchanged and remembered-failing
+    /// bytes are not parsed again.
+    pub fn full_loads(&self) -> u64 {
+        self.full_loads.load(Ordering::Relaxed)
     }
 
     /// The roots of `secret`, reusing the last load when the bytes are unchanged.
@@ -103,8 +123,27 @@ impl TrustCache {
         {
             return Ok(cached.anchors.clone());
         }
+        if let Some(failed) = &*self.failed.load()
+            && failed.type_.as_deref() == secret.type_.as_deref()
+            && failed.tls_crt.as_deref() == tls_crt
+            && failed.ca_crt.as_deref() == ca_crt
+        {
+            return Err(failed.error.clone());
+        }
         // A miss: the full load reports the precise error.
-        let TrustRoots { mut roots, ignored } = load_trust_detailed(secret)?;
+        self.full_loads.fetch_add(1, Ordering::Relaxed);
+        let TrustRoots { mut roots, ignored } = match load_trust_detailed(secret) {
+            Ok(loaded) => loaded,
+            Err(error) => {
+                self.failed.store(Some(Arc::new(FailedRoots {
+                    type_: secret.type_.clone(),
+                    tls_crt: tls_crt.map(Into::into),
+                    ca_crt: ca_crt.map(Into::into),
+                    error: error.clone(),
+                })));
+                return Err(error);
+            }
+        };
         // cert-manager writes the CA to both tls.crt and ca.crt: one root, not two.
         let mut seen = Vec::with_capacity(roots.roots.len());
         roots.roots.retain(|anchor| {
@@ -202,9 +241,17 @@ mod tests {
         let without = cache.load(&ca_secret(&a.pem(), None)).unwrap();
         assert!(!Arc::ptr_eq(&overlap, &without));
 
-        // A failed load is not remembered and does not evict the good entry.
+        // A failed load does not evict the good entry, and is remembered: the same
+        // broken bytes are not parsed again.
         let err = cache.load(&ca_secret("junk", None)).unwrap_err();
         assert_eq!(err.data_key(), Some(TLS_CRT));
+        let parsed = cache.full_loads();
+        assert_eq!(cache.load(&ca_secret("junk", None)).unwrap_err(), err);
+        assert_eq!(
+            cache.full_loads(),
+            parsed,
+            "the broken bytes were parsed again"
+        );
         let restored = cache.load(&ca_secret(&a.pem(), None)).unwrap();
         assert!(Arc::ptr_eq(&without, &restored));
 

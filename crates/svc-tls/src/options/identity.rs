@@ -42,6 +42,22 @@ pub enum ClientCertificateSource {
     Spiffe,
 }
 
+/// What the identity flags describe, as one value: started once per process (the
+/// Secret's watch, or the Workload API stream) and handed to every peer built from it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum IdentityConfig {
+    /// No client certificate.
+    None,
+    /// The identity in this `kubernetes.io/tls` Secret.
+    Secret(SecretRef),
+    /// The X509-SVID of the SPIFFE Workload API at `SPIFFE_ENDPOINT_SOCKET`; servers
+    /// must present exactly `server_id`.
+    Spiffe {
+        /// `--[P-]spiffe-server-id`.
+        server_id: spiffe::SpiffeId,
+    },
+}
+
 impl ClientCertificateSource {
     /// The flag value (`secret`, `spiffe`).
     pub fn as_str(self) -> &'static str {
@@ -253,6 +269,28 @@ impl ClientIdentityOptions {
     /// and negative values). It has no effect.
     pub fn deprecated_reload_interval(&self) -> Option<GoDuration> {
         self.reload_interval
+    }
+
+    /// The identity these flags describe: none, a Secret, or SPIFFE with the server ID
+    /// to authorize. Fails as [`ClientIdentityOptions::secret`] does, and with
+    /// [`OptionsError::MissingSpiffeServerId`] in SPIFFE mode without a server ID.
+    pub fn config(&self) -> Result<IdentityConfig, OptionsError> {
+        match self.source {
+            ClientCertificateSource::Secret => Ok(match self.secret()? {
+                Some(secret) => IdentityConfig::Secret(secret),
+                None => IdentityConfig::None,
+            }),
+            ClientCertificateSource::Spiffe => {
+                let prefix = self.prefix.as_deref();
+                let server_id = self.spiffe_server_id.clone().ok_or_else(|| {
+                    OptionsError::MissingSpiffeServerId {
+                        flag: Self::spiffe_server_id_flag(prefix),
+                        source_flag: Self::source_flag(prefix),
+                    }
+                })?;
+                Ok(IdentityConfig::Spiffe { server_id })
+            }
+        }
     }
 
     /// The client-certificate Secret: `Some` when both flags are set, `None` when

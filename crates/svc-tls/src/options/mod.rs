@@ -96,6 +96,7 @@ mod peer;
 pub use host::{HostError, HostProblem, parse_host};
 pub use identity::{
     ClientCertificateSource, ClientIdentityOptions, DEPRECATED_RELOAD_INTERVAL_DEFAULT,
+    IdentityConfig,
 };
 pub use peer::{HttpProtocol, PeerOptions};
 
