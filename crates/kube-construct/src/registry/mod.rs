@@ -9,10 +9,10 @@
 //!
 //! - resolve a [`kube::discovery::ApiResource`] for dynamic access
 //!   ([`Registry::api_resource`]),
-//! - decode a [`DynamicObject`] into the Rust type registered for its kind
+//! - decode a [`DynamicObject`](kube::api::DynamicObject) into the Rust type registered for its kind
 //!   ([`Registry::decode`], or [`Registry::decode_any`] when the type is not known
 //!   statically), and
-//! - encode a typed object as a [`DynamicObject`] carrying its `apiVersion` and
+//! - encode a typed object as a [`DynamicObject`](kube::api::DynamicObject) carrying its `apiVersion` and
 //!   `kind` ([`Registry::encode`]).
 //!
 //! [`platform_registry`] builds the registry every platform service uses. It is

@@ -1,8 +1,8 @@
 //! The one last-good core that both halves use: the identity resolver
 //! ([`crate::identity`]) and the trust verifier ([`crate::trust`]) each keep a small
-//! rustls adapter over a [`LastGood`].
+//! rustls adapter over a `LastGood`.
 //!
-//! A [`LastGood`] holds the value being served (an identity, or a root set with its
+//! A `LastGood` holds the value being served (an identity, or a root set with its
 //! verifier) in an [`ArcSwap`] slot, with the version of the source it was read from
 //! and when it was loaded. Each handshake reports what it read: a good value is
 //! installed unless it is the one served or comes from an older version than the one
@@ -10,7 +10,7 @@
 //! and is admitted for a warning at most once per period (suppressed ones counted).
 //! The first good read after failures closes the episode (one rate-limited line). The
 //! watch behind the source is looked at by at most one handshake a second
-//! ([`watch_health`]).
+//! (`watch_health.rs`).
 //!
 //! Nothing here records, and only the watch lines are worded here (the halves pass
 //! their words): the adapters word their other lines and call their recorders. Nothing waits on

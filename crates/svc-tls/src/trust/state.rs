@@ -8,7 +8,8 @@ use crate::last_good::{NoopRecorder, WatchHealthState};
 use crate::material::TrustAnchors;
 use crate::origin::TrustOrigin;
 
-/// The verifier's visible state, as returned by [`TrustVerifier::state`].
+/// The verifier's visible state, as returned by
+/// [`TrustVerifier::state`](super::TrustVerifier::state).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TrustState {
     /// Where the roots are read from.
