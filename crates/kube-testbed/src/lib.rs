@@ -239,7 +239,7 @@ impl Testbed {
     /// Start with options, reporting failures.
     pub async fn try_start_with(options: TestbedOptions) -> Result<Testbed, TestbedError> {
         let (tls_config, ca_pem, ca_der) = if options.tls {
-            let (c, p, d) = server::make_tls()?;
+            let (c, p, d) = server::make_tls().map_err(TestbedError::Tls)?;
             (Some(c), p, d)
         } else {
             (None, String::new(), Vec::new())

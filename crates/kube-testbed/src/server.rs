@@ -192,15 +192,16 @@ async fn route(shared: &Arc<Shared>, req: Request<Incoming>) -> Result<Response<
 
 /// Generate a CA and a serving certificate (SANs 127.0.0.1 and localhost).
 /// Returns (server config, CA PEM, CA DER).
-pub(crate) fn make_tls() -> Result<(Arc<rustls::ServerConfig>, String, Vec<u8>), crate::TestbedError>
-{
+/// The emulator's serving configuration, its CA's PEM and DER; an error says why (the
+/// caller wraps it as `TestbedError::Tls`).
+pub(crate) fn make_tls() -> Result<(Arc<rustls::ServerConfig>, String, Vec<u8>), String> {
     use rcgen::{
         BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer,
         KeyPair, KeyUsagePurpose,
     };
     use rustls_pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 
-    let tls_err = |e: rcgen::Error| crate::TestbedError::Tls(e.to_string());
+    let tls_err = |e: rcgen::Error| e.to_string();
     let ca_key = KeyPair::generate().map_err(tls_err)?;
     let mut ca_params = CertificateParams::new(Vec::<String>::new()).map_err(tls_err)?;
     ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
@@ -231,13 +232,13 @@ pub(crate) fn make_tls() -> Result<(Arc<rustls::ServerConfig>, String, Vec<u8>),
     let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
     let mut config = rustls::ServerConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
-        .map_err(|e| crate::TestbedError::Tls(e.to_string()))?
+        .map_err(|e| e.to_string())?
         .with_no_client_auth()
         .with_single_cert(
             vec![cert.der().clone(), CertificateDer::from(ca_der.clone())],
             PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key.serialize_der())),
         )
-        .map_err(|e| crate::TestbedError::Tls(e.to_string()))?;
+        .map_err(|e| e.to_string())?;
     config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
     Ok((Arc::new(config), ca_pem, ca_der))
 }

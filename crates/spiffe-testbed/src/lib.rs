@@ -27,6 +27,7 @@
 mod pki;
 pub mod proto;
 mod server;
+mod state;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -44,7 +45,7 @@ pub use server::{FETCH_X509_BUNDLES, FETCH_X509_SVID, SECURITY_HEADER};
 
 use pki::{Ca, concat};
 use proto::{X509BundlesResponse, X509Svid, X509SvidResponse};
-use server::Fault;
+use state::{Fault, Shared, State};
 
 /// How long [`WorkloadApi::restart`] leaves the socket gone.
 pub const RESTART_PAUSE: Duration = Duration::from_millis(200);
@@ -60,115 +61,6 @@ pub struct WorkloadApi {
     serving: Mutex<Option<JoinHandle<()>>>,
     // Last: the directory goes after the listener.
     _dir: tempfile::TempDir,
-}
-
-/// What the streams and the control methods share.
-pub(crate) struct Shared {
-    state: Mutex<State>,
-    /// Bumped on every change of the state; each stream recomputes its message.
-    changes: watch::Sender<u64>,
-    /// Ends open streams from outside (dropped streams, agent stopped).
-    faults: broadcast::Sender<Fault>,
-    open_streams: AtomicUsize,
-    streams_opened: AtomicUsize,
-    without_header: AtomicUsize,
-}
-
-struct State {
-    trust_domain: String,
-    ca: Ca,
-    /// The intermediate CA under `ca` that signs leaves, if enabled.
-    intermediate: Option<Ca>,
-    /// The trust domain's bundle: the current CA first, then any kept old ones.
-    bundle: Vec<CertificateDer<'static>>,
-    svid: Option<SvidInfo>,
-    hint: String,
-    federated: BTreeMap<String, Vec<CertificateDer<'static>>>,
-    next_serial: u64,
-    denied: bool,
-    first_delay: Duration,
-    svid_ttl: Duration,
-}
-
-impl State {
-    fn serial(&mut self) -> u64 {
-        let serial = self.next_serial;
-        self.next_serial += 1;
-        serial
-    }
-
-    /// The CA that signs leaves: the intermediate if enabled, else the root.
-    fn signer(&self) -> &Ca {
-        self.intermediate.as_ref().unwrap_or(&self.ca)
-    }
-
-    fn issue_workload(&mut self, spiffe_id: &str) -> SvidInfo {
-        let serial = self.serial();
-        let svid = self.signer().issue(spiffe_id, serial, false, self.svid_ttl);
-        self.svid = Some(svid.clone());
-        svid
-    }
-}
-
-fn no_identity() -> Status {
-    Status::permission_denied("no identity issued")
-}
-
-fn td_key(trust_domain: &str) -> String {
-    format!("spiffe://{trust_domain}")
-}
-
-impl Shared {
-    fn lock(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    fn changed(&self) {
-        self.changes.send_modify(|version| *version += 1);
-    }
-
-    /// The `FetchX509SVID` message for the current state, or `PermissionDenied`.
-    pub(crate) fn svid_response(&self) -> Result<X509SvidResponse, Status> {
-        let state = self.lock();
-        let svid = match (&state.svid, state.denied) {
-            (Some(svid), false) => svid,
-            _ => return Err(no_identity()),
-        };
-        Ok(X509SvidResponse {
-            svids: vec![X509Svid {
-                spiffe_id: svid.spiffe_id.clone(),
-                x509_svid: svid.chain_der_concat(),
-                x509_svid_key: svid.key_pkcs8_der.clone(),
-                bundle: concat(&state.bundle),
-                hint: state.hint.clone(),
-            }],
-            crl: Vec::new(),
-            federated_bundles: state
-                .federated
-                .iter()
-                .map(|(td, certs)| (td_key(td), concat(certs)))
-                .collect(),
-        })
-    }
-
-    /// The `FetchX509Bundles` message for the current state, or `PermissionDenied`
-    /// (SPIRE's agent answers bundle requests only for workloads with an identity).
-    pub(crate) fn bundles_response(&self) -> Result<X509BundlesResponse, Status> {
-        let state = self.lock();
-        if state.svid.is_none() || state.denied {
-            return Err(no_identity());
-        }
-        let mut bundles: std::collections::HashMap<String, Vec<u8>> = state
-            .federated
-            .iter()
-            .map(|(td, certs)| (td_key(td), concat(certs)))
-            .collect();
-        bundles.insert(td_key(&state.trust_domain), concat(&state.bundle));
-        Ok(X509BundlesResponse {
-            crl: Vec::new(),
-            bundles,
-        })
-    }
 }
 
 impl WorkloadApi {

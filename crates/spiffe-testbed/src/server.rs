@@ -24,7 +24,7 @@ use tonic::Status;
 use tonic::server::Grpc;
 use tonic_prost::ProstCodec;
 
-use crate::Shared;
+use crate::state::{Fault, Shared};
 use crate::proto::{X509BundlesRequest, X509BundlesResponse, X509SvidRequest, X509SvidResponse};
 
 /// The gRPC path of `FetchX509SVID`.
@@ -39,15 +39,6 @@ const JWT_METHODS: [&str; 3] = [
 /// The metadata every Workload API request must carry (the SPIFFE specification's
 /// guard against server-side request forgery through a proxy).
 pub const SECURITY_HEADER: &str = "workload.spiffe.io";
-
-/// Why the emulator ends an open stream from outside the stream's own updates.
-#[derive(Clone, Copy, Debug)]
-pub(crate) enum Fault {
-    /// `drop_streams`: the stream ends with `Unavailable`, the connection stays.
-    DropStreams,
-    /// `stop`/`restart`/drop: the agent goes away.
-    Stopped,
-}
 
 fn fault_status(fault: Result<Fault, broadcast::error::RecvError>) -> Status {
     match fault {

@@ -6,7 +6,7 @@ use kube::Client;
 use kube_runtime::watcher;
 use tokio::sync::watch;
 
-use crate::Refusal;
+use crate::refusal::Refusal;
 
 /// The state of one watched store.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

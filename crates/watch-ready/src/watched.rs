@@ -12,7 +12,8 @@ use kube_runtime::{
 use serde::de::DeserializeOwned;
 use tokio::task::JoinHandle;
 
-use crate::{Health, Refusal};
+use crate::health::Health;
+use crate::refusal::Refusal;
 
 /// Why a store did not sync.
 #[derive(Clone, Debug, PartialEq, Eq)]
