@@ -606,6 +606,38 @@ fn render_like_for_like(results: &Results, out: &mut String) {
             }
         }
     }
+
+    let go_hybrid = results.go.as_deref().map_or("Go's hybrid", go_hybrid);
+    let _ = writeln!(
+        out,
+        "\nWhat the hybrid costs each side: reload handshakes/s with the hybrid over those \
+         with X25519 only, paired round by round (both were measured interleaved).\n"
+    );
+    let _ = writeln!(
+        out,
+        "| client key | clients | ours X25519MLKEM768 / X25519 (paired) | Go {go_hybrid} / X25519 (paired) |"
+    );
+    let _ = writeln!(out, "|---|---:|---:|---:|");
+    for key in ["p256", "rsa2048"] {
+        for clients in [1, 2] {
+            let paired = |side: &str| {
+                results.paired_ratio(
+                    &format!("{side}handshake/reload-x25519/{key}/{clients}"),
+                    &format!("{side}handshake/reload/{key}/{clients}"),
+                )
+            };
+            let theirs = if go {
+                cell(paired("go/"), show_ratio)
+            } else {
+                NOT_MEASURED.to_owned()
+            };
+            let _ = writeln!(
+                out,
+                "| {key} | {clients} | {} | {theirs} |",
+                cell(paired(""), show_ratio),
+            );
+        }
+    }
 }
 
 /// The SPIFFE-mode tables: identity per handshake and handshakes per second, each
@@ -1005,6 +1037,12 @@ mod tests {
             "{table}"
         );
         assert!(table.contains("ours reload / Go reload (default configurations)"));
+        // The hybrid's cost on each side: X25519 ns / hybrid ns, paired (Go's X25519
+        // rounds are 600/1000 of its hybrid ones).
+        assert!(
+            table.contains("| p256 | 1 | 1.000x [1.000 – 1.000] | 0.600x [0.600 – 0.600] |"),
+            "{table}"
+        );
         assert!(table.contains("Go (go1.23) offers X25519Kyber768Draft00 first"));
     }
 
