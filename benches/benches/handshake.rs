@@ -8,7 +8,15 @@
 //!   the server is verified against a static root store;
 //! - `handshake/watched-ca/<key>/<N>`: as `reload`, and the server is verified by
 //!   svc-tls's `TrustVerifier` against the roots of a watched CA Secret, unchanged
-//!   during the run (the per-handshake trust cost next to the static root store).
+//!   during the run (the per-handshake trust cost next to the static root store);
+//! - `handshake/reload-x25519/<key>/<N>`: as `reload`, offering classical X25519 only:
+//!   the like-for-like counterpart of Go's `go/handshake/reload-x25519` (Go with
+//!   `CurvePreferences: []tls.CurveID{tls.X25519}`).
+//!
+//! All but `reload-x25519` use svc-tls's configuration as a service gets it
+//! (`svc_tls::material::crypto_provider()`), which offers the hybrid `X25519MLKEM768`
+//! first; the server (the same provider) negotiates it. Each configuration's group is
+//! checked on one handshake before it is measured.
 //!
 //! SPIFFE mode against Secret mode on the same server, P-256 (what SPIRE issues): a
 //! second in-process server presents an SVID issued by the Workload API emulator
@@ -24,11 +32,13 @@
 //! These two alternate in their own batches, as above.
 //!
 //! One handshake: TCP connect, full handshake (no resumption), one byte from the server
-//! (sent after it verified our certificate), close. Static, reload and watched-ca are
-//! measured in alternating batches (the order reversed every round), so that drift on
-//! a shared machine falls on all alike; each sample is the mean time per handshake of one
-//! batch, written to `BENCH_RESULTS_DIR/handshake.jsonl` (the inverse is
-//! handshakes per second).
+//! (sent after it verified our certificate), close. The loop has the shape of the Go
+//! program's (`benches/go`): each client is one task making `batch` handshakes in a
+//! row; the server handshakes, writes one byte and closes. Static, reload,
+//! watched-ca and reload-x25519 are measured in alternating batches (the order
+//! reversed every round), so that drift on a shared machine falls on all alike; each
+//! sample is the mean time per handshake of one batch, written to
+//! `BENCH_RESULTS_DIR/handshake.jsonl` (the inverse is handshakes per second).
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 #[path = "../common/mod.rs"]
@@ -40,7 +50,7 @@ use std::time::{Duration, Instant};
 
 use rustls::crypto::CryptoProvider;
 use rustls::server::WebPkiClientVerifier;
-use rustls::{ClientConfig, RootCertStore, ServerConfig};
+use rustls::{ClientConfig, NamedGroup, RootCertStore, ServerConfig};
 use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer, ServerName};
 use svc_tls::client::{PeerTls, TrustMode, client_config};
@@ -60,8 +70,17 @@ const IP_NAME: &str = "127.0.0.1";
 /// The name the SVID server is reached by (the DNS SAN of the agent-issued SVID).
 const SVID_SERVER_NAME: &str = "localhost";
 
+/// svc-tls's provider (aws-lc-rs, `X25519MLKEM768` offered first).
 fn provider() -> Arc<CryptoProvider> {
-    Arc::new(rustls::crypto::aws_lc_rs::default_provider())
+    Arc::new(svc_tls::material::crypto_provider())
+}
+
+/// svc-tls's provider offering classical X25519 only.
+fn x25519_provider() -> Arc<CryptoProvider> {
+    Arc::new(CryptoProvider {
+        kx_groups: vec![rustls::crypto::aws_lc_rs::kx_group::X25519],
+        ..svc_tls::material::crypto_provider()
+    })
 }
 
 fn certs(pem: &str) -> Vec<CertificateDer<'static>> {
@@ -88,6 +107,8 @@ async fn serve(config: Arc<ServerConfig>) -> SocketAddr {
                 continue;
             };
             let acceptor = acceptor.clone();
+            // As Go's net package does by default.
+            let _ = tcp.set_nodelay(true);
             tokio::spawn(async move {
                 if let Ok(mut tls) = acceptor.accept(tcp).await {
                     let _ = tls.write_all(b"k").await;
@@ -99,7 +120,12 @@ async fn serve(config: Arc<ServerConfig>) -> SocketAddr {
     addr
 }
 
-async fn handshake(config: Arc<ClientConfig>, addr: SocketAddr, name: ServerName<'static>) {
+/// One handshake; the key exchange group it negotiated.
+async fn handshake(
+    config: Arc<ClientConfig>,
+    addr: SocketAddr,
+    name: ServerName<'static>,
+) -> Option<NamedGroup> {
     let tcp = TcpStream::connect(addr).await.unwrap();
     tcp.set_nodelay(true).unwrap();
     let mut tls = tokio_rustls::TlsConnector::from(config)
@@ -110,9 +136,14 @@ async fn handshake(config: Arc<ClientConfig>, addr: SocketAddr, name: ServerName
     // The server's byte arrives only after it has verified our certificate.
     tls.read_exact(&mut byte).await.unwrap();
     assert_eq!(&byte, b"k");
+    tls.get_ref()
+        .1
+        .negotiated_key_exchange_group()
+        .map(|group| group.name())
 }
 
-/// `batch` iterations of `clients` concurrent handshakes: mean nanoseconds per handshake.
+/// `clients` tasks, each making `batch` handshakes in a row: mean nanoseconds per
+/// handshake.
 fn round(
     rt: &tokio::runtime::Runtime,
     config: &Arc<ClientConfig>,
@@ -124,16 +155,34 @@ fn round(
     let name = ServerName::try_from(name.to_owned()).unwrap();
     let start = Instant::now();
     rt.block_on(async {
-        for _ in 0..batch {
-            let tasks: Vec<_> = (0..clients)
-                .map(|_| tokio::spawn(handshake(config.clone(), addr, name.clone())))
-                .collect();
-            for task in tasks {
-                task.await.unwrap();
-            }
+        let tasks: Vec<_> = (0..clients)
+            .map(|_| {
+                let (config, name) = (config.clone(), name.clone());
+                tokio::spawn(async move {
+                    for _ in 0..batch {
+                        handshake(config.clone(), addr, name.clone()).await;
+                    }
+                })
+            })
+            .collect();
+        for task in tasks {
+            task.await.unwrap();
         }
     });
     start.elapsed().as_nanos() as f64 / (batch * clients) as f64
+}
+
+/// Checks on one handshake that `config` negotiates `want` with the server at `addr`.
+fn negotiates(
+    rt: &tokio::runtime::Runtime,
+    config: &Arc<ClientConfig>,
+    addr: SocketAddr,
+    name: &str,
+    want: NamedGroup,
+) {
+    let name = ServerName::try_from(name.to_owned()).unwrap();
+    let got = rt.block_on(handshake(config.clone(), addr, name));
+    assert_eq!(got, Some(want), "the configuration negotiated {got:?}");
 }
 
 fn main() {
@@ -230,21 +279,42 @@ fn main() {
             )
             .unwrap(),
         );
+        let x25519_config = Arc::new(
+            client_config(
+                x25519_provider(),
+                TrustMode::Roots(roots(&material.server_ca_pem)),
+                Some(&resolver),
+            )
+            .unwrap(),
+        );
+        let configs = [
+            &static_config,
+            &reload_config,
+            &watched_config,
+            &x25519_config,
+        ];
+        for (config, group) in configs.into_iter().zip([
+            NamedGroup::X25519MLKEM768,
+            NamedGroup::X25519MLKEM768,
+            NamedGroup::X25519MLKEM768,
+            NamedGroup::X25519,
+        ]) {
+            negotiates(&rt, config, addr, IP_NAME, group);
+        }
 
         for clients in [1usize, 2] {
             // Warm-up, then alternating batches.
-            let configs = [&static_config, &reload_config, &watched_config];
             for config in configs {
                 round(&rt, config, addr, IP_NAME, clients, batch / 2 + 1);
             }
-            let mut samples: [Vec<f64>; 3] = Default::default();
+            let mut samples: [Vec<f64>; 4] = Default::default();
             for i in 0..rounds {
-                let order: [usize; 3] = if i % 2 == 0 { [0, 1, 2] } else { [2, 1, 0] };
-                for which in order {
+                for j in 0..configs.len() {
+                    let which = if i % 2 == 0 { j } else { configs.len() - 1 - j };
                     samples[which].push(round(&rt, configs[which], addr, IP_NAME, clients, batch));
                 }
             }
-            let [stat, reload, watched] = samples;
+            let [stat, reload, watched, x25519] = samples;
             common::emit(
                 "handshake",
                 &format!("handshake/static/{key}/{clients}"),
@@ -259,6 +329,11 @@ fn main() {
                 "handshake",
                 &format!("handshake/watched-ca/{key}/{clients}"),
                 &watched,
+            );
+            common::emit(
+                "handshake",
+                &format!("handshake/reload-x25519/{key}/{clients}"),
+                &x25519,
             );
         }
         assert_eq!(resolver.state().failures, 0);

@@ -12,7 +12,18 @@
 //     verification (parse + verify) of the X-Principal token;
 //   - go/handshake/{static,reload}/<key>/<clients>: loopback TLS 1.3 mTLS handshakes
 //     with a fixed client certificate, or with GetClientCertificate calling
-//     tls.X509KeyPair on every handshake, measured in alternating batches.
+//     tls.X509KeyPair on every handshake, with Go's default key exchange
+//     (CurvePreferences unset: Go 1.23 offers the X25519Kyber768Draft00 hybrid first,
+//     Go 1.24 and later X25519MLKEM768);
+//   - go/handshake/reload-x25519/<key>/<clients>: reload with classical X25519 only
+//     (CurvePreferences: []tls.CurveID{tls.X25519}), the like-for-like counterpart of
+//     our handshake/reload-x25519;
+//     all three measured in alternating batches.
+//
+// The handshake loop is a plain Go one, the shape the Rust side uses too: each client
+// is one goroutine dialling in a loop (a new TCP connection and a full handshake each
+// time, reading the server's byte, closing); the server handshakes explicitly, writes
+// one byte and closes.
 //
 // Each result is one JSON line: {"id": ..., "unit": "ns", "samples": [...]}, every
 // sample the mean time of one operation over a batch. The caller (cargo xtask bench)
@@ -34,6 +45,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	jose "github.com/go-jose/go-jose/v4"
@@ -243,8 +255,24 @@ func pool(pemBytes []byte) *x509.CertPool {
 	return p
 }
 
-// serve accepts mTLS connections, writes one byte after the handshake (so the client
-// knows its certificate was verified) and closes.
+// offeredFirst is the key exchange group the last client hello offered first (what
+// each configuration is checked against before it is measured).
+var offeredFirst atomic.Uint32
+
+// groupName names the groups of interest (Go 1.23's CurveID.String does not know the
+// hybrids).
+func groupName(id tls.CurveID) string {
+	switch id {
+	case 0x6399:
+		return "X25519Kyber768Draft00"
+	case 0x11ec:
+		return "X25519MLKEM768"
+	}
+	return id.String()
+}
+
+// serve accepts mTLS connections: an explicit handshake (the client certificate is
+// verified in it), one byte, close.
 func serve() net.Addr {
 	cert, err := tls.X509KeyPair(read("server.crt"), read("server.key"))
 	if err != nil {
@@ -255,6 +283,12 @@ func serve() net.Addr {
 		Certificates: []tls.Certificate{cert},
 		ClientAuth:   tls.RequireAndVerifyClientCert,
 		ClientCAs:    pool(read("client-ca.crt")),
+		GetConfigForClient: func(hello *tls.ClientHelloInfo) (*tls.Config, error) {
+			if len(hello.SupportedCurves) > 0 {
+				offeredFirst.Store(uint32(hello.SupportedCurves[0]))
+			}
+			return nil, nil
+		},
 	}
 	listener, err := tls.Listen("tcp", "127.0.0.1:0", config)
 	if err != nil {
@@ -266,13 +300,12 @@ func serve() net.Addr {
 			if err != nil {
 				continue
 			}
-			go func(conn net.Conn) {
+			go func(conn *tls.Conn) {
 				defer conn.Close()
-				if _, err := conn.Write([]byte("k")); err == nil {
-					_ = conn.(*tls.Conn).CloseWrite()
-					_, _ = io.Copy(io.Discard, conn)
+				if err := conn.Handshake(); err == nil {
+					_, _ = conn.Write([]byte("k"))
 				}
-			}(conn)
+			}(conn.(*tls.Conn))
 		}
 	}()
 	return listener.Addr()
@@ -290,22 +323,32 @@ func handshake(config *tls.Config, addr string) {
 	}
 }
 
-// round runs `batch` iterations of `clients` concurrent handshakes and returns the
-// mean nanoseconds per handshake (the inverse of handshakes per second).
+// round runs `clients` goroutines, each dialling `batch` handshakes in a loop, and
+// returns the mean nanoseconds per handshake (the inverse of handshakes per second).
 func round(config *tls.Config, addr string, clients, batch int) float64 {
 	start := time.Now()
-	for i := 0; i < batch; i++ {
-		var wg sync.WaitGroup
-		for c := 0; c < clients; c++ {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
+	var wg sync.WaitGroup
+	for c := 0; c < clients; c++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < batch; i++ {
 				handshake(config, addr)
-			}()
-		}
-		wg.Wait()
+			}
+		}()
 	}
+	wg.Wait()
 	return float64(time.Since(start)) / float64(batch*clients)
+}
+
+// offers checks, with one handshake, which group a configuration offers first.
+func offers(config *tls.Config, addr string, want tls.CurveID, what string) {
+	handshake(config, addr)
+	got := tls.CurveID(offeredFirst.Load())
+	if want != 0 && got != want {
+		fail("%s offers %s first, not %s", what, groupName(got), groupName(want))
+	}
+	fmt.Fprintf(os.Stderr, "legacy: %s offers %s first\n", what, groupName(got))
 }
 
 func handshakes() {
@@ -338,28 +381,42 @@ func handshakes() {
 				return &pair, err
 			},
 		}
+		reloadX25519 := reload.Clone()
+		reloadX25519.CurvePreferences = []tls.CurveID{tls.X25519}
+		offers(reload, addr, 0, "the default configuration")
+		offers(reloadX25519, addr, tls.X25519, "the X25519 configuration")
+		configs := []*tls.Config{static, reload, reloadX25519}
 		for _, clients := range []int{1, 2} {
-			staticID := fmt.Sprintf("go/handshake/static/%s/%d", key, clients)
-			reloadID := fmt.Sprintf("go/handshake/reload/%s/%d", key, clients)
-			if !wanted(staticID) && !wanted(reloadID) {
+			ids := []string{
+				fmt.Sprintf("go/handshake/static/%s/%d", key, clients),
+				fmt.Sprintf("go/handshake/reload/%s/%d", key, clients),
+				fmt.Sprintf("go/handshake/reload-x25519/%s/%d", key, clients),
+			}
+			selected := false
+			for _, id := range ids {
+				selected = selected || wanted(id)
+			}
+			if !selected {
 				continue
 			}
-			// Warm-up, then alternating batches (order swapped every round) so that
-			// drift on a shared machine falls on both alike.
-			round(static, addr, clients, batch/2+1)
-			round(reload, addr, clients, batch/2+1)
-			var s, r []float64
+			// Warm-up, then alternating batches (order reversed every round) so that
+			// drift on a shared machine falls on all alike.
+			for _, config := range configs {
+				round(config, addr, clients, batch/2+1)
+			}
+			samples := make([][]float64, len(configs))
 			for i := 0; i < rounds; i++ {
-				if i%2 == 0 {
-					s = append(s, round(static, addr, clients, batch))
-					r = append(r, round(reload, addr, clients, batch))
-				} else {
-					r = append(r, round(reload, addr, clients, batch))
-					s = append(s, round(static, addr, clients, batch))
+				for j := range configs {
+					which := j
+					if i%2 == 1 {
+						which = len(configs) - 1 - j
+					}
+					samples[which] = append(samples[which], round(configs[which], addr, clients, batch))
 				}
 			}
-			emit(staticID, s)
-			emit(reloadID, r)
+			for j, id := range ids {
+				emit(id, samples[j])
+			}
 		}
 	}
 }

@@ -176,7 +176,32 @@ pub fn check_smoke_output() -> Result<(), String> {
         .map_err(|e| format!("bench smoke: no report in {}: {e}", dir.display()))?;
     let svg = std::fs::read_to_string(dir.join("benchmarks.svg"))
         .map_err(|e| format!("bench smoke: no chart in {}: {e}", dir.display()))?;
-    check_report(&doc, &svg).map_err(|e| format!("bench smoke: {e}"))
+    check_report(&doc, &svg)
+        .and_then(|()| check_like_for_like(&doc))
+        .map_err(|e| format!("bench smoke: {e}"))
+}
+
+/// The like-for-like handshake rows against Go (the ones the Go targets are judged
+/// on) hold a figure of ours for both key exchanges.
+fn check_like_for_like(doc: &str) -> Result<(), String> {
+    if !doc.contains("### Like for like against Go") {
+        return Err("the report has no like-for-like table".into());
+    }
+    for kx in [
+        "| X25519 on both sides | p256 | 1 | ",
+        "| hybrid on both sides",
+    ] {
+        let line = doc
+            .lines()
+            .find(|l| l.starts_with(kx))
+            .ok_or_else(|| format!("the report has no row {kx:?}"))?;
+        // key exchange | key | clients | ours reload | ...
+        let ours = line.split('|').nth(4).unwrap_or_default();
+        if !ours.trim().starts_with(|c: char| c.is_ascii_digit()) {
+            return Err(format!("our figure is missing in {line:?}"));
+        }
+    }
+    Ok(())
 }
 
 fn check_report(doc: &str, svg: &str) -> Result<(), String> {
@@ -476,6 +501,19 @@ mod tests {
         assert!(check_report(doc, "<svg></svg>").is_err());
         assert!(check_report(&doc.replace("### Targets", ""), svg).is_err());
         assert!(check_report(&doc.replace("### SPIFFE mode", "### Other"), svg).is_err());
+    }
+
+    #[test]
+    fn smoke_check_wants_the_like_for_like_rows() {
+        let doc = "### Like for like against Go: the same key exchange on both sides (reload)\n\
+                   | X25519 on both sides | p256 | 1 | 900 [800 – 1000] | not measured | |\n\
+                   | hybrid on both sides, each side's default (ours X25519MLKEM768, Go its default hybrid) | p256 | 1 | 800 [700 – 900] | not measured | |\n";
+        assert_eq!(check_like_for_like(doc), Ok(()));
+        assert!(
+            check_like_for_like(&doc.replace("| p256 | 1 | 900", "| p256 | 1 | not measured"))
+                .is_err()
+        );
+        assert!(check_like_for_like(&doc.replace("| hybrid on", "| other")).is_err());
     }
 
     #[test]

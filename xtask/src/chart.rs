@@ -3,7 +3,8 @@
 //!
 //! Left: the full identity load after a rotation per key type and format, ours next to
 //! Go's `tls.X509KeyPair` (log scale). Right: handshakes per second, static and
-//! reload, Go next to ours. Each bar carries its 95% interval as a whisker.
+//! reload, Go next to ours, each side in its default configuration (a hybrid
+//! post-quantum key exchange on both). Each bar carries its 95% interval as a whisker.
 
 use plotters::prelude::*;
 
@@ -246,7 +247,7 @@ pub fn render(results: &Results) -> Result<String, String> {
         .map_err(|e| format!("chart: {e}"))?;
         bars(
             &right,
-            &format!("Loopback mTLS handshakes/s{go_note}"),
+            &format!("Loopback mTLS handshakes/s, default configs (hybrid kx){go_note}"),
             "handshakes per second",
             &groups,
             &handshake_series,

@@ -196,9 +196,9 @@ fn candidate_available(package: &str) -> bool {
         })
 }
 
-/// Installs Go and go-jose from `<codename>-backports` (added next to the machine's own
+/// Installs `packages` from `<codename>-backports` (added next to the machine's own
 /// Debian source when missing).
-fn install() -> Result<(), String> {
+pub fn install_from_backports(packages: &[&str]) -> Result<(), String> {
     let codename =
         os_release_codename().ok_or("cannot tell the Debian release from /etc/os-release")?;
     let list = PathBuf::from(format!(
@@ -223,19 +223,28 @@ fn install() -> Result<(), String> {
         );
     }
     apt(&["update", "-q"])?;
+    let backports = format!("{codename}-backports");
+    let mut args = vec!["install", "-y", "-q", "-t", backports.as_str()];
+    args.extend_from_slice(packages);
+    apt(&args)
+}
+
+/// Installs Go and go-jose from `<codename>-backports`.
+fn install() -> Result<(), String> {
     let go = GO_PACKAGES
         .iter()
         .find(|p| candidate_available(p))
-        .ok_or_else(|| format!("none of {GO_PACKAGES:?} is available from {codename}-backports"))?;
-    apt(&[
-        "install",
-        "-y",
-        "-q",
-        "-t",
-        &format!("{codename}-backports"),
-        go,
-        JOSE_PACKAGE,
-    ])
+        .ok_or_else(|| format!("none of {GO_PACKAGES:?} is available from backports"))?;
+    install_from_backports(&[go, JOSE_PACKAGE])
+}
+
+/// A Go 1.`minor` toolchain among the candidates (`$GO`, `go` on PATH, Debian's
+/// `/usr/lib/go-1.x`): its path and `go version`.
+pub fn find_go_minor(minor: u32) -> Option<(PathBuf, String)> {
+    candidates().into_iter().find_map(|go| {
+        let (text, version) = version_of(&go)?;
+        (version == (1, minor)).then_some((go, text))
+    })
 }
 
 /// Go, ready to build the program: its path and `go version`, or why not.

@@ -3,7 +3,7 @@
 //! - `bench`: measures our side (`benches/`) and the legacy Go side (`benches/go/`) in
 //!   one run and prints one table with the targets judged on confidence intervals
 //!   (`--quick`: smoke run; `--check`: fail when a measured target is not met).
-//! - `test`: prepares what the tests need on a fresh machine (kubectl, nginx, PyJWT),
+//! - `test`: prepares what the tests need on a fresh machine (kubectl, nginx, PyJWT, Go 1.23),
 //!   then runs the whole test suite.
 //! - `codegen`: regenerates kube-construct's built-in registry table (`--check`: fail
 //!   when the committed output is stale).

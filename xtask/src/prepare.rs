@@ -1,9 +1,11 @@
 //! Makes sure the external programs the tests drive are present.
 //!
 //! The tests use real parts: the `kubectl` client against the API emulator, nginx as
-//! the mTLS ingress, and PyJWT as an independent JOSE implementation. On a fresh
-//! machine they are installed through the system's package tools when running as
-//! root; otherwise this fails with the exact command to run.
+//! the mTLS ingress, PyJWT as an independent JOSE implementation, and Go 1.23 (a TLS
+//! server that knows only the Kyber draft hybrid, in svc-tls's key exchange test). On
+//! a fresh machine they are installed through the system's package tools when running
+//! as root; otherwise this fails with the exact command to run (Go excepted: without
+//! any Go that one test is skipped, so a missing Go is only reported).
 
 use std::process::Command;
 
@@ -60,8 +62,40 @@ fn is_root() -> bool {
         .unwrap_or(false)
 }
 
+/// Debian's Go 1.23 (bookworm-backports): the Go server of svc-tls's key exchange
+/// test must be a Go without ML-KEM (Go 1.24 and later have it).
+const GO_TEST_MINOR: u32 = 23;
+const GO_TEST_PACKAGE: &str = "golang-1.23-go";
+
+/// Go 1.23 for svc-tls's `key_exchange` test: installed from backports as root,
+/// otherwise reported (the test skips itself when there is no Go at all).
+fn go_for_tests() -> Result<(), String> {
+    if super::golang::find_go_minor(GO_TEST_MINOR).is_some() {
+        return Ok(());
+    }
+    if !is_root() {
+        eprintln!(
+            "xtask: no Go 1.{GO_TEST_MINOR}: svc-tls's key exchange test against a Go server \
+             is skipped without Go and fails with another Go; install {GO_TEST_PACKAGE} \
+             from backports (run `cargo xtask test` as root)"
+        );
+        return Ok(());
+    }
+    eprintln!(
+        "xtask: missing Go 1.{GO_TEST_MINOR} (the Go 1.23 TLS server in svc-tls's key exchange test)"
+    );
+    super::golang::install_from_backports(&[GO_TEST_PACKAGE])?;
+    match super::golang::find_go_minor(GO_TEST_MINOR) {
+        Some(_) => Ok(()),
+        None => Err(format!(
+            "still missing after installing: Go 1.{GO_TEST_MINOR} ({GO_TEST_PACKAGE})"
+        )),
+    }
+}
+
 /// Installs what is missing (as root) or explains how to (otherwise).
 pub fn test_prerequisites() -> Result<(), String> {
+    go_for_tests()?;
     let missing: Vec<&Prerequisite> = PREREQUISITES
         .iter()
         .filter(|prerequisite| !(prerequisite.present)())

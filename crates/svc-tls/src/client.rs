@@ -5,7 +5,10 @@
 //! - TLS 1.3 only;
 //! - the crypto provider is passed in explicitly (use
 //!   [`crypto_provider`](crate::material::crypto_provider), aws-lc-rs); the
-//!   process-wide default provider is never consulted;
+//!   process-wide default provider is never consulted. Its key exchange order is what
+//!   the client offers: `crypto_provider` offers the hybrid post-quantum
+//!   `X25519MLKEM768` first, with X25519 and the NIST curves after it for servers
+//!   without ML-KEM (as the Go client does since Go 1.24);
 //! - **session resumption is disabled** (`Resumption::disabled()`): a resumed handshake
 //!   does not run the client-certificate resolver, so a rotated identity would not be
 //!   presented on connections that resume an old session (the legacy Go client kept no

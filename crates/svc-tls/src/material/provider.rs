@@ -1,31 +1,55 @@
-//! The provider's key loader: aws-lc-rs, calling only the loader for the key
-//! type the DER names.
+//! The crypto provider: aws-lc-rs, with the hybrid post-quantum key exchange
+//! offered first and a key loader calling only the loader for the key type the DER
+//! names.
 
 use std::sync::Arc;
 
-use rustls::crypto::CryptoProvider;
+use rustls::crypto::aws_lc_rs::kx_group;
+use rustls::crypto::{CryptoProvider, SupportedKxGroup};
 use rustls::sign::SigningKey;
 use rustls_pki_types::PrivateKeyDer;
 
 use super::KeyKind;
 use super::key::classify_der;
 
-/// The aws-lc-rs crypto provider with a key loader that reads the key type from
-/// the DER first and calls only the matching aws-lc-rs loader.
+/// The aws-lc-rs crypto provider offering `X25519MLKEM768` first, with a key
+/// loader that reads the key type from the DER first and calls only the matching
+/// aws-lc-rs loader.
+///
+/// **Key exchange**: `X25519MLKEM768`, then `X25519`, `secp256r1`,
+/// `secp384r1`, the order of rustls's own default with its `prefer-post-quantum`
+/// feature, and what Go's `crypto/tls` offers since Go 1.24. The order is set here
+/// rather than by that cargo feature (off in this workspace, and unified by
+/// whichever crate in a graph turns it on), so it does not depend on the build. A
+/// client hello carries two key shares, the hybrid and a plain `X25519` one made
+/// from the same X25519 key, so a server without ML-KEM (OpenSSL 3.0, Go 1.23)
+/// picks `X25519` in the same round trip (no HelloRetryRequest).
 ///
 /// rustls's own aws-lc-rs key provider tries RSA, then ECDSA P-256, P-384, P-521,
 /// then Ed25519, and each failed attempt on a PKCS#8 key fully parses it (for
 /// Ed25519 and EC keys that includes a scalar multiplication). An Ed25519 key is
 /// thus parsed five times and a P-384 PKCS#8 key three times. This provider
-/// parses each key once. Everything else (cipher suites, key exchange,
-/// signature verification) is `rustls::crypto::aws_lc_rs::default_provider()`.
-/// Keys this loader does not recognise go to rustls's loader unchanged.
+/// parses each key once. Everything else (cipher suites, signature verification)
+/// is `rustls::crypto::aws_lc_rs::default_provider()`. Keys this loader does not
+/// recognise go to rustls's loader unchanged.
 pub fn crypto_provider() -> CryptoProvider {
     CryptoProvider {
+        kx_groups: KX_GROUPS.to_vec(),
         key_provider: &KEY_TYPE_DISPATCH,
         ..rustls::crypto::aws_lc_rs::default_provider()
     }
 }
+
+/// The key exchange groups [`crypto_provider`] offers, most preferred first: the
+/// hybrid post-quantum `X25519MLKEM768`, then the classical `X25519`, `secp256r1`
+/// and `secp384r1` for servers without ML-KEM. Why: `docs/decisions.md`, "Key
+/// exchange".
+static KX_GROUPS: &[&dyn SupportedKxGroup] = &[
+    kx_group::X25519MLKEM768,
+    kx_group::X25519,
+    kx_group::SECP256R1,
+    kx_group::SECP384R1,
+];
 
 static KEY_TYPE_DISPATCH: KeyTypeDispatch = KeyTypeDispatch;
 
