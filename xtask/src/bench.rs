@@ -66,7 +66,7 @@ fn reset(dir: &Path) -> Result<(), String> {
 
 pub fn run(args: &[String]) -> Result<(), String> {
     let options = parse(args)?;
-    let root = super::workspace_root();
+    let root = super::process::workspace_root();
     let target = target_dir(&root);
     let criterion = criterion_home(&root, &target);
     let work = target.join("bench-run");
@@ -87,14 +87,14 @@ pub fn run(args: &[String]) -> Result<(), String> {
         eprintln!("xtask: Go will not be measured in this run: {why}");
     }
 
-    let mut command = super::cargo();
+    let mut command = super::process::cargo();
     command
         .args(["bench", "--package", "platform-benches", "--benches"])
         .env("CRITERION_HOME", &criterion)
         .env("BENCH_MATERIAL_DIR", &material)
         .env("BENCH_RESULTS_DIR", &samples_dir)
         .env("BENCH_QUICK", if options.quick { "1" } else { "0" });
-    super::run_checked(&mut command)?;
+    super::process::run_checked(&mut command)?;
 
     let go = go.and_then(|(binary, version)| {
         let mut command = Command::new(&binary);
@@ -171,7 +171,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
 /// What `cargo xtask ci` checks after `bench --quick`: the report and the chart exist
 /// and hold a figure of ours for every benchmark group. Never a timing.
 pub fn check_smoke_output() -> Result<(), String> {
-    let dir = target_dir(&super::workspace_root()).join("bench-report");
+    let dir = target_dir(&super::process::workspace_root()).join("bench-report");
     let doc = std::fs::read_to_string(dir.join("benchmarks.md"))
         .map_err(|e| format!("bench smoke: no report in {}: {e}", dir.display()))?;
     let svg = std::fs::read_to_string(dir.join("benchmarks.svg"))
@@ -520,7 +520,7 @@ mod tests {
     fn the_committed_report_passes_the_smoke_check() {
         // The checker and the renderer agree on the format (the committed report was
         // written by `render`).
-        let root = crate::workspace_root();
+        let root = crate::process::workspace_root();
         let doc = std::fs::read_to_string(root.join("docs/benchmarks.md")).unwrap();
         let svg = std::fs::read_to_string(root.join("docs/benchmarks.svg")).unwrap();
         assert_eq!(check_report(&doc, &svg), Ok(()));

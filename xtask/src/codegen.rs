@@ -16,7 +16,7 @@ use std::{
     path::{Path, PathBuf},
 };
 
-use crate::{cargo, workspace_root};
+use crate::process::{cargo, workspace_root};
 
 /// The generated file, relative to the workspace root.
 const BUILTINS: &str = "crates/kube-construct/src/registry/builtins.rs";

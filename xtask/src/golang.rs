@@ -178,7 +178,7 @@ fn apt_files() -> Vec<(String, String)> {
 }
 
 fn apt(args: &[&str]) -> Result<(), String> {
-    crate::run_checked(
+    crate::process::run_checked(
         Command::new("apt-get")
             .env("DEBIAN_FRONTEND", "noninteractive")
             .args(args),
@@ -295,12 +295,12 @@ pub fn build(go: &Path, root: &Path, out_dir: &Path) -> Result<PathBuf, String> 
         &format!("-replace=golang.org/x/crypto={GOCODE}/{CRYPTO_DIR}"),
     ]);
     env(&mut edit);
-    crate::run_checked(&mut edit)?;
+    crate::process::run_checked(&mut edit)?;
     let binary = out_dir.join("legacy");
     let mut build = Command::new(go);
     build.args(["build", "-o"]).arg(&binary).arg(".");
     env(&mut build);
-    crate::run_checked(&mut build)?;
+    crate::process::run_checked(&mut build)?;
     Ok(binary)
 }
 

@@ -39,7 +39,7 @@ use std::{
 
 use serde::Deserialize;
 
-use crate::workspace_root;
+use crate::process::workspace_root;
 
 /// The rules file, relative to the workspace root.
 const RULES: &str = "layers.toml";

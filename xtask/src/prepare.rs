@@ -135,14 +135,14 @@ pub fn test_prerequisites() -> Result<(), String> {
         ));
     }
     if !apt.is_empty() {
-        super::run_checked(
+        super::process::run_checked(
             Command::new("sh")
                 .args(["-c", &apt_command])
                 .env("DEBIAN_FRONTEND", "noninteractive"),
         )?;
     }
     if !pip.is_empty() {
-        super::run_checked(Command::new("sh").args(["-c", &pip_command]))?;
+        super::process::run_checked(Command::new("sh").args(["-c", &pip_command]))?;
     }
     let still_missing: Vec<&str> = PREREQUISITES
         .iter()

@@ -5,7 +5,7 @@
 //! Options are passed through: `--reloads N` (default 1 000 000), `--handshakes N`
 //! (default 50 000), `--rotate-every N`, `--rounds N`, `--bound-mib F`.
 
-use crate::{cargo, run_checked};
+use crate::process::{cargo, run_checked};
 
 /// Runs the soak; fails when the binary reports that memory grew (or any failure).
 pub(crate) fn run(args: &[String]) -> Result<(), String> {

@@ -32,19 +32,17 @@ mod state;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use rustls_pki_types::CertificateDer;
 use tokio::sync::{broadcast, watch};
 use tokio::task::JoinHandle;
-use tonic::Status;
 
 pub use pki::{SVID_TTL, SvidInfo};
 pub use server::{FETCH_X509_BUNDLES, FETCH_X509_SVID, SECURITY_HEADER};
 
-use pki::{Ca, concat};
-use proto::{X509BundlesResponse, X509Svid, X509SvidResponse};
+use pki::Ca;
 use state::{Fault, Shared, State};
 
 /// How long [`WorkloadApi::restart`] leaves the socket gone.

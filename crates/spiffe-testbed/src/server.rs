@@ -24,8 +24,8 @@ use tonic::Status;
 use tonic::server::Grpc;
 use tonic_prost::ProstCodec;
 
-use crate::state::{Fault, Shared};
 use crate::proto::{X509BundlesRequest, X509BundlesResponse, X509SvidRequest, X509SvidResponse};
+use crate::state::{Fault, Shared};
 
 /// The gRPC path of `FetchX509SVID`.
 pub const FETCH_X509_SVID: &str = "/SpiffeWorkloadAPI/FetchX509SVID";
