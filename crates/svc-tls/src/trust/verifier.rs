@@ -375,6 +375,19 @@ impl TrustVerifier {
         self.inner.core.served().value.anchors.clone()
     }
 
+    /// Reads the source now, exactly as a handshake does (the last good roots when
+    /// the read fails, counted and warned about as for a handshake), and returns the
+    /// roots in force: for verifying certificates outside a TLS handshake, such as a
+    /// client certificate forwarded by an ingress (the principal module's
+    /// `IngressVerifier`). No I/O and no lock.
+    ///
+    /// # Errors
+    /// The handshake's refusal when the source has withdrawn its trust, or fails and
+    /// the last good roots have expired.
+    pub fn roots_now(&self) -> Result<Arc<TrustAnchors>, rustls::Error> {
+        self.reload().map(|served| served.value.anchors.clone())
+    }
+
     /// The source the roots are read from.
     pub fn trust_source(&self) -> &dyn TrustSource {
         &*self.inner.source
