@@ -699,3 +699,47 @@ fn oversized_and_forged_headers_are_refused_before_decoding() {
     assert!(shown.contains(r"\tERROR forged"), "{shown}");
     assert!(shown.len() < 200, "{shown}");
 }
+
+/// A 40 KiB hostile `ssl-client-cert` (a PEM "section start" line with a forged log
+/// record and escape sequences in it): the error names the header, and its whole
+/// chain, as logged through `svc_tls::excerpt::chain`, is cut and escaped. Without
+/// the cut the chain quotes the line (well over 40 KiB).
+#[test]
+fn a_hostile_certificate_header_reaches_a_log_only_as_a_short_escaped_excerpt() {
+    let ca = TestCa::new("clients");
+    let ingress = verified_by(&ca);
+    let hostile = format!(
+        "-----BEGIN {}\t2026-12-03T00:00:00Z ERROR forged record\u{1b}[2J",
+        "A".repeat(40 * 1024)
+    );
+    let headers = forwarded_cert(&hostile);
+    let cert_len = headers["ssl-client-cert"].len();
+    assert!(cert_len > 40 * 1024 && cert_len <= DEFAULT_MAX_CERT_HEADER_BYTES);
+    let err = ingress.peer_certificate(&headers).unwrap_err();
+    assert!(
+        matches!(err, IngressError::Certificate(CertificateError::Pem(_))),
+        "{err:?}"
+    );
+    let mut raw = String::new();
+    let mut layer: Option<&(dyn std::error::Error + 'static)> = Some(&err);
+    while let Some(e) = layer {
+        raw.push_str(&e.to_string());
+        layer = e.source();
+    }
+    assert!(raw.len() > 40 * 1024, "the hazard: {}", raw.len());
+
+    let logged = svc_tls::excerpt::chain(&err);
+    assert!(
+        logged.chars().count() <= svc_tls::excerpt::LOGGED_CHAIN_CHARS + 1,
+        "{} chars",
+        logged.chars().count()
+    );
+    assert!(
+        logged.starts_with("ssl-client-cert header holds no usable certificate"),
+        "{logged}"
+    );
+    assert!(
+        !logged.contains('\n') && !logged.contains('\u{1b}'),
+        "{logged}"
+    );
+}

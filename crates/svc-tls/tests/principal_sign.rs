@@ -280,3 +280,36 @@ fn ed25519_certificate_is_an_unsupported_key_type() {
         "{err:?}"
     );
 }
+
+/// The signer refuses to put a principal on a plain `http://` request to a host
+/// other than a loopback address (it would travel in clear text).
+#[test]
+fn signer_refuses_plain_http_to_non_loopback_hosts() {
+    use svc_tls::principal::{PrincipalSigner, SignError};
+    let leaf = support::TestCa::new("clients").client_leaf("svc", 1);
+    let identity = svc_tls::material::load_identity_from_pem(
+        &svc_tls::SecretRef::new("ns", "identity"),
+        leaf.cert_pem.as_bytes(),
+        leaf.key_pem.as_bytes(),
+        &support::provider(),
+    )
+    .unwrap();
+    let signer = PrincipalSigner::new(identity);
+    let http = reqwest::Client::new();
+    let who = svc_tls::Principal::default();
+    let err = signer
+        .attach(http.get("http://identity.example/api"), &who)
+        .unwrap_err();
+    assert!(
+        matches!(&err, SignError::PlaintextUrl { host } if host == "identity.example"),
+        "{err:?}"
+    );
+    for ok in [
+        "http://127.0.0.1:1/api",
+        "http://localhost/api",
+        "https://identity.example/api",
+    ] {
+        let request = signer.attach(http.get(ok), &who).unwrap().build().unwrap();
+        assert!(request.headers().contains_key("x-principal"), "{ok}");
+    }
+}

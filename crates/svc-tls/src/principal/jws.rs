@@ -145,17 +145,12 @@ impl fmt::Display for Part {
     }
 }
 
-/// How many characters of a sender's value an error keeps.
-const SENDER_TEXT_CHARS: usize = 64;
-
 /// A value from the sender, cut for an error message: at most 64 characters
-/// (then `…`). Errors show it Debug-escaped, so a `\n` in a token cannot forge
-/// a log line and a huge value cannot flood the log.
+/// (then `…`; [`watch_ready::excerpt::cut`], the one cut). Errors show it
+/// Debug-escaped, so a `\n` in a token cannot forge a log line and a huge value
+/// cannot flood the log.
 pub(super) fn sender_text(value: &str) -> String {
-    match value.char_indices().nth(SENDER_TEXT_CHARS) {
-        None => value.to_owned(),
-        Some((cut, _)) => format!("{}…", &value[..cut]),
-    }
+    watch_ready::excerpt::cut(value, watch_ready::excerpt::SENDER_TEXT_CHARS)
 }
 
 /// The protected header: a JSON object, every member name unique.

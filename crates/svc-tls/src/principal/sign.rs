@@ -53,6 +53,18 @@ pub enum SignError {
     /// The provider's ECDSA signature was not the expected DER structure.
     #[error("the TLS crypto provider returned a malformed ECDSA signature")]
     MalformedProviderSignature,
+    /// The request goes over plain `http://` to a host other than a loopback
+    /// address: the principal would travel in clear text (and without mTLS).
+    #[error(
+        "refusing to send the X-Principal in clear text to http://{host}: use https:// (plain http is allowed to loopback addresses only)"
+    )]
+    PlaintextUrl {
+        /// The request's host.
+        host: String,
+    },
+    /// The request could not be built (its URL or a header is invalid).
+    #[error("the request the principal is for is invalid")]
+    InvalidRequest(#[source] reqwest::Error),
 }
 
 /// A source of the identity in force *now* (the one the next handshake presents).
@@ -151,13 +163,34 @@ impl<S: CurrentIdentity> PrincipalSigner<S> {
     /// Signs `value` and attaches it to `request` as the `X-Principal` header.
     ///
     /// # Errors
-    /// As [`PrincipalSigner::sign`].
+    /// [`SignError::PlaintextUrl`] when the request goes to `http://` on a host
+    /// other than a loopback address, [`SignError::InvalidRequest`] when the request
+    /// cannot be built, otherwise as [`PrincipalSigner::sign`].
     pub fn attach<T: Serialize + ?Sized>(
         &self,
         request: reqwest::RequestBuilder,
         value: &T,
     ) -> Result<reqwest::RequestBuilder, SignError> {
+        let (client, request) = request.build_split();
+        let request = request.map_err(SignError::InvalidRequest)?;
+        let url = request.url();
+        if url.scheme() == "http" && !is_loopback(url) {
+            return Err(SignError::PlaintextUrl {
+                host: url.host_str().unwrap_or_default().to_owned(),
+            });
+        }
+        let request = reqwest::RequestBuilder::from_parts(client, request);
         Ok(attach_principal(request, &self.sign(value)?))
+    }
+}
+
+/// Whether `url`'s host is a loopback address (`localhost`, 127.0.0.0/8, `::1`).
+fn is_loopback(url: &url::Url) -> bool {
+    match url.host() {
+        Some(url::Host::Domain(name)) => name.eq_ignore_ascii_case("localhost"),
+        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+        None => false,
     }
 }
 

@@ -31,6 +31,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, SystemTime};
+use watch_ready::excerpt;
 
 use rustls::client::WebPkiServerVerifier;
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
@@ -286,7 +287,7 @@ impl TrustVerifier {
         {
             tracing::error!(
                 source = %origin,
-                error = %failure,
+                error = %excerpt::chain(failure),
                 suppressed,
                 "CA trust withdrawn by its source; refusing every server until it trusts \
                  roots again ({suppressed} more failures suppressed since the last report)",
@@ -302,7 +303,7 @@ impl TrustVerifier {
             };
             tracing::warn!(
                 source = %origin,
-                error = %failure,
+                error = %excerpt::chain(failure),
                 roots = warning.roots,
                 stale_for_secs = stale_for.as_secs(),
                 suppressed,
