@@ -12,8 +12,11 @@ use x509_parser::extensions::GeneralName;
 use x509_parser::prelude::FromDer as _;
 
 use super::PRINCIPAL_HEADER;
+use super::jws::TokenTimes;
 use super::jws::{AlgorithmPolicy, sender_text};
-use super::verify::{CertificateError, DEFAULT_MAX_TOKEN_BYTES, PeerCertificate, VerifyError};
+use super::verify::{
+    CertificateError, DEFAULT_MAX_TOKEN_BYTES, PeerCertificate, VerifyError, VerifyOptions,
+};
 use crate::trust::TrustVerifier;
 
 /// The ingress header carrying the peer's certificate as URL-encoded PEM.
@@ -232,6 +235,8 @@ enum Anchors {
 pub struct IngressVerifier {
     policy: AlgorithmPolicy,
     max_token_bytes: usize,
+    times: TokenTimes,
+    clock_skew: std::time::Duration,
     max_cert_header_bytes: usize,
     anchors: Anchors,
     intermediates: Vec<CertificateDer<'static>>,
@@ -267,6 +272,8 @@ impl IngressVerifier {
         Self {
             policy: AlgorithmPolicy::default(),
             max_token_bytes: DEFAULT_MAX_TOKEN_BYTES,
+            times: TokenTimes::default(),
+            clock_skew: super::jws::DEFAULT_CLOCK_SKEW,
             max_cert_header_bytes: DEFAULT_MAX_CERT_HEADER_BYTES,
             anchors,
             intermediates: Vec::new(),
@@ -339,6 +346,22 @@ impl IngressVerifier {
     #[must_use]
     pub fn with_policy(mut self, policy: AlgorithmPolicy) -> Self {
         self.policy = policy;
+        self
+    }
+
+    /// Whether tokens must carry `iat` and `exp` (default: checked when present;
+    /// [`TokenTimes::Required`] refuses tokens without them, such as Go senders').
+    #[must_use]
+    pub fn with_token_times(mut self, times: TokenTimes) -> Self {
+        self.times = times;
+        self
+    }
+
+    /// The clock-skew allowance for `iat` and `exp` (default
+    /// [`DEFAULT_CLOCK_SKEW`](super::DEFAULT_CLOCK_SKEW)).
+    #[must_use]
+    pub fn with_clock_skew(mut self, skew: std::time::Duration) -> Self {
+        self.clock_skew = skew;
         self
     }
 
@@ -498,7 +521,11 @@ impl IngressVerifier {
         let token = token
             .to_str()
             .map_err(|_| RequestPrincipalError::MissingPrincipal)?;
-        Ok(certificate.verify_with_max_len(token, self.policy, self.max_token_bytes)?)
+        let options = VerifyOptions::new(self.policy)
+            .with_max_len(self.max_token_bytes)
+            .with_times(self.times)
+            .with_clock_skew(self.clock_skew);
+        Ok(certificate.verify_with_options(token, &options)?)
     }
 }
 

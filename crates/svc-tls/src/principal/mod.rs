@@ -75,12 +75,16 @@ pub use ingress::{
     RequestPrincipalError, UNVERIFIED_WARNING_TEXT, peer_certificate_from_ingress,
     verify_ingress_request,
 };
-pub use jws::{Algorithm, AlgorithmPolicy, Part, PrincipalToken};
+pub use jws::{
+    Algorithm, AlgorithmPolicy, DEFAULT_CLOCK_SKEW, DEFAULT_PRINCIPAL_LIFETIME, Part,
+    PrincipalToken, TokenTimes,
+};
 pub use sign::{
     CurrentIdentity, PrincipalSigner, SignError, attach_principal, sign_with, sign_with_key,
 };
 pub use verify::{
-    CertificateError, DEFAULT_MAX_TOKEN_BYTES, MIN_RSA_BITS, PeerCertificate, VerifyError, verify,
+    CertificateError, DEFAULT_MAX_TOKEN_BYTES, MIN_RSA_BITS, PeerCertificate, VerifyError,
+    VerifyOptions, verify,
 };
 
 /// The HTTP header that carries the signed principal.
