@@ -291,10 +291,16 @@ impl PeerTls {
         }
     }
 
-    /// Sets the peer's base URL.
+    /// Sets the peer's base URL. With a client identity, an `http://` URL to a
+    /// host other than a loopback address is refused: [`PeerTls::host`] returns
+    /// [`HostProblem::PlaintextWithCredentials`](crate::options::HostProblem).
     #[must_use]
     pub fn with_host(mut self, host: Url) -> Self {
-        self.host = Ok(host);
+        self.host = if self.identity.is_some() {
+            crate::options::refuse_plaintext_with_credentials("host", host)
+        } else {
+            Ok(host)
+        };
         self
     }
 
@@ -420,7 +426,7 @@ impl PeerTls {
     /// The peer's `--S-host` (kept as the URL or the error [`PeerTls::host`] returns),
     /// `--S-http2` and `--S-pool-idle-timeout` applied.
     fn for_peer(mut self, peer: &PeerOptions) -> Self {
-        self.host = peer.client_host();
+        self.host = peer.client_host_with_credentials(self.identity.is_some());
         self.protocol = peer.http_protocol();
         self.pool_idle_timeout = peer.pool_idle_timeout();
         self

@@ -39,6 +39,9 @@
 
 pub mod client;
 pub mod duration;
+/// Outside text cut and escaped for logs: log an error that may quote a Secret, a
+/// header or a plugin's output with `%svc_tls::excerpt::chain(&error)`.
+pub use watch_ready::excerpt;
 pub mod identity;
 pub mod last_good;
 pub mod material;

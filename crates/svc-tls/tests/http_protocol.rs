@@ -121,3 +121,65 @@ async fn pool_idle_timeout_zero_opens_a_connection_per_request() {
     let connections = server.handshakes();
     assert!(connections >= 3, "one per request, got {connections}");
 }
+
+/// An `http://` peer host skips mTLS and would carry the `X-Principal` in clear
+/// text: with a client identity configured, a non-loopback one is refused, naming
+/// the flag; loopback stays allowed, and without an identity nothing changes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn plain_http_host_is_refused_when_an_identity_is_configured() {
+    let (tb, _server) = setup().await;
+    let build = |host: &str, identity: bool| {
+        let cmd = PeerOptions::augment(clap::Command::new("svc"), "identity");
+        let cmd = ClientIdentityOptions::augment(cmd, None);
+        let mut args = vec!["svc".to_owned(), format!("--identity-host={host}")];
+        if identity {
+            args.push(format!("--client-certificate-namespace={NS}"));
+            args.push(format!("--client-certificate-name={IDENTITY}"));
+        }
+        let m = cmd.try_get_matches_from(args).unwrap();
+        (
+            PeerOptions::from_matches(&m, "identity").unwrap(),
+            ClientIdentityOptions::from_matches(&m, None).unwrap(),
+        )
+    };
+    let tls = |host: &'static str, identity: bool| {
+        let (peer, me) = build(host, identity);
+        let client = tb.client();
+        async move {
+            from_options_scoped(&client, &peer, &me, Duration::from_secs(10))
+                .await
+                .unwrap()
+        }
+    };
+
+    let refused = tls("http://identity.example:8080", true).await;
+    let err = refused.host().unwrap_err();
+    assert_eq!(err.flag(), "identity-host", "{err}");
+    assert!(
+        matches!(
+            &err,
+            svc_tls::options::HostError::Invalid {
+                problem: svc_tls::options::HostProblem::PlaintextWithCredentials,
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    assert!(err.to_string().contains("--identity-host"), "{err}");
+
+    for loopback in [
+        "http://127.0.0.1:8080",
+        "http://localhost:8080",
+        "http://[::1]:8080",
+    ] {
+        tls(loopback, true).await.host().unwrap();
+    }
+    tls("http://identity.example:8080", false)
+        .await
+        .host()
+        .unwrap();
+    tls("https://identity.example:8443", true)
+        .await
+        .host()
+        .unwrap();
+}

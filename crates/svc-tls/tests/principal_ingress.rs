@@ -19,12 +19,13 @@ use rcgen::{KeyPair, RsaKeySize};
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use support::nginx::Nginx;
 use support::*;
+use svc_tls::TrustVerifier;
 use svc_tls::client::reqwest_builder;
 use svc_tls::options::SecretRef;
 use svc_tls::principal::{
-    AlgorithmPolicy, CertificateError, DEFAULT_MAX_CERT_HEADER_BYTES, IngressError,
+    AlgorithmPolicy, AllowedPeer, CertificateError, DEFAULT_MAX_CERT_HEADER_BYTES, IngressError,
     IngressVerifier, PRINCIPAL_HEADER, PeerCertificate, Principal, PrincipalSigner,
-    RequestPrincipalError, VerifyError, peer_certificate_from_ingress, verify_ingress_request,
+    RequestPrincipalError, VerifyError, sign_with_key,
 };
 use svc_tls::resolver::IdentityResolver;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -94,6 +95,35 @@ async fn upstream() -> (
     (port, rx, task)
 }
 
+/// A CA Secret as cert-manager's CA issuer writes it (`tls.crt` and `ca.crt`): what
+/// the ingress's `auth-tls-secret` annotation names.
+fn ca_secret(name: &str, ca: &TestCa) -> serde_json::Value {
+    let pem = ca.pem();
+    secret_with(
+        name,
+        "kubernetes.io/tls",
+        &[("tls.crt", &pem), ("ca.crt", &pem)],
+    )
+}
+
+/// The documented default: the forwarded certificate verified against the watched
+/// CA Secret `name`.
+async fn verified_by_secret(tb: &Testbed, name: &str) -> IngressVerifier {
+    let trust = TrustVerifier::builder(tb.client(), SecretRef::new(NS, name))
+        .sync_timeout(Duration::from_secs(10))
+        .build()
+        .await
+        .unwrap();
+    IngressVerifier::verified(trust).with_policy(POLICY)
+}
+
+/// Verified against fixed anchors (the CA that issued the test's leaves).
+fn verified_by(ca: &TestCa) -> IngressVerifier {
+    IngressVerifier::from_trust_anchors([ca.der()])
+        .unwrap()
+        .with_policy(POLICY)
+}
+
 async fn resolver_for(tb: &Testbed, name: &str) -> IdentityResolver {
     IdentityResolver::builder(tb.client(), SecretRef::new(NS, name))
         .sync_timeout(Duration::from_secs(10))
@@ -142,6 +172,8 @@ async fn principal_signed_with_the_handshake_identity_verifies_behind_nginx_acro
         ),
     );
 
+    tb.upsert(ca_secret("clients-ca", &client_ca));
+    let ingress = verified_by_secret(&tb, "clients-ca").await;
     let resolver = resolver_for(&tb, NAME).await;
     let config = trusting(&server_ca, Some(&resolver));
     // No pooling: every request is a new handshake, so the presented certificate is
@@ -163,12 +195,9 @@ async fn principal_signed_with_the_handshake_identity_verifies_behind_nginx_acro
         "nginx sends URL-encoded PEM: {raw_cert:.40}"
     );
     assert_eq!(headers.get("ssl-client-verify").unwrap(), "SUCCESS");
-    let got: Principal = verify_ingress_request(&headers, POLICY).unwrap();
+    let got: Principal = ingress.verify_request(&headers).unwrap();
     assert_eq!(got, who("alice"));
-    assert_eq!(
-        peer_certificate_from_ingress(&headers).unwrap().der(),
-        &one.der
-    );
+    assert_eq!(ingress.peer_certificate(&headers).unwrap().der(), &one.der);
 
     // 2. cert-manager rotates the Secret: the next request presents and signs with
     //    the new identity, no restart, no new signer.
@@ -181,11 +210,8 @@ async fn principal_signed_with_the_handshake_identity_verifies_behind_nginx_acro
         .attach(http.get(nginx.url("/api")), &who("bob"))
         .unwrap();
     let headers = forwarded(&http, request, &mut rx).await;
-    assert_eq!(
-        peer_certificate_from_ingress(&headers).unwrap().der(),
-        &two.der
-    );
-    let got: Principal = verify_ingress_request(&headers, POLICY).unwrap();
+    assert_eq!(ingress.peer_certificate(&headers).unwrap().der(), &two.der);
+    let got: Principal = ingress.verify_request(&headers).unwrap();
     assert_eq!(got, who("bob"));
     // Signed with the new key: the old certificate no longer verifies it.
     let token = headers.get(PRINCIPAL_HEADER).unwrap().to_str().unwrap();
@@ -203,7 +229,7 @@ async fn principal_signed_with_the_handshake_identity_verifies_behind_nginx_acro
         .header("ssl-client-cert", forged)
         .header(PRINCIPAL_HEADER, token);
     let headers = forwarded(&anonymous, request, &mut rx).await;
-    let err = verify_ingress_request::<Principal>(&headers, POLICY).unwrap_err();
+    let err = ingress.verify_request::<Principal>(&headers).unwrap_err();
     assert!(
         matches!(&err, RequestPrincipalError::Ingress(IngressError::NotVerified { value }) if value == "NONE"),
         "{err:?}"
@@ -221,7 +247,7 @@ async fn principal_signed_with_the_handshake_identity_verifies_behind_nginx_acro
         .attach(rogue_http.get(nginx.url("/api")), &who("mallory"))
         .unwrap();
     let headers = forwarded(&rogue_http, request, &mut rx).await;
-    let err = verify_ingress_request::<Principal>(&headers, POLICY).unwrap_err();
+    let err = ingress.verify_request::<Principal>(&headers).unwrap_err();
     assert!(
         matches!(&err, RequestPrincipalError::Ingress(IngressError::NotVerified { value }) if value.starts_with("FAILED")),
         "{err:?}"
@@ -247,16 +273,18 @@ fn ingress_headers(verify: Option<&str>, cert: Option<&str>) -> HeaderMap {
 
 #[test]
 fn ingress_helper_names_what_is_wrong() {
-    let leaf = rsa_leaf(&TestCa::new("clients"), 1);
+    let ca = TestCa::new("clients");
+    let ingress = verified_by(&ca);
+    let leaf = rsa_leaf(&ca, 1);
     let encoded = utf8_percent_encode(&leaf.cert_pem, NON_ALPHANUMERIC).to_string();
 
-    let ok = peer_certificate_from_ingress(&ingress_headers(Some("SUCCESS"), Some(&encoded)));
+    let ok = ingress.peer_certificate(&ingress_headers(Some("SUCCESS"), Some(&encoded)));
     assert_eq!(ok.unwrap().der(), &leaf.der);
     // Only newlines and spaces escaped ('+', '/' and '=' left as they are) reads the
     // same: '+' is never taken for a space.
     let light = leaf.cert_pem.replace('\n', "%0A").replace(' ', "%20");
     assert!(light.contains('+') || light.contains('/'));
-    let ok = peer_certificate_from_ingress(&ingress_headers(Some("SUCCESS"), Some(&light)));
+    let ok = ingress.peer_certificate(&ingress_headers(Some("SUCCESS"), Some(&light)));
     assert_eq!(ok.unwrap().der(), &leaf.der);
 
     type Expect = fn(&IngressError) -> bool;
@@ -293,14 +321,14 @@ fn ingress_helper_names_what_is_wrong() {
         ),
     ];
     for (headers, expected) in cases {
-        let err = peer_certificate_from_ingress(&headers).unwrap_err();
+        let err = ingress.peer_certificate(&headers).unwrap_err();
         assert!(expected(&err), "{headers:?}: {err:?}");
     }
 
     // A repeated header is ambiguous (possibly injected): refused.
     let mut twice = ingress_headers(Some("SUCCESS"), Some(&encoded));
     twice.append("ssl-client-verify", HeaderValue::from_static("SUCCESS"));
-    let err = peer_certificate_from_ingress(&twice).unwrap_err();
+    let err = ingress.peer_certificate(&twice).unwrap_err();
     assert!(
         matches!(
             err,
@@ -312,7 +340,7 @@ fn ingress_helper_names_what_is_wrong() {
     );
     let mut twice = ingress_headers(Some("SUCCESS"), Some(&encoded));
     twice.append("ssl-client-cert", HeaderValue::from_str(&encoded).unwrap());
-    let err = peer_certificate_from_ingress(&twice).unwrap_err();
+    let err = ingress.peer_certificate(&twice).unwrap_err();
     assert!(
         matches!(
             err,
@@ -326,10 +354,12 @@ fn ingress_helper_names_what_is_wrong() {
 
 #[test]
 fn verify_ingress_request_requires_exactly_one_principal_header() {
-    let leaf = rsa_leaf(&TestCa::new("clients"), 1);
+    let ca = TestCa::new("clients");
+    let ingress = verified_by(&ca);
+    let leaf = rsa_leaf(&ca, 1);
     let encoded = utf8_percent_encode(&leaf.cert_pem, NON_ALPHANUMERIC).to_string();
     let headers = ingress_headers(Some("SUCCESS"), Some(&encoded));
-    let err = verify_ingress_request::<Principal>(&headers, POLICY).unwrap_err();
+    let err = ingress.verify_request::<Principal>(&headers).unwrap_err();
     assert!(
         matches!(err, RequestPrincipalError::MissingPrincipal),
         "{err:?}"
@@ -338,7 +368,7 @@ fn verify_ingress_request_requires_exactly_one_principal_header() {
     let mut twice = headers.clone();
     twice.append(PRINCIPAL_HEADER, HeaderValue::from_static("a.b.c"));
     twice.append(PRINCIPAL_HEADER, HeaderValue::from_static("a.b.c"));
-    let err = verify_ingress_request::<Principal>(&twice, POLICY).unwrap_err();
+    let err = ingress.verify_request::<Principal>(&twice).unwrap_err();
     assert!(
         matches!(err, RequestPrincipalError::MissingPrincipal),
         "{err:?}"
@@ -346,7 +376,7 @@ fn verify_ingress_request_requires_exactly_one_principal_header() {
 
     let mut garbage = headers;
     garbage.insert(PRINCIPAL_HEADER, HeaderValue::from_static("a.b"));
-    let err = verify_ingress_request::<Principal>(&garbage, POLICY).unwrap_err();
+    let err = ingress.verify_request::<Principal>(&garbage).unwrap_err();
     assert!(
         matches!(
             err,
@@ -385,21 +415,19 @@ fn san_leaf(ca: &TestCa, dns: &str) -> String {
 fn trust_anchors_refuse_self_made_and_expired_certificates() {
     let ca = TestCa::new("clients");
     let leaf = ca.client_leaf("svc-principal", 1);
-    let anchored = IngressVerifier::new(POLICY)
-        .with_trust_anchors([ca.der()])
-        .unwrap();
+    let anchored = verified_by(&ca);
     let got = anchored
         .peer_certificate(&forwarded_cert(&leaf.cert_pem))
         .unwrap();
     assert_eq!(got.der(), &leaf.der);
 
-    // A self-made certificate: believed without anchors (the gap the anchors
-    // close), refused with them.
+    // A self-made certificate: believed only by the explicitly unverified opt-in
+    // (the gap the anchors close), refused by the verified default.
     let own_key = KeyPair::generate().unwrap();
     let mut params = rcgen::CertificateParams::new(vec!["attacker".to_owned()]).unwrap();
     params.extended_key_usages = vec![rcgen::ExtendedKeyUsagePurpose::ClientAuth];
     let own = params.self_signed(&own_key).unwrap().pem();
-    IngressVerifier::new(POLICY)
+    IngressVerifier::unverified_headers_only()
         .peer_certificate(&forwarded_cert(&own))
         .unwrap();
     let err = anchored
@@ -442,38 +470,187 @@ fn trust_anchors_refuse_self_made_and_expired_certificates() {
 }
 
 #[test]
-fn allow_list_matches_sans_and_common_names() {
+fn allow_list_matches_typed_names() {
     let ca = san_ca();
     let leaf = san_leaf(&ca, "svc-a.ns.svc");
-    let anchored = IngressVerifier::new(POLICY)
-        .with_trust_anchors([ca.der()])
-        .unwrap();
+    let anchored = verified_by(&ca);
     anchored
         .clone()
-        .with_allowed_peers(["svc-a.ns.svc"])
+        .with_allowed_peers([AllowedPeer::dns("svc-a.ns.svc")])
         .peer_certificate(&forwarded_cert(&leaf))
         .unwrap();
     anchored
         .clone()
-        .with_allowed_peers(["san leaf"])
+        .with_allowed_peers([AllowedPeer::dns("SVC-A.ns.svc")])
         .peer_certificate(&forwarded_cert(&leaf))
         .unwrap();
+    anchored
+        .clone()
+        .with_allowed_peers([AllowedPeer::common_name("san leaf")])
+        .peer_certificate(&forwarded_cert(&leaf))
+        .unwrap();
+    // A name of one kind never matches a name of another kind.
     let err = anchored
-        .with_allowed_peers(["svc-b.ns.svc", "svc-a"])
+        .clone()
+        .with_allowed_peers([
+            AllowedPeer::common_name("svc-a.ns.svc"),
+            AllowedPeer::dns("san leaf"),
+            AllowedPeer::dns("svc-b.ns.svc"),
+            AllowedPeer::uri("svc-a.ns.svc"),
+        ])
         .peer_certificate(&forwarded_cert(&leaf))
         .unwrap_err();
     assert!(
         matches!(&err, IngressError::NotAllowed { subject } if subject.contains("san leaf")),
         "{err:?}"
     );
+
+    // A SPIFFE ID is a URI SAN, compared exactly.
+    let spiffe = "spiffe://example.org/ns/unikorn/sa/region";
+    let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+    params.subject_alt_names = vec![rcgen::SanType::URI(spiffe.try_into().unwrap())];
+    params.extended_key_usages = vec![rcgen::ExtendedKeyUsagePurpose::ClientAuth];
+    let svid = ca.issue(&KeyPair::generate().unwrap(), &params);
+    anchored
+        .clone()
+        .with_allowed_peers([spiffe.parse::<AllowedPeer>().unwrap()])
+        .peer_certificate(&forwarded_cert(&svid))
+        .unwrap();
+    let err = anchored
+        .clone()
+        .with_allowed_peers([AllowedPeer::uri(format!("{spiffe}/x"))])
+        .peer_certificate(&forwarded_cert(&svid))
+        .unwrap_err();
+    assert!(matches!(err, IngressError::NotAllowed { .. }), "{err:?}");
+}
+
+/// The DN-injection case: a certificate whose common name is the text
+/// `svc, O=Acme` used to match the entry `CN=svc, O=Acme` (the rendered subject DN
+/// was compared). Typed names keep it out; a DN text is not an entry at all.
+#[test]
+fn a_common_name_holding_dn_text_is_not_the_peer_it_spells() {
+    let ca = san_ca();
+    let issue = |subject: &[(rcgen::DnType, &str)]| {
+        let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+        params.distinguished_name = rcgen::DistinguishedName::new();
+        for (kind, value) in subject {
+            params.distinguished_name.push(kind.clone(), *value);
+        }
+        params.extended_key_usages = vec![rcgen::ExtendedKeyUsagePurpose::ClientAuth];
+        ca.issue(&KeyPair::generate().unwrap(), &params)
+    };
+    let real = issue(&[
+        (rcgen::DnType::CommonName, "svc"),
+        (rcgen::DnType::OrganizationName, "Acme"),
+    ]);
+    let hostile = issue(&[(rcgen::DnType::CommonName, "svc, O=Acme")]);
+    let allowed = verified_by(&ca).with_allowed_peers([AllowedPeer::common_name("svc")]);
+    allowed.peer_certificate(&forwarded_cert(&real)).unwrap();
+    let err = allowed
+        .peer_certificate(&forwarded_cert(&hostile))
+        .unwrap_err();
+    assert!(matches!(err, IngressError::NotAllowed { .. }), "{err:?}");
+
+    // Configuration text names its kind; the DN text of the old entry is refused.
+    assert!("CN=svc, O=Acme".parse::<AllowedPeer>().is_err());
+    assert_eq!(
+        "cn:svc".parse::<AllowedPeer>().unwrap(),
+        AllowedPeer::common_name("svc")
+    );
+    assert_eq!(
+        "dns:svc.ns".parse::<AllowedPeer>().unwrap(),
+        AllowedPeer::dns("svc.ns")
+    );
+    // Even an entry spelling the hostile common name as a DN matches nothing.
+    let err = verified_by(&ca)
+        .with_allowed_peers([AllowedPeer::common_name("CN=svc, O=Acme")])
+        .peer_certificate(&forwarded_cert(&hostile))
+        .unwrap_err();
+    assert!(matches!(err, IngressError::NotAllowed { .. }), "{err:?}");
+}
+
+/// The attack of the issue: a self-signed certificate in the forwarded header and a
+/// principal signed with its key. The verified default refuses it; only the
+/// explicitly unverified opt-in believes it.
+#[test]
+fn a_self_signed_certificate_with_its_own_token_is_no_principal() {
+    let ca = TestCa::new("clients");
+    let own_key = KeyPair::generate().unwrap();
+    let mut params = rcgen::CertificateParams::new(vec!["svc-principal".to_owned()]).unwrap();
+    params.extended_key_usages = vec![rcgen::ExtendedKeyUsagePurpose::ClientAuth];
+    let own = params.self_signed(&own_key).unwrap().pem();
+    let signing = rustls::crypto::aws_lc_rs::sign::any_supported_type(
+        &rustls_pki_types::PrivateKeyDer::try_from(own_key.serialize_der()).unwrap(),
+    )
+    .unwrap();
+    let token = sign_with_key(signing.as_ref(), &who("root"), AlgorithmPolicy::default()).unwrap();
+    let mut headers = forwarded_cert(&own);
+    headers.insert(PRINCIPAL_HEADER, token.header_value());
+
+    let err = verified_by(&ca)
+        .verify_request::<Principal>(&headers)
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            RequestPrincipalError::Ingress(IngressError::Untrusted(webpki::Error::UnknownIssuer))
+        ),
+        "{err:?}"
+    );
+    let believed: Principal = IngressVerifier::unverified_headers_only()
+        .verify_request(&headers)
+        .unwrap();
+    assert_eq!(believed, who("root"));
+}
+
+/// The anchors come from the watched CA Secret through the trust seam: a CA
+/// rotation in the Secret is followed on the next request, with no restart and no
+/// new verifier.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_watched_ca_secret_is_followed_without_a_restart() {
+    let tb = Testbed::start().await;
+    let (old_ca, new_ca) = (TestCa::new("clients old"), TestCa::new("clients new"));
+    tb.upsert(ca_secret("rotating-ca", &old_ca));
+    let ingress = verified_by_secret(&tb, "rotating-ca").await;
+
+    let from_old = old_ca.client_leaf("svc-principal", 1);
+    let from_new = new_ca.client_leaf("svc-principal", 2);
+    ingress
+        .peer_certificate(&forwarded_cert(&from_old.cert_pem))
+        .unwrap();
+    let err = ingress
+        .peer_certificate(&forwarded_cert(&from_new.cert_pem))
+        .unwrap_err();
+    assert!(
+        matches!(err, IngressError::Untrusted(webpki::Error::UnknownIssuer)),
+        "{err:?}"
+    );
+
+    tb.upsert(ca_secret("rotating-ca", &new_ca));
+    poll_until("the new CA is used", || {
+        ingress
+            .peer_certificate(&forwarded_cert(&from_new.cert_pem))
+            .is_ok()
+    })
+    .await;
+    let err = ingress
+        .peer_certificate(&forwarded_cert(&from_old.cert_pem))
+        .unwrap_err();
+    assert!(
+        matches!(err, IngressError::Untrusted(webpki::Error::UnknownIssuer)),
+        "{err:?}"
+    );
 }
 
 #[test]
 fn oversized_and_forged_headers_are_refused_before_decoding() {
-    let leaf = TestCa::new("clients").client_leaf("svc-principal", 1);
+    let ca = TestCa::new("clients");
+    let ingress = verified_by(&ca);
+    let leaf = ca.client_leaf("svc-principal", 1);
     let huge = "A".repeat(DEFAULT_MAX_CERT_HEADER_BYTES + 1);
-    let err =
-        peer_certificate_from_ingress(&ingress_headers(Some("SUCCESS"), Some(&huge))).unwrap_err();
+    let err = ingress
+        .peer_certificate(&ingress_headers(Some("SUCCESS"), Some(&huge)))
+        .unwrap_err();
     assert!(
         matches!(
             err,
@@ -486,8 +663,9 @@ fn oversized_and_forged_headers_are_refused_before_decoding() {
     );
     // A real certificate fits easily; a smaller configured cap refuses it.
     let headers = forwarded_cert(&leaf.cert_pem);
-    peer_certificate_from_ingress(&headers).unwrap();
-    let err = IngressVerifier::new(POLICY)
+    ingress.peer_certificate(&headers).unwrap();
+    let err = ingress
+        .clone()
         .with_max_cert_header_bytes(100)
         .peer_certificate(&headers)
         .unwrap_err();
@@ -499,7 +677,9 @@ fn oversized_and_forged_headers_are_refused_before_decoding() {
         PRINCIPAL_HEADER,
         HeaderValue::from_str(&"a".repeat(20_000)).unwrap(),
     );
-    let err = verify_ingress_request::<Principal>(&with_token, POLICY).unwrap_err();
+    let err = ingress
+        .verify_request::<Principal>(&with_token)
+        .unwrap_err();
     assert!(
         matches!(
             err,
@@ -511,9 +691,55 @@ fn oversized_and_forged_headers_are_refused_before_decoding() {
     // A forged log line in ssl-client-verify is escaped and cut.
     // (Header values cannot hold CR or LF; a tab and obs-text can.)
     let forged = format!("FAILED:x\tERROR forged {}", "B".repeat(500));
-    let err = peer_certificate_from_ingress(&ingress_headers(Some(&forged), None)).unwrap_err();
+    let err = ingress
+        .peer_certificate(&ingress_headers(Some(&forged), None))
+        .unwrap_err();
     let shown = err.to_string();
     assert!(!shown.contains('\t'), "{shown}");
     assert!(shown.contains(r"\tERROR forged"), "{shown}");
     assert!(shown.len() < 200, "{shown}");
+}
+
+/// A 40 KiB hostile `ssl-client-cert` (a PEM "section start" line with a forged log
+/// record and escape sequences in it): the error names the header, and its whole
+/// chain, as logged through `svc_tls::excerpt::chain`, is cut and escaped. Without
+/// the cut the chain quotes the line (well over 40 KiB).
+#[test]
+fn a_hostile_certificate_header_reaches_a_log_only_as_a_short_escaped_excerpt() {
+    let ca = TestCa::new("clients");
+    let ingress = verified_by(&ca);
+    let hostile = format!(
+        "-----BEGIN {}\t2026-12-03T00:00:00Z ERROR forged record\u{1b}[2J",
+        "A".repeat(40 * 1024)
+    );
+    let headers = forwarded_cert(&hostile);
+    let cert_len = headers["ssl-client-cert"].len();
+    assert!(cert_len > 40 * 1024 && cert_len <= DEFAULT_MAX_CERT_HEADER_BYTES);
+    let err = ingress.peer_certificate(&headers).unwrap_err();
+    assert!(
+        matches!(err, IngressError::Certificate(CertificateError::Pem(_))),
+        "{err:?}"
+    );
+    let mut raw = String::new();
+    let mut layer: Option<&(dyn std::error::Error + 'static)> = Some(&err);
+    while let Some(e) = layer {
+        raw.push_str(&e.to_string());
+        layer = e.source();
+    }
+    assert!(raw.len() > 40 * 1024, "the hazard: {}", raw.len());
+
+    let logged = svc_tls::excerpt::chain(&err);
+    assert!(
+        logged.chars().count() <= svc_tls::excerpt::LOGGED_CHAIN_CHARS + 1,
+        "{} chars",
+        logged.chars().count()
+    );
+    assert!(
+        logged.starts_with("ssl-client-cert header holds no usable certificate"),
+        "{logged}"
+    );
+    assert!(
+        !logged.contains('\n') && !logged.contains('\u{1b}'),
+        "{logged}"
+    );
 }

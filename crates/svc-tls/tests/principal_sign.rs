@@ -34,11 +34,7 @@ fn wire_format_is_compact_ps512_with_salt_64() {
     let token = good_token(fixture);
     let parts: Vec<&str> = token.split('.').collect();
     assert_eq!(parts.len(), 3);
-    assert_eq!(
-        URL_SAFE_NO_PAD.decode(parts[0]).unwrap(),
-        br#"{"alg":"PS512"}"#,
-        "protected header must be exactly {{\"alg\":\"PS512\"}}"
-    );
+    assert_header_with_times(parts[0], "PS512");
     let payload: serde_json::Value =
         serde_json::from_slice(&URL_SAFE_NO_PAD.decode(parts[1]).unwrap()).unwrap();
     assert_eq!(
@@ -209,10 +205,7 @@ fn ecdsa_is_opt_in_with_raw_signatures_bound_to_the_curve() {
         let token = sign_with_key(fixture.signing_key.as_ref(), &principal(), BY_KEY).unwrap();
         assert_eq!(token.algorithm(), alg);
         let parts: Vec<&str> = token.as_str().split('.').collect();
-        assert_eq!(
-            URL_SAFE_NO_PAD.decode(parts[0]).unwrap(),
-            format!(r#"{{"alg":"{alg}"}}"#).as_bytes()
-        );
+        assert_header_with_times(parts[0], alg.name());
         assert_eq!(URL_SAFE_NO_PAD.decode(parts[2]).unwrap().len(), raw_len);
         let back: Principal = verify(token.as_str(), &peer(fixture), BY_KEY).unwrap();
         assert_eq!(back, principal());
@@ -278,5 +271,70 @@ fn ed25519_certificate_is_an_unsupported_key_type() {
     assert!(
         matches!(err, VerifyError::UnsupportedKeyType { key: "Ed25519" }),
         "{err:?}"
+    );
+}
+
+/// The signer refuses to put a principal on a plain `http://` request to a host
+/// other than a loopback address (it would travel in clear text).
+#[test]
+fn signer_refuses_plain_http_to_non_loopback_hosts() {
+    use svc_tls::principal::{PrincipalSigner, SignError};
+    let leaf = support::TestCa::new("clients").client_leaf("svc", 1);
+    let identity = svc_tls::material::load_identity_from_pem(
+        &svc_tls::SecretRef::new("ns", "identity"),
+        leaf.cert_pem.as_bytes(),
+        leaf.key_pem.as_bytes(),
+        &support::provider(),
+    )
+    .unwrap();
+    let signer = PrincipalSigner::new(identity);
+    let http = reqwest::Client::new();
+    let who = svc_tls::Principal::default();
+    let err = signer
+        .attach(http.get("http://identity.example/api"), &who)
+        .unwrap_err();
+    assert!(
+        matches!(&err, SignError::PlaintextUrl { host } if host == "identity.example"),
+        "{err:?}"
+    );
+    for ok in [
+        "http://127.0.0.1:1/api",
+        "http://localhost/api",
+        "https://identity.example/api",
+    ] {
+        let request = signer.attach(http.get(ok), &who).unwrap().build().unwrap();
+        assert!(request.headers().contains_key("x-principal"), "{ok}");
+    }
+}
+
+/// The protected header is exactly `{"alg":...,"iat":...,"exp":...}`: `iat` now,
+/// `exp` the default lifetime later (the payload is untouched by the times).
+fn assert_header_with_times(encoded: &str, alg: &str) {
+    let raw = URL_SAFE_NO_PAD.decode(encoded).unwrap();
+    let header: serde_json::Value = serde_json::from_slice(&raw).unwrap();
+    let object = header.as_object().unwrap();
+    assert_eq!(
+        object.keys().map(String::as_str).collect::<Vec<_>>(),
+        ["alg", "exp", "iat"],
+        "{header}"
+    );
+    assert_eq!(header["alg"], alg);
+    let (iat, exp) = (
+        header["iat"].as_u64().unwrap(),
+        header["exp"].as_u64().unwrap(),
+    );
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    assert!(iat.abs_diff(now) <= 5, "iat {iat}, now {now}");
+    assert_eq!(
+        exp - iat,
+        svc_tls::principal::DEFAULT_PRINCIPAL_LIFETIME.as_secs()
+    );
+    assert!(
+        String::from_utf8(raw)
+            .unwrap()
+            .starts_with(&format!(r#"{{"alg":"{alg}","iat":"#))
     );
 }

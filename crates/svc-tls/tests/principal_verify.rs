@@ -507,3 +507,117 @@ fn sender_values_in_errors_are_escaped_and_truncated() {
         }
     }
 }
+
+// ---------------------------------------------------------------------------------
+// Issue and expiry times in the protected header (replay window).
+
+fn epoch(t: std::time::SystemTime) -> u64 {
+    t.duration_since(std::time::UNIX_EPOCH).unwrap().as_secs()
+}
+
+#[test]
+fn signed_tokens_expire_and_are_not_valid_before_they_are_issued() {
+    use std::time::{Duration, SystemTime};
+    use svc_tls::principal::{DEFAULT_CLOCK_SKEW, DEFAULT_PRINCIPAL_LIFETIME, VerifyOptions};
+    let fixture = keys::rsa2048();
+    let token = good_token(fixture);
+    let cert = peer(fixture);
+    let now = SystemTime::now();
+    let at = |t: SystemTime| VerifyOptions::new(BY_KEY).at(t);
+
+    let back: Principal = cert.verify_with_options(&token, &at(now)).unwrap();
+    assert_eq!(back, principal());
+    // Within the allowance on both sides.
+    let late = now + DEFAULT_PRINCIPAL_LIFETIME + DEFAULT_CLOCK_SKEW - Duration::from_secs(5);
+    cert.verify_with_options::<Principal>(&token, &at(late))
+        .unwrap();
+    let early = now - DEFAULT_CLOCK_SKEW + Duration::from_secs(5);
+    cert.verify_with_options::<Principal>(&token, &at(early))
+        .unwrap();
+
+    // Replayed after its lifetime and the allowance: refused.
+    let replay = now + DEFAULT_PRINCIPAL_LIFETIME + DEFAULT_CLOCK_SKEW + Duration::from_secs(5);
+    let err = cert
+        .verify_with_options::<Principal>(&token, &at(replay))
+        .unwrap_err();
+    assert!(matches!(err, VerifyError::Expired { .. }), "{err:?}");
+    let err = cert
+        .verify_with_options::<Principal>(
+            &token,
+            &at(now + DEFAULT_PRINCIPAL_LIFETIME + Duration::from_secs(5))
+                .with_clock_skew(Duration::ZERO),
+        )
+        .unwrap_err();
+    assert!(matches!(err, VerifyError::Expired { .. }), "{err:?}");
+    // Presented before it was issued (minus the allowance): refused.
+    let err = cert
+        .verify_with_options::<Principal>(&token, &at(now - Duration::from_secs(600)))
+        .unwrap_err();
+    assert!(matches!(err, VerifyError::IssuedInFuture { .. }), "{err:?}");
+
+    // The plain entry points check times too (system clock).
+    let now_s = epoch(now);
+    let stale = forge(
+        fixture,
+        &format!(
+            r#"{{"alg":"PS512","iat":{},"exp":{}}}"#,
+            now_s - 3600,
+            now_s - 3000
+        ),
+        br#"{"actor":"alice"}"#,
+    );
+    assert!(matches!(
+        reject(&stale, fixture, BY_KEY),
+        VerifyError::Expired { .. }
+    ));
+}
+
+#[test]
+fn tokens_without_times_verify_by_default_and_are_refused_in_strict_mode() {
+    use svc_tls::principal::{TokenTimes, VerifyOptions};
+    let fixture = keys::rsa2048();
+    let cert = peer(fixture);
+    // What a Go sender signs: {"alg":"PS512"} and nothing else.
+    let go_style = forge(fixture, r#"{"alg":"PS512"}"#, br#"{"actor":"alice"}"#);
+    let value: serde_json::Value = verify(&go_style, &cert, BY_KEY).unwrap();
+    assert_eq!(value["actor"], "alice");
+    let strict = VerifyOptions::new(BY_KEY).with_times(TokenTimes::Required);
+    let err = cert
+        .verify_with_options::<serde_json::Value>(&go_style, &strict)
+        .unwrap_err();
+    assert!(
+        matches!(err, VerifyError::MissingTimes { member: "iat" }),
+        "{err:?}"
+    );
+    let now_s = epoch(std::time::SystemTime::now());
+    let only_iat = forge(
+        fixture,
+        &format!(r#"{{"alg":"PS512","iat":{now_s}}}"#),
+        br#"{"actor":"alice"}"#,
+    );
+    let err = cert
+        .verify_with_options::<serde_json::Value>(&only_iat, &strict)
+        .unwrap_err();
+    assert!(
+        matches!(err, VerifyError::MissingTimes { member: "exp" }),
+        "{err:?}"
+    );
+    // Our own tokens pass strict mode.
+    cert.verify_with_options::<Principal>(&good_token(fixture), &strict)
+        .unwrap();
+
+    // Times that are not integers, or an exp before iat: refused.
+    for header in [
+        r#"{"alg":"PS512","exp":"soon"}"#.to_owned(),
+        r#"{"alg":"PS512","iat":-5}"#.to_owned(),
+        r#"{"alg":"PS512","exp":1.5}"#.to_owned(),
+        format!(r#"{{"alg":"PS512","iat":{now_s},"exp":{}}}"#, now_s - 10),
+    ] {
+        let token = forge(fixture, &header, br#"{"actor":"alice"}"#);
+        let err = reject(&token, fixture, BY_KEY);
+        assert!(
+            matches!(err, VerifyError::MalformedTime { .. }),
+            "{header}: {err:?}"
+        );
+    }
+}

@@ -138,7 +138,9 @@ impl Health {
     /// the watch).
     pub(crate) fn failed(&self, error: &watcher::Error) {
         let label = &self.label;
-        let message = error.to_string();
+        // An exec credential plugin's error carries its whole output: cut and
+        // escaped before it is kept (the state shows it) or logged.
+        let message = crate::excerpt::display(error);
         if is_gone(error) && self.tx.borrow().state != WatchState::Syncing {
             tracing::debug!(watch = %label, error = %message, "watch resourceVersion expired (410 Gone): relisting");
             // Counted (it is an error the watch saw), but neither degrading nor

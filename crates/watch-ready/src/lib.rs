@@ -35,6 +35,7 @@
 //! what to watch.
 #![deny(missing_docs)]
 
+pub mod excerpt;
 mod health;
 mod refusal;
 mod watched;

@@ -35,6 +35,7 @@
 use std::fmt;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
+use watch_ready::excerpt;
 
 use rustls::SignatureScheme;
 use rustls::client::ResolvesClientCert;
@@ -253,7 +254,7 @@ impl IdentityResolver {
             };
             tracing::warn!(
                 source = %origin,
-                error = %error,
+                error = %excerpt::chain(error),
                 serial = %warning.serving_serial_hex,
                 stale_for_secs = stale_for.as_secs(),
                 suppressed,
@@ -268,7 +269,7 @@ impl IdentityResolver {
             // every peer.
             tracing::error!(
                 source = %origin,
-                error = %error,
+                error = %excerpt::chain(error),
                 serial = %identity.serial_hex(),
                 not_before = %time_text(identity.not_before()),
                 not_after = %time_text(identity.not_after()),

@@ -84,7 +84,10 @@ impl WatchEvent {
                 suppressed,
             } => tracing::warn!(
                 source = %origin,
-                error = state.last_error.as_deref().unwrap_or("none"),
+                error = %watch_ready::excerpt::escaped(
+                    state.last_error.as_deref().unwrap_or("none"),
+                    watch_ready::excerpt::LOGGED_CHAIN_CHARS,
+                ),
                 failing_for_secs = failing_for.as_secs(),
                 suppressed,
                 "the watch of the {subject}'s source has been failing for {}s: {}",

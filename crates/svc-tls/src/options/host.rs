@@ -58,6 +58,14 @@ pub enum HostProblem {
         /// The scheme found.
         scheme: String,
     },
+    /// `http://` to a host other than a loopback address while a client identity
+    /// (and with it the principal signer) is configured: the client would skip mTLS
+    /// and send its `X-Principal` in clear text. Refused as `--master` refuses
+    /// credentials over plain HTTP.
+    #[error(
+        "http:// to a non-loopback host would skip mTLS and send the X-Principal in clear text, and a client identity is configured: use https://"
+    )]
+    PlaintextWithCredentials,
     /// The value cannot be parsed as a URL at all.
     #[error("not a URL: {reason}")]
     NotAUrl {
@@ -109,6 +117,30 @@ pub fn parse_host(flag: &str, value: &str) -> Result<Url, HostError> {
     }
     if url.host_str().is_none_or(str::is_empty) {
         return Err(invalid(HostProblem::MissingHost));
+    }
+    Ok(url)
+}
+
+/// Whether `url`'s host is a loopback address (`localhost`, 127.0.0.0/8, `::1`).
+pub fn is_loopback(url: &Url) -> bool {
+    match url.host() {
+        Some(url::Host::Domain(name)) => name.eq_ignore_ascii_case("localhost"),
+        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+        None => false,
+    }
+}
+
+/// `url` unless it is `http://` to a non-loopback host, which is refused
+/// ([`HostProblem::PlaintextWithCredentials`], naming `flag`) when a client
+/// identity or a principal signer is configured.
+pub fn refuse_plaintext_with_credentials(flag: &str, url: Url) -> Result<Url, HostError> {
+    if url.scheme() == "http" && !is_loopback(&url) {
+        return Err(HostError::Invalid {
+            flag: flag.to_owned(),
+            value: url.to_string(),
+            problem: HostProblem::PlaintextWithCredentials,
+        });
     }
     Ok(url)
 }

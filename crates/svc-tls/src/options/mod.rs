@@ -93,7 +93,9 @@ mod host;
 mod identity;
 mod peer;
 
-pub use host::{HostError, HostProblem, parse_host};
+pub use host::{
+    HostError, HostProblem, is_loopback, parse_host, refuse_plaintext_with_credentials,
+};
 pub use identity::{
     ClientCertificateSource, ClientIdentityOptions, DEPRECATED_RELOAD_INTERVAL_DEFAULT,
     IdentityConfig,

@@ -249,6 +249,30 @@ impl PeerOptions {
         })
     }
 
+    /// [`PeerOptions::client_host`] for a client that presents an identity (and so
+    /// may sign principals): an `http://` host other than a loopback address is
+    /// refused too ([`HostProblem::PlaintextWithCredentials`](super::HostProblem),
+    /// naming `--S-host`), with one WARN per process, flag and value.
+    pub fn client_host_with_credentials(&self, credentials: bool) -> Result<Url, HostError> {
+        let url = self.client_host()?;
+        if !credentials {
+            return Ok(url);
+        }
+        let flag = Self::host_flag(&self.service);
+        super::host::refuse_plaintext_with_credentials(&flag, url).inspect_err(|err| {
+            super::warn_once(
+                &format!(
+                    "plaintext host {flag} {:?}",
+                    self.host.as_deref().unwrap_or("")
+                ),
+                &format!(
+                    "{err}; every use of the {} client's URL fails until --{flag} is fixed",
+                    self.service
+                ),
+            );
+        })
+    }
+
     /// The HTTP versions the peer client may speak (`--S-http2`).
     pub fn http_protocol(&self) -> HttpProtocol {
         self.protocol

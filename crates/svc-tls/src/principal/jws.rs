@@ -62,9 +62,21 @@ impl Algorithm {
         }
     }
 
-    /// The exact protected header this module emits for the algorithm, base64url.
+    /// The protected header `{"alg":...}` alone, base64url: what Go senders emit.
+    #[cfg(test)]
     pub(super) fn encoded_header(self) -> String {
         URL_SAFE_NO_PAD.encode(format!(r#"{{"alg":"{}"}}"#, self.name()))
+    }
+
+    /// The protected header this module emits, base64url:
+    /// `{"alg":...,"iat":...,"exp":...}` (seconds since the epoch). go-jose keeps
+    /// header members it does not know (none is listed in `crit`), so Go verifiers
+    /// accept it; the payload is unchanged.
+    pub(super) fn encoded_header_with_times(self, iat: u64, exp: u64) -> String {
+        URL_SAFE_NO_PAD.encode(format!(
+            r#"{{"alg":"{}","iat":{iat},"exp":{exp}}}"#,
+            self.name()
+        ))
     }
 
     /// Length of one ECDSA coordinate in bytes.
@@ -82,6 +94,31 @@ impl fmt::Display for Algorithm {
         f.write_str(self.name())
     }
 }
+
+/// Whether a verifier requires issue and expiry times in a token's protected
+/// header (`iat`, `exp`, seconds since the epoch). Present times are always checked,
+/// with a clock-skew allowance.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum TokenTimes {
+    /// Checked when present; a token without them (from a Go sender, or an older
+    /// version of this crate) is accepted. The default.
+    #[default]
+    CheckedWhenPresent,
+    /// Both `iat` and `exp` must be present: a token without them is refused
+    /// ([`VerifyError::MissingTimes`](super::VerifyError::MissingTimes)). For
+    /// receivers whose senders all sign with this crate.
+    Required,
+}
+
+/// How long a token this crate signs is valid (`exp - iat`). A principal is signed
+/// per request, so a minute leaves room for retries and queueing while bounding how
+/// long a captured `X-Principal` can be replayed.
+pub const DEFAULT_PRINCIPAL_LIFETIME: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// The clock difference tolerated between signer and verifier when checking `iat`
+/// and `exp`.
+pub const DEFAULT_CLOCK_SKEW: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// A signed principal: a compact JWS. Its `Debug` output never shows the token.
 #[derive(Clone)]
@@ -145,23 +182,20 @@ impl fmt::Display for Part {
     }
 }
 
-/// How many characters of a sender's value an error keeps.
-const SENDER_TEXT_CHARS: usize = 64;
-
 /// A value from the sender, cut for an error message: at most 64 characters
-/// (then `…`). Errors show it Debug-escaped, so a `\n` in a token cannot forge
-/// a log line and a huge value cannot flood the log.
+/// (then `…`; [`watch_ready::excerpt::cut`], the one cut). Errors show it
+/// Debug-escaped, so a `\n` in a token cannot forge a log line and a huge value
+/// cannot flood the log.
 pub(super) fn sender_text(value: &str) -> String {
-    match value.char_indices().nth(SENDER_TEXT_CHARS) {
-        None => value.to_owned(),
-        Some((cut, _)) => format!("{}…", &value[..cut]),
-    }
+    watch_ready::excerpt::cut(value, watch_ready::excerpt::SENDER_TEXT_CHARS)
 }
 
 /// The protected header: a JSON object, every member name unique.
 pub(super) struct RawHeader {
     pub(super) alg: Option<serde_json::Value>,
     pub(super) crit: Option<Vec<String>>,
+    pub(super) iat: Option<serde_json::Value>,
+    pub(super) exp: Option<serde_json::Value>,
 }
 
 impl<'de> Deserialize<'de> for RawHeader {
@@ -179,11 +213,15 @@ impl<'de> Deserialize<'de> for RawHeader {
                 let mut header = RawHeader {
                     alg: None,
                     crit: None,
+                    iat: None,
+                    exp: None,
                 };
                 while let Some(name) = map.next_key::<String>()? {
                     let value: serde_json::Value = map.next_value()?;
                     match name.as_str() {
                         "alg" => header.alg = Some(value),
+                        "iat" => header.iat = Some(value),
+                        "exp" => header.exp = Some(value),
                         "crit" => {
                             header.crit = Some(match value {
                                 serde_json::Value::Array(names) => names
@@ -263,6 +301,14 @@ fn strip_leading_zeros(mut bytes: &[u8]) -> &[u8] {
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
     use super::*;
+
+    #[test]
+    fn header_with_times_keeps_alg_first() {
+        let decoded = URL_SAFE_NO_PAD
+            .decode(Algorithm::Es256.encoded_header_with_times(10, 70))
+            .unwrap();
+        assert_eq!(decoded, br#"{"alg":"ES256","iat":10,"exp":70}"#);
+    }
 
     #[test]
     fn header_is_exactly_alg_ps512() {

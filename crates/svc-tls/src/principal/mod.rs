@@ -32,22 +32,30 @@
 //! [`VerifyError`] variant naming what is wrong. RSA-PSS salt length is auto-detected,
 //! as the Go verifier does, so tokens signed with another salt length still verify.
 //!
-//! Behind the nginx ingress, [`peer_certificate_from_ingress`] turns the forwarded
-//! `ssl-client-cert` / `ssl-client-verify` headers into a [`PeerCertificate`], and
-//! [`verify_ingress_request`] does the whole receiving side in one call.
+//! Behind the nginx ingress, [`IngressVerifier`] turns the forwarded
+//! `ssl-client-cert` / `ssl-client-verify` headers into a [`PeerCertificate`],
+//! verified against the client CA the ingress uses (a watched Secret, read through
+//! the trust seam on every request), and verifies the `X-Principal` against it.
 //!
 //! ```no_run
-//! # fn demo(identity: svc_tls::material::Identity, headers: reqwest::header::HeaderMap)
+//! # async fn demo(identity: svc_tls::material::Identity, client: kube::Client,
+//! #               headers: reqwest::header::HeaderMap)
 //! # -> Result<(), Box<dyn std::error::Error>> {
-//! use svc_tls::principal::{self, AlgorithmPolicy, Principal, PrincipalSigner};
+//! use svc_tls::principal::{IngressVerifier, Principal, PrincipalSigner};
+//! use svc_tls::{SecretRef, TrustVerifier};
 //!
 //! // Sending side (usually over the resolver, so rotations are followed).
 //! let signer = PrincipalSigner::new(identity);
 //! let who = Principal { organization_id: Some("org-1".into()), ..Default::default() };
 //! let request = signer.attach(reqwest::Client::new().get("https://peer/api"), &who)?;
 //!
-//! // Receiving side, behind the ingress.
-//! let who: Principal = principal::verify_ingress_request(&headers, AlgorithmPolicy::default())?;
+//! // Receiving side, behind the ingress: the client CA Secret its auth-tls-secret
+//! // annotation names, watched; build this once at start-up.
+//! let ca = TrustVerifier::builder(client, SecretRef::new("unikorn", "client-ca"))
+//!     .build()
+//!     .await?;
+//! let ingress = IngressVerifier::verified(ca);
+//! let who: Principal = ingress.verify_request(&headers)?;
 //! # let _ = (request, who); Ok(()) }
 //! ```
 
@@ -60,17 +68,23 @@ mod verify;
 
 use serde::{Deserialize, Deserializer, Serialize};
 
+#[allow(deprecated)]
 pub use ingress::{
-    DEFAULT_MAX_CERT_HEADER_BYTES, INGRESS_CLIENT_CERT_HEADER, INGRESS_CLIENT_VERIFY_HEADER,
-    INGRESS_VERIFY_SUCCESS, IngressError, IngressVerifier, RequestPrincipalError,
-    peer_certificate_from_ingress, verify_ingress_request,
+    AllowedPeer, AllowedPeerError, DEFAULT_MAX_CERT_HEADER_BYTES, INGRESS_CLIENT_CERT_HEADER,
+    INGRESS_CLIENT_VERIFY_HEADER, INGRESS_VERIFY_SUCCESS, IngressError, IngressVerifier,
+    RequestPrincipalError, UNVERIFIED_WARNING_TEXT, peer_certificate_from_ingress,
+    verify_ingress_request,
 };
-pub use jws::{Algorithm, AlgorithmPolicy, Part, PrincipalToken};
+pub use jws::{
+    Algorithm, AlgorithmPolicy, DEFAULT_CLOCK_SKEW, DEFAULT_PRINCIPAL_LIFETIME, Part,
+    PrincipalToken, TokenTimes,
+};
 pub use sign::{
     CurrentIdentity, PrincipalSigner, SignError, attach_principal, sign_with, sign_with_key,
 };
 pub use verify::{
-    CertificateError, DEFAULT_MAX_TOKEN_BYTES, MIN_RSA_BITS, PeerCertificate, VerifyError, verify,
+    CertificateError, DEFAULT_MAX_TOKEN_BYTES, MIN_RSA_BITS, PeerCertificate, VerifyError,
+    VerifyOptions, verify,
 };
 
 /// The HTTP header that carries the signed principal.

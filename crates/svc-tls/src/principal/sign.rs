@@ -12,7 +12,9 @@ use rustls::{SignatureAlgorithm, SignatureScheme};
 use serde::Serialize;
 
 use super::PRINCIPAL_HEADER;
-use super::jws::{Algorithm, AlgorithmPolicy, PrincipalToken, ecdsa_der_to_raw};
+use super::jws::{
+    Algorithm, AlgorithmPolicy, DEFAULT_PRINCIPAL_LIFETIME, PrincipalToken, ecdsa_der_to_raw,
+};
 use crate::identity::IdentityResolver;
 use crate::material::Identity;
 
@@ -53,6 +55,18 @@ pub enum SignError {
     /// The provider's ECDSA signature was not the expected DER structure.
     #[error("the TLS crypto provider returned a malformed ECDSA signature")]
     MalformedProviderSignature,
+    /// The request goes over plain `http://` to a host other than a loopback
+    /// address: the principal would travel in clear text (and without mTLS).
+    #[error(
+        "refusing to send the X-Principal in clear text to http://{host}: use https:// (plain http is allowed to loopback addresses only)"
+    )]
+    PlaintextUrl {
+        /// The request's host.
+        host: String,
+    },
+    /// The request could not be built (its URL or a header is invalid).
+    #[error("the request the principal is for is invalid")]
+    InvalidRequest(#[source] reqwest::Error),
 }
 
 /// A source of the identity in force *now* (the one the next handshake presents).
@@ -113,6 +127,7 @@ impl CurrentIdentity for IdentityResolver {
 pub struct PrincipalSigner<S> {
     source: S,
     policy: AlgorithmPolicy,
+    lifetime: std::time::Duration,
 }
 
 impl<S: CurrentIdentity> PrincipalSigner<S> {
@@ -121,7 +136,16 @@ impl<S: CurrentIdentity> PrincipalSigner<S> {
         Self {
             source,
             policy: AlgorithmPolicy::default(),
+            lifetime: DEFAULT_PRINCIPAL_LIFETIME,
         }
+    }
+
+    /// How long the tokens it signs are valid (`exp - iat`, default
+    /// [`DEFAULT_PRINCIPAL_LIFETIME`]); whole seconds, at least one.
+    #[must_use]
+    pub fn with_lifetime(mut self, lifetime: std::time::Duration) -> Self {
+        self.lifetime = lifetime;
+        self
     }
 
     /// The same signer with another algorithm policy.
@@ -145,19 +169,46 @@ impl<S: CurrentIdentity> PrincipalSigner<S> {
             .source
             .current()
             .map_err(|e| SignError::Identity(Box::new(e)))?;
-        sign_with(&identity, value, self.policy)
+        let payload = serde_json::to_vec(value).map_err(SignError::Encode)?;
+        sign_payload(
+            identity.certified_key().key.as_ref(),
+            &payload,
+            self.policy,
+            self.lifetime,
+        )
     }
 
     /// Signs `value` and attaches it to `request` as the `X-Principal` header.
     ///
     /// # Errors
-    /// As [`PrincipalSigner::sign`].
+    /// [`SignError::PlaintextUrl`] when the request goes to `http://` on a host
+    /// other than a loopback address, [`SignError::InvalidRequest`] when the request
+    /// cannot be built, otherwise as [`PrincipalSigner::sign`].
     pub fn attach<T: Serialize + ?Sized>(
         &self,
         request: reqwest::RequestBuilder,
         value: &T,
     ) -> Result<reqwest::RequestBuilder, SignError> {
+        let (client, request) = request.build_split();
+        let request = request.map_err(SignError::InvalidRequest)?;
+        let url = request.url();
+        if url.scheme() == "http" && !is_loopback(url) {
+            return Err(SignError::PlaintextUrl {
+                host: url.host_str().unwrap_or_default().to_owned(),
+            });
+        }
+        let request = reqwest::RequestBuilder::from_parts(client, request);
         Ok(attach_principal(request, &self.sign(value)?))
+    }
+}
+
+/// Whether `url`'s host is a loopback address (`localhost`, 127.0.0.0/8, `::1`).
+fn is_loopback(url: &url::Url) -> bool {
+    match url.host() {
+        Some(url::Host::Domain(name)) => name.eq_ignore_ascii_case("localhost"),
+        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+        None => false,
     }
 }
 
@@ -169,7 +220,8 @@ pub fn attach_principal(
     request.header(PRINCIPAL_HEADER, token.header_value())
 }
 
-/// JSON-encodes `value` and signs it with `identity`'s private key.
+/// JSON-encodes `value` and signs it with `identity`'s private key. The protected
+/// header carries `iat` (now) and `exp` (now plus [`DEFAULT_PRINCIPAL_LIFETIME`]).
 ///
 /// # Errors
 /// [`SignError::UnsupportedKeyType`] for keys the policy does not allow,
@@ -193,13 +245,14 @@ pub fn sign_with_key<T: Serialize + ?Sized>(
     policy: AlgorithmPolicy,
 ) -> Result<PrincipalToken, SignError> {
     let payload = serde_json::to_vec(value).map_err(SignError::Encode)?;
-    sign_payload(key, &payload, policy)
+    sign_payload(key, &payload, policy, DEFAULT_PRINCIPAL_LIFETIME)
 }
 
 fn sign_payload(
     key: &dyn SigningKey,
     payload: &[u8],
     policy: AlgorithmPolicy,
+    lifetime: std::time::Duration,
 ) -> Result<PrincipalToken, SignError> {
     let unsupported = |key: &'static str| SignError::UnsupportedKeyType {
         key,
@@ -241,7 +294,11 @@ fn sign_payload(
         _ => return Err(unsupported("unknown")),
     };
 
-    let mut token = algorithm.encoded_header();
+    let iat = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |since| since.as_secs());
+    let exp = iat.saturating_add(lifetime.as_secs().max(1));
+    let mut token = algorithm.encoded_header_with_times(iat, exp);
     token.push('.');
     URL_SAFE_NO_PAD.encode_string(payload, &mut token);
     let signature = signer.sign(token.as_bytes()).map_err(SignError::Provider)?;

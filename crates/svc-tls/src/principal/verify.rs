@@ -24,7 +24,12 @@ use x509_parser::oid_registry::{
 };
 use x509_parser::prelude::FromDer as _;
 
-use super::jws::{Algorithm, AlgorithmPolicy, Part, RawHeader, ecdsa_raw_to_der, sender_text};
+use std::time::{Duration, SystemTime};
+
+use super::jws::{
+    Algorithm, AlgorithmPolicy, DEFAULT_CLOCK_SKEW, Part, RawHeader, TokenTimes, ecdsa_raw_to_der,
+    sender_text,
+};
 
 /// RSA keys shorter than this are refused when verifying.
 pub const MIN_RSA_BITS: usize = 2048;
@@ -119,12 +124,113 @@ pub enum VerifyError {
     /// The signature does not verify: wrong key, or header, payload or signature altered.
     #[error("principal token signature does not verify against the peer certificate")]
     BadSignature,
+    /// The token expired: its `exp` plus the clock-skew allowance is in the past.
+    #[error("principal token expired at {exp} (now {now}, clock skew allowed {skew}s)")]
+    Expired {
+        /// `exp`, seconds since the epoch.
+        exp: u64,
+        /// The verifier's time, seconds since the epoch.
+        now: u64,
+        /// The allowance, seconds.
+        skew: u64,
+    },
+    /// The token was issued in the future: its `iat` minus the allowance is after now.
+    #[error(
+        "principal token issued in the future at {iat} (now {now}, clock skew allowed {skew}s)"
+    )]
+    IssuedInFuture {
+        /// `iat`, seconds since the epoch.
+        iat: u64,
+        /// The verifier's time, seconds since the epoch.
+        now: u64,
+        /// The allowance, seconds.
+        skew: u64,
+    },
+    /// `iat` or `exp` is not a non-negative integer, or `exp` is before `iat`.
+    #[error("principal token header member {member:?} is not a valid time")]
+    MalformedTime {
+        /// `iat` or `exp`.
+        member: &'static str,
+    },
+    /// [`TokenTimes::Required`] and the header lacks `iat` or `exp` (a Go sender's
+    /// token, or one signed before times were added).
+    #[error("principal token has no {member:?} in its protected header, and times are required")]
+    MissingTimes {
+        /// The first member missing.
+        member: &'static str,
+    },
     /// The verified payload is not JSON.
     #[error("principal token payload is not JSON")]
     PayloadNotJson(#[source] serde_json::Error),
     /// The verified payload is JSON but not of the expected shape.
     #[error("principal token payload does not have the expected structure")]
     PayloadType(#[source] serde_json::Error),
+}
+
+/// How a token is verified: the algorithm policy, the length cap, and the time
+/// checks (present times are always checked; [`TokenTimes::Required`] also
+/// requires them).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct VerifyOptions {
+    /// The accepted algorithms.
+    pub policy: AlgorithmPolicy,
+    /// The cap on the token's length, checked before anything else.
+    pub max_len: usize,
+    /// Whether `iat` and `exp` are required.
+    pub times: TokenTimes,
+    /// The clock difference tolerated for `iat` and `exp`.
+    pub clock_skew: Duration,
+    /// The time to check against (`None`: the system clock at the call).
+    pub now: Option<SystemTime>,
+}
+
+impl Default for VerifyOptions {
+    fn default() -> Self {
+        Self::new(AlgorithmPolicy::default())
+    }
+}
+
+impl VerifyOptions {
+    /// `policy`, the default cap [`DEFAULT_MAX_TOKEN_BYTES`], times checked when
+    /// present with [`DEFAULT_CLOCK_SKEW`].
+    pub fn new(policy: AlgorithmPolicy) -> Self {
+        Self {
+            policy,
+            max_len: DEFAULT_MAX_TOKEN_BYTES,
+            times: TokenTimes::default(),
+            clock_skew: DEFAULT_CLOCK_SKEW,
+            now: None,
+        }
+    }
+
+    /// Another length cap.
+    #[must_use]
+    pub fn with_max_len(mut self, max_len: usize) -> Self {
+        self.max_len = max_len;
+        self
+    }
+
+    /// Whether times are required ([`TokenTimes::Required`]: strict mode).
+    #[must_use]
+    pub fn with_times(mut self, times: TokenTimes) -> Self {
+        self.times = times;
+        self
+    }
+
+    /// Another clock-skew allowance.
+    #[must_use]
+    pub fn with_clock_skew(mut self, skew: Duration) -> Self {
+        self.clock_skew = skew;
+        self
+    }
+
+    /// Checks times against `now` instead of the system clock.
+    #[must_use]
+    pub fn at(mut self, now: SystemTime) -> Self {
+        self.now = Some(now);
+        self
+    }
 }
 
 /// Why a peer certificate could not be loaded.
@@ -254,20 +360,33 @@ impl PeerCertificate {
         policy: AlgorithmPolicy,
         max_len: usize,
     ) -> Result<T, VerifyError> {
-        if token.len() > max_len {
+        self.verify_with_options(token, &VerifyOptions::new(policy).with_max_len(max_len))
+    }
+
+    /// Verifies `token` as `options` say and decodes its payload.
+    ///
+    /// # Errors
+    /// A [`VerifyError`] naming why the token was rejected.
+    pub fn verify_with_options<T: DeserializeOwned>(
+        &self,
+        token: &str,
+        options: &VerifyOptions,
+    ) -> Result<T, VerifyError> {
+        if token.len() > options.max_len {
             return Err(VerifyError::TooLarge {
                 len: token.len(),
-                max: max_len,
+                max: options.max_len,
             });
         }
-        let payload = self.verify_bytes(token, policy)?;
+        let payload = self.verify_bytes(token, options)?;
         serde_json::from_slice(&payload).map_err(|e| match e.classify() {
             serde_json::error::Category::Data => VerifyError::PayloadType(e),
             _ => VerifyError::PayloadNotJson(e),
         })
     }
 
-    fn verify_bytes(&self, token: &str, policy: AlgorithmPolicy) -> Result<Vec<u8>, VerifyError> {
+    fn verify_bytes(&self, token: &str, options: &VerifyOptions) -> Result<Vec<u8>, VerifyError> {
+        let policy = options.policy;
         if token.is_empty() {
             return Err(VerifyError::Empty);
         }
@@ -290,6 +409,7 @@ impl PeerCertificate {
         let header: RawHeader =
             serde_json::from_slice(&header).map_err(VerifyError::MalformedHeader)?;
         let algorithm = accept_algorithm(&header, policy)?;
+        let times = header_times(&header, options.times)?;
         if let Some(crit) = header.crit {
             return Err(VerifyError::UnsupportedCritical {
                 crit: crit.iter().take(8).map(|c| sender_text(c)).collect(),
@@ -336,6 +456,8 @@ impl PeerCertificate {
                 });
             }
         }
+        // After the signature: a time error speaks of an authentic token (a replay).
+        check_times(times, options)?;
         Ok(payload)
     }
 }
@@ -434,6 +556,62 @@ fn verify_ps512_general(
         rsa::pss::Signature::try_from(signature).map_err(|_| VerifyError::BadSignature)?;
     key.verify(message, &signature)
         .map_err(|_| VerifyError::BadSignature)
+}
+
+/// `iat` and `exp` from the header, each checked to be a non-negative integer.
+fn header_times(
+    header: &RawHeader,
+    required: TokenTimes,
+) -> Result<(Option<u64>, Option<u64>), VerifyError> {
+    let read = |value: &Option<serde_json::Value>, member: &'static str| match value {
+        None => Ok(None),
+        Some(value) => value
+            .as_u64()
+            .map(Some)
+            .ok_or(VerifyError::MalformedTime { member }),
+    };
+    let (iat, exp) = (read(&header.iat, "iat")?, read(&header.exp, "exp")?);
+    if required == TokenTimes::Required {
+        if iat.is_none() {
+            return Err(VerifyError::MissingTimes { member: "iat" });
+        }
+        if exp.is_none() {
+            return Err(VerifyError::MissingTimes { member: "exp" });
+        }
+    }
+    if let (Some(iat), Some(exp)) = (iat, exp)
+        && exp < iat
+    {
+        return Err(VerifyError::MalformedTime { member: "exp" });
+    }
+    Ok((iat, exp))
+}
+
+/// Present times against now, with the allowance.
+fn check_times(
+    (iat, exp): (Option<u64>, Option<u64>),
+    options: &VerifyOptions,
+) -> Result<(), VerifyError> {
+    if iat.is_none() && exp.is_none() {
+        return Ok(());
+    }
+    let now = options
+        .now
+        .unwrap_or_else(SystemTime::now)
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |since| since.as_secs());
+    let skew = options.clock_skew.as_secs();
+    if let Some(exp) = exp
+        && now > exp.saturating_add(skew)
+    {
+        return Err(VerifyError::Expired { exp, now, skew });
+    }
+    if let Some(iat) = iat
+        && iat > now.saturating_add(skew)
+    {
+        return Err(VerifyError::IssuedInFuture { iat, now, skew });
+    }
+    Ok(())
 }
 
 fn decode_part(part: &str, which: Part) -> Result<Vec<u8>, VerifyError> {

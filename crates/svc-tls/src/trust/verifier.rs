@@ -31,6 +31,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, SystemTime};
+use watch_ready::excerpt;
 
 use rustls::client::WebPkiServerVerifier;
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
@@ -286,7 +287,7 @@ impl TrustVerifier {
         {
             tracing::error!(
                 source = %origin,
-                error = %failure,
+                error = %excerpt::chain(failure),
                 suppressed,
                 "CA trust withdrawn by its source; refusing every server until it trusts \
                  roots again ({suppressed} more failures suppressed since the last report)",
@@ -302,7 +303,7 @@ impl TrustVerifier {
             };
             tracing::warn!(
                 source = %origin,
-                error = %failure,
+                error = %excerpt::chain(failure),
                 roots = warning.roots,
                 stale_for_secs = stale_for.as_secs(),
                 suppressed,
@@ -373,6 +374,19 @@ impl TrustVerifier {
     /// The root set currently used (the last good one), without reloading.
     pub fn current(&self) -> Arc<TrustAnchors> {
         self.inner.core.served().value.anchors.clone()
+    }
+
+    /// Reads the source now, exactly as a handshake does (the last good roots when
+    /// the read fails, counted and warned about as for a handshake), and returns the
+    /// roots in force: for verifying certificates outside a TLS handshake, such as a
+    /// client certificate forwarded by an ingress (the principal module's
+    /// `IngressVerifier`). No I/O and no lock.
+    ///
+    /// # Errors
+    /// The handshake's refusal when the source has withdrawn its trust, or fails and
+    /// the last good roots have expired.
+    pub fn roots_now(&self) -> Result<Arc<TrustAnchors>, rustls::Error> {
+        self.reload().map(|served| served.value.anchors.clone())
     }
 
     /// The source the roots are read from.

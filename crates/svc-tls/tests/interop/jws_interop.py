@@ -55,8 +55,17 @@ def verify(item: dict) -> dict:
     payload = json.loads(decoded["payload"])
 
     header_b64, payload_b64, signature_b64 = token.split(".")
-    if b64d(header_b64) != json.dumps({"alg": alg}, separators=(",", ":")).encode():
-        fail(f"{name}: protected header is not exactly {{\"alg\":\"{alg}\"}}: {b64d(header_b64)!r}")
+    raw_header = json.loads(b64d(header_b64))
+    # {"alg":...,"iat":...,"exp":...}: PyJWT (like go-jose) accepts the extra
+    # members of the protected header; the times are integers, exp after iat.
+    if (
+        sorted(raw_header) != ["alg", "exp", "iat"]
+        or raw_header["alg"] != alg
+        or not isinstance(raw_header["iat"], int)
+        or not isinstance(raw_header["exp"], int)
+        or raw_header["exp"] <= raw_header["iat"]
+    ):
+        fail(f"{name}: protected header is not {{alg, iat, exp}}: {b64d(header_b64)!r}")
     if alg == "PS512":
         try:
             public_key.verify(
