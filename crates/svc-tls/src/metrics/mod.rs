@@ -154,7 +154,7 @@ impl Metrics {
     /// Exports `verifier`'s state at scrape time (replacing a verifier of the same
     /// source tracked before). Construction path.
     pub fn track_trust(&self, verifier: &TrustVerifier) {
-        let labels = SourceLabels::trust(&verifier.trust_source().origin());
+        let labels = SourceLabels::trust(verifier.trust_source().origin());
         self.tracked().trusts.insert(labels, verifier.clone());
     }
 
