@@ -1,9 +1,10 @@
 //! Makes sure the external programs the tests drive are present.
 //!
 //! The tests use real parts: the `kubectl` client against the API emulator, nginx as
-//! the mTLS ingress, Prometheus scraping the example service, and PyJWT as an independent JOSE implementation. On a fresh
-//! machine they are installed through the system's package tools when running as
-//! root; otherwise this fails with the exact command to run.
+//! the mTLS ingress, Prometheus (and promtool) scraping the example service, and PyJWT
+//! as an independent JOSE implementation. On a fresh machine they are installed
+//! through the system's package tools when running as root; otherwise this fails with
+//! the exact command to run.
 
 use std::process::Command;
 
