@@ -3,6 +3,9 @@
 //! watching its own Secret in the kube-testbed API emulator:
 //! - `identity-unchanged/<case>` (criterion): the Secret unchanged since the last load,
 //!   what every handshake between rotations costs;
+//! - `identity-unchanged-metrics/p256-pkcs8` (criterion): the same with a Prometheus
+//!   metrics recorder (`svc_tls::metrics`), in the same run, over the same shared
+//!   Secret: what metrics add to a handshake (target <= 1.05x without);
 //! - `identity-broken/<case>` (criterion): the Secret broken (a key that does not match
 //!   the certificate), each handshake through the resolver: the identity cache returns
 //!   the error remembered for these exact bytes (no re-parse), the failure is counted
@@ -35,7 +38,8 @@ use criterion::Criterion;
 use k8s_openapi::api::core::v1::Secret;
 use rustls::SignatureScheme;
 use rustls::client::ResolvesClientCert;
-use svc_tls::identity::SpiffeIdentitySource;
+use svc_tls::IdentityOrigin;
+use svc_tls::identity::{SecretIdentitySource, SpiffeIdentitySource};
 use svc_tls::options::SecretRef;
 use svc_tls::report::{DEFAULT_WARNING_PERIOD, NoopRecorder, SystemClock};
 use svc_tls::resolver::IdentityResolver;
@@ -45,6 +49,8 @@ use svc_tls::watch::SecretWatches;
 const NS: &str = "bench";
 /// The SPIFFE-mode case's id (`identity-*/spiffe-p256`).
 const SPIFFE_CASE: &str = "spiffe-p256";
+/// The case measured with a metrics recorder (`identity-unchanged-metrics/<case>`).
+const METRICS_CASE: &str = "p256-pkcs8";
 const CLIENT_ID: &str = "spiffe://example.org/ns/unikorn/sa/region";
 
 fn upsert(testbed: &kube_testbed::Testbed, secret: &Secret) {
@@ -123,6 +129,26 @@ fn main() {
         resolvers.push((case, name, resolver, shared));
     }
 
+    // The same p256-pkcs8 Secret, with a metrics recorder, as `from_options` builds it
+    // once metrics are registered.
+    let mut registry = prometheus_client::registry::Registry::default();
+    let metrics = svc_tls::metrics::Metrics::new(&mut registry);
+    let with_metrics = resolvers
+        .iter()
+        .find(|(case, ..)| case.name == METRICS_CASE)
+        .map(|(_, name, _, shared)| {
+            let origin = IdentityOrigin::Secret(SecretRef::new(NS, name));
+            let resolver = IdentityResolver::from_identity_source(
+                Arc::new(SecretIdentitySource::shared(shared)),
+                metrics.identity_recorder(&origin, None),
+                Arc::new(SystemClock::new()),
+                DEFAULT_WARNING_PERIOD,
+            )
+            .unwrap();
+            metrics.track_identity(&resolver);
+            resolver
+        });
+
     // SPIFFE mode: the SVID from the Workload API stream.
     let agent = rt.block_on(spiffe_testbed::WorkloadApi::start("example.org"));
     agent.set_workload_id(CLIENT_ID);
@@ -174,6 +200,28 @@ fn main() {
         );
     }
     group.finish();
+    if let Some(resolver) = &with_metrics {
+        let mut group = c.benchmark_group("identity-unchanged-metrics");
+        group
+            .warm_up_time(warm_up)
+            .measurement_time(measure)
+            .sample_size(samples);
+        let first = resolve(resolver);
+        group.bench_function(METRICS_CASE, |b| {
+            b.iter(|| black_box(resolve(black_box(resolver))))
+        });
+        assert!(
+            Arc::ptr_eq(&first, &resolve(resolver)),
+            "not the cached path (metrics)"
+        );
+        group.finish();
+        let mut text = String::new();
+        prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
+        assert!(
+            text.contains("svc_tls_identity_cert_expiration_timestamp_seconds{"),
+            "the metrics recorder records: {text}"
+        );
+    }
 
     // The first handshake after each rotation: one timed resolve per new version.
     let rotations = if quick { 5 } else { 40 };

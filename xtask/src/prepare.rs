@@ -1,7 +1,8 @@
 //! Makes sure the external programs the tests drive are present.
 //!
 //! The tests use real parts: the `kubectl` client against the API emulator, nginx as
-//! the mTLS ingress, PyJWT as an independent JOSE implementation, and Go 1.23 (a TLS
+//! the mTLS ingress, Prometheus (and promtool) scraping the example service, PyJWT as
+//! an independent JOSE implementation, and Go 1.23 (a TLS
 //! server that knows only the Kyber draft hybrid, in svc-tls's key exchange test). On
 //! a fresh machine they are installed through the system's package tools when running
 //! as root; otherwise this fails with the exact command to run (Go excepted: without
@@ -44,6 +45,12 @@ const PREREQUISITES: &[Prerequisite] = &[
         what: "nginx (the mTLS ingress in svc-tls's rotation test)",
         present: || succeeds("nginx", &["-v"]) || succeeds("/usr/sbin/nginx", &["-v"]),
         apt_packages: &["nginx"],
+        pip_packages: &[],
+    },
+    Prerequisite {
+        what: "Prometheus and promtool (scrape the example's /metrics; check docs/alerts.yaml)",
+        present: || succeeds("prometheus", &["--version"]) && succeeds("promtool", &["--version"]),
+        apt_packages: &["prometheus"],
         pip_packages: &[],
     },
     Prerequisite {

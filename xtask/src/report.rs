@@ -4,7 +4,9 @@
 //! - ours: `reload/<case>`, `identity-unchanged/<case>`, `identity-broken/<case>`,
 //!   `identity-rotation/<case>`,
 //!   `handshake/{static,reload,watched-ca,reload-x25519}/<key>/<clients>`,
-//!   `principal/{sign,verify}/<key>`, `reconcile/<case>`; SPIFFE mode against Secret mode:
+//!   `principal/{sign,verify}/<key>`, `reconcile/<case>`,
+//!   `identity-unchanged-metrics/p256-pkcs8` (a metrics recorder); SPIFFE mode against
+//!   Secret mode:
 //!   `identity-{unchanged,rotation}/spiffe-p256` (next to `.../p256-pkcs8`) and
 //!   `handshake/{secret-on-svid-server,spiffe}/p256/<clients>` (one server presenting
 //!   an SVID);
@@ -267,6 +269,20 @@ pub fn targets(results: &Results) -> Vec<TargetRow> {
             0.01,
             "the resolver's pointer load of the newest stream message and the SVID's \
              validity check against a loopback handshake's noise",
+        );
+    }
+    {
+        // Metrics on / off, same run, same Secret: what the recorder adds per handshake.
+        let metrics = results
+            .get(&format!("identity-unchanged-metrics/{SECRET_CASE}"))
+            .zip(results.get(&format!("identity-unchanged/{SECRET_CASE}")))
+            .map(|(on, off)| ratio(on, off));
+        push(
+            "p256: identity cost per handshake with metrics on <= 1.05x off (same run)".to_owned(),
+            metrics,
+            Bound::AtMost,
+            1.05,
+            "two runs of a ~100 ns path measured apart (an unchanged identity calls no recorder)",
         );
     }
     for clients in [1, 2] {

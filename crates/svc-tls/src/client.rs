@@ -77,19 +77,21 @@ use rustls::crypto::CryptoProvider;
 use rustls::{ClientConfig, RootCertStore};
 
 use crate::identity::{
-    IdentityError, IdentityResolver, SecretIdentitySource, SpiffeIdentitySource,
+    IdentityError, IdentityResolver, IdentitySource, SecretIdentitySource, SpiffeIdentitySource,
 };
-use crate::last_good::{DEFAULT_WARNING_PERIOD, NoopRecorder, Settings, SystemClock};
+use crate::last_good::{DEFAULT_WARNING_PERIOD, Settings, SystemClock};
 use crate::material::{self, MaterialError};
 use crate::options::{
     ClientIdentityOptions, HostError, HttpProtocol, IdentityConfig, OptionsError, PeerOptions,
     SecretRef,
 };
+use crate::origin::{IdentityOrigin, TrustOrigin};
 use crate::spiffe::{
     SpiffeEndpoint, SpiffeId, SpiffeStartError, WorkloadApiSource, WorkloadApiStreams,
 };
 use crate::trust::{
-    SecretTrustSource, ServerAuthorization, SpiffeTrustSource, TrustError, TrustVerifier,
+    SecretTrustSource, ServerAuthorization, SpiffeTrustSource, TrustError, TrustSource,
+    TrustVerifier,
 };
 use crate::watch::SecretWatches;
 use url::Url;
@@ -380,7 +382,7 @@ impl PeerTls {
             IdentityConfig::Spiffe { .. } => {
                 let endpoint = SpiffeEndpoint::from_env()?;
                 let workload = streams.connect(endpoint, provider, sync_timeout).await?;
-                return Self::from_spiffe(peer, identity, &workload);
+                return Self::from_spiffe_in(watches, peer, identity, &workload);
             }
             IdentityConfig::Secret(secret) => Some(secret),
             IdentityConfig::None => None,
@@ -393,13 +395,15 @@ impl PeerTls {
                     .await
                     .map_err(TrustError::from)?;
                 TrustMode::Watched(shared.built(|| {
-                    TrustVerifier::with_settings(
+                    let verifier = TrustVerifier::with_settings(
                         Arc::new(SecretTrustSource::shared(&shared)),
                         provider.clone(),
-                        Arc::new(NoopRecorder),
+                        watches.trust_recorder(&TrustOrigin::Secret(ca.clone())),
                         Settings::default(),
                         ServerAuthorization::HostName,
-                    )
+                    )?;
+                    watches.track_trust(&verifier);
+                    Ok::<_, TrustError>(verifier)
                 })?)
             }
             None => TrustMode::Platform,
@@ -411,11 +415,13 @@ impl PeerTls {
                     .await
                     .map_err(IdentityError::from)?;
                 Some(shared.built(|| {
-                    IdentityResolver::with_settings(
+                    let resolver = IdentityResolver::with_settings(
                         Arc::new(SecretIdentitySource::shared(&shared)),
-                        Arc::new(NoopRecorder),
+                        watches.identity_recorder(&IdentityOrigin::Secret(secret.clone()), None),
                         Settings::default(),
-                    )
+                    )?;
+                    watches.track_identity(&resolver);
+                    Ok::<_, IdentityError>(resolver)
                 })?)
             }
             None => None,
@@ -444,6 +450,16 @@ impl PeerTls {
         identity: &ClientIdentityOptions,
         workload: &WorkloadApiSource,
     ) -> Result<Self, PeerClientError> {
+        Self::from_spiffe_in(SecretWatches::process(), peer, identity, workload)
+    }
+
+    /// [`PeerTls::from_spiffe`] recording into `watches`' metrics.
+    fn from_spiffe_in(
+        watches: &SecretWatches,
+        peer: &PeerOptions,
+        identity: &ClientIdentityOptions,
+        workload: &WorkloadApiSource,
+    ) -> Result<Self, PeerClientError> {
         let server_id = identity.spiffe_server_id().cloned().ok_or_else(|| {
             OptionsError::MissingSpiffeServerId {
                 flag: ClientIdentityOptions::spiffe_server_id_flag(identity.prefix()),
@@ -460,7 +476,7 @@ impl PeerTls {
                 ),
             );
         }
-        Ok(Self::for_spiffe_id(workload, server_id)?.for_peer(peer))
+        Ok(Self::for_spiffe_id_in(watches, workload, server_id)?.for_peer(peer))
     }
 
     /// SPIFFE mode without options: present `workload`'s current X509-SVID on every
@@ -479,28 +495,47 @@ impl PeerTls {
     /// let http = tls.reqwest_client()?;
     /// # let _ = http; Ok(()) }
     /// ```
+    ///
+    /// With metrics installed into the process's registry
+    /// ([`crate::metrics::register`]), the resolver and verifier record into them.
     pub fn for_spiffe_id(
         workload: &WorkloadApiSource,
         server_id: SpiffeId,
     ) -> Result<Self, PeerClientError> {
+        Self::for_spiffe_id_in(SecretWatches::process(), workload, server_id)
+    }
+
+    /// [`PeerTls::for_spiffe_id`] recording into `watches`' metrics.
+    fn for_spiffe_id_in(
+        watches: &SecretWatches,
+        workload: &WorkloadApiSource,
+        server_id: SpiffeId,
+    ) -> Result<Self, PeerClientError> {
         let provider = Arc::new(crate::material::crypto_provider());
+        let trust_source = SpiffeTrustSource::new(workload.clone(), server_id.trust_domain());
+        let trust_recorder = watches.trust_recorder(trust_source.origin());
         let trust = TrustVerifier::from_trust_source_authorizing(
-            Arc::new(SpiffeTrustSource::new(
-                workload.clone(),
-                server_id.trust_domain(),
-            )),
+            Arc::new(trust_source),
             provider.clone(),
-            Arc::new(NoopRecorder),
+            trust_recorder,
             Arc::new(SystemClock::new()),
             DEFAULT_WARNING_PERIOD,
             ServerAuthorization::SpiffeId(server_id),
         )?;
+        let identity_source = SpiffeIdentitySource::new(workload.clone());
+        let spiffe_id = workload.spiffe_id();
+        let identity_recorder = watches.identity_recorder(
+            identity_source.origin(),
+            Some(spiffe_id.as_str()).filter(|id| !id.is_empty()),
+        );
         let resolver = IdentityResolver::from_identity_source(
-            Arc::new(SpiffeIdentitySource::new(workload.clone())),
-            Arc::new(NoopRecorder),
+            Arc::new(identity_source),
+            identity_recorder,
             Arc::new(SystemClock::new()),
             DEFAULT_WARNING_PERIOD,
         )?;
+        watches.track_trust(&trust);
+        watches.track_identity(&resolver);
         Ok(Self::new(
             provider,
             TrustMode::Watched(trust),

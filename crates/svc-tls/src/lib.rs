@@ -18,6 +18,7 @@
 //! | [`material`] | bytes to identities and root sets (no I/O) |
 //! | [`origin`] | where a credential comes from |
 //! | [`options`], [`client`], [`principal`] | flags, peer clients, signed principals |
+//! | `metrics` (feature `metrics`) | Prometheus metrics of identity, trust and watches |
 //!
 //! What a service names is re-exported here, as `kube` does for `Client` and `Config`:
 //!
@@ -45,6 +46,8 @@ pub use watch_ready::excerpt;
 pub mod identity;
 pub mod last_good;
 pub mod material;
+#[cfg(feature = "metrics")]
+pub mod metrics;
 pub mod options;
 pub mod origin;
 pub mod principal;

@@ -38,6 +38,8 @@ pub struct WatchStatus {
     pub last_error: Option<String>,
     /// Watch errors seen since the watch started.
     pub errors: u64,
+    /// Of those, the 410 Gone after the first sync (routine relists).
+    pub relists: u64,
     /// A refusal seen before the first sync; it stays until the sync, so that a
     /// waiter cannot miss it.
     pub refusal: Option<Refusal>,
@@ -49,6 +51,7 @@ impl Default for WatchStatus {
             state: WatchState::Syncing,
             last_error: None,
             errors: 0,
+            relists: 0,
             refusal: None,
         }
     }
@@ -145,8 +148,10 @@ impl Health {
             tracing::debug!(watch = %label, error = %message, "watch resourceVersion expired (410 Gone): relisting");
             // Counted (it is an error the watch saw), but neither degrading nor
             // kept as the last error.
-            self.tx
-                .send_modify(|status| status.errors = status.errors.saturating_add(1));
+            self.tx.send_modify(|status| {
+                status.errors = status.errors.saturating_add(1);
+                status.relists = status.relists.saturating_add(1);
+            });
             return;
         }
         self.tx.send_modify(|status| {
@@ -273,6 +278,7 @@ mod tests {
             assert_eq!(health.status().state, WatchState::Ready);
             assert_eq!(health.last_error(), None);
             assert_eq!(health.status().errors, 1);
+            assert_eq!(health.status().relists, 1, "the relist is counted apart");
             assert_eq!(
                 levels.warnings(),
                 0,
@@ -281,6 +287,7 @@ mod tests {
 
             health.failed(&status_error(500));
             assert_eq!(health.status().state, WatchState::Degraded);
+            assert_eq!(health.status().relists, 1, "a 500 is no relist");
             assert_eq!(levels.warnings(), 1);
         });
     }

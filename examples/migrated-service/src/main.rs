@@ -19,11 +19,22 @@
 //! `--audit-host` is non-empty, as the Go services decided, with its own prefixed
 //! identity when `--audit-client-certificate-*` is set.
 //!
-//! A real service would keep running and serve; this one does one round and exits,
-//! so that its test can run it to the end (`tests/run.rs`).
+//! With `--metrics-bind-address` it serves its Prometheus metrics on `/metrics` (svc-tls's
+//! identity, trust and watched Secrets, registered once with
+//! `tls::metrics::register`). A real service would keep running and serve; this one
+//! does one round and exits, so that its test can run it to the end (`tests/run.rs`),
+//! unless `--serve-for` keeps it making a request every `--request-interval` (a new
+//! handshake each, so a rotated identity is picked up) and serving `/metrics` for that
+//! long.
 
+mod metrics;
+
+use std::net::SocketAddr;
 use std::process::ExitCode;
-use std::time::{Duration, UNIX_EPOCH};
+use std::time::{Duration, Instant, UNIX_EPOCH};
+
+use platform_client_compat::tls::duration::parse_go_duration;
+use prometheus_client::registry::Registry;
 
 use clap::{Arg, ArgMatches, Args, Command, FromArgMatches};
 use platform_client_compat::construct::client::CachedClient;
@@ -60,6 +71,34 @@ fn command() -> Command {
                 .value_parser(clap::value_parser!(u32))
                 .default_value("1")
                 .help("How many requests to make, each with a peer client built for it"),
+        )
+        .arg(
+            Arg::new("metrics-bind-address")
+                .long("metrics-bind-address")
+                .default_value("0")
+                .help("The address /metrics is served on (e.g. 127.0.0.1:8080); \"0\" disables it"),
+        )
+        .arg(
+            Arg::new("serve-for")
+                .long("serve-for")
+                .default_value("0s")
+                .value_parser(|v: &str| {
+                    parse_go_duration(v)?
+                        .to_std()
+                        .ok_or_else(|| format!("{v:?} is negative"))
+                })
+                .help("After the requests, keep calling the identity service and serving /metrics for this long (a Go duration)"),
+        )
+        .arg(
+            Arg::new("request-interval")
+                .long("request-interval")
+                .default_value("1s")
+                .value_parser(|v: &str| {
+                    parse_go_duration(v)?
+                        .to_std()
+                        .ok_or_else(|| format!("{v:?} is negative"))
+                })
+                .help("With --serve-for: the time between two requests"),
         )
         .arg(
             Arg::new("path")
@@ -127,6 +166,29 @@ async fn run(matches: &ArgMatches) -> Result<(), Error> {
         .get_one::<String>("path")
         .cloned()
         .unwrap_or_default();
+    let serve_for = matches
+        .get_one::<Duration>("serve-for")
+        .copied()
+        .unwrap_or_default();
+    let interval = matches
+        .get_one::<Duration>("request-interval")
+        .copied()
+        .unwrap_or(Duration::from_secs(1));
+
+    // Metrics first: every peer client built from now on records into them.
+    let metrics_address = matches
+        .get_one::<String>("metrics-bind-address")
+        .map(String::as_str)
+        .unwrap_or("0");
+    if metrics_address != "0" {
+        let address: SocketAddr = metrics_address
+            .parse()
+            .map_err(|e| format!("--metrics-bind-address={metrics_address:?}: {e}"))?;
+        let mut registry = Registry::default();
+        platform_client_compat::tls::metrics::register(&mut registry)?;
+        let bound = metrics::serve(address, registry).await?;
+        println!("metrics: serving http://{bound}/metrics");
+    }
 
     // Go: client.New(ctx). Here the constructor returns only once every declared
     // cache has synced. This service declares none: the Secrets its peer clients
@@ -189,7 +251,7 @@ async fn run(matches: &ArgMatches) -> Result<(), Error> {
     // first construction above watched the Secrets; these return at once from the
     // process's shared watches (no API request, no parse).
     let mut refused = None;
-    for _ in 0..requests {
+    let call = async || -> Result<Option<String>, Error> {
         let identity =
             PeerTls::from_options(client.kube_client(), &identity_peer, &me, SYNC_TIMEOUT).await?;
         let signer = PrincipalSigner::new(resolver.clone());
@@ -198,15 +260,27 @@ async fn run(matches: &ArgMatches) -> Result<(), Error> {
         let request = signer.attach(http.get(url.clone()), &principal)?;
         let response = request.send().await?;
         let status = response.status();
-        if !status.is_success() {
-            refused = Some(status.to_string());
-        }
         let version = response.version();
         let body = response.text().await?;
         println!(
             "identity: GET {url} -> {status} over {version:?}: {}",
             body.trim()
         );
+        Ok((!status.is_success()).then(|| status.to_string()))
+    };
+    for _ in 0..requests {
+        if let Some(status) = call().await? {
+            refused = Some(status);
+        }
+    }
+    // Serving: a request (a handshake, so a reload) per interval; a failed one is
+    // reported and the service goes on, as a controller's next reconcile would.
+    let deadline = Instant::now() + serve_for;
+    while Instant::now() < deadline {
+        tokio::time::sleep(interval.min(deadline.saturating_duration_since(Instant::now()))).await;
+        if let Err(e) = call().await {
+            println!("identity: request failed: {e}");
+        }
     }
     let watched = SecretWatches::process().watched();
     println!(

@@ -35,8 +35,9 @@ use rustls::crypto::CryptoProvider;
 use tokio::sync::OnceCell;
 
 use super::secret::{SecretSource, SourceError};
+use crate::last_good::NoopRecorder;
 use crate::material::{IdentityCache, TrustCache, crypto_provider};
-use crate::origin::SecretRef;
+use crate::origin::{IdentityOrigin, SecretRef, TrustOrigin};
 
 /// The registry of watched Secrets; cheap to clone (clones share it).
 ///
@@ -62,6 +63,22 @@ pub struct SecretWatches {
 struct Registry {
     provider: Arc<CryptoProvider>,
     entries: Mutex<HashMap<SecretRef, Arc<OnceCell<SharedSecret>>>>,
+    /// The metrics the resolvers and verifiers built over this registry record into.
+    #[cfg(feature = "metrics")]
+    metrics: std::sync::OnceLock<crate::metrics::Metrics>,
+}
+
+/// A registry of watched Secrets that does not keep it alive (what a metrics
+/// collector holds).
+#[derive(Clone)]
+pub(crate) struct WeakSecretWatches(Weak<Registry>);
+
+impl WeakSecretWatches {
+    /// The registry, while it lives.
+    #[cfg_attr(not(feature = "metrics"), allow(dead_code))]
+    pub(crate) fn upgrade(&self) -> Option<SecretWatches> {
+        self.0.upgrade().map(|inner| SecretWatches { inner })
+    }
 }
 
 static PROCESS: LazyLock<SecretWatches> = LazyLock::new(SecretWatches::new);
@@ -93,8 +110,118 @@ impl SecretWatches {
             inner: Arc::new(Registry {
                 provider,
                 entries: Mutex::new(HashMap::new()),
+                #[cfg(feature = "metrics")]
+                metrics: std::sync::OnceLock::new(),
             }),
         }
+    }
+
+    /// An empty registry whose resolvers and verifiers record into metrics registered
+    /// into `registry` now (see [`crate::metrics`]). Register one [`Metrics`](crate::metrics::Metrics)
+    /// per Prometheus registry: for several registries of watched Secrets exporting
+    /// into one, make it with [`Metrics::new`](crate::metrics::Metrics::new) and
+    /// [`SecretWatches::set_metrics`] on each.
+    #[cfg(feature = "metrics")]
+    pub fn with_metrics(registry: &mut prometheus_client::registry::Registry) -> Self {
+        let watches = Self::new();
+        let metrics = crate::metrics::Metrics::new(registry);
+        // A new registry has none yet.
+        let _ = watches.set_metrics(&metrics);
+        watches
+    }
+
+    /// Makes the resolvers and verifiers built over this registry from now on record
+    /// into `metrics`, and exports the health of its watches. Those built before keep
+    /// the no-op recorder they were built with. Fails when metrics are already set.
+    #[cfg(feature = "metrics")]
+    pub fn set_metrics(
+        &self,
+        metrics: &crate::metrics::Metrics,
+    ) -> Result<(), crate::metrics::MetricsError> {
+        self.inner
+            .metrics
+            .set(metrics.clone())
+            .map_err(|_| crate::metrics::MetricsError::AlreadyInstalled)?;
+        metrics.track_watches(self);
+        let watched = self.watched();
+        if !watched.is_empty() {
+            tracing::warn!(
+                secrets = %watched.iter().map(ToString::to_string).collect::<Vec<_>>().join(", "),
+                "metrics installed after Secrets were watched: resolvers and verifiers already \
+                 built over them record no counters (install metrics before the first client)"
+            );
+        }
+        Ok(())
+    }
+
+    /// The metrics this registry records into, if set.
+    #[cfg(feature = "metrics")]
+    pub fn metrics(&self) -> Option<&crate::metrics::Metrics> {
+        self.inner.metrics.get()
+    }
+
+    /// The identity recorder for a resolver over `origin` built on this registry (a
+    /// no-op without metrics). Construction path.
+    pub(crate) fn identity_recorder(
+        &self,
+        origin: &IdentityOrigin,
+        spiffe_id: Option<&str>,
+    ) -> Arc<dyn crate::identity::Recorder> {
+        #[cfg(feature = "metrics")]
+        if let Some(metrics) = self.inner.metrics.get() {
+            return metrics.identity_recorder(origin, spiffe_id);
+        }
+        let _ = (origin, spiffe_id);
+        Arc::new(NoopRecorder)
+    }
+
+    /// The trust recorder for a verifier over `origin` built on this registry (a no-op
+    /// without metrics). Construction path.
+    pub(crate) fn trust_recorder(&self, origin: &TrustOrigin) -> Arc<dyn crate::trust::Recorder> {
+        #[cfg(feature = "metrics")]
+        if let Some(metrics) = self.inner.metrics.get() {
+            return metrics.trust_recorder(origin);
+        }
+        let _ = origin;
+        Arc::new(NoopRecorder)
+    }
+
+    /// Exports `resolver`'s state when this registry has metrics.
+    pub(crate) fn track_identity(&self, resolver: &crate::identity::IdentityResolver) {
+        #[cfg(feature = "metrics")]
+        if let Some(metrics) = self.inner.metrics.get() {
+            metrics.track_identity(resolver);
+        }
+        let _ = resolver;
+    }
+
+    /// Exports `verifier`'s state when this registry has metrics.
+    pub(crate) fn track_trust(&self, verifier: &crate::trust::TrustVerifier) {
+        #[cfg(feature = "metrics")]
+        if let Some(metrics) = self.inner.metrics.get() {
+            metrics.track_trust(verifier);
+        }
+        let _ = verifier;
+    }
+
+    /// A handle that does not keep this registry alive.
+    #[cfg_attr(not(feature = "metrics"), allow(dead_code))]
+    pub(crate) fn downgrade(&self) -> WeakSecretWatches {
+        WeakSecretWatches(Arc::downgrade(&self.inner))
+    }
+
+    /// The Secrets watched (started and synced) now, shared.
+    #[cfg_attr(not(feature = "metrics"), allow(dead_code))]
+    pub(crate) fn shared_secrets(&self) -> Vec<SharedSecret> {
+        let entries = self
+            .inner
+            .entries
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        entries
+            .values()
+            .filter_map(|cell| cell.get().cloned())
+            .collect()
     }
 
     /// The process's registry, used by

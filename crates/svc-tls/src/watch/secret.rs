@@ -172,6 +172,12 @@ impl SecretSource {
         self.inner.watched.health().last_error()
     }
 
+    /// How many times the watch relisted after a 410 Gone (the API server compacted
+    /// the resourceVersion it resumed from; routine, counted in the health's errors).
+    pub fn relists(&self) -> u64 {
+        self.inner.watched.health().status().relists
+    }
+
     /// The watch's health: connected (synced and not failing), the last error while it
     /// fails, and the number of errors so far. A degraded watch becomes connected again
     /// on the next event or accepted WATCH request (which is how bookmarks show).

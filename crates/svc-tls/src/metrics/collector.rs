@@ -1,0 +1,278 @@
+//! The states, read at scrape time from the tracked resolvers' and verifiers'
+//! [`state`](crate::IdentityResolver::state) snapshots and from the watched Secrets of
+//! the registries the metrics are installed into. Nothing here runs on the handshake
+//! path.
+//!
+//! | family | type | labels |
+//! |---|---|---|
+//! | `svc_tls_identity_cert_expiration_timestamp_seconds` | gauge | `source`, `name` |
+//! | `svc_tls_identity_cert_not_before_timestamp_seconds` | gauge | `source`, `name` |
+//! | `svc_tls_identity_cert_refresh_timestamp_seconds` | gauge | `source`, `name` |
+//! | `svc_tls_identity_state` | gauge (1 for the current state, 0 for the others) | `source`, `name`, `state` (`fresh`, `stale`, `expired`, `not_yet_valid`) |
+//! | `svc_tls_identity_stale_seconds` | gauge | `source`, `name` |
+//! | `svc_tls_identity_source_healthy` | gauge | `source`, `name` |
+//! | `svc_tls_trust_roots_expiration_timestamp_seconds` | gauge | `source`, `name` |
+//! | `svc_tls_trust_roots` | gauge | `source`, `name` |
+//! | `svc_tls_trust_last_change_timestamp_seconds` | gauge | `source`, `name` |
+//! | `svc_tls_trust_stale` | gauge | `source`, `name` |
+//! | `svc_tls_trust_source_healthy` | gauge | `source`, `name` |
+//! | `svc_tls_secret_watch_healthy` | gauge | `secret` |
+//! | `svc_tls_secret_watch_errors_total` | counter | `secret` |
+//! | `svc_tls_secret_watch_relists_total` | counter | `secret` |
+
+use std::fmt;
+use std::sync::{Arc, PoisonError, Weak};
+use std::time::SystemTime;
+
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
+use prometheus_client::metrics::TypedMetric;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::registry::Unit;
+
+use super::{LabelSet, Shared, SourceLabels, unix_seconds};
+use crate::material::CertificateValidity;
+
+/// The values of the `state` label of `svc_tls_identity_state`.
+pub const IDENTITY_STATES: [&str; 4] = ["fresh", "stale", "expired", "not_yet_valid"];
+
+/// Reads the states at scrape time.
+pub(crate) struct StateCollector {
+    shared: Weak<Shared>,
+}
+
+impl fmt::Debug for StateCollector {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("StateCollector").finish_non_exhaustive()
+    }
+}
+
+impl StateCollector {
+    pub(crate) fn new(shared: &Arc<Shared>) -> Self {
+        Self {
+            shared: Arc::downgrade(shared),
+        }
+    }
+}
+
+type Gauges = Family<LabelSet, Gauge>;
+type Counters = Family<LabelSet, Counter>;
+
+fn emit<M: EncodeMetric + TypedMetric>(
+    encoder: &mut DescriptorEncoder,
+    name: &str,
+    help: &str,
+    unit: Option<&Unit>,
+    family: &Family<LabelSet, M>,
+) -> Result<(), fmt::Error> {
+    family.encode(encoder.encode_descriptor(name, help, unit, M::TYPE)?)
+}
+
+fn set(family: &Gauges, labels: &LabelSet, value: i64) {
+    family.get_or_create(labels).set(value);
+}
+
+impl Collector for StateCollector {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), fmt::Error> {
+        let Some(shared) = self.shared.upgrade() else {
+            return Ok(());
+        };
+        let (identities, trusts, watches) = {
+            let tracked = shared
+                .tracked
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            (
+                tracked.identities.values().cloned().collect::<Vec<_>>(),
+                tracked.trusts.values().cloned().collect::<Vec<_>>(),
+                tracked.watches.clone(),
+            )
+        };
+        let now = SystemTime::now();
+        let seconds = Some(&Unit::Seconds);
+
+        let (expiry, not_before, refresh, state, stale_age, healthy) = (
+            Gauges::default(),
+            Gauges::default(),
+            Gauges::default(),
+            Gauges::default(),
+            Gauges::default(),
+            Gauges::default(),
+        );
+        for resolver in &identities {
+            let snapshot = resolver.state();
+            let labels = SourceLabels::identity(&snapshot.source, snapshot.spiffe_id.as_deref());
+            let set_labels = labels.set();
+            set(&expiry, &set_labels, unix_seconds(snapshot.not_after));
+            let served = resolver.current();
+            set(&not_before, &set_labels, unix_seconds(served.not_before()));
+            set(
+                &refresh,
+                &set_labels,
+                unix_seconds(snapshot.last_good_reload),
+            );
+            let current = match snapshot.validity {
+                CertificateValidity::Expired { .. } => "expired",
+                CertificateValidity::NotYetValid { .. } => "not_yet_valid",
+                _ if snapshot.stale => "stale",
+                _ => "fresh",
+            };
+            for name in IDENTITY_STATES {
+                set(
+                    &state,
+                    &labels.with("state", name),
+                    i64::from(name == current),
+                );
+            }
+            let age = if snapshot.stale {
+                now.duration_since(snapshot.last_good_reload)
+                    .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
+            } else {
+                0
+            };
+            set(&stale_age, &set_labels, age);
+            if let Some(watch) = &snapshot.watch {
+                set(&healthy, &set_labels, i64::from(watch.connected));
+            }
+        }
+        emit(
+            &mut encoder,
+            "svc_tls_identity_cert_expiration_timestamp",
+            "When the client certificate served expires (notAfter, Unix time)",
+            seconds,
+            &expiry,
+        )?;
+        emit(
+            &mut encoder,
+            "svc_tls_identity_cert_not_before_timestamp",
+            "When the client certificate served became valid (notBefore, Unix time)",
+            seconds,
+            &not_before,
+        )?;
+        emit(
+            &mut encoder,
+            "svc_tls_identity_cert_refresh_timestamp",
+            "When the identity served was loaded (the last successful refresh, Unix time)",
+            seconds,
+            &refresh,
+        )?;
+        emit(
+            &mut encoder,
+            "svc_tls_identity_state",
+            "The identity's state: 1 for the current one of fresh, stale (the last reload failed; the last good identity is served), expired, not_yet_valid",
+            None,
+            &state,
+        )?;
+        emit(
+            &mut encoder,
+            "svc_tls_identity_stale",
+            "How long the identity served has been stale (since its load, while reloads fail; 0 when fresh)",
+            seconds,
+            &stale_age,
+        )?;
+        emit(
+            &mut encoder,
+            "svc_tls_identity_source_healthy",
+            "Whether the identity source's watch or stream receives changes (1) or not (0)",
+            None,
+            &healthy,
+        )?;
+
+        let (roots_expiry, roots, changed, stale, healthy) = (
+            Gauges::default(),
+            Gauges::default(),
+            Gauges::default(),
+            Gauges::default(),
+            Gauges::default(),
+        );
+        for verifier in &trusts {
+            let snapshot = verifier.state();
+            let labels = SourceLabels::trust(&snapshot.source).set();
+            if let Some(not_after) = snapshot.not_after {
+                set(&roots_expiry, &labels, unix_seconds(not_after));
+            }
+            set(
+                &roots,
+                &labels,
+                i64::try_from(snapshot.roots).unwrap_or(i64::MAX),
+            );
+            set(&changed, &labels, unix_seconds(snapshot.last_good_reload));
+            set(&stale, &labels, i64::from(snapshot.stale));
+            if let Some(watch) = &snapshot.watch {
+                set(&healthy, &labels, i64::from(watch.connected));
+            }
+        }
+        emit(
+            &mut encoder,
+            "svc_tls_trust_roots_expiration_timestamp",
+            "The earliest notAfter among the trusted roots used (Unix time)",
+            seconds,
+            &roots_expiry,
+        )?;
+        emit(
+            &mut encoder,
+            "svc_tls_trust_roots",
+            "How many roots are trusted (the last good set)",
+            None,
+            &roots,
+        )?;
+        emit(
+            &mut encoder,
+            "svc_tls_trust_last_change_timestamp",
+            "When the root set used was loaded (Unix time)",
+            seconds,
+            &changed,
+        )?;
+        emit(
+            &mut encoder,
+            "svc_tls_trust_stale",
+            "Whether the last trust reload failed (1: the last good roots are used)",
+            None,
+            &stale,
+        )?;
+        emit(
+            &mut encoder,
+            "svc_tls_trust_source_healthy",
+            "Whether the trust source's watch or stream receives changes (1) or not (0)",
+            None,
+            &healthy,
+        )?;
+
+        let (watch_healthy, errors, relists) =
+            (Gauges::default(), Counters::default(), Counters::default());
+        for watches in watches.iter().filter_map(|w| w.upgrade()) {
+            for shared in watches.shared_secrets() {
+                let labels = vec![("secret", shared.secret_ref().to_string())];
+                let source = shared.source();
+                let health = source.watch_health();
+                set(&watch_healthy, &labels, i64::from(health.connected));
+                errors.get_or_create(&labels).inc_by(health.errors);
+                relists.get_or_create(&labels).inc_by(source.relists());
+            }
+        }
+        emit(
+            &mut encoder,
+            "svc_tls_secret_watch_healthy",
+            "Whether the watch of a Secret is synced and receiving changes (1) or failing (0; the last state seen is served)",
+            None,
+            &watch_healthy,
+        )?;
+        emit(
+            &mut encoder,
+            "svc_tls_secret_watch_errors",
+            "Errors of the watch of a Secret (each one restarts the watch with backoff), 410 relists included",
+            None,
+            &errors,
+        )?;
+        emit(
+            &mut encoder,
+            "svc_tls_secret_watch_relists",
+            "Relists of the watch of a Secret after a 410 Gone (routine: the API server compacted the resourceVersion)",
+            None,
+            &relists,
+        )?;
+        Ok(())
+    }
+}

@@ -1,0 +1,141 @@
+//! The identity's event counters and its [`Recorder`](crate::identity::Recorder).
+//!
+//! | family | type | labels |
+//! |---|---|---|
+//! | `svc_tls_identity_cert_refreshes_total` | counter | `source`, `name`, `result` (`ok`, `not_found`, `malformed`, `expired`, `not_yet_valid`, `unavailable`, `other`) |
+//! | `svc_tls_identity_warnings_suppressed_total` | counter | `source`, `name` |
+//!
+//! `result="ok"` counts the identities installed (at start-up and at each rotation
+//! seen); every other result counts the handshake-time reloads that failed for that
+//! reason (the last good identity was served).
+
+use std::fmt;
+use std::time::SystemTime;
+
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::registry::Registry;
+
+use super::{LabelSet, SourceLabels, material_result};
+use crate::identity::{InvalidIdentity, Recorder, ReloadError, StaleWarning};
+use crate::material::Identity;
+use crate::origin::IdentityOrigin;
+
+/// The values of the `result` label of `svc_tls_identity_cert_refreshes_total`.
+pub const REFRESH_RESULTS: [&str; 7] = [
+    "ok",
+    "not_found",
+    "malformed",
+    "expired",
+    "not_yet_valid",
+    "unavailable",
+    "other",
+];
+
+/// The identity's counter families, registered once.
+pub(crate) struct IdentityFamilies {
+    refreshes: Family<LabelSet, Counter>,
+    suppressed: Family<LabelSet, Counter>,
+}
+
+impl IdentityFamilies {
+    pub(crate) fn register(registry: &mut Registry) -> Self {
+        let families = Self {
+            refreshes: Family::default(),
+            suppressed: Family::default(),
+        };
+        registry.register(
+            "svc_tls_identity_cert_refreshes",
+            "Client identity reloads by result: ok (a new identity installed) or the reason a handshake-time reload failed (the last good identity was served)",
+            families.refreshes.clone(),
+        );
+        registry.register(
+            "svc_tls_identity_warnings_suppressed",
+            "Stale or invalid identity reports held back by the rate limit",
+            families.suppressed.clone(),
+        );
+        families
+    }
+}
+
+/// The `result` label of a failed identity reload (a fixed set, never the error's
+/// text).
+pub fn failure_result(error: &(dyn std::error::Error + 'static)) -> &'static str {
+    match error.downcast_ref::<ReloadError>() {
+        Some(ReloadError::NotFound { .. }) => "not_found",
+        Some(ReloadError::Material(e)) => material_result(e),
+        Some(ReloadError::Unavailable(_)) => "unavailable",
+        Some(ReloadError::OutsideValidity(_)) => "expired",
+        _ => "other",
+    }
+}
+
+/// The recorder of one identity source: the counters of its label sets, created when
+/// it is built, so that a handshake only increments an atomic.
+pub struct IdentityRecorder {
+    labels: SourceLabels,
+    /// One counter per [`REFRESH_RESULTS`] entry, in that order.
+    refreshes: [Counter; REFRESH_RESULTS.len()],
+    suppressed: Counter,
+}
+
+impl fmt::Debug for IdentityRecorder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("IdentityRecorder")
+            .field("labels", &self.labels)
+            .finish_non_exhaustive()
+    }
+}
+
+impl IdentityRecorder {
+    pub(crate) fn new(families: &IdentityFamilies, labels: SourceLabels) -> Self {
+        let refreshes = REFRESH_RESULTS.map(|result| {
+            families
+                .refreshes
+                .get_or_create(&labels.with("result", result))
+                .clone()
+        });
+        let suppressed = families.suppressed.get_or_create(&labels.set()).clone();
+        Self {
+            labels,
+            refreshes,
+            suppressed,
+        }
+    }
+
+    /// The source's labels.
+    pub fn labels(&self) -> &SourceLabels {
+        &self.labels
+    }
+
+    fn refresh(&self, result: &str) -> &Counter {
+        let index = REFRESH_RESULTS
+            .iter()
+            .position(|r| *r == result)
+            .unwrap_or(REFRESH_RESULTS.len() - 1);
+        &self.refreshes[index]
+    }
+}
+
+impl Recorder for IdentityRecorder {
+    fn reloaded(&self, _source: &IdentityOrigin, _identity: &Identity, _at: SystemTime) {
+        self.refreshes[0].inc();
+    }
+
+    fn reload_failed(
+        &self,
+        _source: &IdentityOrigin,
+        error: &(dyn std::error::Error + 'static),
+        _failures: u64,
+    ) {
+        self.refresh(failure_result(error)).inc();
+    }
+
+    fn stale_warning(&self, warning: &StaleWarning<'_>) {
+        self.suppressed.inc_by(warning.suppressed);
+    }
+
+    fn invalid_identity(&self, event: &InvalidIdentity<'_>) {
+        self.suppressed.inc_by(event.suppressed);
+    }
+}

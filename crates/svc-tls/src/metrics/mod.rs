@@ -1,0 +1,267 @@
+//! Prometheus metrics (feature `metrics`): the identity, trust and watched Secrets of
+//! a service, on [`prometheus_client`] (the OpenMetrics crate of linkerd2-proxy and
+//! kubert), registered into a [`Registry`] the service owns and serves on its
+//! `/metrics` endpoint.
+//!
+//! Turn it on once, before the first peer client is built:
+//!
+//! ```no_run
+//! # async fn f(client: kube::Client, peer: svc_tls::PeerOptions,
+//! #            me: svc_tls::ClientIdentityOptions) -> Result<(), Box<dyn std::error::Error>> {
+//! use prometheus_client::registry::Registry;
+//!
+//! let mut registry = Registry::default();
+//! // Every constructor over the process's registry of watched Secrets records into it.
+//! svc_tls::metrics::register(&mut registry)?;
+//! let tls = svc_tls::PeerTls::from_options(&client, &peer, &me, std::time::Duration::from_secs(30)).await?;
+//! let mut text = String::new();
+//! prometheus_client::encoding::text::encode(&mut text, &registry)?; // serve this
+//! # let _ = tls; Ok(()) }
+//! ```
+//!
+//! [`register`] installs the metrics into [`SecretWatches::process`], which
+//! [`PeerTls::from_options`](crate::PeerTls::from_options) and
+//! [`PeerTls::for_spiffe_id`](crate::PeerTls::for_spiffe_id) build from. A registry of
+//! the caller's gets them with [`SecretWatches::with_metrics`] or
+//! [`SecretWatches::set_metrics`]. A resolver or verifier built over a registry
+//! before its metrics were installed keeps the no-op recorder it was built with (it
+//! is shared for the life of the registry): its counters stay absent, while its state
+//! gauges and its Secret's watch are still exported. Installing metrics twice into one
+//! registry is refused ([`MetricsError::AlreadyInstalled`]).
+//!
+//! What is exported (every family, its type and its labels, is listed in
+//! `docs/operations.md`):
+//! - counters of events, updated by the recorders on the handshake path with atomics
+//!   only: each recorder holds the counters of its own source, created once when it is
+//!   built, so a handshake never looks up or creates a label set ([`identity`],
+//!   [`trust`]);
+//! - gauges of states (expiry, not-before, last refresh, state, stale age, roots, watch
+//!   health), read at scrape time from the resolvers', verifiers' and watches' own
+//!   snapshots by a collector ([`collector`]), so that a stale age grows while no event
+//!   fires.
+//!
+//! Labels are bounded: `source` is `secret` or `spiffe`, `name` is the Secret's
+//! `namespace/name` or the SPIFFE ID (configuration, never data read from a peer), and
+//! `result`/`state` take fixed values. No error text is ever a label.
+
+pub mod collector;
+pub mod identity;
+pub mod trust;
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use prometheus_client::registry::Registry;
+
+use crate::identity::IdentityResolver;
+use crate::material::{MaterialError, MaterialErrorKind};
+use crate::origin::{IdentityOrigin, TrustOrigin};
+use crate::trust::TrustVerifier;
+use crate::watch::SecretWatches;
+
+/// Why metrics could not be installed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum MetricsError {
+    /// The registry of watched Secrets already records into a [`Metrics`].
+    #[error("metrics are already installed into this registry of watched Secrets")]
+    AlreadyInstalled,
+}
+
+/// The metric families of svc-tls registered into one Prometheus [`Registry`], and the
+/// resolvers and verifiers whose states are read at scrape time. Cheap to clone.
+///
+/// Make one per Prometheus registry ([`Metrics::new`]) and install it into each
+/// registry of watched Secrets that should record into it.
+#[derive(Clone)]
+pub struct Metrics {
+    inner: Arc<Shared>,
+}
+
+pub(crate) struct Shared {
+    pub(crate) identity: identity::IdentityFamilies,
+    pub(crate) trust: trust::TrustFamilies,
+    /// The resolvers and verifiers read at scrape time, one per labelled source (the
+    /// newest one built wins: they read the same source).
+    pub(crate) tracked: Mutex<Tracked>,
+}
+
+#[derive(Default)]
+pub(crate) struct Tracked {
+    pub(crate) identities: BTreeMap<SourceLabels, IdentityResolver>,
+    pub(crate) trusts: BTreeMap<SourceLabels, TrustVerifier>,
+    pub(crate) watches: Vec<crate::watch::WeakSecretWatches>,
+}
+
+impl fmt::Debug for Metrics {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let tracked = self
+            .inner
+            .tracked
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        f.debug_struct("Metrics")
+            .field("identities", &tracked.identities.keys().collect::<Vec<_>>())
+            .field("trusts", &tracked.trusts.keys().collect::<Vec<_>>())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Metrics {
+    /// Registers svc-tls's metric families (and the collector of its states) into
+    /// `registry`. Call once per Prometheus registry.
+    pub fn new(registry: &mut Registry) -> Self {
+        let inner = Arc::new(Shared {
+            identity: identity::IdentityFamilies::register(registry),
+            trust: trust::TrustFamilies::register(registry),
+            tracked: Mutex::new(Tracked::default()),
+        });
+        registry.register_collector(Box::new(collector::StateCollector::new(&inner)));
+        Self { inner }
+    }
+
+    /// The recorder of an identity source: its counters, created now (construction
+    /// path), updated with atomics on the handshake path. `spiffe_id` names a SPIFFE
+    /// identity (the Workload API's endpoint is used when it is `None`).
+    pub fn identity_recorder(
+        &self,
+        origin: &IdentityOrigin,
+        spiffe_id: Option<&str>,
+    ) -> Arc<identity::IdentityRecorder> {
+        Arc::new(identity::IdentityRecorder::new(
+            &self.inner.identity,
+            SourceLabels::identity(origin, spiffe_id),
+        ))
+    }
+
+    /// The recorder of a trust source (see [`Metrics::identity_recorder`]).
+    pub fn trust_recorder(&self, origin: &TrustOrigin) -> Arc<trust::TrustRecorder> {
+        Arc::new(trust::TrustRecorder::new(
+            &self.inner.trust,
+            SourceLabels::trust(origin),
+        ))
+    }
+
+    /// Exports `resolver`'s state at scrape time (replacing a resolver of the same
+    /// source tracked before). Construction path.
+    pub fn track_identity(&self, resolver: &IdentityResolver) {
+        let state = resolver.state();
+        let labels = SourceLabels::identity(&state.source, state.spiffe_id.as_deref());
+        self.tracked().identities.insert(labels, resolver.clone());
+    }
+
+    /// Exports `verifier`'s state at scrape time (replacing a verifier of the same
+    /// source tracked before). Construction path.
+    pub fn track_trust(&self, verifier: &TrustVerifier) {
+        let labels = SourceLabels::trust(verifier.trust_source().origin());
+        self.tracked().trusts.insert(labels, verifier.clone());
+    }
+
+    pub(crate) fn track_watches(&self, watches: &SecretWatches) {
+        self.tracked().watches.push(watches.downgrade());
+    }
+
+    fn tracked(&self) -> std::sync::MutexGuard<'_, Tracked> {
+        self.inner
+            .tracked
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// Registers svc-tls's metrics into `registry` and installs them into the process's
+/// registry of watched Secrets ([`SecretWatches::process`]), which the options-based
+/// constructors use: call it once at start-up, before the first peer client is built
+/// (resolvers and verifiers built before keep recording nothing; see the module
+/// documentation). A second call fails with [`MetricsError::AlreadyInstalled`] and
+/// registers nothing.
+pub fn register(registry: &mut Registry) -> Result<Metrics, MetricsError> {
+    let process = SecretWatches::process();
+    if process.metrics().is_some() {
+        return Err(MetricsError::AlreadyInstalled);
+    }
+    let metrics = Metrics::new(registry);
+    process.set_metrics(&metrics)?;
+    Ok(metrics)
+}
+
+/// The labels of one source: `source` (`secret` or `spiffe`) and `name` (the Secret's
+/// `namespace/name`, or the SPIFFE ID).
+#[derive(Clone, Debug, Hash, PartialEq, Eq, PartialOrd, Ord)]
+pub struct SourceLabels {
+    /// `secret` or `spiffe`.
+    pub source: &'static str,
+    /// The Secret's `namespace/name`, or the SPIFFE ID (trust: `spiffe://<trust domain>`).
+    pub name: String,
+}
+
+impl SourceLabels {
+    /// The labels of an identity source.
+    pub fn identity(origin: &IdentityOrigin, spiffe_id: Option<&str>) -> Self {
+        match origin {
+            IdentityOrigin::Secret(secret) => Self {
+                source: "secret",
+                name: secret.to_string(),
+            },
+            IdentityOrigin::Spiffe { endpoint } => Self {
+                source: "spiffe",
+                name: spiffe_id.unwrap_or(endpoint).to_owned(),
+            },
+        }
+    }
+
+    /// The labels of a trust source.
+    pub fn trust(origin: &TrustOrigin) -> Self {
+        match origin {
+            TrustOrigin::Secret(secret) => Self {
+                source: "secret",
+                name: secret.to_string(),
+            },
+            TrustOrigin::SpiffeBundle { trust_domain } => Self {
+                source: "spiffe",
+                name: format!("spiffe://{trust_domain}"),
+            },
+        }
+    }
+
+    pub(crate) fn with(&self, key: &'static str, value: &'static str) -> LabelSet {
+        vec![
+            ("source", self.source.to_owned()),
+            ("name", self.name.clone()),
+            (key, value.to_owned()),
+        ]
+    }
+
+    pub(crate) fn set(&self) -> LabelSet {
+        vec![
+            ("source", self.source.to_owned()),
+            ("name", self.name.clone()),
+        ]
+    }
+}
+
+/// A label set as the families take it.
+pub(crate) type LabelSet = Vec<(&'static str, String)>;
+
+/// The `result` label of a failed reload, from a fixed set (never the error's text):
+/// `not_found`, `malformed`, `expired`, `not_yet_valid`, `unavailable`, `withdrawn`,
+/// `other`.
+pub(crate) fn material_result(error: &MaterialError) -> &'static str {
+    match error.kind() {
+        MaterialErrorKind::CertificateExpired { .. } => "expired",
+        MaterialErrorKind::CertificateNotYetValid { .. } => "not_yet_valid",
+        _ => "malformed",
+    }
+}
+
+/// Unix seconds of `t` (negative before the epoch).
+pub(crate) fn unix_seconds(t: std::time::SystemTime) -> i64 {
+    match t.duration_since(std::time::UNIX_EPOCH) {
+        Ok(d) => i64::try_from(d.as_secs()).unwrap_or(i64::MAX),
+        Err(e) => i64::try_from(e.duration().as_secs()).map_or(i64::MIN, |s| -s),
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,260 @@
+//! The text exposition of each family: names, types, units, labels; a reason label
+//! never carries input text.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use prometheus_client::encoding::text::encode;
+use prometheus_client::registry::Registry;
+use test_support::pki::TestCa;
+
+use super::*;
+use crate::identity::{IdentitySource, Recorder as _, ReloadError};
+use crate::last_good::{DEFAULT_WARNING_PERIOD, SystemClock};
+use crate::material::{Identity, crypto_provider, load_identity_from_pem};
+use crate::origin::SecretRef;
+use crate::trust::Recorder as _;
+
+fn text(registry: &Registry) -> String {
+    let mut text = String::new();
+    encode(&mut text, registry).unwrap();
+    text
+}
+
+/// The lines of `text` that are samples of `name` (with labels).
+fn samples<'a>(text: &'a str, name: &str) -> Vec<&'a str> {
+    text.lines()
+        .filter(|l| l.starts_with(&format!("{name}{{")) || l.starts_with(&format!("{name} ")))
+        .collect()
+}
+
+fn secret() -> SecretRef {
+    SecretRef::new("platform", "billing-client-certificate")
+}
+
+/// An identity source whose answer the test sets.
+#[derive(Debug)]
+struct Settable {
+    origin: IdentityOrigin,
+    answer: Mutex<Result<Identity, ()>>,
+}
+
+impl IdentitySource for Settable {
+    fn origin(&self) -> &IdentityOrigin {
+        &self.origin
+    }
+    fn current(&self) -> Result<Identity, ReloadError> {
+        match &*self.answer.lock().unwrap() {
+            Ok(identity) => Ok(identity.clone()),
+            Err(()) => Err(ReloadError::NotFound { secret: secret() }),
+        }
+    }
+}
+
+fn identity(ca: &TestCa, serial: u64) -> Identity {
+    let leaf = ca.client_leaf("platform client", serial);
+    load_identity_from_pem(
+        &secret(),
+        leaf.cert_pem.as_bytes(),
+        leaf.key_pem.as_bytes(),
+        &crypto_provider(),
+    )
+    .unwrap()
+}
+
+#[test]
+fn identity_families_have_their_names_types_units_and_labels() {
+    let mut registry = Registry::default();
+    let metrics = Metrics::new(&mut registry);
+    let ca = TestCa::new("clients");
+    let first = identity(&ca, 7);
+    let source = Arc::new(Settable {
+        origin: IdentityOrigin::Secret(secret()),
+        answer: Mutex::new(Ok(first.clone())),
+    });
+    let recorder = metrics.identity_recorder(source.origin(), None);
+    let resolver = IdentityResolver::from_identity_source(
+        source.clone(),
+        recorder,
+        Arc::new(SystemClock::new()),
+        DEFAULT_WARNING_PERIOD,
+    )
+    .unwrap();
+    metrics.track_identity(&resolver);
+    let labels = r#"source="secret",name="platform/billing-client-certificate""#;
+
+    let fresh = text(&registry);
+    for (name, kind, unit) in [
+        (
+            "svc_tls_identity_cert_expiration_timestamp_seconds",
+            "gauge",
+            Some("seconds"),
+        ),
+        (
+            "svc_tls_identity_cert_not_before_timestamp_seconds",
+            "gauge",
+            Some("seconds"),
+        ),
+        (
+            "svc_tls_identity_cert_refresh_timestamp_seconds",
+            "gauge",
+            Some("seconds"),
+        ),
+        ("svc_tls_identity_stale_seconds", "gauge", Some("seconds")),
+        ("svc_tls_identity_state", "gauge", None),
+        ("svc_tls_identity_cert_refreshes", "counter", None),
+        ("svc_tls_identity_warnings_suppressed", "counter", None),
+    ] {
+        assert!(
+            fresh.contains(&format!("# TYPE {name} {kind}\n")),
+            "{name}:\n{fresh}"
+        );
+        if let Some(unit) = unit {
+            assert!(
+                fresh.contains(&format!("# UNIT {name} {unit}\n")),
+                "{name}:\n{fresh}"
+            );
+        }
+    }
+    let not_after = first
+        .not_after()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    assert_eq!(
+        samples(&fresh, "svc_tls_identity_cert_expiration_timestamp_seconds"),
+        [format!(
+            "svc_tls_identity_cert_expiration_timestamp_seconds{{{labels}}} {not_after}"
+        )]
+    );
+    assert!(
+        fresh.contains(&format!(
+            "svc_tls_identity_cert_refreshes_total{{{labels},result=\"ok\"}} 1\n"
+        )),
+        "{fresh}"
+    );
+    assert!(fresh.contains(&format!(
+        "svc_tls_identity_state{{{labels},state=\"fresh\"}} 1\n"
+    )));
+    assert!(fresh.contains(&format!(
+        "svc_tls_identity_state{{{labels},state=\"stale\"}} 0\n"
+    )));
+    assert!(fresh.contains(&format!("svc_tls_identity_stale_seconds{{{labels}}} 0\n")));
+
+    // The Secret is gone: each handshake's failure is counted, the state is stale.
+    *source.answer.lock().unwrap() = Err(());
+    resolver.reload();
+    resolver.reload();
+    let stale = text(&registry);
+    assert!(
+        stale.contains(&format!(
+            "svc_tls_identity_cert_refreshes_total{{{labels},result=\"not_found\"}} 2\n"
+        )),
+        "{stale}"
+    );
+    assert!(stale.contains(&format!(
+        "svc_tls_identity_state{{{labels},state=\"stale\"}} 1\n"
+    )));
+    assert!(stale.contains(&format!(
+        "svc_tls_identity_state{{{labels},state=\"fresh\"}} 0\n"
+    )));
+
+    // A rotation: a new expiry, one more ok.
+    let second = identity(&ca, 8);
+    *source.answer.lock().unwrap() = Ok(second);
+    resolver.reload();
+    let rotated = text(&registry);
+    assert!(rotated.contains(&format!(
+        "svc_tls_identity_cert_refreshes_total{{{labels},result=\"ok\"}} 2\n"
+    )));
+    assert!(rotated.contains(&format!(
+        "svc_tls_identity_state{{{labels},state=\"fresh\"}} 1\n"
+    )));
+}
+
+#[test]
+fn trust_and_watch_families_have_their_names_types_and_labels() {
+    let mut registry = Registry::default();
+    let metrics = Metrics::new(&mut registry);
+    let origin = TrustOrigin::SpiffeBundle {
+        trust_domain: "example.org".to_owned(),
+    };
+    let recorder = metrics.trust_recorder(&origin);
+    recorder.trust_reload_failed(
+        &origin,
+        &crate::trust::ReloadError::Withdrawn("de-federated".into()),
+        1,
+    );
+    let text = text(&registry);
+    assert!(
+        text.contains(r#"svc_tls_trust_reloads_total{source="spiffe",name="spiffe://example.org",result="withdrawn"} 1"#),
+        "{text}"
+    );
+    assert!(text.contains("# TYPE svc_tls_trust_reloads counter\n"));
+    for (name, kind) in [
+        ("svc_tls_trust_roots_expiration_timestamp_seconds", "gauge"),
+        ("svc_tls_trust_roots", "gauge"),
+        ("svc_tls_trust_last_change_timestamp_seconds", "gauge"),
+        ("svc_tls_trust_stale", "gauge"),
+        ("svc_tls_trust_source_healthy", "gauge"),
+        ("svc_tls_secret_watch_healthy", "gauge"),
+        ("svc_tls_secret_watch_errors", "counter"),
+        ("svc_tls_secret_watch_relists", "counter"),
+    ] {
+        assert!(
+            text.contains(&format!("# TYPE {name} {kind}\n")),
+            "{name}:\n{text}"
+        );
+    }
+}
+
+#[test]
+fn a_result_label_never_carries_input_text() {
+    let mut registry = Registry::default();
+    let metrics = Metrics::new(&mut registry);
+    let origin = IdentityOrigin::Secret(secret());
+    let recorder = metrics.identity_recorder(&origin, None);
+    let attacker = "evil\"} 1\nsvc_tls_pwned 1 attacker-text";
+    // Errors whose text is the attacker's: their own type, and the crate's wrapping it.
+    let foreign = std::io::Error::other(attacker);
+    recorder.reload_failed(&origin, &foreign, 1);
+    let wrapped = ReloadError::Unavailable(attacker.into());
+    recorder.reload_failed(&origin, &wrapped, 2);
+    let text = text(&registry);
+    assert!(!text.contains("evil"), "{text}");
+    assert!(!text.contains("attacker"), "{text}");
+    assert!(!text.contains("pwned"), "{text}");
+    assert!(text.contains(r#"result="other"} 1"#), "{text}");
+    assert!(text.contains(r#"result="unavailable"} 1"#), "{text}");
+    for line in samples(&text, "svc_tls_identity_cert_refreshes_total") {
+        let result = line
+            .split("result=\"")
+            .nth(1)
+            .unwrap()
+            .split('"')
+            .next()
+            .unwrap();
+        assert!(identity::REFRESH_RESULTS.contains(&result), "{line}");
+    }
+}
+
+#[test]
+fn timestamps_are_unix_seconds() {
+    // The unix conversion the gauges use.
+    assert_eq!(unix_seconds(UNIX_EPOCH + Duration::from_secs(42)), 42);
+    assert_eq!(unix_seconds(UNIX_EPOCH - Duration::from_secs(3)), -3);
+    assert!(unix_seconds(SystemTime::now()) > 1_700_000_000);
+}
+
+#[test]
+fn metrics_are_installed_once_per_registry_of_watched_secrets() {
+    let mut registry = Registry::default();
+    let watches = SecretWatches::with_metrics(&mut registry);
+    let other = Metrics::new(&mut Registry::default());
+    assert_eq!(
+        watches.set_metrics(&other),
+        Err(MetricsError::AlreadyInstalled)
+    );
+    assert!(watches.metrics().is_some());
+}

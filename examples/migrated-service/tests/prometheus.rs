@@ -1,0 +1,297 @@
+//! A real Prometheus server (Debian's `prometheus`, installed by `cargo xtask
+//! prepare` as nginx is) scrapes the migrated service's `/metrics` on loopback, and
+//! the test asks Prometheus's HTTP API what it scraped: the identity's expiry is the
+//! leaf's `notAfter`; after a rotation in the API emulator the new `notAfter` and a
+//! higher refresh counter appear; after the Secret is broken the failure counter rises
+//! and the state reads stale. And `promtool check rules` accepts `docs/alerts.yaml`.
+//!
+//! Without `prometheus` on the PATH the tests are skipped with a message, except under
+//! CI (`CI=true`), where a missing binary fails them.
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant, UNIX_EPOCH};
+
+use kube_testbed::Testbed;
+use platform_client_compat::tls::material::{crypto_provider, load_identity_from_pem};
+use platform_client_compat::tls::options::SecretRef;
+use test_support::pki::{Leaf, TestCa};
+use test_support::tls_server::VerifyingServer;
+
+const NS: &str = "platform";
+const SECRET: &str = "billing-client-certificate";
+const LABELS: &str = r#"source="secret",name="platform/billing-client-certificate""#;
+
+/// Whether `program` runs; `false` skips the test (outside CI only).
+fn have(program: &str) -> bool {
+    let present = Command::new(program)
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !present {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "{program} is not installed (CI installs it with `cargo xtask prepare`: apt package prometheus)"
+        );
+        eprintln!(
+            "SKIPPED: {program} is not installed (apt-get install prometheus, or `cargo xtask prepare` as root)"
+        );
+    }
+    present
+}
+
+fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// A child process killed (by its own id) when dropped.
+struct Running(Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn secret(name: &str, data: &[(&str, &str)]) -> serde_json::Value {
+    test_support::secret::secret_with(NS, name, "kubernetes.io/tls", data)
+}
+
+fn not_after(leaf: &Leaf) -> i64 {
+    let identity = load_identity_from_pem(
+        &SecretRef::new(NS, SECRET),
+        leaf.cert_pem.as_bytes(),
+        leaf.key_pem.as_bytes(),
+        &crypto_provider(),
+    )
+    .unwrap();
+    i64::try_from(
+        identity
+            .not_after()
+            .duration_since(UNIX_EPOCH)
+            .unwrap()
+            .as_secs(),
+    )
+    .unwrap()
+}
+
+fn write_kubeconfig(dir: &Path, tb: &Testbed) -> PathBuf {
+    let ca = dir.join("ca.pem");
+    std::fs::write(&ca, tb.ca_pem()).unwrap();
+    let text = format!(
+        "apiVersion: v1\nkind: Config\ncurrent-context: testbed\nclusters:\n- name: testbed\n  cluster:\n    server: {server}\n    certificate-authority: {ca}\ncontexts:\n- name: testbed\n  context:\n    cluster: testbed\n    user: admin\nusers:\n- name: admin\n  user:\n    token: {token}\n",
+        server = tb.base_url(),
+        ca = ca.display(),
+        token = tb.token(),
+    );
+    let path = dir.join("kubeconfig");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// Prometheus's answer to an instant query: the first sample's value, if any.
+async fn query(http: &reqwest::Client, prometheus: &str, promql: &str) -> Option<f64> {
+    let mut url = reqwest::Url::parse(&format!("{prometheus}/api/v1/query")).ok()?;
+    url.query_pairs_mut().append_pair("query", promql);
+    let response = http.get(url).send().await.ok()?;
+    let body: serde_json::Value = response.json().await.ok()?;
+    body["data"]["result"][0]["value"][1]
+        .as_str()
+        .and_then(|v| v.parse().ok())
+}
+
+/// Polls `promql` until `check` accepts its value (60 s at most).
+async fn wait_for(
+    http: &reqwest::Client,
+    prometheus: &str,
+    promql: &str,
+    what: &str,
+    check: impl Fn(f64) -> bool,
+) -> f64 {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut last = None;
+    while Instant::now() < deadline {
+        last = query(http, prometheus, promql).await;
+        if let Some(value) = last.filter(|v| check(*v)) {
+            return value;
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    panic!("timed out waiting for {what}: `{promql}` last answered {last:?}");
+}
+
+#[test]
+fn promtool_accepts_the_alert_rules() {
+    if !have("promtool") {
+        return;
+    }
+    let rules = workspace().join("docs/alerts.yaml");
+    let output = Command::new("promtool")
+        .args(["check", "rules"])
+        .arg(&rules)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "promtool check rules {}:\n{}{}",
+        rules.display(),
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_real_prometheus_scrapes_expiry_rotation_and_failures() {
+    if !have("prometheus") {
+        return;
+    }
+    let tb = Testbed::start().await;
+    let (server_ca, client_ca) = (
+        TestCa::new("identity service"),
+        TestCa::new("platform clients"),
+    );
+    let first = client_ca.short_lived_client_leaf(1, Duration::from_secs(3 * 24 * 3600));
+    tb.upsert(secret(
+        SECRET,
+        &[("tls.crt", &first.cert_pem), ("tls.key", &first.key_pem)],
+    ));
+    tb.upsert(secret("identity-ca", &[("tls.crt", &server_ca.pem())]));
+    let server = VerifyingServer::builder(&server_ca, &client_ca)
+        .start()
+        .await;
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = write_kubeconfig(dir.path(), &tb);
+
+    // The service: one request, then a request every 200 ms while serving /metrics.
+    let metrics_port = free_port();
+    let service = Running(
+        Command::new(env!("CARGO_BIN_EXE_migrated-service"))
+            .args([
+                format!("--kubeconfig={}", kubeconfig.display()),
+                format!("--client-certificate-namespace={NS}"),
+                format!("--client-certificate-name={SECRET}"),
+                format!("--identity-host={}", server.url()),
+                format!("--identity-ca-secret-namespace={NS}"),
+                "--identity-ca-secret-name=identity-ca".to_owned(),
+                format!("--metrics-bind-address=127.0.0.1:{metrics_port}"),
+                "--serve-for=5m".to_owned(),
+                "--request-interval=200ms".to_owned(),
+            ])
+            .env_remove("KUBECONFIG")
+            .env("HOME", dir.path())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+
+    // Prometheus, scraping it every second.
+    let prometheus_port = free_port();
+    let config = dir.path().join("prometheus.yml");
+    std::fs::write(
+        &config,
+        format!(
+            "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nscrape_configs:\n- job_name: migrated-service\n  static_configs:\n  - targets: ['127.0.0.1:{metrics_port}']\n"
+        ),
+    )
+    .unwrap();
+    let _prometheus = Running(
+        Command::new("prometheus")
+            .arg(format!("--config.file={}", config.display()))
+            .arg(format!(
+                "--storage.tsdb.path={}",
+                dir.path().join("tsdb").display()
+            ))
+            .arg(format!("--web.listen-address=127.0.0.1:{prometheus_port}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let prometheus = format!("http://127.0.0.1:{prometheus_port}");
+    let http = reqwest::Client::new();
+
+    // The expiry gauge is the leaf's notAfter.
+    let expiry = format!("svc_tls_identity_cert_expiration_timestamp_seconds{{{LABELS}}}");
+    let expected = not_after(&first) as f64;
+    wait_for(&http, &prometheus, &expiry, "the first notAfter", |v| {
+        v == expected
+    })
+    .await;
+    let ok = format!("svc_tls_identity_cert_refreshes_total{{{LABELS},result=\"ok\"}}");
+    let refreshes = wait_for(&http, &prometheus, &ok, "a refresh", |v| v >= 1.0).await;
+    let fresh = format!("svc_tls_identity_state{{{LABELS},state=\"fresh\"}}");
+    wait_for(&http, &prometheus, &fresh, "fresh", |v| v == 1.0).await;
+    let healthy = format!("svc_tls_secret_watch_healthy{{secret=\"{NS}/{SECRET}\"}}");
+    wait_for(&http, &prometheus, &healthy, "a healthy watch", |v| {
+        v == 1.0
+    })
+    .await;
+
+    // The service's own answer, as Prometheus read it (shown with --nocapture).
+    let scrape = http
+        .get(format!("http://127.0.0.1:{metrics_port}/metrics"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        scrape.headers()["content-type"],
+        "application/openmetrics-text; version=1.0.0; charset=utf-8"
+    );
+    let text = scrape.text().await.unwrap();
+    assert!(text.ends_with("# EOF\n"), "{text}");
+    println!("{text}");
+
+    // A rotation in the emulator: the new notAfter, one more refresh.
+    let second = client_ca.short_lived_client_leaf(2, Duration::from_secs(5 * 24 * 3600));
+    tb.upsert(secret(
+        SECRET,
+        &[("tls.crt", &second.cert_pem), ("tls.key", &second.key_pem)],
+    ));
+    let expected = not_after(&second) as f64;
+    wait_for(&http, &prometheus, &expiry, "the rotated notAfter", |v| {
+        v == expected
+    })
+    .await;
+    wait_for(&http, &prometheus, &ok, "a higher refresh counter", |v| {
+        v > refreshes
+    })
+    .await;
+
+    // Broken: a key that does not match the certificate. Failures rise, the state is
+    // stale, and the expiry is still the last good one's.
+    let other = client_ca.short_lived_client_leaf(3, Duration::from_secs(3600));
+    tb.upsert(secret(
+        SECRET,
+        &[("tls.crt", &second.cert_pem), ("tls.key", &other.key_pem)],
+    ));
+    let failed = format!("sum(svc_tls_identity_cert_refreshes_total{{{LABELS},result!=\"ok\"}})");
+    let first_failures = wait_for(&http, &prometheus, &failed, "failures", |v| v >= 1.0).await;
+    wait_for(&http, &prometheus, &failed, "rising failures", |v| {
+        v > first_failures
+    })
+    .await;
+    let malformed =
+        format!("svc_tls_identity_cert_refreshes_total{{{LABELS},result=\"malformed\"}}");
+    wait_for(&http, &prometheus, &malformed, "malformed failures", |v| {
+        v >= 1.0
+    })
+    .await;
+    let stale = format!("svc_tls_identity_state{{{LABELS},state=\"stale\"}}");
+    wait_for(&http, &prometheus, &stale, "stale", |v| v == 1.0).await;
+    assert_eq!(query(&http, &prometheus, &expiry).await, Some(expected));
+    drop(service);
+}
