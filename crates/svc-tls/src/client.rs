@@ -398,11 +398,11 @@ impl PeerTls {
                     let verifier = TrustVerifier::with_settings(
                         Arc::new(SecretTrustSource::shared(&shared)),
                         provider.clone(),
-                        watches.trust_recorder(&TrustOrigin::Secret(ca.clone())),
+                        crate::wiring::trust_recorder(watches, &TrustOrigin::Secret(ca.clone())),
                         Settings::default(),
                         ServerAuthorization::HostName,
                     )?;
-                    watches.track_trust(&verifier);
+                    crate::wiring::track_trust(watches, &verifier);
                     Ok::<_, TrustError>(verifier)
                 })?)
             }
@@ -417,10 +417,14 @@ impl PeerTls {
                 Some(shared.built(|| {
                     let resolver = IdentityResolver::with_settings(
                         Arc::new(SecretIdentitySource::shared(&shared)),
-                        watches.identity_recorder(&IdentityOrigin::Secret(secret.clone()), None),
+                        crate::wiring::identity_recorder(
+                            watches,
+                            &IdentityOrigin::Secret(secret.clone()),
+                            None,
+                        ),
                         Settings::default(),
                     )?;
-                    watches.track_identity(&resolver);
+                    crate::wiring::track_identity(watches, &resolver);
                     Ok::<_, IdentityError>(resolver)
                 })?)
             }
@@ -513,7 +517,7 @@ impl PeerTls {
     ) -> Result<Self, PeerClientError> {
         let provider = Arc::new(crate::material::crypto_provider());
         let trust_source = SpiffeTrustSource::new(workload.clone(), server_id.trust_domain());
-        let trust_recorder = watches.trust_recorder(trust_source.origin());
+        let trust_recorder = crate::wiring::trust_recorder(watches, trust_source.origin());
         let trust = TrustVerifier::from_trust_source_authorizing(
             Arc::new(trust_source),
             provider.clone(),
@@ -524,7 +528,8 @@ impl PeerTls {
         )?;
         let identity_source = SpiffeIdentitySource::new(workload.clone());
         let spiffe_id = workload.spiffe_id();
-        let identity_recorder = watches.identity_recorder(
+        let identity_recorder = crate::wiring::identity_recorder(
+            watches,
             identity_source.origin(),
             Some(spiffe_id.as_str()).filter(|id| !id.is_empty()),
         );
@@ -534,8 +539,8 @@ impl PeerTls {
             Arc::new(SystemClock::new()),
             DEFAULT_WARNING_PERIOD,
         )?;
-        watches.track_trust(&trust);
-        watches.track_identity(&resolver);
+        crate::wiring::track_trust(watches, &trust);
+        crate::wiring::track_identity(watches, &resolver);
         Ok(Self::new(
             provider,
             TrustMode::Watched(trust),

@@ -54,6 +54,7 @@ pub mod principal;
 pub mod spiffe;
 pub mod trust;
 pub mod watch;
+mod wiring;
 
 pub use client::{PeerClientError, PeerTls, TrustMode};
 pub use identity::{IdentityError, IdentityResolver, IdentitySource, IdentityState};

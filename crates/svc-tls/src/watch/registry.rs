@@ -35,9 +35,8 @@ use rustls::crypto::CryptoProvider;
 use tokio::sync::OnceCell;
 
 use super::secret::{SecretSource, SourceError};
-use crate::last_good::NoopRecorder;
 use crate::material::{IdentityCache, TrustCache, crypto_provider};
-use crate::origin::{IdentityOrigin, SecretRef, TrustOrigin};
+use crate::origin::SecretRef;
 
 /// The registry of watched Secrets; cheap to clone (clones share it).
 ///
@@ -158,50 +157,6 @@ impl SecretWatches {
     #[cfg(feature = "metrics")]
     pub fn metrics(&self) -> Option<&crate::metrics::Metrics> {
         self.inner.metrics.get()
-    }
-
-    /// The identity recorder for a resolver over `origin` built on this registry (a
-    /// no-op without metrics). Construction path.
-    pub(crate) fn identity_recorder(
-        &self,
-        origin: &IdentityOrigin,
-        spiffe_id: Option<&str>,
-    ) -> Arc<dyn crate::identity::Recorder> {
-        #[cfg(feature = "metrics")]
-        if let Some(metrics) = self.inner.metrics.get() {
-            return metrics.identity_recorder(origin, spiffe_id);
-        }
-        let _ = (origin, spiffe_id);
-        Arc::new(NoopRecorder)
-    }
-
-    /// The trust recorder for a verifier over `origin` built on this registry (a no-op
-    /// without metrics). Construction path.
-    pub(crate) fn trust_recorder(&self, origin: &TrustOrigin) -> Arc<dyn crate::trust::Recorder> {
-        #[cfg(feature = "metrics")]
-        if let Some(metrics) = self.inner.metrics.get() {
-            return metrics.trust_recorder(origin);
-        }
-        let _ = origin;
-        Arc::new(NoopRecorder)
-    }
-
-    /// Exports `resolver`'s state when this registry has metrics.
-    pub(crate) fn track_identity(&self, resolver: &crate::identity::IdentityResolver) {
-        #[cfg(feature = "metrics")]
-        if let Some(metrics) = self.inner.metrics.get() {
-            metrics.track_identity(resolver);
-        }
-        let _ = resolver;
-    }
-
-    /// Exports `verifier`'s state when this registry has metrics.
-    pub(crate) fn track_trust(&self, verifier: &crate::trust::TrustVerifier) {
-        #[cfg(feature = "metrics")]
-        if let Some(metrics) = self.inner.metrics.get() {
-            metrics.track_trust(verifier);
-        }
-        let _ = verifier;
     }
 
     /// A handle that does not keep this registry alive.
