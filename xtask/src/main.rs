@@ -72,10 +72,20 @@ fn main() -> ExitCode {
 
 fn test(extra: &[String]) -> Result<(), String> {
     prepare::test_prerequisites()?;
+    // Go and Debian's go-jose for svc-tls's go-jose interop test (installed as root
+    // from backports when missing, as for `cargo xtask bench`); the test finds the
+    // toolchain through $GO.
+    let (go, version) = golang::ensure()?;
+    eprintln!("xtask: {version} for the go-jose interop test");
     // The default target set: libraries, binaries, integration tests, examples and
     // doctests. Benchmarks are left to `cargo xtask bench` (criterion would run them
     // in full here).
-    run_checked(cargo().args(["test", "--workspace"]).args(extra))
+    run_checked(
+        cargo()
+            .args(["test", "--workspace"])
+            .args(extra)
+            .env("GO", go),
+    )
 }
 
 fn ci() -> Result<(), String> {

@@ -266,3 +266,163 @@ fn assert_header(header: &Value, alg: &str) {
     );
     assert_eq!(header.as_object().map(|o| o.len()), Some(3), "{header}");
 }
+
+// ---------------------------------------------------------------------------------
+// go-jose, as the Go services verify: the times in our protected header are members
+// it does not know and, with no `crit`, ignores; the payload is unchanged.
+
+/// `go`: `$GO`, `go` on PATH, or Debian's newest `/usr/lib/go-1.*/bin/go`.
+fn find_go() -> PathBuf {
+    let mut candidates: Vec<PathBuf> = std::env::var_os("GO")
+        .map(PathBuf::from)
+        .into_iter()
+        .collect();
+    candidates.push(PathBuf::from("go"));
+    if let Ok(entries) = std::fs::read_dir("/usr/lib") {
+        let mut dirs: Vec<PathBuf> = entries
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| {
+                p.file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(|n| n.starts_with("go-1."))
+            })
+            .collect();
+        dirs.sort();
+        dirs.reverse();
+        candidates.extend(dirs.into_iter().map(|d| d.join("bin/go")));
+    }
+    candidates
+        .into_iter()
+        .find(|go| {
+            Command::new(go)
+                .arg("version")
+                .output()
+                .is_ok_and(|o| o.status.success())
+        })
+        .unwrap_or_else(|| {
+            panic!(
+                "the Go interop test needs Go 1.23+ and Debian's golang-github-go-jose-go-jose-dev \
+                 (`cargo xtask test` installs them as root, as `cargo xtask bench` does)"
+            )
+        })
+}
+
+const GOCODE: &str = "/usr/share/gocode/src";
+
+/// Builds `tests/interop/go_verify` offline against Debian's go-jose.
+fn go_verifier() -> PathBuf {
+    let go = find_go();
+    let jose = PathBuf::from(GOCODE).join("github.com/go-jose/go-jose");
+    assert!(
+        jose.join("go.mod").exists(),
+        "the Go interop test needs Debian's golang-github-go-jose-go-jose-dev in {GOCODE} \
+         (`cargo xtask test` installs it as root)"
+    );
+    let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("go-verify");
+    let work = out.join("src");
+    let _ = std::fs::remove_dir_all(&work);
+    std::fs::create_dir_all(&work).unwrap();
+    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/interop/go_verify");
+    for file in ["go.mod", "main.go"] {
+        std::fs::copy(src.join(file), work.join(file)).unwrap();
+    }
+    let run = |args: &[&str]| {
+        let output = Command::new(&go)
+            .args(args)
+            .current_dir(&work)
+            .env("GOPROXY", "off")
+            .env("GOFLAGS", "-mod=mod")
+            .env("GOSUMDB", "off")
+            .env("GOTOOLCHAIN", "local")
+            .env("GO111MODULE", "on")
+            .env("GOCACHE", out.join("cache"))
+            .env("GOMODCACHE", out.join("modcache"))
+            .env("GOPATH", out.join("path"))
+            .output()
+            .unwrap();
+        assert!(
+            output.status.success(),
+            "go {args:?}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    };
+    run(&[
+        "mod",
+        "edit",
+        &format!("-replace=github.com/go-jose/go-jose/v4={GOCODE}/github.com/go-jose/go-jose"),
+        &format!("-replace=golang.org/x/crypto={GOCODE}/golang.org/x/crypto"),
+    ]);
+    let binary = out.join("go-verify");
+    run(&["build", "-o", binary.to_str().unwrap(), "."]);
+    binary
+}
+
+#[test]
+fn go_jose_verifies_our_tokens_with_times_and_the_payload_is_unchanged() {
+    let binary = go_verifier();
+    let fixtures = [keys::rsa2048(), keys::p256(), keys::p384()];
+    let tokens: Vec<String> = fixtures
+        .iter()
+        .map(|f| {
+            sign_with_key(
+                f.signing_key.as_ref(),
+                &Principal {
+                    organization_id: Some("org-1".into()),
+                    project_id: None,
+                    actor: Some("alice".into()),
+                },
+                AlgorithmPolicy::default(),
+            )
+            .unwrap()
+            .into_string()
+        })
+        .collect();
+    // Each token carries iat and exp in its protected header.
+    for token in &tokens {
+        let header: Value = serde_json::from_slice(
+            &base64::Engine::decode(
+                &base64::engine::general_purpose::URL_SAFE_NO_PAD,
+                token.split('.').next().unwrap(),
+            )
+            .unwrap(),
+        )
+        .unwrap();
+        assert!(header["iat"].is_u64() && header["exp"].is_u64(), "{header}");
+        assert!(header.get("crit").is_none(), "{header}");
+    }
+    let mut requests: Vec<Value> = fixtures
+        .iter()
+        .zip(&tokens)
+        .map(|(f, t)| json!({"cert": f.cert_pem, "token": t}))
+        .collect();
+    // Control: a token signed by another key is refused by go-jose.
+    requests.push(json!({"cert": keys::rsa2048_other().cert_pem, "token": tokens[0]}));
+    let mut child = Command::new(&binary)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(Value::Array(requests).to_string().as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let answers: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
+    for (fixture, answer) in fixtures.iter().zip(&answers) {
+        assert_eq!(
+            answer["payload"], r#"{"organizationId":"org-1","actor":"alice"}"#,
+            "{}: {answer}",
+            fixture.name
+        );
+    }
+    assert!(answers[3]["error"].is_string(), "{}", answers[3]);
+}
