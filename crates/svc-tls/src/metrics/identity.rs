@@ -1,4 +1,4 @@
-//! The identity's event counters and its [`Recorder`](crate::identity::Recorder).
+//! The identity's event counters and its `Recorder`.
 //!
 //! | family | type | labels |
 //! |---|---|---|

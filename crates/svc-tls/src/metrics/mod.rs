@@ -265,3 +265,44 @@ pub(crate) fn unix_seconds(t: std::time::SystemTime) -> i64 {
 
 #[cfg(test)]
 mod tests;
+
+/// A registry of watched Secrets with metrics: the metrics live here, above the watch
+/// layer, which only stores them.
+impl SecretWatches {
+    /// An empty registry whose resolvers and verifiers record into metrics registered
+    /// into `registry` now (see [`crate::metrics`]). Register one [`Metrics`](crate::metrics::Metrics)
+    /// per Prometheus registry: for several registries of watched Secrets exporting
+    /// into one, make it with [`Metrics::new`](crate::metrics::Metrics::new) and
+    /// [`SecretWatches::set_metrics`] on each.
+    pub fn with_metrics(registry: &mut prometheus_client::registry::Registry) -> Self {
+        let watches = Self::new();
+        let metrics = Metrics::new(registry);
+        // A new registry has none yet.
+        let _ = watches.set_metrics(&metrics);
+        watches
+    }
+
+    /// Makes the resolvers and verifiers built over this registry from now on record
+    /// into `metrics`, and exports the health of its watches. Those built before keep
+    /// the no-op recorder they were built with. Fails when metrics are already set.
+    pub fn set_metrics(&self, metrics: &Metrics) -> Result<(), MetricsError> {
+        if !self.install_extension(Arc::new(metrics.clone())) {
+            return Err(MetricsError::AlreadyInstalled);
+        }
+        metrics.track_watches(self);
+        let watched = self.watched();
+        if !watched.is_empty() {
+            tracing::warn!(
+                secrets = %watched.iter().map(ToString::to_string).collect::<Vec<_>>().join(", "),
+                "metrics installed after Secrets were watched: resolvers and verifiers already \
+                 built over them record no counters (install metrics before the first client)"
+            );
+        }
+        Ok(())
+    }
+
+    /// The metrics this registry records into, if set.
+    pub fn metrics(&self) -> Option<&Metrics> {
+        self.extension().and_then(|e| e.downcast_ref::<Metrics>())
+    }
+}

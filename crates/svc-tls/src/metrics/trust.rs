@@ -1,4 +1,4 @@
-//! The trust's event counters and its [`Recorder`](crate::trust::Recorder).
+//! The trust's event counters and its `Recorder`.
 //!
 //! | family | type | labels |
 //! |---|---|---|

@@ -62,9 +62,10 @@ pub struct SecretWatches {
 struct Registry {
     provider: Arc<CryptoProvider>,
     entries: Mutex<HashMap<SecretRef, Arc<OnceCell<SharedSecret>>>>,
-    /// The metrics the resolvers and verifiers built over this registry record into.
-    #[cfg(feature = "metrics")]
-    metrics: std::sync::OnceLock<crate::metrics::Metrics>,
+    /// What the resolvers and verifiers built over this registry also report to
+    /// (the metrics of `crate::metrics`), installed once.
+    #[cfg_attr(not(feature = "metrics"), allow(dead_code))]
+    extension: std::sync::OnceLock<Arc<dyn Any + Send + Sync>>,
 }
 
 /// A registry of watched Secrets that does not keep it alive (what a metrics
@@ -109,54 +110,22 @@ impl SecretWatches {
             inner: Arc::new(Registry {
                 provider,
                 entries: Mutex::new(HashMap::new()),
-                #[cfg(feature = "metrics")]
-                metrics: std::sync::OnceLock::new(),
+                extension: std::sync::OnceLock::new(),
             }),
         }
     }
 
-    /// An empty registry whose resolvers and verifiers record into metrics registered
-    /// into `registry` now (see [`crate::metrics`]). Register one [`Metrics`](crate::metrics::Metrics)
-    /// per Prometheus registry: for several registries of watched Secrets exporting
-    /// into one, make it with [`Metrics::new`](crate::metrics::Metrics::new) and
-    /// [`SecretWatches::set_metrics`] on each.
-    #[cfg(feature = "metrics")]
-    pub fn with_metrics(registry: &mut prometheus_client::registry::Registry) -> Self {
-        let watches = Self::new();
-        let metrics = crate::metrics::Metrics::new(registry);
-        // A new registry has none yet.
-        let _ = watches.set_metrics(&metrics);
-        watches
+    /// Installs `extension` once (the registry's metrics, see `crate::metrics`); false
+    /// when one is installed already. The watch layer stores it and knows nothing of it.
+    #[cfg_attr(not(feature = "metrics"), allow(dead_code))]
+    pub(crate) fn install_extension(&self, extension: Arc<dyn Any + Send + Sync>) -> bool {
+        self.inner.extension.set(extension).is_ok()
     }
 
-    /// Makes the resolvers and verifiers built over this registry from now on record
-    /// into `metrics`, and exports the health of its watches. Those built before keep
-    /// the no-op recorder they were built with. Fails when metrics are already set.
-    #[cfg(feature = "metrics")]
-    pub fn set_metrics(
-        &self,
-        metrics: &crate::metrics::Metrics,
-    ) -> Result<(), crate::metrics::MetricsError> {
-        self.inner
-            .metrics
-            .set(metrics.clone())
-            .map_err(|_| crate::metrics::MetricsError::AlreadyInstalled)?;
-        metrics.track_watches(self);
-        let watched = self.watched();
-        if !watched.is_empty() {
-            tracing::warn!(
-                secrets = %watched.iter().map(ToString::to_string).collect::<Vec<_>>().join(", "),
-                "metrics installed after Secrets were watched: resolvers and verifiers already \
-                 built over them record no counters (install metrics before the first client)"
-            );
-        }
-        Ok(())
-    }
-
-    /// The metrics this registry records into, if set.
-    #[cfg(feature = "metrics")]
-    pub fn metrics(&self) -> Option<&crate::metrics::Metrics> {
-        self.inner.metrics.get()
+    /// The extension installed, if any.
+    #[cfg_attr(not(feature = "metrics"), allow(dead_code))]
+    pub(crate) fn extension(&self) -> Option<&Arc<dyn Any + Send + Sync>> {
+        self.inner.extension.get()
     }
 
     /// A handle that does not keep this registry alive.
