@@ -9,6 +9,9 @@
 //! CI (`CI=true`), where a missing binary fails them.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
+mod common;
+
+use common::write_kubeconfig;
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -86,20 +89,6 @@ fn not_after(leaf: &Leaf) -> i64 {
             .as_secs(),
     )
     .unwrap()
-}
-
-fn write_kubeconfig(dir: &Path, tb: &Testbed) -> PathBuf {
-    let ca = dir.join("ca.pem");
-    std::fs::write(&ca, tb.ca_pem()).unwrap();
-    let text = format!(
-        "apiVersion: v1\nkind: Config\ncurrent-context: testbed\nclusters:\n- name: testbed\n  cluster:\n    server: {server}\n    certificate-authority: {ca}\ncontexts:\n- name: testbed\n  context:\n    cluster: testbed\n    user: admin\nusers:\n- name: admin\n  user:\n    token: {token}\n",
-        server = tb.base_url(),
-        ca = ca.display(),
-        token = tb.token(),
-    );
-    let path = dir.join("kubeconfig");
-    std::fs::write(&path, text).unwrap();
-    path
 }
 
 /// Prometheus's answer to an instant query: the first sample's value, if any.

@@ -5,6 +5,9 @@
 //! client presented. The example cannot rot without this test failing.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
+mod common;
+
+use common::write_kubeconfig;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 use std::sync::Arc;
@@ -78,21 +81,6 @@ async fn identity_service(server_ca: &TestCa, client_ca: &TestCa) -> VerifyingSe
         .handler(principal_handler())
         .start()
         .await
-}
-
-/// A kubeconfig for the emulator (the binary runs out of cluster in the test).
-fn write_kubeconfig(dir: &Path, tb: &Testbed) -> PathBuf {
-    let ca = dir.join("ca.pem");
-    std::fs::write(&ca, tb.ca_pem()).unwrap();
-    let text = format!(
-        "apiVersion: v1\nkind: Config\ncurrent-context: testbed\nclusters:\n- name: testbed\n  cluster:\n    server: {server}\n    certificate-authority: {ca}\ncontexts:\n- name: testbed\n  context:\n    cluster: testbed\n    user: admin\nusers:\n- name: admin\n  user:\n    token: {token}\n",
-        server = tb.base_url(),
-        ca = ca.display(),
-        token = tb.token(),
-    );
-    let path = dir.join("kubeconfig");
-    std::fs::write(&path, text).unwrap();
-    path
 }
 
 struct World {

@@ -196,17 +196,20 @@ impl IdentityResolver {
     /// A successful read: present it, installing it if it is new.
     fn serve(&self, identity: Identity, version: Option<u64>) -> Identity {
         let inner = &*self.inner;
-        match inner.core.accept(identity.clone(), version, same_identity) {
-            Accepted::Same => {}
+        let identity = match inner.core.accept(identity, version, same_identity) {
+            // The common path: the identity read is the one served, handed back.
+            Accepted::Same(identity) => identity,
             Accepted::Installed(served) => {
+                let identity = served.value.clone();
                 inner
                     .recorder
                     .reloaded(inner.source.origin(), &identity, served.loaded_at);
+                identity
             }
             // This handshake read an older snapshot than the one served: present the
             // newer identity.
             Accepted::Older(current) => return current.value.clone(),
-        }
+        };
         if let Some(episode) = inner.core.recover() {
             let origin = inner.source.origin();
             let (failures, suppressed) = (episode.failures, episode.suppressed);

@@ -73,8 +73,8 @@ pub(crate) struct Served<T> {
 
 /// What became of a good read.
 pub(crate) enum Accepted<T> {
-    /// It is the value served: nothing written.
-    Same,
+    /// It is the value served: nothing written (the value read is handed back).
+    Same(T),
     /// It is now served (the caller records the load).
     Installed(Arc<Served<T>>),
     /// It was read from an older version than the one served, which the caller
@@ -166,10 +166,13 @@ impl<T> LastGood<T> {
         value: T,
         version: Option<u64>,
         same: impl Fn(&T, &T) -> bool,
-    ) -> Accepted<T> {
+    ) -> Accepted<T>
+    where
+        T: Clone,
+    {
         if same(&self.current.load().value, &value) {
             // The common path: nothing written, nothing allocated.
-            return Accepted::Same;
+            return Accepted::Same(value);
         }
         let new = Arc::new(Served {
             value,
@@ -181,7 +184,7 @@ impl<T> LastGood<T> {
         loop {
             if same(&current.value, &new.value) {
                 // Another handshake installed the same value meanwhile.
-                return Accepted::Same;
+                return Accepted::Same(new.value.clone());
             }
             if let (Some(new_version), Some(served_version)) = (version, current.version)
                 && new_version < served_version
@@ -329,7 +332,7 @@ mod tests {
         let served = core.served().value.clone();
         assert!(matches!(
             core.accept(served.clone(), Some(10), same),
-            Accepted::Same
+            Accepted::Same(_)
         ));
         match core.accept(Arc::new(0), Some(9), same) {
             Accepted::Older(current) => assert_eq!(*current.value, 1),

@@ -50,7 +50,7 @@ use crate::last_good::{
 use crate::material::TrustAnchors;
 
 /// The roots being used and webpki's verifier for them.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 struct Roots {
     anchors: Arc<TrustAnchors>,
     verifier: Arc<WebPkiServerVerifier>,
@@ -235,7 +235,7 @@ impl TrustVerifier {
                 .core
                 .accept(Roots { anchors, verifier }, version, same_roots)
             {
-                Accepted::Same => inner.core.served_full(),
+                Accepted::Same(_) => inner.core.served_full(),
                 Accepted::Installed(served) => {
                     inner.recorder.trust_loaded(
                         inner.source.origin(),
