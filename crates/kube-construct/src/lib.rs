@@ -56,6 +56,8 @@ pub mod cache;
 pub mod client;
 pub mod config;
 mod display;
+#[cfg(feature = "metrics")]
+pub mod metrics;
 
 pub mod registry;
 pub mod types;

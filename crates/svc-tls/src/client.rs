@@ -79,19 +79,19 @@ use rustls::{ClientConfig, RootCertStore};
 use crate::identity::{
     IdentityError, IdentityResolver, IdentitySource, SecretIdentitySource, SpiffeIdentitySource,
 };
-use crate::last_good::{DEFAULT_WARNING_PERIOD, Settings, SystemClock};
+use crate::last_good::{DEFAULT_WARNING_PERIOD, NoopRecorder, Settings, SystemClock};
 use crate::material::{self, MaterialError};
 use crate::options::{
     ClientIdentityOptions, HostError, HttpProtocol, IdentityConfig, OptionsError, PeerOptions,
     SecretRef,
 };
-use crate::origin::{IdentityOrigin, TrustOrigin};
+use crate::origin::IdentityOrigin;
+use crate::principal::PrincipalSigner;
 use crate::spiffe::{
     SpiffeEndpoint, SpiffeId, SpiffeStartError, WorkloadApiSource, WorkloadApiStreams,
 };
 use crate::trust::{
-    SecretTrustSource, ServerAuthorization, SpiffeTrustSource, TrustError, TrustSource,
-    TrustVerifier,
+    ServerAuthorization, SpiffeTrustSource, TrustError, TrustSource, TrustVerifier,
 };
 use crate::watch::SecretWatches;
 use url::Url;
@@ -272,6 +272,8 @@ pub struct PeerTls {
     host: Result<Url, HostError>,
     protocol: HttpProtocol,
     pool_idle_timeout: Option<Duration>,
+    /// What the principal signer reports to (the registry's metrics, if any).
+    principal: crate::wiring::PrincipalRecording,
 }
 
 impl PeerTls {
@@ -290,6 +292,7 @@ impl PeerTls {
             }),
             protocol: HttpProtocol::default(),
             pool_idle_timeout: None,
+            principal: crate::wiring::PrincipalRecording(Arc::new(NoopRecorder)),
         }
     }
 
@@ -389,23 +392,9 @@ impl PeerTls {
         };
         let ca = peer.ca_secret()?;
         let trust = match ca {
-            Some(ca) => {
-                let shared = watches
-                    .watch(client, &ca, sync_timeout)
-                    .await
-                    .map_err(TrustError::from)?;
-                TrustMode::Watched(shared.built(|| {
-                    let verifier = TrustVerifier::with_settings(
-                        Arc::new(SecretTrustSource::shared(&shared)),
-                        provider.clone(),
-                        crate::wiring::trust_recorder(watches, &TrustOrigin::Secret(ca.clone())),
-                        Settings::default(),
-                        ServerAuthorization::HostName,
-                    )?;
-                    crate::wiring::track_trust(watches, &verifier);
-                    Ok::<_, TrustError>(verifier)
-                })?)
-            }
+            Some(ca) => TrustMode::Watched(
+                crate::wiring::watched_trust(watches, client, &ca, sync_timeout).await?,
+            ),
             None => TrustMode::Platform,
         };
         let identity = match secret {
@@ -430,7 +419,9 @@ impl PeerTls {
             }
             None => None,
         };
-        Ok(Self::new(provider, trust, identity).for_peer(peer))
+        let mut tls = Self::new(provider, trust, identity).for_peer(peer);
+        tls.principal = crate::wiring::principal_recorder(watches);
+        Ok(tls)
     }
 
     /// The peer's `--S-host` (kept as the URL or the error [`PeerTls::host`] returns),
@@ -541,11 +532,9 @@ impl PeerTls {
         )?;
         crate::wiring::track_trust(watches, &trust);
         crate::wiring::track_identity(watches, &resolver);
-        Ok(Self::new(
-            provider,
-            TrustMode::Watched(trust),
-            Some(resolver),
-        ))
+        let mut tls = Self::new(provider, TrustMode::Watched(trust), Some(resolver));
+        tls.principal = crate::wiring::principal_recorder(watches);
+        Ok(tls)
     }
 
     /// The peer's base URL; [`HostError::NotConfigured`] naming the flag when the
@@ -563,6 +552,25 @@ impl PeerTls {
     /// The identity resolver, when a client certificate is configured.
     pub fn identity(&self) -> Option<&IdentityResolver> {
         self.identity.as_ref()
+    }
+
+    /// A signer of `X-Principal` tokens with this client's identity (re-read for each
+    /// token, as a handshake does, so rotations are followed), reporting every token
+    /// to the metrics of the registry this was built over (see [`crate::metrics`]).
+    /// `None` without a client identity.
+    ///
+    /// ```no_run
+    /// # async fn f(tls: svc_tls::PeerTls) -> Result<(), Box<dyn std::error::Error>> {
+    /// use svc_tls::Principal;
+    ///
+    /// let signer = tls.principal_signer().ok_or("no client identity configured")?;
+    /// let who = Principal { actor: Some("alice".into()), ..Principal::default() };
+    /// let request = signer.attach(tls.reqwest_client()?.get(tls.host()?.join("api")?), &who)?;
+    /// # let _ = request; Ok(()) }
+    /// ```
+    pub fn principal_signer(&self) -> Option<PrincipalSigner<IdentityResolver>> {
+        let resolver = self.identity.clone()?;
+        Some(PrincipalSigner::new(resolver).with_recorder(self.principal.0.clone()))
     }
 
     /// How server certificates are verified.

@@ -3,11 +3,13 @@
 //! halves and the watch layer, so that neither has to know the other.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use crate::identity::{self, IdentityResolver};
-use crate::last_good::NoopRecorder;
-use crate::origin::{IdentityOrigin, TrustOrigin};
-use crate::trust::{self, TrustVerifier};
+use crate::last_good::{NoopRecorder, Settings};
+use crate::origin::{IdentityOrigin, SecretRef, TrustOrigin};
+use crate::principal;
+use crate::trust::{self, SecretTrustSource, ServerAuthorization, TrustError, TrustVerifier};
 use crate::watch::SecretWatches;
 
 /// The identity recorder for a resolver over `origin` built on `watches` (a
@@ -55,4 +57,48 @@ pub(crate) fn track_trust(watches: &SecretWatches, verifier: &TrustVerifier) {
         metrics.track_trust(verifier);
     }
     let _ = (watches, verifier);
+}
+
+/// The principal recorder of signers and verifiers built over `watches` (a no-op
+/// without metrics). Construction path.
+pub(crate) fn principal_recorder(watches: &SecretWatches) -> PrincipalRecording {
+    #[cfg(feature = "metrics")]
+    if let Some(metrics) = watches.metrics() {
+        return PrincipalRecording(metrics.principal_recorder());
+    }
+    let _ = watches;
+    PrincipalRecording(Arc::new(NoopRecorder))
+}
+
+/// A principal recorder held by a client (`Debug` without showing it).
+#[derive(Clone)]
+pub(crate) struct PrincipalRecording(pub(crate) Arc<dyn principal::Recorder>);
+
+impl std::fmt::Debug for PrincipalRecording {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("PrincipalRecording")
+    }
+}
+
+/// The verifier of `ca`'s roots over `watches`: the Secret watched once per registry,
+/// the verifier built once per Secret (every later caller shares it), recording into
+/// the registry's metrics. Waits up to `sync_timeout` for the first sync.
+pub(crate) async fn watched_trust(
+    watches: &SecretWatches,
+    client: &kube::Client,
+    ca: &SecretRef,
+    sync_timeout: Duration,
+) -> Result<TrustVerifier, TrustError> {
+    let shared = watches.watch(client, ca, sync_timeout).await?;
+    shared.built(|| {
+        let verifier = TrustVerifier::with_settings(
+            Arc::new(SecretTrustSource::shared(&shared)),
+            watches.provider().clone(),
+            trust_recorder(watches, &TrustOrigin::Secret(ca.clone())),
+            Settings::default(),
+            ServerAuthorization::HostName,
+        )?;
+        track_trust(watches, &verifier);
+        Ok(verifier)
+    })
 }

@@ -140,6 +140,20 @@ pub enum CacheError {
 }
 
 impl CacheError {
+    /// Why, as a short fixed label (`unauthorized`, `forbidden`, `unknown_resource`,
+    /// `timeout`, `namespace_on_cluster_scoped`, `stopped`): for metrics, never
+    /// carrying the API server's message.
+    pub fn reason(&self) -> &'static str {
+        match self {
+            Self::Unauthorized { .. } => "unauthorized",
+            Self::Forbidden { .. } => "forbidden",
+            Self::UnknownResource { .. } => "unknown_resource",
+            Self::Timeout { .. } => "timeout",
+            Self::NamespaceOnClusterScoped { .. } => "namespace_on_cluster_scoped",
+            Self::Stopped { .. } => "stopped",
+        }
+    }
+
     /// The cache the error is about (for [`CacheError::Timeout`], the first not ready).
     pub fn cache(&self) -> Option<&CacheName> {
         match self {

@@ -2,7 +2,14 @@
 //! watches on the one client, and [`Caches::start`] returns only when every one of
 //! them has completed its initial list.
 
-use std::{collections::BTreeMap, fmt, sync::Arc, time::Duration};
+use std::{
+    collections::BTreeMap,
+    fmt,
+    sync::{Arc, OnceLock},
+    time::{Duration, Instant},
+};
+
+use futures::FutureExt as _;
 
 use kube::{
     Api, Client, Resource,
@@ -109,6 +116,8 @@ impl CacheDeclaration {
 pub(crate) struct CacheEntry {
     pub(crate) name: CacheName,
     pub(crate) reader: Box<dyn Reader>,
+    /// How long after construction started its initial list completed (set once).
+    pub(crate) synced_after: Arc<OnceLock<Duration>>,
 }
 
 /// The running, synced caches. Dropping them stops their watches.
@@ -144,6 +153,7 @@ impl Caches {
                 CacheEntry {
                     reader: (declaration.launch)(observed, health),
                     name: declaration.name,
+                    synced_after: Arc::default(),
                 }
             })
             .collect();
@@ -153,7 +163,19 @@ impl Caches {
             "waiting for caches to sync"
         );
 
-        let waits = entries.iter().map(|entry| entry.reader.synced());
+        let started = Instant::now();
+        let waits = entries.iter().map(|entry| {
+            let synced_after = entry.synced_after.clone();
+            entry
+                .reader
+                .synced()
+                .inspect(move |result| {
+                    if result.is_ok() {
+                        let _ = synced_after.set(started.elapsed());
+                    }
+                })
+                .boxed()
+        });
         match watch_ready::all_synced(waits, timeout).await {
             Ok(()) => Ok(Self { entries }),
             Err(Unsynced::Failed { index, error }) => {

@@ -27,8 +27,8 @@ use thiserror::Error;
 
 use crate::{
     cache::{
-        CacheDeclaration, CacheError, CacheObject, CachedType, Caches, DEFAULT_SYNC_TIMEOUT,
-        HealthReport, Query, Selection, StoreReader, dedupe, resource_name,
+        CacheDeclaration, CacheError, CacheName, CacheObject, CachedType, Caches,
+        DEFAULT_SYNC_TIMEOUT, HealthReport, Query, Selection, StoreReader, dedupe, resource_name,
     },
     config::{
         ConfigError, ConfigSource, Environment, InClusterError, InClusterSource, KubeOptions,
@@ -115,6 +115,8 @@ impl fmt::Display for Target<'_> {
 pub struct ClientBuilder {
     declarations: Vec<CacheDeclaration>,
     sync_timeout: Duration,
+    #[cfg(feature = "metrics")]
+    metrics: Option<crate::metrics::CacheMetrics>,
 }
 
 impl Default for ClientBuilder {
@@ -122,6 +124,8 @@ impl Default for ClientBuilder {
         Self {
             declarations: Vec::new(),
             sync_timeout: DEFAULT_SYNC_TIMEOUT,
+            #[cfg(feature = "metrics")]
+            metrics: None,
         }
     }
 }
@@ -166,6 +170,15 @@ impl ClientBuilder {
     #[must_use]
     pub fn sync_timeout(mut self, timeout: Duration) -> Self {
         self.sync_timeout = timeout;
+        self
+    }
+
+    /// Record into `metrics` (feature `metrics`) instead of the process's
+    /// ([`crate::metrics::register`]), which a builder records into by default.
+    #[cfg(feature = "metrics")]
+    #[must_use]
+    pub fn metrics(mut self, metrics: &crate::metrics::CacheMetrics) -> Self {
+        self.metrics = Some(metrics.clone());
         self
     }
 
@@ -220,14 +233,41 @@ impl ClientBuilder {
         client: kube::Client,
         source: Option<ConfigSource>,
     ) -> Result<CachedClient, ConstructError> {
-        let caches = Caches::start(&client, self.declarations, self.sync_timeout).await?;
-        Ok(CachedClient {
+        #[cfg(feature = "metrics")]
+        let metrics = self
+            .metrics
+            .clone()
+            .or_else(|| crate::metrics::CacheMetrics::process().cloned());
+        let started = Caches::start(&client, self.declarations, self.sync_timeout).await;
+        let built = started.map(|caches| CachedClient {
             inner: Arc::new(Inner {
                 client,
                 caches,
                 source,
             }),
-        })
+        });
+        #[cfg(feature = "metrics")]
+        if let Some(metrics) = metrics {
+            metrics.constructed(built.as_ref());
+        }
+        Ok(built?)
+    }
+}
+
+/// A client that does not keep its caches running, for the metrics collector.
+#[derive(Clone)]
+#[cfg_attr(not(feature = "metrics"), allow(dead_code))]
+pub(crate) struct WeakCachedClient(std::sync::Weak<Inner>);
+
+#[cfg_attr(not(feature = "metrics"), allow(dead_code))]
+impl WeakCachedClient {
+    pub(crate) fn is_alive(&self) -> bool {
+        self.0.strong_count() > 0
+    }
+
+    /// The health of its caches, while the client lives.
+    pub(crate) fn health(&self) -> Option<HealthReport> {
+        self.0.upgrade().map(|inner| inner.caches.health())
     }
 }
 
@@ -282,6 +322,20 @@ impl CachedClient {
     /// The health of every declared cache.
     pub fn health(&self) -> HealthReport {
         self.inner.caches.health()
+    }
+
+    /// How long after construction started each cache's initial list completed.
+    pub fn sync_times(&self) -> impl Iterator<Item = (&CacheName, Duration)> {
+        self.inner
+            .caches
+            .entries
+            .iter()
+            .filter_map(|entry| Some((&entry.name, *entry.synced_after.get()?)))
+    }
+
+    #[cfg_attr(not(feature = "metrics"), allow(dead_code))]
+    pub(crate) fn downgrade(&self) -> WeakCachedClient {
+        WeakCachedClient(Arc::downgrade(&self.inner))
     }
 
     /// Get one object by name from the caches. `Ok(None)` when a cache covering it

@@ -18,8 +18,9 @@ use prometheus_client::registry::Registry;
 
 use super::{LabelSet, SourceLabels, material_result};
 use crate::identity::{InvalidIdentity, Recorder, ReloadError, StaleWarning};
-use crate::material::Identity;
+use crate::material::{Identity, MaterialErrorKind};
 use crate::origin::IdentityOrigin;
+use crate::spiffe::SpiffeError;
 
 /// The values of the `result` label of `svc_tls_identity_cert_refreshes_total`.
 pub const REFRESH_RESULTS: [&str; 7] = [
@@ -65,8 +66,19 @@ pub fn failure_result(error: &(dyn std::error::Error + 'static)) -> &'static str
         Some(ReloadError::NotFound { .. }) => "not_found",
         Some(ReloadError::Material(e)) => material_result(e),
         Some(ReloadError::Unavailable(_)) => "unavailable",
-        Some(ReloadError::OutsideValidity(_)) => "expired",
+        Some(ReloadError::OutsideValidity(inner)) => validity_result(inner.as_ref()),
         _ => "other",
+    }
+}
+
+/// `not_yet_valid` for an SVID whose validity has not begun, `expired` otherwise.
+fn validity_result(error: &(dyn std::error::Error + 'static)) -> &'static str {
+    match error.downcast_ref::<SpiffeError>() {
+        Some(SpiffeError::Svid(svid)) => match svid.kind() {
+            MaterialErrorKind::CertificateNotYetValid { .. } => "not_yet_valid",
+            _ => "expired",
+        },
+        _ => "expired",
     }
 }
 

@@ -46,6 +46,7 @@
 
 pub mod collector;
 pub mod identity;
+pub mod principal;
 pub mod trust;
 
 use std::collections::BTreeMap;
@@ -82,6 +83,8 @@ pub struct Metrics {
 pub(crate) struct Shared {
     pub(crate) identity: identity::IdentityFamilies,
     pub(crate) trust: trust::TrustFamilies,
+    /// The one recorder of the principals signed and verified (no per-source labels).
+    pub(crate) principal: Arc<principal::PrincipalRecorder>,
     /// The resolvers and verifiers read at scrape time, one per labelled source (the
     /// newest one built wins: they read the same source).
     pub(crate) tracked: Mutex<Tracked>,
@@ -115,6 +118,9 @@ impl Metrics {
         let inner = Arc::new(Shared {
             identity: identity::IdentityFamilies::register(registry),
             trust: trust::TrustFamilies::register(registry),
+            principal: Arc::new(principal::PrincipalRecorder::new(
+                &principal::PrincipalFamilies::register(registry),
+            )),
             tracked: Mutex::new(Tracked::default()),
         });
         registry.register_collector(Box::new(collector::StateCollector::new(&inner)));
@@ -141,6 +147,16 @@ impl Metrics {
             &self.inner.trust,
             SourceLabels::trust(origin),
         ))
+    }
+
+    /// The recorder of principals signed and verified: give it to a
+    /// [`PrincipalSigner`](crate::principal::PrincipalSigner) or an
+    /// [`IngressVerifier`](crate::principal::IngressVerifier) built by hand
+    /// (`with_recorder`). Those from [`PeerTls::principal_signer`](crate::PeerTls::principal_signer)
+    /// and [`IngressVerifier::watching`](crate::principal::IngressVerifier::watching)
+    /// have it already.
+    pub fn principal_recorder(&self) -> Arc<dyn crate::principal::Recorder> {
+        self.inner.principal.clone()
     }
 
     /// Exports `resolver`'s state at scrape time (replacing a resolver of the same

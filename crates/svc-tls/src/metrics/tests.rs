@@ -258,3 +258,30 @@ fn metrics_are_installed_once_per_registry_of_watched_secrets() {
     );
     assert!(watches.metrics().is_some());
 }
+
+#[test]
+fn an_svid_outside_its_validity_counts_as_expired_or_not_yet_valid() {
+    use crate::spiffe::{SpiffeError, check_validity};
+    let ca = TestCa::new("spiffe");
+    // Loaded at a time inside their validity (2099-06, 2020-07), checked now.
+    let refused = |leaf: test_support::pki::Leaf, loaded_at: u64| {
+        let identity = crate::material::load_identity_from_pem_at(
+            &secret(),
+            leaf.cert_pem.as_bytes(),
+            leaf.key_pem.as_bytes(),
+            &crypto_provider(),
+            UNIX_EPOCH + Duration::from_secs(loaded_at),
+        )
+        .unwrap();
+        let svid = check_validity(&identity, SystemTime::now()).unwrap_err();
+        ReloadError::OutsideValidity(Box::new(SpiffeError::Svid(svid)))
+    };
+    assert_eq!(
+        identity::failure_result(&refused(ca.not_yet_valid_client_leaf(1), 4_084_000_000)),
+        "not_yet_valid"
+    );
+    assert_eq!(
+        identity::failure_result(&refused(ca.expired_client_leaf(2), 1_595_000_000)),
+        "expired"
+    );
+}

@@ -12,8 +12,9 @@ use x509_parser::extensions::GeneralName;
 use x509_parser::prelude::FromDer as _;
 
 use super::PRINCIPAL_HEADER;
-use super::jws::TokenTimes;
+use super::jws::{Algorithm, TokenTimes};
 use super::jws::{AlgorithmPolicy, sender_text};
+use super::recorder::Recorder;
 use super::verify::{
     CertificateError, DEFAULT_MAX_TOKEN_BYTES, PeerCertificate, VerifyError, VerifyOptions,
 };
@@ -241,6 +242,7 @@ pub struct IngressVerifier {
     anchors: Anchors,
     intermediates: Vec<CertificateDer<'static>>,
     allowed: Option<Vec<AllowedPeer>>,
+    recorder: Arc<dyn Recorder>,
 }
 
 impl fmt::Debug for IngressVerifier {
@@ -257,7 +259,7 @@ impl fmt::Debug for IngressVerifier {
             .field("anchors", &anchors)
             .field("intermediates", &self.intermediates.len())
             .field("allowed", &self.allowed)
-            .finish()
+            .finish_non_exhaustive()
     }
 }
 
@@ -278,6 +280,7 @@ impl IngressVerifier {
             anchors,
             intermediates: Vec::new(),
             allowed: None,
+            recorder: super::recorder::noop(),
         }
     }
 
@@ -497,14 +500,41 @@ impl IngressVerifier {
             .map_err(IngressError::Untrusted)
     }
 
+    /// The same verifier reporting every request it judges in
+    /// [`IngressVerifier::verify_request`] to `recorder` (e.g.
+    /// `svc_tls::metrics::Metrics::principal_recorder`, feature `metrics`). A verifier
+    /// from [`IngressVerifier::watching`] already reports to the metrics of the
+    /// registry it was built over.
+    #[must_use]
+    pub fn with_recorder(mut self, recorder: Arc<dyn Recorder>) -> Self {
+        self.recorder = recorder;
+        self
+    }
+
     /// The whole receiving side: the forwarded peer certificate, then the single
-    /// `X-Principal` header, verified and decoded.
+    /// `X-Principal` header, verified and decoded. Each call is reported to the
+    /// verifier's [`Recorder`](super::Recorder) with the token's algorithm (once
+    /// accepted) and the bounded reason of a refusal.
     ///
     /// # Errors
     /// A [`RequestPrincipalError`] naming which step failed.
     pub fn verify_request<T: DeserializeOwned>(
         &self,
         headers: &HeaderMap,
+    ) -> Result<T, RequestPrincipalError> {
+        let mut algorithm = None;
+        let result = self.verify_request_settling(headers, &mut algorithm);
+        match &result {
+            Ok(_) => self.recorder.verified(algorithm, "ok"),
+            Err(e) => self.recorder.verified(algorithm, e.reason()),
+        }
+        result
+    }
+
+    fn verify_request_settling<T: DeserializeOwned>(
+        &self,
+        headers: &HeaderMap,
+        algorithm: &mut Option<Algorithm>,
     ) -> Result<T, RequestPrincipalError> {
         let certificate = self.peer_certificate(headers)?;
         let mut values = headers.get_all(PRINCIPAL_HEADER).iter();
@@ -525,7 +555,7 @@ impl IngressVerifier {
             .with_max_len(self.max_token_bytes)
             .with_times(self.times)
             .with_clock_skew(self.clock_skew);
-        Ok(certificate.verify_with_options(token, &options)?)
+        Ok(certificate.verify_settling(token, &options, algorithm)?)
     }
 }
 

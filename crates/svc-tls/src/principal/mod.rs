@@ -63,6 +63,7 @@
 // `svc_tls::principal::*`, as before the split.
 mod ingress;
 mod jws;
+mod recorder;
 mod sign;
 mod verify;
 
@@ -79,6 +80,7 @@ pub use jws::{
     Algorithm, AlgorithmPolicy, DEFAULT_CLOCK_SKEW, DEFAULT_PRINCIPAL_LIFETIME, Part,
     PrincipalToken, TokenTimes,
 };
+pub use recorder::{ALGORITHMS, Recorder, SIGN_RESULTS, VERIFY_RESULTS, algorithm_label};
 pub use sign::{
     CurrentIdentity, PrincipalSigner, SignError, attach_principal, sign_with, sign_with_key,
 };

@@ -2,6 +2,7 @@
 //! crypto provider (never the `rsa` crate with a private key).
 
 use std::convert::Infallible;
+use std::fmt;
 use std::sync::Arc;
 
 use base64::Engine as _;
@@ -15,6 +16,7 @@ use super::PRINCIPAL_HEADER;
 use super::jws::{
     Algorithm, AlgorithmPolicy, DEFAULT_PRINCIPAL_LIFETIME, PrincipalToken, ecdsa_der_to_raw,
 };
+use super::recorder::Recorder;
 use crate::identity::IdentityResolver;
 use crate::material::Identity;
 
@@ -123,11 +125,22 @@ impl CurrentIdentity for IdentityResolver {
 }
 
 /// Signs principals with the identity current at each call.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct PrincipalSigner<S> {
     source: S,
     policy: AlgorithmPolicy,
     lifetime: std::time::Duration,
+    recorder: Arc<dyn Recorder>,
+}
+
+impl<S: fmt::Debug> fmt::Debug for PrincipalSigner<S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PrincipalSigner")
+            .field("source", &self.source)
+            .field("policy", &self.policy)
+            .field("lifetime", &self.lifetime)
+            .finish_non_exhaustive()
+    }
 }
 
 impl<S: CurrentIdentity> PrincipalSigner<S> {
@@ -137,7 +150,18 @@ impl<S: CurrentIdentity> PrincipalSigner<S> {
             source,
             policy: AlgorithmPolicy::default(),
             lifetime: DEFAULT_PRINCIPAL_LIFETIME,
+            recorder: super::recorder::noop(),
         }
+    }
+
+    /// The same signer reporting every principal it signs, or fails to sign, to
+    /// `recorder` (e.g. `svc_tls::metrics::Metrics::principal_recorder`, feature
+    /// `metrics`). A signer from [`PeerTls::principal_signer`](crate::PeerTls::principal_signer)
+    /// already reports to the metrics of the registry it was built over.
+    #[must_use]
+    pub fn with_recorder(mut self, recorder: Arc<dyn Recorder>) -> Self {
+        self.recorder = recorder;
+        self
     }
 
     /// How long the tokens it signs are valid (`exp - iat`, default
@@ -165,6 +189,13 @@ impl<S: CurrentIdentity> PrincipalSigner<S> {
     /// # Errors
     /// [`SignError::Identity`] when the source fails, otherwise as [`sign_with`].
     pub fn sign<T: Serialize + ?Sized>(&self, value: &T) -> Result<PrincipalToken, SignError> {
+        self.record(self.sign_unrecorded(value))
+    }
+
+    fn sign_unrecorded<T: Serialize + ?Sized>(
+        &self,
+        value: &T,
+    ) -> Result<PrincipalToken, SignError> {
         let identity = self
             .source
             .current()
@@ -176,6 +207,24 @@ impl<S: CurrentIdentity> PrincipalSigner<S> {
             self.policy,
             self.lifetime,
         )
+    }
+
+    fn record(
+        &self,
+        result: Result<PrincipalToken, SignError>,
+    ) -> Result<PrincipalToken, SignError> {
+        match result {
+            Ok(token) => {
+                self.recorder.signed(Some(token.algorithm), "ok");
+                Ok(token)
+            }
+            Err(e) => Err(self.refused(e)),
+        }
+    }
+
+    fn refused(&self, error: SignError) -> SignError {
+        self.recorder.signed(None, error.reason());
+        error
     }
 
     /// Signs `value` and attaches it to `request` as the `X-Principal` header.
@@ -190,12 +239,16 @@ impl<S: CurrentIdentity> PrincipalSigner<S> {
         value: &T,
     ) -> Result<reqwest::RequestBuilder, SignError> {
         let (client, request) = request.build_split();
-        let request = request.map_err(SignError::InvalidRequest)?;
+        let request = match request {
+            Ok(request) => request,
+            Err(e) => return Err(self.refused(SignError::InvalidRequest(e))),
+        };
         let url = request.url();
         if url.scheme() == "http" && !is_loopback(url) {
-            return Err(SignError::PlaintextUrl {
+            let refused = SignError::PlaintextUrl {
                 host: url.host_str().unwrap_or_default().to_owned(),
-            });
+            };
+            return Err(self.refused(refused));
         }
         let request = reqwest::RequestBuilder::from_parts(client, request);
         Ok(attach_principal(request, &self.sign(value)?))

@@ -372,20 +372,36 @@ impl PeerCertificate {
         token: &str,
         options: &VerifyOptions,
     ) -> Result<T, VerifyError> {
+        self.verify_settling(token, options, &mut None)
+    }
+
+    /// [`PeerCertificate::verify_with_options`], setting `algorithm` once the token's
+    /// `alg` is accepted (for the recorder's label).
+    pub(super) fn verify_settling<T: DeserializeOwned>(
+        &self,
+        token: &str,
+        options: &VerifyOptions,
+        algorithm: &mut Option<Algorithm>,
+    ) -> Result<T, VerifyError> {
         if token.len() > options.max_len {
             return Err(VerifyError::TooLarge {
                 len: token.len(),
                 max: options.max_len,
             });
         }
-        let payload = self.verify_bytes(token, options)?;
+        let payload = self.verify_bytes(token, options, algorithm)?;
         serde_json::from_slice(&payload).map_err(|e| match e.classify() {
             serde_json::error::Category::Data => VerifyError::PayloadType(e),
             _ => VerifyError::PayloadNotJson(e),
         })
     }
 
-    fn verify_bytes(&self, token: &str, options: &VerifyOptions) -> Result<Vec<u8>, VerifyError> {
+    fn verify_bytes(
+        &self,
+        token: &str,
+        options: &VerifyOptions,
+        settled: &mut Option<Algorithm>,
+    ) -> Result<Vec<u8>, VerifyError> {
         let policy = options.policy;
         if token.is_empty() {
             return Err(VerifyError::Empty);
@@ -409,6 +425,7 @@ impl PeerCertificate {
         let header: RawHeader =
             serde_json::from_slice(&header).map_err(VerifyError::MalformedHeader)?;
         let algorithm = accept_algorithm(&header, policy)?;
+        *settled = Some(algorithm);
         let times = header_times(&header, options.times)?;
         if let Some(crit) = header.crit {
             return Err(VerifyError::UnsupportedCritical {

@@ -1,0 +1,232 @@
+//! kube-construct's metrics over the API emulator: every declared cache's readiness,
+//! objects, watch errors and time to sync, and how constructions ended, in the text
+//! exposition a Prometheus scrapes.
+#![cfg(feature = "metrics")]
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+use kube_construct::cache::Selection;
+use kube_construct::client::CachedClient;
+use kube_construct::metrics::{CONSTRUCTION_RESULTS, CacheMetrics, MetricsError, register};
+use kube_testbed::{Rule, Testbed};
+use prometheus_client::encoding::text::encode;
+use prometheus_client::registry::Registry;
+use serde_json::json;
+use test_support::poll_until;
+
+fn text(registry: &Registry) -> String {
+    let mut text = String::new();
+    encode(&mut text, registry).unwrap();
+    text
+}
+
+/// The value of the one sample of `series` (name and labels, exactly).
+fn value(text: &str, series: &str) -> Option<f64> {
+    text.lines()
+        .find_map(|line| line.strip_prefix(series)?.strip_prefix(' '))
+        .and_then(|v| v.parse().ok())
+}
+
+const CONFIGMAPS: &str =
+    r#"{resource="configmaps.v1",namespace="apps",label_selector="app=demo",field_selector=""}"#;
+const SECRET: &str = r#"{resource="secrets.v1",namespace="apps",label_selector="",field_selector="metadata.name=wanted"}"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn caches_export_readiness_objects_errors_and_time_to_sync() {
+    let tb = Testbed::start().await;
+    for i in 0..3 {
+        tb.upsert(json!({
+            "apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"namespace": "apps", "name": format!("cm-{i}"), "labels": {"app": "demo"}},
+        }));
+    }
+    tb.upsert(json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"namespace": "apps", "name": "wanted"}}));
+    let mut registry = Registry::default();
+    let metrics = CacheMetrics::new(&mut registry);
+    tb.set_delay(Duration::from_millis(60));
+    let client = CachedClient::builder()
+        .cache::<ConfigMap>(Selection::in_namespace("apps").labels("app=demo"))
+        .cache::<Secret>(Selection::object(Some("apps"), "wanted"))
+        .metrics(&metrics)
+        .from_client(tb.client())
+        .await
+        .unwrap();
+    tb.set_delay(Duration::ZERO);
+
+    let exposed = text(&registry);
+    for (family, kind) in [
+        ("kube_construct_cache_ready", "gauge"),
+        ("kube_construct_cache_objects", "gauge"),
+        ("kube_construct_cache_watch_errors", "counter"),
+        ("kube_construct_cache_sync_duration_seconds", "histogram"),
+        ("kube_construct_client_constructions", "counter"),
+    ] {
+        assert!(
+            exposed.contains(&format!("# TYPE {family} {kind}\n")),
+            "{family}:\n{exposed}"
+        );
+    }
+    assert!(exposed.contains("# UNIT kube_construct_cache_sync_duration_seconds seconds\n"));
+    for cache in [CONFIGMAPS, SECRET] {
+        assert_eq!(
+            value(&exposed, &format!("kube_construct_cache_ready{cache}")),
+            Some(1.0),
+            "{exposed}"
+        );
+        assert_eq!(
+            value(
+                &exposed,
+                &format!("kube_construct_cache_sync_duration_seconds_count{cache}")
+            ),
+            Some(1.0),
+            "{exposed}"
+        );
+        // The emulator delayed every response by 60 ms: the list took at least that.
+        let took = value(
+            &exposed,
+            &format!("kube_construct_cache_sync_duration_seconds_sum{cache}"),
+        )
+        .unwrap();
+        assert!((0.06..30.0).contains(&took), "{took} s:\n{exposed}");
+    }
+    assert_eq!(
+        value(
+            &exposed,
+            &format!("kube_construct_cache_objects{CONFIGMAPS}")
+        ),
+        Some(3.0)
+    );
+    assert_eq!(
+        value(&exposed, &format!("kube_construct_cache_objects{SECRET}")),
+        Some(1.0)
+    );
+    assert_eq!(
+        value(
+            &exposed,
+            r#"kube_construct_client_constructions_total{result="ok"}"#
+        ),
+        Some(1.0)
+    );
+    assert_eq!(client.sync_times().count(), 2);
+
+    // A watch that fails: a cache reads not ready with its errors counted, then
+    // ready again, with no event needed to export it.
+    tb.fail_next(4, 500);
+    tb.drop_watches();
+    let not_ready = |text: &str| {
+        [CONFIGMAPS, SECRET]
+            .into_iter()
+            .find(|cache| value(text, &format!("kube_construct_cache_ready{cache}")) == Some(0.0))
+    };
+    poll_until("a cache exported not ready", || {
+        not_ready(&text(&registry)).is_some()
+    })
+    .await;
+    let exposed = text(&registry);
+    let degraded = not_ready(&exposed).unwrap();
+    let errors = value(
+        &exposed,
+        &format!("kube_construct_cache_watch_errors_total{degraded}"),
+    );
+    assert!(errors.is_some_and(|n| n >= 1.0), "{errors:?}:\n{exposed}");
+    poll_until("every cache exported ready again", || {
+        let text = text(&registry);
+        [CONFIGMAPS, SECRET]
+            .iter()
+            .all(|cache| value(&text, &format!("kube_construct_cache_ready{cache}")) == Some(1.0))
+    })
+    .await;
+
+    // A client no longer alive is no longer exported.
+    drop(client);
+    let exposed = text(&registry);
+    assert_eq!(
+        value(&exposed, &format!("kube_construct_cache_ready{CONFIGMAPS}")),
+        None,
+        "{exposed}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_construction_is_counted_by_reason_without_the_servers_text() {
+    let tb = Testbed::start().await;
+    tb.add_token(
+        "limited",
+        vec![Rule::new(&["get", "list", "watch"], "", "configmaps").namespace("apps")],
+    );
+    let limited = kube::Client::try_from(tb.config_for_token("limited")).unwrap();
+    let mut registry = Registry::default();
+    let metrics = CacheMetrics::new(&mut registry);
+    let refused = CachedClient::builder()
+        .cache::<Secret>(Selection::in_namespace("apps"))
+        .metrics(&metrics)
+        .from_client(limited)
+        .await
+        .unwrap_err();
+    assert!(refused.to_string().contains("403"), "{refused}");
+    let too_slow = CachedClient::builder()
+        .cache::<ConfigMap>(Selection::in_namespace("apps"))
+        .sync_timeout(Duration::from_millis(50))
+        .metrics(&metrics);
+    tb.set_delay(Duration::from_millis(500));
+    too_slow.from_client(tb.client()).await.unwrap_err();
+    tb.set_delay(Duration::ZERO);
+
+    let exposed = text(&registry);
+    assert_eq!(
+        value(
+            &exposed,
+            r#"kube_construct_client_constructions_total{result="forbidden"}"#
+        ),
+        Some(1.0),
+        "{exposed}"
+    );
+    assert_eq!(
+        value(
+            &exposed,
+            r#"kube_construct_client_constructions_total{result="timeout"}"#
+        ),
+        Some(1.0),
+        "{exposed}"
+    );
+    for line in exposed
+        .lines()
+        .filter(|l| l.starts_with("kube_construct_client_constructions_total"))
+    {
+        let result = line
+            .split("result=\"")
+            .nth(1)
+            .and_then(|r| r.split('"').next())
+            .unwrap();
+        assert!(CONSTRUCTION_RESULTS.contains(&result), "{line}");
+    }
+    assert!(
+        !exposed.contains("forbidden:"),
+        "no server message in a label:\n{exposed}"
+    );
+    // Nothing synced, so no sync time and no cache state was exported.
+    assert!(
+        !exposed.contains("kube_construct_cache_ready{"),
+        "{exposed}"
+    );
+}
+
+#[test]
+fn the_process_metrics_are_registered_once() {
+    let mut registry = Registry::default();
+    let first = register(&mut registry).unwrap();
+    assert!(CacheMetrics::process().is_some());
+    let mut other = Registry::default();
+    assert_eq!(
+        register(&mut other).unwrap_err(),
+        MetricsError::AlreadyRegistered
+    );
+    assert!(
+        text(&other).trim() == "# EOF",
+        "nothing registered:\n{}",
+        text(&other)
+    );
+    drop(first);
+}

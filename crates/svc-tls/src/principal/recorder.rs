@@ -1,0 +1,149 @@
+//! What signing and verifying principals report: one event per token, with the
+//! algorithm and a result from a fixed set, for metrics (feature `metrics`) or any
+//! other recorder of the caller's.
+
+use std::sync::Arc;
+
+use super::ingress::{IngressError, RequestPrincipalError};
+use super::jws::Algorithm;
+use super::sign::SignError;
+use super::verify::VerifyError;
+use crate::last_good::NoopRecorder;
+
+/// Receives one event per principal signed by a [`PrincipalSigner`](super::PrincipalSigner)
+/// and per request verified by an [`IngressVerifier`](super::IngressVerifier).
+///
+/// Called on the request path, after the token was signed or judged: an
+/// implementation must not block, do I/O or take a contended lock (count with
+/// atomics). `algorithm` is `None` when no algorithm was settled (the key could not
+/// sign; the token's `alg` was refused or never read). `result` is `"ok"` or one of
+/// [`SIGN_RESULTS`] / [`VERIFY_RESULTS`]: static text chosen by this crate, never
+/// text from the token, the headers or an error message.
+pub trait Recorder: Send + Sync {
+    /// A principal was signed (`"ok"`) or could not be.
+    fn signed(&self, algorithm: Option<Algorithm>, result: &'static str);
+    /// A request's principal was accepted (`"ok"`) or refused.
+    fn verified(&self, algorithm: Option<Algorithm>, result: &'static str);
+}
+
+impl Recorder for NoopRecorder {
+    fn signed(&self, _: Option<Algorithm>, _: &'static str) {}
+    fn verified(&self, _: Option<Algorithm>, _: &'static str) {}
+}
+
+/// The recorder of a signer or verifier built without one.
+pub(super) fn noop() -> Arc<dyn Recorder> {
+    Arc::new(NoopRecorder)
+}
+
+/// The label of an algorithm, or `unknown`.
+pub fn algorithm_label(algorithm: Option<Algorithm>) -> &'static str {
+    algorithm.map_or("unknown", Algorithm::name)
+}
+
+/// Every `algorithm` label value.
+pub const ALGORITHMS: [&str; 4] = ["PS512", "ES256", "ES384", "unknown"];
+
+/// Every `result` of signing: `ok`, then the reasons of [`SignError::reason`], then
+/// `other` (what a metrics recorder counts a result outside this list as).
+pub const SIGN_RESULTS: [&str; 8] = [
+    "ok",
+    "identity_unavailable",
+    "unsupported_key",
+    "encode",
+    "provider",
+    "plaintext_url",
+    "invalid_request",
+    "other",
+];
+
+/// Every `result` of verifying: `ok`, then the reasons of
+/// [`RequestPrincipalError::reason`], then `other`.
+pub const VERIFY_RESULTS: [&str; 17] = [
+    "ok",
+    "certificate_missing",
+    "certificate_not_verified",
+    "certificate_invalid",
+    "certificate_untrusted",
+    "peer_not_allowed",
+    "trust_unavailable",
+    "too_large",
+    "principal_missing",
+    "malformed",
+    "algorithm_refused",
+    "key_refused",
+    "bad_signature",
+    "expired",
+    "times",
+    "payload",
+    "other",
+];
+
+impl SignError {
+    /// Why, as one of [`SIGN_RESULTS`]: a bounded label for metrics.
+    pub fn reason(&self) -> &'static str {
+        match self {
+            Self::Identity(_) => "identity_unavailable",
+            Self::UnsupportedKeyType { .. } | Self::UnsupportedCurve { .. } => "unsupported_key",
+            Self::Encode(_) => "encode",
+            Self::Provider(_) | Self::MalformedProviderSignature => "provider",
+            Self::PlaintextUrl { .. } => "plaintext_url",
+            Self::InvalidRequest(_) => "invalid_request",
+        }
+    }
+}
+
+impl VerifyError {
+    /// Why, as one of [`VERIFY_RESULTS`]: a bounded label for metrics.
+    pub fn reason(&self) -> &'static str {
+        match self {
+            Self::TooLarge { .. } => "too_large",
+            Self::Empty
+            | Self::SegmentCount { .. }
+            | Self::Base64 { .. }
+            | Self::MalformedHeader(_)
+            | Self::MissingAlgorithm => "malformed",
+            Self::AlgorithmNone
+            | Self::Hmac { .. }
+            | Self::AlgorithmNotAllowed { .. }
+            | Self::UnsupportedCritical { .. } => "algorithm_refused",
+            Self::AlgorithmKeyMismatch { .. }
+            | Self::UnsupportedKeyType { .. }
+            | Self::WeakRsaKey { .. } => "key_refused",
+            Self::BadSignature => "bad_signature",
+            Self::Expired { .. } => "expired",
+            Self::IssuedInFuture { .. }
+            | Self::MalformedTime { .. }
+            | Self::MissingTimes { .. } => "times",
+            Self::PayloadNotJson(_) | Self::PayloadType(_) => "payload",
+        }
+    }
+}
+
+impl IngressError {
+    /// Why, as one of [`VERIFY_RESULTS`]: a bounded label for metrics.
+    pub fn reason(&self) -> &'static str {
+        match self {
+            Self::MissingVerify | Self::MissingCertificate => "certificate_missing",
+            Self::NotVerified { .. } => "certificate_not_verified",
+            Self::TooLarge { .. } => "too_large",
+            Self::Duplicate { .. } | Self::CertificateEncoding | Self::Certificate(_) => {
+                "certificate_invalid"
+            }
+            Self::Untrusted(_) => "certificate_untrusted",
+            Self::NotAllowed { .. } => "peer_not_allowed",
+            Self::TrustAnchor(_) | Self::AnchorsUnavailable(_) => "trust_unavailable",
+        }
+    }
+}
+
+impl RequestPrincipalError {
+    /// Why, as one of [`VERIFY_RESULTS`]: a bounded label for metrics.
+    pub fn reason(&self) -> &'static str {
+        match self {
+            Self::Ingress(e) => e.reason(),
+            Self::MissingPrincipal => "principal_missing",
+            Self::Verify(e) => e.reason(),
+        }
+    }
+}
