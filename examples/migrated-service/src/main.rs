@@ -20,8 +20,9 @@
 //! identity when `--audit-client-certificate-*` is set.
 //!
 //! With `--metrics-bind-address` it serves its Prometheus metrics on `/metrics` (svc-tls's
-//! identity, trust and watched Secrets, registered once with
-//! `tls::metrics::register`). A real service would keep running and serve; this one
+//! identity, trust, watched Secrets and principals, and kube-construct's caches,
+//! registered once with `platform_client_compat::metrics::register`);
+//! `--watch-configmaps-namespace` declares a cache for it to export. A real service would keep running and serve; this one
 //! does one round and exits, so that its test can run it to the end (`tests/run.rs`),
 //! unless `--serve-for` keeps it making a request every `--request-interval` (a new
 //! handshake each, so a rotated identity is picked up) and serving `/metrics` for that
@@ -37,11 +38,13 @@ use platform_client_compat::tls::duration::parse_go_duration;
 use prometheus_client::registry::Registry;
 
 use clap::{Arg, ArgMatches, Args, Command, FromArgMatches};
+use k8s_openapi::api::core::v1::ConfigMap;
+use platform_client_compat::construct::cache::Selection;
 use platform_client_compat::construct::client::CachedClient;
 use platform_client_compat::construct::config::KubeOptions;
 use platform_client_compat::tls::client::PeerTls;
 use platform_client_compat::tls::options::{ClientIdentityOptions, PeerOptions};
-use platform_client_compat::tls::principal::{Principal, PrincipalSigner};
+use platform_client_compat::tls::principal::Principal;
 use platform_client_compat::tls::report::IdentityState;
 use platform_client_compat::tls::watch::SecretWatches;
 
@@ -99,6 +102,13 @@ fn command() -> Command {
                         .ok_or_else(|| format!("{v:?} is negative"))
                 })
                 .help("With --serve-for: the time between two requests"),
+        )
+        .arg(
+            Arg::new("watch-configmaps-namespace")
+                .long("watch-configmaps-namespace")
+                .default_value("")
+                .overrides_with("watch-configmaps-namespace")
+                .help("Declare a cache of the ConfigMaps in this namespace (proven synced at start-up; exported with the metrics); empty: no cache"),
         )
         .arg(
             Arg::new("path")
@@ -166,6 +176,10 @@ async fn run(matches: &ArgMatches) -> Result<(), Error> {
         .get_one::<String>("path")
         .cloned()
         .unwrap_or_default();
+    let configmaps_namespace = matches
+        .get_one::<String>("watch-configmaps-namespace")
+        .cloned()
+        .unwrap_or_default();
     let serve_for = matches
         .get_one::<Duration>("serve-for")
         .copied()
@@ -185,20 +199,30 @@ async fn run(matches: &ArgMatches) -> Result<(), Error> {
             .parse()
             .map_err(|e| format!("--metrics-bind-address={metrics_address:?}: {e}"))?;
         let mut registry = Registry::default();
-        platform_client_compat::tls::metrics::register(&mut registry)?;
+        // svc-tls's and kube-construct's, for the whole process.
+        platform_client_compat::metrics::register(&mut registry)?;
         let bound = metrics::serve(address, registry).await?;
         println!("metrics: serving http://{bound}/metrics");
     }
 
     // Go: client.New(ctx). Here the constructor returns only once every declared
-    // cache has synced. This service declares none: the Secrets its peer clients
-    // need are watched by svc-tls, once each per process (a second watch of the
-    // identity Secret here would double the API load for nothing).
-    let client = CachedClient::builder()
-        .sync_timeout(SYNC_TIMEOUT)
-        .from_options(&kube_options)
-        .await?;
+    // cache has synced. The Secrets its peer clients need are not declared here:
+    // svc-tls watches them, once each per process (a second watch of the identity
+    // Secret here would double the API load for nothing).
+    let mut builder = CachedClient::builder().sync_timeout(SYNC_TIMEOUT);
+    if !configmaps_namespace.is_empty() {
+        builder = builder.cache::<ConfigMap>(Selection::in_namespace(&configmaps_namespace));
+    }
+    let client = builder.from_options(&kube_options).await?;
     println!("kubernetes: caches synced");
+    if !configmaps_namespace.is_empty() {
+        let configmaps =
+            client.list::<ConfigMap>(Some(&configmaps_namespace), &Default::default())?;
+        println!(
+            "kubernetes: {} ConfigMaps cached in {configmaps_namespace}",
+            configmaps.len()
+        );
+    }
 
     // Go: client.TLSClientConfig(ctx, cli, identity, clientOptions). As in Go, the
     // --identity-host value does not stop this (an unusable one is logged once);
@@ -254,7 +278,10 @@ async fn run(matches: &ArgMatches) -> Result<(), Error> {
     let call = async || -> Result<Option<String>, Error> {
         let identity =
             PeerTls::from_options(client.kube_client(), &identity_peer, &me, SYNC_TIMEOUT).await?;
-        let signer = PrincipalSigner::new(resolver.clone());
+        // The identity the handshake presents signs, counted in the metrics.
+        let signer = identity
+            .principal_signer()
+            .ok_or("the identity peer has no client identity")?;
         let http = identity.reqwest_client()?;
         let url = identity.host()?.join(&path)?;
         let request = signer.attach(http.get(url.clone()), &principal)?;

@@ -3,7 +3,9 @@
 //! the test asks Prometheus's HTTP API what it scraped: the identity's expiry is the
 //! leaf's `notAfter`; after a rotation in the API emulator the new `notAfter` and a
 //! higher refresh counter appear; after the Secret is broken the failure counter rises
-//! and the state reads stale. And `promtool check rules` accepts `docs/alerts.yaml`.
+//! and the state reads stale; the principals the service signs are counted; its
+//! ConfigMap cache reads ready, with its time to sync and an object count that follows
+//! the emulator. And `promtool check rules` accepts `docs/alerts.yaml`.
 //!
 //! Without `prometheus` on the PATH the tests are skipped with a message, except under
 //! CI (`CI=true`), where a missing binary fails them.
@@ -71,6 +73,15 @@ impl Drop for Running {
 
 fn secret(name: &str, data: &[(&str, &str)]) -> serde_json::Value {
     test_support::secret::secret_with(NS, name, "kubernetes.io/tls", data)
+}
+
+fn configmap(name: &str) -> serde_json::Value {
+    serde_json::json!({
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"namespace": NS, "name": name},
+        "data": {"k": "v"},
+    })
 }
 
 fn not_after(leaf: &Leaf) -> i64 {
@@ -158,6 +169,9 @@ async fn a_real_prometheus_scrapes_expiry_rotation_and_failures() {
         &[("tls.crt", &first.cert_pem), ("tls.key", &first.key_pem)],
     ));
     tb.upsert(secret("identity-ca", &[("tls.crt", &server_ca.pem())]));
+    for name in ["settings", "features"] {
+        tb.upsert(configmap(name));
+    }
     let server = VerifyingServer::builder(&server_ca, &client_ca)
         .start()
         .await;
@@ -176,6 +190,7 @@ async fn a_real_prometheus_scrapes_expiry_rotation_and_failures() {
                 format!("--identity-ca-secret-namespace={NS}"),
                 "--identity-ca-secret-name=identity-ca".to_owned(),
                 format!("--metrics-bind-address=127.0.0.1:{metrics_port}"),
+                format!("--watch-configmaps-namespace={NS}"),
                 "--serve-for=5m".to_owned(),
                 "--request-interval=200ms".to_owned(),
             ])
@@ -226,6 +241,38 @@ async fn a_real_prometheus_scrapes_expiry_rotation_and_failures() {
     wait_for(&http, &prometheus, &fresh, "fresh", |v| v == 1.0).await;
     let healthy = format!("svc_tls_secret_watch_healthy{{secret=\"{NS}/{SECRET}\"}}");
     wait_for(&http, &prometheus, &healthy, "a healthy watch", |v| {
+        v == 1.0
+    })
+    .await;
+
+    // Every request's X-Principal was signed by the P-256 identity: ES256.
+    let signed = r#"svc_tls_principal_signed_total{algorithm="ES256",result="ok"}"#;
+    let first_signed = wait_for(&http, &prometheus, signed, "signed principals", |v| {
+        v >= 1.0
+    })
+    .await;
+    wait_for(&http, &prometheus, signed, "more signed principals", |v| {
+        v > first_signed
+    })
+    .await;
+
+    // The declared cache: ready, synced once, holding what the emulator holds, and
+    // following it.
+    let cache =
+        format!(r#"resource="configmaps.v1",namespace="{NS}",label_selector="",field_selector="""#);
+    let ready = format!("kube_construct_cache_ready{{{cache}}}");
+    wait_for(&http, &prometheus, &ready, "a ready cache", |v| v == 1.0).await;
+    let synced = format!("kube_construct_cache_sync_duration_seconds_count{{{cache}}}");
+    wait_for(&http, &prometheus, &synced, "one sync", |v| v == 1.0).await;
+    let objects = format!("kube_construct_cache_objects{{{cache}}}");
+    wait_for(&http, &prometheus, &objects, "two ConfigMaps", |v| v == 2.0).await;
+    tb.upsert(configmap("added-later"));
+    wait_for(&http, &prometheus, &objects, "three ConfigMaps", |v| {
+        v == 3.0
+    })
+    .await;
+    let constructions = r#"kube_construct_client_constructions_total{result="ok"}"#;
+    wait_for(&http, &prometheus, constructions, "one construction", |v| {
         v == 1.0
     })
     .await;
