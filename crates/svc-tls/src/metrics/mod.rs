@@ -31,6 +31,11 @@
 //!
 //! What is exported (every family, its type and its labels, is listed in
 //! `docs/operations.md`):
+//! - counters of the principals signed and verified, by algorithm and bounded result
+//!   ([`principal`]), from the signers of
+//!   [`PeerTls::principal_signer`](crate::PeerTls::principal_signer), the verifiers
+//!   of [`IngressVerifier::watching`](crate::principal::IngressVerifier::watching),
+//!   and any given [`Metrics::principal_recorder`];
 //! - counters of events, updated by the recorders on the handshake path with atomics
 //!   only: each recorder holds the counters of its own source, created once when it is
 //!   built, so a handshake never looks up or creates a label set ([`identity`],
