@@ -342,6 +342,8 @@ async fn dropped_watch_degrades_health_and_recovers() {
     .await
     .unwrap();
     assert_eq!(client.health().caches[0].state, CacheState::Ready);
+    // Synced means listed; the WATCH that follows must be open before it is dropped.
+    poll_until("the cache's watch open", || tb.open_watches() == 1).await;
 
     // The watch ends and the re-watch fails: the cache is degraded.
     tb.fail_next(2, 500);

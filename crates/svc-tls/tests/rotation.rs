@@ -414,7 +414,9 @@ async fn the_cache_follows_the_secret_across_dropped_watches_expired_history_and
     let resolver = resolver(&tb).await;
     let config = Arc::new(trusting(&server_ca, Some(&resolver)));
 
-    // The watch stream ends: the reflector watches again from where it was.
+    // The watch stream ends: the reflector watches again from where it was. (Synced
+    // means listed: the WATCH that follows must be open to be dropped.)
+    poll_until("the Secret's watch open", || tb.open_watches() == 1).await;
     tb.drop_watches();
     tb.upsert(tls_secret(NAME, &leaves[1].cert_pem, &leaves[1].key_pem));
     poll_until("the cache sees leaf 1 after a dropped watch", || {
