@@ -16,7 +16,10 @@
 //!   version (and warms its key) when the watch delivers it; each sample is one
 //!   `resolve` timed alone once that load is done (alternating between two
 //!   identities), and checked to present the new certificate. The load itself is
-//!   off the handshake path and is what `go/x509keypair/<case>` measures for Go.
+//!   off the handshake path and is what `go/x509keypair/<case>` measures for Go;
+//! - `identity-rotation-parses/<case>`: for each of those handshakes, how many
+//!   certificate-and-key parses the Secret's identity cache did during it
+//!   (`IdentityCache::full_loads`): the target is none at all.
 //!
 //! And the same path in SPIFFE mode, next to `p256-pkcs8` (SPIRE issues P-256 SVIDs):
 //! a resolver over `SpiffeIdentitySource`, the SVID streamed by the Workload API
@@ -231,6 +234,10 @@ fn main() {
             common::secret(NS, name, &case.cert_pem, &case.key_pem),
         ];
         let mut samples = Vec::with_capacity(rotations);
+        // Per timed handshake: how many certificate-and-key parses it paid (0: the
+        // watch's loader parsed the version before it).
+        let mut parses = Vec::with_capacity(rotations);
+        let cache = shared.identity_cache();
         for i in 0..rotations {
             let secret = &versions[i % 2];
             let before = resolver.state().serial_hex;
@@ -247,9 +254,11 @@ fn main() {
                     tokio::time::sleep(Duration::from_micros(200)).await;
                 }
             });
+            let parsed = cache.full_loads();
             let start = Instant::now();
             black_box(resolve(black_box(resolver)));
             samples.push(start.elapsed().as_nanos() as f64);
+            parses.push((cache.full_loads() - parsed) as f64);
             assert_ne!(
                 resolver.state().serial_hex,
                 before,
@@ -260,6 +269,11 @@ fn main() {
             "identity",
             &format!("identity-rotation/{}", case.name),
             &samples,
+        );
+        common::emit_counts(
+            "identity",
+            &format!("identity-rotation-parses/{}", case.name),
+            &parses,
         );
     }
 

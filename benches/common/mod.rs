@@ -228,6 +228,19 @@ pub fn secret(namespace: &str, name: &str, cert_pem: &str, key_pem: &str) -> Sec
     }
 }
 
+/// Like [`emit`], for counts (unit `count`): one value per event.
+pub fn emit_counts(file: &str, id: &str, counts: &[f64]) {
+    eprintln!(
+        "bench: counted {id}: {} over {} events",
+        counts.iter().sum::<f64>(),
+        counts.len()
+    );
+    write_line(
+        file,
+        serde_json::json!({ "id": id, "unit": "count", "samples": counts }),
+    );
+}
+
 /// Appends sampled results (mean nanoseconds per operation, one per batch) as one JSON
 /// line to `BENCH_RESULTS_DIR/<file>.jsonl`, the format of the Go program's output,
 /// for the benchmarks criterion cannot express (interleaved batches, one-shot loads).
@@ -242,9 +255,19 @@ pub fn emit(file: &str, id: &str, samples: &[f64]) {
         );
         return;
     };
+    write_line(
+        file,
+        serde_json::json!({ "id": id, "unit": "ns", "samples": samples }),
+    );
+}
+
+/// Appends `line` to `BENCH_RESULTS_DIR/<file>.jsonl` (nothing without the variable).
+fn write_line(file: &str, line: serde_json::Value) {
+    let Some(dir) = std::env::var_os("BENCH_RESULTS_DIR") else {
+        return;
+    };
     let dir = PathBuf::from(dir);
     std::fs::create_dir_all(&dir).unwrap();
-    let line = serde_json::json!({ "id": id, "unit": "ns", "samples": samples });
     let mut file = std::fs::OpenOptions::new()
         .create(true)
         .append(true)

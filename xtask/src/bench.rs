@@ -388,7 +388,13 @@ fn collect_samples(dir: &Path, results: &mut Results) -> Result<(), String> {
         }
         let text = std::fs::read_to_string(&path)
             .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-        for (id, samples) in parse_samples(&text).map_err(|e| format!("{}: {e}", path.display()))? {
+        for (id, unit, samples) in
+            parse_samples(&text).map_err(|e| format!("{}: {e}", path.display()))?
+        {
+            if unit == Unit::Count {
+                results.counts.insert(id, samples);
+                continue;
+            }
             if let Some(estimate) = Estimate::from_samples(&samples) {
                 results.estimates.insert(id.clone(), estimate);
             }
@@ -398,8 +404,17 @@ fn collect_samples(dir: &Path, results: &mut Results) -> Result<(), String> {
     Ok(())
 }
 
-/// `{"id": ..., "unit": "ns", "samples": [...]}` lines.
-fn parse_samples(text: &str) -> Result<Vec<(String, Vec<f64>)>, String> {
+/// What a line's samples are.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Unit {
+    /// Nanoseconds per operation.
+    Ns,
+    /// A count per event (e.g. key parses per handshake).
+    Count,
+}
+
+/// `{"id": ..., "unit": "ns" | "count", "samples": [...]}` lines.
+fn parse_samples(text: &str) -> Result<Vec<(String, Unit, Vec<f64>)>, String> {
     let mut out = Vec::new();
     for (n, line) in text
         .lines()
@@ -412,9 +427,11 @@ fn parse_samples(text: &str) -> Result<Vec<(String, Vec<f64>)>, String> {
             .get("id")
             .and_then(Value::as_str)
             .ok_or_else(|| format!("line {}: no id", n + 1))?;
-        if value.get("unit").and_then(Value::as_str) != Some("ns") {
-            return Err(format!("line {}: unit is not ns", n + 1));
-        }
+        let unit = match value.get("unit").and_then(Value::as_str) {
+            Some("ns") => Unit::Ns,
+            Some("count") => Unit::Count,
+            _ => return Err(format!("line {}: unit is neither ns nor count", n + 1)),
+        };
         let samples = value
             .get("samples")
             .and_then(Value::as_array)
@@ -425,7 +442,7 @@ fn parse_samples(text: &str) -> Result<Vec<(String, Vec<f64>)>, String> {
                     .ok_or_else(|| format!("line {}: a sample is not a number", n + 1))
             })
             .collect::<Result<Vec<f64>, String>>()?;
-        out.push((id.to_owned(), samples));
+        out.push((id.to_owned(), unit, samples));
     }
     Ok(out)
 }
@@ -463,12 +480,24 @@ mod tests {
     #[test]
     fn sampled_lines() {
         let parsed = parse_samples(
-            "{\"id\":\"go/x509keypair/p256-pkcs8\",\"unit\":\"ns\",\"samples\":[1,2.5,3]}\n\n",
+            "{\"id\":\"go/x509keypair/p256-pkcs8\",\"unit\":\"ns\",\"samples\":[1,2.5,3]}\n\n\
+             {\"id\":\"identity-rotation-parses/p256-pkcs8\",\"unit\":\"count\",\"samples\":[0,1]}\n",
         )
         .unwrap();
         assert_eq!(
             parsed,
-            vec![("go/x509keypair/p256-pkcs8".to_owned(), vec![1.0, 2.5, 3.0])]
+            vec![
+                (
+                    "go/x509keypair/p256-pkcs8".to_owned(),
+                    Unit::Ns,
+                    vec![1.0, 2.5, 3.0]
+                ),
+                (
+                    "identity-rotation-parses/p256-pkcs8".to_owned(),
+                    Unit::Count,
+                    vec![0.0, 1.0]
+                ),
+            ]
         );
         assert!(parse_samples("{\"id\":\"x\",\"unit\":\"ms\",\"samples\":[1]}").is_err());
         assert!(parse_samples("not json").is_err());

@@ -32,6 +32,9 @@ pub struct Results {
     pub estimates: BTreeMap<String, Estimate>,
     /// Raw samples of the sampled benchmarks (for paired ratios), by id.
     pub samples: BTreeMap<String, Vec<f64>>,
+    /// Counts per event (unit `count`), by id: e.g. the key parses each first
+    /// handshake after a rotation paid (`identity-rotation-parses/<case>`).
+    pub counts: BTreeMap<String, Vec<f64>>,
     /// Whether the Go program ran in this run; why not, if it did not.
     pub go: Result<String, String>,
 }
@@ -41,6 +44,7 @@ impl Default for Results {
         Self {
             estimates: BTreeMap::new(),
             samples: BTreeMap::new(),
+            counts: BTreeMap::new(),
             go: Err("not run".to_owned()),
         }
     }
@@ -130,6 +134,8 @@ pub struct TargetRow {
     pub verdict: Option<Verdict>,
     /// What bounds the figure, when the target is not met or inconclusive.
     pub bound_by: String,
+    /// How the figure is shown when it is not a ratio (a count).
+    pub shown: Option<String>,
 }
 
 /// Human time: ns, us, ms.
@@ -200,6 +206,7 @@ pub fn targets(results: &Results) -> Vec<TargetRow> {
                 Some(Verdict::Met) | None => String::new(),
                 Some(_) => bound_by.to_owned(),
             },
+            shown: None,
         });
     };
 
@@ -390,6 +397,38 @@ pub fn targets(results: &Results) -> Vec<TargetRow> {
                 bound_by,
             );
         }
+    }
+    rows.extend(parse_rows(results));
+    rows
+}
+
+/// Counted, not timed (no Go needed): the key parses each first handshake after a
+/// rotation paid.
+fn parse_rows(results: &Results) -> Vec<TargetRow> {
+    let mut rows = Vec::new();
+    for case in results.cases("identity-rotation") {
+        let Some(parses) = results
+            .counts
+            .get(&format!("identity-rotation-parses/{case}"))
+        else {
+            continue;
+        };
+        let paid = parses.iter().filter(|n| **n > 0.0).count();
+        rows.push(TargetRow {
+            target: format!("{case}: no handshake pays a key parse after a rotation"),
+            measured: None,
+            verdict: Some(if paid == 0 {
+                Verdict::Met
+            } else {
+                Verdict::NotMet
+            }),
+            bound_by: if paid == 0 {
+                String::new()
+            } else {
+                "the handshake read a version the watch's loader had not parsed".to_owned()
+            },
+            shown: Some(format!("{paid} of {} handshakes", parses.len())),
+        });
     }
     rows
 }
@@ -592,18 +631,20 @@ pub fn render(results: &Results) -> String {
     let _ = writeln!(out, "\n### Targets\n");
     let _ = writeln!(
         out,
-        "Each target is a ratio of two figures of this run, judged on its whole 95% interval: \
-         \"met\" when the interval lies on the right side of the threshold, \"not met\" when it \
-         lies wholly on the wrong side, \"inconclusive\" when it straddles it.\n"
+        "Each timed target is a ratio of two figures of this run, judged on its whole 95% \
+         interval: \"met\" when the interval lies on the right side of the threshold, \"not met\" \
+         when it lies wholly on the wrong side, \"inconclusive\" when it straddles it. A counted \
+         target (key parses after a rotation) is met when the count is zero.\n"
     );
     let _ = writeln!(
         out,
-        "| target | ratio [95% CI] | verdict | what bounds it |"
+        "| target | ratio [95% CI], or count | verdict | what bounds it |"
     );
     let _ = writeln!(out, "|---|---:|---|---|");
     for row in targets(results) {
-        let (measured, verdict) = match (row.measured, row.verdict) {
-            (Some(m), Some(v)) => (show_ratio(m), v.to_string()),
+        let (measured, verdict) = match (row.measured, row.verdict, &row.shown) {
+            (_, Some(v), Some(shown)) => (shown.clone(), v.to_string()),
+            (Some(m), Some(v), None) => (show_ratio(m), v.to_string()),
             _ => (
                 NOT_MEASURED.to_owned(),
                 if go {
@@ -929,6 +970,43 @@ mod tests {
             !verify.bound_by.is_empty(),
             "a target not met says what bounds it"
         );
+        assert!(any_not_met(&rows));
+    }
+
+    #[test]
+    fn key_parses_after_rotations_are_counted_not_timed() {
+        let mut results = sample_results(false);
+        let rows = targets(&results);
+        assert!(
+            !rows
+                .iter()
+                .any(|row| row.target.contains("no handshake pays")),
+            "no count, no row"
+        );
+        results.counts.insert(
+            "identity-rotation-parses/rsa2048-pkcs8".to_owned(),
+            vec![0.0; 40],
+        );
+        let rows = targets(&results);
+        assert_eq!(
+            verdict_of(&rows, "rsa2048-pkcs8: no handshake pays"),
+            Some(Verdict::Met)
+        );
+        assert!(render(&results).contains(
+            "| rsa2048-pkcs8: no handshake pays a key parse after a rotation | 0 of 40 handshakes | met |"
+        ));
+        let mut one = vec![0.0; 40];
+        one[7] = 1.0;
+        results
+            .counts
+            .insert("identity-rotation-parses/rsa2048-pkcs8".to_owned(), one);
+        let rows = targets(&results);
+        let row = rows
+            .iter()
+            .find(|row| row.target.starts_with("rsa2048-pkcs8: no handshake pays"))
+            .unwrap();
+        assert_eq!(row.verdict, Some(Verdict::NotMet));
+        assert_eq!(row.shown.as_deref(), Some("1 of 40 handshakes"));
         assert!(any_not_met(&rows));
     }
 

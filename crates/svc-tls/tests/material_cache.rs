@@ -24,14 +24,18 @@ fn identity_cache_reuses_identical_bytes_and_reloads_changed_ones() {
     ]);
     let cache = IdentityCache::new(Arc::new(material::crypto_provider()));
 
-    // Unchanged bytes: the very same loaded key is served again.
+    // Unchanged bytes: the very same loaded key is served again, with one parse.
+    assert_eq!(cache.full_loads(), 0);
     let first = cache.load(&secret_a).unwrap();
     let again = cache.load(&secret_a.clone()).unwrap();
     assert!(Arc::ptr_eq(first.certified_key(), again.certified_key()));
     assert_eq!(again.serial_hex(), "a1");
+    assert_eq!(cache.full_loads(), 1);
 
-    // A rotation is picked up at once.
+    // A rotation is picked up at once: one more parse, then none.
     let rotated = cache.load(&secret_b).unwrap();
+    cache.load(&secret_b).unwrap();
+    assert_eq!(cache.full_loads(), 2);
     assert_eq!(rotated.serial_hex(), "b2");
     assert_eq!(rotated.key_kind(), KeyKind::EcdsaP256);
 
@@ -47,9 +51,11 @@ fn identity_cache_reuses_identical_bytes_and_reloads_changed_ones() {
         "{err:?}"
     );
 
-    // A failed load does not evict the good entry.
+    // A failed load does not evict the good entry, and is remembered (one parse).
     let again = cache.load(&secret_b).unwrap();
     assert!(Arc::ptr_eq(rotated.certified_key(), again.certified_key()));
+    cache.load(&mismatched).unwrap_err();
+    assert_eq!(cache.full_loads(), 3);
 
     // Checks that do not depend on the two values still run on a hit.
     let mut opaque = secret_b.clone();
