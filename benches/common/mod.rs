@@ -246,7 +246,7 @@ pub fn emit_counts(file: &str, id: &str, counts: &[f64]) {
 /// for the benchmarks criterion cannot express (interleaved batches, one-shot loads).
 pub fn emit(file: &str, id: &str, samples: &[f64]) {
     eprintln!("bench: measured {id} ({} samples)", samples.len());
-    let Some(dir) = std::env::var_os("BENCH_RESULTS_DIR") else {
+    if std::env::var_os("BENCH_RESULTS_DIR").is_none() {
         let mut sorted = samples.to_vec();
         sorted.sort_by(f64::total_cmp);
         eprintln!(
@@ -254,7 +254,7 @@ pub fn emit(file: &str, id: &str, samples: &[f64]) {
             sorted[sorted.len() / 2]
         );
         return;
-    };
+    }
     write_line(
         file,
         serde_json::json!({ "id": id, "unit": "ns", "samples": samples }),
