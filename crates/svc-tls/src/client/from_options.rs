@@ -1,0 +1,231 @@
+//! Building a peer's TLS setup from the command-line options or a SPIFFE stream,
+//! over the process's (or a given) registries of watched Secrets and streams.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::identity::{
+    IdentityError, IdentityResolver, IdentitySource, SecretIdentitySource, SpiffeIdentitySource,
+};
+use crate::last_good::{DEFAULT_WARNING_PERIOD, Settings, SystemClock};
+use crate::options::{ClientIdentityOptions, IdentityConfig, OptionsError, PeerOptions};
+use crate::origin::IdentityOrigin;
+use crate::spiffe::{SpiffeEndpoint, SpiffeId, WorkloadApiSource, WorkloadApiStreams};
+use crate::trust::{ServerAuthorization, SpiffeTrustSource, TrustSource, TrustVerifier};
+use crate::watch::SecretWatches;
+
+use super::{PeerClientError, PeerTls, TrustMode};
+
+impl PeerTls {
+    /// From the command-line options: trust from `--S-ca-secret-*` (watched, the roots
+    /// of the Secret's current contents verify every handshake; the platform's trust
+    /// store when unset) and the identity from `--[P-]client-certificate-*` (watched,
+    /// reloaded per handshake; no client certificate when unset). Waits at most
+    /// `sync_timeout` for each cache; a missing or malformed Secret fails, naming it.
+    /// The provider is [`crypto_provider`](crate::material::crypto_provider) (aws-lc-rs),
+    /// passed explicitly.
+    ///
+    /// The `--S-host` value never stops the build, as Go's client took any host string
+    /// and failed only when a request was made: a peer whose host is not configured
+    /// (flag absent or empty) or is set but unusable (`https://`, `collector:443`)
+    /// still gets its TLS setup, and [`PeerTls::host`] returns the [`HostError`]
+    /// naming the flag (and quoting the value) when the service asks for the URL. An
+    /// unusable value is logged once at WARN when the client is built
+    /// ([`PeerOptions::client_host`]). `--S-http2` and `--S-pool-idle-timeout` apply to
+    /// every client built from the result.
+    ///
+    /// ```no_run
+    /// # async fn f(client: kube::Client, peer: svc_tls::options::PeerOptions,
+    /// #            me: svc_tls::options::ClientIdentityOptions) -> Result<(), Box<dyn std::error::Error>> {
+    /// use svc_tls::client::PeerTls;
+    ///
+    /// let tls = PeerTls::from_options(&client, &peer, &me, std::time::Duration::from_secs(30)).await?;
+    /// let http = tls.reqwest_client()?; // per reconcile if you like: no waiting
+    /// let url = tls.host()?.join("api/v1/regions")?;
+    /// let regions = http.get(url).send().await?;
+    /// # let _ = regions; Ok(()) }
+    /// ```
+    pub async fn from_options(
+        client: &kube::Client,
+        peer: &PeerOptions,
+        identity: &ClientIdentityOptions,
+        sync_timeout: Duration,
+    ) -> Result<Self, PeerClientError> {
+        Self::from_options_with(
+            SecretWatches::process(),
+            WorkloadApiStreams::process(),
+            client,
+            peer,
+            identity,
+            sync_timeout,
+        )
+        .await
+    }
+
+    /// [`PeerTls::from_options`] over registries of the caller's (one per test, or per
+    /// cluster a process reads Secrets from) instead of the process's.
+    pub async fn from_options_with(
+        watches: &SecretWatches,
+        streams: &WorkloadApiStreams,
+        client: &kube::Client,
+        peer: &PeerOptions,
+        identity: &ClientIdentityOptions,
+        sync_timeout: Duration,
+    ) -> Result<Self, PeerClientError> {
+        let provider = watches.provider().clone();
+        let secret = match identity.config()? {
+            IdentityConfig::Spiffe { .. } => {
+                let endpoint = SpiffeEndpoint::from_env()?;
+                let workload = streams.connect(endpoint, provider, sync_timeout).await?;
+                return Self::from_spiffe_in(watches, peer, identity, &workload);
+            }
+            IdentityConfig::Secret(secret) => Some(secret),
+            IdentityConfig::None => None,
+        };
+        let ca = peer.ca_secret()?;
+        let trust = match ca {
+            Some(ca) => TrustMode::Watched(
+                crate::wiring::watched_trust(watches, client, &ca, sync_timeout).await?,
+            ),
+            None => TrustMode::Platform,
+        };
+        let identity = match secret {
+            Some(secret) => {
+                let shared = watches
+                    .watch(client, &secret, sync_timeout)
+                    .await
+                    .map_err(IdentityError::from)?;
+                Some(shared.built(|| {
+                    let resolver = IdentityResolver::with_settings(
+                        Arc::new(SecretIdentitySource::shared(&shared)),
+                        crate::wiring::identity_recorder(
+                            watches,
+                            &IdentityOrigin::Secret(secret.clone()),
+                            None,
+                        ),
+                        Settings::default(),
+                    )?;
+                    crate::wiring::track_identity(watches, &resolver);
+                    Ok::<_, IdentityError>(resolver)
+                })?)
+            }
+            None => None,
+        };
+        let mut tls = Self::new(provider, trust, identity).for_peer(peer);
+        tls.principal = crate::wiring::principal_recorder(watches);
+        Ok(tls)
+    }
+
+    /// The peer's `--S-host` (kept as the URL or the error [`PeerTls::host`] returns),
+    /// `--S-http2` and `--S-pool-idle-timeout` applied.
+    fn for_peer(mut self, peer: &PeerOptions) -> Self {
+        self.host = peer.client_host_with_credentials(self.identity.is_some());
+        self.protocol = peer.http_protocol();
+        self.pool_idle_timeout = peer.pool_idle_timeout();
+        self
+    }
+
+    /// SPIFFE mode over a Workload API stream the caller already holds (one stream can
+    /// serve every peer): the client presents the stream's current X509-SVID, and the
+    /// server must chain to its trust domain's current bundle and present exactly
+    /// `identity`'s `--[P-]spiffe-server-id` (no host-name check; see
+    /// [`crate::spiffe`]). The peer's CA Secret flags do not apply here; when they are
+    /// set, that is logged once. [`PeerTls::from_options`] calls this in SPIFFE mode
+    /// with a stream of its own, from `SPIFFE_ENDPOINT_SOCKET`.
+    pub fn from_spiffe(
+        peer: &PeerOptions,
+        identity: &ClientIdentityOptions,
+        workload: &WorkloadApiSource,
+    ) -> Result<Self, PeerClientError> {
+        Self::from_spiffe_in(SecretWatches::process(), peer, identity, workload)
+    }
+
+    /// [`PeerTls::from_spiffe`] recording into `watches`' metrics.
+    fn from_spiffe_in(
+        watches: &SecretWatches,
+        peer: &PeerOptions,
+        identity: &ClientIdentityOptions,
+        workload: &WorkloadApiSource,
+    ) -> Result<Self, PeerClientError> {
+        let server_id = identity.spiffe_server_id().cloned().ok_or_else(|| {
+            OptionsError::MissingSpiffeServerId {
+                flag: ClientIdentityOptions::spiffe_server_id_flag(identity.prefix()),
+                source_flag: ClientIdentityOptions::source_flag(identity.prefix()),
+            }
+        })?;
+        if peer.ca_secret().ok().flatten().is_some() {
+            crate::options::warn_once(
+                &format!("spiffe-ca {}", peer.service()),
+                &format!(
+                    "--{}-ca-secret-namespace/-name are set and ignored: with --{}=spiffe the server is verified against the SPIFFE trust bundle",
+                    peer.service(),
+                    ClientIdentityOptions::source_flag(identity.prefix())
+                ),
+            );
+        }
+        Ok(Self::for_spiffe_id_in(watches, workload, server_id)?.for_peer(peer))
+    }
+
+    /// SPIFFE mode without options: present `workload`'s current X509-SVID on every
+    /// handshake and accept only a server that chains to the current bundle of
+    /// `server_id`'s trust domain and presents exactly `server_id` (no host-name
+    /// check). Set the host with [`PeerTls::with_host`].
+    ///
+    /// ```no_run
+    /// # async fn f(workload: svc_tls::spiffe::WorkloadApiSource) -> Result<(), Box<dyn std::error::Error>> {
+    /// use svc_tls::client::PeerTls;
+    /// use svc_tls::spiffe::SpiffeId;
+    ///
+    /// let server = SpiffeId::new("spiffe://example.org/ns/unikorn/sa/identity")?;
+    /// let tls = PeerTls::for_spiffe_id(&workload, server)?
+    ///     .with_host("https://identity.unikorn:8443".parse()?);
+    /// let http = tls.reqwest_client()?;
+    /// # let _ = http; Ok(()) }
+    /// ```
+    ///
+    /// With metrics installed into the process's registry
+    /// ([`crate::metrics::register`]), the resolver and verifier record into them.
+    pub fn for_spiffe_id(
+        workload: &WorkloadApiSource,
+        server_id: SpiffeId,
+    ) -> Result<Self, PeerClientError> {
+        Self::for_spiffe_id_in(SecretWatches::process(), workload, server_id)
+    }
+
+    /// [`PeerTls::for_spiffe_id`] recording into `watches`' metrics.
+    fn for_spiffe_id_in(
+        watches: &SecretWatches,
+        workload: &WorkloadApiSource,
+        server_id: SpiffeId,
+    ) -> Result<Self, PeerClientError> {
+        let provider = Arc::new(crate::material::crypto_provider());
+        let trust_source = SpiffeTrustSource::new(workload.clone(), server_id.trust_domain());
+        let trust_recorder = crate::wiring::trust_recorder(watches, trust_source.origin());
+        let trust = TrustVerifier::from_trust_source_authorizing(
+            Arc::new(trust_source),
+            provider.clone(),
+            trust_recorder,
+            Arc::new(SystemClock::new()),
+            DEFAULT_WARNING_PERIOD,
+            ServerAuthorization::SpiffeId(server_id),
+        )?;
+        let identity_source = SpiffeIdentitySource::new(workload.clone());
+        let spiffe_id = workload.spiffe_id();
+        let identity_recorder = crate::wiring::identity_recorder(
+            watches,
+            identity_source.origin(),
+            Some(spiffe_id.as_str()).filter(|id| !id.is_empty()),
+        );
+        let resolver = IdentityResolver::from_identity_source(
+            Arc::new(identity_source),
+            identity_recorder,
+            Arc::new(SystemClock::new()),
+            DEFAULT_WARNING_PERIOD,
+        )?;
+        crate::wiring::track_trust(watches, &trust);
+        crate::wiring::track_identity(watches, &resolver);
+        let mut tls = Self::new(provider, TrustMode::Watched(trust), Some(resolver));
+        tls.principal = crate::wiring::principal_recorder(watches);
+        Ok(tls)
+    }
+}

@@ -1,0 +1,79 @@
+//! TLS client configurations and `reqwest` clients for calling peer services.
+//!
+//! [`client_config`] builds a rustls [`ClientConfig`] from CA trust and an optional
+//! [`IdentityResolver`]:
+//! - TLS 1.3 only;
+//! - the crypto provider is passed in explicitly (use
+//!   [`crypto_provider`](crate::material::crypto_provider), aws-lc-rs); the
+//!   process-wide default provider is never consulted. Its key exchange order is what
+//!   the client offers: `crypto_provider` offers the hybrid post-quantum
+//!   `X25519MLKEM768` first, with X25519 and the NIST curves after it for servers
+//!   without ML-KEM (as the Go client does since Go 1.24);
+//! - **session resumption is disabled** (`Resumption::disabled()`): a resumed handshake
+//!   does not run the client-certificate resolver, so a rotated identity would not be
+//!   presented on connections that resume an old session (the legacy Go client kept no
+//!   session cache either);
+//! - ALPN offers `http/1.1` only by default, as Go's transport with a custom
+//!   `tls.Config` spoke HTTP/1.1 only; HTTP/2 is an opt-in
+//!   ([`HttpProtocol::Http2Preferred`], flag `--S-http2`), offering `h2` then
+//!   `http/1.1` ([`client_config_for`]).
+//!
+//! [`reqwest_client`] puts that configuration under a `reqwest::Client`
+//! (`use_preconfigured_tls`), restricted to HTTP/1.1 unless the configuration offers
+//! `h2`.
+//!
+//! # Rotation and pooled connections
+//! Every *new* connection runs a full handshake and so presents the identity currently
+//! in the Secret and, with [`TrustMode::Watched`], verifies the server against the roots
+//! currently in the CA Secret. A connection already open (kept alive in reqwest's pool, or an HTTP/2
+//! connection being multiplexed) keeps the identity and trust it was opened with until
+//! it is closed: by the peer (nginx closes a keep-alive connection after
+//! `keepalive_timeout`, 75 s, or `keepalive_requests`, 1000, by default), or by
+//! reqwest's pool once it has been idle for the pool idle timeout (90 s by default).
+//! reqwest has no maximum connection age, so a connection that never goes idle
+//! keeps its identity until the peer closes it. Bound the idle part with
+//! `--S-pool-idle-timeout` ([`PeerOptions::with_pool_idle_timeout`]); `0` keeps no
+//! idle connection, so every request opens a connection and presents the current
+//! identity. HTTP/2 puts every request on one connection, which rarely goes idle:
+//! one more reason it is an opt-in.
+//!
+//! # Example
+//! ```no_run
+//! # async fn f(client: kube::Client) -> Result<(), Box<dyn std::error::Error>> {
+//! use std::sync::Arc;
+//! use svc_tls::client::{TrustMode, client_config, reqwest_client};
+//! use svc_tls::options::SecretRef;
+//! use svc_tls::resolver::IdentityResolver;
+//! use svc_tls::verifier::TrustVerifier;
+//!
+//! let provider = Arc::new(svc_tls::material::crypto_provider());
+//! let ca = SecretRef { namespace: "unikorn".into(), name: "unikorn-ca".into() };
+//! let identity = SecretRef {
+//!     namespace: "unikorn".into(),
+//!     name: "unikorn-region-client-certificate".into(),
+//! };
+//!
+//! // Once, at start-up: the watched trust and identity (each waits for its sync).
+//! let trust = TrustMode::Watched(TrustVerifier::builder(client.clone(), ca).build().await?);
+//! let resolver = IdentityResolver::builder(client.clone(), identity)
+//!     .provider(provider.clone())
+//!     .build()
+//!     .await?;
+//!
+//! // As often as needed (e.g. per reconcile): no waiting, the resolver is shared.
+//! let config = client_config(provider, trust, Some(&resolver))?;
+//! let http = reqwest_client(config)?;
+//! let response = http.get("https://identity.example/api/v1/organizations").send().await?;
+//! # let _ = response; Ok(()) }
+//! ```
+
+mod config;
+mod error;
+mod from_options;
+mod peer;
+
+pub use config::{
+    TrustMode, client_config, client_config_for, reqwest_builder, reqwest_client, trust_from_secret,
+};
+pub use error::PeerClientError;
+pub use peer::PeerTls;

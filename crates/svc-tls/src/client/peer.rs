@@ -1,0 +1,158 @@
+//! One peer's TLS setup: trust, the identity resolver, the host and protocol.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use rustls::ClientConfig;
+use rustls::crypto::CryptoProvider;
+
+use crate::identity::IdentityResolver;
+use crate::last_good::NoopRecorder;
+use crate::options::{HostError, HttpProtocol};
+use crate::principal::PrincipalSigner;
+use crate::trust::TrustVerifier;
+use url::Url;
+
+use super::{PeerClientError, TrustMode, client_config_for, reqwest_builder};
+
+/// Everything needed to call one peer service, loaded once: trust, and the identity
+/// resolver (shared by every configuration built from it). Cheap to clone.
+#[derive(Debug, Clone)]
+pub struct PeerTls {
+    pub(super) provider: Arc<CryptoProvider>,
+    pub(super) trust: TrustMode,
+    pub(super) identity: Option<IdentityResolver>,
+    /// `--S-host` checked, with the flag name for "not configured".
+    pub(super) host: Result<Url, HostError>,
+    pub(super) protocol: HttpProtocol,
+    pub(super) pool_idle_timeout: Option<Duration>,
+    /// What the principal signer reports to (the registry's metrics, if any).
+    pub(super) principal: crate::wiring::PrincipalRecording,
+}
+
+impl PeerTls {
+    /// From parts already loaded.
+    pub fn new(
+        provider: Arc<CryptoProvider>,
+        trust: TrustMode,
+        identity: Option<IdentityResolver>,
+    ) -> Self {
+        Self {
+            provider,
+            trust,
+            identity,
+            host: Err(HostError::NotConfigured {
+                flag: "host".to_owned(),
+            }),
+            protocol: HttpProtocol::default(),
+            pool_idle_timeout: None,
+            principal: crate::wiring::PrincipalRecording(Arc::new(NoopRecorder)),
+        }
+    }
+
+    /// Sets the peer's base URL. With a client identity, an `http://` URL to a
+    /// host other than a loopback address is refused: [`PeerTls::host`] returns
+    /// [`HostProblem::PlaintextWithCredentials`](crate::options::HostProblem).
+    #[must_use]
+    pub fn with_host(mut self, host: Url) -> Self {
+        self.host = if self.identity.is_some() {
+            crate::options::refuse_plaintext_with_credentials("host", host)
+        } else {
+            Ok(host)
+        };
+        self
+    }
+
+    /// Sets the HTTP versions clients built from this may speak (default HTTP/1.1
+    /// only).
+    #[must_use]
+    pub fn with_http_protocol(mut self, protocol: HttpProtocol) -> Self {
+        self.protocol = protocol;
+        self
+    }
+
+    /// Sets reqwest's pool idle timeout for clients built from this; zero keeps no
+    /// idle connection (every request presents the current identity).
+    #[must_use]
+    pub fn with_pool_idle_timeout(mut self, timeout: Duration) -> Self {
+        self.pool_idle_timeout = Some(timeout);
+        self
+    }
+
+    /// The peer's base URL; [`HostError::NotConfigured`] naming the flag when the
+    /// peer has no host (Go: `Host() == ""`), [`HostError::Invalid`] naming the flag
+    /// and quoting the value when `--S-host` is set but not a usable URL.
+    pub fn host(&self) -> Result<&Url, HostError> {
+        self.host.as_ref().map_err(Clone::clone)
+    }
+
+    /// The HTTP versions clients built from this may speak.
+    pub fn http_protocol(&self) -> HttpProtocol {
+        self.protocol
+    }
+
+    /// The identity resolver, when a client certificate is configured.
+    pub fn identity(&self) -> Option<&IdentityResolver> {
+        self.identity.as_ref()
+    }
+
+    /// A signer of `X-Principal` tokens with this client's identity (re-read for each
+    /// token, as a handshake does, so rotations are followed), reporting every token
+    /// to the metrics of the registry this was built over (see [`crate::metrics`]).
+    /// `None` without a client identity.
+    ///
+    /// ```no_run
+    /// # async fn f(tls: svc_tls::PeerTls) -> Result<(), Box<dyn std::error::Error>> {
+    /// use svc_tls::Principal;
+    ///
+    /// let signer = tls.principal_signer().ok_or("no client identity configured")?;
+    /// let who = Principal { actor: Some("alice".into()), ..Principal::default() };
+    /// let request = signer.attach(tls.reqwest_client()?.get(tls.host()?.join("api")?), &who)?;
+    /// # let _ = request; Ok(()) }
+    /// ```
+    pub fn principal_signer(&self) -> Option<PrincipalSigner<IdentityResolver>> {
+        let resolver = self.identity.clone()?;
+        Some(PrincipalSigner::new(resolver).with_recorder(self.principal.0.clone()))
+    }
+
+    /// How server certificates are verified.
+    pub fn trust(&self) -> &TrustMode {
+        &self.trust
+    }
+
+    /// The watched CA trust, when a CA Secret is configured.
+    pub fn trust_verifier(&self) -> Option<&TrustVerifier> {
+        match &self.trust {
+            TrustMode::Watched(verifier) => Some(verifier),
+            _ => None,
+        }
+    }
+
+    /// A new rustls configuration (see [`client_config_for`]).
+    pub fn config(&self) -> Result<ClientConfig, PeerClientError> {
+        client_config_for(
+            self.provider.clone(),
+            self.trust.clone(),
+            self.identity.as_ref(),
+            self.protocol,
+        )
+    }
+
+    /// A new `reqwest` client builder on [`PeerTls::config`], with the pool idle
+    /// timeout applied; add timeouts and the like, then `build()`.
+    pub fn reqwest_builder(&self) -> Result<reqwest::ClientBuilder, PeerClientError> {
+        let builder = reqwest_builder(self.config()?);
+        Ok(match self.pool_idle_timeout {
+            Some(Duration::ZERO) => builder.pool_max_idle_per_host(0),
+            Some(timeout) => builder.pool_idle_timeout(timeout),
+            None => builder,
+        })
+    }
+
+    /// A new `reqwest` client on [`PeerTls::config`].
+    pub fn reqwest_client(&self) -> Result<reqwest::Client, PeerClientError> {
+        self.reqwest_builder()?
+            .build()
+            .map_err(PeerClientError::Http)
+    }
+}
