@@ -288,3 +288,35 @@ fn a_remembered_not_yet_valid_error_ends_when_the_certificate_becomes_valid() {
         "0c"
     );
 }
+
+#[test]
+fn concurrent_loads_of_the_same_bytes_serve_one_key() {
+    // The watch's loader and a first handshake may both miss on a new version: both
+    // must end up holding the one key the cache keeps (warmed once, shared).
+    let ca = TestCa::new("ca");
+    let key = Alg::P256.generate();
+    let leaf = ca.issue(&key, &leaf_params(&[0x5e]));
+    let secret = tls_secret(&[
+        (TLS_CRT, leaf.as_bytes()),
+        (TLS_KEY, key.serialize_pem().as_bytes()),
+    ]);
+    let cache = Arc::new(IdentityCache::new(Arc::new(material::crypto_provider())));
+    for _ in 0..50 {
+        cache.clear();
+        let barrier = Arc::new(std::sync::Barrier::new(2));
+        let loads: Vec<_> = (0..2)
+            .map(|_| {
+                let (cache, barrier, secret) = (cache.clone(), barrier.clone(), secret.clone());
+                std::thread::spawn(move || {
+                    barrier.wait();
+                    cache.load(&secret).unwrap()
+                })
+            })
+            .collect();
+        let loaded: Vec<_> = loads.into_iter().map(|t| t.join().unwrap()).collect();
+        let kept = cache.load(&secret).unwrap();
+        for identity in &loaded {
+            assert!(Arc::ptr_eq(identity.certified_key(), kept.certified_key()));
+        }
+    }
+}

@@ -116,7 +116,9 @@ impl IdentityCache {
             return Err(failed.error.clone());
         }
         // A miss, or a hit outside the validity period (the full load then
-        // reports the precise error).
+        // reports the precise error). What is stored now, to detect a load of the
+        // same bytes that finishes first (the watch's loader and a first handshake).
+        let seen = self.last.load_full();
         self.full_loads.fetch_add(1, Ordering::Relaxed);
         let identity = match load_core(&name, cert_pem, key_pem, &self.provider, Some(now)) {
             Ok(identity) => identity,
@@ -129,11 +131,27 @@ impl IdentityCache {
                 return Err(error);
             }
         };
-        self.last.store(Some(Arc::new(Cached {
+        let fresh = Arc::new(Cached {
             cert_pem: cert_pem.into(),
             key_pem: key_pem.into(),
             identity: identity.clone(),
-        })));
+        });
+        let before = self.last.compare_and_swap(&seen, Some(fresh));
+        let stored_meanwhile = match (&*before, &seen) {
+            (Some(a), Some(b)) => !Arc::ptr_eq(a, b),
+            (None, None) => false,
+            _ => true,
+        };
+        // Another load stored first: when it is of these bytes, serve its identity,
+        // so that every user holds one key (warmed once). Otherwise it is another
+        // version, left in place; this one is served to this caller only.
+        if stored_meanwhile
+            && let Some(other) = &*before
+            && *other.cert_pem == *cert_pem
+            && *other.key_pem == *key_pem
+        {
+            return Ok(other.identity.clone());
+        }
         Ok(identity)
     }
 
