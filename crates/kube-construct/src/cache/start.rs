@@ -200,6 +200,13 @@ impl Caches {
         }
     }
 
+    /// How long after construction started each cache's initial list completed.
+    pub(crate) fn sync_times(&self) -> impl Iterator<Item = (&CacheName, Duration)> {
+        self.entries
+            .iter()
+            .filter_map(|entry| Some((&entry.name, *entry.synced_after.get()?)))
+    }
+
     pub(crate) fn health(&self) -> HealthReport {
         HealthReport {
             caches: self

@@ -238,42 +238,27 @@ impl ClientBuilder {
             .metrics
             .clone()
             .or_else(|| crate::metrics::CacheMetrics::process().cloned());
-        let started = Caches::start(&client, self.declarations, self.sync_timeout).await;
-        let built = started.map(|caches| CachedClient {
-            inner: Arc::new(Inner {
-                client,
-                caches,
-                source,
-            }),
-        });
+        let started = Caches::start(&client, self.declarations, self.sync_timeout)
+            .await
+            .map(Arc::new);
         #[cfg(feature = "metrics")]
         if let Some(metrics) = metrics {
-            metrics.constructed(built.as_ref());
+            metrics.constructed(started.as_ref());
         }
-        Ok(built?)
-    }
-}
-
-/// A client that does not keep its caches running, for the metrics collector.
-#[derive(Clone)]
-#[cfg_attr(not(feature = "metrics"), allow(dead_code))]
-pub(crate) struct WeakCachedClient(std::sync::Weak<Inner>);
-
-#[cfg_attr(not(feature = "metrics"), allow(dead_code))]
-impl WeakCachedClient {
-    pub(crate) fn is_alive(&self) -> bool {
-        self.0.strong_count() > 0
-    }
-
-    /// The health of its caches, while the client lives.
-    pub(crate) fn health(&self) -> Option<HealthReport> {
-        self.0.upgrade().map(|inner| inner.caches.health())
+        Ok(CachedClient {
+            inner: Arc::new(Inner {
+                client,
+                caches: started?,
+                source,
+            }),
+        })
     }
 }
 
 struct Inner {
     client: kube::Client,
-    caches: Caches,
+    /// Shared with the metrics collector (weakly), when metrics are on.
+    caches: Arc<Caches>,
     source: Option<ConfigSource>,
 }
 
@@ -326,16 +311,7 @@ impl CachedClient {
 
     /// How long after construction started each cache's initial list completed.
     pub fn sync_times(&self) -> impl Iterator<Item = (&CacheName, Duration)> {
-        self.inner
-            .caches
-            .entries
-            .iter()
-            .filter_map(|entry| Some((&entry.name, *entry.synced_after.get()?)))
-    }
-
-    #[cfg_attr(not(feature = "metrics"), allow(dead_code))]
-    pub(crate) fn downgrade(&self) -> WeakCachedClient {
-        WeakCachedClient(Arc::downgrade(&self.inner))
+        self.inner.caches.sync_times()
     }
 
     /// Get one object by name from the caches. `Ok(None)` when a cache covering it

@@ -60,12 +60,15 @@ impl Collector for CacheCollector {
                 .clients
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner);
-            clients.retain(|client| client.is_alive());
+            clients.retain(|caches| caches.strong_count() > 0);
             clients.clone()
         };
         // The first live client declaring a cache is the one exported.
         let mut samples = BTreeMap::new();
-        for report in clients.iter().filter_map(|client| client.health()) {
+        for report in clients
+            .iter()
+            .filter_map(|caches| caches.upgrade().map(|caches| caches.health()))
+        {
             for cache in report.caches {
                 samples.entry(cache_labels(&cache.cache)).or_insert(Sample {
                     ready: cache.state == CacheState::Ready,

@@ -39,15 +39,14 @@
 
 mod collector;
 
-use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError, Weak};
 
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::{Registry, Unit};
 
-use crate::cache::{CacheError, CacheName};
-use crate::client::{CachedClient, WeakCachedClient};
+use crate::cache::{CacheError, CacheName, Caches};
 
 /// The `result` values of `kube_construct_client_constructions_total`.
 pub const CONSTRUCTION_RESULTS: [&str; 7] = [
@@ -99,9 +98,9 @@ pub struct CacheMetrics {
 pub(crate) struct Shared {
     sync: Family<CacheLabels, Histogram>,
     constructions: Family<Vec<(&'static str, &'static str)>, Counter>,
-    /// The clients built with these metrics, oldest first (dead ones are pruned at
-    /// scrape time).
-    pub(crate) clients: Mutex<Vec<WeakCachedClient>>,
+    /// The caches of the clients built with these metrics, oldest first (those of
+    /// dropped clients are pruned at scrape time).
+    pub(crate) clients: Mutex<Vec<Weak<Caches>>>,
 }
 
 impl std::fmt::Debug for CacheMetrics {
@@ -163,16 +162,16 @@ impl CacheMetrics {
 
     /// Records a construction that ended with `result`, and the sync time of each
     /// cache that synced. Construction path.
-    pub(crate) fn constructed(&self, result: Result<&CachedClient, &CacheError>) {
+    pub(crate) fn constructed(&self, result: Result<&Arc<Caches>, &CacheError>) {
         let label = match result {
-            Ok(client) => {
-                for (name, after) in client.sync_times() {
+            Ok(caches) => {
+                for (name, after) in caches.sync_times() {
                     self.inner
                         .sync
                         .get_or_create(&cache_labels(name))
                         .observe(after.as_secs_f64());
                 }
-                self.clients().push(client.downgrade());
+                self.clients().push(Arc::downgrade(caches));
                 "ok"
             }
             Err(error) => error.reason(),
@@ -183,7 +182,7 @@ impl CacheMetrics {
             .inc();
     }
 
-    fn clients(&self) -> std::sync::MutexGuard<'_, Vec<WeakCachedClient>> {
+    fn clients(&self) -> std::sync::MutexGuard<'_, Vec<Weak<Caches>>> {
         self.inner
             .clients
             .lock()

@@ -647,3 +647,31 @@ fn single<'a>(
         (Some(_), Some(_)) => Err(IngressError::Duplicate { name }),
     }
 }
+
+impl IngressError {
+    /// Why, as one of [`VERIFY_RESULTS`](super::VERIFY_RESULTS): a bounded label for metrics.
+    pub fn reason(&self) -> &'static str {
+        match self {
+            Self::MissingVerify | Self::MissingCertificate => "certificate_missing",
+            Self::NotVerified { .. } => "certificate_not_verified",
+            Self::TooLarge { .. } => "too_large",
+            Self::Duplicate { .. } | Self::CertificateEncoding | Self::Certificate(_) => {
+                "certificate_invalid"
+            }
+            Self::Untrusted(_) => "certificate_untrusted",
+            Self::NotAllowed { .. } => "peer_not_allowed",
+            Self::TrustAnchor(_) | Self::AnchorsUnavailable(_) => "trust_unavailable",
+        }
+    }
+}
+
+impl RequestPrincipalError {
+    /// Why, as one of [`VERIFY_RESULTS`](super::VERIFY_RESULTS): a bounded label for metrics.
+    pub fn reason(&self) -> &'static str {
+        match self {
+            Self::Ingress(e) => e.reason(),
+            Self::MissingPrincipal => "principal_missing",
+            Self::Verify(e) => e.reason(),
+        }
+    }
+}

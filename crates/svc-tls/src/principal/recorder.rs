@@ -4,10 +4,7 @@
 
 use std::sync::Arc;
 
-use super::ingress::{IngressError, RequestPrincipalError};
 use super::jws::Algorithm;
-use super::sign::SignError;
-use super::verify::VerifyError;
 use crate::last_good::NoopRecorder;
 
 /// Receives one event per principal signed by a [`PrincipalSigner`](super::PrincipalSigner)
@@ -78,72 +75,3 @@ pub const VERIFY_RESULTS: [&str; 17] = [
     "payload",
     "other",
 ];
-
-impl SignError {
-    /// Why, as one of [`SIGN_RESULTS`]: a bounded label for metrics.
-    pub fn reason(&self) -> &'static str {
-        match self {
-            Self::Identity(_) => "identity_unavailable",
-            Self::UnsupportedKeyType { .. } | Self::UnsupportedCurve { .. } => "unsupported_key",
-            Self::Encode(_) => "encode",
-            Self::Provider(_) | Self::MalformedProviderSignature => "provider",
-            Self::PlaintextUrl { .. } => "plaintext_url",
-            Self::InvalidRequest(_) => "invalid_request",
-        }
-    }
-}
-
-impl VerifyError {
-    /// Why, as one of [`VERIFY_RESULTS`]: a bounded label for metrics.
-    pub fn reason(&self) -> &'static str {
-        match self {
-            Self::TooLarge { .. } => "too_large",
-            Self::Empty
-            | Self::SegmentCount { .. }
-            | Self::Base64 { .. }
-            | Self::MalformedHeader(_)
-            | Self::MissingAlgorithm => "malformed",
-            Self::AlgorithmNone
-            | Self::Hmac { .. }
-            | Self::AlgorithmNotAllowed { .. }
-            | Self::UnsupportedCritical { .. } => "algorithm_refused",
-            Self::AlgorithmKeyMismatch { .. }
-            | Self::UnsupportedKeyType { .. }
-            | Self::WeakRsaKey { .. } => "key_refused",
-            Self::BadSignature => "bad_signature",
-            Self::Expired { .. } => "expired",
-            Self::IssuedInFuture { .. }
-            | Self::MalformedTime { .. }
-            | Self::MissingTimes { .. } => "times",
-            Self::PayloadNotJson(_) | Self::PayloadType(_) => "payload",
-        }
-    }
-}
-
-impl IngressError {
-    /// Why, as one of [`VERIFY_RESULTS`]: a bounded label for metrics.
-    pub fn reason(&self) -> &'static str {
-        match self {
-            Self::MissingVerify | Self::MissingCertificate => "certificate_missing",
-            Self::NotVerified { .. } => "certificate_not_verified",
-            Self::TooLarge { .. } => "too_large",
-            Self::Duplicate { .. } | Self::CertificateEncoding | Self::Certificate(_) => {
-                "certificate_invalid"
-            }
-            Self::Untrusted(_) => "certificate_untrusted",
-            Self::NotAllowed { .. } => "peer_not_allowed",
-            Self::TrustAnchor(_) | Self::AnchorsUnavailable(_) => "trust_unavailable",
-        }
-    }
-}
-
-impl RequestPrincipalError {
-    /// Why, as one of [`VERIFY_RESULTS`]: a bounded label for metrics.
-    pub fn reason(&self) -> &'static str {
-        match self {
-            Self::Ingress(e) => e.reason(),
-            Self::MissingPrincipal => "principal_missing",
-            Self::Verify(e) => e.reason(),
-        }
-    }
-}

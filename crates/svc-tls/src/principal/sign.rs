@@ -373,3 +373,17 @@ fn sign_payload(
         algorithm,
     })
 }
+
+impl SignError {
+    /// Why, as one of [`SIGN_RESULTS`](super::SIGN_RESULTS): a bounded label for metrics.
+    pub fn reason(&self) -> &'static str {
+        match self {
+            Self::Identity(_) => "identity_unavailable",
+            Self::UnsupportedKeyType { .. } | Self::UnsupportedCurve { .. } => "unsupported_key",
+            Self::Encode(_) => "encode",
+            Self::Provider(_) | Self::MalformedProviderSignature => "provider",
+            Self::PlaintextUrl { .. } => "plaintext_url",
+            Self::InvalidRequest(_) => "invalid_request",
+        }
+    }
+}

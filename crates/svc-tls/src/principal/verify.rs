@@ -670,6 +670,33 @@ fn accept_algorithm(header: &RawHeader, policy: AlgorithmPolicy) -> Result<Algor
     }
 }
 
+impl VerifyError {
+    /// Why, as one of [`VERIFY_RESULTS`](super::VERIFY_RESULTS): a bounded label for metrics.
+    pub fn reason(&self) -> &'static str {
+        match self {
+            Self::TooLarge { .. } => "too_large",
+            Self::Empty
+            | Self::SegmentCount { .. }
+            | Self::Base64 { .. }
+            | Self::MalformedHeader(_)
+            | Self::MissingAlgorithm => "malformed",
+            Self::AlgorithmNone
+            | Self::Hmac { .. }
+            | Self::AlgorithmNotAllowed { .. }
+            | Self::UnsupportedCritical { .. } => "algorithm_refused",
+            Self::AlgorithmKeyMismatch { .. }
+            | Self::UnsupportedKeyType { .. }
+            | Self::WeakRsaKey { .. } => "key_refused",
+            Self::BadSignature => "bad_signature",
+            Self::Expired { .. } => "expired",
+            Self::IssuedInFuture { .. }
+            | Self::MalformedTime { .. }
+            | Self::MissingTimes { .. } => "times",
+            Self::PayloadNotJson(_) | Self::PayloadType(_) => "payload",
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
