@@ -15,8 +15,8 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use rsa::pkcs8::DecodePublicKey as _;
 use rsa::signature::Verifier as _;
 use rsa::traits::PublicKeyParts as _;
+use rustls_pki_types::CertificateDer;
 use rustls_pki_types::pem::PemObject as _;
-use rustls_pki_types::{CertificateDer, SignatureVerificationAlgorithm};
 use serde::de::DeserializeOwned;
 use sha2::Sha512;
 use x509_parser::oid_registry::{
@@ -258,15 +258,48 @@ pub enum CertificateError {
 #[derive(Clone)]
 enum PeerKey {
     Rsa {
-        /// The DER `RSAPublicKey`, for the provider's fast path.
-        public_key: Vec<u8>,
+        /// The provider's fast path (salt length 64).
+        public_key: ProviderKey,
         /// The general path (any salt length).
         key: rsa::pss::VerifyingKey<Sha512>,
         bits: usize,
     },
-    EcP256(Vec<u8>),
-    EcP384(Vec<u8>),
+    EcP256(ProviderKey),
+    EcP384(ProviderKey),
     Unsupported(&'static str),
+}
+
+/// A public key for the crypto provider (aws-lc): parsed once, when the certificate
+/// is, so that each verification skips the key parse (and, for RSA, the modulus's
+/// Montgomery set-up, kept with the parsed key). When the provider refuses to parse
+/// it, the bytes are verified unparsed, which fails as the parse did.
+#[derive(Clone)]
+struct ProviderKey {
+    algorithm: &'static dyn aws_lc_rs::signature::VerificationAlgorithm,
+    parsed: Option<aws_lc_rs::signature::ParsedPublicKey>,
+    raw: Vec<u8>,
+}
+
+impl ProviderKey {
+    fn new(
+        algorithm: &'static dyn aws_lc_rs::signature::VerificationAlgorithm,
+        raw: Vec<u8>,
+    ) -> Self {
+        Self {
+            algorithm,
+            parsed: aws_lc_rs::signature::ParsedPublicKey::new(algorithm, &raw).ok(),
+            raw,
+        }
+    }
+
+    fn verify(&self, message: &[u8], signature: &[u8]) -> Result<(), VerifyError> {
+        match &self.parsed {
+            Some(parsed) => parsed.verify_sig(message, signature),
+            None => aws_lc_rs::signature::UnparsedPublicKey::new(self.algorithm, &self.raw)
+                .verify(message, signature),
+        }
+        .map_err(|_| VerifyError::BadSignature)
+    }
 }
 
 impl PeerKey {
@@ -451,20 +484,12 @@ impl PeerCertificate {
                     verify_ps512_general(key, signing_input.as_bytes(), &signature)?;
                 }
             }
-            (PeerKey::EcP256(point), Algorithm::Es256) => verify_ecdsa(
-                webpki::aws_lc_rs::ECDSA_P256_SHA256,
-                point,
-                signing_input.as_bytes(),
-                &signature,
-                32,
-            )?,
-            (PeerKey::EcP384(point), Algorithm::Es384) => verify_ecdsa(
-                webpki::aws_lc_rs::ECDSA_P384_SHA384,
-                point,
-                signing_input.as_bytes(),
-                &signature,
-                48,
-            )?,
+            (PeerKey::EcP256(point), Algorithm::Es256) => {
+                verify_ecdsa(point, signing_input.as_bytes(), &signature, 32)?;
+            }
+            (PeerKey::EcP384(point), Algorithm::Es384) => {
+                verify_ecdsa(point, signing_input.as_bytes(), &signature, 48)?;
+            }
             (PeerKey::Unsupported(key), _) => return Err(VerifyError::UnsupportedKeyType { key }),
             (key, alg) => {
                 return Err(VerifyError::AlgorithmKeyMismatch {
@@ -506,7 +531,10 @@ fn peer_key(der: &CertificateDer<'_>) -> Result<PeerKey, CertificateError> {
             .map_err(|e| CertificateError::RsaKey(e.to_string()))?;
         let bits = key.n().bit_width() as usize;
         return Ok(PeerKey::Rsa {
-            public_key: spki.subject_public_key.data.to_vec(),
+            public_key: ProviderKey::new(
+                &aws_lc_rs::signature::RSA_PSS_2048_8192_SHA512,
+                spki.subject_public_key.data.to_vec(),
+            ),
             key: rsa::pss::VerifyingKey::new_with_auto_salt_len(key),
             bits,
         });
@@ -520,9 +548,15 @@ fn peer_key(der: &CertificateDer<'_>) -> Result<PeerKey, CertificateError> {
             .ok_or(CertificateError::EcKey)?;
         let point = spki.subject_public_key.data.to_vec();
         return Ok(if curve == OID_EC_P256 {
-            PeerKey::EcP256(point)
+            PeerKey::EcP256(ProviderKey::new(
+                &aws_lc_rs::signature::ECDSA_P256_SHA256_ASN1,
+                point,
+            ))
         } else if curve == OID_NIST_EC_P384 {
-            PeerKey::EcP384(point)
+            PeerKey::EcP384(ProviderKey::new(
+                &aws_lc_rs::signature::ECDSA_P384_SHA384_ASN1,
+                point,
+            ))
         } else {
             PeerKey::Unsupported("ECDSA (curve other than P-256/P-384)")
         });
@@ -538,28 +572,23 @@ fn peer_key(der: &CertificateDer<'_>) -> Result<PeerKey, CertificateError> {
 }
 
 fn verify_ecdsa(
-    algorithm: &dyn SignatureVerificationAlgorithm,
-    point: &[u8],
+    point: &ProviderKey,
     message: &[u8],
     raw: &[u8],
     field_len: usize,
 ) -> Result<(), VerifyError> {
     let der = ecdsa_raw_to_der(raw, field_len).ok_or(VerifyError::BadSignature)?;
-    algorithm
-        .verify_signature(point, message, &der)
-        .map_err(|_| VerifyError::BadSignature)
+    point.verify(message, &der)
 }
 
 /// PS512 through the aws-lc-rs provider: salt length equal to the hash length
 /// (64 bytes) only, as go-jose and this crate sign. Keys of 2048 to 8192 bits.
 fn verify_ps512_fast(
-    public_key: &[u8],
+    public_key: &ProviderKey,
     message: &[u8],
     signature: &[u8],
 ) -> Result<(), VerifyError> {
-    webpki::aws_lc_rs::RSA_PSS_2048_8192_SHA512_LEGACY_KEY
-        .verify_signature(public_key, message, signature)
-        .map_err(|_| VerifyError::BadSignature)
+    public_key.verify(message, signature)
 }
 
 /// PS512 through the `rsa` crate, salt length auto-detected (Go's verifier
@@ -746,6 +775,10 @@ mod tests {
         else {
             panic!("not an RSA peer key");
         };
+        assert!(
+            public_key.parsed.is_some(),
+            "the provider parses the key once, with the certificate"
+        );
         let signer = RsaKeyPair::from_pkcs8(&generated.serialize_der()).unwrap();
         let payload = br#"{"actor":"a"}"#;
 
