@@ -173,7 +173,23 @@ async fn principal_signed_with_the_handshake_identity_verifies_behind_nginx_acro
     );
 
     tb.upsert(ca_secret("clients-ca", &client_ca));
-    let ingress = verified_by_secret(&tb, "clients-ca").await;
+    // The documented constructor over a registry of watched Secrets (with metrics
+    // when the feature is on: every request below is then counted).
+    #[cfg(feature = "metrics")]
+    let mut registry = prometheus_client::registry::Registry::default();
+    #[cfg(feature = "metrics")]
+    let watches = svc_tls::watch::SecretWatches::with_metrics(&mut registry);
+    #[cfg(not(feature = "metrics"))]
+    let watches = svc_tls::watch::SecretWatches::new();
+    let ingress = IngressVerifier::watching_in(
+        &watches,
+        &tb.client(),
+        &SecretRef::new(NS, "clients-ca"),
+        Duration::from_secs(10),
+    )
+    .await
+    .unwrap()
+    .with_policy(POLICY);
     let resolver = resolver_for(&tb, NAME).await;
     let config = trusting(&server_ca, Some(&resolver));
     // No pooling: every request is a new handshake, so the presented certificate is
@@ -252,6 +268,22 @@ async fn principal_signed_with_the_handshake_identity_verifies_behind_nginx_acro
         matches!(&err, RequestPrincipalError::Ingress(IngressError::NotVerified { value }) if value.starts_with("FAILED")),
         "{err:?}"
     );
+
+    // What the metrics counted, behind the real ingress: two principals accepted,
+    // two requests refused for the ingress's verdict, no header text in a label.
+    #[cfg(feature = "metrics")]
+    {
+        let mut text = String::new();
+        prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
+        for expected in [
+            "svc_tls_principal_verified_total{algorithm=\"PS512\",result=\"ok\"} 2\n",
+            "svc_tls_principal_verified_total{algorithm=\"unknown\",result=\"certificate_not_verified\"} 2\n",
+            "svc_tls_trust_roots{source=\"secret\",name=\"unikorn/clients-ca\"} 1\n",
+        ] {
+            assert!(text.contains(expected), "{expected}in:\n{text}");
+        }
+        assert!(!text.contains("FAILED"), "{text}");
+    }
 
     drop(nginx);
     upstream_task.abort();
