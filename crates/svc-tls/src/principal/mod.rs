@@ -42,19 +42,19 @@
 //! #               headers: reqwest::header::HeaderMap)
 //! # -> Result<(), Box<dyn std::error::Error>> {
 //! use svc_tls::principal::{IngressVerifier, Principal, PrincipalSigner};
-//! use svc_tls::{SecretRef, TrustVerifier};
+//! use svc_tls::SecretRef;
 //!
-//! // Sending side (usually over the resolver, so rotations are followed).
+//! // Sending side (usually `PeerTls::principal_signer()`, over the client's resolver,
+//! // so rotations are followed and tokens are counted in the metrics).
 //! let signer = PrincipalSigner::new(identity);
 //! let who = Principal { organization_id: Some("org-1".into()), ..Default::default() };
 //! let request = signer.attach(reqwest::Client::new().get("https://peer/api"), &who)?;
 //!
 //! // Receiving side, behind the ingress: the client CA Secret its auth-tls-secret
-//! // annotation names, watched; build this once at start-up.
-//! let ca = TrustVerifier::builder(client, SecretRef::new("unikorn", "client-ca"))
-//!     .build()
-//!     .await?;
-//! let ingress = IngressVerifier::verified(ca);
+//! // annotation names, watched once per process; build this once at start-up.
+//! let ca = SecretRef::new("unikorn", "client-ca");
+//! let ingress =
+//!     IngressVerifier::watching(&client, &ca, std::time::Duration::from_secs(30)).await?;
 //! let who: Principal = ingress.verify_request(&headers)?;
 //! # let _ = (request, who); Ok(()) }
 //! ```

@@ -144,7 +144,8 @@ impl<S: fmt::Debug> fmt::Debug for PrincipalSigner<S> {
 }
 
 impl<S: CurrentIdentity> PrincipalSigner<S> {
-    /// A PS512-only signer over `source`.
+    /// A signer over `source` with the default policy (the key decides: PS512 for
+    /// RSA, ES256 for P-256, ES384 for P-384; see [`PrincipalSigner::with_policy`]).
     pub fn new(source: S) -> Self {
         Self {
             source,
