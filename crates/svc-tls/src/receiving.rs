@@ -15,7 +15,7 @@ impl IngressVerifier {
     /// `auth-tls-secret` annotation names: the Secret is watched once per process
     /// ([`SecretWatches::process`], shared with peer clients that trust the same
     /// Secret), its roots are read on every request, and, when metrics are installed
-    /// ([`crate::metrics::register`]), the trust's state and every request's principal
+    /// (`svc_tls::metrics::register`, feature `metrics`), the trust's state and every request's principal
     /// are exported. Waits up to `sync_timeout` for the Secret's first sync. Build it
     /// once at start-up (later calls share the watch and the verifier).
     ///

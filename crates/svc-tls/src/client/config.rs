@@ -22,7 +22,7 @@ pub enum TrustMode {
     /// Exactly these roots, fixed for the life of the configuration.
     Roots(RootCertStore),
     /// The roots in the peer's CA Secret as they are at each handshake (watched;
-    /// see [`TrustVerifier`]). What [`PeerTls::from_options`] uses when the CA flags
+    /// see [`TrustVerifier`]). What [`PeerTls::from_options`](crate::PeerTls::from_options) uses when the CA flags
     /// are set.
     Watched(TrustVerifier),
     /// The platform's trust store (when no CA Secret is configured).

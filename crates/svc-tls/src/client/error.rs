@@ -52,7 +52,7 @@ pub enum PeerClientError {
     /// The peer's `--S-host` is not configured, or not a usable URL (the error names
     /// the flag and quotes the value). Building a client never returns this (Go's
     /// client did not fail on the host either); it is here for a caller that needs the
-    /// URL and propagates [`PeerTls::host`]'s error with `?`.
+    /// URL and propagates [`PeerTls::host`](crate::PeerTls::host)'s error with `?`.
     #[error(transparent)]
     Host(#[from] HostError),
 }

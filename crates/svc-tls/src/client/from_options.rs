@@ -28,7 +28,7 @@ impl PeerTls {
     /// The `--S-host` value never stops the build, as Go's client took any host string
     /// and failed only when a request was made: a peer whose host is not configured
     /// (flag absent or empty) or is set but unusable (`https://`, `collector:443`)
-    /// still gets its TLS setup, and [`PeerTls::host`] returns the [`HostError`]
+    /// still gets its TLS setup, and [`PeerTls::host`] returns the [`HostError`](crate::options::HostError)
     /// naming the flag (and quoting the value) when the service asks for the URL. An
     /// unusable value is logged once at WARN when the client is built
     /// ([`PeerOptions::client_host`]). `--S-http2` and `--S-pool-idle-timeout` apply to
@@ -184,7 +184,7 @@ impl PeerTls {
     /// ```
     ///
     /// With metrics installed into the process's registry
-    /// ([`crate::metrics::register`]), the resolver and verifier record into them.
+    /// (`svc_tls::metrics::register`, feature `metrics`), the resolver and verifier record into them.
     pub fn for_spiffe_id(
         workload: &WorkloadApiSource,
         server_id: SpiffeId,

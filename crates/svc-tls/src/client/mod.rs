@@ -1,7 +1,7 @@
 //! TLS client configurations and `reqwest` clients for calling peer services.
 //!
-//! [`client_config`] builds a rustls [`ClientConfig`] from CA trust and an optional
-//! [`IdentityResolver`]:
+//! [`client_config`] builds a rustls [`ClientConfig`](rustls::ClientConfig) from CA trust and an optional
+//! [`IdentityResolver`](crate::IdentityResolver):
 //! - TLS 1.3 only;
 //! - the crypto provider is passed in explicitly (use
 //!   [`crypto_provider`](crate::material::crypto_provider), aws-lc-rs); the
@@ -15,7 +15,7 @@
 //!   session cache either);
 //! - ALPN offers `http/1.1` only by default, as Go's transport with a custom
 //!   `tls.Config` spoke HTTP/1.1 only; HTTP/2 is an opt-in
-//!   ([`HttpProtocol::Http2Preferred`], flag `--S-http2`), offering `h2` then
+//!   ([`HttpProtocol::Http2Preferred`](crate::options::HttpProtocol::Http2Preferred), flag `--S-http2`), offering `h2` then
 //!   `http/1.1` ([`client_config_for`]).
 //!
 //! [`reqwest_client`] puts that configuration under a `reqwest::Client`
@@ -32,7 +32,7 @@
 //! reqwest's pool once it has been idle for the pool idle timeout (90 s by default).
 //! reqwest has no maximum connection age, so a connection that never goes idle
 //! keeps its identity until the peer closes it. Bound the idle part with
-//! `--S-pool-idle-timeout` ([`PeerOptions::with_pool_idle_timeout`]); `0` keeps no
+//! `--S-pool-idle-timeout` ([`PeerOptions::with_pool_idle_timeout`](crate::options::PeerOptions::with_pool_idle_timeout)); `0` keeps no
 //! idle connection, so every request opens a connection and presents the current
 //! identity. HTTP/2 puts every request on one connection, which rarely goes idle:
 //! one more reason it is an opt-in.

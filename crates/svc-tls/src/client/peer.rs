@@ -98,7 +98,7 @@ impl PeerTls {
 
     /// A signer of `X-Principal` tokens with this client's identity (re-read for each
     /// token, as a handshake does, so rotations are followed), reporting every token
-    /// to the metrics of the registry this was built over (see [`crate::metrics`]).
+    /// to the metrics of the registry this was built over (`svc_tls::metrics`, feature `metrics`).
     /// `None` without a client identity.
     ///
     /// ```no_run

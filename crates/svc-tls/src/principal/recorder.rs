@@ -41,7 +41,7 @@ pub fn algorithm_label(algorithm: Option<Algorithm>) -> &'static str {
 /// Every `algorithm` label value.
 pub const ALGORITHMS: [&str; 4] = ["PS512", "ES256", "ES384", "unknown"];
 
-/// Every `result` of signing: `ok`, then the reasons of [`SignError::reason`], then
+/// Every `result` of signing: `ok`, then the reasons of [`SignError::reason`](super::SignError::reason), then
 /// `other` (what a metrics recorder counts a result outside this list as).
 pub const SIGN_RESULTS: [&str; 8] = [
     "ok",
@@ -55,7 +55,7 @@ pub const SIGN_RESULTS: [&str; 8] = [
 ];
 
 /// Every `result` of verifying: `ok`, then the reasons of
-/// [`RequestPrincipalError::reason`], then `other`.
+/// [`RequestPrincipalError::reason`](super::RequestPrincipalError::reason), then `other`.
 pub const VERIFY_RESULTS: [&str; 17] = [
     "ok",
     "certificate_missing",
