@@ -16,6 +16,7 @@ use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::registry::Registry;
 
+use super::counters::SourceCounters;
 use super::{LabelSet, SourceLabels, material_result};
 use crate::identity::{InvalidIdentity, Recorder, ReloadError, StaleWarning};
 use crate::material::{Identity, MaterialErrorKind};
@@ -85,53 +86,38 @@ fn validity_result(error: &(dyn std::error::Error + 'static)) -> &'static str {
 /// The recorder of one identity source: the counters of its label sets, created when
 /// it is built, so that a handshake only increments an atomic.
 pub struct IdentityRecorder {
-    labels: SourceLabels,
-    /// One counter per [`REFRESH_RESULTS`] entry, in that order.
-    refreshes: [Counter; REFRESH_RESULTS.len()],
-    suppressed: Counter,
+    counters: SourceCounters<{ REFRESH_RESULTS.len() }>,
 }
 
 impl fmt::Debug for IdentityRecorder {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("IdentityRecorder")
-            .field("labels", &self.labels)
+            .field("labels", &self.counters.labels)
             .finish_non_exhaustive()
     }
 }
 
 impl IdentityRecorder {
     pub(crate) fn new(families: &IdentityFamilies, labels: SourceLabels) -> Self {
-        let refreshes = REFRESH_RESULTS.map(|result| {
-            families
-                .refreshes
-                .get_or_create(&labels.with("result", result))
-                .clone()
-        });
-        let suppressed = families.suppressed.get_or_create(&labels.set()).clone();
         Self {
-            labels,
-            refreshes,
-            suppressed,
+            counters: SourceCounters::new(
+                &families.refreshes,
+                &families.suppressed,
+                &REFRESH_RESULTS,
+                labels,
+            ),
         }
     }
 
     /// The source's labels.
     pub fn labels(&self) -> &SourceLabels {
-        &self.labels
-    }
-
-    fn refresh(&self, result: &str) -> &Counter {
-        let index = REFRESH_RESULTS
-            .iter()
-            .position(|r| *r == result)
-            .unwrap_or(REFRESH_RESULTS.len() - 1);
-        &self.refreshes[index]
+        &self.counters.labels
     }
 }
 
 impl Recorder for IdentityRecorder {
     fn reloaded(&self, _source: &IdentityOrigin, _identity: &Identity, _at: SystemTime) {
-        self.refreshes[0].inc();
+        self.counters.ok();
     }
 
     fn reload_failed(
@@ -140,14 +126,14 @@ impl Recorder for IdentityRecorder {
         error: &(dyn std::error::Error + 'static),
         _failures: u64,
     ) {
-        self.refresh(failure_result(error)).inc();
+        self.counters.failed(failure_result(error));
     }
 
     fn stale_warning(&self, warning: &StaleWarning<'_>) {
-        self.suppressed.inc_by(warning.suppressed);
+        self.counters.suppressed(warning.suppressed);
     }
 
     fn invalid_identity(&self, event: &InvalidIdentity<'_>) {
-        self.suppressed.inc_by(event.suppressed);
+        self.counters.suppressed(event.suppressed);
     }
 }

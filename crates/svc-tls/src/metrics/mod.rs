@@ -50,6 +50,7 @@
 //! `result`/`state` take fixed values. No error text is ever a label.
 
 pub mod collector;
+mod counters;
 pub mod identity;
 pub mod principal;
 pub mod trust;

@@ -15,6 +15,7 @@ use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::registry::Registry;
 
+use super::counters::SourceCounters;
 use super::{LabelSet, SourceLabels, material_result};
 use crate::material::TrustAnchors;
 use crate::origin::TrustOrigin;
@@ -72,45 +73,38 @@ pub fn failure_result(error: &(dyn std::error::Error + 'static)) -> &'static str
 /// The recorder of one trust source: the counters of its label sets, created when it
 /// is built, so that a handshake only increments an atomic.
 pub struct TrustRecorder {
-    labels: SourceLabels,
-    /// One counter per [`RELOAD_RESULTS`] entry, in that order.
-    reloads: [Counter; RELOAD_RESULTS.len()],
-    suppressed: Counter,
+    counters: SourceCounters<{ RELOAD_RESULTS.len() }>,
 }
 
 impl fmt::Debug for TrustRecorder {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("TrustRecorder")
-            .field("labels", &self.labels)
+            .field("labels", &self.counters.labels)
             .finish_non_exhaustive()
     }
 }
 
 impl TrustRecorder {
     pub(crate) fn new(families: &TrustFamilies, labels: SourceLabels) -> Self {
-        let reloads = RELOAD_RESULTS.map(|result| {
-            families
-                .reloads
-                .get_or_create(&labels.with("result", result))
-                .clone()
-        });
-        let suppressed = families.suppressed.get_or_create(&labels.set()).clone();
         Self {
-            labels,
-            reloads,
-            suppressed,
+            counters: SourceCounters::new(
+                &families.reloads,
+                &families.suppressed,
+                &RELOAD_RESULTS,
+                labels,
+            ),
         }
     }
 
     /// The source's labels.
     pub fn labels(&self) -> &SourceLabels {
-        &self.labels
+        &self.counters.labels
     }
 }
 
 impl Recorder for TrustRecorder {
     fn trust_loaded(&self, _source: &TrustOrigin, _anchors: &TrustAnchors, _at: SystemTime) {
-        self.reloads[0].inc();
+        self.counters.ok();
     }
 
     fn trust_reload_failed(
@@ -119,15 +113,10 @@ impl Recorder for TrustRecorder {
         error: &(dyn std::error::Error + 'static),
         _failures: u64,
     ) {
-        let result = failure_result(error);
-        let index = RELOAD_RESULTS
-            .iter()
-            .position(|r| *r == result)
-            .unwrap_or(RELOAD_RESULTS.len() - 1);
-        self.reloads[index].inc();
+        self.counters.failed(failure_result(error));
     }
 
     fn trust_stale_warning(&self, warning: &TrustStaleWarning<'_>) {
-        self.suppressed.inc_by(warning.suppressed);
+        self.counters.suppressed(warning.suppressed);
     }
 }
