@@ -3,8 +3,9 @@
 //! - `bench`: measures our side (`benches/`) and the legacy Go side (`benches/go/`) in
 //!   one run and prints one table with the targets judged on confidence intervals
 //!   (`--quick`: smoke run; `--check`: fail when a measured target is not met).
-//! - `test`: prepares what the tests need on a fresh machine (kubectl, nginx, PyJWT, Go 1.23),
-//!   then runs the whole test suite.
+//! - `test`: prepares what the tests need on a fresh machine (kubectl, nginx, Prometheus,
+//!   PyJWT, Go 1.23), runs the alert rules' unit tests (`promtool test rules
+//!   docs/alerts.test.yaml`), then the whole test suite.
 //! - `codegen`: regenerates kube-construct's built-in registry table (`--check`: fail
 //!   when the committed output is stale).
 //! - `layers`: checks the layering of crates' modules (which module may name which)
@@ -36,7 +37,8 @@ const USAGE: &str = "usage: cargo xtask <bench|test|ci|codegen|layers|soak>
           table, write docs/benchmarks.md and docs/benchmarks.svg
           (--quick: smoke run written under target/bench-report/;
            --check: exit non-zero when a measured target is not met)
-  test    install what the tests need (as root), then run the whole suite
+  test    install what the tests need (as root), run the alert rules' unit
+          tests (promtool test rules docs/alerts.test.yaml), then the whole suite
   ci      fmt check, codegen --check, layers, clippy -D warnings, cargo-deny,
           test, then bench --quick
   codegen regenerate the built-in registry table (--check: fail when stale)
@@ -72,6 +74,7 @@ fn main() -> ExitCode {
 
 fn test(extra: &[String]) -> Result<(), String> {
     prepare::test_prerequisites()?;
+    alert_rule_tests()?;
     // Go and Debian's go-jose for svc-tls's go-jose interop test (installed as root
     // from backports when missing, as for `cargo xtask bench`); the test finds the
     // toolchain through $GO.
@@ -86,6 +89,21 @@ fn test(extra: &[String]) -> Result<(), String> {
             .args(extra)
             .env("GO", go),
     )
+}
+
+/// `promtool test rules docs/alerts.test.yaml`: the alert rules' unit tests (each rule
+/// fires on the series it is for, stays silent on healthy ones, honours its `for:`).
+/// Run first because it takes a second and a failing case fails the whole task, as
+/// CI must; promtool is Debian's `prometheus` package, which `test_prerequisites`
+/// has just made sure of.
+fn alert_rule_tests() -> Result<(), String> {
+    let tests = workspace_root().join("docs/alerts.test.yaml");
+    run_checked(Command::new("promtool").args(["test", "rules"]).arg(&tests)).map_err(|e| {
+        format!(
+            "the alert rules' unit tests ({}) failed: {e}",
+            tests.display()
+        )
+    })
 }
 
 fn ci() -> Result<(), String> {

@@ -48,7 +48,7 @@ const PREREQUISITES: &[Prerequisite] = &[
         pip_packages: &[],
     },
     Prerequisite {
-        what: "Prometheus and promtool (scrape the example's /metrics; check docs/alerts.yaml)",
+        what: "Prometheus and promtool (scrape the example's /metrics; check and unit-test docs/alerts.yaml)",
         present: || succeeds("prometheus", &["--version"]) && succeeds("promtool", &["--version"]),
         apt_packages: &["prometheus"],
         pip_packages: &[],
