@@ -1,9 +1,11 @@
 //! The migration table is complete, checked against the Go package itself: the
-//! exported surface of `pkg/client` (both generations services run, and the
+//! exported surface of `pkg/client` (the three generations services run, and the
 //! `pkg/errors` values its functions return) is data in
 //! `docs/go-pkg-client-surface.tsv`, recorded from the Go source with the repository,
 //! path and commit read. `docs/migration.md` and this crate's map must each have a
 //! row for every identifier in it, and may name no Go identifier that is not in it.
+//! Each generation's `pkg/client/http.go` is pinned here by its exported names, so a
+//! row dropped from the surface file fails too.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -21,8 +23,71 @@ const COLUMNS: [&str; 7] = [
     "commit",
     "signature",
 ];
-const GENERATIONS: [&str; 2] = ["timer-24h", "spiffe"];
+const GENERATIONS: [&str; 3] = ["timer-24h", "spiffe", "per-handshake"];
 const KINDS: [&str; 6] = ["type", "field", "func", "method", "const", "var"];
+
+/// The exported names of each generation's `pkg/client/http.go`, as read (the surface
+/// file's header says where). Methods are `Type.Method`.
+const RECORDED_FILES: [(&str, &str, &[&str]); 3] = [
+    (
+        "timer-24h",
+        "pkg/client/http.go",
+        &[
+            "HTTPOptions",
+            "NewHTTPOptions",
+            "HTTPOptions.Host",
+            "HTTPOptions.AddFlags",
+            "HTTPOptions.ApplyTLSConfig",
+            "HTTPClientOptions",
+            "HTTPClientOptions.AddFlags",
+            "HTTPClientOptions.SetNow",
+            "HTTPClientOptions.ApplyTLSClientConfig",
+            "HTTPClientOptions.EncodeAndSign",
+            "VerifyAndDecode",
+            "TLSClientConfig",
+        ],
+    ),
+    (
+        "spiffe",
+        "pkg/client/http.go",
+        &[
+            "CertificateSourceSecret",
+            "CertificateSourceSPIFFE",
+            "HTTPOptions",
+            "NewHTTPOptions",
+            "HTTPOptions.Host",
+            "HTTPOptions.AddFlags",
+            "HTTPOptions.ApplyTLSConfig",
+            "HTTPClientOptions",
+            "HTTPClientOptions.AddFlags",
+            "HTTPClientOptions.SetNow",
+            "HTTPClientOptions.ApplyTLSClientConfig",
+            "HTTPClientOptions.InitSPIFFE",
+            "HTTPClientOptions.EncodeAndSign",
+            "NewSPIFFESources",
+            "VerifyAndDecode",
+            "TLSClientConfig",
+        ],
+    ),
+    (
+        "per-handshake",
+        "pkg/client/http.go",
+        &[
+            "HTTPOptions",
+            "NewHTTPOptions",
+            "HTTPOptions.Host",
+            "HTTPOptions.AddFlags",
+            "HTTPOptions.ApplyTLSConfig",
+            "HTTPClientOptions",
+            "NewHTTPClientOptions",
+            "HTTPClientOptions.AddFlags",
+            "HTTPClientOptions.ApplyTLSClientConfig",
+            "HTTPClientOptions.EncodeAndSign",
+            "VerifyAndDecode",
+            "TLSClientConfig",
+        ],
+    ),
+];
 
 /// The header of the table of Go exports in both documents.
 const EXPORTS_HEADER: &str = "| Go `pkg/client` | here | differs, and why |";
@@ -35,6 +100,7 @@ struct Entry {
     identifier: String,
     kind: String,
     generation: String,
+    path: String,
 }
 
 /// The surface file's rows, checked for shape.
@@ -89,9 +155,14 @@ fn surface(text: &str) -> Vec<Entry> {
                 path.ends_with(".go"),
                 "line {line_no}: path {path:?} is not Go source"
             );
+            // A full hash, or where the code index stores a copy it names no commit for.
+            let full_hash = commit.len() == 40 && commit.bytes().all(|b| b.is_ascii_hexdigit());
+            let index_copy = commit
+                .strip_prefix("index:")
+                .is_some_and(|id| !id.is_empty() && id.bytes().all(|b| b.is_ascii_digit()));
             assert!(
-                commit.len() == 40 && commit.bytes().all(|b| b.is_ascii_hexdigit()),
-                "line {line_no}: commit {commit:?} is not a full hash"
+                full_hash || index_copy,
+                "line {line_no}: commit {commit:?} is neither a full hash nor index:<file id>"
             );
             // Exported: the name (after any `Type.` or `errors.`) starts upper case.
             let last = identifier.rsplit('.').next().unwrap_or(identifier);
@@ -112,15 +183,16 @@ fn surface(text: &str) -> Vec<Entry> {
                 identifier: identifier.to_owned(),
                 kind: kind.to_owned(),
                 generation: generation.to_owned(),
+                path: path.to_owned(),
             }
         })
         .collect()
 }
 
 /// Each identifier of the surface, with the generations that have it.
-fn identifiers() -> BTreeMap<String, BTreeSet<String>> {
+fn identifiers(surface_text: &str) -> BTreeMap<String, BTreeSet<String>> {
     let mut out: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
-    for entry in surface(SURFACE) {
+    for entry in surface(surface_text) {
         out.entry(entry.identifier)
             .or_default()
             .insert(entry.generation);
@@ -165,7 +237,12 @@ fn three_cells(what: &str, name: &str, row: &str) {
 }
 
 fn check(what: &str, text: &str, strip: &str) {
-    let surface = identifiers();
+    check_against(SURFACE, what, text, strip);
+}
+
+/// Checks a document's tables against a surface file's text.
+fn check_against(surface_text: &str, what: &str, text: &str, strip: &str) {
+    let surface = identifiers(surface_text);
     let exports = rows(text, strip, EXPORTS_HEADER);
     let mut missing = Vec::new();
     for identifier in surface.keys() {
@@ -208,10 +285,34 @@ fn check(what: &str, text: &str, strip: &str) {
     }
 }
 
+/// Each recorded Go file's exported names are exactly the surface file's rows for its
+/// generation and path, in both directions.
+fn check_recorded_files(surface_text: &str) {
+    let entries = surface(surface_text);
+    for (generation, path, names) in RECORDED_FILES {
+        let recorded: BTreeSet<&str> = entries
+            .iter()
+            .filter(|e| e.generation == generation && e.path == path)
+            .map(|e| e.identifier.as_str())
+            .collect();
+        let exported: BTreeSet<&str> = names.iter().copied().collect();
+        let missing: Vec<&&str> = exported.difference(&recorded).collect();
+        assert!(
+            missing.is_empty(),
+            "{generation} {path}: exported {missing:?} missing from the surface file"
+        );
+        let extra: Vec<&&str> = recorded.difference(&exported).collect();
+        assert!(
+            extra.is_empty(),
+            "{generation} {path}: {extra:?} in the surface file, not exported by that file"
+        );
+    }
+}
+
 #[test]
-fn the_surface_file_covers_both_generations_and_the_errors() {
+fn the_surface_file_covers_three_generations_and_the_errors() {
     let entries = surface(SURFACE);
-    let ids = identifiers();
+    let ids = identifiers(SURFACE);
     for generation in GENERATIONS {
         assert!(
             entries.iter().any(|e| e.generation == generation),
@@ -231,6 +332,42 @@ fn the_surface_file_covers_both_generations_and_the_errors() {
         "{only_newest:?}"
     );
     assert!(ids.keys().any(|id| id.starts_with("errors.")));
+    // The prefixed constructor is a Go export of the per-handshake generation only.
+    assert_eq!(
+        ids.get("NewHTTPClientOptions"),
+        Some(&BTreeSet::from(["per-handshake".to_owned()]))
+    );
+}
+
+#[test]
+fn each_recorded_go_file_is_in_the_surface_file() {
+    check_recorded_files(SURFACE);
+}
+
+/// `NewHTTPClientOptions` is a Go export, mapped in both documents to our prefixed
+/// identity options, and no longer listed among the names Go does not export.
+#[test]
+fn new_http_client_options_maps_to_the_prefixed_identity() {
+    for (what, text, strip) in [
+        ("docs/migration.md", MIGRATION_MD, ""),
+        ("src/lib.rs", CRATE_MAP, "//! "),
+    ] {
+        let row = rows(text, strip, EXPORTS_HEADER)
+            .into_iter()
+            .find(|row| go_names(row).iter().any(|n| n == "NewHTTPClientOptions"))
+            .unwrap_or_else(|| panic!("{what}: no export row for NewHTTPClientOptions"));
+        let rust = row.split('|').nth(2).unwrap_or_default();
+        assert!(
+            rust.contains("ClientIdentityOptions::new") && rust.contains("Some("),
+            "{what}: NewHTTPClientOptions is not mapped to the prefixed options: {row}"
+        );
+        assert!(
+            !rows(text, strip, NOT_EXPORTED_HEADER)
+                .iter()
+                .any(|row| go_names(row).iter().any(|n| n == "NewHTTPClientOptions")),
+            "{what}: NewHTTPClientOptions is still listed as not exported"
+        );
+    }
 }
 
 #[test]
@@ -264,4 +401,73 @@ fn a_row_for_a_name_go_does_not_export_fails() {
         1,
     );
     check("docs/migration.md with an invented name", &with, "");
+}
+
+/// The surface file with `line` removed.
+fn surface_without(line_start: &str) -> String {
+    let mut removed = 0;
+    let out: String = SURFACE
+        .lines()
+        .filter(|l| {
+            let hit = l.starts_with(line_start);
+            removed += usize::from(hit);
+            !hit
+        })
+        .map(|l| format!("{l}\n"))
+        .collect();
+    assert_eq!(removed, 1, "the control must remove exactly one row");
+    out
+}
+
+#[test]
+#[should_panic(expected = "missing from the surface file")]
+fn a_surface_file_without_a_per_handshake_export_fails() {
+    check_recorded_files(&surface_without(
+        "NewHTTPClientOptions\tfunc\tper-handshake\t",
+    ));
+}
+
+#[test]
+#[should_panic(expected = "not exported by that file")]
+fn a_surface_row_the_recorded_file_does_not_export_fails() {
+    let with = format!(
+        "{SURFACE}HTTPClientOptions.SetNow\tmethod\tper-handshake\tnscaledev/uni-core\tpkg/client/http.go\tindex:71118504104\tinvented\n"
+    );
+    check_recorded_files(&with);
+}
+
+#[test]
+#[should_panic(expected = "no row for")]
+fn a_map_without_new_http_client_options_fails() {
+    let without: String = CRATE_MAP
+        .lines()
+        .filter(|l| !l.starts_with("//! | `NewHTTPClientOptions"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    check("src/lib.rs without NewHTTPClientOptions", &without, "//! ");
+}
+
+#[test]
+#[should_panic(expected = "is not in docs/go-pkg-client-surface.tsv")]
+fn a_map_row_for_a_name_dropped_from_the_surface_fails() {
+    // The other direction: the surface loses the only generation that exports it.
+    let surface = surface_without("NewHTTPClientOptions\tfunc\tper-handshake\t");
+    check_against(&surface, "docs/migration.md", MIGRATION_MD, "");
+}
+
+#[test]
+#[should_panic(expected = "is a Go export now")]
+fn new_http_client_options_listed_as_not_exported_fails() {
+    let row = "| `NewHTTPClientOptions(service)` | `svc_tls::options::ClientIdentityOptions::new` | ours |";
+    let with = MIGRATION_MD.replacen(
+        "| named, not exported by Go | here | what to use |\n|---|---|---|\n",
+        &format!("| named, not exported by Go | here | what to use |\n|---|---|---|\n{row}\n"),
+        1,
+    );
+    assert_ne!(with, MIGRATION_MD, "the control must insert the row");
+    check(
+        "docs/migration.md listing NewHTTPClientOptions as not exported",
+        &with,
+        "",
+    );
 }
