@@ -9,6 +9,13 @@
 //! escaped (control characters such as `\n`, `\t` or ESC become visible escapes;
 //! other characters are kept) and cut to a fixed number of characters, ending in
 //! `…` when cut.
+//!
+//! Cutting is not enough for a kube client's credential failures: an exec
+//! credential plugin's error holds its command line and its whole stdout and
+//! stderr, and the start of stdout is where the token is. [`credential_failure`]
+//! finds such an error anywhere in a chain and gives a fixed text naming the kind
+//! of failure instead; [`chain`] and [`kube_watch_error`] log that text and
+//! nothing of the error's own words.
 
 use std::error::Error;
 use std::fmt::Write as _;
@@ -69,6 +76,9 @@ pub fn display(value: &dyn std::fmt::Display) -> String {
 
 /// As [`chain`], with another cap.
 pub fn chain_of(error: &(dyn Error + 'static), max_chars: usize) -> String {
+    if let Some(fixed) = credential_failure(error) {
+        return fixed.to_owned();
+    }
     let mut text = String::new();
     let mut current: Option<&(dyn Error + 'static)> = Some(error);
     let mut previous = String::new();
@@ -89,6 +99,68 @@ pub fn chain_of(error: &(dyn Error + 'static), max_chars: usize) -> String {
         current = e.source();
     }
     escaped(&text, max_chars)
+}
+
+/// What to log and keep for a watch error: the fixed text of
+/// [`credential_failure`] when the kube client's credentials failed, otherwise the
+/// error's message escaped and cut (a watcher error's message already quotes its
+/// source, so the chain would repeat it).
+pub fn kube_watch_error(error: &kube_runtime::watcher::Error) -> String {
+    match credential_failure(error) {
+        Some(fixed) => fixed.to_owned(),
+        None => display(error),
+    }
+}
+
+/// A fixed text naming the kind of kube client credential failure in `error` or
+/// any of its sources (`kube::Error::Auth`, or a `kube::client::AuthError` a
+/// request's auth layer returned inside `kube::Error::Service`), or `None` when
+/// the chain holds none.
+///
+/// Why a fixed text rather than an excerpt: the credential errors quote what the
+/// credential source produced. `AuthExecRun` shows the plugin's command (whose
+/// arguments may name a secret) and its stdout, which is where the plugin writes
+/// the token; `AuthExec` and `AuthExecParse` quote parts of that output; the
+/// outer errors (`ServiceError: …`, `failed to perform initial object list: …`)
+/// repeat the inner text. No cut is short enough to be safe, so none of the
+/// chain's words are used.
+pub fn credential_failure(error: &(dyn Error + 'static)) -> Option<&'static str> {
+    use kube::client::AuthError;
+    let mut current = Some(error);
+    while let Some(e) = current {
+        if let Some(auth) = e.downcast_ref::<AuthError>() {
+            return Some(match auth {
+                AuthError::AuthExecStart(_) => {
+                    "kube client credentials: the exec credential plugin could not be started (command and output not logged)"
+                }
+                AuthError::AuthExecRun { .. } => {
+                    "kube client credentials: the exec credential plugin exited with an error (command and output not logged)"
+                }
+                AuthError::AuthExecParse(_) | AuthError::ExecPluginFailed => {
+                    "kube client credentials: the exec credential plugin's output is not a usable ExecCredential (output not logged)"
+                }
+                AuthError::AuthExec(_)
+                | AuthError::AuthExecSerialize(_)
+                | AuthError::MissingCommand
+                | AuthError::ExecMissingClusterInfo => {
+                    "kube client credentials: the exec credential plugin failed (details not logged)"
+                }
+                AuthError::UnrefreshableTokenResponse
+                | AuthError::MalformedTokenExpirationDate(_) => {
+                    "kube client credentials: the credential plugin's token cannot be refreshed (details not logged)"
+                }
+                AuthError::InvalidBasicAuth(_) | AuthError::InvalidBearerToken(_) => {
+                    "kube client credentials: the configured credential is not a valid header value (not logged)"
+                }
+                AuthError::ReadTokenFile(..) | AuthError::ParseTokenKey(_) => {
+                    "kube client credentials: the token file could not be read (details not logged)"
+                }
+                _ => "kube client credentials: authentication failed (details not logged)",
+            });
+        }
+        current = e.source();
+    }
+    None
 }
 
 #[cfg(test)]

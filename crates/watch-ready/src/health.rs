@@ -141,9 +141,10 @@ impl Health {
     /// the watch).
     pub(crate) fn failed(&self, error: &watcher::Error) {
         let label = &self.label;
-        // An exec credential plugin's error carries its whole output: cut and
-        // escaped before it is kept (the state shows it) or logged.
-        let message = crate::excerpt::display(error);
+        // An exec credential plugin's error carries its command and whole output
+        // (the token among it): a credential failure is kept and logged as a fixed
+        // text naming its kind, anything else cut and escaped.
+        let message = crate::excerpt::kube_watch_error(error);
         if is_gone(error) && self.tx.borrow().state != WatchState::Syncing {
             tracing::debug!(watch = %label, error = %message, "watch resourceVersion expired (410 Gone): relisting");
             // Counted (it is an error the watch saw), but neither degrading nor
