@@ -14,12 +14,21 @@ use super::{
 /// The default of the deprecated `--client-certificate-reload-interval` (24h).
 pub const DEPRECATED_RELOAD_INTERVAL_DEFAULT: Duration = Duration::from_secs(24 * 60 * 60);
 
-/// Options for one client identity: `--[P-]client-certificate-namespace`,
-/// `--[P-]client-certificate-name` and the deprecated
-/// `--[P-]client-certificate-reload-interval`.
+/// The deprecated interval's flag, registered for the unprefixed identity only.
+const RELOAD_INTERVAL_FLAG: &str = "client-certificate-reload-interval";
+
+/// Options for one client identity: `--[P-]client-certificate-source`,
+/// `--[P-]client-certificate-namespace`, `--[P-]client-certificate-name`,
+/// `--[P-]spiffe-server-id`, and, for the unprefixed set only, the deprecated
+/// `--client-certificate-reload-interval`.
 ///
 /// The default set has no prefix. A prefix `P` gives a distinct identity (for
-/// example one per peer service) whose flags start with `--P-`.
+/// example one per peer service) whose flags start with `--P-`, as Go's
+/// `NewHTTPClientOptions("P")` in the per-handshake generation. Like that generation,
+/// a prefixed set registers no reload interval: Go never accepted
+/// `--P-client-certificate-reload-interval` (a prefixed copy would redefine the flag,
+/// which pflag panics on), so neither do we, and an argument vector is accepted or
+/// refused alike by the Go and the Rust binary (`docs/decisions.md`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ClientIdentityOptions {
     prefix: Option<String>,
@@ -131,14 +140,19 @@ impl ClientIdentityOptions {
         format!("{}client-certificate-name", dash_prefix(prefix))
     }
 
-    /// `--[P-]client-certificate-reload-interval` (deprecated, ignored).
-    pub fn reload_interval_flag(prefix: Option<&str>) -> String {
-        format!("{}client-certificate-reload-interval", dash_prefix(prefix))
+    /// `--client-certificate-reload-interval` (deprecated, ignored) for the
+    /// unprefixed identity; `None` for a prefix, which has no such flag.
+    pub fn reload_interval_flag(prefix: Option<&str>) -> Option<String> {
+        match prefix.filter(|p| !p.is_empty()) {
+            None => Some(RELOAD_INTERVAL_FLAG.to_owned()),
+            Some(_) => None,
+        }
     }
 
     /// Adds this identity's flags to `cmd`; `prefix` `None` (or empty) gives the
-    /// default, unprefixed flags. The prefix is used verbatim (lowercase, e.g.
-    /// `region`) and the help texts name it as the peer service.
+    /// default, unprefixed flags, the deprecated reload interval among them. The
+    /// prefix is used verbatim (lowercase, e.g. `region`) and the help texts name it
+    /// as the peer service.
     pub fn augment(cmd: Command, prefix: Option<&str>) -> Command {
         let prefix = prefix.filter(|p| !p.is_empty());
         let (heading, whom) = match prefix {
@@ -153,10 +167,9 @@ impl ClientIdentityOptions {
         };
         let ns = Self::namespace_flag(prefix);
         let name = Self::name_flag(prefix);
-        let interval = Self::reload_interval_flag(prefix);
         let source = Self::source_flag(prefix);
         let server_id = Self::spiffe_server_id_flag(prefix);
-        cmd.arg(value_arg(&source, "SOURCE", &heading).help(format!(
+        let cmd = cmd.arg(value_arg(&source, "SOURCE", &heading).help(format!(
             "Where the client certificate {whom} comes from: secret (a kubernetes.io/tls Secret, the default) or spiffe (the SPIFFE Workload API at SPIFFE_ENDPOINT_SOCKET)"
         )))
         .arg(value_arg(&server_id, "SPIFFE_ID", &heading).help(format!(
@@ -167,31 +180,39 @@ impl ClientIdentityOptions {
         )))
         .arg(value_arg(&name, "NAME", &heading).help(format!(
             "Name of the kubernetes.io/tls Secret holding the client certificate {whom} (set with --{ns})"
-        )))
-        .arg(
-            value_arg(&interval, "DURATION", &heading)
-                .value_parser(parse_go_duration)
-                .help(format!(
-                    "Deprecated and ignored: the client certificate {whom} is re-read on every TLS handshake (was a Go duration, default 24h; any Go duration is accepted)"
-                )),
-        )
+        )));
+        match Self::reload_interval_flag(prefix) {
+            Some(interval) => cmd.arg(
+                value_arg(&interval, "DURATION", &heading)
+                    .value_parser(parse_go_duration)
+                    .help(format!(
+                        "Deprecated and ignored: the client certificate {whom} is re-read on every TLS handshake (was a Go duration, default 24h; any Go duration is accepted)"
+                    )),
+            ),
+            None => cmd,
+        }
     }
 
     /// Reads the options added by [`ClientIdentityOptions::augment`] with the
-    /// same prefix. A given reload interval is accepted and reported once (per
-    /// flag, per process) as deprecated through `tracing::warn!`.
+    /// same prefix. A given reload interval (unprefixed set only) is accepted and
+    /// reported once per process as deprecated through `tracing::warn!`.
     pub fn from_matches(matches: &ArgMatches, prefix: Option<&str>) -> Result<Self, OptionsError> {
         let prefix = prefix.filter(|p| !p.is_empty());
-        let interval_flag = Self::reload_interval_flag(prefix);
-        let reload_interval = get::<GoDuration>(matches, &interval_flag)?;
-        if reload_interval.is_some()
-            && matches!(
-                matches.value_source(&interval_flag),
-                Some(ValueSource::CommandLine | ValueSource::EnvVariable)
-            )
-        {
-            warn_deprecated_once(&interval_flag);
-        }
+        let reload_interval = match Self::reload_interval_flag(prefix) {
+            Some(interval_flag) => {
+                let value = get::<GoDuration>(matches, &interval_flag)?;
+                if value.is_some()
+                    && matches!(
+                        matches.value_source(&interval_flag),
+                        Some(ValueSource::CommandLine | ValueSource::EnvVariable)
+                    )
+                {
+                    warn_deprecated_once(&interval_flag);
+                }
+                value
+            }
+            None => None,
+        };
         let source_flag = Self::source_flag(prefix);
         let source = match get::<String>(matches, &source_flag)?.as_deref() {
             None | Some("") | Some("secret") => ClientCertificateSource::Secret,
@@ -266,7 +287,8 @@ impl ClientIdentityOptions {
     }
 
     /// The deprecated reload interval, when given, with its sign (Go accepted zero
-    /// and negative values). It has no effect.
+    /// and negative values). It has no effect. Always `None` for a prefixed set,
+    /// which has no such flag.
     pub fn deprecated_reload_interval(&self) -> Option<GoDuration> {
         self.reload_interval
     }

@@ -7,7 +7,12 @@
 //! |---|---|
 //! | peer service `S` | `--S-host`, `--S-ca-secret-namespace`, `--S-ca-secret-name` |
 //! | client identity, default | `--client-certificate-source`, `--client-certificate-namespace`, `--client-certificate-name`, `--client-certificate-reload-interval`, `--spiffe-server-id` |
-//! | client identity, prefix `P` | `--P-client-certificate-source`, `--P-client-certificate-namespace`, `--P-client-certificate-name`, `--P-client-certificate-reload-interval`, `--P-spiffe-server-id` |
+//! | client identity, prefix `P` | `--P-client-certificate-source`, `--P-client-certificate-namespace`, `--P-client-certificate-name`, `--P-spiffe-server-id` |
+//!
+//! The deprecated `--client-certificate-reload-interval` exists for the default
+//! identity only, as in Go's per-handshake generation (`NewHTTPClientOptions(service)`
+//! registers it only without a service): `--P-client-certificate-reload-interval` is an
+//! unknown argument, in Go and here.
 //!
 //! `--[P-]client-certificate-source` is `secret` (the default) or `spiffe`; in `spiffe`
 //! mode `--[P-]spiffe-server-id` is required and the Secret flags must not be set
@@ -61,7 +66,7 @@
 //!   ([`PeerTls::from_options`](crate::client::PeerTls::from_options)) never fails on
 //!   the host, as Go's client did not: an unusable value is logged once at WARN
 //!   ([`PeerOptions::client_host`]) and the service starts.
-//! - `--[P-]client-certificate-reload-interval` takes every value of Go's
+//! - `--client-certificate-reload-interval` takes every value of Go's
 //!   `time.ParseDuration`, negative and zero included ([`crate::duration`]).
 //! - A flag given twice keeps its last value, for every flag defined here
 //!   (`Arg::overrides_with` on itself).
