@@ -60,12 +60,14 @@ fn bench(c: &mut Criterion) {
             .unwrap();
         let peer = PeerCertificate::from_der(leaf).unwrap();
         let value = principal();
-        let token = sign_with(&identity, &value, policy).unwrap();
+        // The receiver the tokens are for (their audience is its origin).
+        let peer_url: svc_tls::principal::Url = "https://identity.example/api".parse().unwrap();
+        let token = sign_with(&identity, &peer_url, &value, policy).unwrap();
         let back: Principal = peer.verify(token.as_str(), policy).unwrap();
         assert_eq!(back, value);
 
         group.bench_function(BenchmarkId::new("sign", key), |b| {
-            b.iter(|| sign_with(&identity, &value, policy).unwrap());
+            b.iter(|| sign_with(&identity, &peer_url, &value, policy).unwrap());
         });
         group.bench_function(BenchmarkId::new("verify", key), |b| {
             b.iter(|| peer.verify::<Principal>(token.as_str(), policy).unwrap());

@@ -687,7 +687,13 @@ fn generate_fuzz_seeds() {
             &material::crypto_provider(),
         )
         .unwrap();
-        let signed = sign_with(&identity, &who, AlgorithmPolicy::Ps512OrEcdsa).unwrap();
+        let signed = sign_with(
+            &identity,
+            &"https://peer.svc.test".parse().unwrap(),
+            &who,
+            AlgorithmPolicy::Ps512OrEcdsa,
+        )
+        .unwrap();
         write(token, format!("{}\n", signed.as_str()).as_bytes());
     }
 }

@@ -183,7 +183,7 @@ async fn principal_signed_with_the_handshake_identity_verifies_behind_nginx_acro
     let watches = svc_tls::watch::SecretWatches::new();
     let ingress = IngressVerifier::watching_in(
         &watches,
-        &tb.client(),
+        &tb.cluster_client(),
         &SecretRef::new(NS, "clients-ca"),
         Duration::from_secs(10),
     )
@@ -615,7 +615,13 @@ fn a_self_signed_certificate_with_its_own_token_is_no_principal() {
         &rustls_pki_types::PrivateKeyDer::try_from(own_key.serialize_der()).unwrap(),
     )
     .unwrap();
-    let token = sign_with_key(signing.as_ref(), &who("root"), AlgorithmPolicy::default()).unwrap();
+    let token = sign_with_key(
+        signing.as_ref(),
+        &peer_url(),
+        &who("root"),
+        AlgorithmPolicy::default(),
+    )
+    .unwrap();
     let mut headers = forwarded_cert(&own);
     headers.insert(PRINCIPAL_HEADER, token.header_value());
 
@@ -774,4 +780,9 @@ fn a_hostile_certificate_header_reaches_a_log_only_as_a_short_escaped_excerpt() 
         !logged.contains('\n') && !logged.contains('\u{1b}'),
         "{logged}"
     );
+}
+
+/// The URL the tokens here are signed for (their audience is its origin).
+fn peer_url() -> reqwest::Url {
+    reqwest::Url::parse("https://peer.svc.test/api").unwrap()
 }

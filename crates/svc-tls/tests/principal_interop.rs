@@ -83,6 +83,7 @@ fn pyjwt_verifies_ours_and_we_verify_pyjwt_for_every_rsa_size() {
     for f in fixtures {
         let token = sign_with_key(
             f.signing_key.as_ref(),
+            &peer_url(),
             &principal_for(f.name),
             AlgorithmPolicy::Ps512Only,
         )
@@ -149,6 +150,7 @@ fn pyjwt_interoperates_on_ecdsa() {
     for (f, alg) in cases {
         let token = sign_with_key(
             f.signing_key.as_ref(),
+            &peer_url(),
             &principal_for(f.name),
             AlgorithmPolicy::Ps512OrEcdsa,
         )
@@ -203,7 +205,7 @@ async fn svid_keys_sign_es256_that_pyjwt_verifies_and_the_reverse() {
     .unwrap();
     let identity = workload.svid().unwrap().unwrap();
     let who = principal_for("svid");
-    let token = sign_with(&identity, &who, AlgorithmPolicy::default()).unwrap();
+    let token = sign_with(&identity, &peer_url(), &who, AlgorithmPolicy::default()).unwrap();
     assert_eq!(token.algorithm(), Algorithm::Es256);
 
     let answer = run_python(&json!({
@@ -231,7 +233,13 @@ async fn svid_keys_sign_es256_that_pyjwt_verifies_and_the_reverse() {
         matches!(err, VerifyError::AlgorithmKeyMismatch { .. }),
         "{err:?}"
     );
-    let ps512 = sign_with_key(rsa.signing_key.as_ref(), &who, AlgorithmPolicy::default()).unwrap();
+    let ps512 = sign_with_key(
+        rsa.signing_key.as_ref(),
+        &peer_url(),
+        &who,
+        AlgorithmPolicy::default(),
+    )
+    .unwrap();
     let err =
         verify::<Principal>(ps512.as_str(), &svid_cert, AlgorithmPolicy::default()).unwrap_err();
     assert!(
@@ -239,7 +247,13 @@ async fn svid_keys_sign_es256_that_pyjwt_verifies_and_the_reverse() {
         "{err:?}"
     );
     let p384 = keys::p384();
-    let es384 = sign_with_key(p384.signing_key.as_ref(), &who, AlgorithmPolicy::default()).unwrap();
+    let es384 = sign_with_key(
+        p384.signing_key.as_ref(),
+        &peer_url(),
+        &who,
+        AlgorithmPolicy::default(),
+    )
+    .unwrap();
     assert_eq!(es384.algorithm(), Algorithm::Es384);
     let err =
         verify::<Principal>(es384.as_str(), &svid_cert, AlgorithmPolicy::default()).unwrap_err();
@@ -255,8 +269,8 @@ async fn svid_keys_sign_es256_that_pyjwt_verifies_and_the_reverse() {
     );
 }
 
-/// The header PyJWT read: `alg`, and the issue and expiry times we sign (PyJWT
-/// accepts the extra members; the payload is unchanged).
+/// The header PyJWT read: `alg`, the issue and expiry times and the audience we
+/// sign (PyJWT accepts the extra members; the payload is unchanged).
 fn assert_header(header: &Value, alg: &str) {
     assert_eq!(header["alg"], alg, "{header}");
     let (iat, exp) = (header["iat"].as_u64(), header["exp"].as_u64());
@@ -264,7 +278,8 @@ fn assert_header(header: &Value, alg: &str) {
         matches!((iat, exp), (Some(i), Some(e)) if e > i),
         "{header}"
     );
-    assert_eq!(header.as_object().map(|o| o.len()), Some(3), "{header}");
+    assert_eq!(header["aud"], "https://peer.svc.test", "{header}");
+    assert_eq!(header.as_object().map(|o| o.len()), Some(4), "{header}");
 }
 
 // ---------------------------------------------------------------------------------
@@ -367,6 +382,7 @@ fn go_jose_verifies_our_tokens_with_times_and_the_payload_is_unchanged() {
         .map(|f| {
             sign_with_key(
                 f.signing_key.as_ref(),
+                &peer_url(),
                 &Principal {
                     organization_id: Some("org-1".into()),
                     project_id: None,
@@ -378,7 +394,7 @@ fn go_jose_verifies_our_tokens_with_times_and_the_payload_is_unchanged() {
             .into_string()
         })
         .collect();
-    // Each token carries iat and exp in its protected header.
+    // Each token carries iat, exp and aud in its protected header.
     for token in &tokens {
         let header: Value = serde_json::from_slice(
             &base64::Engine::decode(
@@ -389,6 +405,7 @@ fn go_jose_verifies_our_tokens_with_times_and_the_payload_is_unchanged() {
         )
         .unwrap();
         assert!(header["iat"].is_u64() && header["exp"].is_u64(), "{header}");
+        assert_eq!(header["aud"], "https://peer.svc.test", "{header}");
         assert!(header.get("crit").is_none(), "{header}");
     }
     let mut requests: Vec<Value> = fixtures
@@ -425,4 +442,9 @@ fn go_jose_verifies_our_tokens_with_times_and_the_payload_is_unchanged() {
         );
     }
     assert!(answers[3]["error"].is_string(), "{}", answers[3]);
+}
+
+/// The URL the tokens here are signed for (their audience is its origin).
+fn peer_url() -> reqwest::Url {
+    reqwest::Url::parse("https://peer.svc.test/api").unwrap()
 }

@@ -10,8 +10,20 @@ use support::keys;
 #[test]
 fn ps512_round_trips_for_every_rsa_size_and_is_randomised() {
     for fixture in keys::rsa_all() {
-        let first = sign_with_key(fixture.signing_key.as_ref(), &principal(), PS512_ONLY).unwrap();
-        let second = sign_with_key(fixture.signing_key.as_ref(), &principal(), PS512_ONLY).unwrap();
+        let first = sign_with_key(
+            fixture.signing_key.as_ref(),
+            &peer_url(),
+            &principal(),
+            PS512_ONLY,
+        )
+        .unwrap();
+        let second = sign_with_key(
+            fixture.signing_key.as_ref(),
+            &peer_url(),
+            &principal(),
+            PS512_ONLY,
+        )
+        .unwrap();
         assert_eq!(first.algorithm(), Algorithm::Ps512);
         // PSS salts are random: the same input never gives the same token.
         assert_ne!(first.as_str(), second.as_str(), "{}", fixture.name);
@@ -71,7 +83,13 @@ fn principal_json_omits_empty_fields() {
         project_id: Some(String::new()),
         actor: None,
     };
-    let token = sign_with_key(fixture.signing_key.as_ref(), &only_org, PS512_ONLY).unwrap();
+    let token = sign_with_key(
+        fixture.signing_key.as_ref(),
+        &peer_url(),
+        &only_org,
+        PS512_ONLY,
+    )
+    .unwrap();
     let raw: serde_json::Value = verify(token.as_str(), &peer(fixture), PS512_ONLY).unwrap();
     assert_eq!(raw, serde_json::json!({"organizationId": "o"}));
     let back: Principal = verify(token.as_str(), &peer(fixture), PS512_ONLY).unwrap();
@@ -96,7 +114,13 @@ fn any_serialize_and_deserialize_owned_type_round_trips() {
         n: 42,
         tags: vec!["a".into(), "ü".into()],
     };
-    let token = sign_with_key(fixture.signing_key.as_ref(), &value, PS512_ONLY).unwrap();
+    let token = sign_with_key(
+        fixture.signing_key.as_ref(),
+        &peer_url(),
+        &value,
+        PS512_ONLY,
+    )
+    .unwrap();
     let back: Custom = verify(token.as_str(), &peer(fixture), PS512_ONLY).unwrap();
     assert_eq!(back, value);
 }
@@ -104,7 +128,13 @@ fn any_serialize_and_deserialize_owned_type_round_trips() {
 #[test]
 fn token_debug_and_header_value_keep_the_token_secret() {
     let fixture = keys::rsa2048();
-    let token = sign_with_key(fixture.signing_key.as_ref(), &principal(), PS512_ONLY).unwrap();
+    let token = sign_with_key(
+        fixture.signing_key.as_ref(),
+        &peer_url(),
+        &principal(),
+        PS512_ONLY,
+    )
+    .unwrap();
     let debug = format!("{token:?}");
     assert!(!debug.contains(token.as_str()), "{debug}");
     assert!(!debug.contains(&token.as_str()[..20]), "{debug}");
@@ -127,6 +157,7 @@ fn the_key_decides_the_algorithm_by_default() {
     ] {
         let token = sign_with_key(
             fixture.signing_key.as_ref(),
+            &peer_url(),
             &principal(),
             AlgorithmPolicy::default(),
         )
@@ -141,8 +172,13 @@ fn the_key_decides_the_algorithm_by_default() {
 #[test]
 fn non_rsa_keys_are_unsupported_under_the_strict_policy() {
     for fixture in [keys::p256(), keys::p384()] {
-        let err =
-            sign_with_key(fixture.signing_key.as_ref(), &principal(), PS512_ONLY).unwrap_err();
+        let err = sign_with_key(
+            fixture.signing_key.as_ref(),
+            &peer_url(),
+            &principal(),
+            PS512_ONLY,
+        )
+        .unwrap_err();
         assert!(
             matches!(
                 err,
@@ -159,8 +195,13 @@ fn non_rsa_keys_are_unsupported_under_the_strict_policy() {
         );
     }
     for policy in [PS512_ONLY, BY_KEY] {
-        let err =
-            sign_with_key(keys::ed25519().signing_key.as_ref(), &principal(), policy).unwrap_err();
+        let err = sign_with_key(
+            keys::ed25519().signing_key.as_ref(),
+            &peer_url(),
+            &principal(),
+            policy,
+        )
+        .unwrap_err();
         assert!(
             matches!(err, SignError::UnsupportedKeyType { key: "Ed25519", .. }),
             "{err:?}"
@@ -172,7 +213,13 @@ fn non_rsa_keys_are_unsupported_under_the_strict_policy() {
 fn p521_keys_fail_with_gos_unsupported_elliptic_curve() {
     // P-521 identities work for TLS; the principal JWS stays ES256/ES384, and Go's
     // signer refuses P-521 with "unsupported elliptic curve".
-    let err = sign_with_key(keys::p521().signing_key.as_ref(), &principal(), BY_KEY).unwrap_err();
+    let err = sign_with_key(
+        keys::p521().signing_key.as_ref(),
+        &peer_url(),
+        &principal(),
+        BY_KEY,
+    )
+    .unwrap_err();
     assert!(
         matches!(err, SignError::UnsupportedCurve { curve: "P-521" }),
         "{err:?}"
@@ -182,8 +229,13 @@ fn p521_keys_fail_with_gos_unsupported_elliptic_curve() {
         "{err}"
     );
     // Under the strict PS512-only policy it is refused as any ECDSA key is.
-    let err =
-        sign_with_key(keys::p521().signing_key.as_ref(), &principal(), PS512_ONLY).unwrap_err();
+    let err = sign_with_key(
+        keys::p521().signing_key.as_ref(),
+        &peer_url(),
+        &principal(),
+        PS512_ONLY,
+    )
+    .unwrap_err();
     assert!(
         matches!(
             err,
@@ -202,7 +254,13 @@ fn ecdsa_is_opt_in_with_raw_signatures_bound_to_the_curve() {
         (keys::p256(), Algorithm::Es256, 64),
         (keys::p384(), Algorithm::Es384, 96),
     ] {
-        let token = sign_with_key(fixture.signing_key.as_ref(), &principal(), BY_KEY).unwrap();
+        let token = sign_with_key(
+            fixture.signing_key.as_ref(),
+            &peer_url(),
+            &principal(),
+            BY_KEY,
+        )
+        .unwrap();
         assert_eq!(token.algorithm(), alg);
         let parts: Vec<&str> = token.as_str().split('.').collect();
         assert_header_with_times(parts[0], alg.name());
@@ -237,7 +295,13 @@ fn ecdsa_is_opt_in_with_raw_signatures_bound_to_the_curve() {
     }
     // Same curve, other key.
     let other_p256 = {
-        let token = sign_with_key(keys::p256().signing_key.as_ref(), &principal(), BY_KEY).unwrap();
+        let token = sign_with_key(
+            keys::p256().signing_key.as_ref(),
+            &peer_url(),
+            &principal(),
+            BY_KEY,
+        )
+        .unwrap();
         let mut parts: Vec<String> = token.as_str().split('.').map(str::to_owned).collect();
         let mut sig = URL_SAFE_NO_PAD.decode(&parts[2]).unwrap();
         sig[10] ^= 1;
@@ -307,18 +371,21 @@ fn signer_refuses_plain_http_to_non_loopback_hosts() {
     }
 }
 
-/// The protected header is exactly `{"alg":...,"iat":...,"exp":...}`: `iat` now,
-/// `exp` the default lifetime later (the payload is untouched by the times).
+/// The protected header is exactly `{"alg":...,"iat":...,"exp":...,"aud":...}`:
+/// `iat` now, `exp` the default lifetime later, `aud` the origin the token was
+/// signed for (the payload is untouched by them).
 fn assert_header_with_times(encoded: &str, alg: &str) {
     let raw = URL_SAFE_NO_PAD.decode(encoded).unwrap();
     let header: serde_json::Value = serde_json::from_slice(&raw).unwrap();
     let object = header.as_object().unwrap();
     assert_eq!(
         object.keys().map(String::as_str).collect::<Vec<_>>(),
-        ["alg", "exp", "iat"],
+        ["alg", "aud", "exp", "iat"],
         "{header}"
     );
     assert_eq!(header["alg"], alg);
+    // The receiver it was signed for: the origin of the URL, not the path.
+    assert_eq!(header["aud"], PEER_AUDIENCE);
     let (iat, exp) = (
         header["iat"].as_u64().unwrap(),
         header["exp"].as_u64().unwrap(),

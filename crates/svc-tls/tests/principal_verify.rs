@@ -317,6 +317,7 @@ fn tampered_header_payload_or_signature_is_a_bad_signature() {
         ("signature of another payload", {
             let other = sign_with_key(
                 fixture.signing_key.as_ref(),
+                &peer_url(),
                 &Principal::default(),
                 PS512_ONLY,
             )
@@ -581,7 +582,9 @@ fn tokens_without_times_verify_by_default_and_are_refused_in_strict_mode() {
     let go_style = forge(fixture, r#"{"alg":"PS512"}"#, br#"{"actor":"alice"}"#);
     let value: serde_json::Value = verify(&go_style, &cert, BY_KEY).unwrap();
     assert_eq!(value["actor"], "alice");
-    let strict = VerifyOptions::new(BY_KEY).with_times(TokenTimes::Required);
+    let strict = VerifyOptions::new(BY_KEY)
+        .with_times(TokenTimes::Required)
+        .with_audiences([peer_url()]);
     let err = cert
         .verify_with_options::<serde_json::Value>(&go_style, &strict)
         .unwrap_err();
@@ -620,4 +623,158 @@ fn tokens_without_times_verify_by_default_and_are_refused_in_strict_mode() {
             "{header}: {err:?}"
         );
     }
+}
+
+// ---------------------------------------------------------------------------------
+// Audience (the receiver a token is for) and the lifetime cap.
+
+#[test]
+fn a_token_for_another_receiver_is_refused_where_the_receiver_names_itself() {
+    use svc_tls::principal::{TokenTimes, VerifyOptions};
+    let fixture = keys::rsa2048();
+    let cert = peer(fixture);
+    let token = good_token(fixture); // signed for https://peer.svc.test
+    let here = |url: &str| VerifyOptions::new(BY_KEY).with_audiences([url.parse().unwrap()]);
+
+    // The receiver it was signed for (any path of the same origin names it).
+    let back: Principal = cert
+        .verify_with_options(&token, &here("https://peer.svc.test/other/path"))
+        .unwrap();
+    assert_eq!(back, principal());
+
+    // Replayed against another service, another port or plain http: refused.
+    for other in [
+        "https://billing.svc.test",
+        "https://peer.svc.test:8443",
+        "http://peer.svc.test",
+    ] {
+        let err = cert
+            .verify_with_options::<Principal>(&token, &here(other))
+            .unwrap_err();
+        match &err {
+            VerifyError::AudienceMismatch { aud, expected } => {
+                assert_eq!(aud, &vec![PEER_AUDIENCE.to_owned()]);
+                assert_eq!(expected.len(), 1, "{expected:?}");
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(err.reason(), "audience");
+    }
+
+    // A receiver that names no audience does not check it (the default).
+    cert.verify_with_options::<Principal>(&token, &VerifyOptions::new(BY_KEY))
+        .unwrap();
+
+    // `aud` as a JWT array: one match is enough; a malformed one is refused.
+    let now = epoch(std::time::SystemTime::now());
+    let with_aud = |aud: &str| {
+        forge(
+            fixture,
+            &format!(
+                r#"{{"alg":"PS512","iat":{now},"exp":{},"aud":{aud}}}"#,
+                now + 60
+            ),
+            br#"{"actor":"alice"}"#,
+        )
+    };
+    let many = with_aud(r#"["https://x.test","https://peer.svc.test"]"#);
+    cert.verify_with_options::<serde_json::Value>(&many, &here("https://peer.svc.test"))
+        .unwrap();
+    for bad in [
+        r#"5"#,
+        r#"[]"#,
+        r#"["https://peer.svc.test",5]"#,
+        r#"{"a":1}"#,
+    ] {
+        let err = cert
+            .verify_with_options::<serde_json::Value>(
+                &with_aud(bad),
+                &here("https://peer.svc.test"),
+            )
+            .unwrap_err();
+        assert!(
+            matches!(err, VerifyError::MalformedAudience),
+            "{bad}: {err:?}"
+        );
+    }
+    // A hostile audience is shown cut and escaped.
+    let hostile = with_aud(&serde_json::to_string(&format!("x\n{}", "y".repeat(500))).unwrap());
+    let err = cert
+        .verify_with_options::<serde_json::Value>(&hostile, &here("https://peer.svc.test"))
+        .unwrap_err();
+    let shown = err.to_string();
+    assert!(!shown.contains('\n') && shown.len() < 300, "{shown}");
+
+    // The strict mode: an audience is required, and so is the receiver's own.
+    let strict = here("https://peer.svc.test").with_times(TokenTimes::Required);
+    let no_aud = forge(
+        fixture,
+        &format!(r#"{{"alg":"PS512","iat":{now},"exp":{}}}"#, now + 60),
+        br#"{"actor":"alice"}"#,
+    );
+    cert.verify_with_options::<serde_json::Value>(&no_aud, &here("https://peer.svc.test"))
+        .unwrap();
+    let err = cert
+        .verify_with_options::<serde_json::Value>(&no_aud, &strict)
+        .unwrap_err();
+    assert!(matches!(err, VerifyError::MissingAudience), "{err:?}");
+    let unnamed = VerifyOptions::new(BY_KEY).with_times(TokenTimes::Required);
+    let err = cert
+        .verify_with_options::<Principal>(&token, &unnamed)
+        .unwrap_err();
+    assert!(matches!(err, VerifyError::AudienceNotConfigured), "{err:?}");
+    cert.verify_with_options::<Principal>(&token, &strict)
+        .unwrap();
+}
+
+#[test]
+fn a_token_living_longer_than_the_cap_is_refused() {
+    use std::time::Duration;
+    use svc_tls::principal::{DEFAULT_MAX_PRINCIPAL_LIFETIME, VerifyOptions};
+    let fixture = keys::rsa2048();
+    let cert = peer(fixture);
+    let now = epoch(std::time::SystemTime::now());
+    let cap = DEFAULT_MAX_PRINCIPAL_LIFETIME.as_secs();
+    let token = |header: String| forge(fixture, &header, br#"{"actor":"alice"}"#);
+
+    // Valid now, but signed to live an hour: refused by default.
+    let hour = token(format!(
+        r#"{{"alg":"PS512","iat":{now},"exp":{}}}"#,
+        now + 3600
+    ));
+    let err = reject(&hour, fixture, BY_KEY);
+    assert!(
+        matches!(err, VerifyError::LifetimeTooLong { lifetime: 3600, max } if max == cap),
+        "{err:?}"
+    );
+    assert_eq!(err.reason(), "lifetime");
+    // Exactly the cap: accepted; a configured longer cap accepts the hour.
+    let at_cap = token(format!(
+        r#"{{"alg":"PS512","iat":{now},"exp":{}}}"#,
+        now + cap
+    ));
+    verify::<Principal>(&at_cap, &cert, BY_KEY).unwrap();
+    let longer = VerifyOptions::new(BY_KEY).with_max_lifetime(Duration::from_secs(7200));
+    cert.verify_with_options::<Principal>(&hour, &longer)
+        .unwrap();
+
+    // Without iat, exp may not lie further ahead than the cap (and the skew).
+    let far = token(format!(r#"{{"alg":"PS512","exp":{}}}"#, now + 3600));
+    assert!(matches!(
+        reject(&far, fixture, BY_KEY),
+        VerifyError::LifetimeTooLong { .. }
+    ));
+    let near = token(format!(r#"{{"alg":"PS512","exp":{}}}"#, now + 30));
+    verify::<Principal>(&near, &cert, BY_KEY).unwrap();
+    // Without exp, an iat older than the cap (and the skew) is refused.
+    let old = token(format!(r#"{{"alg":"PS512","iat":{}}}"#, now - 3600));
+    assert!(matches!(
+        reject(&old, fixture, BY_KEY),
+        VerifyError::LifetimeTooLong { .. }
+    ));
+    let fresh = token(format!(r#"{{"alg":"PS512","iat":{}}}"#, now - 10));
+    verify::<Principal>(&fresh, &cert, BY_KEY).unwrap();
+
+    // Our signer's lifetime is within the default cap.
+    verify::<Principal>(&good_token(fixture), &cert, BY_KEY).unwrap();
 }

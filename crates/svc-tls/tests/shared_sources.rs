@@ -249,7 +249,8 @@ async fn the_identity_verifier_and_signer_of_one_secret_share_one_watch() {
         "one load of the key for both"
     );
     let signer = svc_tls::PrincipalSigner::new(resolver.clone());
-    assert!(signer.sign(&svc_tls::Principal::default()).is_ok());
+    let to = reqwest::Url::parse("https://peer.svc.test/").unwrap();
+    assert!(signer.sign(&to, &svc_tls::Principal::default()).is_ok());
     assert_eq!(trust.state().roots, 1);
 }
 

@@ -62,6 +62,13 @@ pub struct Reply {
 /// Answers one request, given the connection it came on and the request head.
 pub type Handler = Arc<dyn Fn(&Seen, &hyper::http::request::Parts) -> Reply + Send + Sync>;
 
+/// A [`Handler`] that also sets response headers (a `location` for a redirect).
+pub type HeadersHandler = Arc<
+    dyn Fn(&Seen, &hyper::http::request::Parts) -> (Reply, Vec<(&'static str, String)>)
+        + Send
+        + Sync,
+>;
+
 /// Which client certificates the server asks for.
 #[derive(Clone, Debug)]
 pub enum ClientAuth {
@@ -123,7 +130,7 @@ impl Settings {
 /// Builds a [`VerifyingServer`].
 pub struct Builder {
     settings: Settings,
-    handler: Option<Handler>,
+    handler: Option<HeadersHandler>,
     keep_seen: bool,
     keep_alive: bool,
 }
@@ -177,6 +184,14 @@ impl Builder {
 
     /// Answer requests with `handler` instead of the client serial.
     pub fn handler(mut self, handler: Handler) -> Self {
+        self.handler = Some(Arc::new(move |seen, parts| {
+            (handler(seen, parts), Vec::new())
+        }));
+        self
+    }
+
+    /// Answer requests with `handler`, which also sets response headers.
+    pub fn handler_with_headers(mut self, handler: HeadersHandler) -> Self {
         self.handler = Some(handler);
         self
     }
@@ -207,7 +222,9 @@ impl Builder {
             rejections: AtomicU64::new(0),
             keep_seen: self.keep_seen,
             keep_alive: self.keep_alive,
-            handler: self.handler.unwrap_or_else(|| Arc::new(serial_reply)),
+            handler: self
+                .handler
+                .unwrap_or_else(|| Arc::new(|seen, parts| (serial_reply(seen, parts), Vec::new()))),
         });
         let listener = TcpListener::bind("127.0.0.1:0")
             .await
@@ -227,7 +244,7 @@ struct Shared {
     rejections: AtomicU64,
     keep_seen: bool,
     keep_alive: bool,
-    handler: Handler,
+    handler: HeadersHandler,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -282,11 +299,16 @@ async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
             let close = !shared.keep_alive;
             let service = hyper::service::service_fn(move |req: Request<_>| {
                 let (parts, _) = req.into_parts();
-                let reply = handler(&seen, &parts);
+                let (reply, extra) = handler(&seen, &parts);
                 let mut response = Response::new(Full::new(Bytes::from(reply.body)));
                 *response.status_mut() =
                     StatusCode::from_u16(reply.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
                 let headers = response.headers_mut();
+                for (name, value) in extra {
+                    if let Ok(value) = value.parse() {
+                        headers.insert(name, value);
+                    }
+                }
                 if let Ok(v) = format!("{:?}", parts.version).parse() {
                     headers.insert("x-request-version", v);
                 }

@@ -14,6 +14,7 @@ use crate::options::{HttpProtocol, SecretRef};
 use crate::trust::TrustVerifier;
 
 use super::PeerClientError;
+use super::redirect::same_origin_policy;
 
 /// Which server certificates to trust.
 #[derive(Debug, Clone)]
@@ -112,9 +113,21 @@ fn platform_verifier(
 ///
 /// The builder speaks HTTP/1.1 only unless `config` offers `h2` through ALPN, so the
 /// TLS configuration alone decides the protocol.
+///
+/// Redirects are followed within the request's origin only
+/// ([`same_origin_policy`]): reqwest's default follows a peer's redirect to any
+/// host, and from `https` to `http`, with the `X-Principal` header. When `config`
+/// presents a client certificate, the client is `https_only`: a request (or a
+/// redirect) to `http://` fails instead of leaving without TLS, so without the
+/// identity the configuration was built for. Replacing either on the returned
+/// builder (`.redirect(..)`, `.https_only(false)`) gives both protections up.
 pub fn reqwest_builder(config: ClientConfig) -> reqwest::ClientBuilder {
     let offers_h2 = config.alpn_protocols.iter().any(|p| p.as_slice() == b"h2");
-    let builder = reqwest::Client::builder().use_preconfigured_tls(config);
+    let presents_identity = config.client_auth_cert_resolver.has_certs();
+    let builder = reqwest::Client::builder()
+        .redirect(same_origin_policy())
+        .https_only(presents_identity)
+        .use_preconfigured_tls(config);
     if offers_h2 {
         builder
     } else {

@@ -20,7 +20,10 @@
 //!
 //! [`reqwest_client`] puts that configuration under a `reqwest::Client`
 //! (`use_preconfigured_tls`), restricted to HTTP/1.1 unless the configuration offers
-//! `h2`.
+//! `h2`, following redirects within the request's origin only
+//! ([`same_origin_policy`]; another origin, or `https` to `http`, fails with
+//! [`RedirectRefused`]) and, when the configuration presents a client identity,
+//! `https_only`.
 //!
 //! # Rotation and pooled connections
 //! Every *new* connection runs a full handshake and so presents the identity currently
@@ -71,9 +74,11 @@ mod config;
 mod error;
 mod from_options;
 mod peer;
+mod redirect;
 
 pub use config::{
     TrustMode, client_config, client_config_for, reqwest_builder, reqwest_client, trust_from_secret,
 };
 pub use error::PeerClientError;
 pub use peer::PeerTls;
+pub use redirect::{MAX_REDIRECTS, RedirectRefused, same_origin_policy};

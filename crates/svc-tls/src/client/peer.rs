@@ -139,7 +139,10 @@ impl PeerTls {
     }
 
     /// A new `reqwest` client builder on [`PeerTls::config`], with the pool idle
-    /// timeout applied; add timeouts and the like, then `build()`.
+    /// timeout applied; add timeouts and the like, then `build()`. Redirects are
+    /// followed within the request's origin only, and with a client identity the
+    /// client is `https_only` (even to a loopback `http://` host, which
+    /// [`PeerTls::with_host`] accepts): see [`reqwest_builder`](super::reqwest_builder).
     pub fn reqwest_builder(&self) -> Result<reqwest::ClientBuilder, PeerClientError> {
         let builder = reqwest_builder(self.config()?);
         Ok(match self.pool_idle_timeout {

@@ -4,6 +4,14 @@
 //! |---|---|---|
 //! | `svc_tls_principal_signed_total` | counter | `algorithm` (`PS512`, `ES256`, `ES384`, `unknown`), `result` (`ok` or a reason of [`SIGN_RESULTS`]) |
 //! | `svc_tls_principal_verified_total` | counter | `algorithm`, `result` (`ok` or a reason of [`VERIFY_RESULTS`]) |
+//! | `svc_tls_principal_accepted_without_times_total` | counter | none |
+//! | `svc_tls_principal_accepted_without_audience_total` | counter | none |
+//!
+//! The last two count principals accepted (also counted `ok` above) that lacked
+//! `iat`/`exp`, or `aud`: what the strict mode
+//! ([`TokenTimes::Required`](crate::principal::TokenTimes::Required)) would refuse.
+//! Both flat for a while means every sender binds its tokens, and the receiver can
+//! switch. Created at construction, so they read 0 before the first token.
 //!
 //! Both labels come from fixed sets chosen by this crate: a token's `alg` that is
 //! not accepted counts as `unknown`, and no header or error text is ever a label.
@@ -26,6 +34,8 @@ type AlgorithmResult = Vec<(&'static str, &'static str)>;
 pub(crate) struct PrincipalFamilies {
     signed: Family<AlgorithmResult, Counter>,
     verified: Family<AlgorithmResult, Counter>,
+    without_times: Counter,
+    without_audience: Counter,
 }
 
 impl PrincipalFamilies {
@@ -33,6 +43,8 @@ impl PrincipalFamilies {
         let families = Self {
             signed: Family::default(),
             verified: Family::default(),
+            without_times: Counter::default(),
+            without_audience: Counter::default(),
         };
         registry.register(
             "svc_tls_principal_signed",
@@ -43,6 +55,16 @@ impl PrincipalFamilies {
             "svc_tls_principal_verified",
             "Requests whose X-Principal was verified behind the ingress, by algorithm and result (ok, or why it was refused)",
             families.verified.clone(),
+        );
+        registry.register(
+            "svc_tls_principal_accepted_without_times",
+            "X-Principal tokens accepted without iat or exp (Go senders, older versions): the strict mode would refuse them",
+            families.without_times.clone(),
+        );
+        registry.register(
+            "svc_tls_principal_accepted_without_audience",
+            "X-Principal tokens accepted without aud (Go senders, older versions): the strict mode would refuse them",
+            families.without_audience.clone(),
         );
         families
     }
@@ -98,6 +120,8 @@ impl<const R: usize> Cells<R> {
 pub struct PrincipalRecorder {
     signed: Cells<{ SIGN_RESULTS.len() }>,
     verified: Cells<{ VERIFY_RESULTS.len() }>,
+    without_times: Counter,
+    without_audience: Counter,
 }
 
 impl fmt::Debug for PrincipalRecorder {
@@ -111,6 +135,8 @@ impl PrincipalRecorder {
         Self {
             signed: Cells::new(&families.signed, &SIGN_RESULTS),
             verified: Cells::new(&families.verified, &VERIFY_RESULTS),
+            without_times: families.without_times.clone(),
+            without_audience: families.without_audience.clone(),
         }
     }
 }
@@ -122,6 +148,14 @@ impl Recorder for PrincipalRecorder {
 
     fn verified(&self, algorithm: Option<Algorithm>, result: &'static str) {
         self.verified.inc(algorithm, result);
+    }
+
+    fn accepted_without_times(&self) {
+        self.without_times.inc();
+    }
+
+    fn accepted_without_audience(&self) {
+        self.without_audience.inc();
     }
 }
 
@@ -163,6 +197,10 @@ mod tests {
         headers
     }
 
+    fn peer_url() -> url::Url {
+        url::Url::parse("https://identity.example/api").unwrap()
+    }
+
     fn exposition(registry: &Registry) -> String {
         let mut text = String::new();
         encode(&mut text, registry).unwrap();
@@ -184,7 +222,7 @@ mod tests {
         let sign = |leaf: &Leaf| {
             PrincipalSigner::new(identity(leaf))
                 .with_recorder(metrics.principal_recorder())
-                .sign(&who)
+                .sign(&peer_url(), &who)
         };
         let rsa_token = sign(&rsa).unwrap();
         sign(&rsa).unwrap();
@@ -226,6 +264,86 @@ mod tests {
         }
     }
 
+    /// A token signed the Go way (`{"alg":"PS512"}`, no times, no audience) with
+    /// `leaf`'s RSA key.
+    fn go_style_token(leaf: &Leaf) -> String {
+        use base64::Engine as _;
+        let b64 = |s: &[u8]| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(s);
+        let input = format!(
+            "{}.{}",
+            b64(br#"{"alg":"PS512"}"#),
+            b64(br#"{"actor":"go"}"#)
+        );
+        let signer = identity(leaf)
+            .certified_key()
+            .key
+            .choose_scheme(&[rustls::SignatureScheme::RSA_PSS_SHA512])
+            .unwrap();
+        let signature = signer.sign(input.as_bytes()).unwrap();
+        format!("{input}.{}", b64(&signature))
+    }
+
+    #[test]
+    fn tokens_accepted_without_times_or_audience_are_counted() {
+        let mut registry = Registry::default();
+        let metrics = Metrics::new(&mut registry);
+        let ca = TestCa::new("clients");
+        let rsa = ca.client_leaf_with("rsa peer", 1, KeyAlg::Rsa2048.generate());
+        let ingress = IngressVerifier::from_trust_anchors([ca.der()])
+            .unwrap()
+            .with_audiences([peer_url()])
+            .with_recorder(metrics.principal_recorder());
+        let zero = [
+            "svc_tls_principal_accepted_without_times_total 0\n",
+            "svc_tls_principal_accepted_without_audience_total 0\n",
+        ];
+        let text = exposition(&registry);
+        for expected in zero {
+            assert!(text.contains(expected), "{expected}in:\n{text}");
+        }
+
+        // Ours carry times and audience: not counted.
+        let ours = PrincipalSigner::new(identity(&rsa))
+            .sign(&peer_url(), &Principal::default())
+            .unwrap();
+        ingress
+            .verify_request::<Principal>(&headers(&rsa, ours.as_str()))
+            .unwrap();
+        let text = exposition(&registry);
+        for expected in zero {
+            assert!(text.contains(expected), "{expected}in:\n{text}");
+        }
+
+        // A Go sender's token: accepted by default, counted twice over.
+        let go = go_style_token(&rsa);
+        for _ in 0..2 {
+            let who: Principal = ingress.verify_request(&headers(&rsa, &go)).unwrap();
+            assert_eq!(who.actor.as_deref(), Some("go"));
+        }
+        let text = exposition(&registry);
+        for expected in [
+            "svc_tls_principal_accepted_without_times_total 2\n",
+            "svc_tls_principal_accepted_without_audience_total 2\n",
+            "svc_tls_principal_verified_total{algorithm=\"PS512\",result=\"ok\"} 3\n",
+        ] {
+            assert!(text.contains(expected), "{expected}in:\n{text}");
+        }
+
+        // The strict mode refuses it, and counts it as refused, not accepted.
+        let strict = ingress
+            .clone()
+            .with_token_times(crate::principal::TokenTimes::Required);
+        let refused = strict
+            .verify_request::<Principal>(&headers(&rsa, &go))
+            .unwrap_err();
+        assert_eq!(refused.reason(), "times");
+        let text = exposition(&registry);
+        assert!(
+            text.contains("svc_tls_principal_accepted_without_times_total 2\n"),
+            "{text}"
+        );
+    }
+
     #[test]
     fn a_principal_result_or_algorithm_label_never_carries_token_text() {
         let mut registry = Registry::default();
@@ -264,8 +382,13 @@ mod tests {
             ),
             "{text}"
         );
-        // Every label value comes from the fixed sets.
+        // Every label value comes from the fixed sets (the two readiness counters
+        // have no label at all).
         for line in text.lines().filter(|l| l.starts_with("svc_tls_principal_")) {
+            if line.starts_with("svc_tls_principal_accepted_without_") {
+                assert!(!line.contains('{'), "{line}");
+                continue;
+            }
             let value = |key: &str| {
                 line.split(&format!("{key}=\""))
                     .nth(1)

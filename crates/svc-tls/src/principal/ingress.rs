@@ -12,11 +12,12 @@ use x509_parser::extensions::GeneralName;
 use x509_parser::prelude::FromDer as _;
 
 use super::PRINCIPAL_HEADER;
-use super::jws::{Algorithm, TokenTimes};
+use super::jws::TokenTimes;
 use super::jws::{AlgorithmPolicy, sender_text};
 use super::recorder::Recorder;
 use super::verify::{
-    CertificateError, DEFAULT_MAX_TOKEN_BYTES, PeerCertificate, VerifyError, VerifyOptions,
+    CertificateError, DEFAULT_MAX_TOKEN_BYTES, PeerCertificate, Settled, VerifyError,
+    VerifyOptions, audiences_of,
 };
 use crate::trust::TrustVerifier;
 
@@ -238,6 +239,8 @@ pub struct IngressVerifier {
     max_token_bytes: usize,
     times: TokenTimes,
     clock_skew: std::time::Duration,
+    max_lifetime: std::time::Duration,
+    audiences: Arc<[String]>,
     max_cert_header_bytes: usize,
     anchors: Anchors,
     intermediates: Vec<CertificateDer<'static>>,
@@ -255,6 +258,9 @@ impl fmt::Debug for IngressVerifier {
         f.debug_struct("IngressVerifier")
             .field("policy", &self.policy)
             .field("max_token_bytes", &self.max_token_bytes)
+            .field("times", &self.times)
+            .field("max_lifetime", &self.max_lifetime)
+            .field("audiences", &self.audiences)
             .field("max_cert_header_bytes", &self.max_cert_header_bytes)
             .field("anchors", &anchors)
             .field("intermediates", &self.intermediates.len())
@@ -276,6 +282,8 @@ impl IngressVerifier {
             max_token_bytes: DEFAULT_MAX_TOKEN_BYTES,
             times: TokenTimes::default(),
             clock_skew: super::jws::DEFAULT_CLOCK_SKEW,
+            max_lifetime: super::jws::DEFAULT_MAX_PRINCIPAL_LIFETIME,
+            audiences: Arc::from(Vec::new()),
             max_cert_header_bytes: DEFAULT_MAX_CERT_HEADER_BYTES,
             anchors,
             intermediates: Vec::new(),
@@ -352,11 +360,35 @@ impl IngressVerifier {
         self
     }
 
-    /// Whether tokens must carry `iat` and `exp` (default: checked when present;
-    /// [`TokenTimes::Required`] refuses tokens without them, such as Go senders').
+    /// Whether tokens must carry `iat`, `exp` and `aud` (default: checked when
+    /// present; [`TokenTimes::Required`], the strict mode, refuses tokens without
+    /// them, such as Go senders', and needs [`IngressVerifier::with_audiences`]).
+    /// Before switching, watch the metrics of tokens accepted without times or
+    /// audience (`svc_tls_principal_accepted_without_times_total`,
+    /// `svc_tls_principal_accepted_without_audience_total`) stay flat.
     #[must_use]
     pub fn with_token_times(mut self, times: TokenTimes) -> Self {
         self.times = times;
+        self
+    }
+
+    /// This service's audiences: the URLs its senders call it at, e.g. the
+    /// ingress host `https://identity.example.com` (only the origin counts). A
+    /// token signed for another origin is refused
+    /// ([`VerifyError::AudienceMismatch`]): a principal captured on its way to
+    /// another service cannot be replayed here. Without audiences, a token's `aud`
+    /// is not checked.
+    #[must_use]
+    pub fn with_audiences<I: IntoIterator<Item = url::Url>>(mut self, audiences: I) -> Self {
+        self.audiences = audiences_of(audiences);
+        self
+    }
+
+    /// The longest token lifetime (`exp - iat`) accepted (default
+    /// [`DEFAULT_MAX_PRINCIPAL_LIFETIME`](super::DEFAULT_MAX_PRINCIPAL_LIFETIME)).
+    #[must_use]
+    pub fn with_max_token_lifetime(mut self, max: std::time::Duration) -> Self {
+        self.max_lifetime = max;
         self
     }
 
@@ -522,11 +554,19 @@ impl IngressVerifier {
         &self,
         headers: &HeaderMap,
     ) -> Result<T, RequestPrincipalError> {
-        let mut algorithm = None;
-        let result = self.verify_request_settling(headers, &mut algorithm);
+        let mut settled = Settled::default();
+        let result = self.verify_request_settling(headers, &mut settled);
         match &result {
-            Ok(_) => self.recorder.verified(algorithm, "ok"),
-            Err(e) => self.recorder.verified(algorithm, e.reason()),
+            Ok(_) => {
+                self.recorder.verified(settled.algorithm, "ok");
+                if settled.without_times {
+                    self.recorder.accepted_without_times();
+                }
+                if settled.without_audience {
+                    self.recorder.accepted_without_audience();
+                }
+            }
+            Err(e) => self.recorder.verified(settled.algorithm, e.reason()),
         }
         result
     }
@@ -534,7 +574,7 @@ impl IngressVerifier {
     fn verify_request_settling<T: DeserializeOwned>(
         &self,
         headers: &HeaderMap,
-        algorithm: &mut Option<Algorithm>,
+        settled: &mut Settled,
     ) -> Result<T, RequestPrincipalError> {
         let certificate = self.peer_certificate(headers)?;
         let mut values = headers.get_all(PRINCIPAL_HEADER).iter();
@@ -551,11 +591,13 @@ impl IngressVerifier {
         let token = token
             .to_str()
             .map_err(|_| RequestPrincipalError::MissingPrincipal)?;
-        let options = VerifyOptions::new(self.policy)
+        let mut options = VerifyOptions::new(self.policy)
             .with_max_len(self.max_token_bytes)
             .with_times(self.times)
-            .with_clock_skew(self.clock_skew);
-        Ok(certificate.verify_settling(token, &options, algorithm)?)
+            .with_clock_skew(self.clock_skew)
+            .with_max_lifetime(self.max_lifetime);
+        options.audiences = self.audiences.clone();
+        Ok(certificate.verify_settling(token, &options, settled)?)
     }
 }
 

@@ -69,12 +69,15 @@ impl Algorithm {
     }
 
     /// The protected header this module emits, base64url:
-    /// `{"alg":...,"iat":...,"exp":...}` (seconds since the epoch). go-jose keeps
-    /// header members it does not know (none is listed in `crit`), so Go verifiers
-    /// accept it; the payload is unchanged.
-    pub(super) fn encoded_header_with_times(self, iat: u64, exp: u64) -> String {
+    /// `{"alg":...,"iat":...,"exp":...,"aud":...}` (times in seconds since the
+    /// epoch; `aud` the receiver's origin, a JSON string). go-jose keeps header
+    /// members it does not know (none is listed in `crit`), so Go verifiers accept
+    /// it; the payload is unchanged.
+    pub(super) fn encoded_header_with_times(self, iat: u64, exp: u64, aud: &str) -> String {
+        // A `String` always serializes; the fallback is never taken.
+        let aud = serde_json::to_string(aud).unwrap_or_else(|_| "\"\"".to_owned());
         URL_SAFE_NO_PAD.encode(format!(
-            r#"{{"alg":"{}","iat":{iat},"exp":{exp}}}"#,
+            r#"{{"alg":"{}","iat":{iat},"exp":{exp},"aud":{aud}}}"#,
             self.name()
         ))
     }
@@ -95,19 +98,29 @@ impl fmt::Display for Algorithm {
     }
 }
 
-/// Whether a verifier requires issue and expiry times in a token's protected
-/// header (`iat`, `exp`, seconds since the epoch). Present times are always checked,
-/// with a clock-skew allowance.
+/// Whether a verifier requires a token to be bound to its time and its receiver:
+/// issue and expiry times (`iat`, `exp`, seconds since the epoch) and an audience
+/// (`aud`) in its protected header. Present times are always checked, with a
+/// clock-skew allowance and the lifetime cap; a present audience is checked
+/// whenever the receiver names its audiences.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum TokenTimes {
     /// Checked when present; a token without them (from a Go sender, or an older
-    /// version of this crate) is accepted. The default.
+    /// version of this crate) is accepted, and counted
+    /// ([`Recorder::accepted_without_times`](super::Recorder::accepted_without_times),
+    /// [`Recorder::accepted_without_audience`](super::Recorder::accepted_without_audience))
+    /// so operators can see when every sender binds its tokens. The default.
     #[default]
     CheckedWhenPresent,
-    /// Both `iat` and `exp` must be present: a token without them is refused
-    /// ([`VerifyError::MissingTimes`](super::VerifyError::MissingTimes)). For
-    /// receivers whose senders all sign with this crate.
+    /// The strict mode: `iat`, `exp` and `aud` must all be present, and the
+    /// receiver must name its audiences. A token without times is refused
+    /// ([`VerifyError::MissingTimes`](super::VerifyError::MissingTimes)), one
+    /// without an audience too ([`VerifyError::MissingAudience`](super::VerifyError::MissingAudience)),
+    /// and a receiver that names no audience refuses every token
+    /// ([`VerifyError::AudienceNotConfigured`](super::VerifyError::AudienceNotConfigured)):
+    /// strict means bound to this receiver, which it cannot check without knowing
+    /// its name. For receivers whose senders all sign with this crate.
     Required,
 }
 
@@ -120,12 +133,24 @@ pub const DEFAULT_PRINCIPAL_LIFETIME: std::time::Duration = std::time::Duration:
 /// and `exp`.
 pub const DEFAULT_CLOCK_SKEW: std::time::Duration = std::time::Duration::from_secs(60);
 
+/// The longest lifetime (`exp - iat`) a verifier accepts by default: a sender
+/// chooses its tokens' lifetime, and without a cap one that chose a day made
+/// every captured token replayable for a day. Five times
+/// [`DEFAULT_PRINCIPAL_LIFETIME`]: room for a sender that raised its lifetime for
+/// slow queues or retries, while a captured token replays for at most about six
+/// minutes (the cap and [`DEFAULT_CLOCK_SKEW`]). A token with `exp` but no `iat`
+/// may not expire later than the cap from now; one with `iat` but no `exp` is
+/// refused once older than the cap.
+pub const DEFAULT_MAX_PRINCIPAL_LIFETIME: std::time::Duration = std::time::Duration::from_secs(300);
+
 /// A signed principal: a compact JWS. Its `Debug` output never shows the token.
 #[derive(Clone)]
 pub struct PrincipalToken {
     pub(super) token: String,
     pub(super) header: HeaderValue,
     pub(super) algorithm: Algorithm,
+    /// The origin it was signed for (its `aud`).
+    pub(super) audience: String,
 }
 
 impl PrincipalToken {
@@ -144,6 +169,12 @@ impl PrincipalToken {
         self.algorithm
     }
 
+    /// The receiver it was signed for: the origin (`https://host[:port]`) in its
+    /// `aud` header member.
+    pub fn audience(&self) -> &str {
+        &self.audience
+    }
+
     /// The token as an HTTP header value, marked sensitive (kept out of HPACK
     /// indexing and debug output).
     pub fn header_value(&self) -> HeaderValue {
@@ -155,6 +186,7 @@ impl fmt::Debug for PrincipalToken {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("PrincipalToken")
             .field("algorithm", &self.algorithm)
+            .field("audience", &self.audience)
             .field("len", &self.token.len())
             .field("token", &"<redacted>")
             .finish()
@@ -196,6 +228,7 @@ pub(super) struct RawHeader {
     pub(super) crit: Option<Vec<String>>,
     pub(super) iat: Option<serde_json::Value>,
     pub(super) exp: Option<serde_json::Value>,
+    pub(super) aud: Option<serde_json::Value>,
 }
 
 impl<'de> Deserialize<'de> for RawHeader {
@@ -215,6 +248,7 @@ impl<'de> Deserialize<'de> for RawHeader {
                     crit: None,
                     iat: None,
                     exp: None,
+                    aud: None,
                 };
                 while let Some(name) = map.next_key::<String>()? {
                     let value: serde_json::Value = map.next_value()?;
@@ -222,6 +256,7 @@ impl<'de> Deserialize<'de> for RawHeader {
                         "alg" => header.alg = Some(value),
                         "iat" => header.iat = Some(value),
                         "exp" => header.exp = Some(value),
+                        "aud" => header.aud = Some(value),
                         "crit" => {
                             header.crit = Some(match value {
                                 serde_json::Value::Array(names) => names
@@ -305,9 +340,12 @@ mod tests {
     #[test]
     fn header_with_times_keeps_alg_first() {
         let decoded = URL_SAFE_NO_PAD
-            .decode(Algorithm::Es256.encoded_header_with_times(10, 70))
+            .decode(Algorithm::Es256.encoded_header_with_times(10, 70, "https://peer:8443"))
             .unwrap();
-        assert_eq!(decoded, br#"{"alg":"ES256","iat":10,"exp":70}"#);
+        assert_eq!(
+            decoded,
+            br#"{"alg":"ES256","iat":10,"exp":70,"aud":"https://peer:8443"}"#
+        );
     }
 
     #[test]

@@ -11,6 +11,16 @@
 //! *at the time of the call* — the same Secret the handshake presents, never a copy
 //! kept from before a rotation. [`sign_with`] signs with one given [`Identity`](crate::material::Identity).
 //!
+//! Every token is bound to its receiver and its time: the protected header carries
+//! `iat`, `exp` (60 s later) and `aud`, the origin (`https://host[:port]`) of the URL
+//! it is signed for. Every signing entry point takes that URL and checks it
+//! (`https://`, or `http://` to a loopback address only): [`PrincipalSigner::attach`]
+//! the request's, [`PrincipalSigner::sign`], [`sign_with`] and [`sign_with_key`] one
+//! given, and [`attach_principal`] refuses a request whose origin is not the
+//! token's audience. Where a redirect takes the request is the client's policy: the
+//! clients this crate builds follow redirects within the origin only
+//! ([`same_origin_policy`](crate::client::same_origin_policy)).
+//!
 //! Private-key operations go through the rustls crypto provider (aws-lc-rs, the one
 //! that performs the handshake): the `rsa` crate is used for public-key verification
 //! only, never with a private key (RUSTSEC-2023-0071 concerns its private-key
@@ -32,13 +42,20 @@
 //! [`VerifyError`] variant naming what is wrong. RSA-PSS salt length is auto-detected,
 //! as the Go verifier does, so tokens signed with another salt length still verify.
 //!
+//! Present times are checked against the clock and a lifetime cap
+//! ([`DEFAULT_MAX_PRINCIPAL_LIFETIME`]); a present `aud` against the receiver's
+//! audiences when it names them ([`VerifyOptions::with_audiences`],
+//! [`IngressVerifier::with_audiences`]). Tokens without times or audience (Go
+//! senders) are accepted by default and counted ([`Recorder`]); the strict mode
+//! ([`TokenTimes::Required`]) refuses them.
+//!
 //! Behind the nginx ingress, [`IngressVerifier`] turns the forwarded
 //! `ssl-client-cert` / `ssl-client-verify` headers into a [`PeerCertificate`],
 //! verified against the client CA the ingress uses (a watched Secret, read through
 //! the trust seam on every request), and verifies the `X-Principal` against it.
 //!
 //! ```no_run
-//! # async fn demo(identity: svc_tls::material::Identity, client: kube::Client,
+//! # async fn demo(identity: svc_tls::material::Identity, client: svc_tls::ClusterClient,
 //! #               headers: reqwest::header::HeaderMap)
 //! # -> Result<(), Box<dyn std::error::Error>> {
 //! use svc_tls::principal::{IngressVerifier, Principal, PrincipalSigner};
@@ -77,13 +94,17 @@ pub use ingress::{
     verify_ingress_request,
 };
 pub use jws::{
-    Algorithm, AlgorithmPolicy, DEFAULT_CLOCK_SKEW, DEFAULT_PRINCIPAL_LIFETIME, Part,
-    PrincipalToken, TokenTimes,
+    Algorithm, AlgorithmPolicy, DEFAULT_CLOCK_SKEW, DEFAULT_MAX_PRINCIPAL_LIFETIME,
+    DEFAULT_PRINCIPAL_LIFETIME, Part, PrincipalToken, TokenTimes,
 };
 pub use recorder::{ALGORITHMS, Recorder, SIGN_RESULTS, VERIFY_RESULTS, algorithm_label};
 pub use sign::{
     CurrentIdentity, PrincipalSigner, SignError, attach_principal, sign_with, sign_with_key,
 };
+/// The URL a principal is signed for (the `url` crate's type, which is also
+/// `reqwest::Url`): re-exported so that callers of [`sign_with`] and
+/// [`PrincipalSigner::sign`] need no dependency of their own.
+pub use url::Url;
 pub use verify::{
     CertificateError, DEFAULT_MAX_TOKEN_BYTES, MIN_RSA_BITS, PeerCertificate, VerifyError,
     VerifyOptions, verify,

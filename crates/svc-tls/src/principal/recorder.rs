@@ -21,6 +21,17 @@ pub trait Recorder: Send + Sync {
     fn signed(&self, algorithm: Option<Algorithm>, result: &'static str);
     /// A request's principal was accepted (`"ok"`) or refused.
     fn verified(&self, algorithm: Option<Algorithm>, result: &'static str);
+
+    /// An accepted principal (reported as `"ok"` too) had no `iat` or no `exp`: a Go
+    /// sender's token, or an older version of this crate's. While this counts,
+    /// the strict mode ([`TokenTimes::Required`](super::TokenTimes::Required))
+    /// would refuse some sender. The default does nothing.
+    fn accepted_without_times(&self) {}
+
+    /// An accepted principal had no `aud` (a Go sender's token, or one signed
+    /// before audiences): the strict mode would refuse it. The default does
+    /// nothing.
+    fn accepted_without_audience(&self) {}
 }
 
 impl Recorder for NoopRecorder {
@@ -43,7 +54,7 @@ pub const ALGORITHMS: [&str; 4] = ["PS512", "ES256", "ES384", "unknown"];
 
 /// Every `result` of signing: `ok`, then the reasons of [`SignError::reason`](super::SignError::reason), then
 /// `other` (what a metrics recorder counts a result outside this list as).
-pub const SIGN_RESULTS: [&str; 8] = [
+pub const SIGN_RESULTS: [&str; 9] = [
     "ok",
     "identity_unavailable",
     "unsupported_key",
@@ -51,12 +62,13 @@ pub const SIGN_RESULTS: [&str; 8] = [
     "provider",
     "plaintext_url",
     "invalid_request",
+    "audience_mismatch",
     "other",
 ];
 
 /// Every `result` of verifying: `ok`, then the reasons of
 /// [`RequestPrincipalError::reason`](super::RequestPrincipalError::reason), then `other`.
-pub const VERIFY_RESULTS: [&str; 17] = [
+pub const VERIFY_RESULTS: [&str; 19] = [
     "ok",
     "certificate_missing",
     "certificate_not_verified",
@@ -72,6 +84,8 @@ pub const VERIFY_RESULTS: [&str; 17] = [
     "bad_signature",
     "expired",
     "times",
+    "lifetime",
+    "audience",
     "payload",
     "other",
 ];

@@ -11,6 +11,7 @@ use reqwest::header::HeaderValue;
 use rustls::sign::SigningKey;
 use rustls::{SignatureAlgorithm, SignatureScheme};
 use serde::Serialize;
+use url::Url;
 
 use super::PRINCIPAL_HEADER;
 use super::jws::{
@@ -65,6 +66,26 @@ pub enum SignError {
     PlaintextUrl {
         /// The request's host.
         host: String,
+    },
+    /// The URL a principal is signed for is not `https://` (or `http://` to a
+    /// loopback address), or has no host: it names no receiver to bind the token to.
+    #[error(
+        "refusing to sign an X-Principal for a {scheme:?} URL without a host or not http(s): a principal is bound to the origin of an https:// URL"
+    )]
+    UnsupportedUrl {
+        /// The URL's scheme.
+        scheme: String,
+    },
+    /// The token was signed for another receiver than the request goes to
+    /// ([`attach_principal`]): its audience is not the request's origin.
+    #[error(
+        "the X-Principal was signed for {token_audience}, not for the request's origin {request_origin}"
+    )]
+    AudienceMismatch {
+        /// The origin the token is bound to.
+        token_audience: String,
+        /// The origin of the request.
+        request_origin: String,
     },
     /// The request could not be built (its URL or a header is invalid).
     #[error("the request the principal is for is invalid")]
@@ -185,18 +206,28 @@ impl<S: CurrentIdentity> PrincipalSigner<S> {
         &self.source
     }
 
-    /// JSON-encodes `value` and signs it with the current identity.
+    /// JSON-encodes `value` and signs it with the current identity, for a request
+    /// to `to`: the token's audience is `to`'s origin (`https://host[:port]`), so
+    /// the receiver there accepts it and no other receiver that checks its audience
+    /// does. Prefer [`PrincipalSigner::attach`], which takes the URL from the
+    /// request itself.
     ///
     /// # Errors
     /// [`SignError::Identity`] when the source fails, otherwise as [`sign_with`].
-    pub fn sign<T: Serialize + ?Sized>(&self, value: &T) -> Result<PrincipalToken, SignError> {
-        self.record(self.sign_unrecorded(value))
+    pub fn sign<T: Serialize + ?Sized>(
+        &self,
+        to: &Url,
+        value: &T,
+    ) -> Result<PrincipalToken, SignError> {
+        self.record(self.sign_unrecorded(to, value))
     }
 
     fn sign_unrecorded<T: Serialize + ?Sized>(
         &self,
+        to: &Url,
         value: &T,
     ) -> Result<PrincipalToken, SignError> {
+        let audience = audience_of(to)?;
         let identity = self
             .source
             .current()
@@ -207,6 +238,7 @@ impl<S: CurrentIdentity> PrincipalSigner<S> {
             &payload,
             self.policy,
             self.lifetime,
+            audience,
         )
     }
 
@@ -228,32 +260,64 @@ impl<S: CurrentIdentity> PrincipalSigner<S> {
         error
     }
 
-    /// Signs `value` and attaches it to `request` as the `X-Principal` header.
+    /// Signs `value` for the request's URL (see [`PrincipalSigner::sign`]) and
+    /// attaches it to `request` as the `X-Principal` header.
+    ///
+    /// Only the request's own URL is checked here; where a redirect may take the
+    /// request is the client's redirect policy: the clients this crate builds
+    /// follow redirects within the origin only
+    /// ([`same_origin_policy`](crate::client::same_origin_policy)), and reqwest's
+    /// default client follows any redirect with this header, so use one of ours or
+    /// install that policy.
     ///
     /// # Errors
     /// [`SignError::PlaintextUrl`] when the request goes to `http://` on a host
-    /// other than a loopback address, [`SignError::InvalidRequest`] when the request
-    /// cannot be built, otherwise as [`PrincipalSigner::sign`].
+    /// other than a loopback address, [`SignError::UnsupportedUrl`] for other
+    /// schemes, [`SignError::InvalidRequest`] when the request cannot be built,
+    /// otherwise as [`PrincipalSigner::sign`].
     pub fn attach<T: Serialize + ?Sized>(
         &self,
         request: reqwest::RequestBuilder,
         value: &T,
     ) -> Result<reqwest::RequestBuilder, SignError> {
         let (client, request) = request.build_split();
-        let request = match request {
+        let mut request = match request {
             Ok(request) => request,
             Err(e) => return Err(self.refused(SignError::InvalidRequest(e))),
         };
-        let url = request.url();
-        if url.scheme() == "http" && !is_loopback(url) {
-            let refused = SignError::PlaintextUrl {
-                host: url.host_str().unwrap_or_default().to_owned(),
-            };
-            return Err(self.refused(refused));
-        }
-        let request = reqwest::RequestBuilder::from_parts(client, request);
-        Ok(attach_principal(request, &self.sign(value)?))
+        let token = self.sign(request.url(), value)?;
+        request
+            .headers_mut()
+            .insert(PRINCIPAL_HEADER, token.header_value());
+        Ok(reqwest::RequestBuilder::from_parts(client, request))
     }
+}
+
+/// The audience a principal for a request to `url` is bound to: the URL's origin
+/// (`https://host[:port]`, the port only when not 443), after the checks every
+/// signing entry point makes: `https://`, or `http://` to a loopback address only
+/// (elsewhere the token would travel in clear text), and a host.
+fn audience_of(url: &Url) -> Result<String, SignError> {
+    match url.scheme() {
+        "https" => {}
+        "http" if is_loopback(url) => {}
+        "http" => {
+            return Err(SignError::PlaintextUrl {
+                host: url.host_str().unwrap_or_default().to_owned(),
+            });
+        }
+        scheme => {
+            return Err(SignError::UnsupportedUrl {
+                scheme: super::jws::sender_text(scheme),
+            });
+        }
+    }
+    if url.host().is_none() {
+        return Err(SignError::UnsupportedUrl {
+            scheme: url.scheme().to_owned(),
+        });
+    }
+    Ok(url.origin().ascii_serialization())
 }
 
 /// Whether `url`'s host is a loopback address (`localhost`, 127.0.0.0/8, `::1`).
@@ -266,27 +330,51 @@ fn is_loopback(url: &url::Url) -> bool {
     }
 }
 
-/// Sets the `X-Principal` header of `request` to `token` (replacing any previous one).
+/// Sets the `X-Principal` header of `request` to `token` (replacing any previous
+/// one), after checking that the request goes where the token was signed for: its
+/// URL passes the signing checks (`https://`, or `http://` to a loopback address)
+/// and its origin is the token's audience.
+///
+/// # Errors
+/// [`SignError::AudienceMismatch`] when the token was signed for another origin,
+/// [`SignError::PlaintextUrl`] / [`SignError::UnsupportedUrl`] for a URL no token
+/// may go to, [`SignError::InvalidRequest`] when the request cannot be built.
 pub fn attach_principal(
     request: reqwest::RequestBuilder,
     token: &PrincipalToken,
-) -> reqwest::RequestBuilder {
-    request.header(PRINCIPAL_HEADER, token.header_value())
+) -> Result<reqwest::RequestBuilder, SignError> {
+    let (client, request) = request.build_split();
+    let mut request = request.map_err(SignError::InvalidRequest)?;
+    let origin = audience_of(request.url())?;
+    if origin != token.audience {
+        return Err(SignError::AudienceMismatch {
+            token_audience: token.audience.clone(),
+            request_origin: origin,
+        });
+    }
+    request
+        .headers_mut()
+        .insert(PRINCIPAL_HEADER, token.header_value());
+    Ok(reqwest::RequestBuilder::from_parts(client, request))
 }
 
-/// JSON-encodes `value` and signs it with `identity`'s private key. The protected
-/// header carries `iat` (now) and `exp` (now plus [`DEFAULT_PRINCIPAL_LIFETIME`]).
+/// JSON-encodes `value` and signs it with `identity`'s private key, for a request
+/// to `to`. The protected header carries `iat` (now), `exp` (now plus
+/// [`DEFAULT_PRINCIPAL_LIFETIME`]) and `aud`, `to`'s origin.
 ///
 /// # Errors
+/// [`SignError::PlaintextUrl`] / [`SignError::UnsupportedUrl`] when `to` is not an
+/// `https://` URL (or `http://` to a loopback address),
 /// [`SignError::UnsupportedKeyType`] for keys the policy does not allow,
 /// [`SignError::Encode`] when `value` does not serialize, [`SignError::Provider`] when
 /// the crypto provider fails.
 pub fn sign_with<T: Serialize + ?Sized>(
     identity: &Identity,
+    to: &Url,
     value: &T,
     policy: AlgorithmPolicy,
 ) -> Result<PrincipalToken, SignError> {
-    sign_with_key(identity.certified_key().key.as_ref(), value, policy)
+    sign_with_key(identity.certified_key().key.as_ref(), to, value, policy)
 }
 
 /// As [`sign_with`], for a rustls signing key held directly.
@@ -295,11 +383,13 @@ pub fn sign_with<T: Serialize + ?Sized>(
 /// As [`sign_with`].
 pub fn sign_with_key<T: Serialize + ?Sized>(
     key: &dyn SigningKey,
+    to: &Url,
     value: &T,
     policy: AlgorithmPolicy,
 ) -> Result<PrincipalToken, SignError> {
+    let audience = audience_of(to)?;
     let payload = serde_json::to_vec(value).map_err(SignError::Encode)?;
-    sign_payload(key, &payload, policy, DEFAULT_PRINCIPAL_LIFETIME)
+    sign_payload(key, &payload, policy, DEFAULT_PRINCIPAL_LIFETIME, audience)
 }
 
 fn sign_payload(
@@ -307,6 +397,7 @@ fn sign_payload(
     payload: &[u8],
     policy: AlgorithmPolicy,
     lifetime: std::time::Duration,
+    audience: String,
 ) -> Result<PrincipalToken, SignError> {
     let unsupported = |key: &'static str| SignError::UnsupportedKeyType {
         key,
@@ -352,7 +443,7 @@ fn sign_payload(
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |since| since.as_secs());
     let exp = iat.saturating_add(lifetime.as_secs().max(1));
-    let mut token = algorithm.encoded_header_with_times(iat, exp);
+    let mut token = algorithm.encoded_header_with_times(iat, exp, &audience);
     token.push('.');
     URL_SAFE_NO_PAD.encode_string(payload, &mut token);
     let signature = signer.sign(token.as_bytes()).map_err(SignError::Provider)?;
@@ -372,6 +463,7 @@ fn sign_payload(
         token,
         header,
         algorithm,
+        audience,
     })
 }
 
@@ -384,7 +476,8 @@ impl SignError {
             Self::Encode(_) => "encode",
             Self::Provider(_) | Self::MalformedProviderSignature => "provider",
             Self::PlaintextUrl { .. } => "plaintext_url",
-            Self::InvalidRequest(_) => "invalid_request",
+            Self::UnsupportedUrl { .. } | Self::InvalidRequest(_) => "invalid_request",
+            Self::AudienceMismatch { .. } => "audience_mismatch",
         }
     }
 }

@@ -24,11 +24,14 @@ use x509_parser::oid_registry::{
 };
 use x509_parser::prelude::FromDer as _;
 
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
+use url::Url;
+
 use super::jws::{
-    Algorithm, AlgorithmPolicy, DEFAULT_CLOCK_SKEW, Part, RawHeader, TokenTimes, ecdsa_raw_to_der,
-    sender_text,
+    Algorithm, AlgorithmPolicy, DEFAULT_CLOCK_SKEW, DEFAULT_MAX_PRINCIPAL_LIFETIME, Part,
+    RawHeader, TokenTimes, ecdsa_raw_to_der, sender_text,
 };
 
 /// RSA keys shorter than this are refused when verifying.
@@ -159,6 +162,41 @@ pub enum VerifyError {
         /// The first member missing.
         member: &'static str,
     },
+    /// The token lives longer than the verifier's cap: `exp - iat` is over it, or
+    /// (one of them missing) `exp` is further than the cap from now, or `iat`
+    /// older than the cap.
+    #[error("principal token lives {lifetime}s, more than the {max}s limit")]
+    LifetimeTooLong {
+        /// `exp - iat`, or what of it the token shows, seconds.
+        lifetime: u64,
+        /// The cap in force, seconds.
+        max: u64,
+    },
+    /// `aud` is neither a string nor a non-empty array of strings.
+    #[error("principal token header member \"aud\" is not a string or an array of strings")]
+    MalformedAudience,
+    /// The token was signed for another receiver: none of its audiences is one of
+    /// this receiver's (a token captured on its way to another service, replayed
+    /// here).
+    #[error("principal token is for {aud:?}, not for this receiver ({expected:?})")]
+    AudienceMismatch {
+        /// The token's audiences (as sent: at most 4, each truncated to 64
+        /// characters; shown Debug-escaped).
+        aud: Vec<String>,
+        /// This receiver's audiences.
+        expected: Vec<String>,
+    },
+    /// [`TokenTimes::Required`] and the header has no `aud` (a Go sender's token,
+    /// or one from a version of this crate before audiences).
+    #[error("principal token has no \"aud\" in its protected header, and an audience is required")]
+    MissingAudience,
+    /// [`TokenTimes::Required`] on a receiver that names no audience
+    /// ([`VerifyOptions::with_audiences`]): every token is refused, since the
+    /// strict mode cannot check what it is told to require.
+    #[error(
+        "the strict mode requires the receiver's audiences (its own https:// origins) to be configured"
+    )]
+    AudienceNotConfigured,
     /// The verified payload is not JSON.
     #[error("principal token payload is not JSON")]
     PayloadNotJson(#[source] serde_json::Error),
@@ -167,10 +205,11 @@ pub enum VerifyError {
     PayloadType(#[source] serde_json::Error),
 }
 
-/// How a token is verified: the algorithm policy, the length cap, and the time
-/// checks (present times are always checked; [`TokenTimes::Required`] also
-/// requires them).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// How a token is verified: the algorithm policy, the length cap, the time checks
+/// (present times are always checked, against the clock and the lifetime cap) and
+/// the audience check (a present `aud` must name one of `audiences`, when they are
+/// given); [`TokenTimes::Required`] requires times and audience.
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct VerifyOptions {
     /// The accepted algorithms.
@@ -183,6 +222,12 @@ pub struct VerifyOptions {
     pub clock_skew: Duration,
     /// The time to check against (`None`: the system clock at the call).
     pub now: Option<SystemTime>,
+    /// The longest lifetime accepted (default [`DEFAULT_MAX_PRINCIPAL_LIFETIME`]).
+    pub max_lifetime: Duration,
+    /// This receiver's audiences: the origins (`https://host[:port]`) its senders
+    /// call it at. Empty: a token's `aud` is not checked (and the strict mode
+    /// refuses every token).
+    pub audiences: Arc<[String]>,
 }
 
 impl Default for VerifyOptions {
@@ -201,7 +246,27 @@ impl VerifyOptions {
             times: TokenTimes::default(),
             clock_skew: DEFAULT_CLOCK_SKEW,
             now: None,
+            max_lifetime: DEFAULT_MAX_PRINCIPAL_LIFETIME,
+            audiences: Arc::from(Vec::new()),
         }
+    }
+
+    /// Another lifetime cap: tokens whose `exp - iat` is longer are refused
+    /// ([`VerifyError::LifetimeTooLong`]).
+    #[must_use]
+    pub fn with_max_lifetime(mut self, max: Duration) -> Self {
+        self.max_lifetime = max;
+        self
+    }
+
+    /// This receiver's audiences, as the URLs its senders call it at (only their
+    /// origins count: `https://identity.example/api` is `https://identity.example`).
+    /// A token whose `aud` names none of them is refused
+    /// ([`VerifyError::AudienceMismatch`]).
+    #[must_use]
+    pub fn with_audiences<I: IntoIterator<Item = Url>>(mut self, audiences: I) -> Self {
+        self.audiences = audiences_of(audiences);
+        self
     }
 
     /// Another length cap.
@@ -405,16 +470,17 @@ impl PeerCertificate {
         token: &str,
         options: &VerifyOptions,
     ) -> Result<T, VerifyError> {
-        self.verify_settling(token, options, &mut None)
+        self.verify_settling(token, options, &mut Settled::default())
     }
 
-    /// [`PeerCertificate::verify_with_options`], setting `algorithm` once the token's
-    /// `alg` is accepted (for the recorder's label).
+    /// [`PeerCertificate::verify_with_options`], noting in `settled` the algorithm
+    /// once the token's `alg` is accepted (for the recorder's label), and what
+    /// bindings an accepted token lacked (for the readiness counters).
     pub(super) fn verify_settling<T: DeserializeOwned>(
         &self,
         token: &str,
         options: &VerifyOptions,
-        algorithm: &mut Option<Algorithm>,
+        settled: &mut Settled,
     ) -> Result<T, VerifyError> {
         if token.len() > options.max_len {
             return Err(VerifyError::TooLarge {
@@ -422,7 +488,7 @@ impl PeerCertificate {
                 max: options.max_len,
             });
         }
-        let payload = self.verify_bytes(token, options, algorithm)?;
+        let payload = self.verify_bytes(token, options, settled)?;
         serde_json::from_slice(&payload).map_err(|e| match e.classify() {
             serde_json::error::Category::Data => VerifyError::PayloadType(e),
             _ => VerifyError::PayloadNotJson(e),
@@ -433,7 +499,7 @@ impl PeerCertificate {
         &self,
         token: &str,
         options: &VerifyOptions,
-        settled: &mut Option<Algorithm>,
+        settled: &mut Settled,
     ) -> Result<Vec<u8>, VerifyError> {
         let policy = options.policy;
         if token.is_empty() {
@@ -458,8 +524,9 @@ impl PeerCertificate {
         let header: RawHeader =
             serde_json::from_slice(&header).map_err(VerifyError::MalformedHeader)?;
         let algorithm = accept_algorithm(&header, policy)?;
-        *settled = Some(algorithm);
+        settled.algorithm = Some(algorithm);
         let times = header_times(&header, options.times)?;
+        let audience = header_audience(&header, options)?;
         if let Some(crit) = header.crit {
             return Err(VerifyError::UnsupportedCritical {
                 crit: crit.iter().take(8).map(|c| sender_text(c)).collect(),
@@ -498,8 +565,12 @@ impl PeerCertificate {
                 });
             }
         }
-        // After the signature: a time error speaks of an authentic token (a replay).
+        // After the signature: a time or audience error speaks of an authentic
+        // token (a replay, here or from another receiver).
         check_times(times, options)?;
+        check_audience(audience, options)?;
+        settled.without_times = times.0.is_none() || times.1.is_none();
+        settled.without_audience = header.aud.is_none();
         Ok(payload)
     }
 }
@@ -633,7 +704,7 @@ fn header_times(
     Ok((iat, exp))
 }
 
-/// Present times against now, with the allowance.
+/// Present times against now, with the allowance, and against the lifetime cap.
 fn check_times(
     (iat, exp): (Option<u64>, Option<u64>),
     options: &VerifyOptions,
@@ -657,7 +728,83 @@ fn check_times(
     {
         return Err(VerifyError::IssuedInFuture { iat, now, skew });
     }
+    // After expiry: an old token is refused as expired, which says more.
+    let max = options.max_lifetime.as_secs();
+    // The lifetime the token shows: exp - iat when both are there; with one only,
+    // how far exp lies ahead of now, or how long ago iat was (less the skew
+    // allowance, so a clock difference alone never exceeds the cap).
+    let lifetime = match (iat, exp) {
+        (Some(iat), Some(exp)) => exp.saturating_sub(iat),
+        (None, Some(exp)) => exp.saturating_sub(now.saturating_add(skew)),
+        (Some(iat), None) => now.saturating_sub(iat.saturating_add(skew)),
+        (None, None) => 0,
+    };
+    if lifetime > max {
+        return Err(VerifyError::LifetimeTooLong { lifetime, max });
+    }
     Ok(())
+}
+
+/// What a verification found, for the recorder: the algorithm once accepted, and
+/// which bindings an accepted token lacked.
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct Settled {
+    /// The token's algorithm, once its `alg` was accepted.
+    pub(super) algorithm: Option<Algorithm>,
+    /// The accepted token lacked `iat` or `exp` (the strict mode refuses it).
+    pub(super) without_times: bool,
+    /// The accepted token lacked `aud` (the strict mode refuses it).
+    pub(super) without_audience: bool,
+}
+
+/// The origins of `urls`, as audiences are compared.
+pub(super) fn audiences_of<I: IntoIterator<Item = Url>>(urls: I) -> Arc<[String]> {
+    urls.into_iter()
+        .map(|url| url.origin().ascii_serialization())
+        .collect()
+}
+
+/// `aud` from the header: each audience named (a string, or a non-empty array of
+/// strings, as JWT allows), or `None` when absent. Read before the signature is
+/// checked, so that a malformed member is refused whatever the signature; what
+/// it names is judged after ([`check_audience`]).
+fn header_audience(
+    header: &RawHeader,
+    options: &VerifyOptions,
+) -> Result<Option<Vec<String>>, VerifyError> {
+    let strict = options.times == TokenTimes::Required;
+    if strict && options.audiences.is_empty() {
+        return Err(VerifyError::AudienceNotConfigured);
+    }
+    let audiences = match &header.aud {
+        None if strict => return Err(VerifyError::MissingAudience),
+        None => return Ok(None),
+        Some(serde_json::Value::String(aud)) => vec![aud.clone()],
+        Some(serde_json::Value::Array(values)) if !values.is_empty() => values
+            .iter()
+            .map(|v| v.as_str().map(str::to_owned))
+            .collect::<Option<Vec<_>>>()
+            .ok_or(VerifyError::MalformedAudience)?,
+        Some(_) => return Err(VerifyError::MalformedAudience),
+    };
+    Ok(Some(audiences))
+}
+
+/// A present audience against this receiver's (not checked when it names none).
+fn check_audience(
+    audience: Option<Vec<String>>,
+    options: &VerifyOptions,
+) -> Result<(), VerifyError> {
+    let Some(audience) = audience else {
+        return Ok(());
+    };
+    if options.audiences.is_empty() || audience.iter().any(|a| options.audiences.contains(a)) {
+        return Ok(());
+    }
+    Err(VerifyError::AudienceMismatch {
+        aud: audience.iter().take(4).map(|a| sender_text(a)).collect(),
+        expected: options.audiences.to_vec(),
+    })
 }
 
 fn decode_part(part: &str, which: Part) -> Result<Vec<u8>, VerifyError> {
@@ -721,6 +868,11 @@ impl VerifyError {
             Self::IssuedInFuture { .. }
             | Self::MalformedTime { .. }
             | Self::MissingTimes { .. } => "times",
+            Self::LifetimeTooLong { .. } => "lifetime",
+            Self::MalformedAudience
+            | Self::AudienceMismatch { .. }
+            | Self::MissingAudience
+            | Self::AudienceNotConfigured => "audience",
             Self::PayloadNotJson(_) | Self::PayloadType(_) => "payload",
         }
     }

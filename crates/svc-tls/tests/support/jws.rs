@@ -29,6 +29,14 @@ pub fn principal() -> Principal {
     }
 }
 
+/// The URL the sample principals are signed for; its origin is their audience.
+pub fn peer_url() -> reqwest::Url {
+    reqwest::Url::parse("https://peer.svc.test/api").unwrap()
+}
+
+/// The audience of tokens signed for [`peer_url`].
+pub const PEER_AUDIENCE: &str = "https://peer.svc.test";
+
 pub fn peer(fixture: &Fixture) -> PeerCertificate {
     PeerCertificate::from_der(fixture.cert_der.clone()).unwrap()
 }
@@ -51,9 +59,14 @@ pub fn forge(fixture: &Fixture, header: &str, payload: &[u8]) -> String {
 }
 
 pub fn good_token(fixture: &Fixture) -> String {
-    sign_with_key(fixture.signing_key.as_ref(), &principal(), PS512_ONLY)
-        .unwrap()
-        .into_string()
+    sign_with_key(
+        fixture.signing_key.as_ref(),
+        &peer_url(),
+        &principal(),
+        PS512_ONLY,
+    )
+    .unwrap()
+    .into_string()
 }
 
 pub fn reject(token: &str, fixture: &Fixture, policy: AlgorithmPolicy) -> VerifyError {
