@@ -51,6 +51,7 @@ pub mod metrics;
 pub mod options;
 pub mod origin;
 pub mod principal;
+pub mod readiness;
 mod receiving;
 pub mod spiffe;
 pub mod trust;

@@ -22,13 +22,18 @@
 //! With `--metrics-bind-address` it serves its Prometheus metrics on `/metrics` (svc-tls's
 //! identity, trust, watched Secrets and principals, and kube-construct's caches,
 //! registered once with `platform_client_compat::metrics::register`);
-//! `--watch-configmaps-namespace` declares a cache for it to export. A real service would keep running and serve; this one
+//! `--watch-configmaps-namespace` declares a cache for it to export. With
+//! `--health-probe-bind-address` it serves `/readyz` (503 with the reason until its
+//! caches and Secrets are loaded, and while its identity or CA Secret is unusable;
+//! svc-tls's `readiness` module) and `/livez` (200 while it runs: a restart fixes no
+//! Secret), see `probes.rs`. A real service would keep running and serve; this one
 //! does one round and exits, so that its test can run it to the end (`tests/run.rs`),
 //! unless `--serve-for` keeps it making a request every `--request-interval` (a new
 //! handshake each, so a rotated identity is picked up) and serving `/metrics` for that
 //! long.
 
 mod metrics;
+mod probes;
 
 use std::net::SocketAddr;
 use std::process::ExitCode;
@@ -45,6 +50,7 @@ use platform_client_compat::construct::config::KubeOptions;
 use platform_client_compat::tls::client::PeerTls;
 use platform_client_compat::tls::options::{ClientIdentityOptions, PeerOptions};
 use platform_client_compat::tls::principal::Principal;
+use platform_client_compat::tls::readiness::Readiness;
 use platform_client_compat::tls::report::IdentityState;
 use platform_client_compat::tls::watch::SecretWatches;
 
@@ -80,6 +86,13 @@ fn command() -> Command {
                 .long("metrics-bind-address")
                 .default_value("0")
                 .help("The address /metrics is served on (e.g. 127.0.0.1:8080); \"0\" disables it"),
+        )
+        .arg(
+            Arg::new("health-probe-bind-address")
+                .long("health-probe-bind-address")
+                .default_value("0")
+                .overrides_with("health-probe-bind-address")
+                .help("The address /readyz and /livez are served on (e.g. :8081 as controller-runtime's); \"0\" disables them"),
         )
         .arg(
             Arg::new("serve-for")
@@ -205,6 +218,34 @@ async fn run(matches: &ArgMatches) -> Result<(), Error> {
         println!("metrics: serving http://{bound}/metrics");
     }
 
+    // Readiness, served from now on: not ready until what is declared here has
+    // loaded, then judged on every probe (see probes.rs).
+    let readiness = Readiness::new();
+    if !configmaps_namespace.is_empty() {
+        readiness.expect("caches", "the Kubernetes caches");
+    }
+    if let Some(secret) = me.secret()? {
+        readiness.expect(
+            "identity",
+            &format!("the client certificate Secret {secret}"),
+        );
+        // (In SPIFFE mode the CA Secret flags are ignored: the bundle is the agent's.)
+        if let Some(ca) = identity_peer.ca_secret()? {
+            readiness.expect("identity-ca", &format!("the CA Secret {ca}"));
+        }
+    }
+    let probe_address = matches
+        .get_one::<String>("health-probe-bind-address")
+        .map(String::as_str)
+        .unwrap_or("0");
+    if probe_address != "0" {
+        let address: SocketAddr = probe_address
+            .parse()
+            .map_err(|e| format!("--health-probe-bind-address={probe_address:?}: {e}"))?;
+        let bound = probes::serve(address, readiness.clone()).await?;
+        println!("probes: serving http://{bound}/readyz and /livez");
+    }
+
     // Go: client.New(ctx). Here the constructor returns only once every declared
     // cache has synced. The Secrets its peer clients need are not declared here:
     // svc-tls watches them, once each per process (a second watch of the identity
@@ -215,6 +256,10 @@ async fn run(matches: &ArgMatches) -> Result<(), Error> {
     }
     let client = builder.from_options(&kube_options).await?;
     println!("kubernetes: caches synced");
+    if !configmaps_namespace.is_empty() {
+        let caches = client.clone();
+        readiness.check("caches", move || probes::caches_verdict(&caches.health()));
+    }
     if !configmaps_namespace.is_empty() {
         let configmaps =
             client.list::<ConfigMap>(Some(&configmaps_namespace), &Default::default())?;
@@ -235,6 +280,10 @@ async fn run(matches: &ArgMatches) -> Result<(), Error> {
             "--client-certificate-namespace and --client-certificate-name are required".into(),
         );
     };
+    readiness.identity("identity", &resolver);
+    if let Some(trust) = identity.trust_verifier() {
+        readiness.trust("identity-ca", trust);
+    }
 
     // Audit is enabled only when its host is set (Go: `audit.Host() != ""`), with
     // its own identity when --audit-client-certificate-* is set.

@@ -1,0 +1,509 @@
+//! Readiness: whether a process's client identity, its peers' trust and whatever else
+//! it declares are loaded and fresh, each with the reason when not, for a `/readyz`
+//! endpoint (the way controller-runtime's managers expose their readiness checks).
+//!
+//! ```no_run
+//! # fn f(tls: &svc_tls::PeerTls) {
+//! use svc_tls::readiness::Readiness;
+//!
+//! let readiness = Readiness::new();
+//! // At start-up, before anything is loaded: /readyz says what it waits for.
+//! readiness.expect("identity", "the client certificate Secret");
+//! // ... PeerTls::from_options(..) returned:
+//! if let Some(resolver) = tls.identity() {
+//!     readiness.identity("identity", resolver);
+//! }
+//! // On GET /readyz:
+//! let report = readiness.report();
+//! let status = if report.is_ready() { 200 } else { 503 };
+//! let body = report.to_string(); // one line per check, with its reason
+//! # let _ = (status, body); }
+//! ```
+//!
+//! ## What is judged, and why
+//!
+//! Kubernetes takes a pod that is not ready out of its Services' endpoints and holds a
+//! rollout until it is ready; it restarts a pod only on its *liveness* probe. So:
+//!
+//! - **Not loaded yet** ([`Readiness::expect`], until replaced): not ready. The pod
+//!   cannot make a peer call until its Secrets and caches are loaded.
+//! - **An identity outside its validity** (expired, not yet valid): not ready. Every
+//!   peer refuses its handshakes.
+//! - **A stale identity or trust** (the Secret or the agent's answer became unusable
+//!   after a good load; the last good one is served): not ready, with the loader's
+//!   error as the reason, unless it has been stale for less than
+//!   [`Readiness::with_stale_grace`]. The probe reads the source as a handshake does,
+//!   so a Secret broken while no request is made is still seen. Note that every
+//!   replica reading the same Secret goes unready together; a grace keeps them
+//!   serving inbound traffic on the last good identity for that long.
+//! - **Trust withdrawn or its roots expired**: not ready. Every server is refused.
+//! - **A failing watch or stream** (API server or agent unreachable) with a good,
+//!   fresh identity: *degraded*, which is ready. An API server outage must not take
+//!   every replica of every service out of its Service at once; the alerts
+//!   `SvcTlsSecretWatchUnhealthy` and `SvcTlsWorkloadApiUnreachable` report it.
+//!
+//! None of this belongs in a liveness probe: a restart fixes no Secret (the design
+//! notes counted 23 restarts in one rotation incident).
+//!
+//! Reasons quote the loaders' typed errors through [`crate::excerpt`] (cut, control
+//! characters escaped); they name Secrets, serials and times, never key material.
+
+use std::fmt;
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::time::{Duration, SystemTime};
+
+use crate::identity::{IdentityResolver, IdentityState};
+use crate::material::CertificateValidity;
+use crate::trust::{TrustState, TrustVerifier};
+
+/// One check's verdict.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// Loaded and fresh.
+    Ready,
+    /// Usable, with something an operator should know (counts as ready).
+    Degraded {
+        /// What is wrong.
+        reason: String,
+    },
+    /// Not usable now.
+    NotReady {
+        /// Why.
+        reason: String,
+    },
+}
+
+impl Verdict {
+    /// Whether this verdict counts as ready ([`Verdict::Ready`] or
+    /// [`Verdict::Degraded`]).
+    pub fn is_ready(&self) -> bool {
+        !matches!(self, Self::NotReady { .. })
+    }
+}
+
+/// One named check and its verdict.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Check {
+    /// The name given at registration (`identity`, `trust identity`, `caches`).
+    pub name: String,
+    /// Its verdict now.
+    pub verdict: Verdict,
+}
+
+/// Every check's verdict at one moment; [`fmt::Display`] writes one line per check
+/// (`ok <name>`, `degraded <name>: <reason>`, `not ready <name>: <reason>`), the
+/// body of a `/readyz` answer.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Report {
+    /// In registration order.
+    pub checks: Vec<Check>,
+}
+
+impl Report {
+    /// Ready when every check is ready or degraded. A report with no check is
+    /// ready: nothing was declared to wait for.
+    pub fn is_ready(&self) -> bool {
+        self.checks.iter().all(|check| check.verdict.is_ready())
+    }
+
+    /// The checks that are not ready.
+    pub fn not_ready(&self) -> impl Iterator<Item = &Check> {
+        self.checks.iter().filter(|check| !check.verdict.is_ready())
+    }
+}
+
+impl fmt::Display for Report {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for check in &self.checks {
+            match &check.verdict {
+                Verdict::Ready => writeln!(f, "ok {}", check.name)?,
+                Verdict::Degraded { reason } => writeln!(f, "degraded {}: {reason}", check.name)?,
+                Verdict::NotReady { reason } => writeln!(f, "not ready {}: {reason}", check.name)?,
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A check the caller supplies (a Kubernetes cache report, a database connection).
+type CustomCheck = Arc<dyn Fn() -> Verdict + Send + Sync>;
+
+/// What a registered check probes.
+#[derive(Clone)]
+enum Probe {
+    /// Declared, not loaded yet: waiting for the named thing.
+    Pending(String),
+    Identity(IdentityResolver, StaleSince),
+    Trust(TrustVerifier, StaleSince),
+    Custom(CustomCheck),
+}
+
+/// When a check first saw its source stale in the current episode. The resolver's
+/// and verifier's states give the load time of what they serve, not when reloading
+/// it began to fail, so the check keeps that itself (to a probe period's accuracy).
+#[derive(Clone, Default)]
+struct StaleSince(Arc<Mutex<Option<SystemTime>>>);
+
+impl StaleSince {
+    /// How long the source has been stale as of `now` (`None` when it is not).
+    fn observe(&self, stale: bool, now: SystemTime) -> Option<Seconds> {
+        let mut since = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        if stale {
+            Some(ago(now, *since.get_or_insert(now)))
+        } else {
+            *since = None;
+            None
+        }
+    }
+}
+
+/// The checks of one process. Cheap to clone (clones share the checks): hand one to
+/// the probe server before construction starts and register into another.
+#[derive(Clone, Default)]
+pub struct Readiness {
+    checks: Arc<RwLock<Vec<(String, Probe)>>>,
+    stale_grace: Duration,
+}
+
+impl fmt::Debug for Readiness {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let checks = self.checks.read().unwrap_or_else(PoisonError::into_inner);
+        f.debug_struct("Readiness")
+            .field(
+                "checks",
+                &checks.iter().map(|(name, _)| name).collect::<Vec<_>>(),
+            )
+            .field("stale_grace", &self.stale_grace)
+            .finish()
+    }
+}
+
+impl Readiness {
+    /// No checks; a stale identity or trust is not ready at once.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Tolerate a stale identity or trust for `grace` (reported as degraded meanwhile)
+    /// before it is not ready: for services whose replicas should keep serving
+    /// inbound traffic on the last good identity while a shared Secret is fixed.
+    #[must_use]
+    pub fn with_stale_grace(mut self, grace: Duration) -> Self {
+        self.stale_grace = grace;
+        self
+    }
+
+    /// Declares a check not ready until it is registered under the same `name`:
+    /// "waiting for `what`".
+    pub fn expect(&self, name: &str, what: &str) {
+        self.set(name, Probe::Pending(what.to_owned()));
+    }
+
+    /// Judges `resolver`'s identity under `name` (replacing an [`expect`](Self::expect)
+    /// or an earlier check of that name).
+    pub fn identity(&self, name: &str, resolver: &IdentityResolver) {
+        self.set(
+            name,
+            Probe::Identity(resolver.clone(), StaleSince::default()),
+        );
+    }
+
+    /// Judges `verifier`'s roots under `name`.
+    pub fn trust(&self, name: &str, verifier: &TrustVerifier) {
+        self.set(name, Probe::Trust(verifier.clone(), StaleSince::default()));
+    }
+
+    /// Judges with `check` under `name` (called on every [`report`](Self::report)).
+    pub fn check(&self, name: &str, check: impl Fn() -> Verdict + Send + Sync + 'static) {
+        self.set(name, Probe::Custom(Arc::new(check)));
+    }
+
+    fn set(&self, name: &str, probe: Probe) {
+        let mut checks = self.checks.write().unwrap_or_else(PoisonError::into_inner);
+        match checks.iter_mut().find(|(existing, _)| existing == name) {
+            Some(entry) => entry.1 = probe,
+            None => checks.push((name.to_owned(), probe)),
+        }
+    }
+
+    /// Runs every check now. Identities and trusts are read from their sources as a
+    /// handshake reads them (a failure is counted and warned about as for a
+    /// handshake), so the verdict is current even when no request is being made.
+    pub fn report(&self) -> Report {
+        // Probes are cloned out so that no lock is held while they run.
+        let probes = self
+            .checks
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        let now = SystemTime::now();
+        Report {
+            checks: probes
+                .into_iter()
+                .map(|(name, probe)| Check {
+                    verdict: match probe {
+                        Probe::Pending(what) => Verdict::NotReady {
+                            reason: format!("waiting for {what} to load"),
+                        },
+                        Probe::Identity(resolver, since) => {
+                            let _ = resolver.reload();
+                            let error = resolver
+                                .identity_source()
+                                .current()
+                                .err()
+                                .map(|e| crate::excerpt::display(&e));
+                            let state = resolver.state();
+                            let stale_for = since.observe(state.stale, now);
+                            identity_verdict(&state, error, stale_for, self.stale_grace, now)
+                        }
+                        Probe::Trust(verifier, since) => {
+                            let _ = verifier.roots_now();
+                            let error = verifier
+                                .trust_source()
+                                .current()
+                                .err()
+                                .map(|e| crate::excerpt::display(&e));
+                            let state = verifier.state();
+                            let stale_for = since.observe(state.stale, now);
+                            trust_verdict(&state, error, stale_for, self.stale_grace, now)
+                        }
+                        Probe::Custom(check) => check(),
+                    },
+                    name,
+                })
+                .collect(),
+        }
+    }
+}
+
+/// How long ago `then` was, for a reason, in whole seconds (`0s` when the clock went
+/// back).
+fn ago(now: SystemTime, then: SystemTime) -> Seconds {
+    Seconds(now.duration_since(then).map_or(0, |d| d.as_secs()))
+}
+
+/// Whole seconds, written `42s`.
+#[derive(Clone, Copy, Debug, PartialEq, PartialOrd)]
+struct Seconds(u64);
+
+impl fmt::Display for Seconds {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}s", self.0)
+    }
+}
+
+/// The verdict on an identity's state. `error` is the source's error now (the
+/// reason a stale identity is stale), `stale_for` how long it has been stale.
+fn identity_verdict(
+    state: &IdentityState,
+    error: Option<String>,
+    stale_for: Option<Seconds>,
+    grace: Duration,
+    now: SystemTime,
+) -> Verdict {
+    let source = &state.source;
+    let serial = &state.serial_hex;
+    match state.validity {
+        CertificateValidity::Expired { not_after } => {
+            return Verdict::NotReady {
+                reason: format!(
+                    "{source}: the certificate served (serial {serial}) expired {} ago; every peer refuses it{}",
+                    ago(now, not_after),
+                    error
+                        .map(|e| format!("; its reload fails: {e}"))
+                        .unwrap_or_default()
+                ),
+            };
+        }
+        CertificateValidity::NotYetValid { not_before } => {
+            return Verdict::NotReady {
+                reason: format!(
+                    "{source}: the certificate served (serial {serial}) is not valid for another {}; every peer refuses it",
+                    ago(not_before, now)
+                ),
+            };
+        }
+        CertificateValidity::Valid => {}
+    }
+    if let Some(stale_for) = stale_for {
+        let reason = format!(
+            "{source}: stale for {stale_for}, serving the last good identity (serial {serial}); reloading it fails: {}",
+            error.as_deref().unwrap_or("(the failure has just cleared)")
+        );
+        return if stale_for < Seconds(grace.as_secs()) {
+            Verdict::Degraded { reason }
+        } else {
+            Verdict::NotReady { reason }
+        };
+    }
+    match &state.watch {
+        Some(watch) if !watch.connected => Verdict::Degraded {
+            reason: format!(
+                "{source}: its watch is failing ({}); a rotation would not be seen",
+                watch.last_error.as_deref().unwrap_or("no detail")
+            ),
+        },
+        _ => Verdict::Ready,
+    }
+}
+
+/// The verdict on a trust's state.
+fn trust_verdict(
+    state: &TrustState,
+    error: Option<String>,
+    stale_for: Option<Seconds>,
+    grace: Duration,
+    now: SystemTime,
+) -> Verdict {
+    let source = &state.source;
+    if state.withdrawn {
+        return Verdict::NotReady {
+            reason: format!("{source}: trust withdrawn; every server is refused"),
+        };
+    }
+    if let Some(not_after) = state.not_after.filter(|t| *t < now) {
+        return Verdict::NotReady {
+            reason: format!(
+                "{source}: a root expired {} ago; servers chaining to it are refused",
+                ago(now, not_after)
+            ),
+        };
+    }
+    if let Some(stale_for) = stale_for {
+        let reason = format!(
+            "{source}: stale for {stale_for}, using the last good {} roots; reloading them fails: {}",
+            state.roots,
+            error.as_deref().unwrap_or("(the failure has just cleared)")
+        );
+        return if stale_for < Seconds(grace.as_secs()) {
+            Verdict::Degraded { reason }
+        } else {
+            Verdict::NotReady { reason }
+        };
+    }
+    match (&state.watch, &state.watch_error) {
+        (Some(watch), _) if !watch.connected => Verdict::Degraded {
+            reason: format!(
+                "{source}: its watch is failing ({}); a CA rotation would not be seen",
+                watch.last_error.as_deref().unwrap_or("no detail")
+            ),
+        },
+        _ => Verdict::Ready,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_empty_report_is_ready_and_a_pending_check_is_not() {
+        let readiness = Readiness::new();
+        assert!(readiness.report().is_ready());
+        readiness.expect("identity", "the client certificate Secret platform/billing");
+        let report = readiness.report();
+        assert!(!report.is_ready());
+        assert_eq!(
+            report.to_string(),
+            "not ready identity: waiting for the client certificate Secret platform/billing to load\n"
+        );
+        readiness.check("identity", || Verdict::Ready);
+        let report = readiness.report();
+        assert!(report.is_ready());
+        assert_eq!(report.checks.len(), 1, "replaced, not added");
+    }
+
+    use crate::last_good::WatchHealthState;
+    use crate::origin::{IdentityOrigin, SecretRef};
+
+    fn state(stale: bool, validity: CertificateValidity, connected: bool) -> IdentityState {
+        let now = SystemTime::now();
+        IdentityState {
+            source: IdentityOrigin::Secret(SecretRef::new("platform", "billing")),
+            serial_hex: "07".to_owned(),
+            spiffe_id: None,
+            not_after: now + Duration::from_secs(3600),
+            last_good_reload: now,
+            failures: u64::from(stale),
+            stale,
+            validity,
+            watch: Some(WatchHealthState {
+                connected,
+                last_error: (!connected).then(|| "connection refused".to_owned()),
+                failing_since: None,
+            }),
+        }
+    }
+
+    #[test]
+    fn the_identity_verdicts() {
+        let now = SystemTime::now();
+        let grace = Duration::from_secs(60);
+        let fresh = state(false, CertificateValidity::Valid, true);
+        assert_eq!(
+            identity_verdict(&fresh, None, None, grace, now),
+            Verdict::Ready
+        );
+        // A failing watch with a good identity: degraded, which is ready.
+        let unwatched = state(false, CertificateValidity::Valid, false);
+        let verdict = identity_verdict(&unwatched, None, None, grace, now);
+        assert!(
+            matches!(&verdict, Verdict::Degraded { reason } if reason.contains("connection refused")),
+            "{verdict:?}"
+        );
+        // Stale: degraded within the grace, not ready after it, with the error.
+        let stale = state(true, CertificateValidity::Valid, true);
+        let error = || Some("the private key does not match".to_owned());
+        let within = identity_verdict(&stale, error(), Some(Seconds(59)), grace, now);
+        assert!(matches!(within, Verdict::Degraded { .. }), "{within:?}");
+        let after = identity_verdict(&stale, error(), Some(Seconds(60)), grace, now);
+        assert!(
+            matches!(&after, Verdict::NotReady { reason }
+                if reason.contains("Secret platform/billing: stale for 60s") && reason.contains("does not match")),
+            "{after:?}"
+        );
+        // Expired: not ready whatever the grace.
+        let expired = state(
+            false,
+            CertificateValidity::Expired {
+                not_after: now - Duration::from_secs(5),
+            },
+            true,
+        );
+        let verdict = identity_verdict(&expired, None, None, Duration::MAX, now);
+        assert!(
+            matches!(&verdict, Verdict::NotReady { reason } if reason.contains("expired 5s ago")),
+            "{verdict:?}"
+        );
+    }
+
+    #[test]
+    fn staleness_is_timed_from_the_first_stale_observation() {
+        let since = StaleSince::default();
+        let t0 = SystemTime::now();
+        assert_eq!(since.observe(true, t0), Some(Seconds(0)));
+        let later = t0 + Duration::from_secs(42);
+        assert_eq!(since.observe(true, later), Some(Seconds(42)));
+        assert_eq!(since.observe(false, later), None);
+        assert_eq!(
+            since.observe(true, later),
+            Some(Seconds(0)),
+            "a new episode"
+        );
+    }
+
+    #[test]
+    fn degraded_counts_as_ready_and_is_said() {
+        let readiness = Readiness::new();
+        readiness.check("caches", || Verdict::Degraded {
+            reason: "configmaps.v1 in platform: degraded".to_owned(),
+        });
+        readiness.check("database", || Verdict::Ready);
+        let report = readiness.report();
+        assert!(report.is_ready());
+        assert_eq!(
+            report.to_string(),
+            "degraded caches: configmaps.v1 in platform: degraded\nok database\n"
+        );
+    }
+}
