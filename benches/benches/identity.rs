@@ -118,13 +118,13 @@ fn main() {
             .block_on(
                 IdentityResolver::builder(testbed.client(), SecretRef::new(NS, &name))
                     .sync_timeout(Duration::from_secs(30))
-                    .watches(&watches)
+                    .watches(&watches, &testbed.cluster_client())
                     .build(),
             )
             .unwrap();
         let shared = rt
             .block_on(watches.watch(
-                &testbed.client(),
+                &testbed.cluster_client(),
                 &SecretRef::new(NS, &name),
                 Duration::from_secs(30),
             ))
@@ -143,12 +143,12 @@ fn main() {
             let origin = IdentityOrigin::Secret(SecretRef::new(NS, name));
             let resolver = IdentityResolver::from_identity_source(
                 Arc::new(SecretIdentitySource::shared(shared)),
-                metrics.identity_recorder(&origin, None),
+                metrics.identity_recorder(&origin, None, None),
                 Arc::new(SystemClock::new()),
                 DEFAULT_WARNING_PERIOD,
             )
             .unwrap();
-            metrics.track_identity(&resolver);
+            metrics.track_identity(&resolver, None);
             resolver
         });
 

@@ -40,7 +40,7 @@ fn main() {
         .unwrap();
     let _guard = rt.enter();
     let testbed = rt.block_on(kube_testbed::Testbed::start());
-    let client = testbed.client();
+    let client = testbed.cluster_client();
     let watches = SecretWatches::new();
     let streams = WorkloadApiStreams::new();
     testbed.upsert(

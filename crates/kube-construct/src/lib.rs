@@ -61,3 +61,7 @@ pub mod metrics;
 
 pub mod registry;
 pub mod types;
+
+/// Which cluster a client reads, for the crates that keep state per cluster
+/// ([`client::CachedClient::cluster_client`]).
+pub use cluster_id::{ClusterClient, ClusterId, UnidentifiedCluster};

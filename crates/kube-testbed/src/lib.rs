@@ -364,6 +364,18 @@ impl Testbed {
         kube::Client::try_from(self.kube_config()).expect("kube client for the testbed")
     }
 
+    /// A client from [`Testbed::kube_config`] that carries this API server's cluster
+    /// identity (what svc-tls's shared watches are keyed by). Call inside a Tokio
+    /// runtime.
+    ///
+    /// # Panics
+    /// If kube-rs cannot build the client (no Tokio runtime, TLS set-up failure).
+    #[allow(clippy::expect_used)] // test support
+    pub fn cluster_client(&self) -> cluster_id::ClusterClient {
+        cluster_id::ClusterClient::try_from_config(self.kube_config())
+            .expect("kube client for the testbed")
+    }
+
     /// Serve another kind (replaces one with the same group and plural).
     pub fn register_kind(&self, spec: KindSpec) {
         lock(&self.shared.store).register_kind(spec);

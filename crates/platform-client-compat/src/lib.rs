@@ -75,6 +75,10 @@ pub use kube_construct as construct;
 pub use provision_scope as scope;
 /// mTLS identity and trust from Secrets, signed principals (the `svc-tls` crate).
 pub use svc_tls as tls;
+/// Which cluster a client reads: the one type the three crates pass between them
+/// (`construct`'s `CachedClient::cluster_client`, `scope`'s
+/// `cluster_client_identified`, `tls`'s `PeerTls::from_options`).
+pub use svc_tls::{ClusterClient, ClusterId, UnidentifiedCluster};
 
 /// Every crate's Prometheus metrics at once (feature `metrics`).
 #[cfg(feature = "metrics")]

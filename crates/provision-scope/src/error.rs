@@ -33,13 +33,22 @@ pub enum ScopeError {
     /// The named value is not set in the current provisioning scope.
     #[error("context invalid: no {0} in the provisioning scope")]
     Missing(ScopeValue),
+    /// The current cluster was put in the scope from a bare `kube::Client`, so which
+    /// cluster it reads cannot be told, and per-cluster state (svc-tls's shared Secret
+    /// watches) must not be keyed by a guess.
+    #[error(
+        "the {0} in the provisioning scope has no cluster identity (built from a bare \
+         kube::Client): build it with remote_cluster(config, ..), Cluster::identified or \
+         Cluster::identified_as"
+    )]
+    Unidentified(ScopeValue),
 }
 
 impl ScopeError {
     /// The value that was missing.
     pub fn value(&self) -> ScopeValue {
         match self {
-            Self::Missing(value) => *value,
+            Self::Missing(value) | Self::Unidentified(value) => *value,
         }
     }
 }

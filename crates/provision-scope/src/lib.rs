@@ -133,8 +133,11 @@ pub use identifier::{
 };
 pub use remote::{Endpoint, endpoint, remote_cluster, with_remote_cluster};
 pub use scope::{
-    Cluster, cluster, cluster_client, namespace, provisioner, sync_with_cluster,
-    sync_with_namespace, sync_with_provisioner, with_cluster, with_namespace, with_provisioner,
-    with_root,
+    Cluster, cluster, cluster_client, cluster_client_identified, namespace, provisioner,
+    sync_with_cluster, sync_with_namespace, sync_with_provisioner, with_cluster, with_namespace,
+    with_provisioner, with_root,
 };
 pub use spawn::{carry, spawn, spawn_in};
+
+/// Which cluster a client reads ([`cluster_client_identified`], [`Cluster::identified`]).
+pub use cluster_id::{ClusterClient, ClusterId};

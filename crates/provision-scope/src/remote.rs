@@ -7,6 +7,7 @@
 
 use std::future::Future;
 
+use cluster_id::ClusterClient;
 use url::{Host, Url};
 
 use crate::error::RemoteError;
@@ -71,11 +72,13 @@ pub fn remote_cluster(
     id: ResourceIdentifier,
 ) -> Result<Cluster, RemoteError> {
     let Endpoint { host, port } = endpoint(&config.cluster_url.to_string())?;
-    let client = kube::Client::try_from(config).map_err(|source| RemoteError::Client {
-        cluster: id.cluster_name(),
-        source,
-    })?;
-    Ok(Cluster::remote(client, id, host, port))
+    let client = ClusterClient::try_from_config(config)
+        .map_err(|source| RemoteError::Client {
+            cluster: id.cluster_name(),
+            source,
+        })?
+        .with_label(&id.cluster_name());
+    Ok(Cluster::remote_identified(client, id, host, port))
 }
 
 /// The remote-cluster step: builds the remote cluster from `config` and `id` (see

@@ -14,6 +14,7 @@ use std::fmt;
 use std::future::Future;
 use std::sync::Arc;
 
+use cluster_id::{ClusterClient, ClusterId};
 use tracing::Instrument;
 
 use crate::error::{ScopeError, ScopeValue};
@@ -66,17 +67,53 @@ pub struct Cluster {
     pub host: Option<String>,
     /// The API server port of a remote cluster.
     pub port: Option<u16>,
+    /// The client with its cluster's identity, when known (see [`Cluster::identified`]).
+    identified: Option<ClusterClient>,
 }
 
 impl Cluster {
     /// The local cluster: no identifier, host or port.
+    ///
+    /// A bare `kube::Client` says nothing of its cluster: [`cluster_client_identified`]
+    /// refuses it until it is named ([`Cluster::identified_as`]); prefer
+    /// [`Cluster::identified`].
     pub fn local(client: kube::Client) -> Self {
         Self {
             client,
             id: None,
             host: None,
             port: None,
+            identified: None,
         }
+    }
+
+    /// The local cluster, from a client that carries its cluster's identity
+    /// (`kube_construct::CachedClient::cluster_client`, or
+    /// [`ClusterClient::try_from_config`]).
+    pub fn identified(client: ClusterClient) -> Self {
+        Self {
+            client: client.kube().clone(),
+            id: None,
+            host: None,
+            port: None,
+            identified: Some(client),
+        }
+    }
+
+    /// This cluster, with the identity the caller says its client has.
+    pub fn identified_as(mut self, cluster: ClusterId) -> Self {
+        self.identified = Some(ClusterClient::new(self.client.clone(), cluster));
+        self
+    }
+
+    /// The client with its cluster's identity.
+    ///
+    /// # Errors
+    /// [`ScopeError::Unidentified`] when this cluster was built from a bare client.
+    pub fn cluster_client(&self) -> Result<ClusterClient, ScopeError> {
+        self.identified
+            .clone()
+            .ok_or(ScopeError::Unidentified(ScopeValue::Cluster))
     }
 
     /// A remote cluster.
@@ -91,7 +128,20 @@ impl Cluster {
             id: Some(id),
             host: Some(host.into()),
             port: Some(port),
+            identified: None,
         }
+    }
+
+    /// A remote cluster from a client that carries its cluster's identity.
+    pub fn remote_identified(
+        client: ClusterClient,
+        id: ResourceIdentifier,
+        host: impl Into<String>,
+        port: u16,
+    ) -> Self {
+        let mut cluster = Self::remote(client.kube().clone(), id, host, port);
+        cluster.identified = Some(client);
+        cluster
     }
 
     /// Whether this is the local cluster (it has no identifier).
@@ -117,6 +167,10 @@ impl fmt::Debug for Cluster {
             .field("id", &self.id)
             .field("host", &self.host)
             .field("port", &self.port)
+            .field(
+                "cluster",
+                &self.identified.as_ref().map(ClusterClient::cluster),
+            )
             .finish_non_exhaustive()
     }
 }
@@ -131,6 +185,17 @@ pub fn provisioner() -> Result<kube::Client, ScopeError> {
 /// The current cluster.
 pub fn cluster() -> Result<Arc<Cluster>, ScopeError> {
     read(ScopeValue::Cluster, |s| s.cluster.clone())
+}
+
+/// The current cluster's client with its cluster's identity: what svc-tls's
+/// constructors take (`PeerTls::from_options`), so that a step inside a remote
+/// cluster reads that cluster's Secrets, never the local cluster's.
+///
+/// # Errors
+/// [`ScopeError::Missing`] outside a cluster scope; [`ScopeError::Unidentified`] when
+/// the cluster was put in the scope from a bare `kube::Client`.
+pub fn cluster_client_identified() -> Result<ClusterClient, ScopeError> {
+    cluster()?.cluster_client()
 }
 
 /// The current cluster's client: where a step's own writes go by default.

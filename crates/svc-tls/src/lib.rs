@@ -23,7 +23,7 @@
 //! What a service names is re-exported here, as `kube` does for `Client` and `Config`:
 //!
 //! ```no_run
-//! # async fn f(client: kube::Client) -> Result<(), Box<dyn std::error::Error>> {
+//! # async fn f(client: svc_tls::ClusterClient) -> Result<(), Box<dyn std::error::Error>> {
 //! use std::time::Duration;
 //! use svc_tls::{ClientIdentityOptions, PeerOptions, PeerTls};
 //!
@@ -34,8 +34,15 @@
 //! # let _ = http; Ok(()) }
 //! ```
 //!
+//! The client passed in is a [`ClusterClient`]: a `kube::Client` that says which
+//! cluster it reads (`kube_construct::CachedClient::cluster_client`,
+//! `provision_scope::cluster_client_identified`, or
+//! [`ClusterClient::try_from_config`]). The process's shared Secret watches are keyed
+//! by it, so a client of a remote cluster never receives this cluster's Secrets, nor
+//! this cluster's clients a remote one's.
+//!
 //! It deliberately does not own: building the service's general Kubernetes client
-//! (`kube-construct`; this crate takes a `kube::Client`), or server-side TLS.
+//! (`kube-construct`), or server-side TLS.
 #![deny(missing_docs)]
 
 pub mod client;
@@ -59,6 +66,8 @@ pub mod watch;
 mod wiring;
 
 pub use client::{PeerClientError, PeerTls, TrustMode};
+/// Which cluster a client reads: the shared watches are keyed by it.
+pub use cluster_id::{ClusterClient, ClusterId, UnidentifiedCluster};
 pub use identity::{IdentityError, IdentityResolver, IdentitySource, IdentityState};
 pub use options::{ClientIdentityOptions, OptionsError, PeerOptions};
 pub use origin::{IdentityOrigin, SecretRef, TrustOrigin};

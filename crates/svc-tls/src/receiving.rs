@@ -20,7 +20,7 @@ impl IngressVerifier {
     /// once at start-up (later calls share the watch and the verifier).
     ///
     /// ```no_run
-    /// # async fn f(client: kube::Client, headers: reqwest::header::HeaderMap)
+    /// # async fn f(client: cluster_id::ClusterClient, headers: reqwest::header::HeaderMap)
     /// # -> Result<(), Box<dyn std::error::Error>> {
     /// use std::time::Duration;
     /// use svc_tls::principal::{IngressVerifier, Principal};
@@ -36,21 +36,21 @@ impl IngressVerifier {
     /// A [`TrustError`] naming the Secret when it cannot be watched, does not sync in
     /// time, or holds no usable CA.
     pub async fn watching(
-        client: &kube::Client,
+        client: &cluster_id::ClusterClient,
         ca: &SecretRef,
         sync_timeout: Duration,
     ) -> Result<Self, TrustError> {
         Self::watching_in(SecretWatches::process(), client, ca, sync_timeout).await
     }
 
-    /// [`IngressVerifier::watching`] over a registry of the caller's (one per test,
-    /// or per cluster) instead of the process's.
+    /// [`IngressVerifier::watching`] over a registry of the caller's (one per test)
+    /// instead of the process's.
     ///
     /// # Errors
     /// As [`IngressVerifier::watching`].
     pub async fn watching_in(
         watches: &SecretWatches,
-        client: &kube::Client,
+        client: &cluster_id::ClusterClient,
         ca: &SecretRef,
         sync_timeout: Duration,
     ) -> Result<Self, TrustError> {

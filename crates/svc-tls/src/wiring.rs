@@ -3,6 +3,8 @@
 //! halves and the watch layer, so that neither has to know the other.
 
 use std::sync::Arc;
+
+use cluster_id::ClusterId;
 use std::time::Duration;
 
 use crate::identity::{self, IdentityResolver};
@@ -18,12 +20,13 @@ pub(crate) fn identity_recorder(
     watches: &SecretWatches,
     origin: &IdentityOrigin,
     spiffe_id: Option<&str>,
+    cluster: Option<&ClusterId>,
 ) -> Arc<dyn identity::Recorder> {
     #[cfg(feature = "metrics")]
     if let Some(metrics) = watches.metrics() {
-        return metrics.identity_recorder(origin, spiffe_id);
+        return metrics.identity_recorder(origin, spiffe_id, cluster);
     }
-    let _ = (watches, origin, spiffe_id);
+    let _ = (watches, origin, spiffe_id, cluster);
     Arc::new(NoopRecorder)
 }
 
@@ -32,31 +35,40 @@ pub(crate) fn identity_recorder(
 pub(crate) fn trust_recorder(
     watches: &SecretWatches,
     origin: &TrustOrigin,
+    cluster: Option<&ClusterId>,
 ) -> Arc<dyn trust::Recorder> {
     #[cfg(feature = "metrics")]
     if let Some(metrics) = watches.metrics() {
-        return metrics.trust_recorder(origin);
+        return metrics.trust_recorder(origin, cluster);
     }
-    let _ = (watches, origin);
+    let _ = (watches, origin, cluster);
     Arc::new(NoopRecorder)
 }
 
 /// Exports `resolver`'s state when this registry has metrics.
-pub(crate) fn track_identity(watches: &SecretWatches, resolver: &IdentityResolver) {
+pub(crate) fn track_identity(
+    watches: &SecretWatches,
+    resolver: &IdentityResolver,
+    cluster: Option<&ClusterId>,
+) {
     #[cfg(feature = "metrics")]
     if let Some(metrics) = watches.metrics() {
-        metrics.track_identity(resolver);
+        metrics.track_identity(resolver, cluster);
     }
-    let _ = (watches, resolver);
+    let _ = (watches, resolver, cluster);
 }
 
 /// Exports `verifier`'s state when this registry has metrics.
-pub(crate) fn track_trust(watches: &SecretWatches, verifier: &TrustVerifier) {
+pub(crate) fn track_trust(
+    watches: &SecretWatches,
+    verifier: &TrustVerifier,
+    cluster: Option<&ClusterId>,
+) {
     #[cfg(feature = "metrics")]
     if let Some(metrics) = watches.metrics() {
-        metrics.track_trust(verifier);
+        metrics.track_trust(verifier, cluster);
     }
-    let _ = (watches, verifier);
+    let _ = (watches, verifier, cluster);
 }
 
 /// The principal recorder of signers and verifiers built over `watches` (a no-op
@@ -85,20 +97,24 @@ impl std::fmt::Debug for PrincipalRecording {
 /// the registry's metrics. Waits up to `sync_timeout` for the first sync.
 pub(crate) async fn watched_trust(
     watches: &SecretWatches,
-    client: &kube::Client,
+    client: &cluster_id::ClusterClient,
     ca: &SecretRef,
     sync_timeout: Duration,
 ) -> Result<TrustVerifier, TrustError> {
-    let shared = watches.watch(client, ca, sync_timeout).await?;
+    let shared = watches.watch_trust(client, ca, sync_timeout).await?;
     shared.built(|| {
         let verifier = TrustVerifier::with_settings(
             Arc::new(SecretTrustSource::shared(&shared)),
             watches.provider().clone(),
-            trust_recorder(watches, &TrustOrigin::Secret(ca.clone())),
+            trust_recorder(
+                watches,
+                &TrustOrigin::Secret(ca.clone()),
+                Some(client.cluster()),
+            ),
             Settings::default(),
             ServerAuthorization::HostName,
         )?;
-        track_trust(watches, &verifier);
+        track_trust(watches, &verifier, Some(client.cluster()));
         Ok(verifier)
     })
 }

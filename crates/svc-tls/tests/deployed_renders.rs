@@ -303,7 +303,7 @@ async fn a_service_with_rendered_hosts_starts_and_runs() {
     // Start-up: every peer client is built.
     let mut clients = Vec::new();
     for peer in &peers {
-        let tls = PeerTls::from_options(&tb.client(), peer, &me, timeout)
+        let tls = PeerTls::from_options(&tb.cluster_client(), peer, &me, timeout)
             .await
             .unwrap_or_else(|e| panic!("--{}-host stopped start-up: {e}", peer.service()));
         clients.push(tls);
@@ -313,7 +313,7 @@ async fn a_service_with_rendered_hosts_starts_and_runs() {
     for _reconcile in 0..3 {
         for (peer, tls) in peers.iter().zip(&clients) {
             tls.reqwest_client().unwrap();
-            let again = PeerTls::from_options(&tb.client(), peer, &me, timeout)
+            let again = PeerTls::from_options(&tb.cluster_client(), peer, &me, timeout)
                 .await
                 .unwrap();
             assert_eq!(again.host(), tls.host(), "{}", peer.service());

@@ -43,7 +43,7 @@ async fn peer_tls(tb: &Testbed, server: &VerifyingServer, extra: &[&str]) -> Pee
     let m = cmd.try_get_matches_from(args).unwrap();
     let peer = PeerOptions::from_matches(&m, "identity").unwrap();
     let me = ClientIdentityOptions::from_matches(&m, None).unwrap();
-    from_options_scoped(&tb.client(), &peer, &me, Duration::from_secs(10))
+    from_options_scoped(&tb.cluster_client(), &peer, &me, Duration::from_secs(10))
         .await
         .unwrap()
 }
@@ -144,7 +144,7 @@ async fn plain_http_host_is_refused_when_an_identity_is_configured() {
     };
     let tls = |host: &'static str, identity: bool| {
         let (peer, me) = build(host, identity);
-        let client = tb.client();
+        let client = tb.cluster_client();
         async move {
             from_options_scoped(&client, &peer, &me, Duration::from_secs(10))
                 .await

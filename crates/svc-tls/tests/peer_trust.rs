@@ -118,7 +118,7 @@ async fn overlap_rotation_under_continuous_load_fails_no_request() {
         .with_ca_secret(NS, CA_NAME)
         .with_pool_idle_timeout(Duration::ZERO);
     let tls = from_options_scoped(
-        &tb.client(),
+        &tb.cluster_client(),
         &peer,
         &ClientIdentityOptions::new(None),
         Duration::from_secs(10),
@@ -389,7 +389,7 @@ async fn start_up_fails_on_a_missing_or_malformed_ca_secret_naming_it() {
     let tb = Testbed::start().await;
     let me = ClientIdentityOptions::new(None);
     let peer = PeerOptions::new("identity").with_ca_secret(NS, CA_NAME);
-    let client = tb.client();
+    let client = tb.cluster_client();
     let start = || from_options_scoped(&client, &peer, &me, Duration::from_secs(10));
 
     let err = start().await.unwrap_err();
@@ -428,7 +428,7 @@ async fn start_up_fails_on_a_missing_or_malformed_ca_secret_naming_it() {
     assert!(matches!(tls.trust(), TrustMode::Watched(_)));
     // Platform trust when no CA Secret is configured: unchanged.
     let tls = from_options_scoped(
-        &tb.client(),
+        &tb.cluster_client(),
         &PeerOptions::new("identity"),
         &me,
         Duration::from_secs(10),

@@ -275,10 +275,14 @@ async fn principal_signed_with_the_handshake_identity_verifies_behind_nginx_acro
     {
         let mut text = String::new();
         prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
+        let roots = format!(
+            "svc_tls_trust_roots{{source=\"secret\",name=\"unikorn/clients-ca\",cluster=\"{}\"}} 1\n",
+            tb.cluster_client().cluster().label()
+        );
         for expected in [
             "svc_tls_principal_verified_total{algorithm=\"PS512\",result=\"ok\"} 2\n",
             "svc_tls_principal_verified_total{algorithm=\"unknown\",result=\"certificate_not_verified\"} 2\n",
-            "svc_tls_trust_roots{source=\"secret\",name=\"unikorn/clients-ca\"} 1\n",
+            roots.as_str(),
         ] {
             assert!(text.contains(expected), "{expected}in:\n{text}");
         }

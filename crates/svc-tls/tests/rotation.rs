@@ -470,7 +470,7 @@ async fn peer_tls_from_options_calls_the_peer_with_the_watched_identity() {
 
     let peer = PeerOptions::new("region").with_ca_secret(NS, "region-ca");
     let me = ClientIdentityOptions::new(None).with_secret(NS, NAME);
-    let tls = from_options_scoped(&tb.client(), &peer, &me, Duration::from_secs(10))
+    let tls = from_options_scoped(&tb.cluster_client(), &peer, &me, Duration::from_secs(10))
         .await
         .unwrap();
     // A client per "reconcile": each is built without waiting, all share the resolver.
@@ -494,14 +494,14 @@ async fn peer_tls_from_options_calls_the_peer_with_the_watched_identity() {
 
     // A half-set CA reference is a configuration error naming the missing flag.
     let half = PeerOptions::new("region").with_ca_secret(NS, "");
-    let err = from_options_scoped(&tb.client(), &half, &me, Duration::from_secs(10))
+    let err = from_options_scoped(&tb.cluster_client(), &half, &me, Duration::from_secs(10))
         .await
         .unwrap_err();
     assert!(matches!(err, PeerClientError::Config(_)), "{err:?}");
     assert!(err.to_string().contains("--region-ca-secret-name"), "{err}");
     // A missing CA Secret is named.
     let missing = PeerOptions::new("region").with_ca_secret(NS, "no-such-ca");
-    let err = from_options_scoped(&tb.client(), &missing, &me, Duration::from_secs(10))
+    let err = from_options_scoped(&tb.cluster_client(), &missing, &me, Duration::from_secs(10))
         .await
         .unwrap_err();
     assert_eq!(

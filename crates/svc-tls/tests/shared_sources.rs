@@ -90,7 +90,7 @@ async fn reconcile(s: &Setup, watches: &SecretWatches) -> Result<String, PeerCli
     let tls = PeerTls::from_options_with(
         watches,
         &WorkloadApiStreams::new(),
-        &s.tb.client(),
+        &s.tb.cluster_client(),
         &s.peer,
         &s.me,
         TIMEOUT,
@@ -179,7 +179,7 @@ async fn a_secret_never_watched_still_fails_after_the_sync_timeout_naming_it() {
     let err = PeerTls::from_options_with(
         &watches,
         &WorkloadApiStreams::new(),
-        &s.tb.client(),
+        &s.tb.cluster_client(),
         &s.peer,
         &s.me,
         Duration::from_millis(500),
@@ -202,7 +202,7 @@ async fn a_scoped_registry_ends_its_watches_when_dropped() {
     let tls = PeerTls::from_options_with(
         &watches,
         &WorkloadApiStreams::new(),
-        &s.tb.client(),
+        &s.tb.cluster_client(),
         &s.peer,
         &s.me,
         TIMEOUT,
@@ -224,18 +224,18 @@ async fn the_identity_verifier_and_signer_of_one_secret_share_one_watch() {
     // issuer): one watch serves both.
     let resolver =
         svc_tls::IdentityResolver::builder(s.tb.client(), svc_tls::SecretRef::new(NS, IDENTITY))
-            .watches(&watches)
+            .watches(&watches, &s.tb.cluster_client())
             .build()
             .await
             .unwrap();
     let again =
         svc_tls::IdentityResolver::builder(s.tb.client(), svc_tls::SecretRef::new(NS, IDENTITY))
-            .watches(&watches)
+            .watches(&watches, &s.tb.cluster_client())
             .build()
             .await
             .unwrap();
     let trust = svc_tls::TrustVerifier::builder(s.tb.client(), svc_tls::SecretRef::new(NS, CA))
-        .watches(&watches)
+        .watches(&watches, &s.tb.cluster_client())
         .build()
         .await
         .unwrap();

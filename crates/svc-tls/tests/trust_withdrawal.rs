@@ -107,6 +107,46 @@ async fn a_removed_trust_domain_is_refused_at_once_and_trusted_again_when_it_ret
     panic!("re-federated trust domain still refused");
 }
 
+/// A withdrawn domain stays withdrawn while the agent's streams are down, while it
+/// refuses reconnects and across its restart: the last good roots it withdrew never
+/// come back from an outage.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_withdrawn_domain_stays_refused_through_stream_loss_and_agent_restart() {
+    let f = federation().await;
+    assert!(call(&f.tls).await.is_ok(), "federated: accepted");
+    f.home.set_federated_bundle("other.org", Vec::new());
+    eventually_refused(&f.tls).await;
+
+    f.home.deny(true);
+    f.home.drop_streams();
+    poll_until("the stream is seen down", || {
+        f.tls
+            .trust_verifier()
+            .unwrap()
+            .state()
+            .watch_error
+            .is_some()
+    })
+    .await;
+    for attempt in 0..5 {
+        assert!(
+            call(&f.tls).await.is_err(),
+            "refused while down ({attempt})"
+        );
+    }
+    assert!(f.tls.trust_verifier().unwrap().state().withdrawn);
+
+    f.home.restart().await;
+    for attempt in 0..5 {
+        assert!(
+            call(&f.tls).await.is_err(),
+            "refused across a restart ({attempt})"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(f.tls.trust_verifier().unwrap().state().withdrawn);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unreachable_workload_api_keeps_the_last_good_roots() {
     let f = federation().await;
@@ -192,4 +232,67 @@ async fn last_good_roots_are_not_used_past_their_not_after() {
     tokio::time::sleep(wait + Duration::from_millis(1100)).await;
     let refused = request(config.clone(), server.addr).await.unwrap_err();
     assert!(refused.to_lowercase().contains("expired"), "{refused}");
+}
+
+/// A deleted CA Secret's roots have a bounded life: past the verifier's limit every
+/// server is refused, naming the limit; the Secret coming back restores trust.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn roots_of_a_deleted_ca_secret_fail_closed_after_the_limit() {
+    use svc_tls::client::{TrustMode, client_config};
+    use svc_tls::last_good::ManualClock;
+    use svc_tls::{SecretRef, TrustVerifier};
+    use test_support::tls_server::request;
+
+    let tb = kube_testbed::Testbed::start().await;
+    let server_ca = TestCa::new("bounded");
+    let server = VerifyingServer::builder(&server_ca, &server_ca)
+        .no_client_auth()
+        .start()
+        .await;
+    let secret = test_support::secret::secret_with(
+        "unikorn",
+        "bounded-ca",
+        "kubernetes.io/tls",
+        &[("tls.crt", &server_ca.pem())],
+    );
+    tb.upsert(secret.clone());
+    let clock = ManualClock::new();
+    let trust = TrustVerifier::builder(tb.client(), SecretRef::new("unikorn", "bounded-ca"))
+        .clock(Arc::new(clock.clone()))
+        .max_roots_without_source(Duration::from_secs(600))
+        .build()
+        .await
+        .unwrap();
+    let config = Arc::new(
+        client_config(
+            Arc::new(crypto_provider()),
+            TrustMode::Watched(trust.clone()),
+            None,
+        )
+        .unwrap(),
+    );
+    request(config.clone(), server.addr).await.unwrap();
+
+    tb.delete("v1", "Secret", "unikorn", "bounded-ca");
+    poll_until("the cache sees the deletion", || {
+        trust.secret_source().unwrap().get().is_none()
+    })
+    .await;
+    request(config.clone(), server.addr).await.unwrap();
+    clock.advance(Duration::from_secs(599));
+    request(config.clone(), server.addr)
+        .await
+        .expect("within the limit: the last good roots");
+    clock.advance(Duration::from_secs(2));
+    let refused = request(config.clone(), server.addr).await.unwrap_err();
+    assert!(refused.contains("600s"), "{refused}");
+
+    tb.upsert(secret);
+    poll_until("the cache sees the Secret again", || {
+        trust.secret_source().unwrap().get().is_some()
+    })
+    .await;
+    request(config.clone(), server.addr)
+        .await
+        .expect("trusted again once readable");
 }

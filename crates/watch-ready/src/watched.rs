@@ -91,9 +91,27 @@ where
         dynamic_type: K::DynamicType,
         health: Health,
     ) -> Self {
+        Self::spawn_modified(api, config, dynamic_type, health, |_: &mut K| {})
+    }
+
+    /// [`Watched::spawn`], with `modify` applied to every object before the store
+    /// keeps it (kube-runtime's `WatchStreamExt::modify`): what the caller must not
+    /// keep in memory (a trust Secret's private key) is dropped before caching.
+    pub fn spawn_modified(
+        api: Api<K>,
+        config: watcher::Config,
+        dynamic_type: K::DynamicType,
+        health: Health,
+        modify: impl FnMut(&mut K) + Send + 'static,
+    ) -> Self {
         let writer = reflector::store::Writer::new(dynamic_type);
         let store = writer.as_reader();
-        let stream = reflector::reflector(writer, watcher::watcher(api, config).default_backoff());
+        let stream = reflector::reflector(
+            writer,
+            watcher::watcher(api, config)
+                .default_backoff()
+                .modify(modify),
+        );
         let task_health = health.clone();
         let (applied_tx, applied) = tokio::sync::watch::channel(0u64);
         let task = tokio::spawn(async move {

@@ -269,12 +269,14 @@ async fn run(matches: &ArgMatches) -> Result<(), Error> {
         );
     }
 
+    // The client with its cluster's identity: the shared Secret watches are keyed by
+    // it (a provisioner would take `provision_scope::cluster_client_identified()`).
+    let cluster = client.cluster_client()?;
     // Go: client.TLSClientConfig(ctx, cli, identity, clientOptions). As in Go, the
     // --identity-host value does not stop this (an unusable one is logged once);
     // `identity.host()` below says what is wrong with it. The identity is watched
     // and re-read on every handshake.
-    let identity =
-        PeerTls::from_options(client.kube_client(), &identity_peer, &me, SYNC_TIMEOUT).await?;
+    let identity = PeerTls::from_options(&cluster, &identity_peer, &me, SYNC_TIMEOUT).await?;
     let Some(resolver) = identity.identity().cloned() else {
         return Err(
             "--client-certificate-namespace and --client-certificate-name are required".into(),
@@ -293,13 +295,8 @@ async fn run(matches: &ArgMatches) -> Result<(), Error> {
         } else {
             &me
         };
-        let audit = PeerTls::from_options(
-            client.kube_client(),
-            &audit_peer,
-            audit_identity,
-            SYNC_TIMEOUT,
-        )
-        .await?;
+        let audit =
+            PeerTls::from_options(&cluster, &audit_peer, audit_identity, SYNC_TIMEOUT).await?;
         let presented = audit
             .identity()
             .map(|r| r.state().source.to_string())
@@ -325,8 +322,7 @@ async fn run(matches: &ArgMatches) -> Result<(), Error> {
     // process's shared watches (no API request, no parse).
     let mut refused = None;
     let call = async || -> Result<Option<String>, Error> {
-        let identity =
-            PeerTls::from_options(client.kube_client(), &identity_peer, &me, SYNC_TIMEOUT).await?;
+        let identity = PeerTls::from_options(&cluster, &identity_peer, &me, SYNC_TIMEOUT).await?;
         // The identity the handshake presents signs, counted in the metrics.
         let signer = identity
             .principal_signer()
@@ -364,7 +360,7 @@ async fn run(matches: &ArgMatches) -> Result<(), Error> {
         watched.len(),
         watched
             .iter()
-            .map(ToString::to_string)
+            .map(|(_cluster, secret)| secret.to_string())
             .collect::<Vec<_>>()
             .join(", ")
     );

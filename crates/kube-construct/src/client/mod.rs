@@ -17,6 +17,7 @@
 
 mod write;
 
+use cluster_id::{ClusterClient, UnidentifiedCluster};
 use std::{fmt, sync::Arc, time::Duration};
 
 use kube::{
@@ -212,25 +213,39 @@ impl ClientBuilder {
     ) -> Result<CachedClient, ConstructError> {
         let resolved = options.resolve_in(env).await?;
         tracing::info!(source = %resolved.source, "using Kubernetes configuration");
-        let client = kube::Client::try_from(resolved.config).map_err(ConstructError::Client)?;
-        self.build(client, Some(resolved.source)).await
+        let client =
+            ClusterClient::try_from_config(resolved.config).map_err(ConstructError::Client)?;
+        self.build(client.kube().clone(), Some(client), Some(resolved.source))
+            .await
     }
 
     /// From any `kube::Config`.
     pub async fn from_config(self, config: kube::Config) -> Result<CachedClient, ConstructError> {
-        let client = kube::Client::try_from(config).map_err(ConstructError::Client)?;
-        self.from_client(client).await
+        let client = ClusterClient::try_from_config(config).map_err(ConstructError::Client)?;
+        self.from_cluster_client(client).await
     }
 
-    /// From an existing client (a process never needs a second one). Every other
-    /// constructor ends here.
+    /// From an existing client whose cluster is known ([`ClusterClient`]): what
+    /// [`CachedClient::cluster_client`] then hands to the crates that keep state per
+    /// cluster (svc-tls's shared Secret watches).
+    pub async fn from_cluster_client(
+        self,
+        client: ClusterClient,
+    ) -> Result<CachedClient, ConstructError> {
+        self.build(client.kube().clone(), Some(client), None).await
+    }
+
+    /// From an existing client (a process never needs a second one). Its cluster
+    /// cannot be told from a bare `kube::Client`, so [`CachedClient::cluster_client`]
+    /// refuses; use [`ClientBuilder::from_cluster_client`] to name it.
     pub async fn from_client(self, client: kube::Client) -> Result<CachedClient, ConstructError> {
-        self.build(client, None).await
+        self.build(client, None, None).await
     }
 
     async fn build(
         self,
         client: kube::Client,
+        cluster: Option<ClusterClient>,
         source: Option<ConfigSource>,
     ) -> Result<CachedClient, ConstructError> {
         #[cfg(feature = "metrics")]
@@ -248,6 +263,7 @@ impl ClientBuilder {
         Ok(CachedClient {
             inner: Arc::new(Inner {
                 client,
+                cluster,
                 caches: started?,
                 source,
             }),
@@ -257,6 +273,8 @@ impl ClientBuilder {
 
 struct Inner {
     client: kube::Client,
+    /// The client with its cluster's identity, when it is known.
+    cluster: Option<ClusterClient>,
     /// Shared with the metrics collector (weakly), when metrics are on.
     caches: Arc<Caches>,
     source: Option<ConfigSource>,
@@ -274,6 +292,10 @@ impl fmt::Debug for CachedClient {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("CachedClient")
             .field("source", &self.inner.source)
+            .field(
+                "cluster",
+                &self.inner.cluster.as_ref().map(ClusterClient::cluster),
+            )
             .field(
                 "caches",
                 &self
@@ -297,6 +319,19 @@ impl CachedClient {
     /// The underlying client, for anything this type does not wrap.
     pub fn kube_client(&self) -> &kube::Client {
         &self.inner.client
+    }
+
+    /// The client with the identity of its cluster, for what keeps state per cluster
+    /// (`svc_tls::PeerTls::from_options`, `IngressVerifier::watching`).
+    ///
+    /// # Errors
+    /// [`UnidentifiedCluster`] when this client was adopted from a bare
+    /// `kube::Client` ([`ClientBuilder::from_client`]): its cluster cannot be told,
+    /// and a guess could hand one cluster's Secrets to another's users.
+    pub fn cluster_client(&self) -> Result<ClusterClient, UnidentifiedCluster> {
+        self.inner.cluster.clone().ok_or(UnidentifiedCluster {
+            what: "kube-construct client adopted with from_client",
+        })
     }
 
     /// Where the configuration came from, when built from options.

@@ -35,7 +35,7 @@ impl PeerTls {
     /// every client built from the result.
     ///
     /// ```no_run
-    /// # async fn f(client: kube::Client, peer: svc_tls::options::PeerOptions,
+    /// # async fn f(client: cluster_id::ClusterClient, peer: svc_tls::options::PeerOptions,
     /// #            me: svc_tls::options::ClientIdentityOptions) -> Result<(), Box<dyn std::error::Error>> {
     /// use svc_tls::client::PeerTls;
     ///
@@ -46,7 +46,7 @@ impl PeerTls {
     /// # let _ = regions; Ok(()) }
     /// ```
     pub async fn from_options(
-        client: &kube::Client,
+        client: &cluster_id::ClusterClient,
         peer: &PeerOptions,
         identity: &ClientIdentityOptions,
         sync_timeout: Duration,
@@ -62,12 +62,12 @@ impl PeerTls {
         .await
     }
 
-    /// [`PeerTls::from_options`] over registries of the caller's (one per test, or per
-    /// cluster a process reads Secrets from) instead of the process's.
+    /// [`PeerTls::from_options`] over registries of the caller's (one per test)
+    /// instead of the process's.
     pub async fn from_options_with(
         watches: &SecretWatches,
         streams: &WorkloadApiStreams,
-        client: &kube::Client,
+        client: &cluster_id::ClusterClient,
         peer: &PeerOptions,
         identity: &ClientIdentityOptions,
         sync_timeout: Duration,
@@ -102,10 +102,11 @@ impl PeerTls {
                             watches,
                             &IdentityOrigin::Secret(secret.clone()),
                             None,
+                            Some(client.cluster()),
                         ),
                         Settings::default(),
                     )?;
-                    crate::wiring::track_identity(watches, &resolver);
+                    crate::wiring::track_identity(watches, &resolver, Some(client.cluster()));
                     Ok::<_, IdentityError>(resolver)
                 })?)
             }
@@ -200,7 +201,7 @@ impl PeerTls {
     ) -> Result<Self, PeerClientError> {
         let provider = Arc::new(crate::material::crypto_provider());
         let trust_source = SpiffeTrustSource::new(workload.clone(), server_id.trust_domain());
-        let trust_recorder = crate::wiring::trust_recorder(watches, trust_source.origin());
+        let trust_recorder = crate::wiring::trust_recorder(watches, trust_source.origin(), None);
         let trust = TrustVerifier::from_trust_source_authorizing(
             Arc::new(trust_source),
             provider.clone(),
@@ -215,6 +216,7 @@ impl PeerTls {
             watches,
             identity_source.origin(),
             Some(spiffe_id.as_str()).filter(|id| !id.is_empty()),
+            None,
         );
         let resolver = IdentityResolver::from_identity_source(
             Arc::new(identity_source),
@@ -222,8 +224,8 @@ impl PeerTls {
             Arc::new(SystemClock::new()),
             DEFAULT_WARNING_PERIOD,
         )?;
-        crate::wiring::track_trust(watches, &trust);
-        crate::wiring::track_identity(watches, &resolver);
+        crate::wiring::track_trust(watches, &trust, None);
+        crate::wiring::track_identity(watches, &resolver, None);
         let mut tls = Self::new(provider, TrustMode::Watched(trust), Some(resolver));
         tls.principal = crate::wiring::principal_recorder(watches);
         Ok(tls)

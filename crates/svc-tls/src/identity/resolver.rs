@@ -116,6 +116,7 @@ impl IdentityResolver {
                 clock,
                 warning_period,
                 watch_threshold: DEFAULT_WATCH_FAILURE_THRESHOLD,
+                max_without_source: crate::last_good::DEFAULT_MAX_ROOTS_WITHOUT_SOURCE,
             },
         )
     }

@@ -84,6 +84,8 @@ struct FailedRoots {
 }
 
 struct CachedRoots {
+    /// The Secret's type: it decides which keys are read.
+    type_: Option<String>,
     tls_crt: Option<Box<[u8]>>,
     ca_crt: Option<Box<[u8]>>,
     anchors: Arc<TrustAnchors>,
@@ -116,8 +118,8 @@ impl TrustCache {
         let data = secret.data.as_ref();
         let tls_crt = data.and_then(|d| d.get(TLS_CRT)).map(|v| v.0.as_slice());
         let ca_crt = data.and_then(|d| d.get(CA_CRT)).map(|v| v.0.as_slice());
-        if secret.type_.as_deref() == Some(SECRET_TYPE_TLS)
-            && let Some(cached) = &*self.last.load()
+        if let Some(cached) = &*self.last.load()
+            && cached.type_.as_deref() == secret.type_.as_deref()
             && cached.tls_crt.as_deref() == tls_crt
             && cached.ca_crt.as_deref() == ca_crt
         {
@@ -157,9 +159,12 @@ impl TrustCache {
             }
             new
         });
-        let not_after = earliest_not_after(&[tls_crt, ca_crt]);
+        // A non-TLS Secret's roots come from `ca.crt` alone.
+        let read_tls_crt = tls_crt.filter(|_| secret.type_.as_deref() == Some(SECRET_TYPE_TLS));
+        let not_after = earliest_not_after(&[read_tls_crt, ca_crt]);
         let anchors = Arc::new(TrustAnchors::new(roots, ignored, not_after));
         self.last.store(Some(Arc::new(CachedRoots {
+            type_: secret.type_.clone(),
             tls_crt: tls_crt.map(Into::into),
             ca_crt: ca_crt.map(Into::into),
             anchors: anchors.clone(),

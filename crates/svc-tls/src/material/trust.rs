@@ -16,10 +16,13 @@ pub struct TrustRoots {
     pub ignored: usize,
 }
 
-/// Loads CA trust from a `kubernetes.io/tls` Secret: every certificate in
-/// `tls.crt` and, when present, `ca.crt` (the cert-manager convention) becomes
-/// a root. `tls.crt` must be present (as in the Go code); an empty `tls.crt` is
-/// accepted when `ca.crt` supplies certificates. Unusable certificates among
+/// Loads CA trust from a Secret. A `kubernetes.io/tls` Secret: every certificate in
+/// `tls.crt` and, when present, `ca.crt` (the cert-manager convention) becomes a
+/// root; `tls.crt` must be present (as in the Go code); an empty `tls.crt` is
+/// accepted when `ca.crt` supplies certificates. A Secret of any other type (an
+/// `Opaque` bundle, what trust-manager and hand-made CA Secrets are): `ca.crt` alone,
+/// which must be present and non-empty; its other keys are not read. The private key
+/// is never read here, so a receiving service can be given anchors without it. Unusable certificates among
 /// usable ones are skipped with a warning; none usable is an error.
 pub fn load_trust(secret: &Secret) -> Result<RootCertStore, MaterialError> {
     let trust = load_trust_detailed(secret)?;
@@ -37,8 +40,10 @@ pub fn load_trust(secret: &Secret) -> Result<RootCertStore, MaterialError> {
 /// [`load_trust`] without logging, reporting how many certificates were skipped.
 pub fn load_trust_detailed(secret: &Secret) -> Result<TrustRoots, MaterialError> {
     let name = || secret_ref_of(secret);
-    check_type(secret, &name)?;
     let data = secret.data.as_ref();
+    if check_type(secret, &name).is_err() {
+        return anchors_only(secret, &name);
+    }
     let tls_crt = data
         .and_then(|d| d.get(TLS_CRT))
         .ok_or_else(|| MaterialError::new(name(), Some(TLS_CRT), MaterialErrorKind::MissingKey))?;
@@ -73,6 +78,28 @@ pub fn load_trust_detailed(secret: &Secret) -> Result<TrustRoots, MaterialError>
                 } else {
                     TLS_CRT
                 },
+                ignored,
+            },
+        ));
+    }
+    Ok(TrustRoots { roots, ignored })
+}
+
+/// The roots of a non-`kubernetes.io/tls` Secret: its `ca.crt` alone.
+fn anchors_only(
+    secret: &Secret,
+    name: &dyn Fn() -> crate::origin::MaterialOrigin,
+) -> Result<TrustRoots, MaterialError> {
+    let ca = super::secret::required(secret, CA_CRT, name)?;
+    let certs = read_certificates(name, CA_CRT, ca)?;
+    let mut roots = RootCertStore::empty();
+    let (added, ignored) = roots.add_parsable_certificates(certs);
+    if added == 0 {
+        return Err(MaterialError::new(
+            name(),
+            Some(CA_CRT),
+            MaterialErrorKind::NoUsableRoot {
+                keys: CA_CRT,
                 ignored,
             },
         ));

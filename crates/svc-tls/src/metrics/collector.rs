@@ -8,17 +8,18 @@
 //! | `svc_tls_identity_cert_expiration_timestamp_seconds` | gauge | `source`, `name` |
 //! | `svc_tls_identity_cert_not_before_timestamp_seconds` | gauge | `source`, `name` |
 //! | `svc_tls_identity_cert_refresh_timestamp_seconds` | gauge | `source`, `name` |
-//! | `svc_tls_identity_state` | gauge (1 for the current state, 0 for the others) | `source`, `name`, `state` (`fresh`, `stale`, `expired`, `not_yet_valid`) |
-//! | `svc_tls_identity_stale_seconds` | gauge | `source`, `name` |
-//! | `svc_tls_identity_source_healthy` | gauge | `source`, `name` |
-//! | `svc_tls_trust_roots_expiration_timestamp_seconds` | gauge | `source`, `name` |
-//! | `svc_tls_trust_roots` | gauge | `source`, `name` |
-//! | `svc_tls_trust_last_change_timestamp_seconds` | gauge | `source`, `name` |
-//! | `svc_tls_trust_stale` | gauge | `source`, `name` |
-//! | `svc_tls_trust_source_healthy` | gauge | `source`, `name` |
-//! | `svc_tls_secret_watch_healthy` | gauge | `secret` |
-//! | `svc_tls_secret_watch_errors_total` | counter | `secret` |
-//! | `svc_tls_secret_watch_relists_total` | counter | `secret` |
+//! | `svc_tls_identity_state` | gauge (1 for the current state, 0 for the others) | `source`, `name`, `cluster`, `state` (`fresh`, `stale`, `expired`, `not_yet_valid`) |
+//! | `svc_tls_identity_stale_seconds` | gauge | `source`, `name`, `cluster` |
+//! | `svc_tls_identity_source_healthy` | gauge | `source`, `name`, `cluster` |
+//! | `svc_tls_trust_roots_expiration_timestamp_seconds` | gauge | `source`, `name`, `cluster` |
+//! | `svc_tls_trust_roots` | gauge | `source`, `name`, `cluster` |
+//! | `svc_tls_trust_last_change_timestamp_seconds` | gauge | `source`, `name`, `cluster` |
+//! | `svc_tls_trust_stale` | gauge | `source`, `name`, `cluster` |
+//! | `svc_tls_trust_source_healthy` | gauge | `source`, `name`, `cluster` |
+//! | `svc_tls_secret_watch_healthy` | gauge | `secret`, `cluster` |
+//! | `svc_tls_secret_watch_errors_total` | counter | `secret`, `cluster` |
+//! | `svc_tls_secret_watch_relists_total` | counter | `secret`, `cluster` |
+//! | `svc_tls_trust_secret_private_key_dropped` | gauge (1 when it held one) | `secret`, `cluster` |
 
 use std::fmt;
 use std::sync::{Arc, PoisonError, Weak};
@@ -32,7 +33,7 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Unit;
 
-use super::{LabelSet, Shared, SourceLabels, unix_seconds};
+use super::{LabelSet, Shared, unix_seconds};
 use crate::material::CertificateValidity;
 
 /// The values of the `state` label of `svc_tls_identity_state`.
@@ -85,8 +86,16 @@ impl Collector for StateCollector {
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner);
             (
-                tracked.identities.values().cloned().collect::<Vec<_>>(),
-                tracked.trusts.values().cloned().collect::<Vec<_>>(),
+                tracked
+                    .identities
+                    .iter()
+                    .map(|(labels, r)| (labels.clone(), r.clone()))
+                    .collect::<Vec<_>>(),
+                tracked
+                    .trusts
+                    .iter()
+                    .map(|(labels, v)| (labels.clone(), v.clone()))
+                    .collect::<Vec<_>>(),
                 tracked.watches.clone(),
             )
         };
@@ -101,9 +110,8 @@ impl Collector for StateCollector {
             Gauges::default(),
             Gauges::default(),
         );
-        for resolver in &identities {
+        for (labels, resolver) in &identities {
             let snapshot = resolver.state();
-            let labels = SourceLabels::identity(&snapshot.source, snapshot.spiffe_id.as_deref());
             let set_labels = labels.set();
             set(&expiry, &set_labels, unix_seconds(snapshot.not_after));
             let served = resolver.current();
@@ -187,9 +195,9 @@ impl Collector for StateCollector {
             Gauges::default(),
             Gauges::default(),
         );
-        for verifier in &trusts {
+        for (labels, verifier) in &trusts {
             let snapshot = verifier.state();
-            let labels = SourceLabels::trust(&snapshot.source).set();
+            let labels = labels.set();
             if let Some(not_after) = snapshot.not_after {
                 set(&roots_expiry, &labels, unix_seconds(not_after));
             }
@@ -240,16 +248,26 @@ impl Collector for StateCollector {
             &healthy,
         )?;
 
-        let (watch_healthy, errors, relists) =
-            (Gauges::default(), Counters::default(), Counters::default());
+        let (watch_healthy, errors, relists, key_dropped) = (
+            Gauges::default(),
+            Counters::default(),
+            Counters::default(),
+            Gauges::default(),
+        );
         for watches in watches.iter().filter_map(|w| w.upgrade()) {
-            for shared in watches.shared_secrets() {
-                let labels = vec![("secret", shared.secret_ref().to_string())];
-                let source = shared.source();
+            for secret in watches.shared_secrets() {
+                let labels = vec![
+                    ("secret", secret.secret_ref().to_string()),
+                    ("cluster", shared.cluster_label(Some(secret.cluster()))),
+                ];
+                let source = secret.source();
                 let health = source.watch_health();
                 set(&watch_healthy, &labels, i64::from(health.connected));
                 errors.get_or_create(&labels).inc_by(health.errors);
                 relists.get_or_create(&labels).inc_by(source.relists());
+                if source.dropped_private_key() {
+                    set(&key_dropped, &labels, 1);
+                }
             }
         }
         emit(
@@ -272,6 +290,13 @@ impl Collector for StateCollector {
             "Relists of the watch of a Secret after a 410 Gone (routine: the API server compacted the resourceVersion)",
             None,
             &relists,
+        )?;
+        emit(
+            &mut encoder,
+            "svc_tls_trust_secret_private_key_dropped",
+            "1 when a Secret read only as a CA held a private key (tls.key), dropped before caching: give the service a ca.crt-only Secret or ConfigMap",
+            None,
+            &key_dropped,
         )?;
         Ok(())
     }

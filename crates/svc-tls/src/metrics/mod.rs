@@ -6,7 +6,7 @@
 //! Turn it on once, before the first peer client is built:
 //!
 //! ```no_run
-//! # async fn f(client: kube::Client, peer: svc_tls::PeerOptions,
+//! # async fn f(client: svc_tls::ClusterClient, peer: svc_tls::PeerOptions,
 //! #            me: svc_tls::ClientIdentityOptions) -> Result<(), Box<dyn std::error::Error>> {
 //! use prometheus_client::registry::Registry;
 //!
@@ -46,7 +46,10 @@
 //!   fires.
 //!
 //! Labels are bounded: `source` is `secret` or `spiffe`, `name` is the Secret's
-//! `namespace/name` or the SPIFFE ID (configuration, never data read from a peer), and
+//! `namespace/name` or the SPIFFE ID (configuration, never data read from a peer),
+//! `cluster` is the cluster a Secret is read from ([`ClusterId::label`], its API
+//! server's `host:port` by default; empty for SPIFFE sources; the first
+//! [`MAX_CLUSTER_LABELS`] clusters get their own, later ones `other`), and
 //! `result`/`state` take fixed values. No error text is ever a label.
 
 pub mod collector;
@@ -55,9 +58,11 @@ pub mod identity;
 pub mod principal;
 pub mod trust;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError};
+
+use cluster_id::ClusterId;
 
 use prometheus_client::registry::Registry;
 
@@ -94,6 +99,27 @@ pub(crate) struct Shared {
     /// The resolvers and verifiers read at scrape time, one per labelled source (the
     /// newest one built wins: they read the same source).
     pub(crate) tracked: Mutex<Tracked>,
+    /// The clusters given a label of their own so far (at most [`MAX_CLUSTER_LABELS`]).
+    pub(crate) clusters: Mutex<BTreeSet<ClusterId>>,
+}
+
+/// How many clusters get a `cluster` label of their own; later ones share `other`.
+pub const MAX_CLUSTER_LABELS: usize = 32;
+
+impl Shared {
+    /// See [`Metrics::cluster_label`].
+    pub(crate) fn cluster_label(&self, cluster: Option<&ClusterId>) -> String {
+        let Some(cluster) = cluster else {
+            return String::new();
+        };
+        let mut seen = self.clusters.lock().unwrap_or_else(PoisonError::into_inner);
+        if seen.contains(cluster) || seen.len() < MAX_CLUSTER_LABELS {
+            seen.insert(cluster.clone());
+            cluster.label().to_owned()
+        } else {
+            "other".to_owned()
+        }
+    }
 }
 
 #[derive(Default)]
@@ -128,6 +154,7 @@ impl Metrics {
                 &principal::PrincipalFamilies::register(registry),
             )),
             tracked: Mutex::new(Tracked::default()),
+            clusters: Mutex::new(BTreeSet::new()),
         });
         registry.register_collector(Box::new(collector::StateCollector::new(&inner)));
         Self { inner }
@@ -136,23 +163,37 @@ impl Metrics {
     /// The recorder of an identity source: its counters, created now (construction
     /// path), updated with atomics on the handshake path. `spiffe_id` names a SPIFFE
     /// identity (the Workload API's endpoint is used when it is `None`).
+    /// `cluster` is the cluster a Secret is read from (the `cluster` label; empty for
+    /// SPIFFE sources and when not known).
     pub fn identity_recorder(
         &self,
         origin: &IdentityOrigin,
         spiffe_id: Option<&str>,
+        cluster: Option<&ClusterId>,
     ) -> Arc<identity::IdentityRecorder> {
         Arc::new(identity::IdentityRecorder::new(
             &self.inner.identity,
-            SourceLabels::identity(origin, spiffe_id),
+            SourceLabels::identity(origin, spiffe_id).in_cluster(self.cluster_label(cluster)),
         ))
     }
 
     /// The recorder of a trust source (see [`Metrics::identity_recorder`]).
-    pub fn trust_recorder(&self, origin: &TrustOrigin) -> Arc<trust::TrustRecorder> {
+    pub fn trust_recorder(
+        &self,
+        origin: &TrustOrigin,
+        cluster: Option<&ClusterId>,
+    ) -> Arc<trust::TrustRecorder> {
         Arc::new(trust::TrustRecorder::new(
             &self.inner.trust,
-            SourceLabels::trust(origin),
+            SourceLabels::trust(origin).in_cluster(self.cluster_label(cluster)),
         ))
+    }
+
+    /// The `cluster` label of `cluster`: its [`ClusterId::label`] for the first
+    /// [`MAX_CLUSTER_LABELS`] clusters seen, `other` after them (a bounded label
+    /// whatever a process connects to), empty when there is none.
+    pub fn cluster_label(&self, cluster: Option<&ClusterId>) -> String {
+        self.inner.cluster_label(cluster)
     }
 
     /// The recorder of principals signed and verified: give it to a
@@ -167,16 +208,18 @@ impl Metrics {
 
     /// Exports `resolver`'s state at scrape time (replacing a resolver of the same
     /// source tracked before). Construction path.
-    pub fn track_identity(&self, resolver: &IdentityResolver) {
+    pub fn track_identity(&self, resolver: &IdentityResolver, cluster: Option<&ClusterId>) {
         let state = resolver.state();
-        let labels = SourceLabels::identity(&state.source, state.spiffe_id.as_deref());
+        let labels = SourceLabels::identity(&state.source, state.spiffe_id.as_deref())
+            .in_cluster(self.cluster_label(cluster));
         self.tracked().identities.insert(labels, resolver.clone());
     }
 
     /// Exports `verifier`'s state at scrape time (replacing a verifier of the same
     /// source tracked before). Construction path.
-    pub fn track_trust(&self, verifier: &TrustVerifier) {
-        let labels = SourceLabels::trust(verifier.trust_source().origin());
+    pub fn track_trust(&self, verifier: &TrustVerifier, cluster: Option<&ClusterId>) {
+        let labels = SourceLabels::trust(verifier.trust_source().origin())
+            .in_cluster(self.cluster_label(cluster));
         self.tracked().trusts.insert(labels, verifier.clone());
     }
 
@@ -216,6 +259,9 @@ pub struct SourceLabels {
     pub source: &'static str,
     /// The Secret's `namespace/name`, or the SPIFFE ID (trust: `spiffe://<trust domain>`).
     pub name: String,
+    /// The cluster a Secret is read from ([`ClusterId::label`], bounded); empty for
+    /// SPIFFE sources.
+    pub cluster: String,
 }
 
 impl SourceLabels {
@@ -225,10 +271,12 @@ impl SourceLabels {
             IdentityOrigin::Secret(secret) => Self {
                 source: "secret",
                 name: secret.to_string(),
+                cluster: String::new(),
             },
             IdentityOrigin::Spiffe { endpoint } => Self {
                 source: "spiffe",
                 name: spiffe_id.unwrap_or(endpoint).to_owned(),
+                cluster: String::new(),
             },
         }
     }
@@ -239,18 +287,27 @@ impl SourceLabels {
             TrustOrigin::Secret(secret) => Self {
                 source: "secret",
                 name: secret.to_string(),
+                cluster: String::new(),
             },
             TrustOrigin::SpiffeBundle { trust_domain } => Self {
                 source: "spiffe",
                 name: format!("spiffe://{trust_domain}"),
+                cluster: String::new(),
             },
         }
+    }
+
+    /// The same labels with `cluster` as the cluster label.
+    pub fn in_cluster(mut self, cluster: String) -> Self {
+        self.cluster = cluster;
+        self
     }
 
     pub(crate) fn with(&self, key: &'static str, value: &'static str) -> LabelSet {
         vec![
             ("source", self.source.to_owned()),
             ("name", self.name.clone()),
+            ("cluster", self.cluster.clone()),
             (key, value.to_owned()),
         ]
     }
@@ -259,6 +316,7 @@ impl SourceLabels {
         vec![
             ("source", self.source.to_owned()),
             ("name", self.name.clone()),
+            ("cluster", self.cluster.clone()),
         ]
     }
 }
@@ -315,7 +373,11 @@ impl SecretWatches {
         let watched = self.watched();
         if !watched.is_empty() {
             tracing::warn!(
-                secrets = %watched.iter().map(ToString::to_string).collect::<Vec<_>>().join(", "),
+                secrets = %watched
+                    .iter()
+                    .map(|(cluster, secret)| format!("{secret} of cluster {cluster}"))
+                    .collect::<Vec<_>>()
+                    .join(", "),
                 "metrics installed after Secrets were watched: resolvers and verifiers already \
                  built over them record no counters (install metrics before the first client)"
             );

@@ -73,7 +73,7 @@ fn identity_families_have_their_names_types_units_and_labels() {
         origin: IdentityOrigin::Secret(secret()),
         answer: Mutex::new(Ok(first.clone())),
     });
-    let recorder = metrics.identity_recorder(source.origin(), None);
+    let recorder = metrics.identity_recorder(source.origin(), None, None);
     let resolver = IdentityResolver::from_identity_source(
         source.clone(),
         recorder,
@@ -81,8 +81,8 @@ fn identity_families_have_their_names_types_units_and_labels() {
         DEFAULT_WARNING_PERIOD,
     )
     .unwrap();
-    metrics.track_identity(&resolver);
-    let labels = r#"source="secret",name="platform/billing-client-certificate""#;
+    metrics.track_identity(&resolver, None);
+    let labels = r#"source="secret",name="platform/billing-client-certificate",cluster="""#;
 
     let fresh = text(&registry);
     for (name, kind, unit) in [
@@ -180,7 +180,7 @@ fn trust_and_watch_families_have_their_names_types_and_labels() {
     let origin = TrustOrigin::SpiffeBundle {
         trust_domain: "example.org".to_owned(),
     };
-    let recorder = metrics.trust_recorder(&origin);
+    let recorder = metrics.trust_recorder(&origin, None);
     recorder.trust_reload_failed(
         &origin,
         &crate::trust::ReloadError::Withdrawn("de-federated".into()),
@@ -188,7 +188,7 @@ fn trust_and_watch_families_have_their_names_types_and_labels() {
     );
     let text = text(&registry);
     assert!(
-        text.contains(r#"svc_tls_trust_reloads_total{source="spiffe",name="spiffe://example.org",result="withdrawn"} 1"#),
+        text.contains(r#"svc_tls_trust_reloads_total{source="spiffe",name="spiffe://example.org",cluster="",result="withdrawn"} 1"#),
         "{text}"
     );
     assert!(text.contains("# TYPE svc_tls_trust_reloads counter\n"));
@@ -214,7 +214,7 @@ fn a_result_label_never_carries_input_text() {
     let mut registry = Registry::default();
     let metrics = Metrics::new(&mut registry);
     let origin = IdentityOrigin::Secret(secret());
-    let recorder = metrics.identity_recorder(&origin, None);
+    let recorder = metrics.identity_recorder(&origin, None, None);
     let attacker = "evil\"} 1\nsvc_tls_pwned 1 attacker-text";
     // Errors whose text is the attacker's: their own type, and the crate's wrapping it.
     let foreign = std::io::Error::other(attacker);

@@ -3,6 +3,7 @@
 
 use std::fmt;
 use std::sync::Arc;
+use std::time::Duration;
 
 use super::error::TrustError;
 use super::source::{ReloadError, TrustSource};
@@ -25,9 +26,19 @@ impl Watched for TrustVerifier {
     fn no_recorder() -> Arc<Self::Recorder> {
         Arc::new(NoopRecorder)
     }
+    const TRUST_ONLY: bool = true;
 }
 
 impl WatchedSecretBuilder<TrustVerifier> {
+    /// How long the last good roots stay in use once the CA Secret is deleted or
+    /// unreadable (no usable root), before every server is refused (default
+    /// [`DEFAULT_MAX_ROOTS_WITHOUT_SOURCE`](crate::last_good::DEFAULT_MAX_ROOTS_WITHOUT_SOURCE),
+    /// one day). A watch that is only down (the API server unreachable) keeps them.
+    pub fn max_roots_without_source(mut self, limit: Duration) -> Self {
+        self.max_without_source = limit;
+        self
+    }
+
     /// Starts the CA Secret's watch and waits, at most the sync timeout, for it to
     /// sync and for the Secret to hold at least one usable root.
     ///
@@ -38,7 +49,8 @@ impl WatchedSecretBuilder<TrustVerifier> {
         let source = match self.shared().await? {
             Some((shared, _)) => SecretTrustSource::shared(&shared),
             None => SecretTrustSource::new(
-                SecretSource::watch(self.client.clone(), self.secret.clone(), self.timeout).await?,
+                SecretSource::watch_ca(self.client.clone(), self.secret.clone(), self.timeout)
+                    .await?,
             ),
         };
         TrustVerifier::with_settings(

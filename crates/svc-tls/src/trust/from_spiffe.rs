@@ -49,8 +49,9 @@ impl TrustSource for SpiffeTrustSource {
     /// The trust domain's anchors in the newest message. The Workload API is
     /// authoritative: a message without the trust domain's bundle, or with an empty
     /// one, withdraws the trust ([`ReloadError::Withdrawn`]: the verifier refuses
-    /// the domain's servers at once). Only a stream that is down, or a bundle none of
-    /// whose authorities parses, leaves the last good roots in use.
+    /// the domain's servers at once), and it stays withdrawn while the stream is down
+    /// or reconnecting (the newest message is the agent's last word). Only a bundle
+    /// none of whose authorities parses leaves the last good roots in use.
     fn current(&self) -> Result<Arc<TrustAnchors>, ReloadError> {
         let shared = self.source.shared();
         let snapshot = shared.snapshot.load();
@@ -66,7 +67,9 @@ impl TrustSource for SpiffeTrustSource {
             Some((_, None)) => {
                 Err(self.no_bundle("none of its authorities is usable as a trust anchor"))
             }
-            None if snapshot.is_some() && shared.link.load().connected => Err(self
+            // The agent's last word stands while its stream is down or reconnecting:
+            // a de-federated domain stays withdrawn until a new message brings it back.
+            None if snapshot.is_some() => Err(self
                 .withdrawn("the Workload API no longer sends a bundle for it (trust withdrawn)")),
             None => Err(self.no_bundle("the Workload API sent no bundle for it")),
         }

@@ -73,6 +73,8 @@ struct Inner {
     authorization: ServerAuthorization,
     core: LastGood<Roots>,
     recorder: Arc<dyn Recorder>,
+    /// How long the last good roots stay in use once the source is gone or broken.
+    max_without_source: Duration,
 }
 
 /// A rustls server-certificate verifier whose roots follow a watched source (the
@@ -106,6 +108,18 @@ enum TrustRefused {
         crate::material::time_text(*not_after)
     )]
     Expired { not_after: SystemTime },
+    /// The source has been gone or unreadable for longer than the verifier keeps its
+    /// last good roots.
+    #[error(
+        "the CA Secret has been missing or unreadable for {}s, longer than the {}s the \
+         last good roots are kept: no server is trusted until it is readable again",
+        failing_for.as_secs(),
+        limit.as_secs()
+    )]
+    SourceGone {
+        failing_for: Duration,
+        limit: Duration,
+    },
 }
 
 fn refusal(reason: TrustRefused) -> rustls::Error {
@@ -154,6 +168,7 @@ impl TrustVerifier {
             clock,
             warning_period,
             watch_threshold: DEFAULT_WATCH_FAILURE_THRESHOLD,
+            max_without_source: crate::last_good::DEFAULT_MAX_ROOTS_WITHOUT_SOURCE,
         };
         Self::with_settings(source, provider, recorder, settings, authorization)
     }
@@ -171,6 +186,7 @@ impl TrustVerifier {
                 origin: source.origin().clone(),
                 source: source_error,
             })?;
+        let max_without_source = settings.max_without_source;
         let core = LastGood::new(Roots { anchors, verifier }, version, settings);
         let served = core.served();
         recorder.trust_loaded(source.origin(), &served.value.anchors, served.loaded_at);
@@ -183,6 +199,7 @@ impl TrustVerifier {
                 authorization,
                 core,
                 recorder,
+                max_without_source,
             }),
         })
     }
@@ -201,6 +218,13 @@ impl TrustVerifier {
             }
             Err(error @ ReloadError::Withdrawn(_)) => {
                 self.inner.withdrawn.store(true, Ordering::Release);
+                let _ = self.failed(&TrustFailure::Reload(error));
+                Err(refusal(TrustRefused::Withdrawn))
+            }
+            // Withdrawn stays withdrawn: a source that cannot be read after it withdrew
+            // its trust (a stream down, an agent restarting) never brings back the
+            // roots it withdrew; only a successful read does.
+            Err(error) if self.inner.withdrawn.load(Ordering::Acquire) => {
                 let _ = self.failed(&TrustFailure::Reload(error));
                 Err(refusal(TrustRefused::Withdrawn))
             }
@@ -313,6 +337,25 @@ impl TrustVerifier {
                 suppressed,
             );
             inner.recorder.trust_stale_warning(&warning);
+        }
+        let source_gone = matches!(
+            failure,
+            TrustFailure::Reload(ReloadError::NotFound { .. } | ReloadError::Material(_))
+        );
+        if source_gone && failed.failing_for > inner.max_without_source {
+            if failed.report.is_some() {
+                tracing::error!(
+                    source = %origin,
+                    failing_for_secs = failed.failing_for.as_secs(),
+                    limit_secs = inner.max_without_source.as_secs(),
+                    "CA Secret missing or unreadable for longer than its roots are kept; \
+                     refusing every server until it is readable again",
+                );
+            }
+            return Err(refusal(TrustRefused::SourceGone {
+                failing_for: failed.failing_for,
+                limit: inner.max_without_source,
+            }));
         }
         match failed.served.value.anchors.not_after() {
             Some(not_after) if not_after < SystemTime::now() => {

@@ -31,6 +31,10 @@ pub trait Watched: sealed::Sealed {
 
     /// The recorder used when none is set (records nothing).
     fn no_recorder() -> Arc<Self::Recorder>;
+
+    /// Whether it reads the Secret as a CA only (a shared watch then never caches the
+    /// Secret's `tls.key`).
+    const TRUST_ONLY: bool = false;
 }
 
 /// Builds a `T` ([`IdentityResolver`](crate::identity::IdentityResolver) or
@@ -45,7 +49,8 @@ pub struct WatchedSecretBuilder<T: Watched> {
     pub(crate) clock: Arc<dyn MonotonicClock>,
     pub(crate) warning_period: Duration,
     pub(crate) watch_threshold: Duration,
-    pub(crate) watches: Option<super::SecretWatches>,
+    pub(crate) watches: Option<(super::SecretWatches, cluster_id::ClusterClient)>,
+    pub(crate) max_without_source: Duration,
     built: PhantomData<fn() -> T>,
 }
 
@@ -75,6 +80,7 @@ impl<T: Watched> WatchedSecretBuilder<T> {
             warning_period: DEFAULT_WARNING_PERIOD,
             watch_threshold: DEFAULT_WATCH_FAILURE_THRESHOLD,
             watches: None,
+            max_without_source: crate::last_good::DEFAULT_MAX_ROOTS_WITHOUT_SOURCE,
             built: PhantomData,
         }
     }
@@ -118,13 +124,20 @@ impl<T: Watched> WatchedSecretBuilder<T> {
     }
 
     /// Shares the Secret's watch, cache and loads through `watches` (for example
-    /// [`SecretWatches::process`](super::SecretWatches::process)): the first build for
-    /// the Secret starts its watch, every later one returns at once without an API
-    /// request. Without it the build starts a watch of its own, which lives as long as
-    /// what it builds. With a [`provider`](Self::provider) of its own the build shares
-    /// the watch but loads keys into a cache of its own.
-    pub fn watches(mut self, watches: &super::SecretWatches) -> Self {
-        self.watches = Some(watches.clone());
+    /// [`SecretWatches::process`](super::SecretWatches::process)), reading the Secret
+    /// from `cluster` (the registry keys its watches by cluster and Secret, so the
+    /// caller says which cluster; the builder's own client is then not used): the
+    /// first build for the Secret of that cluster starts its watch, every later one
+    /// returns at once without an API request. Without it the build starts a watch of
+    /// its own, which lives as long as what it builds. With a
+    /// [`provider`](Self::provider) of its own the build shares the watch but loads
+    /// keys into a cache of its own.
+    pub fn watches(
+        mut self,
+        watches: &super::SecretWatches,
+        cluster: &cluster_id::ClusterClient,
+    ) -> Self {
+        self.watches = Some((watches.clone(), cluster.clone()));
         self
     }
 
@@ -142,6 +155,7 @@ impl<T: Watched> WatchedSecretBuilder<T> {
             clock: self.clock.clone(),
             warning_period: self.warning_period,
             watch_threshold: self.watch_threshold,
+            max_without_source: self.max_without_source,
         }
     }
 
@@ -151,10 +165,14 @@ impl<T: Watched> WatchedSecretBuilder<T> {
         &self,
     ) -> Result<Option<(super::SharedSecret, bool)>, super::SourceError> {
         match &self.watches {
-            Some(watches) => {
-                let shared = watches
-                    .watch(&self.client, &self.secret, self.timeout)
-                    .await?;
+            Some((watches, cluster)) => {
+                let shared = if T::TRUST_ONLY {
+                    watches
+                        .watch_trust(cluster, &self.secret, self.timeout)
+                        .await?
+                } else {
+                    watches.watch(cluster, &self.secret, self.timeout).await?
+                };
                 Ok(Some((shared, self.provider.is_some())))
             }
             None => Ok(None),

@@ -8,6 +8,7 @@
 
 mod builder;
 mod registry;
+mod runtime;
 mod secret;
 
 pub(crate) use builder::sealed;

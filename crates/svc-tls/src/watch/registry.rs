@@ -1,8 +1,11 @@
-//! The watched Secrets of a process: one watch, one cache and one load per Secret,
-//! however many resolvers, verifiers and signers name it and however often a
-//! controller builds them (the platform's controllers build a client per reconcile).
+//! The watched Secrets of a process: one watch, one cache and one load per Secret of
+//! each cluster, however many resolvers, verifiers and signers name it and however
+//! often a controller builds them (the platform's controllers build a client per
+//! reconcile).
 //!
-//! [`SecretWatches`] is the registry, keyed by namespace and name. The first user of a
+//! [`SecretWatches`] is the registry, keyed by the cluster the Secret is read from
+//! ([`ClusterId`]) and the Secret's namespace and name: a client of another cluster
+//! never receives this cluster's material, whichever asked first. The first user of a
 //! Secret starts its watch and waits for it to sync, as an unshared build does (a
 //! Secret the API server refuses, or a sync timeout, fails that call and leaves
 //! nothing behind, so the next call tries again). Every later user gets the shared
@@ -10,12 +13,19 @@
 //! material, so a construction during an API-server outage succeeds from what the
 //! cache holds (the watch's health says it is stale).
 //!
+//! The watches and loaders run on the registry's own runtime (a thread of its own),
+//! with a client the registry builds from the caller's `kube::Config`
+//! ([`ClusterClient::config`]), so they do not end with the runtime of whichever
+//! caller started them. A [`ClusterClient`] with no configuration is watched through
+//! the caller's client; when that client's runtime ends, its entry is dropped and the
+//! next call starts a new watch.
+//!
 //! A watch lives as long as its registry. [`SecretWatches::process`] lives for the
 //! process, as controller-runtime keeps its informers: ending a watch with its last
 //! user would bring back the churn (a LIST and a WATCH per reconcile) that the
 //! registry exists to remove. A registry made with [`SecretWatches::new`] (one per
-//! test, or per cluster a process talks to) ends its watches when it and every
-//! resolver and verifier built from it are dropped.
+//! test) ends its watches when it and every resolver and verifier built from it are
+//! dropped.
 //!
 //! Each [`SharedSecret`] loads every new version of its Secret once, when the watch
 //! delivers it, into the caches its users read on the handshake path (and warms the
@@ -30,10 +40,12 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, LazyLock, Mutex, PoisonError, Weak};
 use std::time::Duration;
 
+use cluster_id::{ClusterClient, ClusterId};
 use rustls::SignatureScheme;
 use rustls::crypto::CryptoProvider;
 use tokio::sync::OnceCell;
 
+use super::runtime::BackgroundRuntime;
 use super::secret::{SecretSource, SourceError};
 use crate::material::{IdentityCache, TrustCache, crypto_provider};
 use crate::origin::SecretRef;
@@ -41,7 +53,7 @@ use crate::origin::SecretRef;
 /// The registry of watched Secrets; cheap to clone (clones share it).
 ///
 /// ```no_run
-/// # async fn f(client: kube::Client) -> Result<(), Box<dyn std::error::Error>> {
+/// # async fn f(client: cluster_id::ClusterClient) -> Result<(), Box<dyn std::error::Error>> {
 /// use std::time::Duration;
 /// use svc_tls::SecretRef;
 /// use svc_tls::watch::SecretWatches;
@@ -52,6 +64,7 @@ use crate::origin::SecretRef;
 ///     .watch(&client, &secret, Duration::from_secs(30))
 ///     .await?;
 /// assert_eq!(shared.secret_ref(), &secret);
+/// assert_eq!(shared.cluster(), client.cluster());
 /// # Ok(()) }
 /// ```
 #[derive(Clone)]
@@ -59,9 +72,24 @@ pub struct SecretWatches {
     inner: Arc<Registry>,
 }
 
+/// What the registry tells its entries apart by: the cluster, the Secret, and whether
+/// the entry is for trust only (its cache never holds the Secret's `tls.key`).
+type EntryKey = (ClusterId, SecretRef, Use);
+
+/// What an entry's users read from its Secret.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+enum Use {
+    /// Everything: an identity (certificate and key), and trust from the same Secret.
+    Identity,
+    /// Trust anchors only: `tls.key` is dropped before caching.
+    TrustOnly,
+}
+
 struct Registry {
     provider: Arc<CryptoProvider>,
-    entries: Mutex<HashMap<SecretRef, Arc<OnceCell<SharedSecret>>>>,
+    entries: Mutex<HashMap<EntryKey, Arc<OnceCell<SharedSecret>>>>,
+    /// Where the watches and loaders run; started with the first watch.
+    runtime: std::sync::OnceLock<BackgroundRuntime>,
     /// What the resolvers and verifiers built over this registry also report to
     /// (the metrics of `crate::metrics`), installed once.
     #[cfg_attr(not(feature = "metrics"), allow(dead_code))]
@@ -110,6 +138,7 @@ impl SecretWatches {
             inner: Arc::new(Registry {
                 provider,
                 entries: Mutex::new(HashMap::new()),
+                runtime: std::sync::OnceLock::new(),
                 extension: std::sync::OnceLock::new(),
             }),
         }
@@ -152,9 +181,8 @@ impl SecretWatches {
     /// [`PeerTls::from_options`](crate::client::PeerTls::from_options). It lives for the
     /// process and keeps every watch it started.
     ///
-    /// A process reads its Secrets from one cluster (its own); one that reads Secrets
-    /// of several clusters, and tests that run several API servers in one process,
-    /// use one registry of their own per client ([`SecretWatches::new`]).
+    /// Entries are keyed by cluster, so one process may read same-named Secrets from
+    /// several clusters through it (a provisioner inside a remote cluster's scope).
     pub fn process() -> &'static SecretWatches {
         &PROCESS
     }
@@ -164,44 +192,191 @@ impl SecretWatches {
         &self.inner.provider
     }
 
-    /// `secret`, shared: started and synced (waiting at most `timeout`) by the first
-    /// call, returned at once by every later one. Concurrent first calls wait for one
-    /// start. A failed start is not remembered. Cancel-safe.
+    /// `secret` of `client`'s cluster, shared: started and synced (waiting at most
+    /// `timeout`) by the first call for that cluster and Secret, returned at once by
+    /// every later one. Concurrent first calls wait for one start. A failed or
+    /// cancelled start leaves nothing behind. Cancel-safe.
+    ///
+    /// # Errors
+    /// [`SourceError`] naming the Secret (and its cluster) when the watch cannot start:
+    /// refused, not synced in time, or its client cannot be built from the
+    /// configuration.
     pub async fn watch(
         &self,
-        client: &kube::Client,
+        client: &ClusterClient,
         secret: &SecretRef,
         timeout: Duration,
     ) -> Result<SharedSecret, SourceError> {
-        let cell = {
-            let mut entries = self
-                .inner
-                .entries
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner);
-            entries.entry(secret.clone()).or_default().clone()
-        };
-        cell.get_or_try_init(|| async {
-            let source = SecretSource::watch(client.clone(), secret.clone(), timeout).await?;
-            Ok(SharedSecret::start(source, self.inner.provider.clone()))
-        })
-        .await
-        .cloned()
+        self.watch_for(client, secret, timeout, Use::Identity).await
     }
 
-    /// The Secrets watched (started and synced) now.
-    pub fn watched(&self) -> Vec<SecretRef> {
+    /// `secret` of `client`'s cluster as a CA only: as [`SecretWatches::watch`], but
+    /// the cache never holds the Secret's `tls.key` (dropped before caching, with one
+    /// WARN and [`SecretSource::dropped_private_key`] set). When the Secret is already
+    /// watched in full (it is also this process's identity), that watch is shared.
+    ///
+    /// # Errors
+    /// As [`SecretWatches::watch`].
+    pub async fn watch_trust(
+        &self,
+        client: &ClusterClient,
+        secret: &SecretRef,
+        timeout: Duration,
+    ) -> Result<SharedSecret, SourceError> {
+        let full = (client.cluster().clone(), secret.clone(), Use::Identity);
+        if let Some(shared) = self.started(&full) {
+            return Ok(shared);
+        }
+        self.watch_for(client, secret, timeout, Use::TrustOnly)
+            .await
+    }
+
+    /// The started, living entry of `key`, if any.
+    fn started(&self, key: &EntryKey) -> Option<SharedSecret> {
         let entries = self
             .inner
             .entries
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
-        let mut watched: Vec<SecretRef> = entries
+        entries
+            .get(key)
+            .and_then(|cell| cell.get().cloned())
+            .filter(SharedSecret::is_alive)
+    }
+
+    async fn watch_for(
+        &self,
+        client: &ClusterClient,
+        secret: &SecretRef,
+        timeout: Duration,
+        use_: Use,
+    ) -> Result<SharedSecret, SourceError> {
+        let key: EntryKey = (client.cluster().clone(), secret.clone(), use_);
+        let cell = self.entry(&key);
+        let started = cell
+            .get_or_try_init(|| self.start(client, secret, timeout, use_))
+            .await
+            .cloned();
+        if started.is_err() {
+            self.forget_if_unstarted(&key, &cell);
+        }
+        started
+    }
+
+    /// The entry of `key`, a fresh one when it has none or its watch died with the
+    /// runtime of the client it was started with.
+    fn entry(&self, key: &EntryKey) -> Arc<OnceCell<SharedSecret>> {
+        let mut entries = self
+            .inner
+            .entries
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let cell = entries.entry(key.clone()).or_default();
+        if cell.get().is_some_and(|shared| !shared.is_alive()) {
+            tracing::info!(
+                cluster = %key.0,
+                secret = %key.1,
+                trust_only = key.2 == Use::TrustOnly,
+                "the watch of a shared Secret ended with its client's runtime; starting a new one"
+            );
+            *cell = Arc::default();
+        }
+        cell.clone()
+    }
+
+    /// Removes `key`'s entry if it is still `cell` and never started.
+    fn forget_if_unstarted(&self, key: &EntryKey, cell: &Arc<OnceCell<SharedSecret>>) {
+        let mut entries = self
+            .inner
+            .entries
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if entries
+            .get(key)
+            .is_some_and(|current| Arc::ptr_eq(current, cell) && !current.initialized())
+        {
+            entries.remove(key);
+        }
+    }
+
+    /// Starts `secret`'s watch and loader on the registry's runtime, with a client of
+    /// the registry's own when `client` carries its configuration.
+    async fn start(
+        &self,
+        client: &ClusterClient,
+        secret: &SecretRef,
+        timeout: Duration,
+        use_: Use,
+    ) -> Result<SharedSecret, SourceError> {
+        let runtime = match self.inner.runtime.get() {
+            Some(runtime) => runtime.clone(),
+            None => {
+                let started = BackgroundRuntime::start().map_err(|e| SourceError::Client {
+                    secret: secret.clone(),
+                    cluster: client.cluster().clone(),
+                    reason: e.to_string(),
+                })?;
+                self.inner.runtime.get_or_init(|| started).clone()
+            }
+        };
+        // A client without configuration keeps working only while the runtime it was
+        // built on runs: watch that runtime.
+        let caller_runtime = match client.config() {
+            Some(_) => None,
+            None => Some(RuntimeLiveness::of_current()),
+        };
+        let (client, secret_ref, provider) =
+            (client.clone(), secret.clone(), self.inner.provider.clone());
+        let task_runtime = runtime.clone();
+        runtime
+            .spawn(async move {
+                let kube_client = match client.config() {
+                    Some(config) => {
+                        kube::Client::try_from(config.clone()).map_err(|e| SourceError::Client {
+                            secret: secret_ref.clone(),
+                            cluster: client.cluster().clone(),
+                            reason: e.to_string(),
+                        })?
+                    }
+                    None => client.kube().clone(),
+                };
+                let source = SecretSource::watch_in(
+                    kube_client,
+                    client.cluster().clone(),
+                    secret_ref,
+                    timeout,
+                    use_ == Use::TrustOnly,
+                    task_runtime,
+                )
+                .await?;
+                Ok(SharedSecret::start(
+                    source,
+                    client.cluster().clone(),
+                    provider,
+                    caller_runtime,
+                ))
+            })
+            .await
+            .map_err(|_| SourceError::Stopped {
+                secret: secret.clone(),
+            })?
+    }
+
+    /// The Secrets watched (started and synced) now, with the cluster each is read
+    /// from.
+    pub fn watched(&self) -> Vec<(ClusterId, SecretRef)> {
+        let entries = self
+            .inner
+            .entries
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let mut watched: Vec<(ClusterId, SecretRef)> = entries
             .iter()
             .filter(|(_, cell)| cell.initialized())
-            .map(|(secret, _)| secret.clone())
+            .map(|((cluster, secret, _), _)| (cluster.clone(), secret.clone()))
             .collect();
         watched.sort();
+        watched.dedup();
         watched
     }
 }
@@ -224,18 +399,29 @@ struct Shared {
     wants_trust: AtomicBool,
     /// Changes of the cache the loader has processed.
     loaded: AtomicU64,
+    /// The cluster the Secret is read from.
+    cluster: ClusterId,
+    /// The runtime of the caller's client, when the watch runs through it.
+    client_runtime: Option<RuntimeLiveness>,
 }
 
 impl fmt::Debug for SharedSecret {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("SharedSecret")
+            .field("cluster", &self.inner.cluster)
             .field("source", &self.inner.source)
             .finish_non_exhaustive()
     }
 }
 
 impl SharedSecret {
-    fn start(source: SecretSource, provider: Arc<CryptoProvider>) -> Self {
+    /// Shares `source` and starts its loader (on the current runtime: the registry's).
+    fn start(
+        source: SecretSource,
+        cluster: ClusterId,
+        provider: Arc<CryptoProvider>,
+        client_runtime: Option<RuntimeLiveness>,
+    ) -> Self {
         let shared = Self {
             inner: Arc::new(Shared {
                 built: Mutex::new(HashMap::new()),
@@ -245,6 +431,8 @@ impl SharedSecret {
                 wants_identity: AtomicBool::new(false),
                 wants_trust: AtomicBool::new(false),
                 loaded: AtomicU64::new(0),
+                cluster,
+                client_runtime,
             }),
         };
         let changes = shared.inner.source.changes();
@@ -255,6 +443,20 @@ impl SharedSecret {
     /// The Secret.
     pub fn secret_ref(&self) -> &SecretRef {
         self.inner.source.secret_ref()
+    }
+
+    /// The cluster the Secret is read from.
+    pub fn cluster(&self) -> &ClusterId {
+        &self.inner.cluster
+    }
+
+    /// Whether the watch can still run: false once the runtime of the caller's client
+    /// it runs through (a client without configuration) has ended.
+    fn is_alive(&self) -> bool {
+        self.inner
+            .client_runtime
+            .as_ref()
+            .is_none_or(RuntimeLiveness::is_alive)
     }
 
     /// The watched Secret's cache.
@@ -348,10 +550,12 @@ fn warm(key: &rustls::sign::CertifiedKey) {
 /// The loader task of one shared Secret: each time the watch changes the cache, load
 /// what its users read. Ends when the watch stops or the Secret is no longer shared.
 async fn load_each_version(shared: Weak<Shared>, mut changes: tokio::sync::watch::Receiver<u64>) {
+    let mut newest: Option<u64> = None;
     while changes.changed().await.is_ok() {
         let Some(shared) = shared.upgrade() else {
             return;
         };
+        newest = warn_if_rolled_back(&shared, newest);
         // Loading an RSA key takes up to a few milliseconds: off the async workers.
         let loaded = tokio::task::spawn_blocking(move || {
             if shared.wants_identity.load(Ordering::Acquire) {
@@ -366,5 +570,64 @@ async fn load_each_version(shared: Weak<Shared>, mut changes: tokio::sync::watch
         if loaded.is_err() {
             return;
         }
+    }
+}
+
+/// The newest `resourceVersion` seen so far, with a WARN when the watch delivers one
+/// older than it: a restored backup or a rolled-back etcd puts older material back,
+/// and the handshake path refuses to go back to it (it keeps serving the newer
+/// version), so an operator must hear of it.
+fn warn_if_rolled_back(shared: &Shared, newest: Option<u64>) -> Option<u64> {
+    let current = shared
+        .source
+        .get()
+        .and_then(|secret| super::secret::resource_version(&secret));
+    match (newest, current) {
+        (Some(newest), Some(current)) if current < newest => {
+            tracing::warn!(
+                secret = %shared.source.secret_ref(),
+                cluster = %shared.cluster,
+                resource_version = current,
+                newest_seen = newest,
+                "the watch delivered an older resourceVersion of the Secret than one already \
+                 seen (a restored backup or a rolled-back API server?): the newer material \
+                 stays in use until a newer version arrives"
+            );
+            Some(newest)
+        }
+        (_, Some(current)) => Some(current),
+        (newest, None) => newest,
+    }
+}
+
+/// Whether a Tokio runtime still runs: a task parked on it forever holds a guard that
+/// marks the runtime ended when the runtime drops the task at shutdown.
+#[derive(Clone)]
+struct RuntimeLiveness(Arc<AtomicBool>);
+
+struct MarkEnded(Arc<AtomicBool>);
+
+impl Drop for MarkEnded {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Release);
+    }
+}
+
+impl RuntimeLiveness {
+    /// The liveness of the runtime this is called on (alive for ever outside one).
+    fn of_current() -> Self {
+        let ended = Arc::new(AtomicBool::new(false));
+        if let Ok(handle) = tokio::runtime::Handle::try_current() {
+            let guard = MarkEnded(ended.clone());
+            handle.spawn(async move {
+                let _guard = guard;
+                std::future::pending::<()>().await;
+            });
+        }
+        Self(ended)
+    }
+
+    fn is_alive(&self) -> bool {
+        !self.0.load(Ordering::Acquire)
     }
 }

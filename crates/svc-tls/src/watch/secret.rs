@@ -29,8 +29,10 @@
 
 use std::fmt;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+use cluster_id::ClusterId;
 use k8s_openapi::api::core::v1::Secret;
 use kube::Api;
 use kube_runtime::reflector::ObjectRef;
@@ -49,12 +51,15 @@ pub use watch_ready::DEFAULT_SYNC_TIMEOUT;
 pub enum SourceError {
     /// The first list did not complete in time.
     #[error(
-        "timed out after {timeout:?} waiting for the watch of Secret {secret} to sync{}",
+        "timed out after {timeout:?} waiting for the watch of Secret {secret}{} to sync{}",
+        in_cluster(cluster.as_ref()),
         last_error.as_deref().map(|e| format!(" (last error: {e})")).unwrap_or_default()
     )]
     SyncTimeout {
         /// The Secret.
         secret: SecretRef,
+        /// The cluster it is read from, when the watch is shared per cluster.
+        cluster: Option<ClusterId>,
         /// The bound that passed.
         timeout: Duration,
         /// The last watch error seen, if any.
@@ -62,12 +67,15 @@ pub enum SourceError {
     },
     /// The API server refused to list or watch the Secret.
     #[error(
-        "the API server refused to watch Secret {secret} (HTTP {code}: {message}); \
-         grant get, list and watch on this Secret to the service account"
+        "the API server{} refused to watch Secret {secret} (HTTP {code}: {message}); \
+         grant get, list and watch on this Secret to the service account",
+        in_cluster(cluster.as_ref())
     )]
     Refused {
         /// The Secret.
         secret: SecretRef,
+        /// The cluster it is read from, when the watch is shared per cluster.
+        cluster: Option<ClusterId>,
         /// HTTP status code (401, 403 or 404).
         code: u16,
         /// The API server's message.
@@ -79,12 +87,34 @@ pub enum SourceError {
         /// The Secret.
         secret: SecretRef,
     },
+    /// The shared watch's client could not be built from the cluster's configuration.
+    #[error("cannot watch Secret {secret} in cluster {cluster}: {reason}")]
+    Client {
+        /// The Secret.
+        secret: SecretRef,
+        /// The cluster whose configuration failed.
+        cluster: ClusterId,
+        /// Why (kube's error, or the runtime's).
+        reason: String,
+    },
+}
+
+fn in_cluster(cluster: Option<&ClusterId>) -> String {
+    cluster
+        .map(|c| format!(" of cluster {c}"))
+        .unwrap_or_default()
 }
 
 struct Inner {
     secret: SecretRef,
     key: ObjectRef<Secret>,
     watched: Watched<Secret>,
+    /// Set when a version of the Secret held a `tls.key` that was dropped before
+    /// caching (a Secret watched for trust only).
+    dropped_private_key: Arc<AtomicBool>,
+    /// The runtime the watch runs on, when it is a registry's: kept while any user
+    /// of the source (a resolver, a verifier) lives.
+    _runtime: Option<super::runtime::BackgroundRuntime>,
 }
 
 /// A synced, watch-driven cache of one Secret. Cheap to clone (an `Arc`).
@@ -114,16 +144,80 @@ impl SecretSource {
         secret: SecretRef,
         timeout: Duration,
     ) -> Result<Self, SourceError> {
-        let health = Health::new(format!("Secret {secret}"));
+        Self::start(client, None, secret, timeout, false, None).await
+    }
+
+    /// [`SecretSource::watch`] of a Secret read as a CA only: its `tls.key` is dropped
+    /// before the cache keeps a version (see [`SecretSource::dropped_private_key`]).
+    pub async fn watch_ca(
+        client: kube::Client,
+        secret: SecretRef,
+        timeout: Duration,
+    ) -> Result<Self, SourceError> {
+        Self::start(client, None, secret, timeout, true, None).await
+    }
+
+    /// [`SecretSource::watch`] of a Secret of `cluster` (named in errors and health).
+    /// With `trust_only`, the Secret's `tls.key` is dropped before the cache keeps a
+    /// version (a CA's private key is never held by a service that only trusts it),
+    /// and the first version that held one is logged at WARN.
+    pub(crate) async fn watch_in(
+        client: kube::Client,
+        cluster: ClusterId,
+        secret: SecretRef,
+        timeout: Duration,
+        trust_only: bool,
+        runtime: super::runtime::BackgroundRuntime,
+    ) -> Result<Self, SourceError> {
+        Self::start(
+            client,
+            Some(cluster),
+            secret,
+            timeout,
+            trust_only,
+            Some(runtime),
+        )
+        .await
+    }
+
+    async fn start(
+        client: kube::Client,
+        cluster: Option<ClusterId>,
+        secret: SecretRef,
+        timeout: Duration,
+        trust_only: bool,
+        runtime: Option<super::runtime::BackgroundRuntime>,
+    ) -> Result<Self, SourceError> {
+        let health = Health::new(match &cluster {
+            Some(cluster) => format!("Secret {secret} of cluster {cluster}"),
+            None => format!("Secret {secret}"),
+        });
         let client = watch_ready::observe(&client, &health);
         let api: Api<Secret> = Api::namespaced(client, &secret.namespace);
         let config = watcher::Config::default().fields(&format!("metadata.name={}", secret.name));
-        let watched = Watched::spawn(api, config, (), health);
+        let dropped_private_key = Arc::new(AtomicBool::new(false));
+        let dropped = dropped_private_key.clone();
+        let named = match &cluster {
+            Some(cluster) => format!("{secret} of cluster {cluster}"),
+            None => secret.to_string(),
+        };
+        let watched =
+            Watched::spawn_modified(api, config, (), health, move |object: &mut Secret| {
+                if trust_only && drop_private_key(object) && !dropped.swap(true, Ordering::AcqRel) {
+                    tracing::warn!(
+                        secret = %named,
+                        "a Secret used only as a CA holds a private key (tls.key): it was dropped \
+                         before caching; give this service a Secret or ConfigMap with ca.crt only \
+                         (docs/operations.md, trust without the CA key)"
+                    );
+                }
+            });
         match watched.synced_within(timeout).await {
             Ok(()) => {}
             Err(Some(WaitError::Refused(refusal))) => {
                 return Err(SourceError::Refused {
                     secret,
+                    cluster,
                     code: refusal.code,
                     message: refusal.message,
                 });
@@ -134,6 +228,7 @@ impl SecretSource {
                 return Err(SourceError::SyncTimeout {
                     last_error: watched.health().last_error(),
                     secret,
+                    cluster,
                     timeout,
                 });
             }
@@ -144,6 +239,8 @@ impl SecretSource {
                 secret,
                 key,
                 watched,
+                dropped_private_key,
+                _runtime: runtime,
             }),
         })
     }
@@ -152,6 +249,12 @@ impl SecretSource {
     /// deleted). Synchronous, no I/O: a map look-up and an `Arc` clone.
     pub fn get(&self) -> Option<Arc<Secret>> {
         self.inner.watched.store().get(&self.inner.key)
+    }
+
+    /// Whether a version of the Secret held a private key (`tls.key`) that was dropped
+    /// before caching: a trust-only watch of a Secret that should not hold one.
+    pub fn dropped_private_key(&self) -> bool {
+        self.inner.dropped_private_key.load(Ordering::Acquire)
     }
 
     /// The Secret this source watches.
@@ -189,6 +292,22 @@ impl SecretSource {
             errors: status.errors,
         }
     }
+}
+
+/// Removes `tls.key` from `secret`'s data (and any `stringData`); true when there
+/// was one.
+fn drop_private_key(secret: &mut Secret) -> bool {
+    let from_data = secret
+        .data
+        .as_mut()
+        .and_then(|data| data.remove(crate::material::TLS_KEY))
+        .is_some();
+    let from_string_data = secret
+        .string_data
+        .as_mut()
+        .and_then(|data| data.remove(crate::material::TLS_KEY))
+        .is_some();
+    from_data || from_string_data
 }
 
 /// A Secret's `resourceVersion` as a number, to order two snapshots of it. It is an

@@ -56,10 +56,11 @@ pub fn cached_cert_is(source: &svc_tls::source::SecretSource, cert_pem: &str) ->
 }
 
 /// [`svc_tls::PeerTls::from_options`] over registries of this call's own, so that
-/// tests running side by side against their own API emulators never share a watch
-/// (the process's registry is keyed by Secret, not by cluster).
+/// tests running side by side never share a watch or a metric (the process's
+/// registry is keyed by cluster and Secret, so sharing it would be safe, but a test's
+/// counts would then depend on which test ran first).
 pub async fn from_options_scoped(
-    client: &kube::Client,
+    client: &svc_tls::ClusterClient,
     peer: &svc_tls::options::PeerOptions,
     me: &svc_tls::options::ClientIdentityOptions,
     timeout: Duration,

@@ -1,0 +1,392 @@
+//! One process, several clusters: the process's registry of watched Secrets is keyed
+//! by the cluster a Secret is read from. Two API emulators hold same-named CA and
+//! identity Secrets (different CAs, different leaves); each cluster has a TLS server
+//! that verifies client certificates against that cluster's client CA and records
+//! the serial presented. Constructions go through the process's registry
+//! (`PeerTls::from_options`), in both orders.
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+
+mod support;
+
+use std::time::Duration;
+
+use kube_testbed::Testbed;
+use support::*;
+use svc_tls::client::PeerTls;
+use svc_tls::options::{ClientIdentityOptions, PeerOptions};
+use svc_tls::watch::SecretWatches;
+use svc_tls::{ClusterClient, ClusterId, SecretRef};
+
+const CA: &str = "identity-ca";
+const IDENTITY: &str = "region-client-certificate";
+const TIMEOUT: Duration = Duration::from_secs(10);
+
+/// One cluster: its API emulator with the two Secrets, and the peer that trusts its
+/// client CA.
+struct Cluster {
+    tb: Testbed,
+    server: VerifyingServer,
+    serial: u64,
+}
+
+async fn cluster(name: &str, serial: u64) -> Cluster {
+    let tb = Testbed::start().await;
+    let server_ca = TestCa::new(&format!("{name} server CA"));
+    let client_ca = TestCa::new(&format!("{name} client CA"));
+    let leaf = client_ca.client_leaf("region", serial);
+    tb.upsert(secret_with(
+        CA,
+        "kubernetes.io/tls",
+        &[("tls.crt", &server_ca.pem()), ("ca.crt", &server_ca.pem())],
+    ));
+    tb.upsert(tls_secret(IDENTITY, &leaf.cert_pem, &leaf.key_pem));
+    let server = VerifyingServer::start(&server_ca, &client_ca).await;
+    Cluster { tb, server, serial }
+}
+
+fn options(url: &str) -> (PeerOptions, ClientIdentityOptions) {
+    let cmd = PeerOptions::augment(clap::Command::new("svc"), "identity");
+    let cmd = ClientIdentityOptions::augment(cmd, None);
+    let m = cmd
+        .try_get_matches_from([
+            "svc".to_owned(),
+            format!("--identity-host={url}"),
+            format!("--identity-ca-secret-namespace={NS}"),
+            format!("--identity-ca-secret-name={CA}"),
+            format!("--client-certificate-namespace={NS}"),
+            format!("--client-certificate-name={IDENTITY}"),
+            "--identity-pool-idle-timeout=0s".to_owned(),
+        ])
+        .unwrap();
+    (
+        PeerOptions::from_matches(&m, "identity").unwrap(),
+        ClientIdentityOptions::from_matches(&m, None).unwrap(),
+    )
+}
+
+/// The peer client of `cluster`, from the options, through the process's registry.
+async fn peer_client(cluster: &Cluster) -> PeerTls {
+    let (peer, me) = options(&cluster.server.url());
+    PeerTls::from_options(&cluster.tb.cluster_client(), &peer, &me, TIMEOUT)
+        .await
+        .unwrap()
+}
+
+/// What `url`'s server answered to `tls`'s client: the serial it saw, or the error.
+async fn call(tls: &PeerTls, url: &str) -> Result<String, String> {
+    let http = tls.reqwest_client().map_err(|e| e.to_string())?;
+    let response = http.get(url).send().await.map_err(|e| format!("{e:?}"))?;
+    Ok(response
+        .text()
+        .await
+        .map_err(|e| e.to_string())?
+        .trim()
+        .to_owned())
+}
+
+async fn each_cluster_keeps_its_own_material(first: &Cluster, second: &Cluster) {
+    let first_tls = peer_client(first).await;
+    let second_tls = peer_client(second).await;
+    for (cluster, tls, other) in [(first, &first_tls, second), (second, &second_tls, first)] {
+        assert_eq!(
+            call(tls, &cluster.server.url()).await.unwrap(),
+            cluster.serial.to_string(),
+            "each client presents its own cluster's leaf"
+        );
+        assert!(
+            call(tls, &other.server.url()).await.is_err(),
+            "a client trusts only its own cluster's CA: the other cluster's server is refused"
+        );
+        assert!(
+            cluster
+                .server
+                .seen()
+                .iter()
+                .all(|seen| seen.serial == Some(cluster.serial)),
+            "the server saw only its own cluster's leaf"
+        );
+    }
+    let watched = SecretWatches::process().watched();
+    for cluster in [first, second] {
+        let id = cluster.tb.cluster_client().cluster().clone();
+        for name in [CA, IDENTITY] {
+            assert!(
+                watched.contains(&(id.clone(), SecretRef::new(NS, name))),
+                "{name} is watched per cluster: {watched:?}"
+            );
+        }
+        assert_eq!(
+            cluster.tb.open_watches(),
+            2,
+            "one watch per Secret per cluster"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn same_named_secrets_of_two_clusters_never_mix_local_first() {
+    let (local, remote) = (cluster("local", 11).await, cluster("remote", 22).await);
+    each_cluster_keeps_its_own_material(&local, &remote).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn same_named_secrets_of_two_clusters_never_mix_remote_first() {
+    let (local, remote) = (cluster("local", 33).await, cluster("remote", 44).await);
+    each_cluster_keeps_its_own_material(&remote, &local).await;
+}
+
+/// The registry's watches run on its own runtime: a caller's runtime that ends (a
+/// `block_on` at start-up, a test's runtime) takes no shared watch with it.
+#[test]
+fn a_shared_watch_outlives_the_runtime_that_started_it() {
+    let serving = tokio::runtime::Runtime::new().unwrap();
+    let tb = serving.block_on(Testbed::start());
+    let ca = TestCa::new("outlives");
+    let first = ca.client_leaf("first", 1);
+    tb.upsert(tls_secret(IDENTITY, &first.cert_pem, &first.key_pem));
+    let watches = SecretWatches::new();
+    let secret = SecretRef::new(NS, IDENTITY);
+
+    let starting = tokio::runtime::Runtime::new().unwrap();
+    let client = starting.block_on(async { tb.cluster_client() });
+    let shared = starting
+        .block_on(watches.watch(&client, &secret, TIMEOUT))
+        .unwrap();
+    drop(starting);
+
+    let second = ca.client_leaf("second", 2);
+    tb.upsert(tls_secret(IDENTITY, &second.cert_pem, &second.key_pem));
+    serving.block_on(async {
+        poll_until("the rotation reaches the shared cache", || {
+            cached_cert_is(shared.source(), &second.cert_pem)
+        })
+        .await;
+        let again = watches.watch(&client, &secret, TIMEOUT).await.unwrap();
+        assert_eq!(again.loaded_changes(), shared.loaded_changes());
+        assert_eq!(tb.open_watches(), 1, "the same watch, not a second one");
+    });
+}
+
+/// A client the caller names (no configuration): watched through that client, and
+/// when its runtime ends the entry is replaced, not served dead.
+#[test]
+fn a_named_clients_entry_ends_with_its_runtime_and_is_started_again() {
+    let serving = tokio::runtime::Runtime::new().unwrap();
+    let tb = serving.block_on(Testbed::start());
+    let ca = TestCa::new("named");
+    let leaf = ca.client_leaf("named", 1);
+    tb.upsert(tls_secret(IDENTITY, &leaf.cert_pem, &leaf.key_pem));
+    let watches = SecretWatches::new();
+    let secret = SecretRef::new(NS, IDENTITY);
+    let id = ClusterId::named("named-cluster");
+
+    let starting = tokio::runtime::Runtime::new().unwrap();
+    let client = starting.block_on(async { ClusterClient::new(tb.client(), id.clone()) });
+    let dead = starting
+        .block_on(watches.watch(&client, &secret, TIMEOUT))
+        .unwrap();
+    drop(starting);
+
+    drop(dead);
+    serving.block_on(async {
+        let lists = tb.requests("list");
+        let client = ClusterClient::new(tb.client(), id.clone());
+        let fresh = watches.watch(&client, &secret, TIMEOUT).await.unwrap();
+        assert_eq!(
+            tb.requests("list"),
+            lists + 1,
+            "a new watch, not the dead entry"
+        );
+        assert!(
+            fresh.source().watch_health().connected,
+            "a new watch through the living client"
+        );
+        assert_eq!(fresh.cluster(), &id);
+        let second = ca.client_leaf("named-2", 2);
+        tb.upsert(tls_secret(IDENTITY, &second.cert_pem, &second.key_pem));
+        poll_until("the new watch sees the rotation", || {
+            cached_cert_is(fresh.source(), &second.cert_pem)
+        })
+        .await;
+        let again = watches.watch(&client, &secret, TIMEOUT).await.unwrap();
+        assert_eq!(tb.requests("list"), lists + 1, "the new entry is shared");
+        assert_eq!(again.cluster(), &id);
+    });
+}
+
+/// The cluster is named in a failed start's error, and nothing is left behind.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_start_names_the_cluster_and_leaves_nothing() {
+    let tb = Testbed::start().await;
+    let watches = SecretWatches::new();
+    let client = tb.cluster_client();
+    let err = watches
+        .watch(
+            &client,
+            &SecretRef::new(NS, "absent"),
+            Duration::from_millis(300),
+        )
+        .await;
+    // An absent Secret syncs as empty; a stopped API server does not sync at all.
+    assert!(err.is_ok());
+    tb.stop().await;
+    let err = watches
+        .watch(
+            &client,
+            &SecretRef::new(NS, "other"),
+            Duration::from_millis(300),
+        )
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains(&format!("{NS}/other")), "{err}");
+    assert!(err.contains(client.cluster().label()), "{err}");
+    assert_eq!(
+        watches.watched().len(),
+        1,
+        "only the started one: {:?}",
+        watches.watched()
+    );
+}
+
+/// The options of a peer trusting the CA Secret `ca` and presenting no identity.
+fn trusting(url: &str, ca: &str) -> (PeerOptions, ClientIdentityOptions) {
+    let peer = PeerOptions::new("identity")
+        .with_host_value(url)
+        .with_ca_secret(NS, ca)
+        .with_pool_idle_timeout(Duration::ZERO);
+    (peer, ClientIdentityOptions::new(None))
+}
+
+/// A CA Secret that also holds the CA's private key (the issuer's Secret, as docs once
+/// suggested): the key never reaches the cache, one WARN and the metric say so, and
+/// the roots still verify a handshake.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_trust_secret_never_keeps_its_private_key() {
+    let logs = test_support::logs::CapturedLogs::global();
+    let tb = Testbed::start().await;
+    let server_ca = TestCa::new("issuer with key");
+    let key = server_ca.client_leaf("stand-in key", 5).key_pem;
+    let with_key = |version: &str| {
+        secret_with(
+            "issuer-ca",
+            "kubernetes.io/tls",
+            &[
+                ("tls.crt", &server_ca.pem()),
+                ("tls.key", &key),
+                ("ca.crt", &server_ca.pem()),
+                ("version", version),
+            ],
+        )
+    };
+    tb.upsert(with_key("1"));
+    let server = VerifyingServer::builder(&server_ca, &server_ca)
+        .no_client_auth()
+        .start()
+        .await;
+    let watches = SecretWatches::new();
+    let client = tb.cluster_client();
+    let (peer, me) = trusting(&server.url(), "issuer-ca");
+    let tls = PeerTls::from_options_with(
+        &watches,
+        &svc_tls::spiffe::WorkloadApiStreams::new(),
+        &client,
+        &peer,
+        &me,
+        TIMEOUT,
+    )
+    .await
+    .unwrap();
+    assert!(call(&tls, &server.url()).await.is_ok(), "the roots verify");
+
+    let shared = watches
+        .watch_trust(&client, &SecretRef::new(NS, "issuer-ca"), TIMEOUT)
+        .await
+        .unwrap();
+    let cached = shared.source().get().unwrap();
+    let data = cached.data.as_ref().unwrap();
+    assert!(data.contains_key("ca.crt"));
+    assert!(!data.contains_key("tls.key"), "the CA key is not cached");
+    assert!(shared.source().dropped_private_key());
+
+    tb.upsert(with_key("2"));
+    poll_until("the new version is cached", || {
+        shared.source().get().is_some_and(|s| {
+            s.data
+                .as_ref()
+                .and_then(|d| d.get("version"))
+                .is_some_and(|v| v.0 == b"2")
+        })
+    })
+    .await;
+    let cached = shared.source().get().unwrap();
+    assert!(!cached.data.as_ref().unwrap().contains_key("tls.key"));
+    let warnings = logs
+        .text()
+        .lines()
+        .filter(|l| {
+            l.contains("WARN") && l.contains("holds a private key") && l.contains("issuer-ca")
+        })
+        .count();
+    assert_eq!(warnings, 1, "said once:\n{}", logs.text());
+    assert!(!logs.text().contains("PRIVATE KEY"));
+}
+
+/// Anchors without any key: an Opaque Secret with `ca.crt` alone verifies a chain,
+/// and refuses a server of another CA.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_opaque_ca_crt_only_secret_is_trusted() {
+    let tb = Testbed::start().await;
+    let server_ca = TestCa::new("opaque bundle");
+    tb.upsert(secret_with(
+        "bundle",
+        "Opaque",
+        &[("ca.crt", &server_ca.pem())],
+    ));
+    let server = VerifyingServer::builder(&server_ca, &server_ca)
+        .no_client_auth()
+        .start()
+        .await;
+    let other_ca = TestCa::new("not in the bundle");
+    let other = VerifyingServer::builder(&other_ca, &other_ca)
+        .no_client_auth()
+        .start()
+        .await;
+    let (peer, me) = trusting(&server.url(), "bundle");
+    let tls = PeerTls::from_options_with(
+        &SecretWatches::new(),
+        &svc_tls::spiffe::WorkloadApiStreams::new(),
+        &tb.cluster_client(),
+        &peer,
+        &me,
+        TIMEOUT,
+    )
+    .await
+    .unwrap();
+    assert!(call(&tls, &server.url()).await.is_ok());
+    assert!(call(&tls, &other.url()).await.is_err());
+    assert_eq!(server.handshakes(), 1);
+
+    // An Opaque Secret without ca.crt is refused, naming the key.
+    tb.upsert(secret_with(
+        "empty-bundle",
+        "Opaque",
+        &[("tls.crt", &server_ca.pem())],
+    ));
+    let (peer, me) = trusting(&server.url(), "empty-bundle");
+    let err = PeerTls::from_options_with(
+        &SecretWatches::new(),
+        &svc_tls::spiffe::WorkloadApiStreams::new(),
+        &tb.cluster_client(),
+        &peer,
+        &me,
+        TIMEOUT,
+    )
+    .await
+    .unwrap_err()
+    .to_string();
+    assert!(
+        err.contains("empty-bundle") && err.contains("ca.crt"),
+        "{err}"
+    );
+}
