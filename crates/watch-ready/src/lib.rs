@@ -43,7 +43,7 @@ mod watched;
 pub use health::{Health, WatchState, WatchStatus, observe};
 pub use kube_runtime::reflector::Store;
 pub use refusal::{Refusal, RefusalReason};
-pub use watched::{Unsynced, WaitError, Watched, all_synced};
+pub use watched::{QUICK_RETRY_MAX, Unsynced, WaitError, Watched, all_synced};
 
 use std::time::Duration;
 

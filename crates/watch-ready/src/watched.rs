@@ -4,6 +4,7 @@ use std::{fmt, future::Future, hash::Hash, time::Duration};
 
 use futures::{FutureExt, StreamExt, future::BoxFuture};
 use kube::{Api, Resource};
+use kube_runtime::utils::{Backoff, ResetTimerBackoff};
 use kube_runtime::{
     WatchStreamExt,
     reflector::{self, Store},
@@ -75,6 +76,23 @@ where
     }
 }
 
+/// The longest wait between two retries of a quick-retry watch (before jitter, which
+/// adds at most as much again): a renewed Secret written during an API outage reaches
+/// the cache within about two seconds of the API's return.
+pub const QUICK_RETRY_MAX: Duration = Duration::from_millis(600);
+
+/// 100 ms doubling to [`QUICK_RETRY_MAX`], jittered (so a fleet does not retry in
+/// step), never giving up, back to 100 ms after two minutes without an error.
+fn quick_backoff() -> ResetTimerBackoff<watcher::ExponentialBackoff> {
+    let schedule = backon::ExponentialBuilder::default()
+        .with_min_delay(Duration::from_millis(100))
+        .with_max_delay(QUICK_RETRY_MAX)
+        .with_factor(2.0)
+        .with_jitter()
+        .without_max_times();
+    ResetTimerBackoff::new(schedule.into(), Duration::from_secs(120))
+}
+
 impl<K> Watched<K>
 where
     K: Resource + Clone + DeserializeOwned + fmt::Debug + Send + Sync + 'static,
@@ -91,12 +109,17 @@ where
         dynamic_type: K::DynamicType,
         health: Health,
     ) -> Self {
-        Self::spawn_modified(api, config, dynamic_type, health, |_: &mut K| {})
+        Self::start(api, config, dynamic_type, health, |_: &mut K| {}, false)
     }
 
     /// [`Watched::spawn`], with `modify` applied to every object before the store
     /// keeps it (kube-runtime's `WatchStreamExt::modify`): what the caller must not
     /// keep in memory (a trust Secret's private key) is dropped before caching.
+    ///
+    /// Retries are quick ([`QUICK_RETRY_MAX`]): a watch of one small object (a
+    /// Secret) that failed during an API-server outage is back within about a second
+    /// or two of the API's return, so a certificate renewed meanwhile is not held back
+    /// by kube-runtime's default backoff (up to 30 s).
     pub fn spawn_modified(
         api: Api<K>,
         config: watcher::Config,
@@ -104,12 +127,28 @@ where
         health: Health,
         modify: impl FnMut(&mut K) + Send + 'static,
     ) -> Self {
+        Self::start(api, config, dynamic_type, health, modify, true)
+    }
+
+    fn start(
+        api: Api<K>,
+        config: watcher::Config,
+        dynamic_type: K::DynamicType,
+        health: Health,
+        modify: impl FnMut(&mut K) + Send + 'static,
+        quick_retry: bool,
+    ) -> Self {
         let writer = reflector::store::Writer::new(dynamic_type);
         let store = writer.as_reader();
+        let backoff: Box<dyn Backoff> = if quick_retry {
+            Box::new(quick_backoff())
+        } else {
+            Box::new(watcher::DefaultBackoff::default())
+        };
         let stream = reflector::reflector(
             writer,
             watcher::watcher(api, config)
-                .default_backoff()
+                .backoff(backoff)
                 .modify(modify),
         );
         let task_health = health.clone();
