@@ -76,8 +76,16 @@ impl PeerTls {
         let secret = match identity.config()? {
             IdentityConfig::Spiffe { .. } => {
                 let endpoint = SpiffeEndpoint::from_env()?;
-                let workload = streams.connect(endpoint, provider, sync_timeout).await?;
-                return Self::from_spiffe_in(watches, peer, identity, &workload);
+                let workload = streams
+                    .connect(endpoint.clone(), provider, sync_timeout)
+                    .await?;
+                return Self::from_spiffe_in(
+                    watches,
+                    Some((streams, endpoint.as_str())),
+                    peer,
+                    identity,
+                    &workload,
+                );
             }
             IdentityConfig::Secret(secret) => Some(secret),
             IdentityConfig::None => None,
@@ -138,12 +146,15 @@ impl PeerTls {
         identity: &ClientIdentityOptions,
         workload: &WorkloadApiSource,
     ) -> Result<Self, PeerClientError> {
-        Self::from_spiffe_in(SecretWatches::process(), peer, identity, workload)
+        Self::from_spiffe_in(SecretWatches::process(), None, peer, identity, workload)
     }
 
-    /// [`PeerTls::from_spiffe`] recording into `watches`' metrics.
-    fn from_spiffe_in(
+    /// [`PeerTls::from_spiffe`] recording into `watches`' metrics; with `shared`, the
+    /// resolver and verifier are built once per stream and server ID in that registry
+    /// of streams and shared by every later construction.
+    pub(crate) fn from_spiffe_in(
         watches: &SecretWatches,
+        shared: Option<(&WorkloadApiStreams, &str)>,
         peer: &PeerOptions,
         identity: &ClientIdentityOptions,
         workload: &WorkloadApiSource,
@@ -164,7 +175,22 @@ impl PeerTls {
                 ),
             );
         }
-        Ok(Self::for_spiffe_id_in(watches, workload, server_id)?.for_peer(peer))
+        let tls = match shared {
+            Some((streams, endpoint)) => {
+                let (trust, resolver) = streams.built(endpoint, &server_id.to_string(), || {
+                    Self::spiffe_halves(watches, workload, server_id.clone())
+                })?;
+                let mut tls = Self::new(
+                    Arc::new(crate::material::crypto_provider()),
+                    TrustMode::Watched(trust),
+                    Some(resolver),
+                );
+                tls.principal = crate::wiring::principal_recorder(watches);
+                tls
+            }
+            None => Self::for_spiffe_id_in(watches, workload, server_id)?,
+        };
+        Ok(tls.for_peer(peer))
     }
 
     /// SPIFFE mode without options: present `workload`'s current X509-SVID on every
@@ -199,6 +225,20 @@ impl PeerTls {
         workload: &WorkloadApiSource,
         server_id: SpiffeId,
     ) -> Result<Self, PeerClientError> {
+        let (trust, resolver) = Self::spiffe_halves(watches, workload, server_id)?;
+        let provider = Arc::new(crate::material::crypto_provider());
+        let mut tls = Self::new(provider, TrustMode::Watched(trust), Some(resolver));
+        tls.principal = crate::wiring::principal_recorder(watches);
+        Ok(tls)
+    }
+
+    /// The verifier of `server_id` over `workload`'s bundles and the resolver of its
+    /// SVID, recording into `watches`' metrics.
+    fn spiffe_halves(
+        watches: &SecretWatches,
+        workload: &WorkloadApiSource,
+        server_id: SpiffeId,
+    ) -> Result<(TrustVerifier, IdentityResolver), PeerClientError> {
         let provider = Arc::new(crate::material::crypto_provider());
         let trust_source = SpiffeTrustSource::new(workload.clone(), server_id.trust_domain());
         let trust_recorder = crate::wiring::trust_recorder(watches, trust_source.origin(), None);
@@ -226,8 +266,6 @@ impl PeerTls {
         )?;
         crate::wiring::track_trust(watches, &trust, None);
         crate::wiring::track_identity(watches, &resolver, None);
-        let mut tls = Self::new(provider, TrustMode::Watched(trust), Some(resolver));
-        tls.principal = crate::wiring::principal_recorder(watches);
-        Ok(tls)
+        Ok((trust, resolver))
     }
 }

@@ -82,3 +82,6 @@ pub use config::{
 pub use error::PeerClientError;
 pub use peer::PeerTls;
 pub use redirect::{MAX_REDIRECTS, RedirectRefused, same_origin_policy};
+
+#[cfg(test)]
+mod spiffe_sharing;

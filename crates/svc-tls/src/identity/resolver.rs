@@ -87,6 +87,14 @@ pub struct IdentityResolver {
     inner: Arc<Inner>,
 }
 
+impl IdentityResolver {
+    /// Whether `self` and `other` are the same resolver (clones of one), sharing its
+    /// last good identity, failure episodes and watch health.
+    pub fn ptr_eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
+    }
+}
+
 impl fmt::Debug for IdentityResolver {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         // Public facts only, never key material.

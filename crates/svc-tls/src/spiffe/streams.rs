@@ -6,6 +6,7 @@
 //! registry made with [`WorkloadApiStreams::new`] (one per test) ends them when it and
 //! every source built from it are dropped.
 
+use std::any::{Any, TypeId};
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::{Arc, LazyLock, Mutex, PoisonError};
@@ -21,6 +22,11 @@ use super::stream::{SpiffeEndpoint, WorkloadApiSource};
 #[derive(Clone, Default)]
 pub struct WorkloadApiStreams {
     streams: Arc<Mutex<HashMap<String, Arc<OnceCell<WorkloadApiSource>>>>>,
+    /// What the options-based constructors built over a stream (a resolver and a
+    /// verifier per server ID), shared by every later construction as Secret mode
+    /// shares them per Secret. Held by the registry, not the stream, so nothing
+    /// forms a cycle with the stream it reads.
+    built: Arc<Mutex<HashMap<(String, String, TypeId), Box<dyn Any + Send + Sync>>>>,
 }
 
 static PROCESS: LazyLock<WorkloadApiStreams> = LazyLock::new(WorkloadApiStreams::new);
@@ -64,6 +70,28 @@ impl WorkloadApiStreams {
         cell.get_or_try_init(|| WorkloadApiSource::connect(endpoint, provider, timeout))
             .await
             .cloned()
+    }
+
+    /// The `T` built over the stream at `endpoint` for `key` by the first successful
+    /// `build`, shared by every later caller (a failed build is not remembered).
+    /// Construction path only.
+    pub(crate) fn built<T, E>(
+        &self,
+        endpoint: &str,
+        key: &str,
+        build: impl FnOnce() -> Result<T, E>,
+    ) -> Result<T, E>
+    where
+        T: Clone + Send + Sync + 'static,
+    {
+        let slot = (endpoint.to_owned(), key.to_owned(), TypeId::of::<T>());
+        let mut built = self.built.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(value) = built.get(&slot).and_then(|b| b.downcast_ref::<T>()) {
+            return Ok(value.clone());
+        }
+        let value = build()?;
+        built.insert(slot, Box::new(value.clone()));
+        Ok(value)
     }
 
     /// How many streams are connected now.

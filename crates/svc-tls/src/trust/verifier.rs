@@ -85,6 +85,13 @@ pub struct TrustVerifier {
     inner: Arc<Inner>,
 }
 
+impl TrustVerifier {
+    /// Whether `self` and `other` are the same verifier (clones of one).
+    pub fn ptr_eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
+    }
+}
+
 impl fmt::Debug for TrustVerifier {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let served = self.inner.core.served();
