@@ -15,8 +15,8 @@ use crate::ClusterId;
 ///
 /// let client = ClusterClient::try_from_config(kube::Config::infer().await?)?;
 /// println!("reading cluster {}", client.cluster());
-/// let pods: kube::Api<k8s_openapi::api::core::v1::Pod> = kube::Api::all(client.kube().clone());
-/// # let _ = pods; Ok(()) }
+/// let plain: kube::Client = client.kube().clone(); // for kube::Api and the like
+/// # let _ = plain; Ok(()) }
 /// ```
 #[derive(Clone)]
 pub struct ClusterClient {
