@@ -26,8 +26,12 @@ pub struct WorkloadApiStreams {
     /// verifier per server ID), shared by every later construction as Secret mode
     /// shares them per Secret. Held by the registry, not the stream, so nothing
     /// forms a cycle with the stream it reads.
-    built: Arc<Mutex<HashMap<(String, String, TypeId), Box<dyn Any + Send + Sync>>>>,
+    built: Arc<Mutex<HashMap<BuiltKey, Box<dyn Any + Send + Sync>>>>,
 }
+
+/// A built value's slot: the stream's address, the caller's key (a server ID), the
+/// value's type.
+type BuiltKey = (String, String, TypeId);
 
 static PROCESS: LazyLock<WorkloadApiStreams> = LazyLock::new(WorkloadApiStreams::new);
 
