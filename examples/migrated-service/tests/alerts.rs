@@ -15,11 +15,10 @@
 
 mod common;
 
-use common::write_kubeconfig;
+use common::{Running, free_port, have, workspace, write_kubeconfig};
 use std::collections::BTreeMap;
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use kube_testbed::Testbed;
@@ -28,48 +27,6 @@ use test_support::tls_server::VerifyingServer;
 
 const NS: &str = "platform";
 const SECRET: &str = "billing-client-certificate";
-
-/// Whether `program` runs; `false` skips the test (outside CI only).
-fn have(program: &str) -> bool {
-    let present = Command::new(program)
-        .arg("--version")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if !present {
-        assert!(
-            std::env::var("CI").as_deref() != Ok("true"),
-            "{program} is not installed (CI installs it with `cargo xtask prepare`: apt package prometheus)"
-        );
-        eprintln!(
-            "SKIPPED: {program} is not installed (apt-get install prometheus, or `cargo xtask prepare` as root)"
-        );
-    }
-    present
-}
-
-fn workspace() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-/// A child process killed (by its own id) when dropped.
-struct Running(Child);
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 fn secret(name: &str, data: &[(&str, &str)]) -> serde_json::Value {
     test_support::secret::secret_with(NS, name, "kubernetes.io/tls", data)

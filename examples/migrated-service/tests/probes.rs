@@ -7,9 +7,8 @@
 
 mod common;
 
-use common::write_kubeconfig;
-use std::net::TcpListener;
-use std::process::{Child, Command, Stdio};
+use common::{Running, free_port, write_kubeconfig};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use kube_testbed::Testbed;
@@ -18,24 +17,6 @@ use test_support::tls_server::VerifyingServer;
 
 const NS: &str = "platform";
 const SECRET: &str = "billing-client-certificate";
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-/// A child process killed (by its own id) when dropped.
-struct Running(Child);
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 fn secret(name: &str, data: &[(&str, &str)]) -> serde_json::Value {
     test_support::secret::secret_with(NS, name, "kubernetes.io/tls", data)
