@@ -1,0 +1,276 @@
+//! What the command found, as plain data: serialized for `--output json`, rendered
+//! for people by [`human`], and judged into one exit code ([`Category`]).
+//!
+//! Nothing here holds key material: certificates are described (subject, names,
+//! times, key type), keys only by their type and size, principals by their
+//! algorithm and audience (the token itself is a bearer credential and is never
+//! kept).
+
+pub mod human;
+
+use serde::Serialize;
+
+/// A failed check's category, and the exit code that says it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Category {
+    /// The flags are wrong (clap's parse, svc-tls's `OptionsError`, a file named by a
+    /// flag that cannot be read): exit 2.
+    Flags,
+    /// A Secret (or the SPIFFE SVID) does not exist, cannot be read, or the service's
+    /// loader refuses it: exit 3.
+    Secret,
+    /// The identity does not chain to the CA named by `--chain-ca-secret` /
+    /// `--chain-ca-file`: exit 4.
+    Chain,
+    /// A peer's handshake failed, or the peer refused the client certificate: exit 5.
+    Peer,
+    /// A principal could not be signed, or its signature did not verify: exit 6.
+    Principal,
+    /// No Kubernetes configuration, or the SPIFFE Workload API unreachable: exit 7.
+    Environment,
+}
+
+impl Category {
+    /// The process exit code of this category.
+    pub fn exit_code(self) -> u8 {
+        match self {
+            Self::Flags => 2,
+            Self::Secret => 3,
+            Self::Chain => 4,
+            Self::Peer => 5,
+            Self::Principal => 6,
+            Self::Environment => 7,
+        }
+    }
+}
+
+/// Everything the command found.
+#[derive(Debug, Default, Serialize)]
+pub struct Report {
+    /// True when no check failed.
+    pub ok: bool,
+    /// The exit code: 0, or the smallest code among `failed`.
+    pub exit_code: u8,
+    /// The categories of the failed checks, each once, smallest code first.
+    pub failed: Vec<Category>,
+    /// Flags of the service that this command does not use, by name (values are not
+    /// repeated: they may be credentials).
+    pub ignored_flags: Vec<String>,
+    /// A problem that stopped the command before its checks (bad flags, no
+    /// configuration).
+    pub error: Option<Problem>,
+    /// Each Secret the flags name: client identities, peers' CA Secrets, the chain
+    /// check's CA Secret.
+    pub secrets: Vec<SecretReport>,
+    /// The SPIFFE Workload API, in SPIFFE mode.
+    pub spiffe: Option<SpiffeReport>,
+    /// Each identity checked against the chain CA (empty without a chain flag).
+    pub chains: Vec<ChainReport>,
+    /// Each configured peer's handshake.
+    pub peers: Vec<PeerReport>,
+    /// A principal signed with the default identity and verified against its
+    /// certificate.
+    pub principal: Option<PrincipalReport>,
+}
+
+impl Report {
+    /// Records that a check of `category` failed.
+    pub fn fail(&mut self, category: Category) {
+        if !self.failed.contains(&category) {
+            self.failed.push(category);
+            self.failed.sort();
+        }
+    }
+
+    /// Sets `ok` and `exit_code` from `failed`.
+    pub fn settle(&mut self) {
+        self.ok = self.failed.is_empty();
+        self.exit_code = self.failed.first().map_or(0, |c| c.exit_code());
+    }
+}
+
+/// Why something failed: a bounded name of the error's kind (a svc-tls error enum's
+/// variant, e.g. `KeyMismatch`) and its message.
+#[derive(Debug, Clone, Serialize)]
+pub struct Problem {
+    /// The error's kind, e.g. `WrongType`, `NotFound`, `UnknownIssuer`.
+    pub kind: String,
+    /// The error as the service would log it.
+    pub message: String,
+}
+
+/// One X.509 certificate, described.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct CertificateInfo {
+    /// The subject distinguished name.
+    pub subject: String,
+    /// The issuer distinguished name.
+    pub issuer: String,
+    /// The serial number, lowercase hex.
+    pub serial: String,
+    /// Subject alternative names, each as `DNS:…`, `IP:…`, `URI:…` or `email:…`.
+    pub sans: Vec<String>,
+    /// The SPIFFE ID (a `spiffe://` URI SAN), if any.
+    pub spiffe_id: Option<String>,
+    /// `notBefore`, as the certificate writes it (UTC).
+    pub not_before: String,
+    /// `notBefore`, in Unix seconds.
+    pub not_before_unix: i64,
+    /// `notAfter`, as the certificate writes it (UTC).
+    pub not_after: String,
+    /// `notAfter`, in Unix seconds.
+    pub not_after_unix: i64,
+    /// `valid`, `expired` or `not yet valid`, now.
+    pub validity: String,
+    /// The public key's type, e.g. `ECDSA P-256`, `RSA`.
+    pub key_type: String,
+    /// The public key's size in bits.
+    pub key_bits: usize,
+    /// Whether it is a CA certificate.
+    pub is_ca: bool,
+}
+
+/// One Secret named by the flags.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct SecretReport {
+    /// What the service uses it for: `identity`, `peer-ca` or `chain-ca`.
+    pub role: String,
+    /// The flags that name it, e.g. `--client-certificate-name`.
+    pub named_by: String,
+    /// Its namespace.
+    pub namespace: String,
+    /// Its name.
+    pub name: String,
+    /// Whether it was found.
+    pub found: bool,
+    /// Its `type`.
+    pub secret_type: Option<String>,
+    /// Its data keys and their sizes in bytes (never their values).
+    pub data: Vec<DataKey>,
+    /// The certificates of `tls.crt` (leaf first), as far as they parse.
+    pub certificates: Vec<CertificateInfo>,
+    /// The certificates of `ca.crt`, as far as they parse.
+    pub ca_certificates: Vec<CertificateInfo>,
+    /// The key type the service's loader found (`RSA-2048`, `ECDSA P-256`, ...), for
+    /// an identity it loaded.
+    pub loaded_key_type: Option<String>,
+    /// Whether `tls.key` belongs to the leaf: known when the loader got that far.
+    pub key_matches_certificate: Option<bool>,
+    /// How many trust roots the loader took, for a CA Secret it loaded.
+    pub roots: Option<usize>,
+    /// What the service's loader says: `None` when it loads.
+    pub loader_error: Option<Problem>,
+}
+
+/// A data key and the size of its value.
+#[derive(Debug, Clone, Serialize)]
+pub struct DataKey {
+    /// The key, e.g. `tls.crt`.
+    pub key: String,
+    /// The value's size in bytes.
+    pub bytes: usize,
+}
+
+/// Whether one identity chains to the chain CA.
+#[derive(Debug, Clone, Serialize)]
+pub struct ChainReport {
+    /// The identity checked (`client-certificate`, or a prefix's flags).
+    pub identity: String,
+    /// The CA: `secret NAMESPACE/NAME` or `file PATH`.
+    pub ca: String,
+    /// The subjects of the CA's roots.
+    pub roots: Vec<String>,
+    /// Whether the chain verified as a client certificate.
+    pub ok: bool,
+    /// Why not.
+    pub error: Option<Problem>,
+}
+
+/// One peer's handshake.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct PeerReport {
+    /// The peer's service name (`--SERVICE-host`).
+    pub service: String,
+    /// The host URL.
+    pub host: String,
+    /// The identity presented (`client-certificate`, or a prefix's flags).
+    pub identity: String,
+    /// What the server is verified against: `ca-secret NAMESPACE/NAME`, `platform`
+    /// or `spiffe SERVER-ID`.
+    pub trust: String,
+    /// Whether the handshake completed and the peer answered.
+    pub ok: bool,
+    /// `TLSv1_3`, ...
+    pub tls_version: Option<String>,
+    /// The key exchange group, e.g. `X25519MLKEM768`.
+    pub key_exchange_group: Option<String>,
+    /// The negotiated ALPN protocol.
+    pub alpn: Option<String>,
+    /// The server's chain, leaf first.
+    pub server_chain: Vec<CertificateInfo>,
+    /// Whether the peer accepted the client certificate (`None` when the handshake
+    /// did not get that far).
+    pub client_certificate_accepted: Option<bool>,
+    /// The HTTP status of the probe request (`GET /`), when the peer answered.
+    pub http_status: Option<u16>,
+    /// Why it failed, or why it was skipped.
+    pub error: Option<Problem>,
+    /// True when the peer was not tried (the identity is unusable, or `http://`).
+    pub skipped: bool,
+}
+
+/// A principal signed and verified.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct PrincipalReport {
+    /// The identity that signed.
+    pub identity: String,
+    /// The audience (the first peer's origin, or a placeholder).
+    pub audience: String,
+    /// `PS512`, `ES256` or `ES384`.
+    pub algorithm: Option<String>,
+    /// Whether it signed.
+    pub signed: bool,
+    /// Whether the verifier accepted it against the identity's certificate.
+    pub verified: bool,
+    /// Why not.
+    pub error: Option<Problem>,
+}
+
+/// The SPIFFE Workload API, as the agent answers.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct SpiffeReport {
+    /// The endpoint (`SPIFFE_ENDPOINT_SOCKET`).
+    pub endpoint: String,
+    /// Which identity's flags asked for it.
+    pub identity: String,
+    /// The server ID peers are authorized by (`--spiffe-server-id`).
+    pub server_id: Option<String>,
+    /// Every X509-SVID the agent hands out (the first is the default, the one
+    /// presented).
+    pub svids: Vec<SvidReport>,
+    /// Every trust domain's bundle the agent hands out.
+    pub bundles: Vec<BundleReport>,
+    /// What the service's loader says about the default SVID: `None` when it loads.
+    pub loader_error: Option<Problem>,
+    /// Why the agent could not be asked.
+    pub error: Option<Problem>,
+}
+
+/// One X509-SVID.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct SvidReport {
+    /// Its SPIFFE ID.
+    pub spiffe_id: String,
+    /// Its chain, leaf first.
+    pub certificates: Vec<CertificateInfo>,
+}
+
+/// One trust domain's X.509 bundle.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct BundleReport {
+    /// The trust domain.
+    pub trust_domain: String,
+    /// Its authorities.
+    pub authorities: Vec<CertificateInfo>,
+}
