@@ -39,6 +39,24 @@
 //! reversed every round), so that drift on a shared machine falls on all alike; each
 //! sample is the mean time per handshake of one batch, written to
 //! `BENCH_RESULTS_DIR/handshake.jsonl` (the inverse is handshakes per second).
+//!
+//! Go (the legacy program as a long-lived child, `benches/go`) takes part in the same
+//! rounds: its `go/handshake/{static,reload,reload-x25519}/<key>/<N>` batches, each
+//! against its own in-process crypto/tls server (the whole stack: each side its own
+//! client and server), alternate with ours, so the ratios between the languages are
+//! paired round by round.
+//!
+//! Client against the same server (`client/<server>/<key>`, `go/client/...`): our
+//! client (the resolver, X25519 only, one client) and Go's legacy client
+//! (`GetClientCertificate` with `tls.X509KeyPair`, `CurvePreferences` X25519, one
+//! goroutine) each dial the same two servers, the rustls server above (in this
+//! process) and a crypto/tls server (the Go program in `-mode server`, a process of
+//! its own), both requiring and verifying client certificates, in alternating
+//! batches across the two languages. Beside handshakes per second, the client's CPU
+//! time per handshake: ours is the CPU time of the thread running the client (a
+//! current-thread runtime; `/proc/thread-self/schedstat`), Go's the Go child
+//! process's (`getrusage`; it runs nothing else meanwhile):
+//! `client-cpu/<server>/<key>` and `go/client-cpu/<server>/<key>`.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 #[path = "../common/mod.rs"]
@@ -60,6 +78,8 @@ use svc_tls::spiffe::{SpiffeEndpoint, SpiffeId, WorkloadApiSource};
 use svc_tls::verifier::TrustVerifier;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
+
+use common::go::{Arm, GoChild, GoServer, interleave, thread_cpu_ns};
 
 const NS: &str = "bench";
 const TRUST_DOMAIN: &str = "example.org";
@@ -188,6 +208,7 @@ fn negotiates(
 fn main() {
     // `cargo bench` passes `--bench`; a filter argument is not supported here.
     let material = common::material();
+    let go = GoChild::spawn(&material.dir);
     let (rounds, batch) = if common::quick() { (4, 5) } else { (30, 40) };
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -302,39 +323,44 @@ fn main() {
             negotiates(&rt, config, addr, IP_NAME, group);
         }
 
+        if let Some(go) = &go {
+            let mut go = go.borrow_mut();
+            let default = go.group(&format!("go/handshake/reload/{key}/1"));
+            eprintln!("bench: Go's default configuration offers {default} first");
+            let x25519 = go.group(&format!("go/handshake/reload-x25519/{key}/1"));
+            assert_eq!(x25519, "X25519", "Go's X25519 configuration");
+        }
+
         for clients in [1usize, 2] {
-            // Warm-up, then alternating batches.
-            for config in configs {
-                round(&rt, config, addr, IP_NAME, clients, batch / 2 + 1);
-            }
-            let mut samples: [Vec<f64>; 4] = Default::default();
-            for i in 0..rounds {
-                for j in 0..configs.len() {
-                    let which = if i % 2 == 0 { j } else { configs.len() - 1 - j };
-                    samples[which].push(round(&rt, configs[which], addr, IP_NAME, clients, batch));
+            // Alternating batches (after one warm-up batch each), Go's among ours.
+            let mut arms: Vec<Arm<'_>> = configs
+                .iter()
+                .map(|config| {
+                    let rt = &rt;
+                    Box::new(move || round(rt, config, addr, IP_NAME, clients, batch)) as Arm<'_>
+                })
+                .collect();
+            let mut ids: Vec<String> = ["static", "reload", "watched-ca", "reload-x25519"]
+                .iter()
+                .map(|mode| format!("handshake/{mode}/{key}/{clients}"))
+                .collect();
+            if let Some(go) = &go {
+                for mode in ["static", "reload", "reload-x25519"] {
+                    let id = format!("go/handshake/{mode}/{key}/{clients}");
+                    ids.push(id.clone());
+                    arms.push(Box::new(move || {
+                        go.borrow_mut()
+                            .measure(&id, batch * clients, Duration::ZERO)
+                            .ns
+                    }));
                 }
             }
-            let [stat, reload, watched, x25519] = samples;
-            common::emit(
-                "handshake",
-                &format!("handshake/static/{key}/{clients}"),
-                &stat,
-            );
-            common::emit(
-                "handshake",
-                &format!("handshake/reload/{key}/{clients}"),
-                &reload,
-            );
-            common::emit(
-                "handshake",
-                &format!("handshake/watched-ca/{key}/{clients}"),
-                &watched,
-            );
-            common::emit(
-                "handshake",
-                &format!("handshake/reload-x25519/{key}/{clients}"),
-                &x25519,
-            );
+            let samples = interleave(rounds, arms);
+            let series: Vec<(String, Vec<f64>)> = ids.into_iter().zip(samples).collect();
+            common::emit_paired("handshake", &format!("{key}/{clients}"), &series);
+        }
+        if let Some(go) = &go {
+            client_vs_same_server(&rt, addr, key, &x25519_config, go, &material, rounds, batch);
         }
         assert_eq!(resolver.state().failures, 0);
         assert_eq!(trust.state().failures, 0);
@@ -394,34 +420,27 @@ fn secret_vs_spiffe(
     let spiffe_config = Arc::new(spiffe_tls.config().unwrap());
 
     for clients in [1usize, 2] {
-        let configs = [&secret_config, &spiffe_config];
-        for config in configs {
-            round(rt, config, addr, SVID_SERVER_NAME, clients, batch / 2 + 1);
-        }
-        let mut samples: [Vec<f64>; 2] = Default::default();
-        for i in 0..rounds {
-            let order: [usize; 2] = if i % 2 == 0 { [0, 1] } else { [1, 0] };
-            for which in order {
-                samples[which].push(round(
-                    rt,
-                    configs[which],
-                    addr,
-                    SVID_SERVER_NAME,
-                    clients,
-                    batch,
-                ));
-            }
-        }
-        let [secret_mode, spiffe_mode] = samples;
-        common::emit(
+        let arms: Vec<Arm<'_>> = [&secret_config, &spiffe_config]
+            .into_iter()
+            .map(|config| {
+                Box::new(move || round(rt, config, addr, SVID_SERVER_NAME, clients, batch))
+                    as Arm<'_>
+            })
+            .collect();
+        let mut samples = interleave(rounds, arms).into_iter();
+        common::emit_paired(
             "handshake",
-            &format!("handshake/secret-on-svid-server/p256/{clients}"),
-            &secret_mode,
-        );
-        common::emit(
-            "handshake",
-            &format!("handshake/spiffe/p256/{clients}"),
-            &spiffe_mode,
+            &format!("spiffe/{clients}"),
+            &[
+                (
+                    format!("handshake/secret-on-svid-server/p256/{clients}"),
+                    samples.next().unwrap(),
+                ),
+                (
+                    format!("handshake/spiffe/p256/{clients}"),
+                    samples.next().unwrap(),
+                ),
+            ],
         );
     }
     // Every SPIFFE-mode handshake presented the agent's SVID and trusted the server.
@@ -436,4 +455,76 @@ fn secret_vs_spiffe(
         "SPIFFE mode did not present the agent's SVID"
     );
     assert_eq!(secret.state().failures, 0);
+}
+
+/// Our client and Go's each dialling the same two servers (ours in this process,
+/// Go's in a process of its own), X25519 on both sides, one client, in alternating
+/// batches: `client/<server>/<key>` and `client-cpu/<server>/<key>` (ours),
+/// `go/client/...` and `go/client-cpu/...` (Go's), paired round by round.
+#[allow(clippy::too_many_arguments)]
+fn client_vs_same_server(
+    rt: &tokio::runtime::Runtime,
+    rustls_server: SocketAddr,
+    key: &str,
+    ours: &Arc<ClientConfig>,
+    go: &std::cell::RefCell<GoChild>,
+    material: &common::Material,
+    rounds: usize,
+    batch: usize,
+) {
+    let Some(go_server) = GoServer::spawn(&material.dir) else {
+        return;
+    };
+    // Our client on this thread alone: its CPU time is this thread's.
+    let client_rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let servers = [
+        ("rustls-server", rustls_server),
+        ("go-server", go_server.tls),
+    ];
+    for (name, addr) in servers {
+        go.borrow_mut().peer(name, addr);
+        // Both servers negotiate X25519 with our X25519-only client.
+        let _guard = rt.enter();
+        negotiates(&client_rt, ours, addr, IP_NAME, NamedGroup::X25519);
+    }
+    let cpu: Vec<std::cell::RefCell<Vec<f64>>> = (0..4).map(|_| Default::default()).collect();
+    let mut arms: Vec<Arm<'_>> = Vec::new();
+    let mut ids = Vec::new();
+    for (i, (name, addr)) in servers.into_iter().enumerate() {
+        let (client_rt, cpu_ours, cpu_go) = (&client_rt, &cpu[2 * i], &cpu[2 * i + 1]);
+        let server_name = ServerName::try_from(IP_NAME).unwrap();
+        ids.push(format!("client/{name}/{key}"));
+        arms.push(Box::new(move || {
+            let (cpu, start) = (thread_cpu_ns(), Instant::now());
+            client_rt.block_on(async {
+                for _ in 0..batch {
+                    handshake(ours.clone(), addr, server_name.clone()).await;
+                }
+            });
+            let wall = start.elapsed().as_nanos() as f64 / batch as f64;
+            cpu_ours
+                .borrow_mut()
+                .push((thread_cpu_ns() - cpu) / batch as f64);
+            wall
+        }));
+        let id = format!("go/client/{name}/{key}");
+        ids.push(id.clone());
+        arms.push(Box::new(move || {
+            let measured = go.borrow_mut().measure(&id, batch, Duration::ZERO);
+            cpu_go.borrow_mut().push(measured.cpu_ns);
+            measured.ns
+        }));
+    }
+    let samples = interleave(rounds, arms);
+    let mut series: Vec<(String, Vec<f64>)> = ids.iter().cloned().zip(samples).collect();
+    for (id, cpu) in ids.iter().zip(cpu) {
+        // The first value is the warm-up batch's.
+        let mut cpu = cpu.into_inner();
+        cpu.remove(0);
+        series.push((id.replacen("client/", "client-cpu/", 1), cpu));
+    }
+    common::emit_paired("handshake", &format!("client/{key}"), &series);
 }

@@ -21,6 +21,27 @@
 //!   certificate-and-key parses the Secret's identity cache did during it
 //!   (`IdentityCache::full_loads`): the target is none at all.
 //!
+//! Go's `tls.X509KeyPair` (the Go program as a long-lived child) is measured beside
+//! every rotation sample, one batch after each timed handshake:
+//! `go/rotation-x509keypair/<case>`, paired with `identity-rotation/<case>`.
+//!
+//! The racing first handshake, `identity-racing/rsa4096-pkcs8`: a new RSA-4096
+//! version is written and, as soon as the watch cache holds it (not waiting for the
+//! loader), four threads make handshakes (`resolve`, one every 100 us or so) until
+//! the new version is presented; each sample is the slowest handshake of a version
+//! that started before the loader finished (or the first of each thread);
+//! `identity-racing-loads/<case>`
+//! counts the full loads (`IdentityCache::full_loads`) each new version cost in all
+//! (the loader's and any handshake's), `identity-racing-raced/<case>` whether any of
+//! those handshakes started while the loader was still busy (1) or none did (0).
+//!
+//! The metrics cost where it is paid, P-256: two resolvers over two Secrets of their
+//! own, one with svc-tls's Prometheus recorder (`metrics` feature), one without,
+//! otherwise alike: `metrics/rotation/{on,off}/p256-pkcs8` (both Secrets rotated,
+//! both loads awaited, then the first handshake of each timed, the order alternating)
+//! and `metrics/broken/{on,off}/p256-pkcs8` (a failed reload: both Secrets broken,
+//! each handshake through the resolver, interleaved batches).
+//!
 //! And the same path in SPIFFE mode, next to `p256-pkcs8` (SPIRE issues P-256 SVIDs):
 //! a resolver over `SpiffeIdentitySource`, the SVID streamed by the Workload API
 //! emulator (`spiffe-testbed`, real gRPC over a unix socket):
@@ -49,11 +70,17 @@ use svc_tls::resolver::IdentityResolver;
 use svc_tls::spiffe::{SpiffeEndpoint, WorkloadApiSource};
 use svc_tls::watch::SecretWatches;
 
+use common::go::{Arm, GoChild, interleave, size, time};
+
 const NS: &str = "bench";
 /// The SPIFFE-mode case's id (`identity-*/spiffe-p256`).
 const SPIFFE_CASE: &str = "spiffe-p256";
 /// The case measured with a metrics recorder (`identity-unchanged-metrics/<case>`).
 const METRICS_CASE: &str = "p256-pkcs8";
+/// The case of the racing first handshake.
+const RACING_CASE: &str = "rsa4096-pkcs8";
+/// Concurrent handshakes racing the loader.
+const RACERS: usize = 4;
 const CLIENT_ID: &str = "spiffe://example.org/ns/unikorn/sa/region";
 
 fn upsert(testbed: &kube_testbed::Testbed, secret: &Secret) {
@@ -79,6 +106,21 @@ fn wait_for(rt: &tokio::runtime::Runtime, resolver: &IdentityResolver, secret: &
             tokio::time::sleep(Duration::from_micros(200)).await;
         }
     });
+}
+
+/// Resolves until a handshake counts the failure of the (broken) Secret now in the
+/// watch cache: its load may still be in flight on the loader.
+fn wait_broken(resolver: &IdentityResolver) {
+    let failures = resolver.state().failures;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        resolve(resolver);
+        if resolver.state().failures > failures {
+            return;
+        }
+        assert!(Instant::now() < deadline, "the Secret is not broken");
+        std::thread::sleep(Duration::from_micros(200));
+    }
 }
 
 fn resolve(resolver: &IdentityResolver) -> Arc<rustls::sign::CertifiedKey> {
@@ -228,12 +270,16 @@ fn main() {
 
     // The first handshake after each rotation: one timed resolve per new version.
     let rotations = if quick { 5 } else { 40 };
+    let go_target = Duration::from_millis(if quick { 2 } else { 20 });
+    let go = GoChild::spawn(&material.dir);
     for (case, name, resolver, shared) in &resolvers {
         let versions = [
             common::secret(NS, name, &case.rotated_cert_pem, &case.rotated_key_pem),
             common::secret(NS, name, &case.cert_pem, &case.key_pem),
         ];
         let mut samples = Vec::with_capacity(rotations);
+        let mut go_samples = Vec::with_capacity(rotations);
+        let go_id = format!("go/rotation-x509keypair/{}", case.name);
         // Per timed handshake: how many certificate-and-key parses it paid (0: the
         // watch's loader parsed the version before it).
         let mut parses = Vec::with_capacity(rotations);
@@ -264,18 +310,29 @@ fn main() {
                 before,
                 "the new version is not presented"
             );
+            // Go's parse, measured while ours is quiet (the load is done).
+            if let Some(go) = &go {
+                go_samples.push(go.borrow_mut().measure(&go_id, 0, go_target).ns);
+            }
         }
-        common::emit(
-            "identity",
-            &format!("identity-rotation/{}", case.name),
-            &samples,
-        );
+        let mut series = vec![(format!("identity-rotation/{}", case.name), samples)];
+        if go.is_some() {
+            series.push((go_id, go_samples));
+        }
+        common::emit_paired("identity", &format!("rotation/{}", case.name), &series);
+        if case.name == RACING_CASE {
+            racing(&rt, &testbed, case, name, resolver, shared, rotations);
+        }
         common::emit_counts(
             "identity",
             &format!("identity-rotation-parses/{}", case.name),
             &parses,
         );
     }
+
+    metrics_cost(
+        &rt, &testbed, &watches, &material, &metrics, rotations, go_target,
+    );
 
     // SPIFFE mode: the first handshake after each SVID rotation the stream delivered.
     let mut svid_samples = Vec::with_capacity(rotations);
@@ -313,12 +370,7 @@ fn main() {
         let broken = common::secret(NS, name, &case.cert_pem, &case.rotated_key_pem);
         upsert(&testbed, &broken);
         wait_for(&rt, resolver, &broken);
-        let failures = resolver.state().failures;
-        resolve(resolver);
-        assert!(
-            resolver.state().failures > failures,
-            "the Secret is not broken"
-        );
+        wait_broken(resolver);
         group.bench_function(case.name.as_str(), |b| {
             b.iter(|| black_box(resolve(black_box(resolver))))
         });
@@ -331,4 +383,249 @@ fn main() {
     drop(workload);
     drop(agent);
     drop(testbed);
+}
+
+/// `identity-racing/<case>`: handshakes started as soon as the watch cache holds a new
+/// version, while the shared source's loader may still be parsing it.
+fn racing(
+    rt: &tokio::runtime::Runtime,
+    testbed: &kube_testbed::Testbed,
+    case: &common::Case,
+    name: &str,
+    resolver: &IdentityResolver,
+    shared: &svc_tls::watch::SharedSecret,
+    rotations: usize,
+) {
+    let versions = [
+        common::secret(NS, name, &case.rotated_cert_pem, &case.rotated_key_pem),
+        common::secret(NS, name, &case.cert_pem, &case.key_pem),
+    ];
+    let cache = shared.identity_cache();
+    let mut times = Vec::with_capacity(rotations);
+    let (mut loads, mut raced) = (Vec::new(), Vec::new());
+    for _ in 0..rotations {
+        // The version not served now.
+        let current = resolver
+            .secret_source()
+            .and_then(|source| source.get())
+            .and_then(|seen| seen.data.clone());
+        let secret = if current == versions[0].data {
+            &versions[1]
+        } else {
+            &versions[0]
+        };
+        let loaded = shared.loaded_changes();
+        let parsed = cache.full_loads();
+        upsert(testbed, secret);
+        // Spin until the watch cache holds the new bytes: no sleep, so the handshakes
+        // start while the loader is parsing.
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while resolver
+            .secret_source()
+            .and_then(|source| source.get())
+            .is_none_or(|seen| seen.data != secret.data)
+        {
+            assert!(Instant::now() < deadline, "the watch never delivered");
+            std::hint::spin_loop();
+        }
+        let busy_at_start = shared.loaded_changes() == loaded;
+        // The racers: handshakes arriving every 100 us or so from the moment the
+        // watch cache holds the new version until it is presented; a handshake
+        // "raced" when the loader had not finished when it started.
+        let before = resolver.state().serial_hex;
+        let barrier = std::sync::Barrier::new(RACERS);
+        let mut slowest: Option<f64> = None;
+        let mut any_raced = busy_at_start;
+        std::thread::scope(|scope| {
+            let racers: Vec<_> = (0..RACERS)
+                .map(|_| {
+                    scope.spawn(|| {
+                        barrier.wait();
+                        let mut slowest: Option<f64> = None;
+                        let mut first = true;
+                        let mut raced = false;
+                        loop {
+                            let busy = shared.loaded_changes() == loaded;
+                            let start = Instant::now();
+                            black_box(resolve(black_box(resolver)));
+                            let took = start.elapsed().as_nanos() as f64;
+                            raced |= busy;
+                            if busy || first {
+                                // The first call of each racer always counts: it
+                                // started as soon as the cache held the version.
+                                slowest = Some(slowest.map_or(took, |s: f64| s.max(took)));
+                            }
+                            first = false;
+                            if resolver.state().serial_hex != before || Instant::now() > deadline {
+                                return (slowest, raced);
+                            }
+                            std::thread::sleep(Duration::from_micros(100));
+                        }
+                    })
+                })
+                .collect();
+            for racer in racers {
+                let (took, raced) = racer.join().unwrap();
+                any_raced |= raced;
+                if let Some(took) = took {
+                    slowest = Some(slowest.map_or(took, |s| s.max(took)));
+                }
+            }
+        });
+        times.push(slowest.unwrap());
+        raced.push(if any_raced { 1.0 } else { 0.0 });
+        // Let the loader finish before counting what this version cost.
+        rt.block_on(async {
+            while shared.loaded_changes() == loaded {
+                assert!(
+                    Instant::now() < deadline,
+                    "the new version was never loaded"
+                );
+                tokio::time::sleep(Duration::from_micros(200)).await;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        });
+        loads.push((cache.full_loads() - parsed) as f64);
+    }
+    common::emit(
+        "identity",
+        &format!("identity-racing/{}", case.name),
+        &times,
+    );
+    common::emit_counts(
+        "identity",
+        &format!("identity-racing-loads/{}", case.name),
+        &loads,
+    );
+    common::emit_counts(
+        "identity",
+        &format!("identity-racing-raced/{}", case.name),
+        &raced,
+    );
+}
+
+/// `metrics/{rotation,broken}/{on,off}/p256-pkcs8`: the recorder's cost where it is
+/// paid, on two resolvers alike but for the recorder.
+fn metrics_cost(
+    rt: &tokio::runtime::Runtime,
+    testbed: &kube_testbed::Testbed,
+    watches: &SecretWatches,
+    material: &common::Material,
+    metrics: &svc_tls::metrics::Metrics,
+    rotations: usize,
+    target: Duration,
+) {
+    let case = material.case(METRICS_CASE);
+    let mut sides = Vec::new();
+    for side in ["on", "off"] {
+        let name = format!("metrics-{side}-{METRICS_CASE}");
+        upsert(
+            testbed,
+            &common::secret(NS, &name, &case.cert_pem, &case.key_pem),
+        );
+        let shared = rt
+            .block_on(watches.watch(
+                &testbed.cluster_client(),
+                &SecretRef::new(NS, &name),
+                Duration::from_secs(30),
+            ))
+            .unwrap();
+        let origin = IdentityOrigin::Secret(SecretRef::new(NS, &name));
+        let recorder: Arc<dyn svc_tls::report::StateRecorder> = if side == "on" {
+            metrics.identity_recorder(&origin, None, None)
+        } else {
+            Arc::new(NoopRecorder)
+        };
+        let resolver = IdentityResolver::from_identity_source(
+            Arc::new(SecretIdentitySource::shared(&shared)),
+            recorder,
+            Arc::new(SystemClock::new()),
+            DEFAULT_WARNING_PERIOD,
+        )
+        .unwrap();
+        if side == "on" {
+            metrics.track_identity(&resolver, None);
+        }
+        resolve(&resolver);
+        sides.push((side, name, shared, resolver));
+    }
+    let versions = |i: usize, name: &str| {
+        if i.is_multiple_of(2) {
+            common::secret(NS, name, &case.rotated_cert_pem, &case.rotated_key_pem)
+        } else {
+            common::secret(NS, name, &case.cert_pem, &case.key_pem)
+        }
+    };
+    let mut samples = [Vec::new(), Vec::new()];
+    for i in 0..rotations {
+        let loaded: Vec<u64> = sides
+            .iter()
+            .map(|(_, _, s, _)| s.loaded_changes())
+            .collect();
+        for (_, name, _, _) in &sides {
+            upsert(testbed, &versions(i, name));
+        }
+        rt.block_on(async {
+            let deadline = Instant::now() + Duration::from_secs(30);
+            while sides
+                .iter()
+                .zip(&loaded)
+                .any(|((_, _, s, _), before)| s.loaded_changes() == *before)
+            {
+                assert!(Instant::now() < deadline, "a new version was never loaded");
+                tokio::time::sleep(Duration::from_micros(200)).await;
+            }
+        });
+        let order = if i % 2 == 0 { [0, 1] } else { [1, 0] };
+        for which in order {
+            let resolver = &sides[which].3;
+            let before = resolver.state().serial_hex;
+            let start = Instant::now();
+            black_box(resolve(black_box(resolver)));
+            samples[which].push(start.elapsed().as_nanos() as f64);
+            assert_ne!(resolver.state().serial_hex, before, "not the new version");
+        }
+    }
+    let [on, off] = samples;
+    common::emit_paired(
+        "identity",
+        "metrics/rotation",
+        &[
+            (format!("metrics/rotation/on/{METRICS_CASE}"), on),
+            (format!("metrics/rotation/off/{METRICS_CASE}"), off),
+        ],
+    );
+
+    // A failed reload: the rotated key with the first certificate.
+    for (_, name, _, resolver) in &sides {
+        let broken = common::secret(NS, name, &case.cert_pem, &case.rotated_key_pem);
+        upsert(testbed, &broken);
+        wait_for(rt, resolver, &broken);
+        wait_broken(resolver);
+    }
+    let arms: Vec<Arm<'_>> = sides
+        .iter()
+        .map(|(_, _, _, resolver)| {
+            let op = move || {
+                black_box(resolve(black_box(resolver)));
+            };
+            let n = size(op, target);
+            Box::new(move || time(n, op)) as Arm<'_>
+        })
+        .collect();
+    let mut broken = interleave(if common::quick() { 4 } else { 30 }, arms).into_iter();
+    common::emit_paired(
+        "identity",
+        "metrics/broken",
+        &[
+            (
+                format!("metrics/broken/on/{METRICS_CASE}"),
+                broken.next().unwrap(),
+            ),
+            (
+                format!("metrics/broken/off/{METRICS_CASE}"),
+                broken.next().unwrap(),
+            ),
+        ],
+    );
 }

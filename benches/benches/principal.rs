@@ -1,19 +1,26 @@
 //! Principal (X-Principal JWS) cost, on the RSA keys of the shared material (the
-//! same keys as the Go program's go-jose loop):
+//! same keys as the Go program's go-jose loop), in interleaved rounds with Go:
 //! - `principal/sign/rsaN`: `svc_tls::principal::sign_with` (JSON, base64url, RSA-PSS
-//!   SHA-512 with salt 64 through the aws-lc-rs provider);
+//!   SHA-512 with salt 64 through the aws-lc-rs provider), beside
+//!   `go/ps512-sign/rsaN` (go-jose);
 //! - `principal/verify/rsaN`: `PeerCertificate::verify` through the public API (header
-//!   checks, signature, JSON decoding);
+//!   checks, signature, JSON decoding), beside `go/ps512-verify/rsaN` (go-jose parse
+//!   and verify);
 //! - `principal/sign/{p256,p384}` and `principal/verify/{p256,p384}`: ES256 / ES384
-//!   with `AlgorithmPolicy::Ps512OrEcdsa`.
+//!   with `AlgorithmPolicy::Ps512OrEcdsa` (no Go counterpart).
+//!
+//! Each sample is the mean time per operation over one batch of about 20 ms; our
+//! batches and the Go child's alternate round by round (order reversed every round),
+//! so the ratios are paired.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 #[path = "../common/mod.rs"]
 mod common;
 
+use std::hint::black_box;
 use std::time::Duration;
 
-use criterion::{BenchmarkId, Criterion, SamplingMode, criterion_group, criterion_main};
+use common::go::{Arm, GoChild, interleave, size, time};
 use rustls_pki_types::CertificateDer;
 use rustls_pki_types::pem::PemObject;
 use svc_tls::material::load_identity_from_pem;
@@ -28,16 +35,15 @@ fn principal() -> Principal {
     }
 }
 
-fn bench(c: &mut Criterion) {
+fn main() {
     let material = common::material();
     let provider = svc_tls::material::crypto_provider();
-    let quick = common::quick();
-    let mut group = c.benchmark_group("principal");
-    group
-        .sample_size(if quick { 10 } else { 30 })
-        .warm_up_time(Duration::from_millis(if quick { 50 } else { 300 }))
-        .measurement_time(Duration::from_millis(if quick { 100 } else { 1500 }))
-        .sampling_mode(SamplingMode::Flat);
+    let (rounds, target) = if common::quick() {
+        (4, Duration::from_millis(2))
+    } else {
+        (30, Duration::from_millis(20))
+    };
+    let go = GoChild::spawn(&material.dir);
 
     for (key, policy) in [
         ("rsa2048", AlgorithmPolicy::Ps512Only),
@@ -66,15 +72,29 @@ fn bench(c: &mut Criterion) {
         let back: Principal = peer.verify(token.as_str(), policy).unwrap();
         assert_eq!(back, value);
 
-        group.bench_function(BenchmarkId::new("sign", key), |b| {
-            b.iter(|| sign_with(&identity, &peer_url, &value, policy).unwrap());
-        });
-        group.bench_function(BenchmarkId::new("verify", key), |b| {
-            b.iter(|| peer.verify::<Principal>(token.as_str(), policy).unwrap());
-        });
+        for op in ["sign", "verify"] {
+            let ours: Box<dyn Fn()> = if op == "sign" {
+                Box::new(|| {
+                    black_box(sign_with(&identity, &peer_url, &value, policy).unwrap());
+                })
+            } else {
+                Box::new(|| {
+                    black_box(peer.verify::<Principal>(token.as_str(), policy).unwrap());
+                })
+            };
+            let n = size(&ours, target);
+            let mut arms: Vec<Arm<'_>> = vec![Box::new(|| time(n, &ours))];
+            let theirs = format!("go/ps512-{op}/{key}");
+            if let (Some(go), true) = (&go, key.starts_with("rsa")) {
+                let id = theirs.clone();
+                arms.push(Box::new(move || go.borrow_mut().measure(&id, 0, target).ns));
+            }
+            let mut samples = interleave(rounds, arms).into_iter();
+            let mut series = vec![(format!("principal/{op}/{key}"), samples.next().unwrap())];
+            if let Some(go_samples) = samples.next() {
+                series.push((theirs, go_samples));
+            }
+            common::emit_paired("principal", &format!("{op}/{key}"), &series);
+        }
     }
-    group.finish();
 }
-
-criterion_group!(benches, bench);
-criterion_main!(benches);

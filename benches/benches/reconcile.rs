@@ -1,16 +1,23 @@
 //! One "reconcile construction", as the platform's controllers build a peer client per
 //! reconcile: the peer's TLS from the options (`PeerTls::from_options_with`, the
 //! CA Secret and the identity Secret already watched by the registry, as they are
-//! after the first reconcile) and an HTTP client from it (`reqwest_client`).
+//! after the first reconcile) and an HTTP client from it; measured in interleaved
+//! rounds with the Go program's counterpart (a long-lived child, one batch on
+//! command), so each ratio is paired round by round:
 //!
-//! - `reconcile/<case>` (criterion): one construction with the identity of `<case>`,
-//!   dropped at the end of the iteration. Each iteration also pays one
-//!   `Runtime::block_on` (the constructor is async), about a microsecond.
+//! - `reconcile/<case>`: one construction and `reqwest_client()`, dropped at the end,
+//!   beside `go/reconcile/<case>` (`TLSClientConfig` per reconcile: the cached-client
+//!   Get of both Secrets modelled as the map look-up and copy it is,
+//!   `tls.X509KeyPair`, a root pool, a `tls.Config` and a new `http.Transport`);
+//! - `reconcile-request/<case>`: a reconcile and one request (issue 30): the
+//!   construction, the peer client (`PeerTls::client()`, the process's shared,
+//!   pooled client for this peer setup), one GET and its body, beside
+//!   `go/reconcile-request/<case>` (`TLSClientConfig`, a new `http.Transport`, one
+//!   GET). Both send to the same HTTPS server, the Go program in `-mode server` in a
+//!   process of its own, which requires and verifies client certificates.
 //!
-//! Go's counterpart is `go/reconcile/<case>` in `benches/go`: `TLSClientConfig` per
-//! reconcile (the cached-client Get of both Secrets modelled as the map look-up and
-//! copy it is, `tls.X509KeyPair`, a root pool, a `tls.Config` and a new
-//! `http.Transport`).
+//! Each sample is the mean time of one reconcile over a batch of about 20 ms (each
+//! construction also pays one `Runtime::block_on`, about a microsecond).
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 #[path = "../common/mod.rs"]
@@ -19,7 +26,7 @@ mod common;
 use std::hint::black_box;
 use std::time::Duration;
 
-use criterion::Criterion;
+use common::go::{Arm, GoChild, GoServer, interleave, size, time};
 use svc_tls::client::PeerTls;
 use svc_tls::options::{ClientIdentityOptions, PeerOptions};
 use svc_tls::spiffe::WorkloadApiStreams;
@@ -58,17 +65,16 @@ fn main() {
         .unwrap(),
     );
 
-    let mut c = Criterion::default().configure_from_args();
-    let (warm_up, measure, samples) = if quick {
-        (Duration::from_millis(50), Duration::from_millis(100), 10)
+    let (rounds, target) = if quick {
+        (4, Duration::from_millis(2))
     } else {
-        (Duration::from_millis(300), Duration::from_secs(2), 40)
+        (30, Duration::from_millis(20))
     };
-    let mut group = c.benchmark_group("reconcile");
-    group
-        .warm_up_time(warm_up)
-        .measurement_time(measure)
-        .sample_size(samples);
+    let go = GoChild::spawn(&material.dir);
+    let server = GoServer::spawn(&material.dir);
+    if let (Some(go), Some(server)) = (&go, &server) {
+        go.borrow_mut().peer("https", server.https);
+    }
     for name in CASES {
         let case = material.case(name);
         let secret = format!("identity-{name}");
@@ -78,20 +84,25 @@ fn main() {
         value["apiVersion"] = "v1".into();
         value["kind"] = "Secret".into();
         testbed.upsert(value);
-        let cmd = PeerOptions::augment(clap::Command::new("svc"), "identity");
-        let cmd = ClientIdentityOptions::augment(cmd, None);
-        let m = cmd
-            .try_get_matches_from([
-                "svc".to_owned(),
-                "--identity-host=https://identity.bench.test".to_owned(),
-                format!("--identity-ca-secret-namespace={NS}"),
-                "--identity-ca-secret-name=peer-ca".to_owned(),
-                format!("--client-certificate-namespace={NS}"),
-                format!("--client-certificate-name={secret}"),
-            ])
-            .unwrap();
-        let peer = PeerOptions::from_matches(&m, "identity").unwrap();
-        let me = ClientIdentityOptions::from_matches(&m, None).unwrap();
+        let options = |host: &str| {
+            let cmd = PeerOptions::augment(clap::Command::new("svc"), "identity");
+            let cmd = ClientIdentityOptions::augment(cmd, None);
+            let m = cmd
+                .try_get_matches_from([
+                    "svc".to_owned(),
+                    format!("--identity-host={host}"),
+                    format!("--identity-ca-secret-namespace={NS}"),
+                    "--identity-ca-secret-name=peer-ca".to_owned(),
+                    format!("--client-certificate-namespace={NS}"),
+                    format!("--client-certificate-name={secret}"),
+                ])
+                .unwrap();
+            (
+                PeerOptions::from_matches(&m, "identity").unwrap(),
+                ClientIdentityOptions::from_matches(&m, None).unwrap(),
+            )
+        };
+        let (peer, me) = options("https://identity.bench.test");
         let construct = || {
             rt.block_on(PeerTls::from_options_with(
                 &watches,
@@ -106,12 +117,64 @@ fn main() {
         // The first reconcile watches the Secrets; the measured ones do not.
         let first = construct();
         let lists = testbed.requests("list");
-        group.bench_function(*name, |b| {
-            b.iter(|| {
-                let tls = construct();
-                black_box(tls.reqwest_client().unwrap());
-            })
-        });
+        let reconcile = || {
+            let tls = construct();
+            black_box(tls.reqwest_client().unwrap());
+        };
+        let n = size(reconcile, target);
+        let mut arms: Vec<Arm<'_>> = vec![Box::new(move || time(n, reconcile))];
+        let theirs = format!("go/reconcile/{name}");
+        if let Some(go) = &go {
+            let id = theirs.clone();
+            arms.push(Box::new(move || go.borrow_mut().measure(&id, 0, target).ns));
+        }
+        let mut samples = interleave(rounds, arms).into_iter();
+        let mut series = vec![(format!("reconcile/{name}"), samples.next().unwrap())];
+        if let Some(go_samples) = samples.next() {
+            series.push((theirs, go_samples));
+        }
+        common::emit_paired("reconcile", name, &series);
+
+        // A reconcile and one request, both languages to the same HTTPS server.
+        if let (Some(go), Some(server)) = (&go, &server) {
+            let url = format!("https://{}/", server.https);
+            let (peer, me) = options(&format!("https://{}", server.https));
+            let request = || {
+                rt.block_on(async {
+                    let tls = PeerTls::from_options_with(
+                        &watches,
+                        &streams,
+                        &client,
+                        &peer,
+                        &me,
+                        Duration::from_secs(30),
+                    )
+                    .await
+                    .unwrap();
+                    let peer_client = tls.client().unwrap();
+                    let response = peer_client.get(&url).unwrap().send().await.unwrap();
+                    assert!(response.status().is_success());
+                    black_box(response.bytes().await.unwrap());
+                })
+            };
+            request();
+            let n = size(request, target);
+            let theirs = format!("go/reconcile-request/{name}");
+            let id = theirs.clone();
+            let arms: Vec<Arm<'_>> = vec![
+                Box::new(move || time(n, request)),
+                Box::new(move || go.borrow_mut().measure(&id, 0, target).ns),
+            ];
+            let mut samples = interleave(rounds, arms).into_iter();
+            common::emit_paired(
+                "reconcile",
+                &format!("request/{name}"),
+                &[
+                    (format!("reconcile-request/{name}"), samples.next().unwrap()),
+                    (theirs, samples.next().unwrap()),
+                ],
+            );
+        }
         assert_eq!(
             testbed.requests("list"),
             lists,
@@ -119,6 +182,4 @@ fn main() {
         );
         drop(first);
     }
-    group.finish();
-    c.final_summary();
 }

@@ -12,6 +12,8 @@
 //! - `client-ca.crt`, `server.crt`, `server.key`, `server-ca.crt`: for the handshakes.
 #![allow(dead_code)]
 
+pub mod go;
+
 use std::collections::BTreeMap;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -259,6 +261,30 @@ pub fn emit(file: &str, id: &str, samples: &[f64]) {
         file,
         serde_json::json!({ "id": id, "unit": "ns", "samples": samples }),
     );
+}
+
+/// Like [`emit`] for samples measured in interleaved rounds: every id's sample `i`
+/// comes from round `i` of the same measurement, named `group` (unique in the run),
+/// which the report requires before it pairs two ids round by round (a ratio
+/// between the languages is taken only between ids of one group).
+pub fn emit_paired(file: &str, group: &str, series: &[(String, Vec<f64>)]) {
+    let rounds = series.first().map_or(0, |(_, s)| s.len());
+    for (id, samples) in series {
+        assert_eq!(samples.len(), rounds, "{id}: not one sample per round");
+        eprintln!("bench: measured {id} ({rounds} rounds, paired in {file}/{group})");
+        if std::env::var_os("BENCH_RESULTS_DIR").is_none() {
+            continue;
+        }
+        write_line(
+            file,
+            serde_json::json!({
+                "id": id,
+                "unit": "ns",
+                "samples": samples,
+                "paired": format!("{file}/{group}"),
+            }),
+        );
+    }
 }
 
 /// Appends `line` to `BENCH_RESULTS_DIR/<file>.jsonl` (nothing without the variable).

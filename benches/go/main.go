@@ -1,36 +1,59 @@
 // Command legacy measures the legacy Go way of doing what svc-tls does, on the key
 // material that the Rust benchmarks use (the same PEM bytes, written by them to the
-// directory given with -material):
+// directory given with -material). It runs as a long-lived child of the Rust
+// benchmarks, which interleave its batches with theirs round by round, so that every
+// ratio between the two languages is taken from batches measured side by side:
 //
-//   - go/x509keypair/<case>: tls.X509KeyPair on a Secret's tls.crt and tls.key, which
-//     the Go client ran on every handshake;
+//	legacy -material DIR -mode child    measures on commands read from stdin
+//	legacy -material DIR -mode server   serves TLS and HTTPS until stdin closes
+//
+// Child commands, one per line on stdin, each answered by one JSON line on stdout:
+//
+//	measure <id> <n> <target-ns>
+//	    runs one batch of the operation <id>: exactly n operations, or (n = 0) as many
+//	    as last about target-ns (sized once per id, after a warm-up, on first use).
+//	    Answer: {"ns": wall ns per operation, "cpu_ns": this process's CPU time
+//	    (getrusage, user + system) per operation, "n": operations}.
+//	peer <name> <host:port>
+//	    names a server that the go/client/<name>/<key> operations dial.
+//	group <id>
+//	    the key exchange group the client hello of operation <id> offers first
+//	    (checked on one handshake against the in-process server).
+//
+// Operations:
+//   - go/x509keypair/<case> (and go/rotation-x509keypair/<case>, the same operation
+//     measured beside the rotation samples): tls.X509KeyPair on a Secret's tls.crt
+//     and tls.key, which the Go client ran on every handshake;
 //   - go/reconcile/<case>: TLSClientConfig as a controller calls it per reconcile
 //     (the cached-client Get of the CA and identity Secrets, modelled as the map
 //     look-up and deep copy that controller-runtime's cache does, tls.X509KeyPair, a
-//     root pool, a tls.Config and a new http.Transport);
+//     root pool, a tls.Config and a new http.Transport in an http.Client);
+//   - go/reconcile-request/<case>: the same and one GET through the new client to the
+//     peer named "https" (a new connection and a full mTLS handshake, as a new
+//     Transport makes), the body read and closed; the Transport's idle connection is
+//     closed at the end so that thousands of reconciles do not hold thousands of
+//     sockets;
 //   - go/ps512-sign/<rsaN>, go/ps512-verify/<rsaN>: go-jose PS512 signing and
 //     verification (parse + verify) of the X-Principal token;
-//   - go/handshake/{static,reload}/<key>/<clients>: loopback TLS 1.3 mTLS handshakes
-//     with a fixed client certificate, or with GetClientCertificate calling
-//     tls.X509KeyPair on every handshake, with Go's default key exchange
-//     (CurvePreferences unset: Go 1.23 offers the X25519Kyber768Draft00 hybrid first,
-//     Go 1.24 and later X25519MLKEM768);
-//   - go/handshake/reload-x25519/<key>/<clients>: reload with classical X25519 only
-//     (CurvePreferences: []tls.CurveID{tls.X25519}), the like-for-like counterpart of
-//     our handshake/reload-x25519;
-//     all three measured in alternating batches.
+//   - go/handshake/{static,reload,reload-x25519}/<key>/<clients>: loopback TLS 1.3
+//     mTLS handshakes against this process's own crypto/tls server (the whole stack:
+//     client and server), with a fixed client certificate, or with
+//     GetClientCertificate calling tls.X509KeyPair on every handshake, with Go's
+//     default key exchange (CurvePreferences unset: Go 1.23 offers the
+//     X25519Kyber768Draft00 hybrid first, Go 1.24 and later X25519MLKEM768), or with
+//     classical X25519 only (CurvePreferences: []tls.CurveID{tls.X25519});
+//   - go/client/<peer>/<key>: the legacy client alone (reload, X25519 only, one
+//     client) dialling the server named <peer>, which runs in another process (a
+//     crypto/tls server from -mode server, or the Rust benchmark's rustls server):
+//     the CPU time of this process per handshake is the client's cost.
 //
-// The handshake loop is a plain Go one, the shape the Rust side uses too: each client
-// is one goroutine dialling in a loop (a new TCP connection and a full handshake each
-// time, reading the server's byte, closing); the server handshakes explicitly, writes
-// one byte and closes.
-//
-// Each result is one JSON line: {"id": ..., "unit": "ns", "samples": [...]}, every
-// sample the mean time of one operation over a batch. The caller (cargo xtask bench)
-// computes medians and confidence intervals with the same code as for the Rust side.
+// The handshake loop is a plain Go one: each client is one goroutine dialling in a
+// loop (a new TCP connection and a full handshake each time, reading the server's
+// byte, closing); the server handshakes explicitly, writes one byte and closes.
 package main
 
 import (
+	"bufio"
 	"crypto/rsa"
 	"crypto/tls"
 	"crypto/x509"
@@ -43,24 +66,19 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	jose "github.com/go-jose/go-jose/v4"
 )
 
-type result struct {
-	ID      string    `json:"id"`
-	Unit    string    `json:"unit"`
-	Samples []float64 `json:"samples"`
-}
-
 var (
 	materialDir = flag.String("material", "", "directory with the PEM files written by the Rust benchmarks")
-	quick       = flag.Bool("quick", false, "smoke run: few, short samples")
-	only        = flag.String("only", "", "run only benchmarks whose id contains this")
+	mode        = flag.String("mode", "child", "child: measure on commands from stdin; server: serve until stdin closes")
 	out         = json.NewEncoder(os.Stdout)
 )
 
@@ -77,82 +95,141 @@ func read(name string) []byte {
 	return data
 }
 
-func emit(id string, samples []float64) {
-	if err := out.Encode(result{ID: id, Unit: "ns", Samples: samples}); err != nil {
+func answer(v any) {
+	if err := out.Encode(v); err != nil {
 		fail("%v", err)
 	}
-	fmt.Fprintf(os.Stderr, "legacy: measured %s (%d samples)\n", id, len(samples))
 }
 
-func sampling() (count int, target time.Duration) {
-	if *quick {
-		return 10, 2 * time.Millisecond
+// cpuNow is this process's CPU time (user + system) in nanoseconds.
+func cpuNow() int64 {
+	var usage syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &usage); err != nil {
+		fail("getrusage: %v", err)
 	}
-	return 40, 25 * time.Millisecond
+	return usage.Utime.Nano() + usage.Stime.Nano()
 }
 
-// measure times `op` in batches sized so one batch lasts about the sample target, and
-// returns the mean nanoseconds per operation of each batch.
-func measure(op func()) []float64 {
-	count, target := sampling()
-	// Warm up and size the batch.
+// An operation run n times (split across its clients for handshakes).
+type operation func(n int)
+
+func repeat(f func()) operation {
+	return func(n int) {
+		for i := 0; i < n; i++ {
+			f()
+		}
+	}
+}
+
+var (
+	operations = map[string]operation{}
+	batches    = map[string]int{}
+	peers      = map[string]string{}
+)
+
+// size warms up and sizes a batch so that it lasts about target.
+func size(op operation, target time.Duration) int {
 	batch := 1
 	for {
 		start := time.Now()
-		for i := 0; i < batch; i++ {
-			op()
-		}
+		op(batch)
 		elapsed := time.Since(start)
 		if elapsed >= target/4 || batch >= 1<<20 {
 			per := float64(elapsed) / float64(batch)
-			batch = int(float64(target)/per) + 1
-			break
+			return int(float64(target)/per) + 1
 		}
 		batch *= 2
 	}
-	samples := make([]float64, 0, count)
-	for s := 0; s < count; s++ {
-		start := time.Now()
-		for i := 0; i < batch; i++ {
-			op()
-		}
-		samples = append(samples, float64(time.Since(start))/float64(batch))
+}
+
+func measure(id string, n int, target time.Duration) {
+	op, ok := operations[id]
+	if !ok {
+		op = build(id)
+		operations[id] = op
 	}
-	return samples
-}
-
-func wanted(id string) bool {
-	return *only == "" || strings.Contains(id, *only)
-}
-
-func keyPairs() {
-	for _, name := range strings.Fields(string(read("cases.txt"))) {
-		id := "go/x509keypair/" + name
-		if !wanted(id) {
-			continue
+	if n <= 0 {
+		if batches[id] == 0 {
+			batches[id] = size(op, target)
 		}
-		certPEM, keyPEM := read(name+".crt"), read(name+".key")
+		n = batches[id]
+	}
+	cpu, start := cpuNow(), time.Now()
+	op(n)
+	wall, used := time.Since(start), cpuNow()-cpu
+	answer(map[string]any{
+		"ns":     float64(wall.Nanoseconds()) / float64(n),
+		"cpu_ns": float64(used) / float64(n),
+		"n":      n,
+	})
+}
+
+// build makes the operation named by id.
+func build(id string) operation {
+	parts := strings.Split(id, "/")
+	if len(parts) < 3 || parts[0] != "go" {
+		fail("unknown operation %s", id)
+	}
+	switch parts[1] {
+	case "x509keypair", "rotation-x509keypair":
+		return keyPair(parts[2])
+	case "reconcile":
+		return repeat(reconciler(parts[2], ""))
+	case "reconcile-request":
+		addr, ok := peers["https"]
+		if !ok {
+			fail("%s: no peer named https", id)
+		}
+		return repeat(reconciler(parts[2], "https://"+addr+"/"))
+	case "ps512-sign", "ps512-verify":
+		sign, verify := principal(parts[2])
+		if parts[1] == "ps512-sign" {
+			return repeat(func() { sign() })
+		}
+		return repeat(verify)
+	case "handshake":
+		if len(parts) != 5 {
+			fail("unknown operation %s", id)
+		}
+		clients, err := strconv.Atoi(parts[4])
+		if err != nil || clients < 1 {
+			fail("%s: bad client count", id)
+		}
+		config := clientConfig(parts[2], parts[3])
+		addr := ownServer()
+		return func(n int) { round(config, addr, clients, (n+clients-1)/clients) }
+	case "client":
+		addr, ok := peers[parts[2]]
+		if !ok {
+			fail("%s: no peer named %s", id, parts[2])
+		}
+		config := clientConfig("reload-x25519", parts[3])
+		return func(n int) { round(config, addr, 1, n) }
+	}
+	fail("unknown operation %s", id)
+	return nil
+}
+
+func keyPair(name string) operation {
+	certPEM, keyPEM := read(name+".crt"), read(name+".key")
+	return repeat(func() {
 		if _, err := tls.X509KeyPair(certPEM, keyPEM); err != nil {
 			fail("%s: %v", name, err)
 		}
-		emit(id, measure(func() {
-			if _, err := tls.X509KeyPair(certPEM, keyPEM); err != nil {
-				fail("%s: %v", name, err)
-			}
-		}))
-	}
+	})
 }
 
 // sinkClient keeps each reconcile's client alive until the next, as a reconcile
 // would use it.
 var sinkClient *http.Client
 
-// reconciles measures one reconcile's TLSClientConfig and HTTP client, on the cases
-// the Rust side's reconcile/<case> rows use.
-func reconciles() {
+// reconciler is one reconcile's TLSClientConfig and HTTP client, and one request
+// through it when url is set.
+func reconciler(name, url string) func() {
 	// controller-runtime's informer cache: namespace/name -> data.
 	cache := map[string]map[string][]byte{
-		"bench/peer-ca": {"tls.crt": read("server-ca.crt")},
+		"bench/peer-ca":          {"tls.crt": read("server-ca.crt")},
+		"bench/identity-" + name: {"tls.crt": read(name + ".crt"), "tls.key": read(name + ".key")},
 	}
 	// A cached Get: a map look-up and a deep copy of the object.
 	get := func(key string) map[string][]byte {
@@ -166,85 +243,84 @@ func reconciles() {
 		}
 		return out
 	}
-	for _, name := range []string{"p256-pkcs8", "rsa2048-pkcs8"} {
-		id := "go/reconcile/" + name
-		if !wanted(id) {
-			continue
+	return func() {
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(get("bench/peer-ca")["tls.crt"]) {
+			fail("%s: no CA certificate", name)
 		}
-		identity := "bench/identity-" + name
-		cache[identity] = map[string][]byte{"tls.crt": read(name + ".crt"), "tls.key": read(name + ".key")}
-		reconcile := func() *http.Client {
-			pool := x509.NewCertPool()
-			if !pool.AppendCertsFromPEM(get("bench/peer-ca")["tls.crt"]) {
-				fail("%s: no CA certificate", name)
-			}
-			secret := get(identity)
-			certificate, err := tls.X509KeyPair(secret["tls.crt"], secret["tls.key"])
-			if err != nil {
-				fail("%s: %v", name, err)
-			}
-			config := &tls.Config{
-				RootCAs:      pool,
-				Certificates: []tls.Certificate{certificate},
-				MinVersion:   tls.VersionTLS13,
-			}
-			return &http.Client{Transport: &http.Transport{TLSClientConfig: config}}
+		secret := get("bench/identity-" + name)
+		certificate, err := tls.X509KeyPair(secret["tls.crt"], secret["tls.key"])
+		if err != nil {
+			fail("%s: %v", name, err)
 		}
-		sinkClient = reconcile()
-		emit(id, measure(func() { sinkClient = reconcile() }))
+		config := &tls.Config{
+			RootCAs:      pool,
+			Certificates: []tls.Certificate{certificate},
+			MinVersion:   tls.VersionTLS13,
+		}
+		transport := &http.Transport{TLSClientConfig: config}
+		sinkClient = &http.Client{Transport: transport}
+		if url == "" {
+			return
+		}
+		resp, err := sinkClient.Get(url)
+		if err != nil {
+			fail("%s: %v", name, err)
+		}
+		if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+			fail("%s: %v", name, err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			fail("%s: status %d", name, resp.StatusCode)
+		}
+		transport.CloseIdleConnections()
 	}
 }
 
-func principals() {
+func principal(bits string) (func() string, func()) {
 	payload := []byte(`{"organizationId":"9a6b1c0e-org","projectId":"4f2d7e11-project","actor":"alice@example.com"}`)
-	for _, bits := range []string{"rsa2048", "rsa3072", "rsa4096"} {
-		pair, err := tls.X509KeyPair(read(bits+"-pkcs8.crt"), read(bits+"-pkcs8.key"))
+	pair, err := tls.X509KeyPair(read(bits+"-pkcs8.crt"), read(bits+"-pkcs8.key"))
+	if err != nil {
+		fail("%s: %v", bits, err)
+	}
+	key, ok := pair.PrivateKey.(*rsa.PrivateKey)
+	if !ok {
+		fail("%s: not an RSA key", bits)
+	}
+	signer, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.PS512, Key: key}, nil)
+	if err != nil {
+		fail("%s: %v", bits, err)
+	}
+	sign := func() string {
+		jws, err := signer.Sign(payload)
 		if err != nil {
 			fail("%s: %v", bits, err)
 		}
-		key, ok := pair.PrivateKey.(*rsa.PrivateKey)
-		if !ok {
-			fail("%s: not an RSA key", bits)
-		}
-		signer, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.PS512, Key: key}, nil)
+		token, err := jws.CompactSerialize()
 		if err != nil {
 			fail("%s: %v", bits, err)
 		}
-		sign := func() string {
-			jws, err := signer.Sign(payload)
-			if err != nil {
-				fail("%s: %v", bits, err)
-			}
-			token, err := jws.CompactSerialize()
-			if err != nil {
-				fail("%s: %v", bits, err)
-			}
-			return token
+		return token
+	}
+	token := sign()
+	public := key.Public().(*rsa.PublicKey)
+	verify := func() {
+		jws, err := jose.ParseSigned(token, []jose.SignatureAlgorithm{jose.PS512})
+		if err != nil {
+			fail("%s: %v", bits, err)
 		}
-		token := sign()
-		public := key.Public().(*rsa.PublicKey)
-		verify := func() {
-			jws, err := jose.ParseSigned(token, []jose.SignatureAlgorithm{jose.PS512})
-			if err != nil {
-				fail("%s: %v", bits, err)
-			}
-			var claims map[string]any
-			got, err := jws.Verify(public)
-			if err != nil {
-				fail("%s: %v", bits, err)
-			}
-			if err := json.Unmarshal(got, &claims); err != nil {
-				fail("%s: %v", bits, err)
-			}
+		var claims map[string]any
+		got, err := jws.Verify(public)
+		if err != nil {
+			fail("%s: %v", bits, err)
 		}
-		verify()
-		if id := "go/ps512-sign/" + bits; wanted(id) {
-			emit(id, measure(func() { sign() }))
-		}
-		if id := "go/ps512-verify/" + bits; wanted(id) {
-			emit(id, measure(verify))
+		if err := json.Unmarshal(got, &claims); err != nil {
+			fail("%s: %v", bits, err)
 		}
 	}
+	verify()
+	return sign, verify
 }
 
 func pool(pemBytes []byte) *x509.CertPool {
@@ -341,82 +417,108 @@ func round(config *tls.Config, addr string, clients, batch int) float64 {
 	return float64(time.Since(start)) / float64(batch*clients)
 }
 
-// offers checks, with one handshake, which group a configuration offers first.
-func offers(config *tls.Config, addr string, want tls.CurveID, what string) {
-	handshake(config, addr)
-	got := tls.CurveID(offeredFirst.Load())
-	if want != 0 && got != want {
-		fail("%s offers %s first, not %s", what, groupName(got), groupName(want))
-	}
-	fmt.Fprintf(os.Stderr, "legacy: %s offers %s first\n", what, groupName(got))
+var (
+	ownAddr string
+	ownOnce sync.Once
+)
+
+// ownServer is this process's crypto/tls server (the whole-stack rows).
+func ownServer() string {
+	ownOnce.Do(func() { ownAddr = serve().String() })
+	return ownAddr
 }
 
-func handshakes() {
-	addr := serve().String()
-	roots := pool(read("server-ca.crt"))
-	rounds, batch := 30, 40
-	if *quick {
-		rounds, batch = 4, 5
+// clientConfig is the legacy client's configuration: static (a fixed certificate),
+// reload (tls.X509KeyPair on every handshake, Go's default key exchange) or
+// reload-x25519 (the same, X25519 only).
+func clientConfig(mode, key string) *tls.Config {
+	certPEM, keyPEM := read(key+"-pkcs8.crt"), read(key+"-pkcs8.key")
+	config := &tls.Config{
+		MinVersion: tls.VersionTLS13,
+		RootCAs:    pool(read("server-ca.crt")),
+		ServerName: "127.0.0.1",
 	}
-	for _, key := range []string{"p256", "rsa2048"} {
-		certPEM, keyPEM := read(key+"-pkcs8.crt"), read(key+"-pkcs8.key")
+	switch mode {
+	case "static":
 		cert, err := tls.X509KeyPair(certPEM, keyPEM)
 		if err != nil {
 			fail("%s: %v", key, err)
 		}
-		static := &tls.Config{
-			MinVersion:   tls.VersionTLS13,
-			RootCAs:      roots,
-			ServerName:   "127.0.0.1",
-			Certificates: []tls.Certificate{cert},
+		config.Certificates = []tls.Certificate{cert}
+	case "reload", "reload-x25519":
+		// The legacy client: the Secret's bytes from the informer cache, parsed
+		// again on every handshake.
+		config.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
+			pair, err := tls.X509KeyPair(certPEM, keyPEM)
+			return &pair, err
 		}
-		reload := &tls.Config{
-			MinVersion: tls.VersionTLS13,
-			RootCAs:    roots,
-			ServerName: "127.0.0.1",
-			// The legacy client: the Secret's bytes from the informer cache, parsed
-			// again on every handshake.
-			GetClientCertificate: func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
-				pair, err := tls.X509KeyPair(certPEM, keyPEM)
-				return &pair, err
-			},
+		if mode == "reload-x25519" {
+			config.CurvePreferences = []tls.CurveID{tls.X25519}
 		}
-		reloadX25519 := reload.Clone()
-		reloadX25519.CurvePreferences = []tls.CurveID{tls.X25519}
-		offers(reload, addr, 0, "the default configuration")
-		offers(reloadX25519, addr, tls.X25519, "the X25519 configuration")
-		configs := []*tls.Config{static, reload, reloadX25519}
-		for _, clients := range []int{1, 2} {
-			ids := []string{
-				fmt.Sprintf("go/handshake/static/%s/%d", key, clients),
-				fmt.Sprintf("go/handshake/reload/%s/%d", key, clients),
-				fmt.Sprintf("go/handshake/reload-x25519/%s/%d", key, clients),
+	default:
+		fail("unknown client mode %s", mode)
+	}
+	return config
+}
+
+// group answers which key exchange group operation id's client offers first.
+func group(id string) {
+	parts := strings.Split(id, "/")
+	if len(parts) != 5 || parts[1] != "handshake" {
+		fail("group: not a handshake operation: %s", id)
+	}
+	handshake(clientConfig(parts[2], parts[3]), ownServer())
+	answer(map[string]any{"group": groupName(tls.CurveID(offeredFirst.Load()))})
+}
+
+// serveHTTPS serves GET / with "ok" over mTLS (the reconcile-request rows' peer).
+func serveHTTPS() net.Addr {
+	cert, err := tls.X509KeyPair(read("server.crt"), read("server.key"))
+	if err != nil {
+		fail("server: %v", err)
+	}
+	listener, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{
+		MinVersion:   tls.VersionTLS13,
+		Certificates: []tls.Certificate{cert},
+		ClientAuth:   tls.RequireAndVerifyClientCert,
+		ClientCAs:    pool(read("client-ca.crt")),
+		NextProtos:   []string{"http/1.1"},
+	})
+	if err != nil {
+		fail("listen: %v", err)
+	}
+	server := &http.Server{
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			_, _ = w.Write([]byte("ok"))
+		}),
+		ErrorLog: nil,
+	}
+	go func() { _ = server.Serve(listener) }()
+	return listener.Addr()
+}
+
+func child() {
+	scanner := bufio.NewScanner(os.Stdin)
+	for scanner.Scan() {
+		fields := strings.Fields(scanner.Text())
+		if len(fields) == 0 {
+			continue
+		}
+		switch {
+		case fields[0] == "measure" && len(fields) == 4:
+			n, err1 := strconv.Atoi(fields[2])
+			target, err2 := strconv.ParseInt(fields[3], 10, 64)
+			if err1 != nil || err2 != nil {
+				fail("bad command %q", scanner.Text())
 			}
-			selected := false
-			for _, id := range ids {
-				selected = selected || wanted(id)
-			}
-			if !selected {
-				continue
-			}
-			// Warm-up, then alternating batches (order reversed every round) so that
-			// drift on a shared machine falls on all alike.
-			for _, config := range configs {
-				round(config, addr, clients, batch/2+1)
-			}
-			samples := make([][]float64, len(configs))
-			for i := 0; i < rounds; i++ {
-				for j := range configs {
-					which := j
-					if i%2 == 1 {
-						which = len(configs) - 1 - j
-					}
-					samples[which] = append(samples[which], round(configs[which], addr, clients, batch))
-				}
-			}
-			for j, id := range ids {
-				emit(id, samples[j])
-			}
+			measure(fields[1], n, time.Duration(target))
+		case fields[0] == "peer" && len(fields) == 3:
+			peers[fields[1]] = fields[2]
+			answer(map[string]any{"ok": true})
+		case fields[0] == "group" && len(fields) == 2:
+			group(fields[1])
+		default:
+			fail("bad command %q", scanner.Text())
 		}
 	}
 }
@@ -426,9 +528,14 @@ func main() {
 	if *materialDir == "" {
 		fail("-material is required")
 	}
-	fmt.Fprintf(os.Stderr, "legacy: %s, GOMAXPROCS %d\n", runtime.Version(), runtime.GOMAXPROCS(0))
-	keyPairs()
-	reconciles()
-	principals()
-	handshakes()
+	fmt.Fprintf(os.Stderr, "legacy: %s, GOMAXPROCS %d, mode %s\n", runtime.Version(), runtime.GOMAXPROCS(0), *mode)
+	switch *mode {
+	case "child":
+		child()
+	case "server":
+		answer(map[string]any{"tls": serve().String(), "https": serveHTTPS().String()})
+		_, _ = io.Copy(io.Discard, os.Stdin)
+	default:
+		fail("unknown mode %s", *mode)
+	}
 }

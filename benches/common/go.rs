@@ -1,0 +1,197 @@
+//! The legacy Go program (`benches/go`) as a long-lived child of a Rust benchmark,
+//! taking commands over stdin/stdout, so that its batches alternate with ours round
+//! by round (every ratio between the languages is then paired within a round); and
+//! the same program as a separate crypto/tls and HTTPS server process.
+//!
+//! `cargo xtask bench` builds the program and names it in `BENCH_GO_BINARY`; without
+//! the variable Go is not measured and no Go line is written.
+
+use std::cell::RefCell;
+use std::io::{BufRead, BufReader, Write as _};
+use std::net::SocketAddr;
+use std::path::Path;
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// One batch measured by the Go child.
+#[derive(Clone, Copy, Debug)]
+pub struct GoBatch {
+    /// Wall nanoseconds per operation.
+    pub ns: f64,
+    /// The Go process's CPU time (user + system, `getrusage`) per operation.
+    pub cpu_ns: f64,
+}
+
+fn binary() -> Option<String> {
+    std::env::var("BENCH_GO_BINARY")
+        .ok()
+        .filter(|path| !path.is_empty())
+}
+
+fn spawn(material: &Path, mode: &str) -> (Child, ChildStdin, BufReader<ChildStdout>) {
+    let binary = binary().expect("BENCH_GO_BINARY");
+    let mut child = Command::new(&binary)
+        .arg("-material")
+        .arg(material)
+        .args(["-mode", mode])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot run {binary}: {e}"));
+    let stdin = child.stdin.take().unwrap();
+    let stdout = BufReader::new(child.stdout.take().unwrap());
+    (child, stdin, stdout)
+}
+
+fn reply(stdout: &mut BufReader<ChildStdout>, what: &str) -> serde_json::Value {
+    let mut line = String::new();
+    let read = stdout.read_line(&mut line).unwrap();
+    assert!(read > 0, "the Go program exited during {what}");
+    serde_json::from_str(&line).unwrap_or_else(|e| panic!("Go answered {line:?} to {what}: {e}"))
+}
+
+/// The Go program measuring on command (`-mode child`).
+pub struct GoChild {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    stdout: BufReader<ChildStdout>,
+}
+
+impl GoChild {
+    /// `None` when this run measures no Go (`BENCH_GO_BINARY` unset).
+    pub fn spawn(material: &Path) -> Option<RefCell<Self>> {
+        binary()?;
+        let (child, stdin, stdout) = spawn(material, "child");
+        Some(RefCell::new(Self {
+            child,
+            stdin: Some(stdin),
+            stdout,
+        }))
+    }
+
+    fn command(&mut self, line: &str) -> serde_json::Value {
+        let stdin = self.stdin.as_mut().unwrap();
+        writeln!(stdin, "{line}").unwrap();
+        stdin.flush().unwrap();
+        reply(&mut self.stdout, line)
+    }
+
+    /// One batch of the operation `id`: `n` operations, or (`n` = 0) a batch sized
+    /// by the Go program (once per id) to last about `target`.
+    pub fn measure(&mut self, id: &str, n: usize, target: Duration) -> GoBatch {
+        let v = self.command(&format!("measure {id} {n} {}", target.as_nanos()));
+        GoBatch {
+            ns: v["ns"].as_f64().unwrap(),
+            cpu_ns: v["cpu_ns"].as_f64().unwrap(),
+        }
+    }
+
+    /// Names a server the `go/client/<name>/<key>` operations dial.
+    pub fn peer(&mut self, name: &str, addr: SocketAddr) {
+        self.command(&format!("peer {name} {addr}"));
+    }
+
+    /// The group the client of handshake operation `id` offers first.
+    pub fn group(&mut self, id: &str) -> String {
+        self.command(&format!("group {id}"))["group"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    }
+}
+
+impl Drop for GoChild {
+    fn drop(&mut self) {
+        drop(self.stdin.take());
+        let _ = self.child.wait();
+    }
+}
+
+/// The Go program serving (`-mode server`), in a process of its own: a crypto/tls
+/// server (handshake, one byte, close) and an HTTPS server, both requiring and
+/// verifying client certificates against the material's client CA.
+pub struct GoServer {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    pub tls: SocketAddr,
+    pub https: SocketAddr,
+}
+
+impl GoServer {
+    pub fn spawn(material: &Path) -> Option<Self> {
+        binary()?;
+        let (child, stdin, mut stdout) = spawn(material, "server");
+        let v = reply(&mut stdout, "start-up");
+        Some(Self {
+            child,
+            stdin: Some(stdin),
+            tls: v["tls"].as_str().unwrap().parse().unwrap(),
+            https: v["https"].as_str().unwrap().parse().unwrap(),
+        })
+    }
+}
+
+impl Drop for GoServer {
+    fn drop(&mut self) {
+        drop(self.stdin.take());
+        let _ = self.child.wait();
+    }
+}
+
+/// This thread's CPU time in nanoseconds (`/proc/thread-self/schedstat`: time spent
+/// running), for our client's CPU per handshake.
+pub fn thread_cpu_ns() -> f64 {
+    let text = std::fs::read_to_string("/proc/thread-self/schedstat").unwrap();
+    text.split_whitespace().next().unwrap().parse().unwrap()
+}
+
+/// How many calls of `op` last about `target` (after a warm-up).
+pub fn size(mut op: impl FnMut(), target: Duration) -> usize {
+    let mut batch = 1usize;
+    loop {
+        let start = Instant::now();
+        for _ in 0..batch {
+            op();
+        }
+        let elapsed = start.elapsed();
+        if elapsed >= target / 4 || batch >= 1 << 20 {
+            let per = elapsed.as_secs_f64() / batch as f64;
+            return (target.as_secs_f64() / per) as usize + 1;
+        }
+        batch *= 2;
+    }
+}
+
+/// Mean nanoseconds per call of `op` over `n` calls.
+pub fn time(n: usize, mut op: impl FnMut()) -> f64 {
+    let start = Instant::now();
+    for _ in 0..n {
+        op();
+    }
+    start.elapsed().as_nanos() as f64 / n as f64
+}
+
+/// One arm of an interleaved measurement: returns one sample per call.
+pub type Arm<'a> = Box<dyn FnMut() -> f64 + 'a>;
+
+/// Runs `rounds` rounds of all `arms`, in alternating order (reversed every other
+/// round) so that drift falls on all alike, after one warm-up call of each: the
+/// samples of each arm, index `i` of every arm from the same round `i`.
+pub fn interleave(rounds: usize, mut arms: Vec<Arm<'_>>) -> Vec<Vec<f64>> {
+    for arm in &mut arms {
+        arm();
+    }
+    let mut samples = vec![Vec::with_capacity(rounds); arms.len()];
+    for round in 0..rounds {
+        for j in 0..arms.len() {
+            let which = if round % 2 == 0 {
+                j
+            } else {
+                arms.len() - 1 - j
+            };
+            samples[which].push(arms[which]());
+        }
+    }
+    samples
+}
