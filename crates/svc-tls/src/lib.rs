@@ -30,8 +30,9 @@
 //! let peer = PeerOptions::new("region").with_host_value("https://region.example");
 //! let identity = ClientIdentityOptions::new(None).with_secret("unikorn", "region-client-cert");
 //! let tls = PeerTls::from_options(&client, &peer, &identity, Duration::from_secs(30)).await?;
-//! let http = tls.reqwest_client()?;
-//! # let _ = http; Ok(()) }
+//! let peer = tls.client()?; // the process's pooled client for this peer
+//! let response = peer.send(peer.get(tls.host()?.join("api/v1/regions")?)?).await?;
+//! # let _ = response; Ok(()) }
 //! ```
 //!
 //! The client passed in is a [`ClusterClient`]: a `kube::Client` that says which
@@ -47,6 +48,7 @@
 
 pub mod client;
 pub mod duration;
+mod follow;
 /// Outside text cut and escaped for logs: log an error that may quote a Secret, a
 /// header or a plugin's output with `%svc_tls::excerpt::chain(&error)`.
 pub use watch_ready::excerpt;
@@ -65,7 +67,7 @@ pub mod trust;
 pub mod watch;
 mod wiring;
 
-pub use client::{PeerClientError, PeerTls, TrustMode};
+pub use client::{PeerClient, PeerClientError, PeerRequestError, PeerTls, TrustMode};
 /// Which cluster a client reads: the shared watches are keyed by it.
 pub use cluster_id::{ClusterClient, ClusterId, UnidentifiedCluster};
 pub use identity::{IdentityError, IdentityResolver, IdentitySource, IdentityState};

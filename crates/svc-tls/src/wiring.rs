@@ -115,6 +115,7 @@ pub(crate) async fn watched_trust(
             ServerAuthorization::HostName,
         )?;
         track_trust(watches, &verifier, Some(client.cluster()));
+        shared.follow(verifier.follower());
         Ok(verifier)
     })
 }

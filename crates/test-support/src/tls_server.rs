@@ -7,8 +7,9 @@
 //!
 //! By default every request is answered `200` with the client leaf's serial number
 //! (decimal; `none` when no certificate was asked for) as the body, and the headers
-//! `x-request-version` (`HTTP/1.1`, `HTTP/2.0`) and `x-alpn` (the negotiated protocol
-//! or `none`). A test that needs another answer sets a [`Handler`].
+//! `x-request-version` (`HTTP/1.1`, `HTTP/2.0`), `x-alpn` (the negotiated protocol
+//! or `none`) and `x-connection` (which connection the request came on, see
+//! [`Seen::connection`]). A test that needs another answer sets a [`Handler`].
 //!
 //! The server runs as tasks on the caller's Tokio runtime and stops when dropped.
 //! Set-up failures panic, as everywhere in test support: they are a broken test, not
@@ -48,6 +49,8 @@ pub struct Seen {
     pub alpn: Option<Vec<u8>>,
     /// When the handshake completed.
     pub at: Instant,
+    /// The connection's number: 1 for the first completed handshake, 2 for the next.
+    pub connection: u64,
 }
 
 /// A handler's answer to one request.
@@ -286,11 +289,11 @@ async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
                 kind: conn.handshake_kind(),
                 alpn: conn.alpn_protocol().map(<[u8]>::to_vec),
                 at: Instant::now(),
+                connection: shared.handshakes.fetch_add(1, Ordering::SeqCst) + 1,
             };
             if shared.keep_seen {
                 lock(&shared.seen).push(seen.clone());
             }
-            shared.handshakes.fetch_add(1, Ordering::SeqCst);
             let alpn = seen
                 .alpn
                 .as_deref()
@@ -315,6 +318,7 @@ async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
                 if let Ok(v) = alpn.parse() {
                     headers.insert("x-alpn", v);
                 }
+                headers.insert("x-connection", seen.connection.into());
                 if close && parts.version == hyper::Version::HTTP_11 {
                     headers.insert(
                         hyper::header::CONNECTION,

@@ -317,9 +317,9 @@ async fn run(matches: &ArgMatches) -> Result<(), Error> {
         actor: Some(actor),
         ..Principal::default()
     };
-    // As a controller does per reconcile: a new peer client for every request. The
-    // first construction above watched the Secrets; these return at once from the
-    // process's shared watches (no API request, no parse).
+    // As a controller does per reconcile: a new peer construction for every request.
+    // The first construction above watched the Secrets; these return at once from the
+    // process's shared watches (no API request, no parse) and share its pooled client.
     let mut refused = None;
     let call = async || -> Result<Option<String>, Error> {
         let identity = PeerTls::from_options(&cluster, &identity_peer, &me, SYNC_TIMEOUT).await?;
@@ -327,10 +327,12 @@ async fn run(matches: &ArgMatches) -> Result<(), Error> {
         let signer = identity
             .principal_signer()
             .ok_or("the identity peer has no client identity")?;
-        let http = identity.reqwest_client()?;
+        // The process's pooled client for this peer: a kept-alive connection is
+        // reused across calls, and retired when the identity or the CA rotates.
+        let http = identity.client()?;
         let url = identity.host()?.join(&path)?;
-        let request = signer.attach(http.get(url.clone()), &principal)?;
-        let response = request.send().await?;
+        let request = signer.attach(http.get(url.clone())?, &principal)?;
+        let response = http.send(request).await?;
         let status = response.status();
         let version = response.version();
         let body = response.text().await?;
@@ -345,7 +347,8 @@ async fn run(matches: &ArgMatches) -> Result<(), Error> {
             refused = Some(status);
         }
     }
-    // Serving: a request (a handshake, so a reload) per interval; a failed one is
+    // Serving: a request per interval (on a kept-alive connection when the server
+    // keeps it; the identity and its metrics follow the Secret without one); a failed one is
     // reported and the service goes on, as a controller's next reconcile would.
     let deadline = Instant::now() + serve_for;
     while Instant::now() < deadline {

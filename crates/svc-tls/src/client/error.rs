@@ -56,3 +56,53 @@ pub enum PeerClientError {
     #[error(transparent)]
     Host(#[from] HostError),
 }
+
+/// Why a request through a [`PeerClient`](super::PeerClient) failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum PeerRequestError {
+    /// The server's certificate was refused after the CA trust changed under this
+    /// client: the roots it verifies with were replaced by ones the server does not
+    /// chain to, or the trust source withdrew its trust. Connections made before the
+    /// change were retired; this is the handshake of a new one.
+    #[error(
+        "the server is no longer trusted: {trust} {} at {} and the server's certificate \
+         was refused: {source}",
+        if *withdrawn { "withdrew its trust" } else { "changed" },
+        crate::material::time_text(*changed_at)
+    )]
+    TrustChanged {
+        /// Where the trust comes from (the CA Secret, the SPIFFE trust domain).
+        trust: crate::origin::TrustOrigin,
+        /// When this client saw the change.
+        changed_at: std::time::SystemTime,
+        /// Whether the source withdrew its trust (no server is trusted).
+        withdrawn: bool,
+        /// reqwest's error (its chain holds the TLS error).
+        #[source]
+        source: reqwest::Error,
+    },
+    /// Any other failure, as reqwest reports it.
+    #[error(transparent)]
+    Http(#[from] reqwest::Error),
+}
+
+/// Whether `error` failed because a server certificate was refused (rustls's
+/// `InvalidCertificate`, wherever it sits in the chain: hyper and tokio-rustls wrap
+/// it in `io::Error`s, whose `source()` skips the error they carry).
+pub(crate) fn is_certificate_error(error: &(dyn std::error::Error + 'static)) -> bool {
+    let mut next = Some(error);
+    while let Some(error) = next {
+        if let Some(rustls::Error::InvalidCertificate(_)) = error.downcast_ref::<rustls::Error>() {
+            return true;
+        }
+        if let Some(io) = error.downcast_ref::<std::io::Error>()
+            && let Some(inner) = io.get_ref()
+            && is_certificate_error(inner)
+        {
+            return true;
+        }
+        next = error.source();
+    }
+    false
+}

@@ -40,9 +40,9 @@ impl PeerTls {
     /// use svc_tls::client::PeerTls;
     ///
     /// let tls = PeerTls::from_options(&client, &peer, &me, std::time::Duration::from_secs(30)).await?;
-    /// let http = tls.reqwest_client()?; // per reconcile if you like: no waiting
+    /// let peer = tls.client()?; // per reconcile if you like: one shared pool
     /// let url = tls.host()?.join("api/v1/regions")?;
-    /// let regions = http.get(url).send().await?;
+    /// let regions = peer.send(peer.get(url)?).await?;
     /// # let _ = regions; Ok(()) }
     /// ```
     pub async fn from_options(
@@ -115,6 +115,7 @@ impl PeerTls {
                         Settings::default(),
                     )?;
                     crate::wiring::track_identity(watches, &resolver, Some(client.cluster()));
+                    shared.follow(resolver.follower());
                     Ok::<_, IdentityError>(resolver)
                 })?)
             }
@@ -122,6 +123,7 @@ impl PeerTls {
         };
         let mut tls = Self::new(provider, trust, identity).for_peer(peer);
         tls.principal = crate::wiring::principal_recorder(watches);
+        tls.registry = Some(watches.downgrade());
         Ok(tls)
     }
 
@@ -186,6 +188,7 @@ impl PeerTls {
                     Some(resolver),
                 );
                 tls.principal = crate::wiring::principal_recorder(watches);
+                tls.registry = Some(watches.downgrade());
                 tls
             }
             None => Self::for_spiffe_id_in(watches, workload, server_id)?,
@@ -206,8 +209,8 @@ impl PeerTls {
     /// let server = SpiffeId::new("spiffe://example.org/ns/unikorn/sa/identity")?;
     /// let tls = PeerTls::for_spiffe_id(&workload, server)?
     ///     .with_host("https://identity.unikorn:8443".parse()?);
-    /// let http = tls.reqwest_client()?;
-    /// # let _ = http; Ok(()) }
+    /// let peer = tls.client()?;
+    /// # let _ = peer; Ok(()) }
     /// ```
     ///
     /// With metrics installed into the process's registry
@@ -266,6 +269,8 @@ impl PeerTls {
         )?;
         crate::wiring::track_trust(watches, &trust, None);
         crate::wiring::track_identity(watches, &resolver, None);
+        workload.follow(trust.follower());
+        workload.follow(resolver.follower());
         Ok((trust, resolver))
     }
 }

@@ -27,19 +27,20 @@
 //!
 //! # Rotation and pooled connections
 //! Every *new* connection runs a full handshake and so presents the identity currently
-//! in the Secret and, with [`TrustMode::Watched`], verifies the server against the roots
-//! currently in the CA Secret. A connection already open (kept alive in reqwest's pool, or an HTTP/2
-//! connection being multiplexed) keeps the identity and trust it was opened with until
-//! it is closed: by the peer (nginx closes a keep-alive connection after
-//! `keepalive_timeout`, 75 s, or `keepalive_requests`, 1000, by default), or by
-//! reqwest's pool once it has been idle for the pool idle timeout (90 s by default).
-//! reqwest has no maximum connection age, so a connection that never goes idle
-//! keeps its identity until the peer closes it. Bound the idle part with
-//! `--S-pool-idle-timeout` ([`PeerOptions::with_pool_idle_timeout`](crate::options::PeerOptions::with_pool_idle_timeout)); `0` keeps no
-//! idle connection, so every request opens a connection and presents the current
-//! identity. HTTP/2 puts every request on one connection, which rarely goes idle:
-//! one more reason it is an opt-in.
-//!
+//! served and, with [`TrustMode::Watched`], verifies the server against the roots
+//! currently served. A connection kept alive keeps the identity and trust of its
+//! handshake. [`PeerClient`] (from [`PeerTls::client`]) is the client that follows
+//! them: it replaces its `reqwest::Client`, and so its pool, as soon as the identity
+//! or the trust served changes (what is served follows each new Secret version or
+//! SPIFFE message as it is loaded), so no new request rides a connection made under a
+//! replaced identity or withdrawn trust; in-flight requests finish on their
+//! connection. [`PeerTls::client`] also shares one such client per identity, trust and
+//! protocol settings in the process, so a client built per reconcile reuses a pooled
+//! connection instead of a handshake. A plain `reqwest::Client`
+//! ([`reqwest_client`], [`PeerTls::reqwest_client`]) has none of that: its connections
+//! keep their identity until the peer or the pool idle timeout
+//! (`--S-pool-idle-timeout`, 90 s by default) closes them.
+
 //! # Example
 //! ```no_run
 //! # async fn f(client: kube::Client) -> Result<(), Box<dyn std::error::Error>> {
@@ -63,7 +64,8 @@
 //!     .build()
 //!     .await?;
 //!
-//! // As often as needed (e.g. per reconcile): no waiting, the resolver is shared.
+//! // A plain reqwest client on that configuration (see `PeerTls::client` for one
+//! // whose pooled connections follow rotations).
 //! let config = client_config(provider, trust, Some(&resolver))?;
 //! let http = reqwest_client(config)?;
 //! let response = http.get("https://identity.example/api/v1/organizations").send().await?;
@@ -74,13 +76,15 @@ mod config;
 mod error;
 mod from_options;
 mod peer;
+mod pooled;
 mod redirect;
 
 pub use config::{
     TrustMode, client_config, client_config_for, reqwest_builder, reqwest_client, trust_from_secret,
 };
-pub use error::PeerClientError;
+pub use error::{PeerClientError, PeerRequestError};
 pub use peer::PeerTls;
+pub use pooled::PeerClient;
 pub use redirect::{MAX_REDIRECTS, RedirectRefused, same_origin_policy};
 
 #[cfg(test)]

@@ -13,7 +13,7 @@ use crate::principal::PrincipalSigner;
 use crate::trust::TrustVerifier;
 use url::Url;
 
-use super::{PeerClientError, TrustMode, client_config_for, reqwest_builder};
+use super::{PeerClient, PeerClientError, TrustMode, client_config_for, reqwest_builder};
 
 /// Everything needed to call one peer service, loaded once: trust, and the identity
 /// resolver (shared by every configuration built from it). Cheap to clone.
@@ -28,6 +28,9 @@ pub struct PeerTls {
     pub(super) pool_idle_timeout: Option<Duration>,
     /// What the principal signer reports to (the registry's metrics, if any).
     pub(super) principal: crate::wiring::PrincipalRecording,
+    /// The registry this was built over, where [`PeerTls::client`] finds the shared
+    /// pool (weak: a registry's stored clients hold a `PeerTls`).
+    pub(super) registry: Option<crate::watch::WeakSecretWatches>,
 }
 
 impl PeerTls {
@@ -47,6 +50,7 @@ impl PeerTls {
             protocol: HttpProtocol::default(),
             pool_idle_timeout: None,
             principal: crate::wiring::PrincipalRecording(Arc::new(NoopRecorder)),
+            registry: None,
         }
     }
 
@@ -152,10 +156,57 @@ impl PeerTls {
         })
     }
 
-    /// A new `reqwest` client on [`PeerTls::config`].
+    /// A new `reqwest` client on [`PeerTls::config`], with a pool of its own that does
+    /// not follow rotations: its kept-alive connections keep the identity and trust
+    /// they were opened with. Prefer [`PeerTls::client`].
     pub fn reqwest_client(&self) -> Result<reqwest::Client, PeerClientError> {
         self.reqwest_builder()?
             .build()
             .map_err(PeerClientError::Http)
+    }
+
+    /// The process's HTTP client for this peer setup: every construction over the same
+    /// registry with the same identity, trust, protocol and pool settings (so the same
+    /// cluster and Secrets) gets the one [`PeerClient`], and its one connection pool.
+    /// A client built per reconcile reuses a kept-alive connection instead of running
+    /// a handshake. Its connections retire when the identity or the trust changes
+    /// (see [`PeerClient`]).
+    ///
+    /// The shared client lives as long as the registry (the process's, for
+    /// [`PeerTls::from_options`]); its idle connections close after the pool idle
+    /// timeout (`--S-pool-idle-timeout`, reqwest's 90 s by default) and at each
+    /// rotation. Built from parts ([`PeerTls::new`]), or with fixed roots, there is no
+    /// registry to share through: the client is private, as
+    /// [`PeerTls::private_client`]'s.
+    pub fn client(&self) -> Result<PeerClient, PeerClientError> {
+        let shareable = !matches!(self.trust, TrustMode::Roots(_));
+        match self.registry.as_ref().and_then(|r| r.upgrade()) {
+            Some(registry) if shareable => registry.shared_value(
+                |client: &PeerClient| client.serves(self),
+                || PeerClient::new(self.clone(), None),
+            ),
+            _ => PeerClient::new(self.clone(), None),
+        }
+    }
+
+    /// A [`PeerClient`] with a pool of its own (following rotations like the shared
+    /// one): for callers that must not share connections.
+    pub fn private_client(&self) -> Result<PeerClient, PeerClientError> {
+        PeerClient::new(self.clone(), None)
+    }
+
+    /// [`PeerTls::private_client`] with each of its `reqwest` builders passed through
+    /// `customize` (timeouts, default headers); called again at each rotation.
+    ///
+    /// ```no_run
+    /// # fn f(tls: svc_tls::PeerTls) -> Result<(), Box<dyn std::error::Error>> {
+    /// let peer = tls.private_client_with(|b| b.timeout(std::time::Duration::from_secs(10)))?;
+    /// # let _ = peer; Ok(()) }
+    /// ```
+    pub fn private_client_with(
+        &self,
+        customize: impl Fn(reqwest::ClientBuilder) -> reqwest::ClientBuilder + Send + Sync + 'static,
+    ) -> Result<PeerClient, PeerClientError> {
+        PeerClient::new(self.clone(), Some(Box::new(customize)))
     }
 }

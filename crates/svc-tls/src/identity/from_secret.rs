@@ -12,7 +12,7 @@ use super::resolver::{IdentityError, IdentityResolver};
 use super::source::{IdentitySource, ReloadError};
 use super::state::Recorder;
 use crate::last_good::NoopRecorder;
-use crate::material::{Identity, IdentityCache};
+use crate::material::{HandshakeLoad, Identity, IdentityCache};
 use crate::origin::{IdentityOrigin, SecretRef, SourceHealth};
 use crate::watch::{
     SecretSource, SharedSecret, Watched, WatchedSecretBuilder, resource_version, sealed,
@@ -41,8 +41,9 @@ impl WatchedSecretBuilder<IdentityResolver> {
     /// replaced as soon as the Secret is renewed. Cancel-safe: dropping the future
     /// stops the watch.
     pub async fn build(self) -> Result<IdentityResolver, IdentityError> {
-        let source = match self.shared().await? {
-            Some((shared, false)) => SecretIdentitySource::shared(&shared),
+        let shared = self.shared().await?;
+        let source = match &shared {
+            Some((shared, false)) => SecretIdentitySource::shared(shared),
             Some((shared, true)) => {
                 SecretIdentitySource::new(shared.source().clone(), self.provider_or_default())
             }
@@ -51,8 +52,14 @@ impl WatchedSecretBuilder<IdentityResolver> {
                 self.provider_or_default(),
             ),
         };
+        let changes = source.secret_source().clone();
         let settings = self.settings();
-        IdentityResolver::with_settings(Arc::new(source), self.recorder, settings)
+        let resolver = IdentityResolver::with_settings(Arc::new(source), self.recorder, settings)?;
+        match shared {
+            Some((shared, _)) => shared.follow(resolver.follower()),
+            None => changes.follow(resolver.follower()),
+        }
+        Ok(resolver)
     }
 }
 
@@ -169,6 +176,19 @@ impl IdentitySource for SecretIdentitySource {
         let version = resource_version(&object);
         let identity = self.cache.load(&object).map_err(ReloadError::Material)?;
         Ok((identity, version))
+    }
+
+    fn current_on_handshake(&self) -> Result<(Identity, Option<u64>), ReloadError> {
+        let object = self.object()?;
+        let version = resource_version(&object);
+        match self
+            .cache
+            .load_on_handshake(&object)
+            .map_err(ReloadError::Material)?
+        {
+            HandshakeLoad::Loaded(identity) => Ok((identity, version)),
+            HandshakeLoad::InProgress => Err(ReloadError::InProgress),
+        }
     }
 
     fn current_ignoring_validity(&self) -> Result<Identity, ReloadError> {

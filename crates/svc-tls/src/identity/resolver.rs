@@ -42,6 +42,7 @@ use rustls::client::ResolvesClientCert;
 use rustls::sign::CertifiedKey;
 
 use super::source::{IdentitySource, ReloadError};
+use crate::follow::Follower;
 use super::state::{IdentityState, InvalidIdentity, Recorder, Recovery, StaleWarning};
 use crate::last_good::{
     Accepted, DEFAULT_WATCH_FAILURE_THRESHOLD, LastGood, MonotonicClock, Settings, WatchEvent,
@@ -194,8 +195,10 @@ impl IdentityResolver {
     /// The served slot is written only when the identity changed, and never with an
     /// identity read from an older version of the source than the one served.
     pub fn reload(&self) -> Identity {
-        let identity = match self.inner.source.current_versioned() {
+        let identity = match self.inner.source.current_on_handshake() {
             Ok((identity, version)) => self.serve(identity, version),
+            // Another caller is loading the new version: present what is served.
+            Err(ReloadError::InProgress) => self.current(),
             Err(error) => self.failed(&error),
         };
         self.check_watch_health();
@@ -360,6 +363,26 @@ impl IdentityResolver {
     /// The source the identity is read from.
     pub fn identity_source(&self) -> &dyn IdentitySource {
         &*self.inner.source
+    }
+
+    /// A follower that reloads this resolver each time its source changes (see
+    /// [`crate::follow`]), holding it weakly.
+    pub(crate) fn follower(&self) -> Box<dyn Follower> {
+        Box::new(FollowingResolver(Arc::downgrade(&self.inner)))
+    }
+}
+
+/// Reloads a resolver when its source changed, so its state, its recorder and the
+/// pooled connections that follow it see a new version without a handshake.
+struct FollowingResolver(std::sync::Weak<Inner>);
+
+impl Follower for FollowingResolver {
+    fn source_changed(&self) -> bool {
+        let Some(inner) = self.0.upgrade() else {
+            return false;
+        };
+        let _ = IdentityResolver { inner }.reload();
+        true
     }
 }
 

@@ -44,6 +44,11 @@ pub enum ReloadError {
     /// period now (a Secret's reports this as [`ReloadError::Material`]).
     #[error("client certificate: {0}")]
     OutsideValidity(#[source] Box<dyn std::error::Error + Send + Sync + 'static>),
+    /// Another caller is loading a new version right now (the watch's loader): the
+    /// handshake presents the identity already served instead of parsing the same
+    /// bytes a second time. Not a failure; never counted or reported.
+    #[error("client certificate: a new version is being loaded")]
+    InProgress,
 }
 
 impl ReloadError {
@@ -57,7 +62,7 @@ impl ReloadError {
                     | MaterialErrorKind::CertificateNotYetValid { .. }
             ),
             Self::OutsideValidity(_) => true,
-            Self::NotFound { .. } | Self::Unavailable(_) => false,
+            Self::NotFound { .. } | Self::Unavailable(_) | Self::InProgress => false,
         }
     }
 }
@@ -81,6 +86,14 @@ pub trait IdentitySource: Send + Sync + fmt::Debug {
     /// working from an older snapshot cannot undo a rotation.
     fn current_versioned(&self) -> Result<(Identity, Option<u64>), ReloadError> {
         self.current().map(|identity| (identity, None))
+    }
+
+    /// [`IdentitySource::current_versioned`] as a handshake reads it: a source whose
+    /// new version another caller is loading right now may return
+    /// [`ReloadError::InProgress`] instead of loading it a second time (the resolver
+    /// then presents what it serves). Defaults to `current_versioned`.
+    fn current_on_handshake(&self) -> Result<(Identity, Option<u64>), ReloadError> {
+        self.current_versioned()
     }
 
     /// The identity the source holds, without checking the certificate's validity

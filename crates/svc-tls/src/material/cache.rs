@@ -2,9 +2,9 @@
 //! load instead of repeating it.
 
 use std::fmt;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::SystemTime;
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
+use std::time::{Duration, SystemTime};
 
 use k8s_openapi::api::core::v1::Secret;
 use rustls::crypto::CryptoProvider;
@@ -12,6 +12,7 @@ use rustls::crypto::CryptoProvider;
 use super::identity::{Identity, load_core};
 use super::secret::{check_type, required, secret_ref_of};
 use super::{MaterialError, MaterialErrorKind, TLS_CRT, TLS_KEY};
+use crate::origin::MaterialOrigin;
 
 /// Remembers the last identity loaded from exactly the same Secret bytes, so a
 /// handshake with an unchanged Secret costs a byte comparison instead of a full
@@ -39,6 +40,67 @@ pub struct IdentityCache {
     failed: arc_swap::ArcSwapOption<Failed>,
     /// Full loads (certificate and key parsed) so far: the misses.
     full_loads: AtomicU64,
+    /// The load in flight, if any: a handshake that misses while it runs is told so
+    /// instead of parsing the same bytes a second time (single flight).
+    loading: arc_swap::ArcSwapOption<InFlight>,
+}
+
+/// A full load in progress, and how the callers that may wait for it do.
+struct InFlight {
+    cert_pem: Box<[u8]>,
+    key_pem: Box<[u8]>,
+    done: Mutex<bool>,
+    finished: Condvar,
+}
+
+impl InFlight {
+    fn is_of(&self, cert_pem: &[u8], key_pem: &[u8]) -> bool {
+        *self.cert_pem == *cert_pem && *self.key_pem == *key_pem
+    }
+
+    /// Blocks until the load finishes, at most `LOAD_WAIT`. Never on a handshake.
+    fn wait(&self) {
+        let done = self.done.lock().unwrap_or_else(PoisonError::into_inner);
+        let _ = self
+            .finished
+            .wait_timeout_while(done, LOAD_WAIT, |done| !*done);
+    }
+
+    fn finish(&self) {
+        *self.done.lock().unwrap_or_else(PoisonError::into_inner) = true;
+        self.finished.notify_all();
+    }
+}
+
+/// How long a caller off the handshake path waits for another caller's load of the
+/// same bytes before loading them itself (a load takes milliseconds).
+const LOAD_WAIT: Duration = Duration::from_secs(2);
+
+/// Ends a claimed load: clears the slot and wakes the waiters, on every path out.
+struct Claimed<'a> {
+    cache: &'a IdentityCache,
+    flight: Arc<InFlight>,
+}
+
+impl Drop for Claimed<'_> {
+    fn drop(&mut self) {
+        let _ = self
+            .cache
+            .loading
+            .compare_and_swap(&Some(self.flight.clone()), None::<Arc<InFlight>>);
+        self.flight.finish();
+    }
+}
+
+/// What a handshake's read of the cache gives: the identity, or word that another
+/// caller is loading a new version right now (the handshake then presents the
+/// identity already served instead of parsing a second time).
+#[derive(Debug)]
+pub enum HandshakeLoad {
+    /// The identity of the Secret's bytes.
+    Loaded(Identity),
+    /// Another caller (the watch's loader, usually) is loading new bytes now.
+    InProgress,
 }
 
 struct Failed {
@@ -72,6 +134,7 @@ impl IdentityCache {
             last: arc_swap::ArcSwapOption::empty(),
             failed: arc_swap::ArcSwapOption::empty(),
             full_loads: AtomicU64::new(0),
+            loading: arc_swap::ArcSwapOption::empty(),
         }
     }
 
@@ -94,33 +157,109 @@ impl IdentityCache {
         self.load_at(secret, SystemTime::now())
     }
 
-    /// [`IdentityCache::load`] with validity checked at `now`.
+    /// [`IdentityCache::load`] with validity checked at `now`. A load of the same
+    /// bytes already in flight (another caller's) is waited for, not repeated.
     pub fn load_at(&self, secret: &Secret, now: SystemTime) -> Result<Identity, MaterialError> {
         let name = || secret_ref_of(secret);
-        check_type(secret, &name)?;
-        let cert_pem = required(secret, TLS_CRT, &name)?;
-        let key_pem = required(secret, TLS_KEY, &name)?;
+        let (cert_pem, key_pem) = pems(secret, &name)?;
+        if let Some(hit) = self.hit(cert_pem, key_pem, now) {
+            return hit;
+        }
+        let claimed = match self.claim(cert_pem, key_pem) {
+            Ok(claimed) => Some(claimed),
+            Err(other) if other.is_of(cert_pem, key_pem) => {
+                other.wait();
+                if let Some(hit) = self.hit(cert_pem, key_pem, now) {
+                    return hit;
+                }
+                None
+            }
+            // Other bytes in flight: these are loaded too.
+            Err(_) => None,
+        };
+        let loaded = self.full_load(&name, cert_pem, key_pem, now);
+        drop(claimed);
+        loaded
+    }
+
+    /// The handshake's read: [`IdentityCache::load`], except that a miss while another
+    /// caller's load is in flight returns [`HandshakeLoad::InProgress`] at once
+    /// instead of parsing (no lock, no wait): a handshake racing the watch's loader
+    /// never pays a key parse, and concurrent handshakes never parse one version twice.
+    pub fn load_on_handshake(&self, secret: &Secret) -> Result<HandshakeLoad, MaterialError> {
+        let now = SystemTime::now();
+        let name = || secret_ref_of(secret);
+        let (cert_pem, key_pem) = pems(secret, &name)?;
+        if let Some(hit) = self.hit(cert_pem, key_pem, now) {
+            return hit.map(HandshakeLoad::Loaded);
+        }
+        let Ok(claimed) = self.claim(cert_pem, key_pem) else {
+            return Ok(HandshakeLoad::InProgress);
+        };
+        let loaded = self.full_load(&name, cert_pem, key_pem, now);
+        drop(claimed);
+        loaded.map(HandshakeLoad::Loaded)
+    }
+
+    /// The remembered answer for these bytes at `now`, if there is one.
+    fn hit(
+        &self,
+        cert_pem: &[u8],
+        key_pem: &[u8],
+        now: SystemTime,
+    ) -> Option<Result<Identity, MaterialError>> {
         if let Some(cached) = &*self.last.load()
             && *cached.cert_pem == *cert_pem
             && *cached.key_pem == *key_pem
             && cached.identity.not_before() <= now
             && now <= cached.identity.not_after()
         {
-            return Ok(cached.identity.clone());
+            return Some(Ok(cached.identity.clone()));
         }
         if let Some(failed) = &*self.failed.load()
             && *failed.cert_pem == *cert_pem
             && *failed.key_pem == *key_pem
             && failed.holds_at(now)
         {
-            return Err(failed.error.clone());
+            return Some(Err(failed.error.clone()));
         }
+        None
+    }
+
+    /// Claims the load slot for these bytes, or returns the load in flight.
+    fn claim(&self, cert_pem: &[u8], key_pem: &[u8]) -> Result<Claimed<'_>, Arc<InFlight>> {
+        let flight = Arc::new(InFlight {
+            cert_pem: cert_pem.into(),
+            key_pem: key_pem.into(),
+            done: Mutex::new(false),
+            finished: Condvar::new(),
+        });
+        let before = self
+            .loading
+            .compare_and_swap(&None::<Arc<InFlight>>, Some(flight.clone()));
+        match &*before {
+            None => Ok(Claimed {
+                cache: self,
+                flight,
+            }),
+            Some(other) => Err(other.clone()),
+        }
+    }
+
+    /// Parses the certificate and key, remembering the result.
+    fn full_load(
+        &self,
+        name: &dyn Fn() -> MaterialOrigin,
+        cert_pem: &[u8],
+        key_pem: &[u8],
+        now: SystemTime,
+    ) -> Result<Identity, MaterialError> {
         // A miss, or a hit outside the validity period (the full load then
         // reports the precise error). What is stored now, to detect a load of the
         // same bytes that finishes first (the watch's loader and a first handshake).
         let seen = self.last.load_full();
         self.full_loads.fetch_add(1, Ordering::Relaxed);
-        let identity = match load_core(&name, cert_pem, key_pem, &self.provider, Some(now)) {
+        let identity = match load_core(name, cert_pem, key_pem, &self.provider, Some(now)) {
             Ok(identity) => identity,
             Err(error) => {
                 self.failed.store(Some(Arc::new(Failed {
@@ -175,11 +314,89 @@ impl IdentityCache {
     }
 }
 
+/// The Secret's type checked and its `tls.crt` and `tls.key`.
+fn pems<'a>(
+    secret: &'a Secret,
+    name: &dyn Fn() -> MaterialOrigin,
+) -> Result<(&'a [u8], &'a [u8]), MaterialError> {
+    check_type(secret, name)?;
+    Ok((
+        required(secret, TLS_CRT, name)?,
+        required(secret, TLS_KEY, name)?,
+    ))
+}
+
 impl fmt::Debug for IdentityCache {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let last = self.last.load();
         f.debug_struct("IdentityCache")
             .field("last", &last.as_ref().map(|c| &c.identity))
             .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+    use test_support::pki::TestCa;
+
+    fn secret(cert_pem: &str, key_pem: &str) -> Secret {
+        serde_json::from_value(test_support::secret::tls_secret(
+            "ns", "id", cert_pem, key_pem,
+        ))
+        .unwrap()
+    }
+
+    fn cache() -> IdentityCache {
+        IdentityCache::new(Arc::new(crate::material::crypto_provider()))
+    }
+
+    #[test]
+    fn a_handshake_that_misses_while_a_load_is_in_flight_does_not_parse() {
+        let leaf = TestCa::new("clients").client_leaf("a", 1);
+        let cache = cache();
+        // The loader has claimed the new version and is parsing it.
+        let claimed = cache
+            .claim(leaf.cert_pem.as_bytes(), leaf.key_pem.as_bytes())
+            .ok()
+            .unwrap();
+        let secret = secret(&leaf.cert_pem, &leaf.key_pem);
+        for _ in 0..3 {
+            assert!(matches!(
+                cache.load_on_handshake(&secret).unwrap(),
+                HandshakeLoad::InProgress
+            ));
+        }
+        assert_eq!(cache.full_loads(), 0, "a handshake parsed");
+        drop(claimed);
+        assert!(matches!(
+            cache.load_on_handshake(&secret).unwrap(),
+            HandshakeLoad::Loaded(_)
+        ));
+        assert_eq!(cache.full_loads(), 1);
+    }
+
+    #[test]
+    fn a_load_of_the_bytes_in_flight_waits_for_it_instead_of_parsing_again() {
+        let leaf = TestCa::new("clients").client_leaf("a", 1);
+        let cache = Arc::new(cache());
+        let secret = secret(&leaf.cert_pem, &leaf.key_pem);
+        let claimed = cache
+            .claim(leaf.cert_pem.as_bytes(), leaf.key_pem.as_bytes())
+            .ok()
+            .unwrap();
+        let waiter = {
+            let (cache, secret) = (cache.clone(), secret.clone());
+            std::thread::spawn(move || cache.load(&secret).map(|i| i.serial_hex().to_owned()))
+        };
+        std::thread::sleep(Duration::from_millis(100));
+        assert_eq!(cache.full_loads(), 0, "the waiter parsed instead of waiting");
+        let name = || secret_ref_of(&secret);
+        let (cert, key) = pems(&secret, &name).unwrap();
+        cache.full_load(&name, cert, key, SystemTime::now()).unwrap();
+        drop(claimed);
+        assert_eq!(waiter.join().unwrap().unwrap(), "01");
+        assert_eq!(cache.full_loads(), 1);
     }
 }

@@ -67,7 +67,7 @@ mod trust;
 mod validity;
 
 pub use anchors::{TrustAnchors, TrustCache};
-pub use cache::IdentityCache;
+pub use cache::{HandshakeLoad, IdentityCache};
 pub use error::{MaterialError, MaterialErrorKind};
 pub use identity::{
     Identity, load_identity, load_identity_at, load_identity_from_pem, load_identity_from_pem_at,

@@ -18,6 +18,7 @@ use super::error::{SpiffeStartError, SvidError};
 use super::svid::{anchors_of, identity_of, same_bundle, same_svid};
 use crate::material::{Identity, MaterialErrorKind, TrustAnchors};
 use crate::origin::SourceHealth;
+use crate::follow::{Follower, Followers};
 
 /// The first ceiling of the wait before reconnecting; doubled up to [`MAX_BACKOFF`]
 /// while failing.
@@ -162,6 +163,9 @@ pub(crate) struct Shared {
     pub(crate) link: ArcSwap<Link>,
     errors: AtomicU64,
     changed: tokio::sync::watch::Sender<u64>,
+    /// Resolvers and verifiers over this stream, reloaded after each message and
+    /// each failure.
+    followers: Followers,
 }
 
 /// Stops the stream task when the last handle goes.
@@ -220,6 +224,7 @@ impl WorkloadApiSource {
             }),
             errors: AtomicU64::new(0),
             changed,
+            followers: Followers::default(),
         });
         let task = tokio::spawn(run(shared.clone())).abort_handle();
         let source = Self {
@@ -331,6 +336,12 @@ impl WorkloadApiSource {
     pub(crate) fn shared(&self) -> &Arc<Shared> {
         &self.owner.shared
     }
+
+    /// Reloads `follower` after each message the stream installs and each failure,
+    /// so what it serves follows the agent without waiting for a handshake.
+    pub(crate) fn follow(&self, follower: Box<dyn Follower>) {
+        self.owner.shared.followers.add(follower);
+    }
 }
 
 /// The stream task: connect, stream, install every message; on failure record it
@@ -399,6 +410,7 @@ impl Shared {
             last_error: Some((kind, error)),
             opened,
         }));
+        self.followers.notify();
     }
 
     fn install(&self, context: &X509Context) {
@@ -451,6 +463,7 @@ impl Shared {
             }));
         }
         self.changed.send_replace(generation);
+        self.followers.notify();
     }
 }
 

@@ -46,20 +46,29 @@ impl WatchedSecretBuilder<TrustVerifier> {
     /// the watch is refused, or on timeout. Cancel-safe: dropping the future stops
     /// the watch.
     pub async fn build(self) -> Result<TrustVerifier, TrustError> {
-        let source = match self.shared().await? {
-            Some((shared, _)) => SecretTrustSource::shared(&shared),
-            None => SecretTrustSource::new(
-                SecretSource::watch_ca(self.client.clone(), self.secret.clone(), self.timeout)
-                    .await?,
-            ),
+        let shared = self.shared().await?;
+        let (source, changes) = match &shared {
+            Some((shared, _)) => (SecretTrustSource::shared(shared), None),
+            None => {
+                let source =
+                    SecretSource::watch_ca(self.client.clone(), self.secret.clone(), self.timeout)
+                        .await?;
+                (SecretTrustSource::new(source.clone()), Some(source))
+            }
         };
-        TrustVerifier::with_settings(
+        let verifier = TrustVerifier::with_settings(
             Arc::new(source),
             self.provider_or_default(),
             self.recorder.clone(),
             self.settings(),
             super::ServerAuthorization::HostName,
-        )
+        )?;
+        match (shared, changes) {
+            (Some((shared, _)), _) => shared.follow(verifier.follower()),
+            (None, Some(source)) => source.follow(verifier.follower()),
+            (None, None) => {}
+        }
+        Ok(verifier)
     }
 }
 

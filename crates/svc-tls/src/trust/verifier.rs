@@ -32,6 +32,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, SystemTime};
 use watch_ready::excerpt;
+use crate::follow::Follower;
 
 use rustls::client::WebPkiServerVerifier;
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
@@ -442,6 +443,33 @@ impl TrustVerifier {
     /// The source the roots are read from.
     pub fn trust_source(&self) -> &dyn TrustSource {
         &*self.inner.source
+    }
+
+    /// Whether the source's latest answer withdrew its trust (a SPIFFE trust domain
+    /// no longer federated): every handshake is refused until it trusts again.
+    pub fn is_withdrawn(&self) -> bool {
+        self.inner.withdrawn.load(Ordering::Acquire)
+    }
+
+    /// A follower that reloads this verifier each time its source changes (see
+    /// [`crate::follow`]), holding it weakly.
+    pub(crate) fn follower(&self) -> Box<dyn Follower> {
+        Box::new(FollowingVerifier(Arc::downgrade(&self.inner)))
+    }
+}
+
+/// Reloads a verifier when its source changed, so its state, its recorder and the
+/// pooled connections that follow it see new roots (or a withdrawal) without a
+/// handshake.
+struct FollowingVerifier(std::sync::Weak<Inner>);
+
+impl Follower for FollowingVerifier {
+    fn source_changed(&self) -> bool {
+        let Some(inner) = self.0.upgrade() else {
+            return false;
+        };
+        let _ = TrustVerifier { inner }.reload();
+        true
     }
 }
 

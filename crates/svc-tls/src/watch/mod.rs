@@ -13,7 +13,6 @@ mod secret;
 
 pub(crate) use builder::sealed;
 pub use builder::{Watched, WatchedSecretBuilder};
-#[cfg(feature = "metrics")]
 pub(crate) use registry::WeakSecretWatches;
 pub use registry::{SecretWatches, SharedSecret};
 pub use secret::{DEFAULT_SYNC_TIMEOUT, SecretSource, SourceError, resource_version};

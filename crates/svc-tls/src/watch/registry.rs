@@ -47,6 +47,7 @@ use tokio::sync::OnceCell;
 
 use super::runtime::BackgroundRuntime;
 use super::secret::{SecretSource, SourceError};
+use crate::follow::{Follower, Followers};
 use crate::material::{IdentityCache, TrustCache, crypto_provider};
 use crate::origin::SecretRef;
 
@@ -94,6 +95,9 @@ struct Registry {
     /// (the metrics of `crate::metrics`), installed once.
     #[cfg_attr(not(feature = "metrics"), allow(dead_code))]
     extension: std::sync::OnceLock<Arc<dyn Any + Send + Sync>>,
+    /// What the layers above share among the users of this registry (the peers'
+    /// pooled HTTP clients), kept as long as the registry.
+    shared_values: Mutex<Vec<Box<dyn Any + Send + Sync>>>,
 }
 
 /// A registry of watched Secrets that does not keep it alive (what a metrics
@@ -101,9 +105,14 @@ struct Registry {
 #[derive(Clone)]
 pub(crate) struct WeakSecretWatches(Weak<Registry>);
 
+impl fmt::Debug for WeakSecretWatches {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("WeakSecretWatches")
+    }
+}
+
 impl WeakSecretWatches {
     /// The registry, while it lives.
-    #[cfg_attr(not(feature = "metrics"), allow(dead_code))]
     pub(crate) fn upgrade(&self) -> Option<SecretWatches> {
         self.0.upgrade().map(|inner| SecretWatches { inner })
     }
@@ -140,6 +149,7 @@ impl SecretWatches {
                 entries: Mutex::new(HashMap::new()),
                 runtime: std::sync::OnceLock::new(),
                 extension: std::sync::OnceLock::new(),
+                shared_values: Mutex::new(Vec::new()),
             }),
         }
     }
@@ -158,9 +168,37 @@ impl SecretWatches {
     }
 
     /// A handle that does not keep this registry alive.
-    #[cfg_attr(not(feature = "metrics"), allow(dead_code))]
     pub(crate) fn downgrade(&self) -> WeakSecretWatches {
         WeakSecretWatches(Arc::downgrade(&self.inner))
+    }
+
+    /// The first `T` stored here that `matches`, or the one `build` makes (stored for
+    /// the life of the registry; a failed build stores nothing). For what the layers
+    /// above share among this registry's users, without this layer knowing it.
+    /// Construction path only (a mutex, a linear scan: a handful of values).
+    pub(crate) fn shared_value<T, E>(
+        &self,
+        matches: impl Fn(&T) -> bool,
+        build: impl FnOnce() -> Result<T, E>,
+    ) -> Result<T, E>
+    where
+        T: Clone + Send + Sync + 'static,
+    {
+        let mut values = self
+            .inner
+            .shared_values
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if let Some(found) = values
+            .iter()
+            .filter_map(|value| value.downcast_ref::<T>())
+            .find(|value| matches(value))
+        {
+            return Ok(found.clone());
+        }
+        let value = build()?;
+        values.push(Box::new(value.clone()));
+        Ok(value)
     }
 
     /// The Secrets watched (started and synced) now, shared.
@@ -399,6 +437,8 @@ struct Shared {
     wants_trust: AtomicBool,
     /// Changes of the cache the loader has processed.
     loaded: AtomicU64,
+    /// Resolvers and verifiers over this Secret, reloaded after each load.
+    followers: Followers,
     /// The cluster the Secret is read from.
     cluster: ClusterId,
     /// The runtime of the caller's client, when the watch runs through it.
@@ -431,6 +471,7 @@ impl SharedSecret {
                 wants_identity: AtomicBool::new(false),
                 wants_trust: AtomicBool::new(false),
                 loaded: AtomicU64::new(0),
+                followers: Followers::default(),
                 cluster,
                 client_runtime,
             }),
@@ -487,6 +528,13 @@ impl SharedSecret {
             self.inner.load_trust();
         }
         self.inner.trust.clone()
+    }
+
+    /// Reloads `follower` after each version the loader loads (before
+    /// [`SharedSecret::loaded_changes`] moves), so what it serves follows the Secret
+    /// without waiting for a handshake.
+    pub(crate) fn follow(&self, follower: Box<dyn Follower>) {
+        self.inner.followers.add(follower);
     }
 }
 
@@ -564,6 +612,7 @@ async fn load_each_version(shared: Weak<Shared>, mut changes: tokio::sync::watch
             if shared.wants_trust.load(Ordering::Acquire) {
                 shared.load_trust();
             }
+            shared.followers.notify();
             shared.loaded.fetch_add(1, Ordering::AcqRel);
         })
         .await;

@@ -1,0 +1,264 @@
+//! [`PeerClient`]: one peer's HTTP client, whose pooled connections follow the
+//! identity presented and the trust that verified the server.
+//!
+//! reqwest keeps connections alive in its pool, and a connection keeps the identity
+//! and the server verification of its handshake for as long as it lives. A
+//! `PeerClient` holds one `reqwest::Client` (one pool) per *generation* of what its
+//! handshakes depend on: the identity the resolver serves, the roots the verifier
+//! serves and whether its source withdrew its trust. Every request first compares
+//! the generation's marks with what is served now (two pointer loads and an atomic
+//! load); when they differ, a new `reqwest::Client` replaces the old one, so new
+//! requests open new connections, which present the new identity and verify the
+//! server under the new roots. The old client is dropped when its last in-flight
+//! request completes, and with it its idle connections (HTTP/1.1 and HTTP/2 alike):
+//! in-flight requests finish, none fails for the change.
+//!
+//! What is served moves within the loader's latency of a new Secret version (the
+//! loader reloads the resolver and verifier, see [`crate::follow`]), without waiting
+//! for a handshake; a SPIFFE stream's do the same on each message.
+//!
+//! Why a generation swap and not hyper's connection poisoning: hyper-util's pool
+//! skips a connection whose `Connected` was poisoned, but that handle reaches the
+//! caller only through `capture_connection` on a hyper request, which reqwest 0.13
+//! does not pass through, and reqwest's connector layers see its sealed `Conn`,
+//! whose `connected()` mints a fresh poison pill on each call (docs/decisions.md,
+//! *Pooled connections follow identity and trust*).
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::SystemTime;
+
+use arc_swap::{ArcSwap, ArcSwapOption};
+use rustls::sign::CertifiedKey;
+
+use super::{PeerClientError, PeerRequestError, PeerTls, TrustMode};
+use crate::material::TrustAnchors;
+
+/// One peer's HTTP client: a `reqwest::Client` replaced whenever the identity it
+/// presents or the trust it verifies servers with changes, so that no request rides a
+/// connection made under a replaced identity or withdrawn trust. Cheap to clone.
+///
+/// Get the process's shared one with [`PeerTls::client`] (every construction with
+/// the same cluster, identity, trust and protocol settings shares one pool, so a
+/// client built per reconcile reuses its connections), or one of your own with
+/// [`PeerTls::private_client`].
+///
+/// ```no_run
+/// # async fn f(tls: svc_tls::PeerTls) -> Result<(), Box<dyn std::error::Error>> {
+/// let peer = tls.client()?;
+/// let url = tls.host()?.join("api/v1/regions")?;
+/// let response = peer.send(peer.get(url)?).await?;
+/// # let _ = response; Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct PeerClient {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    tls: PeerTls,
+    customize: Option<Customize>,
+    generation: ArcSwap<Generation>,
+    retired: AtomicU64,
+    trust_changed_at: ArcSwapOption<SystemTime>,
+}
+
+type Customize = Box<dyn Fn(reqwest::ClientBuilder) -> reqwest::ClientBuilder + Send + Sync>;
+
+struct Generation {
+    client: reqwest::Client,
+    marks: Marks,
+}
+
+/// What a generation's handshakes depended on.
+struct Marks {
+    identity: Option<Arc<CertifiedKey>>,
+    roots: Option<Arc<TrustAnchors>>,
+    withdrawn: bool,
+}
+
+impl Marks {
+    fn now(tls: &PeerTls) -> Self {
+        let verifier = tls.trust_verifier();
+        Self {
+            identity: tls.identity().map(|r| r.current().certified_key().clone()),
+            roots: verifier.map(|v| v.current()),
+            withdrawn: verifier.is_some_and(|v| v.is_withdrawn()),
+        }
+    }
+
+    fn identity_changed(&self, now: &Self) -> bool {
+        !same(&self.identity, &now.identity)
+    }
+
+    fn trust_changed(&self, now: &Self) -> bool {
+        !same(&self.roots, &now.roots) || self.withdrawn != now.withdrawn
+    }
+}
+
+fn same<T>(a: &Option<Arc<T>>, b: &Option<Arc<T>>) -> bool {
+    match (a, b) {
+        (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+        (None, None) => true,
+        _ => false,
+    }
+}
+
+impl PeerClient {
+    /// A client of its own over `tls`, each generation's builder passed through
+    /// `customize` (timeouts and the like) when given.
+    pub(super) fn new(tls: PeerTls, customize: Option<Customize>) -> Result<Self, PeerClientError> {
+        let marks = Marks::now(&tls);
+        let client = build(&tls, customize.as_ref())?;
+        Ok(Self {
+            inner: Arc::new(Inner {
+                tls,
+                customize,
+                generation: ArcSwap::from_pointee(Generation { client, marks }),
+                retired: AtomicU64::new(0),
+                trust_changed_at: ArcSwapOption::empty(),
+            }),
+        })
+    }
+
+    /// Whether this client is what `tls` would build: the same identity resolver, the
+    /// same watched verifier (or both the platform's store), the same protocol and
+    /// pool settings. Fixed roots are never shared.
+    pub(super) fn serves(&self, tls: &PeerTls) -> bool {
+        let mine = &self.inner.tls;
+        let identity = match (mine.identity(), tls.identity()) {
+            (Some(a), Some(b)) => a.ptr_eq(b),
+            (None, None) => true,
+            _ => false,
+        };
+        let trust = match (&mine.trust, &tls.trust) {
+            (TrustMode::Watched(a), TrustMode::Watched(b)) => a.ptr_eq(b),
+            (TrustMode::Platform, TrustMode::Platform) => true,
+            _ => false,
+        };
+        self.inner.customize.is_none()
+            && identity
+            && trust
+            && mine.protocol == tls.protocol
+            && mine.pool_idle_timeout == tls.pool_idle_timeout
+    }
+
+    /// The `reqwest::Client` for a request now: the current generation's, or a new
+    /// one when the identity or trust served changed since it was built. Take a new
+    /// one per request (it is an `Arc` clone); one held on to keeps its connections.
+    pub fn current(&self) -> Result<reqwest::Client, PeerClientError> {
+        let inner = &*self.inner;
+        let now = Marks::now(&inner.tls);
+        let generation = inner.generation.load_full();
+        let identity_changed = generation.marks.identity_changed(&now);
+        let trust_changed = generation.marks.trust_changed(&now);
+        if !identity_changed && !trust_changed {
+            return Ok(generation.client.clone());
+        }
+        let client = build(&inner.tls, inner.customize.as_ref())?;
+        let fresh = Arc::new(Generation {
+            client,
+            marks: now,
+        });
+        let before = inner.generation.compare_and_swap(&generation, fresh.clone());
+        if !Arc::ptr_eq(&before, &generation) {
+            // Another request replaced it first: use that one.
+            return Ok(before.client.clone());
+        }
+        inner.retired.fetch_add(1, Ordering::Relaxed);
+        if trust_changed {
+            inner
+                .trust_changed_at
+                .store(Some(Arc::new(SystemTime::now())));
+        }
+        tracing::info!(
+            identity_changed,
+            trust_changed,
+            "peer client: the {} changed; new requests open new connections and the old \
+             ones close once their requests complete",
+            match (identity_changed, trust_changed) {
+                (true, true) => "client identity and the CA trust",
+                (true, false) => "client identity",
+                _ => "CA trust",
+            }
+        );
+        Ok(fresh.client.clone())
+    }
+
+    /// A request to `url` on [`PeerClient::current`].
+    pub fn request(
+        &self,
+        method: reqwest::Method,
+        url: impl reqwest::IntoUrl,
+    ) -> Result<reqwest::RequestBuilder, PeerClientError> {
+        Ok(self.current()?.request(method, url))
+    }
+
+    /// A `GET` of `url` on [`PeerClient::current`].
+    pub fn get(&self, url: impl reqwest::IntoUrl) -> Result<reqwest::RequestBuilder, PeerClientError> {
+        self.request(reqwest::Method::GET, url)
+    }
+
+    /// A `POST` to `url` on [`PeerClient::current`].
+    pub fn post(&self, url: impl reqwest::IntoUrl) -> Result<reqwest::RequestBuilder, PeerClientError> {
+        self.request(reqwest::Method::POST, url)
+    }
+
+    /// Sends `request`; a server refused because the CA trust changed since this
+    /// client first connected (new roots it does not chain to, or trust withdrawn)
+    /// is [`PeerRequestError::TrustChanged`], naming the trust and when it changed.
+    pub async fn send(
+        &self,
+        request: reqwest::RequestBuilder,
+    ) -> Result<reqwest::Response, PeerRequestError> {
+        request.send().await.map_err(|error| self.classify(error))
+    }
+
+    fn classify(&self, error: reqwest::Error) -> PeerRequestError {
+        let changed_at = self.inner.trust_changed_at.load_full();
+        match (changed_at, self.inner.tls.trust_verifier()) {
+            (Some(changed_at), Some(verifier)) if super::error::is_certificate_error(&error) => {
+                PeerRequestError::TrustChanged {
+                    trust: verifier.trust_source().origin().clone(),
+                    changed_at: *changed_at,
+                    withdrawn: verifier.is_withdrawn(),
+                    source: error,
+                }
+            }
+            _ => PeerRequestError::Http(error),
+        }
+    }
+
+    /// How many times the pool was replaced (an identity or trust change each).
+    pub fn retired_pools(&self) -> u64 {
+        self.inner.retired.load(Ordering::Relaxed)
+    }
+
+    /// Whether `self` and `other` share one pool (clones of one client).
+    pub fn ptr_eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
+    }
+
+    /// The TLS setup this client was built from.
+    pub fn tls(&self) -> &PeerTls {
+        &self.inner.tls
+    }
+}
+
+fn build(tls: &PeerTls, customize: Option<&Customize>) -> Result<reqwest::Client, PeerClientError> {
+    let builder = tls.reqwest_builder()?;
+    let builder = match customize {
+        Some(customize) => customize(builder),
+        None => builder,
+    };
+    builder.build().map_err(PeerClientError::Http)
+}
+
+impl std::fmt::Debug for PeerClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PeerClient")
+            .field("tls", &self.inner.tls)
+            .field("retired_pools", &self.retired_pools())
+            .finish_non_exhaustive()
+    }
+}

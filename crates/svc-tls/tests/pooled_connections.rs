@@ -1,0 +1,370 @@
+//! Connections follow identity and trust: the process's pooled peer client
+//! (`PeerTls::client`) against the API emulator and a keep-alive TLS server that
+//! verifies client certificates and says, per request, which connection it came on and
+//! which client serial that connection presented.
+//!
+//! - a client built per reconcile reuses one pooled connection (one handshake for a
+//!   hundred reconciles);
+//! - after an identity rotation, every request sent more than a second later arrives
+//!   on a connection that presented the new leaf, and none fails across it (HTTP/1.1
+//!   and HTTP/2, requests from four tasks);
+//! - after the CA Secret stops trusting the server, no request reaches it after a
+//!   second, and callers get `PeerRequestError::TrustChanged` (HTTP/1.1 and HTTP/2);
+//! - what is served follows a new version with no handshake at all;
+//! - handshakes racing the loader's parse of a new RSA-4096 version never parse it.
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+
+mod support;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use kube_testbed::Testbed;
+use support::*;
+use svc_tls::client::{PeerClient, PeerRequestError, PeerTls};
+use svc_tls::options::{ClientIdentityOptions, PeerOptions, SecretRef};
+use svc_tls::spiffe::WorkloadApiStreams;
+use svc_tls::watch::SecretWatches;
+
+const CA: &str = "identity-ca";
+const IDENTITY: &str = "region-client-certificate";
+const TIMEOUT: Duration = Duration::from_secs(10);
+/// How soon a change must reach every new request.
+const WITHIN: Duration = Duration::from_secs(1);
+
+/// The deployed flags of a service calling `identity` at `url`.
+fn options(url: &str, http2: bool) -> (PeerOptions, ClientIdentityOptions) {
+    let cmd = PeerOptions::augment(clap::Command::new("svc"), "identity");
+    let cmd = ClientIdentityOptions::augment(cmd, None);
+    let mut args = vec![
+        "svc".to_owned(),
+        format!("--identity-host={url}"),
+        format!("--identity-ca-secret-namespace={NS}"),
+        format!("--identity-ca-secret-name={CA}"),
+        format!("--client-certificate-namespace={NS}"),
+        format!("--client-certificate-name={IDENTITY}"),
+    ];
+    if http2 {
+        args.push("--identity-http2".to_owned());
+    }
+    let m = cmd.try_get_matches_from(args).unwrap();
+    (
+        PeerOptions::from_matches(&m, "identity").unwrap(),
+        ClientIdentityOptions::from_matches(&m, None).unwrap(),
+    )
+}
+
+struct Setup {
+    tb: Testbed,
+    client_ca: TestCa,
+    server: VerifyingServer,
+    watches: SecretWatches,
+    peer: PeerOptions,
+    me: ClientIdentityOptions,
+}
+
+async fn setup(http2: bool) -> Setup {
+    let tb = Testbed::start().await;
+    let (server_ca, client_ca) = (TestCa::new("server"), TestCa::new("clients"));
+    let leaf = client_ca.client_leaf("region", 1);
+    tb.upsert(ca_secret(&server_ca));
+    tb.upsert(tls_secret(IDENTITY, &leaf.cert_pem, &leaf.key_pem));
+    let server = VerifyingServer::builder(&server_ca, &client_ca)
+        .alpn(&[b"h2", b"http/1.1"])
+        .keep_alive(true)
+        .start()
+        .await;
+    let (peer, me) = options(&server.url(), http2);
+    Setup {
+        tb,
+        client_ca,
+        server,
+        watches: SecretWatches::new(),
+        peer,
+        me,
+    }
+}
+
+fn ca_secret(ca: &TestCa) -> serde_json::Value {
+    secret_with(
+        CA,
+        "kubernetes.io/tls",
+        &[("tls.crt", &ca.pem()), ("ca.crt", &ca.pem())],
+    )
+}
+
+impl Setup {
+    /// One construction from the options, as a reconcile does.
+    async fn tls(&self) -> PeerTls {
+        PeerTls::from_options_with(
+            &self.watches,
+            &WorkloadApiStreams::new(),
+            &self.tb.cluster_client(),
+            &self.peer,
+            &self.me,
+            TIMEOUT,
+        )
+        .await
+        .unwrap()
+    }
+}
+
+/// What one request saw: the client serial its connection presented, and which
+/// connection it came on.
+#[derive(Debug)]
+struct Answer {
+    serial: String,
+    connection: u64,
+    version: reqwest::Version,
+}
+
+async fn call(peer: &PeerClient, url: &reqwest::Url) -> Result<Answer, PeerRequestError> {
+    let response = peer.send(peer.get(url.clone()).unwrap()).await?;
+    let connection = response.headers()["x-connection"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let version = response.version();
+    let serial = response.text().await?.trim().to_owned();
+    Ok(Answer {
+        serial,
+        connection,
+        version,
+    })
+}
+
+/// Requests from `tasks` tasks, one every 50 ms each, until `stop`: when each was
+/// sent, and what it got.
+async fn load(
+    peer: PeerClient,
+    url: reqwest::Url,
+    tasks: usize,
+    stop: Arc<AtomicBool>,
+) -> Vec<(Instant, Result<Answer, PeerRequestError>)> {
+    let mut handles = Vec::new();
+    for _ in 0..tasks {
+        let (peer, url, stop) = (peer.clone(), url.clone(), stop.clone());
+        handles.push(tokio::spawn(async move {
+            let mut seen = Vec::new();
+            while !stop.load(Ordering::SeqCst) {
+                let sent = Instant::now();
+                seen.push((sent, call(&peer, &url).await));
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            seen
+        }));
+    }
+    let mut all = Vec::new();
+    for handle in handles {
+        all.extend(handle.await.unwrap());
+    }
+    all
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hundred_reconciles_make_one_handshake() {
+    let s = setup(false).await;
+    let mut connections = std::collections::BTreeSet::new();
+    for i in 0..100 {
+        let tls = s.tls().await;
+        let peer = tls.client().unwrap();
+        let answer = call(&peer, tls.host().unwrap()).await.unwrap();
+        assert_eq!(answer.serial, "1", "reconcile {i}");
+        connections.insert(answer.connection);
+    }
+    // One connection, sometimes two: hyper's pool starts a connect beside a checkout
+    // when the previous response's connection is still on its way back to the pool,
+    // and keeps the spare. A client per reconcile made 100.
+    assert!(s.server.handshakes() <= 3, "{} handshakes", s.server.handshakes());
+    assert!(connections.len() <= 3, "requests rode {connections:?}");
+    // A private client is what it says.
+    let tls = s.tls().await;
+    assert!(tls.client().unwrap().ptr_eq(&tls.client().unwrap()));
+    assert!(!tls.private_client().unwrap().ptr_eq(&tls.client().unwrap()));
+}
+
+async fn identity_rotation_under_load(http2: bool) {
+    let s = setup(http2).await;
+    let tls = s.tls().await;
+    let peer = tls.client().unwrap();
+    let url = tls.host().unwrap().clone();
+    let stop = Arc::new(AtomicBool::new(false));
+    let requests = tokio::spawn(load(peer.clone(), url, 4, stop.clone()));
+    tokio::time::sleep(Duration::from_millis(500)).await;
+
+    let renewed = s.client_ca.client_leaf("region", 2);
+    let written = Instant::now();
+    s.tb.upsert(tls_secret(IDENTITY, &renewed.cert_pem, &renewed.key_pem));
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    stop.store(true, Ordering::SeqCst);
+    let seen = requests.await.unwrap();
+
+    let failed: Vec<_> = seen.iter().filter(|(_, r)| r.is_err()).collect();
+    assert!(failed.is_empty(), "failed across the rotation: {failed:?}");
+    let late: Vec<_> = seen
+        .iter()
+        .filter(|(sent, _)| *sent > written + WITHIN)
+        .map(|(_, r)| r.as_ref().unwrap())
+        .collect();
+    assert!(late.len() > 40, "only {} late requests", late.len());
+    let old: Vec<_> = late.iter().filter(|a| a.serial != "2").collect();
+    assert!(old.is_empty(), "sent over 1 s after the rotation on an old connection: {old:?}");
+    let early = seen.iter().filter(|(sent, _)| *sent < written).count();
+    assert!(early > 10, "only {early} requests before the rotation");
+    let version = if http2 {
+        reqwest::Version::HTTP_2
+    } else {
+        reqwest::Version::HTTP_11
+    };
+    assert!(late.iter().all(|a| a.version == version));
+    // Kept alive before and after: a handful of connections, not one per request.
+    assert!(s.server.handshakes() <= 10, "{} handshakes", s.server.handshakes());
+    assert!(peer.retired_pools() >= 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_an_identity_rotation_requests_ride_connections_with_the_new_leaf_http1() {
+    identity_rotation_under_load(false).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_an_identity_rotation_requests_ride_connections_with_the_new_leaf_http2() {
+    identity_rotation_under_load(true).await;
+}
+
+async fn trust_withdrawn_under_load(http2: bool) {
+    let s = setup(http2).await;
+    let tls = s.tls().await;
+    let peer = tls.client().unwrap();
+    let url = tls.host().unwrap().clone();
+    let stop = Arc::new(AtomicBool::new(false));
+    let requests = tokio::spawn(load(peer.clone(), url, 2, stop.clone()));
+    tokio::time::sleep(Duration::from_millis(500)).await;
+
+    // The CA Secret now holds another CA: the server no longer chains to it.
+    let written = Instant::now();
+    s.tb.upsert(ca_secret(&TestCa::new("another server CA")));
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    stop.store(true, Ordering::SeqCst);
+    let seen = requests.await.unwrap();
+
+    let before = seen
+        .iter()
+        .filter(|(sent, r)| *sent < written && r.is_ok())
+        .count();
+    assert!(before > 5, "only {before} requests before the change");
+    let late: Vec<_> = seen
+        .iter()
+        .filter(|(sent, _)| *sent > written + WITHIN)
+        .collect();
+    assert!(late.len() > 20, "only {} late requests", late.len());
+    for (_, result) in &late {
+        match result {
+            Err(PeerRequestError::TrustChanged {
+                trust, withdrawn, ..
+            }) => {
+                assert!(trust.to_string().contains(CA), "{trust}");
+                assert!(!withdrawn);
+            }
+            other => panic!("a request over 1 s after the CA change: {other:?}"),
+        }
+    }
+    let message = late[0].1.as_ref().unwrap_err().to_string();
+    assert!(message.contains("no longer trusted"), "{message}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_the_ca_stops_trusting_the_server_no_request_reaches_it_http1() {
+    trust_withdrawn_under_load(false).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_the_ca_stops_trusting_the_server_no_request_reaches_it_http2() {
+    trust_withdrawn_under_load(true).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn what_is_served_follows_a_new_version_without_a_handshake() {
+    let s = setup(false).await;
+    let tls = s.tls().await;
+    let resolver = tls.identity().unwrap().clone();
+    let verifier = tls.trust_verifier().unwrap().clone();
+    let handshakes = s.server.handshakes();
+
+    let renewed = s.client_ca.client_leaf("region", 7);
+    s.tb.upsert(tls_secret(IDENTITY, &renewed.cert_pem, &renewed.key_pem));
+    let start = Instant::now();
+    poll_until("the resolver serves serial 7", || {
+        resolver.state().serial_hex == "07"
+    })
+    .await;
+    assert!(start.elapsed() < WITHIN, "took {:?}", start.elapsed());
+
+    // A broken version shows too: a failure counted, the last good identity served.
+    s.tb.upsert(tls_secret(IDENTITY, &renewed.cert_pem, "not a key"));
+    poll_until("a failed reload", || resolver.state().failures > 0).await;
+    assert_eq!(resolver.state().serial_hex, "07");
+
+    let roots = verifier.current();
+    s.tb.upsert(ca_secret(&TestCa::new("next server CA")));
+    let start = Instant::now();
+    poll_until("the verifier serves the new root", || {
+        !Arc::ptr_eq(&roots, &verifier.current())
+    })
+    .await;
+    assert!(start.elapsed() < WITHIN, "took {:?}", start.elapsed());
+    assert_eq!(s.server.handshakes(), handshakes, "no handshake happened");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn handshakes_racing_the_loader_never_parse_a_new_version() {
+    let s = setup(false).await;
+    let tls = s.tls().await;
+    let shared = s
+        .watches
+        .watch(&s.tb.cluster_client(), &SecretRef::new(NS, IDENTITY), TIMEOUT)
+        .await
+        .unwrap();
+    let cache = shared.identity_cache();
+    let config = Arc::new(tls.config().unwrap());
+    let addr = s.server.addr;
+
+    for round in 0..6u64 {
+        let key = test_support::keys::KeyAlg::Rsa4096.generate();
+        let leaf = s.client_ca.client_leaf_with("region", 100 + round, key);
+        let loads = cache.full_loads();
+        let loaded = shared.loaded_changes();
+        // Handshakes back to back from eight tasks, from before the new version reaches
+        // the cache until after the loader has parsed it.
+        let stop = Arc::new(AtomicBool::new(false));
+        let handshakes: Vec<_> = (0..8)
+            .map(|_| {
+                let (config, stop) = (config.clone(), stop.clone());
+                tokio::spawn(async move {
+                    let mut done = 0;
+                    while !stop.load(Ordering::SeqCst) {
+                        test_support::tls_server::request(config.clone(), addr)
+                            .await
+                            .unwrap();
+                        done += 1;
+                    }
+                    done
+                })
+            })
+            .collect();
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        s.tb.upsert(tls_secret(IDENTITY, &leaf.cert_pem, &leaf.key_pem));
+        poll_until("the loader done", || shared.loaded_changes() > loaded).await;
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        stop.store(true, Ordering::SeqCst);
+        let mut total = 0;
+        for handshake in handshakes {
+            total += handshake.await.unwrap();
+        }
+        assert!(total > 50, "round {round}: only {total} handshakes");
+        assert_eq!(cache.full_loads(), loads + 1, "round {round}: one parse of the version");
+        assert_eq!(tls.identity().unwrap().state().serial_hex, format!("{:02X}", 100 + round));
+    }
+}
