@@ -160,29 +160,7 @@ async fn a_real_prometheus_scrapes_expiry_rotation_and_failures() {
     );
 
     // Prometheus, scraping it every second.
-    let prometheus_port = free_port();
-    let config = dir.path().join("prometheus.yml");
-    std::fs::write(
-        &config,
-        format!(
-            "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nscrape_configs:\n- job_name: migrated-service\n  static_configs:\n  - targets: ['127.0.0.1:{metrics_port}']\n"
-        ),
-    )
-    .unwrap();
-    let _prometheus = Running(
-        Command::new("prometheus")
-            .arg(format!("--config.file={}", config.display()))
-            .arg(format!(
-                "--storage.tsdb.path={}",
-                dir.path().join("tsdb").display()
-            ))
-            .arg(format!("--web.listen-address=127.0.0.1:{prometheus_port}"))
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
-    let prometheus = format!("http://127.0.0.1:{prometheus_port}");
+    let (_prometheus, prometheus) = start_prometheus(dir.path(), metrics_port);
     let http = reqwest::Client::new();
 
     // The expiry gauge is the leaf's notAfter.
@@ -287,4 +265,104 @@ async fn a_real_prometheus_scrapes_expiry_rotation_and_failures() {
     wait_for(&http, &prometheus, &stale, "stale", |v| v == 1.0).await;
     assert_eq!(query(&http, &prometheus, &expiry).await, Some(expected));
     drop(service);
+}
+
+/// With a kept-alive connection and no request at all after start-up, a rotation in
+/// the emulator reaches the expiry gauge Prometheus scrapes: the state follows what
+/// the watch loaded, not what the last handshake served (there is none).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_expiry_gauge_follows_a_rotation_without_a_handshake() {
+    if !have("prometheus") {
+        return;
+    }
+    let tb = Testbed::start().await;
+    let (server_ca, client_ca) = (TestCa::new("identity service"), TestCa::new("clients"));
+    let first = client_ca.short_lived_client_leaf(1, Duration::from_secs(3 * 24 * 3600));
+    tb.upsert(secret(
+        SECRET,
+        &[("tls.crt", &first.cert_pem), ("tls.key", &first.key_pem)],
+    ));
+    tb.upsert(secret("identity-ca", &[("tls.crt", &server_ca.pem())]));
+    let server = VerifyingServer::builder(&server_ca, &client_ca)
+        .keep_alive(true)
+        .start()
+        .await;
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = write_kubeconfig(dir.path(), &tb);
+    let metrics_port = free_port();
+    // Three requests at start-up on one kept-alive connection, then none for an hour.
+    let _service = Running(
+        Command::new(env!("CARGO_BIN_EXE_migrated-service"))
+            .args([
+                format!("--kubeconfig={}", kubeconfig.display()),
+                format!("--client-certificate-namespace={NS}"),
+                format!("--client-certificate-name={SECRET}"),
+                format!("--identity-host={}", server.url()),
+                format!("--identity-ca-secret-namespace={NS}"),
+                "--identity-ca-secret-name=identity-ca".to_owned(),
+                format!("--metrics-bind-address=127.0.0.1:{metrics_port}"),
+                "--requests=3".to_owned(),
+                "--serve-for=5m".to_owned(),
+                "--request-interval=1h".to_owned(),
+            ])
+            .env_remove("KUBECONFIG")
+            .env("HOME", dir.path())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let (_prometheus, prometheus) = start_prometheus(dir.path(), metrics_port);
+    let http = reqwest::Client::new();
+    let expiry = format!("svc_tls_identity_cert_expiration_timestamp_seconds{{{LABELS}}}");
+    let expected = not_after(&first) as f64;
+    wait_for(&http, &prometheus, &expiry, "the first notAfter", |v| {
+        v == expected
+    })
+    .await;
+    let handshakes = server.handshakes();
+    assert_eq!(handshakes, 1, "the start-up requests shared one connection");
+
+    let second = client_ca.short_lived_client_leaf(2, Duration::from_secs(5 * 24 * 3600));
+    tb.upsert(secret(
+        SECRET,
+        &[("tls.crt", &second.cert_pem), ("tls.key", &second.key_pem)],
+    ));
+    let rotated = Instant::now();
+    let expected = not_after(&second) as f64;
+    wait_for(&http, &prometheus, &expiry, "the rotated notAfter", |v| {
+        v == expected
+    })
+    .await;
+    // Loaded within a second, scraped every second, queried every 250 ms.
+    assert!(
+        rotated.elapsed() < Duration::from_secs(4),
+        "the gauge took {:?}",
+        rotated.elapsed()
+    );
+    assert_eq!(server.handshakes(), handshakes, "no handshake happened");
+}
+
+/// Prometheus scraping `127.0.0.1:metrics_port` every second, and its base URL.
+fn start_prometheus(dir: &std::path::Path, metrics_port: u16) -> (Running, String) {
+    let port = free_port();
+    let config = dir.join("prometheus.yml");
+    std::fs::write(
+        &config,
+        format!(
+            "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nscrape_configs:\n- job_name: migrated-service\n  static_configs:\n  - targets: ['127.0.0.1:{metrics_port}']\n"
+        ),
+    )
+    .unwrap();
+    let running = Running(
+        Command::new("prometheus")
+            .arg(format!("--config.file={}", config.display()))
+            .arg(format!("--storage.tsdb.path={}", dir.join("tsdb").display()))
+            .arg(format!("--web.listen-address=127.0.0.1:{port}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    (running, format!("http://127.0.0.1:{port}"))
 }
