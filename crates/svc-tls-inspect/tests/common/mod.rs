@@ -51,9 +51,9 @@ impl Run {
 pub fn run(args: &[String], env: &[(&str, &str)], keys: &[&str]) -> Run {
     let output = Command::new(env!("CARGO_BIN_EXE_svc-tls-inspect"))
         .args(args)
-        .envs(env.iter().copied())
         .env_remove("KUBECONFIG")
         .env_remove("SPIFFE_ENDPOINT_SOCKET")
+        .envs(env.iter().copied())
         .env("RUST_LOG", "warn")
         .output()
         .expect("the binary runs");
