@@ -11,7 +11,6 @@
 //! (a flag without `=` followed by a word not starting with `-` takes that word as
 //! its value).
 
-use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -21,19 +20,9 @@ use svc_tls::duration::parse_go_duration;
 use svc_tls::options::{ClientIdentityOptions, OptionsError, PeerOptions, SecretRef};
 use svc_tls::principal::AlgorithmPolicy;
 
-const PEER_SUFFIXES: [&str; 5] = [
-    "-host",
-    "-ca-secret-namespace",
-    "-ca-secret-name",
-    "-http2",
-    "-pool-idle-timeout",
-];
-const IDENTITY_SUFFIXES: [&str; 4] = [
-    "client-certificate-source",
-    "client-certificate-namespace",
-    "client-certificate-name",
-    "spiffe-server-id",
-];
+mod scan;
+pub use scan::wants_json;
+use scan::{IDENTITY_SUFFIXES, PEER_SUFFIXES, declared, explicit_peers, keep_known};
 
 /// How the report is printed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -97,14 +86,6 @@ pub enum FlagsError {
     /// Both chain CA flags are set.
     #[error("--chain-ca-secret and --chain-ca-file are both set: give one CA")]
     TwoChainCas,
-}
-
-/// Whether `args` (without the program name) ask for JSON, read before parsing so
-/// that even a flags error is printed as JSON.
-pub fn wants_json(args: &[String]) -> bool {
-    args.iter().enumerate().any(|(i, a)| {
-        a == "--output=json" || (a == "--output" && args.get(i + 1).is_some_and(|v| v == "json"))
-    })
 }
 
 /// Parses `args` (without the program name).
@@ -234,83 +215,3 @@ fn command(peers: &[String], prefixes: &[String]) -> Command {
 }
 
 const ABOUT: &str = "Will this service's Secrets load, chain to the ingress's CA, and be accepted by its peers? Give it the service's own flags (the Helm-rendered arguments) and a kubeconfig. Exit codes: 0 ok, 2 bad flags, 3 a Secret or SVID unloadable, 4 chain check failed, 5 peer handshake failed or certificate refused, 6 principal, 7 no Kubernetes configuration or Workload API unreachable (the smallest when several fail). See docs/operations.md.";
-
-/// The names `S` of flags `--S<suffix>` (for a suffix with a leading `-`), or the
-/// prefixes `P-` / `` of flags `--P-<suffix>`, in the order first seen.
-fn declared(names: &[&str], suffixes: &[&str]) -> Vec<String> {
-    let mut seen = BTreeSet::new();
-    let mut out = Vec::new();
-    for name in names {
-        for suffix in suffixes {
-            if let Some(head) = name.strip_suffix(suffix) {
-                let fits = if suffix.starts_with('-') {
-                    !head.is_empty()
-                } else {
-                    head.is_empty() || head.ends_with('-')
-                };
-                if fits && !head.is_empty() && seen.insert(head.to_owned()) {
-                    out.push(head.to_owned());
-                }
-            }
-        }
-    }
-    out
-}
-
-fn explicit_peers(args: &[String]) -> Option<Vec<String>> {
-    let value = args.iter().enumerate().find_map(|(i, a)| {
-        a.strip_prefix("--peers=")
-            .map(str::to_owned)
-            .or_else(|| (a == "--peers").then(|| args.get(i + 1).cloned().unwrap_or_default()))
-    })?;
-    Some(
-        value
-            .split(',')
-            .map(str::trim)
-            .filter(|p| !p.is_empty())
-            .map(str::to_owned)
-            .collect(),
-    )
-}
-
-/// The arguments `cmd` knows, and the names of the flags it does not.
-fn keep_known(cmd: &Command, args: &[String]) -> (Vec<String>, Vec<String>) {
-    let takes_value = |name: &str| -> Option<bool> {
-        if name == "help" {
-            return Some(false);
-        }
-        cmd.get_arguments()
-            .find(|a| a.get_long() == Some(name))
-            .map(|a| a.get_action().takes_values())
-    };
-    let (mut kept, mut ignored) = (Vec::new(), Vec::new());
-    let mut i = 0;
-    while let Some(arg) = args.get(i) {
-        i += 1;
-        let Some(flag) = arg.strip_prefix("--").filter(|f| !f.is_empty()) else {
-            kept.push(arg.clone());
-            continue;
-        };
-        let (name, inline) = flag
-            .split_once('=')
-            .map_or((flag, false), |(n, _)| (n, true));
-        let next_is_value = !inline && args.get(i).is_some_and(|n| !n.starts_with('-'));
-        match takes_value(name) {
-            Some(true) => {
-                kept.push(arg.clone());
-                if !inline && let Some(value) = args.get(i) {
-                    kept.push(value.clone());
-                    i += 1;
-                }
-            }
-            Some(false) => kept.push(arg.clone()),
-            None => {
-                ignored.push(format!("--{name}"));
-                if next_is_value {
-                    i += 1;
-                }
-            }
-        }
-    }
-    (kept, ignored)
-}

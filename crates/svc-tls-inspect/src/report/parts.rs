@@ -1,0 +1,180 @@
+//! The parts of a [`Report`](super::Report): one type per check's result.
+
+use serde::Serialize;
+
+use super::Problem;
+
+/// One X.509 certificate, described.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct CertificateInfo {
+    /// The subject distinguished name.
+    pub subject: String,
+    /// The issuer distinguished name.
+    pub issuer: String,
+    /// The serial number, lowercase hex.
+    pub serial: String,
+    /// Subject alternative names, each as `DNS:…`, `IP:…`, `URI:…` or `email:…`.
+    pub sans: Vec<String>,
+    /// The SPIFFE ID (a `spiffe://` URI SAN), if any.
+    pub spiffe_id: Option<String>,
+    /// `notBefore`, as the certificate writes it (UTC).
+    pub not_before: String,
+    /// `notBefore`, in Unix seconds.
+    pub not_before_unix: i64,
+    /// `notAfter`, as the certificate writes it (UTC).
+    pub not_after: String,
+    /// `notAfter`, in Unix seconds.
+    pub not_after_unix: i64,
+    /// `valid`, `expired` or `not yet valid`, now.
+    pub validity: String,
+    /// The public key's type, e.g. `ECDSA P-256`, `RSA`.
+    pub key_type: String,
+    /// The public key's size in bits.
+    pub key_bits: usize,
+    /// Whether it is a CA certificate.
+    pub is_ca: bool,
+}
+
+/// One Secret named by the flags.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct SecretReport {
+    /// What the service uses it for: `identity`, `peer-ca` or `chain-ca`.
+    pub role: String,
+    /// The flags that name it, e.g. `--client-certificate-name`.
+    pub named_by: String,
+    /// Its namespace.
+    pub namespace: String,
+    /// Its name.
+    pub name: String,
+    /// Whether it was found.
+    pub found: bool,
+    /// Its `type`.
+    pub secret_type: Option<String>,
+    /// Its data keys and their sizes in bytes (never their values).
+    pub data: Vec<DataKey>,
+    /// The certificates of `tls.crt` (leaf first), as far as they parse.
+    pub certificates: Vec<CertificateInfo>,
+    /// The certificates of `ca.crt`, as far as they parse.
+    pub ca_certificates: Vec<CertificateInfo>,
+    /// The key type the service's loader found (`RSA-2048`, `ECDSA P-256`, ...), for
+    /// an identity it loaded.
+    pub loaded_key_type: Option<String>,
+    /// Whether `tls.key` belongs to the leaf: known when the loader got that far.
+    pub key_matches_certificate: Option<bool>,
+    /// How many trust roots the loader took, for a CA Secret it loaded.
+    pub roots: Option<usize>,
+    /// What the service's loader says: `None` when it loads.
+    pub loader_error: Option<Problem>,
+}
+
+/// A data key and the size of its value.
+#[derive(Debug, Clone, Serialize)]
+pub struct DataKey {
+    /// The key, e.g. `tls.crt`.
+    pub key: String,
+    /// The value's size in bytes.
+    pub bytes: usize,
+}
+
+/// Whether one identity chains to the chain CA.
+#[derive(Debug, Clone, Serialize)]
+pub struct ChainReport {
+    /// The identity checked (`client-certificate`, or a prefix's flags).
+    pub identity: String,
+    /// The CA: `secret NAMESPACE/NAME` or `file PATH`.
+    pub ca: String,
+    /// The subjects of the CA's roots.
+    pub roots: Vec<String>,
+    /// Whether the chain verified as a client certificate.
+    pub ok: bool,
+    /// Why not.
+    pub error: Option<Problem>,
+}
+
+/// One peer's handshake.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct PeerReport {
+    /// The peer's service name (`--SERVICE-host`).
+    pub service: String,
+    /// The host URL.
+    pub host: String,
+    /// The identity presented (`client-certificate`, or a prefix's flags).
+    pub identity: String,
+    /// What the server is verified against: `ca-secret NAMESPACE/NAME`, `platform`
+    /// or `spiffe SERVER-ID`.
+    pub trust: String,
+    /// Whether the handshake completed and the peer answered.
+    pub ok: bool,
+    /// `TLSv1_3`, ...
+    pub tls_version: Option<String>,
+    /// The key exchange group, e.g. `X25519MLKEM768`.
+    pub key_exchange_group: Option<String>,
+    /// The negotiated ALPN protocol.
+    pub alpn: Option<String>,
+    /// The server's chain, leaf first.
+    pub server_chain: Vec<CertificateInfo>,
+    /// Whether the peer accepted the client certificate (`None` when the handshake
+    /// did not get that far).
+    pub client_certificate_accepted: Option<bool>,
+    /// The HTTP status of the probe request (`GET /`), when the peer answered.
+    pub http_status: Option<u16>,
+    /// Why it failed, or why it was skipped.
+    pub error: Option<Problem>,
+    /// True when the peer was not tried (the identity is unusable, or `http://`).
+    pub skipped: bool,
+}
+
+/// A principal signed and verified.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct PrincipalReport {
+    /// The identity that signed.
+    pub identity: String,
+    /// The audience (the first peer's origin, or a placeholder).
+    pub audience: String,
+    /// `PS512`, `ES256` or `ES384`.
+    pub algorithm: Option<String>,
+    /// Whether it signed.
+    pub signed: bool,
+    /// Whether the verifier accepted it against the identity's certificate.
+    pub verified: bool,
+    /// Why not.
+    pub error: Option<Problem>,
+}
+
+/// The SPIFFE Workload API, as the agent answers.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct SpiffeReport {
+    /// The endpoint (`SPIFFE_ENDPOINT_SOCKET`).
+    pub endpoint: String,
+    /// Which identity's flags asked for it.
+    pub identity: String,
+    /// The server ID peers are authorized by (`--spiffe-server-id`).
+    pub server_id: Option<String>,
+    /// Every X509-SVID the agent hands out (the first is the default, the one
+    /// presented).
+    pub svids: Vec<SvidReport>,
+    /// Every trust domain's bundle the agent hands out.
+    pub bundles: Vec<BundleReport>,
+    /// What the service's loader says about the default SVID: `None` when it loads.
+    pub loader_error: Option<Problem>,
+    /// Why the agent could not be asked.
+    pub error: Option<Problem>,
+}
+
+/// One X509-SVID.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct SvidReport {
+    /// Its SPIFFE ID.
+    pub spiffe_id: String,
+    /// Its chain, leaf first.
+    pub certificates: Vec<CertificateInfo>,
+}
+
+/// One trust domain's X.509 bundle.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct BundleReport {
+    /// The trust domain.
+    pub trust_domain: String,
+    /// Its authorities.
+    pub authorities: Vec<CertificateInfo>,
+}
