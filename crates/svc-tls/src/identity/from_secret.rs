@@ -52,12 +52,13 @@ impl WatchedSecretBuilder<IdentityResolver> {
                 self.provider_or_default(),
             ),
         };
-        let changes = source.secret_source().clone();
         let settings = self.settings();
         let resolver = IdentityResolver::with_settings(Arc::new(source), self.recorder, settings)?;
-        match shared {
-            Some((shared, _)) => shared.follow(resolver.follower()),
-            None => changes.follow(resolver.follower()),
+        // Over a registry's shared Secret, the loader reloads the resolver after each
+        // version it loads; a Secret watched alone has no loader, and the resolver
+        // reads it on handshakes only.
+        if let Some((shared, _)) = shared {
+            shared.follow(resolver.follower());
         }
         Ok(resolver)
     }

@@ -47,14 +47,12 @@ impl WatchedSecretBuilder<TrustVerifier> {
     /// the watch.
     pub async fn build(self) -> Result<TrustVerifier, TrustError> {
         let shared = self.shared().await?;
-        let (source, changes) = match &shared {
-            Some((shared, _)) => (SecretTrustSource::shared(shared), None),
-            None => {
-                let source =
-                    SecretSource::watch_ca(self.client.clone(), self.secret.clone(), self.timeout)
-                        .await?;
-                (SecretTrustSource::new(source.clone()), Some(source))
-            }
+        let source = match &shared {
+            Some((shared, _)) => SecretTrustSource::shared(shared),
+            None => SecretTrustSource::new(
+                SecretSource::watch_ca(self.client.clone(), self.secret.clone(), self.timeout)
+                    .await?,
+            ),
         };
         let verifier = TrustVerifier::with_settings(
             Arc::new(source),
@@ -63,10 +61,10 @@ impl WatchedSecretBuilder<TrustVerifier> {
             self.settings(),
             super::ServerAuthorization::HostName,
         )?;
-        match (shared, changes) {
-            (Some((shared, _)), _) => shared.follow(verifier.follower()),
-            (None, Some(source)) => source.follow(verifier.follower()),
-            (None, None) => {}
+        // As for the identity: followed by the loader of a registry's shared Secret,
+        // read on handshakes only when watched alone.
+        if let Some((shared, _)) = shared {
+            shared.follow(verifier.follower());
         }
         Ok(verifier)
     }

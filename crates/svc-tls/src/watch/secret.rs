@@ -269,27 +269,6 @@ impl SecretSource {
         self.inner.watched.changes()
     }
 
-    /// Reloads `follower` after each change of the cache, from a task on the current
-    /// Tokio runtime (off its workers: a reload may parse a key). For a Secret watched
-    /// outside a registry, which has no loader of its own. The task ends with the
-    /// watch or when the follower is gone.
-    pub(crate) fn follow(&self, follower: Box<dyn crate::follow::Follower>) {
-        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-            return;
-        };
-        let mut changes = self.changes();
-        let follower: Arc<dyn crate::follow::Follower> = Arc::from(follower);
-        runtime.spawn(async move {
-            while changes.changed().await.is_ok() {
-                let follower = follower.clone();
-                match tokio::task::spawn_blocking(move || follower.source_changed()).await {
-                    Ok(true) => {}
-                    Ok(false) | Err(_) => return,
-                }
-            }
-        });
-    }
-
     /// The last error of the watch, if it is currently failing (it retries with
     /// backoff and the cache keeps the last state seen).
     pub fn last_watch_error(&self) -> Option<String> {
