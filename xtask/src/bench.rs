@@ -78,6 +78,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
     let _ = std::fs::remove_dir_all(&material);
 
     let started = std::time::Instant::now();
+    let load_at_start = load_average();
     // Go first: installing or building it must not wait for the Rust benchmarks.
     let go = super::golang::ensure().and_then(|(go, version)| {
         let binary = super::golang::build(&go, &root, &work)?;
@@ -116,7 +117,13 @@ pub fn run(args: &[String]) -> Result<(), String> {
         ));
     }
 
-    let header = header(&root, &results, options.quick, started.elapsed());
+    let header = header(
+        &root,
+        &results,
+        options.quick,
+        started.elapsed(),
+        &load_at_start,
+    );
     let body = report::render(&results);
     let svg = super::chart::render(&results)?;
     println!("{header}\n{body}");
@@ -263,7 +270,21 @@ fn locked_version(lock: &str, name: &str) -> Option<String> {
     Some(lock[start..end].to_owned())
 }
 
-fn header(root: &Path, results: &Results, quick: bool, elapsed: std::time::Duration) -> String {
+/// The 1-minute load average (`/proc/loadavg`).
+fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|l| l.split_whitespace().next().map(str::to_owned))
+        .unwrap_or_else(|| "unknown".into())
+}
+
+fn header(
+    root: &Path,
+    results: &Results,
+    quick: bool,
+    elapsed: std::time::Duration,
+    load_at_start: &str,
+) -> String {
     let lock = std::fs::read_to_string(root.join("Cargo.lock")).unwrap_or_default();
     let rustc = command_line(
         &std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into()),
@@ -312,13 +333,11 @@ fn header(root: &Path, results: &Results, quick: bool, elapsed: std::time::Durat
             "not measured"
         }
     );
-    let load = std::fs::read_to_string("/proc/loadavg")
-        .ok()
-        .and_then(|l| l.split_whitespace().next().map(str::to_owned))
-        .unwrap_or_else(|| "unknown".into());
     let _ = writeln!(
         out,
-        "- CPU: {cpu}, {cores} cores available; load average (1 min) at the end of the run: {load}"
+        "- CPU: {cpu}, {cores} cores available; load average (1 min) at the start of the \
+         run: {load_at_start}, at the end: {}",
+        load_average()
     );
     out
 }

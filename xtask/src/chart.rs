@@ -247,7 +247,9 @@ pub fn render(results: &Results) -> Result<String, String> {
         .map_err(|e| format!("chart: {e}"))?;
         bars(
             &right,
-            &format!("Loopback mTLS handshakes/s, default configs (hybrid kx){go_note}"),
+            &format!(
+                "Whole stack (each side its own server): handshakes/s, default configs{go_note}"
+            ),
             "handshakes per second",
             &groups,
             &handshake_series,
