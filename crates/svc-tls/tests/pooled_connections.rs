@@ -177,7 +177,11 @@ async fn a_hundred_reconciles_make_one_handshake() {
     // One connection, sometimes two: hyper's pool starts a connect beside a checkout
     // when the previous response's connection is still on its way back to the pool,
     // and keeps the spare. A client per reconcile made 100.
-    assert!(s.server.handshakes() <= 3, "{} handshakes", s.server.handshakes());
+    assert!(
+        s.server.handshakes() <= 3,
+        "{} handshakes",
+        s.server.handshakes()
+    );
     assert!(connections.len() <= 3, "requests rode {connections:?}");
     // A private client is what it says.
     let tls = s.tls().await;
@@ -210,7 +214,10 @@ async fn identity_rotation_under_load(http2: bool) {
         .collect();
     assert!(late.len() > 40, "only {} late requests", late.len());
     let old: Vec<_> = late.iter().filter(|a| a.serial != "2").collect();
-    assert!(old.is_empty(), "sent over 1 s after the rotation on an old connection: {old:?}");
+    assert!(
+        old.is_empty(),
+        "sent over 1 s after the rotation on an old connection: {old:?}"
+    );
     let early = seen.iter().filter(|(sent, _)| *sent < written).count();
     assert!(early > 10, "only {early} requests before the rotation");
     let version = if http2 {
@@ -220,7 +227,11 @@ async fn identity_rotation_under_load(http2: bool) {
     };
     assert!(late.iter().all(|a| a.version == version));
     // Kept alive before and after: a handful of connections, not one per request.
-    assert!(s.server.handshakes() <= 10, "{} handshakes", s.server.handshakes());
+    assert!(
+        s.server.handshakes() <= 10,
+        "{} handshakes",
+        s.server.handshakes()
+    );
     assert!(peer.retired_pools() >= 1);
 }
 
@@ -324,7 +335,11 @@ async fn handshakes_racing_the_loader_never_parse_a_new_version() {
     let tls = s.tls().await;
     let shared = s
         .watches
-        .watch(&s.tb.cluster_client(), &SecretRef::new(NS, IDENTITY), TIMEOUT)
+        .watch(
+            &s.tb.cluster_client(),
+            &SecretRef::new(NS, IDENTITY),
+            TIMEOUT,
+        )
         .await
         .unwrap();
     let cache = shared.identity_cache();
@@ -364,7 +379,14 @@ async fn handshakes_racing_the_loader_never_parse_a_new_version() {
             total += handshake.await.unwrap();
         }
         assert!(total > 50, "round {round}: only {total} handshakes");
-        assert_eq!(cache.full_loads(), loads + 1, "round {round}: one parse of the version");
-        assert_eq!(tls.identity().unwrap().state().serial_hex, format!("{:02X}", 100 + round));
+        assert_eq!(
+            cache.full_loads(),
+            loads + 1,
+            "round {round}: one parse of the version"
+        );
+        assert_eq!(
+            tls.identity().unwrap().state().serial_hex,
+            format!("{:02X}", 100 + round)
+        );
     }
 }

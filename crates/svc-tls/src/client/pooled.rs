@@ -156,11 +156,10 @@ impl PeerClient {
             return Ok(generation.client.clone());
         }
         let client = build(&inner.tls, inner.customize.as_ref())?;
-        let fresh = Arc::new(Generation {
-            client,
-            marks: now,
-        });
-        let before = inner.generation.compare_and_swap(&generation, fresh.clone());
+        let fresh = Arc::new(Generation { client, marks: now });
+        let before = inner
+            .generation
+            .compare_and_swap(&generation, fresh.clone());
         if !Arc::ptr_eq(&before, &generation) {
             // Another request replaced it first: use that one.
             return Ok(before.client.clone());
@@ -195,12 +194,18 @@ impl PeerClient {
     }
 
     /// A `GET` of `url` on [`PeerClient::current`].
-    pub fn get(&self, url: impl reqwest::IntoUrl) -> Result<reqwest::RequestBuilder, PeerClientError> {
+    pub fn get(
+        &self,
+        url: impl reqwest::IntoUrl,
+    ) -> Result<reqwest::RequestBuilder, PeerClientError> {
         self.request(reqwest::Method::GET, url)
     }
 
     /// A `POST` to `url` on [`PeerClient::current`].
-    pub fn post(&self, url: impl reqwest::IntoUrl) -> Result<reqwest::RequestBuilder, PeerClientError> {
+    pub fn post(
+        &self,
+        url: impl reqwest::IntoUrl,
+    ) -> Result<reqwest::RequestBuilder, PeerClientError> {
         self.request(reqwest::Method::POST, url)
     }
 

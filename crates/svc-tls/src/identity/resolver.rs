@@ -42,8 +42,8 @@ use rustls::client::ResolvesClientCert;
 use rustls::sign::CertifiedKey;
 
 use super::source::{IdentitySource, ReloadError};
-use crate::follow::Follower;
 use super::state::{IdentityState, InvalidIdentity, Recorder, Recovery, StaleWarning};
+use crate::follow::Follower;
 use crate::last_good::{
     Accepted, DEFAULT_WATCH_FAILURE_THRESHOLD, LastGood, MonotonicClock, Settings, WatchEvent,
     WatchHealthState, WatchWords,

@@ -391,10 +391,16 @@ mod tests {
             std::thread::spawn(move || cache.load(&secret).map(|i| i.serial_hex().to_owned()))
         };
         std::thread::sleep(Duration::from_millis(100));
-        assert_eq!(cache.full_loads(), 0, "the waiter parsed instead of waiting");
+        assert_eq!(
+            cache.full_loads(),
+            0,
+            "the waiter parsed instead of waiting"
+        );
         let name = || secret_ref_of(&secret);
         let (cert, key) = pems(&secret, &name).unwrap();
-        cache.full_load(&name, cert, key, SystemTime::now()).unwrap();
+        cache
+            .full_load(&name, cert, key, SystemTime::now())
+            .unwrap();
         drop(claimed);
         assert_eq!(waiter.join().unwrap().unwrap(), "01");
         assert_eq!(cache.full_loads(), 1);

@@ -16,9 +16,9 @@ use tokio::task::AbortHandle;
 use super::SPIFFE_ENDPOINT_SOCKET;
 use super::error::{SpiffeStartError, SvidError};
 use super::svid::{anchors_of, identity_of, same_bundle, same_svid};
+use crate::follow::{Follower, Followers};
 use crate::material::{Identity, MaterialErrorKind, TrustAnchors};
 use crate::origin::SourceHealth;
-use crate::follow::{Follower, Followers};
 
 /// The first ceiling of the wait before reconnecting; doubled up to [`MAX_BACKOFF`]
 /// while failing.

@@ -27,12 +27,12 @@
 //! already open keep the trust decision they were opened with (see
 //! [`crate::client`]).
 
+use crate::follow::Follower;
 use std::fmt;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, SystemTime};
 use watch_ready::excerpt;
-use crate::follow::Follower;
 
 use rustls::client::WebPkiServerVerifier;
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
