@@ -67,6 +67,8 @@ async fn twenty_constructions_share_one_resolver_and_verifier_and_outlive_the_ag
                 .unwrap()
                 .ptr_eq(first.trust_verifier().unwrap())
         );
+        // And so one pooled HTTP client.
+        assert!(again.client().unwrap().ptr_eq(&first.client().unwrap()));
     }
     let unshared = PeerTls::from_spiffe_in(&watches, None, &peer, &me, &workload).unwrap();
     assert!(
