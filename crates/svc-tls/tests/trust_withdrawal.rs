@@ -53,6 +53,7 @@ async fn federation() -> Federation {
     let server = VerifyingServer::builder(&unused, &unused)
         .server_chain(svid.chain.clone(), &svid.key_pem())
         .client_roots(home.bundle())
+        .keep_alive(true)
         .start()
         .await;
     let workload = WorkloadApiSource::connect(
@@ -295,4 +296,30 @@ async fn roots_of_a_deleted_ca_secret_fail_closed_after_the_limit() {
     request(config.clone(), server.addr)
         .await
         .expect("trusted again once readable");
+}
+
+/// A pooled client's kept-alive connection to a server of the withdrawn domain takes
+/// no request a second after the de-federation: callers get `TrustChanged`, withdrawn.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pooled_connection_to_a_withdrawn_domain_takes_no_request_after_a_second() {
+    use svc_tls::client::PeerRequestError;
+    let f = federation().await;
+    let peer = f.tls.client().unwrap();
+    let url = f.tls.host().unwrap().clone();
+    for _ in 0..3 {
+        peer.send(peer.get(url.clone()).unwrap()).await.unwrap();
+    }
+    assert_eq!(f._server.handshakes(), 1, "kept alive");
+
+    f.home.set_federated_bundle("other.org", Vec::new());
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    for _ in 0..5 {
+        match peer.send(peer.get(url.clone()).unwrap()).await {
+            Err(PeerRequestError::TrustChanged { withdrawn, trust, .. }) => {
+                assert!(withdrawn, "{trust}");
+                assert!(trust.to_string().contains("other.org"), "{trust}");
+            }
+            other => panic!("a request a second after the withdrawal: {other:?}"),
+        }
+    }
 }
