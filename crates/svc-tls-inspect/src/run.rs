@@ -80,14 +80,27 @@ pub async fn inspect(plan: &Plan) -> Report {
     for peer in plan.peers.iter().filter(|p| p.is_configured()) {
         if let (Ok(Some(ca)), Some(kube)) = (peer.ca_secret(), kube) {
             let named_by = format!("--{}-ca-secret-namespace/-name", peer.service());
-            let inspected = secret::inspect(kube, &ca, Role::PeerCa, &named_by, &provider).await;
+            let inspected = secret::inspect(
+                kube,
+                &ca,
+                (Role::PeerCa, &named_by),
+                &provider,
+                plan.timeout,
+            )
+            .await;
             record(&mut report, inspected.report);
         }
     }
     let chain_ca = match (&plan.chain_ca, kube) {
         (Some(ChainCaFlag::Secret(ca)), Some(kube)) => {
-            let inspected =
-                secret::inspect(kube, ca, Role::ChainCa, "--chain-ca-secret", &provider).await;
+            let inspected = secret::inspect(
+                kube,
+                ca,
+                (Role::ChainCa, "--chain-ca-secret"),
+                &provider,
+                plan.timeout,
+            )
+            .await;
             let subjects = inspected
                 .report
                 .certificates
@@ -149,8 +162,14 @@ async fn identity(
         IdentityConfig::Secret(reference) => {
             let kube = kube?;
             let named_by = format!("--{prefix}client-certificate-namespace/-name");
-            let inspected =
-                secret::inspect(kube, reference, Role::Identity, &named_by, provider).await;
+            let inspected = secret::inspect(
+                kube,
+                reference,
+                (Role::Identity, &named_by),
+                provider,
+                plan.timeout,
+            )
+            .await;
             check.starts = inspected.identity.is_some()
                 || inspected.report.key_matches_certificate == Some(true);
             check.loaded = inspected.identity;

@@ -4,6 +4,7 @@
 //! error kinds are the service's.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Secret;
 use kube::Api;
@@ -55,13 +56,14 @@ pub struct Inspected {
     pub chain: Vec<CertificateDer<'static>>,
 }
 
-/// Reads `secret` through `client` and inspects it in its `role`.
+/// Reads `secret` through `client` (waiting at most `timeout`) and inspects it in
+/// its `role`.
 pub async fn inspect(
     client: &kube::Client,
     secret: &SecretRef,
-    role: Role,
-    named_by: &str,
+    (role, named_by): (Role, &str),
     provider: &Arc<CryptoProvider>,
+    timeout: Duration,
 ) -> Inspected {
     let mut report = SecretReport {
         role: role.name().to_owned(),
@@ -71,16 +73,24 @@ pub async fn inspect(
         ..SecretReport::default()
     };
     let api: Api<Secret> = Api::namespaced(client.clone(), &secret.namespace);
-    let object = match api.get_opt(&secret.name).await {
-        Ok(Some(object)) => object,
-        Ok(None) => {
+    let read = tokio::time::timeout(timeout, api.get_opt(&secret.name)).await;
+    let object = match read {
+        Err(_) => {
+            report.loader_error = Some(Problem {
+                kind: "ReadFailed".to_owned(),
+                message: format!("Secret {secret} cannot be read: no answer within {timeout:?}"),
+            });
+            return unloaded(report);
+        }
+        Ok(Ok(Some(object))) => object,
+        Ok(Ok(None)) => {
             report.loader_error = Some(Problem {
                 kind: "NotFound".to_owned(),
                 message: format!("Secret {secret} not found"),
             });
             return unloaded(report);
         }
-        Err(error) => {
+        Ok(Err(error)) => {
             report.loader_error = Some(Problem {
                 kind: "ReadFailed".to_owned(),
                 message: format!(
