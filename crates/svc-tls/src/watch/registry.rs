@@ -98,6 +98,10 @@ struct Registry {
     /// What the layers above share among the users of this registry (the peers'
     /// pooled HTTP clients), kept as long as the registry.
     shared_values: Mutex<Vec<Box<dyn Any + Send + Sync>>>,
+    /// One API client per cluster for every watch of that cluster, built from the
+    /// first configuration given for it on the registry's runtime (one connection
+    /// pool and one credential refresher per cluster, not per Secret).
+    kube_clients: Mutex<HashMap<ClusterId, kube::Client>>,
 }
 
 /// A registry of watched Secrets that does not keep it alive (what a metrics
@@ -150,6 +154,7 @@ impl SecretWatches {
                 runtime: std::sync::OnceLock::new(),
                 extension: std::sync::OnceLock::new(),
                 shared_values: Mutex::new(Vec::new()),
+                kube_clients: Mutex::new(HashMap::new()),
             }),
         }
     }
@@ -366,18 +371,20 @@ impl SecretWatches {
         let (client, secret_ref, provider) =
             (client.clone(), secret.clone(), self.inner.provider.clone());
         let task_runtime = runtime.clone();
+        let registry = self.clone();
         runtime
             .spawn(async move {
-                let kube_client = match client.config() {
-                    Some(config) => {
-                        kube::Client::try_from(config.clone()).map_err(|e| SourceError::Client {
-                            secret: secret_ref.clone(),
-                            cluster: client.cluster().clone(),
-                            reason: e.to_string(),
-                        })?
-                    }
-                    None => client.kube().clone(),
-                };
+                let kube_client =
+                    match client.config() {
+                        Some(config) => registry
+                            .kube_client_for(client.cluster(), config)
+                            .map_err(|e| SourceError::Client {
+                                secret: secret_ref.clone(),
+                                cluster: client.cluster().clone(),
+                                reason: e.to_string(),
+                            })?,
+                        None => client.kube().clone(),
+                    };
                 let source = SecretSource::watch_in(
                     kube_client,
                     client.cluster().clone(),
@@ -398,6 +405,36 @@ impl SecretWatches {
             .map_err(|_| SourceError::Stopped {
                 secret: secret.clone(),
             })?
+    }
+
+    /// The registry's API client for `cluster`: the one built before, or a new one
+    /// from `config`, built on the registry's runtime (where this runs).
+    fn kube_client_for(
+        &self,
+        cluster: &ClusterId,
+        config: &kube::Config,
+    ) -> Result<kube::Client, kube::Error> {
+        let mut clients = self
+            .inner
+            .kube_clients
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if let Some(client) = clients.get(cluster) {
+            return Ok(client.clone());
+        }
+        let client = kube::Client::try_from(config.clone())?;
+        clients.insert(cluster.clone(), client.clone());
+        Ok(client)
+    }
+
+    /// How many API clients the registry built (one per cluster).
+    #[cfg(test)]
+    fn kube_clients(&self) -> usize {
+        self.inner
+            .kube_clients
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .len()
     }
 
     /// The Secrets watched (started and synced) now, with the cluster each is read
@@ -678,5 +715,46 @@ impl RuntimeLiveness {
 
     fn is_alive(&self) -> bool {
         !self.0.load(Ordering::Acquire)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+    use test_support::pki::TestCa;
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn watches_of_one_cluster_share_one_api_client() {
+        let (one, two) = (
+            kube_testbed::Testbed::start().await,
+            kube_testbed::Testbed::start().await,
+        );
+        let ca = TestCa::new("ca");
+        for tb in [&one, &two] {
+            for name in ["a", "b", "c"] {
+                tb.upsert(test_support::secret::secret_with(
+                    "ns",
+                    name,
+                    "kubernetes.io/tls",
+                    &[("tls.crt", &ca.pem())],
+                ));
+            }
+        }
+        let watches = SecretWatches::new();
+        let timeout = Duration::from_secs(10);
+        for tb in [&one, &two] {
+            // A new ClusterClient (and config) for every Secret, as per-reconcile code
+            // hands over.
+            for name in ["a", "b", "c"] {
+                let secret = SecretRef::new("ns", name);
+                watches
+                    .watch_trust(&tb.cluster_client(), &secret, timeout)
+                    .await
+                    .unwrap();
+            }
+        }
+        assert_eq!(watches.watched().len(), 6);
+        assert_eq!(watches.kube_clients(), 2, "one API client per cluster");
     }
 }
