@@ -1,0 +1,67 @@
+//! A peer with an identity of its own (`--audit-client-certificate-*`, as the
+//! example's audit peer): the handshake to `audit` presents that identity, not the
+//! unprefixed one, as the service would.
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+
+mod common;
+
+use common::*;
+use kube_testbed::Testbed;
+use test_support::pki::TestCa;
+use test_support::secret::{secret_with, tls_secret};
+use test_support::tls_server::VerifyingServer;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_audit_peer_is_called_with_the_audit_identity() {
+    let tb = Testbed::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = write_kubeconfig(dir.path(), &tb);
+    let (server_ca, audit_clients) = (TestCa::new("server-ca"), TestCa::new("audit-clients"));
+    // The unprefixed identity is of a CA the audit server does not trust.
+    let main = TestCa::new("main-clients").client_leaf("svc", 21);
+    let audit = audit_clients.client_leaf("svc-audit", 22);
+    tb.upsert(tls_secret(NS, "svc-cert", &main.cert_pem, &main.key_pem));
+    tb.upsert(tls_secret(
+        NS,
+        "svc-audit-cert",
+        &audit.cert_pem,
+        &audit.key_pem,
+    ));
+    tb.upsert(secret_with(
+        NS,
+        "server-ca",
+        "Opaque",
+        &[("ca.crt", &server_ca.pem())],
+    ));
+    let server = VerifyingServer::start(&server_ca, &audit_clients).await;
+    let mut args = identity_args(&kubeconfig, "svc-cert");
+    args.extend(common::args(&[
+        ("audit-host", &server.url()),
+        ("audit-ca-secret-namespace", NS),
+        ("audit-ca-secret-name", "server-ca"),
+        ("audit-client-certificate-namespace", NS),
+        ("audit-client-certificate-name", "svc-audit-cert"),
+    ]));
+    let keys = [main.key_pem.clone(), audit.key_pem.clone()];
+    let run = tokio::task::spawn_blocking(move || run(&args, &[], &[&keys[0], &keys[1]]))
+        .await
+        .unwrap();
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    let json = run.json();
+    let names: Vec<&str> = json["secrets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["svc-cert", "svc-audit-cert", "server-ca"]);
+    assert_eq!(
+        json["secrets"][1]["named_by"],
+        "--audit-client-certificate-namespace/-name"
+    );
+    let peer = &json["peers"][0];
+    assert_eq!(peer["service"], "audit");
+    assert_eq!(peer["identity"], "audit-client-certificate");
+    assert_eq!(peer["client_certificate_accepted"], true, "{json:#}");
+    assert_eq!(server.seen().last().and_then(|s| s.serial), Some(22));
+}
