@@ -8,6 +8,8 @@ use std::process::Command;
 use kube_testbed::Testbed;
 use serde_json::Value;
 
+pub mod nginx;
+
 /// The namespace the tests' Secrets live in.
 pub const NS: &str = "unikorn";
 
