@@ -113,7 +113,13 @@ pub fn parse(args: &[String]) -> Result<Plan, FlagsError> {
                 e.kind(),
                 clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion
             ),
-            message: e.render().to_string(),
+            message: {
+                let text = e.render().to_string();
+                text.strip_prefix("error: ")
+                    .unwrap_or(&text)
+                    .trim_end()
+                    .to_owned()
+            },
         })?;
     plan(&matches, &peers, &prefixes, ignored_flags)
 }
