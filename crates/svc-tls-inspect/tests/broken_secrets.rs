@@ -1,7 +1,7 @@
-//! Each broken client-certificate Secret of svc-tls's corpus (tests/malformed.rs and
-//! tests/material_errors.rs there), inspected over the wire: exit 3, the loader's
-//! error kind in the JSON, what can still be described described, and no key
-//! material printed.
+//! Each broken client-certificate Secret of svc-tls's corpus (its tests
+//! `malformed.rs` and `material_errors.rs`), inspected over the wire: exit 3, the
+//! loader's error kind in the JSON, what can still be described described, and no
+//! key material printed.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 mod common;
