@@ -166,7 +166,13 @@ impl IdentityCache {
             return hit;
         }
         let claimed = match self.claim(cert_pem, key_pem) {
-            Ok(claimed) => Some(claimed),
+            Ok(claimed) => {
+                // A load that finished just before the claim: its answer stands.
+                if let Some(hit) = self.hit(cert_pem, key_pem, now) {
+                    return hit;
+                }
+                Some(claimed)
+            }
             Err(other) if other.is_of(cert_pem, key_pem) => {
                 other.wait();
                 if let Some(hit) = self.hit(cert_pem, key_pem, now) {
@@ -196,6 +202,10 @@ impl IdentityCache {
         let Ok(claimed) = self.claim(cert_pem, key_pem) else {
             return Ok(HandshakeLoad::InProgress);
         };
+        // A load that finished just before the claim: its answer stands.
+        if let Some(hit) = self.hit(cert_pem, key_pem, now) {
+            return hit.map(HandshakeLoad::Loaded);
+        }
         let loaded = self.full_load(&name, cert_pem, key_pem, now);
         drop(claimed);
         loaded.map(HandshakeLoad::Loaded)

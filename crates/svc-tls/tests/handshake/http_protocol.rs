@@ -5,7 +5,7 @@
 //! every request runs a handshake and presents the current identity).
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

@@ -16,7 +16,7 @@
 //! is skipped with a message; with another Go and no 1.23 it fails.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
-mod support;
+use crate::support;
 
 use std::io::BufRead as _;
 use std::net::SocketAddr;

@@ -4,7 +4,7 @@
 //! starts the service (issue 17; see tests/startup_validity.rs).
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
-mod support;
+use crate::support;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};

@@ -6,7 +6,7 @@
 //! missing nginx fails this test: it is never skipped.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

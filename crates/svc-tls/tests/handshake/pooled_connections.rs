@@ -14,7 +14,7 @@
 //! - handshakes racing the loader's parse of a new RSA-4096 version never parse it.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};

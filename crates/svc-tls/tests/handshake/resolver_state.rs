@@ -6,7 +6,7 @@
 //! - the Secret watch's health is in the state and reported when it fails too long.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
-mod support;
+use crate::support;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};

@@ -20,7 +20,7 @@
 //! assertions.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
-mod support;
+use crate::support;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};

@@ -3,7 +3,7 @@
 //! bound only keeps a broken test from hanging).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

@@ -1,7 +1,7 @@
 //! `svc_tls::material`: the identity cache, and corrupted material never panics.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
+use crate::support;
 
 use support::material::*;
 

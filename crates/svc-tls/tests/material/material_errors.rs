@@ -2,7 +2,7 @@
 //! specific error, naming the Secret and data key, without key bytes.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
+use crate::support;
 
 use support::material::*;
 

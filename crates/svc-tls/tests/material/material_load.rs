@@ -2,7 +2,7 @@
 //! an identity that completes a real TLS 1.3 client-auth handshake.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
+use crate::support;
 
 use support::material::*;
 

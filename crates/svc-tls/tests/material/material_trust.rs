@@ -1,7 +1,7 @@
 //! `svc_tls::material`, trust: CA Secrets to root stores, and their errors.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
+use crate::support;
 
 use support::material::*;
 

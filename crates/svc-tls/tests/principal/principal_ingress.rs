@@ -9,7 +9,7 @@
 //! missing nginx fails the nginx test: it is never skipped.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

@@ -6,7 +6,7 @@
 //! packages. PSS is randomised, so tokens are round-tripped, never compared.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
+use crate::support;
 use support::keys;
 
 use std::io::Write as _;

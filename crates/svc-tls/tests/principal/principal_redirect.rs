@@ -4,7 +4,7 @@
 //! `http://` target a plain HTTP server; each records the headers it received.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
+use crate::support;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

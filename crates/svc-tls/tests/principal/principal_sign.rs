@@ -2,7 +2,7 @@
 //! the token, and which key types sign under which policy.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
+use crate::support;
 
 use support::jws::*;
 use support::keys;

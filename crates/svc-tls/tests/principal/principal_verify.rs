@@ -2,7 +2,7 @@
 //! rejection asserts its error variant), malformed tokens and bad certificates.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
+use crate::support;
 
 use support::jws::*;
 use support::keys;

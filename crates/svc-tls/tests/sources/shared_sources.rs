@@ -5,7 +5,7 @@
 //! stream for every SPIFFE-mode construction.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

@@ -315,7 +315,9 @@ async fn a_pooled_connection_to_a_withdrawn_domain_takes_no_request_after_a_seco
     tokio::time::sleep(Duration::from_secs(1)).await;
     for _ in 0..5 {
         match peer.send(peer.get(url.clone()).unwrap()).await {
-            Err(PeerRequestError::TrustChanged { withdrawn, trust, .. }) => {
+            Err(PeerRequestError::TrustChanged {
+                withdrawn, trust, ..
+            }) => {
                 assert!(withdrawn, "{trust}");
                 assert!(trust.to_string().contains("other.org"), "{trust}");
             }
