@@ -2,7 +2,7 @@
 //! not stop the service. Construction succeeds, one ERROR names the Secret, the serial
 //! and the validity period, the state and the recorder say so, peers refuse the
 //! handshake, and a renewed Secret is presented on the next handshake with the state
-//! back to valid. Missing and malformed Secrets still fail (tests/malformed.rs).
+//! back to valid. Missing and malformed Secrets still fail (tests/handshake/malformed.rs).
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 mod support;
