@@ -508,7 +508,13 @@ fn paired_cell(results: &Results, a: &str, b: &str, go: bool) -> String {
 /// The Go version of this run, for the tables' text.
 fn go_named(results: &Results) -> String {
     match &results.go {
-        Ok(version) => format!("Go ({version})"),
+        Ok(version) => format!(
+            "Go {}",
+            version
+                .split_whitespace()
+                .find(|word| word.starts_with("go1"))
+                .unwrap_or(version)
+        ),
         Err(_) => "Go (not measured in this run)".to_owned(),
     }
 }
@@ -529,7 +535,8 @@ pub fn render(results: &Results) -> String {
         "Medians with their 95% confidence interval in brackets; every figure from this run. \
          Every ratio between our figures and Go's is paired: both were measured in the same \
          interleaved rounds (the Go program a long-lived child of the benchmark, taking one \
-         batch per command), and the ratio is the median of the per-round ratios. Go: {}.",
+         batch per command), and the ratio is the median of the per-round ratios. The Go \
+         side ran {}.",
         go_named(results)
     );
 
@@ -854,7 +861,7 @@ fn render_clients(results: &Results, out: &mut String) {
     );
     let _ = writeln!(
         out,
-        "Our client (the resolver, X25519 only) and {}'s legacy client \
+        "Our client (the resolver, X25519 only) and the legacy client on {} \
          (`GetClientCertificate` calling `tls.X509KeyPair`, `CurvePreferences` X25519) each \
          dial the same two servers, a rustls server and a crypto/tls server (each in a \
          process other than Go's client, each requiring and verifying client \
@@ -911,7 +918,7 @@ fn render_like_for_like(results: &Results, out: &mut String) {
         out,
         "Classical: ours offers X25519 only, Go sets `CurvePreferences: []tls.CurveID{{tls.X25519}}`. \
          Hybrid: each side's default configuration (the reload columns above); the two \
-         hybrids differ unless Go is 1.24 or later ({}).\n",
+         hybrids differ unless Go is 1.24 or later (this run: {}).\n",
         go_named(results)
     );
     let _ = writeln!(
