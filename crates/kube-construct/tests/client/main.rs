@@ -1,0 +1,11 @@
+//! The cache-backed client, its options and the platform type registry, against the
+//! kube-testbed API emulator. One test binary (one link) for the concern; each module
+//! is the file of the same name beside this one. `metrics.rs` stays a binary of its
+//! own (feature `metrics`).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod cached_client;
+mod flag_repeat;
+mod options;
+mod platform_types;
+mod watch_lifetime;
