@@ -10,9 +10,11 @@ mod builder;
 mod registry;
 mod runtime;
 mod secret;
+mod shared;
 
 pub(crate) use builder::sealed;
 pub use builder::{Watched, WatchedSecretBuilder};
+pub use registry::SecretWatches;
 pub(crate) use registry::WeakSecretWatches;
-pub use registry::{SecretWatches, SharedSecret};
 pub use secret::{DEFAULT_SYNC_TIMEOUT, SecretSource, SourceError, resource_version};
+pub use shared::SharedSecret;

@@ -6,6 +6,7 @@
 use std::fmt;
 use std::future::Future;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use tokio::runtime::Handle;
 use tokio::sync::oneshot;
@@ -89,5 +90,37 @@ impl<T> Future for AbortOnDrop<T> {
 impl<T> Drop for AbortOnDrop<T> {
     fn drop(&mut self) {
         self.0.abort();
+    }
+}
+
+/// Whether a Tokio runtime still runs: a task parked on it forever holds a guard that
+/// marks the runtime ended when the runtime drops the task at shutdown.
+#[derive(Clone)]
+pub(super) struct RuntimeLiveness(Arc<AtomicBool>);
+
+struct MarkEnded(Arc<AtomicBool>);
+
+impl Drop for MarkEnded {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Release);
+    }
+}
+
+impl RuntimeLiveness {
+    /// The liveness of the runtime this is called on (alive for ever outside one).
+    pub(super) fn of_current() -> Self {
+        let ended = Arc::new(AtomicBool::new(false));
+        if let Ok(handle) = tokio::runtime::Handle::try_current() {
+            let guard = MarkEnded(ended.clone());
+            handle.spawn(async move {
+                let _guard = guard;
+                std::future::pending::<()>().await;
+            });
+        }
+        Self(ended)
+    }
+
+    pub(super) fn is_alive(&self) -> bool {
+        !self.0.load(Ordering::Acquire)
     }
 }

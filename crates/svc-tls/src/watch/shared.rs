@@ -1,0 +1,251 @@
+//! One watched Secret as a registry shares it ([`SharedSecret`]), and its loader: each
+//! new version the watch delivers is loaded once into the identity and root-set caches
+//! its users read on the handshake path (the key warmed with one signature: AWS-LC
+//! builds an RSA key's Montgomery contexts at its first signature), then the resolvers
+//! and verifiers built over it are told (`crate::follow`).
+
+use std::any::{Any, TypeId};
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
+
+use cluster_id::ClusterId;
+use rustls::SignatureScheme;
+use rustls::crypto::CryptoProvider;
+
+use super::runtime::RuntimeLiveness;
+use super::secret::SecretSource;
+use crate::follow::{Follower, Followers};
+use crate::material::{IdentityCache, TrustCache};
+use crate::origin::SecretRef;
+
+/// One watched Secret as the registry shares it: its cache, and the identity and trust
+/// loads of its current version, made when the watch delivers it. Cheap to clone.
+#[derive(Clone)]
+pub struct SharedSecret {
+    inner: Arc<Shared>,
+}
+
+struct Shared {
+    /// What the options-based constructors build over this Secret (its resolver, its
+    /// verifier), one of each type, so that every construction shares one.
+    built: Mutex<HashMap<TypeId, Box<dyn Any + Send + Sync>>>,
+    source: SecretSource,
+    identity: Arc<IdentityCache>,
+    trust: Arc<TrustCache>,
+    wants_identity: AtomicBool,
+    wants_trust: AtomicBool,
+    /// Changes of the cache the loader has processed.
+    loaded: AtomicU64,
+    /// Resolvers and verifiers over this Secret, reloaded after each load.
+    followers: Followers,
+    /// The cluster the Secret is read from.
+    cluster: ClusterId,
+    /// The runtime of the caller's client, when the watch runs through it.
+    client_runtime: Option<RuntimeLiveness>,
+}
+
+impl fmt::Debug for SharedSecret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SharedSecret")
+            .field("cluster", &self.inner.cluster)
+            .field("source", &self.inner.source)
+            .finish_non_exhaustive()
+    }
+}
+
+impl SharedSecret {
+    /// Shares `source` and starts its loader (on the current runtime: the registry's).
+    pub(super) fn start(
+        source: SecretSource,
+        cluster: ClusterId,
+        provider: Arc<CryptoProvider>,
+        client_runtime: Option<RuntimeLiveness>,
+    ) -> Self {
+        let shared = Self {
+            inner: Arc::new(Shared {
+                built: Mutex::new(HashMap::new()),
+                source,
+                identity: Arc::new(IdentityCache::new(provider)),
+                trust: Arc::new(TrustCache::new()),
+                wants_identity: AtomicBool::new(false),
+                wants_trust: AtomicBool::new(false),
+                loaded: AtomicU64::new(0),
+                followers: Followers::default(),
+                cluster,
+                client_runtime,
+            }),
+        };
+        let changes = shared.inner.source.changes();
+        tokio::spawn(load_each_version(Arc::downgrade(&shared.inner), changes));
+        shared
+    }
+
+    /// The Secret.
+    pub fn secret_ref(&self) -> &SecretRef {
+        self.inner.source.secret_ref()
+    }
+
+    /// The cluster the Secret is read from.
+    pub fn cluster(&self) -> &ClusterId {
+        &self.inner.cluster
+    }
+
+    /// Whether the watch can still run: false once the runtime of the caller's client
+    /// it runs through (a client without configuration) has ended.
+    pub(super) fn is_alive(&self) -> bool {
+        self.inner
+            .client_runtime
+            .as_ref()
+            .is_none_or(RuntimeLiveness::is_alive)
+    }
+
+    /// The watched Secret's cache.
+    pub fn source(&self) -> &SecretSource {
+        &self.inner.source
+    }
+
+    /// How many changes of the Secret's cache have been loaded so far (the first list
+    /// counts as one): a caller that wrote a new version waits for this to move to
+    /// know the version's load is done.
+    pub fn loaded_changes(&self) -> u64 {
+        self.inner.loaded.load(Ordering::Acquire)
+    }
+
+    /// The identity cache every user of this Secret reads; from now on each new
+    /// version is loaded into it (and its key warmed) when the watch delivers it.
+    pub fn identity_cache(&self) -> Arc<IdentityCache> {
+        if !self.inner.wants_identity.swap(true, Ordering::AcqRel) {
+            self.inner.load_identity();
+        }
+        self.inner.identity.clone()
+    }
+
+    /// The root-set cache every user of this Secret as a CA reads; from now on each
+    /// new version is loaded into it when the watch delivers it.
+    pub fn trust_cache(&self) -> Arc<TrustCache> {
+        if !self.inner.wants_trust.swap(true, Ordering::AcqRel) {
+            self.inner.load_trust();
+        }
+        self.inner.trust.clone()
+    }
+
+    /// Reloads `follower` after each version the loader loads (before
+    /// [`SharedSecret::loaded_changes`] moves), so what it serves follows the Secret
+    /// without waiting for a handshake.
+    pub(crate) fn follow(&self, follower: Box<dyn Follower>) {
+        self.inner.followers.add(follower);
+    }
+}
+
+impl SharedSecret {
+    /// The `T` built over this Secret by the first successful `build`, shared by every
+    /// later caller (a failed build is not remembered). Construction path only.
+    pub(crate) fn built<T, E>(&self, build: impl FnOnce() -> Result<T, E>) -> Result<T, E>
+    where
+        T: Clone + Send + Sync + 'static,
+    {
+        let key = TypeId::of::<T>();
+        let mut built = self
+            .inner
+            .built
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if let Some(value) = built.get(&key).and_then(|b| b.downcast_ref::<T>()) {
+            return Ok(value.clone());
+        }
+        let value = build()?;
+        built.insert(key, Box::new(value.clone()));
+        Ok(value)
+    }
+}
+
+impl Shared {
+    /// Loads the current version as an identity (a failure is remembered by the cache
+    /// and reported by the resolver) and warms a new key with one signature.
+    fn load_identity(&self) {
+        let Some(object) = self.source.get() else {
+            return;
+        };
+        if let Ok(identity) = self.identity.load(&object) {
+            warm(identity.certified_key());
+        }
+    }
+
+    /// Loads the current version as a root set (the cache keeps the last good one).
+    fn load_trust(&self) {
+        if let Some(object) = self.source.get() {
+            let _ = self.trust.load(&object);
+        }
+    }
+}
+
+/// One signature with the key, so the first handshake does not pay for the key's
+/// lazily built state. Idempotent; cheap when already warm.
+fn warm(key: &rustls::sign::CertifiedKey) {
+    const SCHEMES: &[SignatureScheme] = &[
+        SignatureScheme::RSA_PSS_SHA256,
+        SignatureScheme::ECDSA_NISTP256_SHA256,
+        SignatureScheme::ECDSA_NISTP384_SHA384,
+        SignatureScheme::ECDSA_NISTP521_SHA512,
+        SignatureScheme::ED25519,
+    ];
+    if let Some(signer) = key.key.choose_scheme(SCHEMES) {
+        let _ = signer.sign(b"svc-tls key warm-up");
+    }
+}
+
+/// The loader task of one shared Secret: each time the watch changes the cache, load
+/// what its users read. Ends when the watch stops or the Secret is no longer shared.
+async fn load_each_version(shared: Weak<Shared>, mut changes: tokio::sync::watch::Receiver<u64>) {
+    let mut newest: Option<u64> = None;
+    while changes.changed().await.is_ok() {
+        let Some(shared) = shared.upgrade() else {
+            return;
+        };
+        newest = warn_if_rolled_back(&shared, newest);
+        // Loading an RSA key takes up to a few milliseconds: off the async workers.
+        let loaded = tokio::task::spawn_blocking(move || {
+            if shared.wants_identity.load(Ordering::Acquire) {
+                shared.load_identity();
+            }
+            if shared.wants_trust.load(Ordering::Acquire) {
+                shared.load_trust();
+            }
+            shared.followers.notify();
+            shared.loaded.fetch_add(1, Ordering::AcqRel);
+        })
+        .await;
+        if loaded.is_err() {
+            return;
+        }
+    }
+}
+
+/// The newest `resourceVersion` seen so far, with a WARN when the watch delivers one
+/// older than it: a restored backup or a rolled-back etcd puts older material back,
+/// and the handshake path refuses to go back to it (it keeps serving the newer
+/// version), so an operator must hear of it.
+fn warn_if_rolled_back(shared: &Shared, newest: Option<u64>) -> Option<u64> {
+    let current = shared
+        .source
+        .get()
+        .and_then(|secret| super::secret::resource_version(&secret));
+    match (newest, current) {
+        (Some(newest), Some(current)) if current < newest => {
+            tracing::warn!(
+                secret = %shared.source.secret_ref(),
+                cluster = %shared.cluster,
+                resource_version = current,
+                newest_seen = newest,
+                "the watch delivered an older resourceVersion of the Secret than one already \
+                 seen (a restored backup or a rolled-back API server?): the newer material \
+                 stays in use until a newer version arrives"
+            );
+            Some(newest)
+        }
+        (_, Some(current)) => Some(current),
+        (newest, None) => newest,
+    }
+}
