@@ -605,6 +605,12 @@ mod tests {
     }
 
     #[test]
+    #[ignore = "needs the report of a `cargo xtask bench --quick` run"]
+    fn the_last_quick_run_passes_the_smoke_check() {
+        assert_eq!(check_smoke_output(), Ok(()));
+    }
+
+    #[test]
     fn versions_from_the_lock_file() {
         let lock = "[[package]]\nname = \"aws-lc-rs\"\nversion = \"1.19.0\"\n";
         assert_eq!(locked_version(lock, "aws-lc-rs").as_deref(), Some("1.19.0"));

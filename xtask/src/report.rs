@@ -1,17 +1,25 @@
 //! The tables and verdicts of `cargo xtask bench`, from the figures of one run.
 //!
-//! Ids (criterion's `full_id`, or the `id` of a sampled JSON line):
+//! Ids (criterion's `full_id`, or the `id` of a sampled JSON line; sampled lines of
+//! one interleaved measurement share a `paired` group, and a ratio between the
+//! languages is taken only within one group):
 //! - ours: `reload/<case>`, `identity-unchanged/<case>`, `identity-broken/<case>`,
-//!   `identity-rotation/<case>`,
-//!   `handshake/{static,reload,watched-ca,reload-x25519}/<key>/<clients>`,
-//!   `principal/{sign,verify}/<key>`, `reconcile/<case>`,
-//!   `identity-unchanged-metrics/p256-pkcs8` (a metrics recorder); SPIFFE mode against
-//!   Secret mode:
-//!   `identity-{unchanged,rotation}/spiffe-p256` (next to `.../p256-pkcs8`) and
+//!   `identity-rotation/<case>` (with the counts `identity-rotation-parses/<case>`),
+//!   `identity-racing/<case>` (counts `identity-racing-{loads,raced}/<case>`),
+//!   `metrics/{rotation,broken}/{on,off}/p256-pkcs8`,
+//!   `handshake/{static,reload,watched-ca,reload-x25519}/<key>/<clients>` (whole
+//!   stack), `client/<server>/<key>` and `client-cpu/<server>/<key>` (the client
+//!   alone against the same `rustls-server` or `go-server`),
+//!   `principal/{sign,verify}/<key>`, `reconcile/<case>`, `reconcile-request/<case>`;
+//!   SPIFFE mode against Secret mode: `identity-{unchanged,rotation}/spiffe-p256`
+//!   (next to `.../p256-pkcs8`) and
 //!   `handshake/{secret-on-svid-server,spiffe}/p256/<clients>` (one server presenting
 //!   an SVID);
-//! - Go: `go/x509keypair/<case>`, `go/reconcile/<case>`, `go/ps512-{sign,verify}/<rsaN>`,
-//!   `go/handshake/{static,reload,reload-x25519}/<key>/<clients>`.
+//! - Go: `go/x509keypair/<case>`, `go/rotation-x509keypair/<case>`,
+//!   `go/reconcile/<case>`, `go/reconcile-request/<case>`,
+//!   `go/ps512-{sign,verify}/<rsaN>`,
+//!   `go/handshake/{static,reload,reload-x25519}/<key>/<clients>`,
+//!   `go/client/<server>/<key>`, `go/client-cpu/<server>/<key>`.
 //!
 //! Handshakes and their key exchange: `static`, `reload` (and ours `watched-ca`) are
 //! each side's default configuration, which on both sides offers a hybrid
