@@ -35,161 +35,12 @@ pub const INGRESS_VERIFY_SUCCESS: &str = "SUCCESS";
 /// SANs); even a 16 KiB PEM with every byte percent-encoded fits in 48 KiB.
 pub const DEFAULT_MAX_CERT_HEADER_BYTES: usize = 48 * 1024;
 
-/// Why the ingress-forwarded headers give no trusted peer certificate.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum IngressError {
-    /// `ssl-client-verify` is absent: the ingress did not check a client certificate.
-    #[error("ssl-client-verify header is missing: no verified client certificate")]
-    MissingVerify,
-    /// `ssl-client-verify` is not `SUCCESS`.
-    #[error("client certificate was not verified by the ingress (ssl-client-verify: {value:?})")]
-    NotVerified {
-        /// The value received (e.g. `NONE`, `FAILED:...`), truncated to 64
-        /// characters and shown Debug-escaped.
-        value: String,
-    },
-    /// A header is longer than its cap; refused before it is decoded.
-    #[error("header {name} is {len} bytes, more than the {max}-byte limit")]
-    TooLarge {
-        /// The header name.
-        name: &'static str,
-        /// Its length in bytes.
-        len: usize,
-        /// The cap in force.
-        max: usize,
-    },
-    /// The forwarded certificate does not chain to one of the trust anchors, is
-    /// outside its validity period, or is not for client authentication.
-    #[error(
-        "ssl-client-cert is not a valid client certificate issued under the configured trust anchors"
-    )]
-    Untrusted(#[source] webpki::Error),
-    /// An allow-list is configured and none of the certificate's typed names (URI
-    /// SANs, DNS SANs, its one subject common name) is on it.
-    #[error("ssl-client-cert names no allowed peer (subject {subject:?})")]
-    NotAllowed {
-        /// The certificate's subject DN, truncated to 64 characters and shown
-        /// Debug-escaped.
-        subject: String,
-    },
-    /// A configured trust anchor is not a usable CA certificate.
-    #[error("an ingress trust anchor is not a usable CA certificate")]
-    TrustAnchor(#[source] webpki::Error),
-    /// The watched CA gives no roots to verify against now: its source withdrew its
-    /// trust, or fails and the last good roots have expired. Every forwarded
-    /// certificate is refused until it recovers.
-    #[error("the ingress CA trust gives no usable roots now")]
-    AnchorsUnavailable(#[source] rustls::Error),
-    /// `ssl-client-cert` is absent.
-    #[error("ssl-client-cert header is missing")]
-    MissingCertificate,
-    /// A header appears more than once (ambiguous; possibly injected).
-    #[error("header {name} appears more than once")]
-    Duplicate {
-        /// The header name.
-        name: &'static str,
-    },
-    /// `ssl-client-cert` is not URL-encoded UTF-8 text.
-    #[error("ssl-client-cert header is not URL-encoded PEM text")]
-    CertificateEncoding,
-    /// The certificate itself is unusable.
-    #[error("ssl-client-cert header holds no usable certificate")]
-    Certificate(#[source] CertificateError),
-}
+mod allowed;
+mod error;
 
-/// Why an ingress request's principal was not accepted ([`IngressVerifier::verify_request`]).
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum RequestPrincipalError {
-    /// No trusted peer certificate.
-    #[error(transparent)]
-    Ingress(#[from] IngressError),
-    /// No (or more than one) `X-Principal` header, or not visible ASCII.
-    #[error("X-Principal header is missing, repeated or not ASCII")]
-    MissingPrincipal,
-    /// The principal token was rejected.
-    #[error(transparent)]
-    Verify(#[from] VerifyError),
-}
-
-/// One name a peer may be allowed under ([`IngressVerifier::with_allowed_peers`]).
-///
-/// Each kind is compared with that kind of name in the certificate only, never with
-/// a rendered subject DN: a certificate whose common name is the text
-/// `svc, O=Acme` is not the peer `CN=svc, O=Acme`.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum AllowedPeer {
-    /// A URI SAN, compared exactly: a SPIFFE ID such as
-    /// `spiffe://example.org/ns/unikorn/sa/identity`.
-    Uri(String),
-    /// A DNS SAN, compared ASCII case-insensitively.
-    Dns(String),
-    /// The subject common name, compared exactly, and only when the subject has
-    /// exactly one common name.
-    CommonName(String),
-}
-
-impl AllowedPeer {
-    /// A URI SAN (a SPIFFE ID).
-    pub fn uri(uri: impl Into<String>) -> Self {
-        Self::Uri(uri.into())
-    }
-
-    /// A DNS SAN.
-    pub fn dns(name: impl Into<String>) -> Self {
-        Self::Dns(name.into())
-    }
-
-    /// The subject common name.
-    pub fn common_name(name: impl Into<String>) -> Self {
-        Self::CommonName(name.into())
-    }
-}
-
-/// Why a text is not an [`AllowedPeer`].
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error(
-    "allowed peer {value:?} names no kind of name: write spiffe://..., uri:URI, dns:NAME or cn:NAME"
-)]
-pub struct AllowedPeerError {
-    /// The value given (at most 64 characters, shown Debug-escaped).
-    pub value: String,
-}
-
-/// `spiffe://...` (a URI SAN), `uri:URI`, `dns:NAME` or `cn:NAME`; anything else,
-/// such as a DN text `CN=svc, O=Acme`, is refused.
-impl FromStr for AllowedPeer {
-    type Err = AllowedPeerError;
-
-    fn from_str(text: &str) -> Result<Self, Self::Err> {
-        let typed = if text.starts_with("spiffe://") {
-            Some(Self::Uri(text.to_owned()))
-        } else if let Some(uri) = text.strip_prefix("uri:") {
-            Some(Self::Uri(uri.to_owned()))
-        } else if let Some(name) = text.strip_prefix("dns:") {
-            Some(Self::Dns(name.to_owned()))
-        } else {
-            text.strip_prefix("cn:")
-                .map(|name| Self::CommonName(name.to_owned()))
-        };
-        match typed {
-            Some(peer) if !peer.value().is_empty() => Ok(peer),
-            _ => Err(AllowedPeerError {
-                value: sender_text(text),
-            }),
-        }
-    }
-}
-
-impl AllowedPeer {
-    fn value(&self) -> &str {
-        match self {
-            Self::Uri(v) | Self::Dns(v) | Self::CommonName(v) => v,
-        }
-    }
-}
+use allowed::PeerNames;
+pub use allowed::{AllowedPeer, AllowedPeerError};
+pub use error::{IngressError, RequestPrincipalError};
 
 /// What the forwarded certificate is verified against.
 #[derive(Clone)]
@@ -601,52 +452,6 @@ impl IngressVerifier {
     }
 }
 
-/// The typed names of a certificate an allow-list entry may match.
-struct PeerNames {
-    /// The rendered subject DN: for error messages only, never matched.
-    subject: String,
-    uris: Vec<String>,
-    dns: Vec<String>,
-    /// The subject common name, when there is exactly one.
-    common_name: Option<String>,
-}
-
-impl PeerNames {
-    fn of(der: &CertificateDer<'_>) -> Result<Self, IngressError> {
-        let (_, cert) = x509_parser::certificate::X509Certificate::from_der(der.as_ref())
-            .map_err(|e| IngressError::Certificate(CertificateError::X509(e.to_string())))?;
-        let mut common_names = cert.subject().iter_common_name();
-        let common_name = match (common_names.next(), common_names.next()) {
-            (Some(cn), None) => cn.as_str().ok().map(str::to_owned),
-            _ => None,
-        };
-        let (mut uris, mut dns) = (Vec::new(), Vec::new());
-        if let Ok(Some(san)) = cert.subject_alternative_name() {
-            for name in &san.value.general_names {
-                match name {
-                    GeneralName::URI(uri) => uris.push((*uri).to_owned()),
-                    GeneralName::DNSName(name) => dns.push((*name).to_owned()),
-                    _ => {}
-                }
-            }
-        }
-        Ok(Self {
-            subject: cert.subject().to_string(),
-            uris,
-            dns,
-            common_name,
-        })
-    }
-
-    fn matches(&self, peer: &AllowedPeer) -> bool {
-        match peer {
-            AllowedPeer::Uri(uri) => self.uris.iter().any(|u| u == uri),
-            AllowedPeer::Dns(name) => self.dns.iter().any(|d| d.eq_ignore_ascii_case(name)),
-            AllowedPeer::CommonName(name) => self.common_name.as_deref() == Some(name.as_str()),
-        }
-    }
-}
-
 /// The peer certificate forwarded by the nginx ingress, believed on
 /// `ssl-client-verify: SUCCESS` alone (header-only trust; logs one WARN per
 /// process).
@@ -687,33 +492,5 @@ fn single<'a>(
         (None, _) => Ok(None),
         (Some(value), None) => Ok(Some(value)),
         (Some(_), Some(_)) => Err(IngressError::Duplicate { name }),
-    }
-}
-
-impl IngressError {
-    /// Why, as one of [`VERIFY_RESULTS`](super::VERIFY_RESULTS): a bounded label for metrics.
-    pub fn reason(&self) -> &'static str {
-        match self {
-            Self::MissingVerify | Self::MissingCertificate => "certificate_missing",
-            Self::NotVerified { .. } => "certificate_not_verified",
-            Self::TooLarge { .. } => "too_large",
-            Self::Duplicate { .. } | Self::CertificateEncoding | Self::Certificate(_) => {
-                "certificate_invalid"
-            }
-            Self::Untrusted(_) => "certificate_untrusted",
-            Self::NotAllowed { .. } => "peer_not_allowed",
-            Self::TrustAnchor(_) | Self::AnchorsUnavailable(_) => "trust_unavailable",
-        }
-    }
-}
-
-impl RequestPrincipalError {
-    /// Why, as one of [`VERIFY_RESULTS`](super::VERIFY_RESULTS): a bounded label for metrics.
-    pub fn reason(&self) -> &'static str {
-        match self {
-            Self::Ingress(e) => e.reason(),
-            Self::MissingPrincipal => "principal_missing",
-            Self::Verify(e) => e.reason(),
-        }
     }
 }
