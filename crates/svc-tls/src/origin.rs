@@ -29,6 +29,32 @@ impl fmt::Display for SecretRef {
     }
 }
 
+/// A reference to a namespaced ConfigMap (a CA bundle, as trust-manager writes it).
+/// `Display` is `namespace/name`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ConfigMapRef {
+    /// The ConfigMap's namespace.
+    pub namespace: String,
+    /// The ConfigMap's name.
+    pub name: String,
+}
+
+impl ConfigMapRef {
+    /// A reference to `namespace/name`.
+    pub fn new(namespace: impl Into<String>, name: impl Into<String>) -> Self {
+        Self {
+            namespace: namespace.into(),
+            name: name.into(),
+        }
+    }
+}
+
+impl fmt::Display for ConfigMapRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", self.namespace, self.name)
+    }
+}
+
 /// What key material was read from, as a [`MaterialError`](crate::material::MaterialError)
 /// names it: the material layer takes bytes and this neutral name, and knows no
 /// source.
@@ -92,6 +118,14 @@ pub enum TrustOrigin {
         /// The trust domain (e.g. `example.org`).
         trust_domain: String,
     },
+    /// A PEM bundle under one key of a ConfigMap (trust-manager's default Bundle
+    /// target), watched through the API server: no Secret is read.
+    ConfigMap {
+        /// The ConfigMap.
+        configmap: ConfigMapRef,
+        /// The data key holding the PEM bundle (`ca.crt`, `trust-bundle.pem`, ...).
+        key: String,
+    },
 }
 
 impl fmt::Display for TrustOrigin {
@@ -100,6 +134,9 @@ impl fmt::Display for TrustOrigin {
             Self::Secret(secret) => write!(f, "CA Secret {secret}"),
             Self::SpiffeBundle { trust_domain } => {
                 write!(f, "SPIFFE bundle of trust domain {trust_domain}")
+            }
+            Self::ConfigMap { configmap, key } => {
+                write!(f, "CA ConfigMap {configmap} key {key}")
             }
         }
     }

@@ -8,18 +8,22 @@ use crate::identity::{
     IdentityError, IdentityResolver, IdentitySource, SecretIdentitySource, SpiffeIdentitySource,
 };
 use crate::last_good::{DEFAULT_WARNING_PERIOD, Settings, SystemClock};
-use crate::options::{ClientIdentityOptions, IdentityConfig, OptionsError, PeerOptions};
-use crate::origin::IdentityOrigin;
+use crate::options::{ClientIdentityOptions, IdentityConfig, OptionsError, PeerCa, PeerOptions};
+use crate::origin::{ConfigMapRef, IdentityOrigin, TrustOrigin};
 use crate::spiffe::{SpiffeEndpoint, SpiffeId, WorkloadApiSource, WorkloadApiStreams};
-use crate::trust::{ServerAuthorization, SpiffeTrustSource, TrustSource, TrustVerifier};
+use crate::trust::{
+    ServerAuthorization, SpiffeTrustSource, TrustError, TrustSource, TrustVerifier,
+};
 use crate::watch::SecretWatches;
 
 use super::{PeerClientError, PeerTls, TrustMode};
 
 impl PeerTls {
     /// From the command-line options: trust from `--S-ca-secret-*` (watched, the roots
-    /// of the Secret's current contents verify every handshake; the platform's trust
-    /// store when unset) and the identity from `--[P-]client-certificate-*` (watched,
+    /// of the Secret's current contents verify every handshake) or from
+    /// `--S-ca-configmap-*` (the PEM bundle under the key of a watched ConfigMap, as
+    /// trust-manager writes it: no Secret is read; not both, see
+    /// [`PeerOptions::ca`]); the platform's trust store when neither is set) and the identity from `--[P-]client-certificate-*` (watched,
     /// reloaded per handshake; no client certificate when unset). Waits at most
     /// `sync_timeout` for each cache; a missing or malformed Secret fails, naming it.
     /// The provider is [`crypto_provider`](crate::material::crypto_provider) (aws-lc-rs),
@@ -90,12 +94,14 @@ impl PeerTls {
             IdentityConfig::Secret(secret) => Some(secret),
             IdentityConfig::None => None,
         };
-        let ca = peer.ca_secret()?;
-        let trust = match ca {
-            Some(ca) => TrustMode::Watched(
+        let trust = match peer.ca()? {
+            PeerCa::Secret(ca) => TrustMode::Watched(
                 crate::wiring::watched_trust(watches, client, &ca, sync_timeout).await?,
             ),
-            None => TrustMode::Platform,
+            PeerCa::ConfigMap { configmap, key } => TrustMode::Watched(
+                configmap_trust(watches, client, configmap, key, sync_timeout).await?,
+            ),
+            PeerCa::Platform => TrustMode::Platform,
         };
         let identity = match secret {
             Some(secret) => {
@@ -167,6 +173,16 @@ impl PeerTls {
                 source_flag: ClientIdentityOptions::source_flag(identity.prefix()),
             }
         })?;
+        if peer.ca_configmap().ok().flatten().is_some() {
+            crate::options::warn_once(
+                &format!("spiffe-ca-configmap {}", peer.service()),
+                &format!(
+                    "--{}-ca-configmap-namespace/-name are set and ignored: with --{}=spiffe the server is verified against the SPIFFE trust bundle",
+                    peer.service(),
+                    ClientIdentityOptions::source_flag(identity.prefix())
+                ),
+            );
+        }
         if peer.ca_secret().ok().flatten().is_some() {
             crate::options::warn_once(
                 &format!("spiffe-ca {}", peer.service()),
@@ -273,4 +289,36 @@ impl PeerTls {
         workload.follow(resolver.follower());
         Ok((trust, resolver))
     }
+}
+
+/// The verifier of a peer's CA ConfigMap, read from `client`'s cluster, recording
+/// into `watches`' metrics.
+///
+/// One watch per construction (living as long as the verifier and the clients built
+/// from it), on the caller's runtime: the process's registry ([`SecretWatches`])
+/// shares Secrets only. A service builds its peers once at start-up, so this is one
+/// watch per peer; one built per reconcile opens a watch per construction.
+async fn configmap_trust(
+    watches: &SecretWatches,
+    client: &cluster_id::ClusterClient,
+    configmap: ConfigMapRef,
+    key: String,
+    sync_timeout: Duration,
+) -> Result<TrustVerifier, TrustError> {
+    let origin = TrustOrigin::ConfigMap {
+        configmap: configmap.clone(),
+        key: key.clone(),
+    };
+    let verifier = TrustVerifier::from_configmap(client.kube().clone(), configmap, key)
+        .sync_timeout(sync_timeout)
+        .provider(watches.provider().clone())
+        .recorder(crate::wiring::trust_recorder(
+            watches,
+            &origin,
+            Some(client.cluster()),
+        ))
+        .build()
+        .await?;
+    crate::wiring::track_trust(watches, &verifier, Some(client.cluster()));
+    Ok(verifier)
 }

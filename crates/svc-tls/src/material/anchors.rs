@@ -6,9 +6,13 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::SystemTime;
 
-use k8s_openapi::api::core::v1::Secret;
+use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use rustls::RootCertStore;
 
+use super::trust::{
+    ConfigMapTrustError, ConfigMapTrustProblem, configmap_ref_of, configmap_value, missing_key,
+    parse_bundle,
+};
 use super::{CA_CRT, MaterialError, SECRET_TYPE_TLS, TLS_CRT, TrustRoots, load_trust_detailed};
 
 /// One whole root set, as read from one snapshot of the source.
@@ -147,18 +151,7 @@ impl TrustCache {
             }
         };
         // cert-manager writes the CA to both tls.crt and ca.crt: one root, not two.
-        let mut seen = Vec::with_capacity(roots.roots.len());
-        roots.roots.retain(|anchor| {
-            let key = (
-                anchor.subject.as_ref().to_vec(),
-                anchor.subject_public_key_info.as_ref().to_vec(),
-            );
-            let new = !seen.contains(&key);
-            if new {
-                seen.push(key);
-            }
-            new
-        });
+        dedupe(&mut roots);
         // A non-TLS Secret's roots come from `ca.crt` alone.
         let read_tls_crt = tls_crt.filter(|_| secret.type_.as_deref() == Some(SECRET_TYPE_TLS));
         let not_after = earliest_not_after(&[read_tls_crt, ca_crt]);
@@ -177,6 +170,120 @@ impl fmt::Debug for TrustCache {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let last = self.last.load();
         f.debug_struct("TrustCache")
+            .field("roots", &last.as_ref().map(|c| c.anchors.len()))
+            .finish()
+    }
+}
+
+/// Keeps one root per subject and public key (a bundle may hold a CA twice).
+fn dedupe(roots: &mut RootCertStore) {
+    let mut seen = Vec::with_capacity(roots.roots.len());
+    roots.roots.retain(|anchor| {
+        let key = (
+            anchor.subject.as_ref().to_vec(),
+            anchor.subject_public_key_info.as_ref().to_vec(),
+        );
+        let new = !seen.contains(&key);
+        if new {
+            seen.push(key);
+        }
+        new
+    });
+}
+
+/// Remembers the roots loaded from exactly the same ConfigMap value (the PEM bundle
+/// under one key), so a handshake with an unchanged bundle costs a byte comparison
+/// and an `Arc` clone, as [`TrustCache`] does for a CA Secret.
+///
+/// Contract: [`ConfigMapTrustCache::load`] succeeds exactly when
+/// [`load_configmap_trust`](super::load_configmap_trust) would, with the same roots.
+/// A failed load does not evict the last good entry; the failing bytes are
+/// remembered with their problem, so a bundle that stays broken is not parsed again.
+/// Lock-free (`ArcSwapOption`).
+pub struct ConfigMapTrustCache {
+    key: String,
+    last: arc_swap::ArcSwapOption<CachedBundle>,
+    failed: arc_swap::ArcSwapOption<FailedBundle>,
+    full_loads: AtomicU64,
+}
+
+struct CachedBundle {
+    value: Box<[u8]>,
+    anchors: Arc<TrustAnchors>,
+}
+
+struct FailedBundle {
+    value: Box<[u8]>,
+    problem: ConfigMapTrustProblem,
+}
+
+impl ConfigMapTrustCache {
+    /// An empty cache of the bundle under `key`.
+    pub fn new(key: impl Into<String>) -> Self {
+        Self {
+            key: key.into(),
+            last: arc_swap::ArcSwapOption::empty(),
+            failed: arc_swap::ArcSwapOption::empty(),
+            full_loads: AtomicU64::new(0),
+        }
+    }
+
+    /// The data key read.
+    pub fn key(&self) -> &str {
+        &self.key
+    }
+
+    /// How many times a bundle was parsed (misses).
+    pub fn full_loads(&self) -> u64 {
+        self.full_loads.load(Ordering::Relaxed)
+    }
+
+    /// The roots of the bundle under this cache's key in `configmap`, reusing the last
+    /// load when the bytes are unchanged.
+    pub fn load(&self, configmap: &ConfigMap) -> Result<Arc<TrustAnchors>, ConfigMapTrustError> {
+        let Some(value) = configmap_value(configmap, &self.key) else {
+            // Names the keys present; no bytes to remember.
+            return Err(missing_key(configmap, &self.key));
+        };
+        if let Some(cached) = &*self.last.load()
+            && *cached.value == *value
+        {
+            return Ok(cached.anchors.clone());
+        }
+        let named =
+            |problem| ConfigMapTrustError::new(configmap_ref_of(configmap), &*self.key, problem);
+        if let Some(failed) = &*self.failed.load()
+            && *failed.value == *value
+        {
+            return Err(named(failed.problem.clone()));
+        }
+        self.full_loads.fetch_add(1, Ordering::Relaxed);
+        let TrustRoots { mut roots, ignored } = match parse_bundle(value) {
+            Ok(loaded) => loaded,
+            Err(problem) => {
+                self.failed.store(Some(Arc::new(FailedBundle {
+                    value: value.into(),
+                    problem: problem.clone(),
+                })));
+                return Err(named(problem));
+            }
+        };
+        dedupe(&mut roots);
+        let not_after = earliest_not_after(&[Some(value)]);
+        let anchors = Arc::new(TrustAnchors::new(roots, ignored, not_after));
+        self.last.store(Some(Arc::new(CachedBundle {
+            value: value.into(),
+            anchors: anchors.clone(),
+        })));
+        Ok(anchors)
+    }
+}
+
+impl fmt::Debug for ConfigMapTrustCache {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let last = self.last.load();
+        f.debug_struct("ConfigMapTrustCache")
+            .field("key", &self.key)
             .field("roots", &last.as_ref().map(|c| c.anchors.len()))
             .finish()
     }

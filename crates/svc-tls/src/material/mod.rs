@@ -66,7 +66,7 @@ mod secret;
 mod trust;
 mod validity;
 
-pub use anchors::{TrustAnchors, TrustCache};
+pub use anchors::{ConfigMapTrustCache, TrustAnchors, TrustCache};
 pub use cache::{HandshakeLoad, IdentityCache};
 pub use error::{MaterialError, MaterialErrorKind};
 pub use identity::{
@@ -75,7 +75,10 @@ pub use identity::{
 pub(crate) use identity::{KeyInput, build_identity};
 pub use key::KeyKind;
 pub use provider::crypto_provider;
-pub use trust::{TrustRoots, load_trust, load_trust_detailed};
+pub use trust::{
+    ConfigMapTrustError, ConfigMapTrustProblem, TrustRoots, configmap_value, load_configmap_trust,
+    load_trust, load_trust_detailed,
+};
 pub use validity::{CertificateValidity, time_text};
 
 /// The largest certificate value read (`tls.crt`, `ca.crt`): a leaf with its chain is

@@ -1,11 +1,13 @@
-//! Trust roots: a CA Secret to a rustls [`RootCertStore`].
+//! Trust roots: a CA Secret, or a ConfigMap's PEM bundle, to a rustls
+//! [`RootCertStore`].
 
-use k8s_openapi::api::core::v1::Secret;
+use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use rustls::RootCertStore;
 
 use super::pem::read_certificates;
 use super::secret::{check_type, secret_ref_of, within_cap};
-use super::{CA_CRT, MaterialError, MaterialErrorKind, TLS_CRT};
+use super::{CA_CRT, MAX_CERTIFICATE_VALUE_BYTES, MaterialError, MaterialErrorKind, TLS_CRT};
+use crate::origin::{ConfigMapRef, MaterialOrigin, SecretRef};
 
 /// The trust roots in a CA Secret, with how many certificates were not usable.
 #[derive(Debug, Clone)]
@@ -105,4 +107,166 @@ fn anchors_only(
         ));
     }
     Ok(TrustRoots { roots, ignored })
+}
+
+/// Why a ConfigMap's PEM bundle cannot serve as CA trust: which ConfigMap, which
+/// data key, and what is wrong ([`ConfigMapTrustProblem`]). Never carries the data.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("CA ConfigMap {configmap} key {key}: {problem}")]
+pub struct ConfigMapTrustError {
+    /// The ConfigMap.
+    pub configmap: ConfigMapRef,
+    /// The data key read.
+    pub key: String,
+    /// What is wrong.
+    pub problem: ConfigMapTrustProblem,
+}
+
+/// What is wrong with a CA ConfigMap (see [`ConfigMapTrustError`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConfigMapTrustProblem {
+    /// The ConfigMap does not exist (not created yet, or deleted).
+    #[error("the ConfigMap does not exist")]
+    NotFound,
+    /// The ConfigMap has no such key in `data` or `binaryData`.
+    #[error("the key is missing (the ConfigMap holds {})", keys_text(present))]
+    MissingKey {
+        /// The keys the ConfigMap does hold (names only), sorted.
+        present: Vec<String>,
+    },
+    /// The key is present but empty.
+    #[error("the key is empty")]
+    EmptyKey,
+    /// The value is larger than [`MAX_CERTIFICATE_VALUE_BYTES`](super::MAX_CERTIFICATE_VALUE_BYTES)
+    /// (refused before parsing).
+    #[error("the value is {len} bytes, more than the {max} bytes accepted")]
+    TooLarge {
+        /// The value's length.
+        len: usize,
+        /// The cap.
+        max: usize,
+    },
+    /// The value is not PEM, or a PEM section is malformed.
+    #[error("the value is not valid PEM: {reason}")]
+    NotPem {
+        /// What is wrong (a fixed text, never the data).
+        reason: &'static str,
+    },
+    /// The value is PEM but holds no `CERTIFICATE` section.
+    #[error("the value holds no PEM CERTIFICATE section")]
+    NoCertificate,
+    /// The value holds certificates, none usable as a trust anchor.
+    #[error("none of the {ignored} certificate(s) is usable as a trust root")]
+    NoUsableRoot {
+        /// How many certificates were rejected.
+        ignored: usize,
+    },
+}
+
+fn keys_text(present: &[String]) -> String {
+    if present.is_empty() {
+        "no keys".to_owned()
+    } else {
+        format!("keys {}", present.join(", "))
+    }
+}
+
+impl ConfigMapTrustError {
+    /// An error about `configmap`'s `key`.
+    pub fn new(
+        configmap: ConfigMapRef,
+        key: impl Into<String>,
+        problem: ConfigMapTrustProblem,
+    ) -> Self {
+        Self {
+            configmap,
+            key: key.into(),
+            problem,
+        }
+    }
+}
+
+/// The value of `key` in a ConfigMap: `data` (what trust-manager writes) first, then
+/// `binaryData`.
+pub fn configmap_value<'a>(configmap: &'a ConfigMap, key: &str) -> Option<&'a [u8]> {
+    configmap
+        .data
+        .as_ref()
+        .and_then(|d| d.get(key))
+        .map(|v| v.as_bytes())
+        .or_else(|| {
+            configmap
+                .binary_data
+                .as_ref()
+                .and_then(|d| d.get(key))
+                .map(|v| v.0.as_slice())
+        })
+}
+
+/// Loads CA trust from the PEM bundle under `key` of a ConfigMap (trust-manager's
+/// default Bundle target): every usable `CERTIFICATE` of the value becomes a root;
+/// other PEM sections are skipped. Unusable certificates among usable ones are
+/// counted in [`TrustRoots::ignored`]; none usable is an error, as are a missing or
+/// empty key, a value over the cap, and PEM that does not parse.
+pub fn load_configmap_trust(
+    configmap: &ConfigMap,
+    key: &str,
+) -> Result<TrustRoots, ConfigMapTrustError> {
+    let Some(value) = configmap_value(configmap, key) else {
+        return Err(missing_key(configmap, key));
+    };
+    parse_bundle(value)
+        .map_err(|problem| ConfigMapTrustError::new(configmap_ref_of(configmap), key, problem))
+}
+
+/// The error of a ConfigMap without `key`, naming the keys it holds.
+pub(super) fn missing_key(configmap: &ConfigMap, key: &str) -> ConfigMapTrustError {
+    let mut present: Vec<String> = configmap
+        .data
+        .iter()
+        .flat_map(|d| d.keys())
+        .chain(configmap.binary_data.iter().flat_map(|d| d.keys()))
+        .cloned()
+        .collect();
+    present.sort();
+    present.dedup();
+    ConfigMapTrustError::new(
+        configmap_ref_of(configmap),
+        key,
+        ConfigMapTrustProblem::MissingKey { present },
+    )
+}
+
+/// The roots of one PEM bundle (a ConfigMap value), or what is wrong with it.
+pub(super) fn parse_bundle(value: &[u8]) -> Result<TrustRoots, ConfigMapTrustProblem> {
+    if value.is_empty() {
+        return Err(ConfigMapTrustProblem::EmptyKey);
+    }
+    if value.len() > MAX_CERTIFICATE_VALUE_BYTES {
+        return Err(ConfigMapTrustProblem::TooLarge {
+            len: value.len(),
+            max: MAX_CERTIFICATE_VALUE_BYTES,
+        });
+    }
+    // The one PEM reader of the material layer; its error names a Secret, so only
+    // its kind is kept (the caller names the ConfigMap and key).
+    let unnamed = || MaterialOrigin::Secret(SecretRef::new("", ""));
+    let certs = read_certificates(&unnamed, CA_CRT, value).map_err(|e| match e.kind() {
+        MaterialErrorKind::NotPem { reason } => ConfigMapTrustProblem::NotPem { reason },
+        _ => ConfigMapTrustProblem::NoCertificate,
+    })?;
+    let mut roots = RootCertStore::empty();
+    let (added, ignored) = roots.add_parsable_certificates(certs);
+    if added == 0 {
+        return Err(ConfigMapTrustProblem::NoUsableRoot { ignored });
+    }
+    Ok(TrustRoots { roots, ignored })
+}
+
+pub(super) fn configmap_ref_of(configmap: &ConfigMap) -> ConfigMapRef {
+    ConfigMapRef::new(
+        configmap.metadata.namespace.clone().unwrap_or_default(),
+        configmap.metadata.name.clone().unwrap_or_default(),
+    )
 }

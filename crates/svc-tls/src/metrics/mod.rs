@@ -294,6 +294,11 @@ impl SourceLabels {
                 name: format!("spiffe://{trust_domain}"),
                 cluster: String::new(),
             },
+            TrustOrigin::ConfigMap { configmap, key } => Self {
+                source: "configmap",
+                name: format!("{configmap}:{key}"),
+                cluster: String::new(),
+            },
         }
     }
 

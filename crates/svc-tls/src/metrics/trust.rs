@@ -66,6 +66,10 @@ pub fn failure_result(error: &(dyn std::error::Error + 'static)) -> &'static str
         Some(ReloadError::Material(e)) => material_result(e),
         Some(ReloadError::Unavailable(_)) => "unavailable",
         Some(ReloadError::Withdrawn(_)) => "withdrawn",
+        Some(ReloadError::ConfigMap(e)) => match e.problem {
+            crate::material::ConfigMapTrustProblem::NotFound => "not_found",
+            _ => "malformed",
+        },
         _ => "other",
     }
 }

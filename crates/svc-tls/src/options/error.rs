@@ -36,6 +36,17 @@ pub enum OptionsError {
         /// The Secret flag that is set.
         secret_flag: String,
     },
+    /// A CA Secret flag and a CA ConfigMap flag of one peer are both set: the CA
+    /// comes from one or the other.
+    #[error(
+        "--{secret_flag} and --{configmap_flag} are both set: the peer's CA comes from a Secret or from a ConfigMap, set one or the other"
+    )]
+    CaSourceConflict {
+        /// The CA Secret flag that is set (without the leading `--`).
+        secret_flag: String,
+        /// The CA ConfigMap flag that is set (without the leading `--`).
+        configmap_flag: String,
+    },
     /// `--spiffe-server-id` is not set in SPIFFE mode.
     #[error(
         "--{flag} is required with --{source_flag}=spiffe: give the SPIFFE ID the server must present (spiffe://<trust-domain>/<path>)"

@@ -5,7 +5,7 @@
 //!
 //! | option set | flags |
 //! |---|---|
-//! | peer service `S` | `--S-host`, `--S-ca-secret-namespace`, `--S-ca-secret-name` |
+//! | peer service `S` | `--S-host`, `--S-ca-secret-namespace`, `--S-ca-secret-name`, or (not with the Secret) `--S-ca-configmap-namespace`, `--S-ca-configmap-name`, `--S-ca-configmap-key` (default `ca.crt`) |
 //! | client identity, default | `--client-certificate-source`, `--client-certificate-namespace`, `--client-certificate-name`, `--client-certificate-reload-interval`, `--spiffe-server-id` |
 //! | client identity, prefix `P` | `--P-client-certificate-source`, `--P-client-certificate-namespace`, `--P-client-certificate-name`, `--P-spiffe-server-id` |
 //!
@@ -80,6 +80,12 @@
 //! naming the missing flag. An empty value counts as unset (Helm charts render
 //! unset values as `--flag=`). The Go code checked only the CA Secret's *name*
 //! and silently ignored a lone namespace; we do not reproduce that.
+//!
+//! A peer's CA comes from one source: a CA Secret flag and a CA ConfigMap flag both
+//! set (non-empty) is a [`OptionsError::CaSourceConflict`] naming one of each
+//! ([`PeerOptions::ca`]). The ConfigMap's key alone does not count: an empty
+//! `--S-ca-configmap-key` is the default `ca.crt`, and a key without a ConfigMap is
+//! ignored (logged once).
 
 use std::collections::HashSet;
 use std::sync::{Mutex, PoisonError};
@@ -92,7 +98,7 @@ pub use crate::duration::{GoDuration, parse_go_duration};
 mod error;
 pub use error::OptionsError;
 
-pub use crate::origin::SecretRef;
+pub use crate::origin::{ConfigMapRef, SecretRef};
 
 mod host;
 mod identity;
@@ -105,7 +111,7 @@ pub use identity::{
     ClientCertificateSource, ClientIdentityOptions, DEPRECATED_RELOAD_INTERVAL_DEFAULT,
     IdentityConfig,
 };
-pub use peer::{HttpProtocol, PeerOptions};
+pub use peer::{DEFAULT_CA_CONFIGMAP_KEY, HttpProtocol, PeerCa, PeerOptions};
 
 /// A flag taking one string value, as pflag's `StringVar`: any value (including
 /// empty, or starting with `-`), and the last of repeated occurrences wins.

@@ -1,4 +1,5 @@
-//! One peer service's options: `--S-host`, its CA Secret, and the HTTP settings.
+//! One peer service's options: `--S-host`, its CA (a Secret, or a ConfigMap's PEM
+//! bundle), and the HTTP settings.
 
 use std::time::Duration;
 
@@ -6,9 +7,30 @@ use clap::{Arg, ArgAction, ArgMatches, Command};
 use url::Url;
 
 use super::{
-    HostError, OptionsError, SecretRef, get, non_empty, parse_go_duration, parse_host, reference,
-    value_arg,
+    ConfigMapRef, HostError, OptionsError, SecretRef, get, non_empty, parse_go_duration,
+    parse_host, reference, value_arg,
 };
+
+/// The data key of a CA ConfigMap read when `--S-ca-configmap-key` is not given.
+pub const DEFAULT_CA_CONFIGMAP_KEY: &str = "ca.crt";
+
+/// Where a peer's CA comes from ([`PeerOptions::ca`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum PeerCa {
+    /// Neither a CA Secret nor a CA ConfigMap: the platform's trust store.
+    Platform,
+    /// A CA Secret (`--S-ca-secret-namespace`, `--S-ca-secret-name`).
+    Secret(SecretRef),
+    /// The PEM bundle under `key` of a ConfigMap (`--S-ca-configmap-namespace`,
+    /// `--S-ca-configmap-name`, `--S-ca-configmap-key`).
+    ConfigMap {
+        /// The ConfigMap.
+        configmap: ConfigMapRef,
+        /// Its data key (default [`DEFAULT_CA_CONFIGMAP_KEY`]).
+        key: String,
+    },
+}
 
 /// Which HTTP versions a peer client may speak.
 ///
@@ -38,8 +60,9 @@ impl HttpProtocol {
 }
 
 /// Options for one peer service `S`: `--S-host`, `--S-ca-secret-namespace`,
-/// `--S-ca-secret-name`, and the HTTP settings `--S-http2` and
-/// `--S-pool-idle-timeout`.
+/// `--S-ca-secret-name` or `--S-ca-configmap-namespace`, `--S-ca-configmap-name`,
+/// `--S-ca-configmap-key` (one CA source or the other), and the HTTP settings
+/// `--S-http2` and `--S-pool-idle-timeout`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PeerOptions {
     service: String,
@@ -47,6 +70,10 @@ pub struct PeerOptions {
     host: Option<String>,
     ca_secret_namespace: Option<String>,
     ca_secret_name: Option<String>,
+    ca_configmap_namespace: Option<String>,
+    ca_configmap_name: Option<String>,
+    /// `--S-ca-configmap-key` when given non-empty.
+    ca_configmap_key: Option<String>,
     protocol: HttpProtocol,
     pool_idle_timeout: Option<Duration>,
 }
@@ -59,6 +86,9 @@ impl PeerOptions {
             host: None,
             ca_secret_namespace: None,
             ca_secret_name: None,
+            ca_configmap_namespace: None,
+            ca_configmap_name: None,
+            ca_configmap_key: None,
             protocol: HttpProtocol::default(),
             pool_idle_timeout: None,
         }
@@ -84,6 +114,22 @@ impl PeerOptions {
     pub fn with_ca_secret(mut self, namespace: impl Into<String>, name: impl Into<String>) -> Self {
         self.ca_secret_namespace = non_empty(namespace.into());
         self.ca_secret_name = non_empty(name.into());
+        self
+    }
+
+    /// Sets the CA ConfigMap reference and its data key (empty strings count as
+    /// unset; an empty key is [`DEFAULT_CA_CONFIGMAP_KEY`]). Setting it with a CA
+    /// Secret too is a conflict, reported by [`PeerOptions::ca`].
+    #[must_use]
+    pub fn with_ca_configmap(
+        mut self,
+        namespace: impl Into<String>,
+        name: impl Into<String>,
+        key: impl Into<String>,
+    ) -> Self {
+        self.ca_configmap_namespace = non_empty(namespace.into());
+        self.ca_configmap_name = non_empty(name.into());
+        self.ca_configmap_key = non_empty(key.into());
         self
     }
 
@@ -118,6 +164,21 @@ impl PeerOptions {
         format!("{service}-ca-secret-name")
     }
 
+    /// `--S-ca-configmap-namespace`.
+    pub fn ca_configmap_namespace_flag(service: &str) -> String {
+        format!("{service}-ca-configmap-namespace")
+    }
+
+    /// `--S-ca-configmap-name`.
+    pub fn ca_configmap_name_flag(service: &str) -> String {
+        format!("{service}-ca-configmap-name")
+    }
+
+    /// `--S-ca-configmap-key`.
+    pub fn ca_configmap_key_flag(service: &str) -> String {
+        format!("{service}-ca-configmap-key")
+    }
+
     /// `--S-http2`.
     pub fn http2_flag(service: &str) -> String {
         format!("{service}-http2")
@@ -129,6 +190,7 @@ impl PeerOptions {
     }
 
     /// Adds `--S-host`, `--S-ca-secret-namespace`, `--S-ca-secret-name`,
+    /// `--S-ca-configmap-namespace`, `--S-ca-configmap-name`, `--S-ca-configmap-key`,
     /// `--S-http2` and `--S-pool-idle-timeout` to `cmd`, with help texts naming the
     /// service. `service` is used verbatim (lowercase, e.g. `identity`, `region`).
     pub fn augment(cmd: Command, service: &str) -> Command {
@@ -136,6 +198,9 @@ impl PeerOptions {
         let host = Self::host_flag(service);
         let ns = Self::ca_secret_namespace_flag(service);
         let name = Self::ca_secret_name_flag(service);
+        let cm_ns = Self::ca_configmap_namespace_flag(service);
+        let cm_name = Self::ca_configmap_name_flag(service);
+        let cm_key = Self::ca_configmap_key_flag(service);
         let http2 = Self::http2_flag(service);
         let idle = Self::pool_idle_timeout_flag(service);
         cmd.arg(
@@ -148,6 +213,15 @@ impl PeerOptions {
         )))
         .arg(value_arg(&name, "NAME", &heading).help(format!(
             "Name of the kubernetes.io/tls Secret holding the CA that issued the {service} service's certificate (set with --{ns})"
+        )))
+        .arg(value_arg(&cm_ns, "NAMESPACE", &heading).help(format!(
+            "Namespace of a ConfigMap holding the PEM bundle of the CA that issued the {service} service's certificate, e.g. a trust-manager Bundle target (set with --{cm_name}; not with --{ns}/--{name}); needs no Secret access"
+        )))
+        .arg(value_arg(&cm_name, "NAME", &heading).help(format!(
+            "Name of the ConfigMap holding the {service} service's CA bundle (set with --{cm_ns})"
+        )))
+        .arg(value_arg(&cm_key, "KEY", &heading).help(format!(
+            "Data key of the PEM bundle in --{cm_name} (default {DEFAULT_CA_CONFIGMAP_KEY}; trust-manager's target key, e.g. trust-bundle.pem)"
         )))
         .arg(
             Arg::new(http2.clone())
@@ -176,6 +250,15 @@ impl PeerOptions {
             ca_secret_namespace: get::<String>(matches, &Self::ca_secret_namespace_flag(service))?
                 .and_then(non_empty),
             ca_secret_name: get::<String>(matches, &Self::ca_secret_name_flag(service))?
+                .and_then(non_empty),
+            ca_configmap_namespace: get::<String>(
+                matches,
+                &Self::ca_configmap_namespace_flag(service),
+            )?
+            .and_then(non_empty),
+            ca_configmap_name: get::<String>(matches, &Self::ca_configmap_name_flag(service))?
+                .and_then(non_empty),
+            ca_configmap_key: get::<String>(matches, &Self::ca_configmap_key_flag(service))?
                 .and_then(non_empty),
             protocol: if get::<bool>(matches, &Self::http2_flag(service))?.unwrap_or(false) {
                 HttpProtocol::Http2Preferred
@@ -285,14 +368,84 @@ impl PeerOptions {
     }
 
     /// The CA Secret: `Some` when both flags are set, `None` when neither is,
-    /// [`OptionsError::HalfSetReference`] naming the missing flag otherwise.
+    /// [`OptionsError::HalfSetReference`] naming the missing flag otherwise, and
+    /// [`OptionsError::CaSourceConflict`] when a CA ConfigMap flag is set too.
     pub fn ca_secret(&self) -> Result<Option<SecretRef>, OptionsError> {
+        self.check_ca_conflict()?;
         reference(
             self.ca_secret_namespace.as_deref(),
             self.ca_secret_name.as_deref(),
             || Self::ca_secret_namespace_flag(&self.service),
             || Self::ca_secret_name_flag(&self.service),
         )
+    }
+
+    /// The CA ConfigMap and its data key: `Some` when namespace and name are set
+    /// (the key defaults to [`DEFAULT_CA_CONFIGMAP_KEY`]), `None` when neither is,
+    /// [`OptionsError::HalfSetReference`] naming the missing flag otherwise, and
+    /// [`OptionsError::CaSourceConflict`] when a CA Secret flag is set too.
+    pub fn ca_configmap(&self) -> Result<Option<(ConfigMapRef, String)>, OptionsError> {
+        self.check_ca_conflict()?;
+        let reference = reference(
+            self.ca_configmap_namespace.as_deref(),
+            self.ca_configmap_name.as_deref(),
+            || Self::ca_configmap_namespace_flag(&self.service),
+            || Self::ca_configmap_name_flag(&self.service),
+        )?;
+        let key = self
+            .ca_configmap_key
+            .clone()
+            .unwrap_or_else(|| DEFAULT_CA_CONFIGMAP_KEY.to_owned());
+        if reference.is_none() && self.ca_configmap_key.is_some() {
+            super::warn_ignored_once(
+                &Self::ca_configmap_key_flag(&self.service),
+                &format!(
+                    "no CA ConfigMap is set (--{} and --{})",
+                    Self::ca_configmap_namespace_flag(&self.service),
+                    Self::ca_configmap_name_flag(&self.service)
+                ),
+            );
+        }
+        Ok(reference.map(|r| (ConfigMapRef::new(r.namespace, r.name), key)))
+    }
+
+    /// Where the peer's CA comes from: a Secret, a ConfigMap, or the platform's trust
+    /// store; the errors of [`PeerOptions::ca_secret`] and
+    /// [`PeerOptions::ca_configmap`].
+    pub fn ca(&self) -> Result<PeerCa, OptionsError> {
+        if let Some(secret) = self.ca_secret()? {
+            return Ok(PeerCa::Secret(secret));
+        }
+        Ok(match self.ca_configmap()? {
+            Some((configmap, key)) => PeerCa::ConfigMap { configmap, key },
+            None => PeerCa::Platform,
+        })
+    }
+
+    /// [`OptionsError::CaSourceConflict`] when a CA Secret flag and a CA ConfigMap
+    /// flag are both set (non-empty), naming one of each.
+    fn check_ca_conflict(&self) -> Result<(), OptionsError> {
+        let secret_flag = if self.ca_secret_namespace.is_some() {
+            Some(Self::ca_secret_namespace_flag(&self.service))
+        } else if self.ca_secret_name.is_some() {
+            Some(Self::ca_secret_name_flag(&self.service))
+        } else {
+            None
+        };
+        let configmap_flag = if self.ca_configmap_namespace.is_some() {
+            Some(Self::ca_configmap_namespace_flag(&self.service))
+        } else if self.ca_configmap_name.is_some() {
+            Some(Self::ca_configmap_name_flag(&self.service))
+        } else {
+            None
+        };
+        match (secret_flag, configmap_flag) {
+            (Some(secret_flag), Some(configmap_flag)) => Err(OptionsError::CaSourceConflict {
+                secret_flag,
+                configmap_flag,
+            }),
+            _ => Ok(()),
+        }
     }
 }
 

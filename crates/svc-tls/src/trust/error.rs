@@ -3,7 +3,7 @@
 
 use super::source::ReloadError;
 use crate::origin::TrustOrigin;
-use crate::watch::SourceError;
+use crate::watch::{ConfigMapSourceError, SourceError};
 
 /// Why a trust verifier could not be built (start-up).
 #[derive(Debug, thiserror::Error)]
@@ -12,6 +12,9 @@ pub enum TrustError {
     /// The CA Secret's cache could not be started.
     #[error(transparent)]
     Source(#[from] SourceError),
+    /// The CA ConfigMap's cache could not be started (refused, timed out).
+    #[error(transparent)]
+    ConfigMapSource(#[from] ConfigMapSourceError),
     /// The source holds no usable root set now: the CA Secret does not exist or holds
     /// no usable root (naming the Secret and the data key), or there is no usable
     /// SPIFFE bundle; the same reasons a handshake-time reload fails for.

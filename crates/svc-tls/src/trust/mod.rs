@@ -1,17 +1,20 @@
 //! Peer trust: the seam a source implements ([`TrustSource`]), the rustls verifier
 //! that reads it on every handshake ([`TrustVerifier`]), how servers are authorized
 //! ([`ServerAuthorization`]), its visible state and recorder, and the two sources: a
-//! watched CA Secret ([`SecretTrustSource`]) and a SPIFFE trust domain's bundle
-//! ([`SpiffeTrustSource`]).
+//! watched CA Secret ([`SecretTrustSource`]), a watched CA ConfigMap's PEM bundle
+//! ([`ConfigMapTrustSource`], trust-manager's default target) and a SPIFFE trust
+//! domain's bundle ([`SpiffeTrustSource`]).
 //!
 //! ```text
 //! handshake ─▶ TrustVerifier ─▶ dyn TrustSource ─▶ SecretTrustSource ─▶ watch::SecretSource
+//!                   │                            ├▶ ConfigMapTrustSource ─▶ watch::ConfigMapSource
 //!                   │                            └▶ SpiffeTrustSource ─▶ spiffe::WorkloadApiSource
 //!                   └─▶ last_good::LastGood<roots + webpki verifier>
 //! ```
 
 mod authorization;
 mod error;
+mod from_configmap;
 mod from_secret;
 mod from_spiffe;
 mod source;
@@ -20,6 +23,7 @@ mod verifier;
 
 pub use authorization::{ServerAuthorization, SpiffeIdMismatch};
 pub use error::{TrustError, TrustFailure};
+pub use from_configmap::{ConfigMapTrustBuilder, ConfigMapTrustSource, DEFAULT_CONFIGMAP_KEY};
 pub use from_secret::{SecretTrustSource, TrustVerifierBuilder};
 pub use from_spiffe::SpiffeTrustSource;
 pub use source::{ReloadError, TrustSource};

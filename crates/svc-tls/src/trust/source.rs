@@ -18,9 +18,9 @@
 use std::fmt;
 use std::sync::Arc;
 
-use crate::material::{MaterialError, TrustAnchors};
+use crate::material::{ConfigMapTrustError, MaterialError, TrustAnchors};
 use crate::origin::{SecretRef, SourceHealth, TrustOrigin};
-use crate::watch::SecretSource;
+use crate::watch::{ConfigMapSource, SecretSource};
 
 /// Why one handshake-time read of the roots failed (the last good roots were used).
 #[derive(Debug, thiserror::Error)]
@@ -35,6 +35,10 @@ pub enum ReloadError {
     /// The CA Secret holds no usable root (the error names the Secret and data key).
     #[error("CA {0}")]
     Material(#[source] MaterialError),
+    /// The CA ConfigMap is missing, lacks its key, or holds no usable root (the
+    /// error names the ConfigMap, the key and why).
+    #[error("{0}")]
+    ConfigMap(#[source] ConfigMapTrustError),
     /// The source gives no usable root set now: its stream is down, or it holds no
     /// usable bundle (the error says which source and why). The last good roots stay
     /// in use.
@@ -87,6 +91,11 @@ pub trait TrustSource: Send + Sync + fmt::Debug {
     /// The watched Secret's cache behind this source, when it reads one (for callers
     /// that wait for a change to reach the cache).
     fn watched_secret(&self) -> Option<&SecretSource> {
+        None
+    }
+
+    /// The watched ConfigMap's cache behind this source, when it reads one.
+    fn watched_configmap(&self) -> Option<&ConfigMapSource> {
         None
     }
 }

@@ -348,7 +348,9 @@ impl TrustVerifier {
         }
         let source_gone = matches!(
             failure,
-            TrustFailure::Reload(ReloadError::NotFound { .. } | ReloadError::Material(_))
+            TrustFailure::Reload(
+                ReloadError::NotFound { .. } | ReloadError::Material(_) | ReloadError::ConfigMap(_)
+            )
         );
         if source_gone && failed.failing_for > inner.max_without_source {
             if failed.report.is_some() {
@@ -356,7 +358,7 @@ impl TrustVerifier {
                     source = %origin,
                     failing_for_secs = failed.failing_for.as_secs(),
                     limit_secs = inner.max_without_source.as_secs(),
-                    "CA Secret missing or unreadable for longer than its roots are kept; \
+                    "CA Secret or ConfigMap missing or unreadable for longer than its roots are kept; \
                      refusing every server until it is readable again",
                 );
             }

@@ -7,6 +7,7 @@
 //! [`Watched`] and add their own `build`.
 
 mod builder;
+mod configmap;
 mod registry;
 mod runtime;
 mod secret;
@@ -14,6 +15,7 @@ mod shared;
 
 pub(crate) use builder::sealed;
 pub use builder::{Watched, WatchedSecretBuilder};
+pub use configmap::{ConfigMapSource, ConfigMapSourceError, configmap_resource_version};
 pub use registry::SecretWatches;
 pub(crate) use registry::WeakSecretWatches;
 pub use secret::{DEFAULT_SYNC_TIMEOUT, SecretSource, SourceError, resource_version};
