@@ -232,9 +232,9 @@ fn warn_if_rolled_back(shared: &Shared, newest: Option<u64>) -> Option<u64> {
         .source
         .get()
         .and_then(|secret| super::secret::resource_version(&secret));
-    match (newest, current) {
-        (Some(newest), Some(current)) if current < newest => {
-            tracing::warn!(
+    let (newest, rolled_back) = newest_version(newest, current);
+    if rolled_back && let (Some(newest), Some(current)) = (newest, current) {
+        tracing::warn!(
                 secret = %shared.source.secret_ref(),
                 cluster = %shared.cluster,
                 resource_version = current,
@@ -242,10 +242,32 @@ fn warn_if_rolled_back(shared: &Shared, newest: Option<u64>) -> Option<u64> {
                 "the watch delivered an older resourceVersion of the Secret than one already \
                  seen (a restored backup or a rolled-back API server?): the newer material \
                  stays in use until a newer version arrives"
-            );
-            Some(newest)
-        }
-        (_, Some(current)) => Some(current),
-        (newest, None) => newest,
+        );
+    }
+    newest
+}
+
+/// The newest `resourceVersion` seen once `current` is delivered after `newest`, and
+/// whether `current` went back (older than one already seen).
+fn newest_version(newest: Option<u64>, current: Option<u64>) -> (Option<u64>, bool) {
+    match (newest, current) {
+        (Some(newest), Some(current)) if current < newest => (Some(newest), true),
+        (_, Some(current)) => (Some(current), false),
+        (newest, None) => (newest, false),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::newest_version;
+
+    #[test]
+    fn an_older_resource_version_is_a_rollback_and_does_not_lower_the_newest() {
+        assert_eq!(newest_version(None, Some(5)), (Some(5), false));
+        assert_eq!(newest_version(Some(5), Some(7)), (Some(7), false));
+        assert_eq!(newest_version(Some(5), Some(5)), (Some(5), false));
+        assert_eq!(newest_version(Some(7), Some(5)), (Some(7), true));
+        // A deleted Secret (no version) keeps the newest seen.
+        assert_eq!(newest_version(Some(7), None), (Some(7), false));
     }
 }
