@@ -1,0 +1,438 @@
+//! Trust anchors from a ConfigMap (issue 29, "trust without the CA key"): the PEM
+//! bundle under one key of a ConfigMap, as trust-manager's default Bundle target
+//! writes it, verifies server chains in real TLS 1.3 handshakes. The ConfigMap lives
+//! in the API emulator; the server is a `VerifyingServer` whose certificate moves
+//! between CAs. A service trusting this way needs no access to Secrets: the
+//! `from_options` test runs with a token allowed only get/list/watch on ConfigMaps.
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+
+mod support;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use kube_testbed::{Rule, Testbed};
+use rustls::ClientConfig;
+use support::*;
+use svc_tls::client::{PeerClientError, TrustMode, client_config};
+use svc_tls::material::{ConfigMapTrustError, ConfigMapTrustProblem};
+use svc_tls::options::{ClientIdentityOptions, OptionsError, PeerCa, PeerOptions};
+use svc_tls::origin::{ConfigMapRef, TrustOrigin};
+use svc_tls::trust::{ReloadError, TrustError, TrustVerifier};
+use svc_tls::{ClusterClient, SecretRef};
+
+const BUNDLE: &str = "platform-ca-bundle";
+/// trust-manager's usual target key (not the default, so the key is really read).
+const KEY: &str = "trust-bundle.pem";
+const TIMEOUT: Duration = Duration::from_secs(10);
+
+fn bundle_ref() -> ConfigMapRef {
+    ConfigMapRef::new(NS, BUNDLE)
+}
+
+/// A ConfigMap in [`NS`] with `data`, as trust-manager writes its target.
+fn configmap(name: &str, data: &[(&str, &str)]) -> serde_json::Value {
+    let data: serde_json::Map<String, serde_json::Value> = data
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), serde_json::Value::from(*v)))
+        .collect();
+    serde_json::json!({
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"namespace": NS, "name": name},
+        "data": data,
+    })
+}
+
+/// A TLS 1.3 server (no client certificate asked) whose certificate is issued by `ca`.
+async fn server(ca: &TestCa) -> VerifyingServer {
+    VerifyingServer::builder(ca, ca)
+        .no_client_auth()
+        .start()
+        .await
+}
+
+fn watched(verifier: &TrustVerifier) -> Arc<ClientConfig> {
+    Arc::new(client_config(provider(), TrustMode::Watched(verifier.clone()), None).unwrap())
+}
+
+/// One new TLS connection and one request: `Ok` when the server was trusted.
+async fn call(config: Arc<ClientConfig>, server: &VerifyingServer) -> Result<(), String> {
+    let reply = test_support::tls_server::request(config, server.addr).await?;
+    if reply.status == 200 {
+        Ok(())
+    } else {
+        Err(format!("unexpected response {reply:?}"))
+    }
+}
+
+async fn verifier(tb: &Testbed, key: &str) -> Result<TrustVerifier, TrustError> {
+    TrustVerifier::from_configmap(tb.client(), bundle_ref(), key)
+        .sync_timeout(TIMEOUT)
+        .build()
+        .await
+}
+
+/// Whether the verifier's ConfigMap cache holds exactly this bundle under [`KEY`].
+fn cached_bundle_is(verifier: &TrustVerifier, pem: &str) -> bool {
+    verifier
+        .configmap_source()
+        .unwrap()
+        .get()
+        .and_then(|cm| cm.data.as_ref()?.get(KEY).cloned())
+        .is_some_and(|v| v == pem)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn configmap_anchors_verify_a_server_chain_in_a_handshake() {
+    let tb = Testbed::start().await;
+    let (ca, other) = (TestCa::new("bundle CA"), TestCa::new("not in the bundle"));
+    // A bundle of two CAs, as trust-manager concatenates its sources, beside a key
+    // that is not read.
+    let unrelated = TestCa::new("unrelated");
+    tb.upsert(configmap(
+        BUNDLE,
+        &[
+            (KEY, &format!("{}{}", unrelated.pem(), ca.pem())),
+            ("ca.crt", &other.pem()),
+        ],
+    ));
+    let trusted = server(&ca).await;
+    let untrusted = server(&other).await;
+
+    let verifier = verifier(&tb, KEY).await.unwrap();
+    let state = verifier.state();
+    assert_eq!(state.roots, 2, "both CAs of the bundle are roots");
+    assert_eq!(
+        state.source,
+        TrustOrigin::ConfigMap {
+            configmap: bundle_ref(),
+            key: KEY.to_owned(),
+        }
+    );
+    assert_eq!(
+        state.source.to_string(),
+        format!("CA ConfigMap {NS}/{BUNDLE} key {KEY}")
+    );
+
+    call(watched(&verifier), &trusted)
+        .await
+        .expect("a server chaining to a CA of the bundle is trusted");
+    let refused = call(watched(&verifier), &untrusted).await.unwrap_err();
+    assert!(
+        refused.contains("handshake"),
+        "a server of a CA outside the bundle (even one under another key) is refused: {refused}"
+    );
+    assert_eq!(untrusted.handshakes(), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replaced_bundle_is_followed_on_the_next_handshake() {
+    let tb = Testbed::start().await;
+    let (old, new) = (TestCa::new("old CA"), TestCa::new("new CA"));
+    tb.upsert(configmap(BUNDLE, &[(KEY, &old.pem())]));
+    let server = server(&old).await;
+    let verifier = verifier(&tb, KEY).await.unwrap();
+    let config = watched(&verifier);
+    call(config.clone(), &server).await.unwrap();
+
+    // The bundle is replaced by the new CA and the server moves to it: the next
+    // handshake on the same client configuration follows, without a rebuild.
+    tb.upsert(configmap(BUNDLE, &[(KEY, &new.pem())]));
+    poll_until("the new bundle in the cache", || {
+        cached_bundle_is(&verifier, &new.pem())
+    })
+    .await;
+    server.set_server_ca(&new);
+    call(config.clone(), &server)
+        .await
+        .expect("the server of the new CA is trusted on the next handshake");
+    assert_eq!(verifier.state().failures, 0);
+
+    // The old CA is no longer trusted.
+    let back = self::server(&old).await;
+    assert!(call(config.clone(), &back).await.is_err());
+
+    // A bundle that breaks after a good load keeps the last good roots (the
+    // handshake still succeeds) and says why, naming the ConfigMap and the key.
+    tb.upsert(configmap(BUNDLE, &[(KEY, "not a bundle")]));
+    poll_until("the broken bundle in the cache", || {
+        cached_bundle_is(&verifier, "not a bundle")
+    })
+    .await;
+    call(config.clone(), &server).await.unwrap();
+    assert!(verifier.state().failures > 0, "{:?}", verifier.state());
+}
+
+/// The typed error a build fails with when the ConfigMap cannot serve as trust.
+async fn build_error(tb: &Testbed, key: &str) -> ConfigMapTrustError {
+    match verifier(tb, key).await {
+        Err(TrustError::Unusable(ReloadError::ConfigMap(error))) => {
+            let text = error.to_string();
+            assert!(
+                text.contains(&format!("{NS}/{BUNDLE}")) && text.contains(key),
+                "the error names the ConfigMap and the key: {text}"
+            );
+            assert_eq!(error.configmap, bundle_ref());
+            assert_eq!(error.key, key);
+            error
+        }
+        other => panic!("expected a ConfigMap trust error, got {other:?}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unusable_configmaps_give_typed_errors_naming_the_configmap_and_key() {
+    let tb = Testbed::start().await;
+    let ca = TestCa::new("CA");
+
+    // No ConfigMap at all.
+    assert_eq!(
+        build_error(&tb, KEY).await.problem,
+        ConfigMapTrustProblem::NotFound
+    );
+
+    // The ConfigMap without the key: the error lists the keys it does hold.
+    tb.upsert(configmap(BUNDLE, &[("ca.crt", &ca.pem())]));
+    let missing = build_error(&tb, KEY).await;
+    assert_eq!(
+        missing.problem,
+        ConfigMapTrustProblem::MissingKey {
+            present: vec!["ca.crt".to_owned()]
+        }
+    );
+    assert!(missing.to_string().contains("ca.crt"), "{missing}");
+
+    // PEM, but no CERTIFICATE section (a key pasted by mistake).
+    let leaf = ca.server_leaf();
+    tb.upsert(configmap(BUNDLE, &[(KEY, &leaf.key_pem)]));
+    assert_eq!(
+        build_error(&tb, KEY).await.problem,
+        ConfigMapTrustProblem::NoCertificate
+    );
+
+    // Not PEM at all, and a CERTIFICATE section that does not parse.
+    tb.upsert(configmap(BUNDLE, &[(KEY, "hello")]));
+    assert!(matches!(
+        build_error(&tb, KEY).await.problem,
+        ConfigMapTrustProblem::NotPem { .. }
+    ));
+    tb.upsert(configmap(
+        BUNDLE,
+        &[(
+            KEY,
+            "-----BEGIN CERTIFICATE-----\n!!! not base64 !!!\n-----END CERTIFICATE-----\n",
+        )],
+    ));
+    assert!(matches!(
+        build_error(&tb, KEY).await.problem,
+        ConfigMapTrustProblem::NotPem { .. }
+    ));
+
+    // Empty.
+    tb.upsert(configmap(BUNDLE, &[(KEY, "")]));
+    assert_eq!(
+        build_error(&tb, KEY).await.problem,
+        ConfigMapTrustProblem::EmptyKey
+    );
+}
+
+fn command() -> clap::Command {
+    let cmd = PeerOptions::augment(clap::Command::new("svc"), "identity");
+    ClientIdentityOptions::augment(cmd, None)
+}
+
+fn parse(args: &[String]) -> Result<(PeerOptions, ClientIdentityOptions), OptionsError> {
+    let m = command()
+        .try_get_matches_from(std::iter::once("svc".to_owned()).chain(args.iter().cloned()))
+        .unwrap();
+    Ok((
+        PeerOptions::from_matches(&m, "identity")?,
+        ClientIdentityOptions::from_matches(&m, None)?,
+    ))
+}
+
+fn args(list: &[&str]) -> Vec<String> {
+    list.iter().map(|s| (*s).to_owned()).collect()
+}
+
+#[test]
+fn configmap_flags_parse_and_conflict_with_the_ca_secret_flags() {
+    command().debug_assert();
+
+    // The key defaults to ca.crt, also when rendered empty; the last value wins.
+    let (peer, _) = parse(&args(&[
+        "--identity-ca-configmap-namespace=unikorn",
+        "--identity-ca-configmap-name=bundle",
+        "--identity-ca-configmap-key=",
+    ]))
+    .unwrap();
+    assert_eq!(
+        peer.ca().unwrap(),
+        PeerCa::ConfigMap {
+            configmap: ConfigMapRef::new("unikorn", "bundle"),
+            key: "ca.crt".to_owned(),
+        }
+    );
+    assert_eq!(peer.ca_secret().unwrap(), None);
+    let (peer, _) = parse(&args(&[
+        "--identity-ca-configmap-namespace=unikorn",
+        "--identity-ca-configmap-name",
+        "first",
+        "--identity-ca-configmap-name=bundle",
+        "--identity-ca-configmap-key",
+        "trust-bundle.pem",
+    ]))
+    .unwrap();
+    assert_eq!(
+        peer.ca_configmap().unwrap(),
+        Some((
+            ConfigMapRef::new("unikorn", "bundle"),
+            "trust-bundle.pem".to_owned()
+        ))
+    );
+
+    // Half set: the one rule for references.
+    let (peer, _) = parse(&args(&["--identity-ca-configmap-name=bundle"])).unwrap();
+    assert_eq!(
+        peer.ca().unwrap_err(),
+        OptionsError::HalfSetReference {
+            set: "identity-ca-configmap-name".to_owned(),
+            missing: "identity-ca-configmap-namespace".to_owned(),
+        }
+    );
+
+    // Both sources: a typed error naming both flags, from every accessor.
+    let (peer, _) = parse(&args(&[
+        "--identity-ca-secret-namespace=unikorn",
+        "--identity-ca-secret-name=identity-ca",
+        "--identity-ca-configmap-namespace=unikorn",
+        "--identity-ca-configmap-name=bundle",
+    ]))
+    .unwrap();
+    let conflict = OptionsError::CaSourceConflict {
+        secret_flag: "identity-ca-secret-namespace".to_owned(),
+        configmap_flag: "identity-ca-configmap-namespace".to_owned(),
+    };
+    assert_eq!(peer.ca().unwrap_err(), conflict);
+    assert_eq!(peer.ca_secret().unwrap_err(), conflict);
+    assert_eq!(peer.ca_configmap().unwrap_err(), conflict);
+    let text = conflict.to_string();
+    assert!(
+        text.contains("--identity-ca-secret-namespace")
+            && text.contains("--identity-ca-configmap-namespace"),
+        "{text}"
+    );
+    // One flag of each is enough; empty values count as unset.
+    let (peer, _) = parse(&args(&[
+        "--identity-ca-secret-name=identity-ca",
+        "--identity-ca-configmap-name=bundle",
+    ]))
+    .unwrap();
+    assert_eq!(
+        peer.ca().unwrap_err(),
+        OptionsError::CaSourceConflict {
+            secret_flag: "identity-ca-secret-name".to_owned(),
+            configmap_flag: "identity-ca-configmap-name".to_owned(),
+        }
+    );
+    let (peer, _) = parse(&args(&[
+        "--identity-ca-secret-namespace=",
+        "--identity-ca-secret-name=",
+        "--identity-ca-configmap-namespace=unikorn",
+        "--identity-ca-configmap-name=bundle",
+    ]))
+    .unwrap();
+    assert!(matches!(peer.ca().unwrap(), PeerCa::ConfigMap { .. }));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn from_options_with_both_ca_sources_is_refused() {
+    let tb = Testbed::start().await;
+    let (peer, me) = parse(&args(&[
+        "--identity-host=https://identity.example.com",
+        "--identity-ca-secret-namespace=unikorn",
+        "--identity-ca-secret-name=identity-ca",
+        "--identity-ca-configmap-namespace=unikorn",
+        "--identity-ca-configmap-name=bundle",
+    ]))
+    .unwrap();
+    let err = from_options_scoped(&tb.cluster_client(), &peer, &me, TIMEOUT)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            PeerClientError::Config(OptionsError::CaSourceConflict { .. })
+        ),
+        "{err:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn from_options_with_configmap_flags_calls_the_server_without_secret_access() {
+    let tb = Testbed::start().await;
+    let (ca, other) = (TestCa::new("bundle CA"), TestCa::new("other CA"));
+    tb.upsert(configmap(BUNDLE, &[(KEY, &ca.pem())]));
+    // A CA Secret of another CA, which the client must not be able to read.
+    tb.upsert(secret_with(
+        "identity-ca",
+        "kubernetes.io/tls",
+        &[("tls.crt", &other.pem()), ("ca.crt", &other.pem())],
+    ));
+    let server = server(&ca).await;
+    // The service account: get, list and watch on ConfigMaps of its namespace; no
+    // Secret access at all.
+    tb.add_token(
+        "configmaps-only",
+        vec![Rule::new(&["get", "list", "watch"], "", "configmaps").namespace(NS)],
+    );
+    let client = ClusterClient::try_from_config(tb.config_for_token("configmaps-only")).unwrap();
+
+    let (peer, me) = parse(&[
+        format!("--identity-host={}", server.url()),
+        format!("--identity-ca-configmap-namespace={NS}"),
+        format!("--identity-ca-configmap-name={BUNDLE}"),
+        format!("--identity-ca-configmap-key={KEY}"),
+        "--identity-pool-idle-timeout=0s".to_owned(),
+    ])
+    .unwrap();
+    let tls = from_options_scoped(&client, &peer, &me, TIMEOUT)
+        .await
+        .unwrap();
+    match tls.trust() {
+        TrustMode::Watched(verifier) => assert_eq!(
+            verifier.state().source,
+            TrustOrigin::ConfigMap {
+                configmap: bundle_ref(),
+                key: KEY.to_owned(),
+            }
+        ),
+        other => panic!("a ConfigMap CA is watched trust, got {other:?}"),
+    }
+    let http = tls.reqwest_client().unwrap();
+    let response = http
+        .get(tls.host().unwrap().clone())
+        .send()
+        .await
+        .expect("the peer's server, issued by the bundle's CA, is trusted");
+    assert!(response.status().is_success(), "{response:?}");
+    assert_eq!(server.handshakes(), 1);
+
+    // The control: the same service account cannot read the CA Secret, so the
+    // call above needed no Secret.
+    let (secret_peer, me) = parse(&[
+        format!("--identity-host={}", server.url()),
+        format!("--identity-ca-secret-namespace={NS}"),
+        "--identity-ca-secret-name=identity-ca".to_owned(),
+    ])
+    .unwrap();
+    let refused = from_options_scoped(&client, &secret_peer, &me, TIMEOUT)
+        .await
+        .unwrap_err();
+    assert!(
+        refused.to_string().contains("refused"),
+        "the token has no Secret access: {refused}"
+    );
+    let _ = SecretRef::new(NS, "identity-ca");
+}
