@@ -372,4 +372,67 @@ mod tests {
         wrong.type_ = Some("Opaque".into());
         assert!(cache.load(&wrong).is_err());
     }
+
+    fn bundle(key: &str, value: &str) -> ConfigMap {
+        ConfigMap {
+            metadata: k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
+                namespace: Some("ns".into()),
+                name: Some("bundle".into()),
+                ..Default::default()
+            },
+            data: Some([(key.to_owned(), value.to_owned())].into()),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn configmap_bundle_same_bytes_same_roots_failures_remembered_and_keep_the_entry() {
+        let (a, b) = (TestCa::new("A"), TestCa::new("B"));
+        let cache = ConfigMapTrustCache::new("trust-bundle.pem");
+        let twice = format!("{}{}", a.pem(), a.pem());
+        let first = cache.load(&bundle("trust-bundle.pem", &twice)).unwrap();
+        assert_eq!(first.len(), 1, "a CA listed twice is one root");
+        assert!(first.not_after().is_some());
+        let again = cache.load(&bundle("trust-bundle.pem", &twice)).unwrap();
+        assert!(
+            Arc::ptr_eq(&first, &again),
+            "unchanged bytes reuse the roots"
+        );
+        assert_eq!(
+            cache.full_loads(),
+            1,
+            "unchanged bytes are not parsed again"
+        );
+
+        let both = format!("{}{}", a.pem(), b.pem());
+        let replaced = cache.load(&bundle("trust-bundle.pem", &both)).unwrap();
+        assert!(!Arc::ptr_eq(&first, &replaced));
+        assert_eq!(replaced.len(), 2);
+
+        let err = cache.load(&bundle("trust-bundle.pem", "junk")).unwrap_err();
+        assert!(matches!(err.problem, ConfigMapTrustProblem::NotPem { .. }));
+        assert_eq!(err.configmap.to_string(), "ns/bundle");
+        assert_eq!(err.key, "trust-bundle.pem");
+        let parsed = cache.full_loads();
+        assert_eq!(
+            cache.load(&bundle("trust-bundle.pem", "junk")).unwrap_err(),
+            err
+        );
+        assert_eq!(
+            cache.full_loads(),
+            parsed,
+            "the broken bytes were parsed again"
+        );
+        let restored = cache.load(&bundle("trust-bundle.pem", &both)).unwrap();
+        assert!(Arc::ptr_eq(&replaced, &restored));
+
+        // Another key of the same ConfigMap is not read.
+        let missing = cache.load(&bundle("ca.crt", &both)).unwrap_err();
+        assert_eq!(
+            missing.problem,
+            ConfigMapTrustProblem::MissingKey {
+                present: vec!["ca.crt".to_owned()]
+            }
+        );
+    }
 }
