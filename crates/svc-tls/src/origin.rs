@@ -121,8 +121,9 @@ pub enum TrustOrigin {
     /// A PEM bundle under one key of a ConfigMap (trust-manager's default Bundle
     /// target), watched through the API server: no Secret is read.
     ConfigMap {
-        /// The ConfigMap.
-        configmap: ConfigMapRef,
+        /// The ConfigMap (boxed: keeps `TrustOrigin`, carried by every trust error,
+        /// as small as a Secret reference).
+        configmap: Box<ConfigMapRef>,
         /// The data key holding the PEM bundle (`ca.crt`, `trust-bundle.pem`, ...).
         key: String,
     },

@@ -106,7 +106,7 @@ async fn configmap_anchors_verify_a_server_chain_in_a_handshake() {
     assert_eq!(
         state.source,
         TrustOrigin::ConfigMap {
-            configmap: bundle_ref(),
+            configmap: Box::new(bundle_ref()),
             key: KEY.to_owned(),
         }
     );
@@ -175,7 +175,7 @@ async fn build_error(tb: &Testbed, key: &str) -> ConfigMapTrustError {
             );
             assert_eq!(error.configmap, bundle_ref());
             assert_eq!(error.key, key);
-            error
+            *error
         }
         other => panic!("expected a ConfigMap trust error, got {other:?}"),
     }
@@ -404,7 +404,7 @@ async fn from_options_with_configmap_flags_calls_the_server_without_secret_acces
         TrustMode::Watched(verifier) => assert_eq!(
             verifier.state().source,
             TrustOrigin::ConfigMap {
-                configmap: bundle_ref(),
+                configmap: Box::new(bundle_ref()),
                 key: KEY.to_owned(),
             }
         ),

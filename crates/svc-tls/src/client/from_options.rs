@@ -306,7 +306,7 @@ async fn configmap_trust(
     sync_timeout: Duration,
 ) -> Result<TrustVerifier, TrustError> {
     let origin = TrustOrigin::ConfigMap {
-        configmap: configmap.clone(),
+        configmap: Box::new(configmap.clone()),
         key: key.clone(),
     };
     let verifier = TrustVerifier::from_configmap(client.kube().clone(), configmap, key)

@@ -42,7 +42,7 @@ impl ConfigMapTrustSource {
         let key = key.into();
         Self {
             origin: TrustOrigin::ConfigMap {
-                configmap: source.configmap_ref().clone(),
+                configmap: Box::new(source.configmap_ref().clone()),
                 key: key.clone(),
             },
             source,
@@ -81,14 +81,17 @@ impl TrustSource for ConfigMapTrustSource {
 
     fn current_versioned(&self) -> Result<(Arc<TrustAnchors>, Option<u64>), ReloadError> {
         let Some(object) = self.source.get() else {
-            return Err(ReloadError::ConfigMap(ConfigMapTrustError::new(
+            return Err(ReloadError::ConfigMap(Box::new(ConfigMapTrustError::new(
                 self.source.configmap_ref().clone(),
                 self.cache.key(),
                 ConfigMapTrustProblem::NotFound,
-            )));
+            ))));
         };
         let version = configmap_resource_version(&object);
-        let anchors = self.cache.load(&object).map_err(ReloadError::ConfigMap)?;
+        let anchors = self
+            .cache
+            .load(&object)
+            .map_err(|e| ReloadError::ConfigMap(Box::new(e)))?;
         Ok((anchors, version))
     }
 

@@ -38,7 +38,7 @@ pub enum ReloadError {
     /// The CA ConfigMap is missing, lacks its key, or holds no usable root (the
     /// error names the ConfigMap, the key and why).
     #[error("{0}")]
-    ConfigMap(#[source] ConfigMapTrustError),
+    ConfigMap(#[source] Box<ConfigMapTrustError>),
     /// The source gives no usable root set now: its stream is down, or it holds no
     /// usable bundle (the error says which source and why). The last good roots stay
     /// in use.
