@@ -436,3 +436,129 @@ async fn from_options_with_configmap_flags_calls_the_server_without_secret_acces
     );
     let _ = SecretRef::new(NS, "identity-ca");
 }
+
+fn configmap_options(url: &str) -> (PeerOptions, ClientIdentityOptions) {
+    parse(&[
+        format!("--identity-host={url}"),
+        format!("--identity-ca-configmap-namespace={NS}"),
+        format!("--identity-ca-configmap-name={BUNDLE}"),
+        format!("--identity-ca-configmap-key={KEY}"),
+        "--identity-pool-idle-timeout=0s".to_owned(),
+    ])
+    .unwrap()
+}
+
+fn verifier_of(tls: &svc_tls::client::PeerTls) -> TrustVerifier {
+    match tls.trust() {
+        TrustMode::Watched(verifier) => verifier.clone(),
+        other => panic!("a ConfigMap CA is watched trust, got {other:?}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn from_options_shares_one_configmap_watch_per_cluster_and_registry() {
+    let tb = Testbed::start().await;
+    let ca = TestCa::new("bundle CA");
+    tb.upsert(configmap(BUNDLE, &[(KEY, &ca.pem())]));
+    let server = server(&ca).await;
+    let watches = svc_tls::watch::SecretWatches::new();
+    let streams = svc_tls::spiffe::WorkloadApiStreams::new();
+    let (peer, me) = configmap_options(&server.url());
+
+    let mut built = Vec::new();
+    for _ in 0..3 {
+        let tls = svc_tls::client::PeerTls::from_options_with(
+            &watches,
+            &streams,
+            &tb.cluster_client(),
+            &peer,
+            &me,
+            TIMEOUT,
+        )
+        .await
+        .unwrap();
+        built.push(verifier_of(&tls));
+    }
+    assert!(
+        built.iter().all(|v| v.ptr_eq(&built[0])),
+        "every construction gets the one shared verifier"
+    );
+    assert_eq!(
+        tb.requests("list"),
+        1,
+        "one LIST: later constructions make no API request"
+    );
+    poll_until("the shared watch open", || tb.open_watches() == 1).await;
+    call(watched(&built[0]), &server).await.unwrap();
+
+    // Another key of the same ConfigMap is another verifier.
+    let (other_key, me) = parse(&[
+        format!("--identity-host={}", server.url()),
+        format!("--identity-ca-configmap-namespace={NS}"),
+        format!("--identity-ca-configmap-name={BUNDLE}"),
+        "--identity-ca-configmap-key=ca.crt".to_owned(),
+    ])
+    .unwrap();
+    tb.upsert(configmap(
+        BUNDLE,
+        &[(KEY, &ca.pem()), ("ca.crt", &ca.pem())],
+    ));
+    let tls = svc_tls::client::PeerTls::from_options_with(
+        &watches,
+        &streams,
+        &tb.cluster_client(),
+        &other_key,
+        &me,
+        TIMEOUT,
+    )
+    .await
+    .unwrap();
+    assert!(!verifier_of(&tls).ptr_eq(&built[0]));
+}
+
+#[test]
+fn the_shared_configmap_watch_outlives_the_runtime_that_started_it() {
+    let test = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let tb = test.block_on(Testbed::start());
+    let (old, new) = (TestCa::new("old CA"), TestCa::new("new CA"));
+    tb.upsert(configmap(BUNDLE, &[(KEY, &old.pem())]));
+    let server = test.block_on(server(&old));
+    let watches = svc_tls::watch::SecretWatches::new();
+    let (peer, me) = configmap_options(&server.url());
+
+    // Built on a runtime of its own, which then ends.
+    let cluster = test.block_on(async { tb.cluster_client() });
+    let verifier = {
+        let first = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let tls = first
+            .block_on(svc_tls::client::PeerTls::from_options_with(
+                &watches,
+                &svc_tls::spiffe::WorkloadApiStreams::new(),
+                &cluster,
+                &peer,
+                &me,
+                TIMEOUT,
+            ))
+            .unwrap();
+        verifier_of(&tls)
+    };
+
+    // The watch still follows the ConfigMap: a replaced bundle reaches the cache and
+    // the next handshake.
+    test.block_on(async {
+        tb.upsert(configmap(BUNDLE, &[(KEY, &new.pem())]));
+        poll_until("the new bundle in the cache", || {
+            cached_bundle_is(&verifier, &new.pem())
+        })
+        .await;
+        server.set_server_ca(&new);
+        call(watched(&verifier), &server).await.unwrap();
+    });
+}

@@ -12,9 +12,10 @@ use crate::options::{ClientIdentityOptions, IdentityConfig, OptionsError, PeerCa
 use crate::origin::{ConfigMapRef, IdentityOrigin, TrustOrigin};
 use crate::spiffe::{SpiffeEndpoint, SpiffeId, WorkloadApiSource, WorkloadApiStreams};
 use crate::trust::{
-    ServerAuthorization, SpiffeTrustSource, TrustError, TrustSource, TrustVerifier,
+    ConfigMapTrustSource, ServerAuthorization, SpiffeTrustSource, TrustError, TrustSource,
+    TrustVerifier,
 };
-use crate::watch::SecretWatches;
+use crate::watch::{ConfigMapSource, SecretWatches};
 
 use super::{PeerClientError, PeerTls, TrustMode};
 
@@ -291,13 +292,24 @@ impl PeerTls {
     }
 }
 
+/// A peer CA ConfigMap's verifier shared through a registry: one per cluster,
+/// ConfigMap and key (so one watch, however many constructions name it).
+#[derive(Clone)]
+struct SharedConfigMapTrust {
+    cluster: cluster_id::ClusterId,
+    configmap: ConfigMapRef,
+    key: String,
+    verifier: TrustVerifier,
+}
+
 /// The verifier of a peer's CA ConfigMap, read from `client`'s cluster, recording
 /// into `watches`' metrics.
 ///
-/// One watch per construction (living as long as the verifier and the clients built
-/// from it), on the caller's runtime: the process's registry ([`SecretWatches`])
-/// shares Secrets only. A service builds its peers once at start-up, so this is one
-/// watch per peer; one built per reconcile opens a watch per construction.
+/// Shared through `watches` (kept for the registry's life, as its Secrets are): the
+/// first construction naming the ConfigMap and key in a cluster starts its watch,
+/// on a background runtime of its own so that it outlives the caller's runtime;
+/// later ones get the same verifier without an API request. A failed start stores
+/// nothing.
 async fn configmap_trust(
     watches: &SecretWatches,
     client: &cluster_id::ClusterClient,
@@ -305,20 +317,41 @@ async fn configmap_trust(
     key: String,
     sync_timeout: Duration,
 ) -> Result<TrustVerifier, TrustError> {
+    let matches = |shared: &SharedConfigMapTrust| {
+        shared.cluster == *client.cluster() && shared.configmap == configmap && shared.key == key
+    };
+    if let Ok(shared) = watches.shared_value(matches, || Err(())) {
+        return Ok(shared.verifier);
+    }
     let origin = TrustOrigin::ConfigMap {
         configmap: Box::new(configmap.clone()),
         key: key.clone(),
     };
-    let verifier = TrustVerifier::from_configmap(client.kube().clone(), configmap, key)
-        .sync_timeout(sync_timeout)
-        .provider(watches.provider().clone())
-        .recorder(crate::wiring::trust_recorder(
-            watches,
-            &origin,
-            Some(client.cluster()),
-        ))
-        .build()
-        .await?;
-    crate::wiring::track_trust(watches, &verifier, Some(client.cluster()));
+    let source =
+        ConfigMapSource::watch_in_background(client, configmap.clone(), sync_timeout).await?;
+    let built = TrustVerifier::with_settings(
+        Arc::new(ConfigMapTrustSource::new(source, key.clone())),
+        watches.provider().clone(),
+        crate::wiring::trust_recorder(watches, &origin, Some(client.cluster())),
+        Settings::default(),
+        ServerAuthorization::HostName,
+    )?;
+    // Another construction may have stored one meanwhile: that one is used, and
+    // this one (with its watch) dropped.
+    let shared = watches.shared_value(matches, || {
+        Ok::<_, ()>(SharedConfigMapTrust {
+            cluster: client.cluster().clone(),
+            configmap: configmap.clone(),
+            key: key.clone(),
+            verifier: built.clone(),
+        })
+    });
+    let verifier = match shared {
+        Ok(shared) => shared.verifier,
+        Err(()) => built.clone(),
+    };
+    if verifier.ptr_eq(&built) {
+        crate::wiring::track_trust(watches, &verifier, Some(client.cluster()));
+    }
     Ok(verifier)
 }

@@ -21,8 +21,10 @@
 //! refuses the watch (401, 403, 404), or when the caller drops the future.
 
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
+
+use cluster_id::{ClusterClient, ClusterId};
 
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::Api;
@@ -30,6 +32,7 @@ use kube_runtime::reflector::ObjectRef;
 use kube_runtime::watcher;
 use watch_ready::{Health, WaitError, WatchState, Watched};
 
+use super::runtime::BackgroundRuntime;
 use crate::origin::{ConfigMapRef, SourceHealth};
 
 /// Why a ConfigMap's cache could not be started.
@@ -69,12 +72,35 @@ pub enum ConfigMapSourceError {
         /// The ConfigMap.
         configmap: ConfigMapRef,
     },
+    /// The background watch's client or runtime could not be started.
+    #[error("cannot watch ConfigMap {configmap} in cluster {cluster}: {reason}")]
+    Client {
+        /// The ConfigMap.
+        configmap: ConfigMapRef,
+        /// The cluster it is read from.
+        cluster: ClusterId,
+        /// Why (kube's error, or the runtime's).
+        reason: String,
+    },
+}
+
+/// The runtime (a thread of its own) that shared ConfigMap watches run on, so that
+/// they do not end with the runtime of whichever caller started them.
+fn background() -> Result<BackgroundRuntime, String> {
+    static RUNTIME: OnceLock<BackgroundRuntime> = OnceLock::new();
+    if let Some(runtime) = RUNTIME.get() {
+        return Ok(runtime.clone());
+    }
+    let started = BackgroundRuntime::start().map_err(|e| e.to_string())?;
+    Ok(RUNTIME.get_or_init(|| started).clone())
 }
 
 struct Inner {
     configmap: ConfigMapRef,
     key: ObjectRef<ConfigMap>,
     watched: Watched<ConfigMap>,
+    /// The background runtime the watch runs on, when it is a shared one.
+    _runtime: Option<BackgroundRuntime>,
 }
 
 /// A synced, watch-driven cache of one ConfigMap. Cheap to clone (an `Arc`).
@@ -136,6 +162,53 @@ impl ConfigMapSource {
                 configmap,
                 key,
                 watched,
+                _runtime: None,
+            }),
+        })
+    }
+
+    /// [`ConfigMapSource::watch`] of a ConfigMap of `client`'s cluster, run on a
+    /// background runtime of the process (a thread of its own) with an API client
+    /// built there from the cluster's configuration, so that the watch outlives the
+    /// runtime of the caller that started it (for a watch shared by later callers).
+    /// A client without configuration is used as given (it then works while its own
+    /// runtime runs).
+    pub(crate) async fn watch_in_background(
+        client: &ClusterClient,
+        configmap: ConfigMapRef,
+        timeout: Duration,
+    ) -> Result<Self, ConfigMapSourceError> {
+        let failed = |reason: String| ConfigMapSourceError::Client {
+            configmap: configmap.clone(),
+            cluster: client.cluster().clone(),
+            reason,
+        };
+        let runtime = background().map_err(&failed)?;
+        let kube_client = match client.config() {
+            Some(config) => {
+                let config = config.clone();
+                // kube's client spawns its worker where it is built: build it there.
+                runtime
+                    .spawn(async move { kube::Client::try_from(config) })
+                    .await
+                    .map_err(|e| failed(e.to_string()))?
+                    .map_err(|e| failed(e.to_string()))?
+            }
+            None => client.kube().clone(),
+        };
+        let target = configmap.clone();
+        let source = runtime
+            .spawn(async move { Self::watch(kube_client, target, timeout).await })
+            .await
+            .map_err(|_| ConfigMapSourceError::Stopped {
+                configmap: configmap.clone(),
+            })??;
+        let inner =
+            Arc::into_inner(source.inner).ok_or(ConfigMapSourceError::Stopped { configmap })?;
+        Ok(Self {
+            inner: Arc::new(Inner {
+                _runtime: Some(runtime),
+                ..inner
             }),
         })
     }
