@@ -562,3 +562,41 @@ fn the_shared_configmap_watch_outlives_the_runtime_that_started_it() {
         call(watched(&verifier), &server).await.unwrap();
     });
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn same_named_configmaps_of_two_clusters_are_not_shared() {
+    let (a, b) = (Testbed::start().await, Testbed::start().await);
+    let (ca_a, ca_b) = (TestCa::new("cluster A CA"), TestCa::new("cluster B CA"));
+    a.upsert(configmap(BUNDLE, &[(KEY, &ca_a.pem())]));
+    b.upsert(configmap(BUNDLE, &[(KEY, &ca_b.pem())]));
+    let (server_a, server_b) = (server(&ca_a).await, server(&ca_b).await);
+    let watches = svc_tls::watch::SecretWatches::new();
+    let streams = svc_tls::spiffe::WorkloadApiStreams::new();
+    let (peer, me) = configmap_options(&server_a.url());
+    let mut verifiers = Vec::new();
+    for tb in [&a, &b] {
+        let tls = svc_tls::client::PeerTls::from_options_with(
+            &watches,
+            &streams,
+            &tb.cluster_client(),
+            &peer,
+            &me,
+            TIMEOUT,
+        )
+        .await
+        .unwrap();
+        verifiers.push(verifier_of(&tls));
+    }
+    let (trust_a, trust_b) = (&verifiers[0], &verifiers[1]);
+    assert!(!trust_a.ptr_eq(trust_b), "one verifier per cluster");
+    call(watched(trust_a), &server_a).await.unwrap();
+    call(watched(trust_b), &server_b).await.unwrap();
+    assert!(
+        call(watched(trust_a), &server_b).await.is_err(),
+        "cluster A's verifier trusts only cluster A's bundle"
+    );
+    assert!(
+        call(watched(trust_b), &server_a).await.is_err(),
+        "cluster B's verifier trusts only cluster B's bundle"
+    );
+}

@@ -24,7 +24,8 @@ impl PeerTls {
     /// of the Secret's current contents verify every handshake) or from
     /// `--S-ca-configmap-*` (the PEM bundle under the key of a watched ConfigMap, as
     /// trust-manager writes it: no Secret is read; not both, see
-    /// [`PeerOptions::ca`]); the platform's trust store when neither is set) and the identity from `--[P-]client-certificate-*` (watched,
+    /// [`PeerOptions::ca`]; one watch and verifier per cluster, ConfigMap and key in
+    /// the registry); the platform's trust store when neither is set) and the identity from `--[P-]client-certificate-*` (watched,
     /// reloaded per handshake; no client certificate when unset). Waits at most
     /// `sync_timeout` for each cache; a missing or malformed Secret fails, naming it.
     /// The provider is [`crypto_provider`](crate::material::crypto_provider) (aws-lc-rs),
