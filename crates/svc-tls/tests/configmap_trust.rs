@@ -600,3 +600,35 @@ async fn same_named_configmaps_of_two_clusters_are_not_shared() {
         "cluster B's verifier trusts only cluster B's bundle"
     );
 }
+
+/// The forwarded client certificate as the nginx ingress sends it (escaped PEM).
+fn ingress_headers(cert_pem: &str) -> reqwest::header::HeaderMap {
+    let mut headers = reqwest::header::HeaderMap::new();
+    headers.insert("ssl-client-verify", "SUCCESS".parse().unwrap());
+    let escaped = cert_pem.replace('\n', "%0A").replace(' ', "%20");
+    headers.insert("ssl-client-cert", escaped.parse().unwrap());
+    headers
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_receiving_service_verifies_callers_against_a_configmap_bundle() {
+    use svc_tls::principal::{IngressError, IngressVerifier};
+    let tb = Testbed::start().await;
+    let (clients, other) = (TestCa::new("client CA"), TestCa::new("other CA"));
+    tb.upsert(configmap(BUNDLE, &[(KEY, &clients.pem())]));
+    let ingress = IngressVerifier::verified(verifier(&tb, KEY).await.unwrap());
+
+    let caller = clients.client_leaf("region", 7);
+    let verified = ingress
+        .peer_certificate(&ingress_headers(&caller.cert_pem))
+        .expect("a caller under the bundle's CA is verified");
+    assert_eq!(verified.der(), &caller.der);
+    let stranger = other.client_leaf("region", 8);
+    let refused = ingress
+        .peer_certificate(&ingress_headers(&stranger.cert_pem))
+        .unwrap_err();
+    assert!(
+        matches!(refused, IngressError::Untrusted(_)),
+        "a caller outside the bundle is refused: {refused:?}"
+    );
+}
