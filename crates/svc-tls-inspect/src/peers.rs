@@ -5,10 +5,10 @@
 use svc_tls::options::{IdentityConfig, PeerOptions};
 use svc_tls::{ClusterClient, PeerTls};
 
+use crate::checks::IdentityCheck;
 use crate::checks::{peer, problem};
 use crate::cli::Plan;
 use crate::report::{Category, PeerReport, Problem, Report};
-use crate::run::IdentityCheck;
 
 /// Tries every configured peer and records the results.
 pub(crate) async fn handshakes(

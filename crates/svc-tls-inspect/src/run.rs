@@ -6,34 +6,15 @@ use std::sync::Arc;
 
 use rustls::RootCertStore;
 use rustls::crypto::CryptoProvider;
-use rustls_pki_types::CertificateDer;
 use svc_tls::ClusterClient;
-use svc_tls::material::Identity;
 use svc_tls::options::{ClientIdentityOptions, IdentityConfig};
 use svc_tls::principal::Url;
 
 use crate::checks::chain::{self, ChainCa};
 use crate::checks::secret::{self, Role};
-use crate::checks::{cert, principal, problem, spiffe};
+use crate::checks::{IdentityCheck, cert, principal, problem, spiffe};
 use crate::cli::{ChainCaFlag, Plan};
 use crate::report::{Category, Problem, Report};
-
-/// One identity's flags and what its source gave.
-pub(crate) struct IdentityCheck {
-    /// `client-certificate` or `P-client-certificate`.
-    pub label: String,
-    /// Its flags.
-    pub options: ClientIdentityOptions,
-    /// What the flags describe.
-    pub config: IdentityConfig,
-    /// The identity, when the loader accepted it and it is valid now.
-    pub loaded: Option<Identity>,
-    /// Whether the service would start with it (loaded, or refused for its validity
-    /// period only, which the service starts with and reports).
-    pub starts: bool,
-    /// Its certificate chain, leaf first, as far as it parses.
-    pub chain: Vec<CertificateDer<'static>>,
-}
 
 /// Runs every check the plan asks for.
 pub async fn inspect(plan: &Plan) -> Report {

@@ -12,6 +12,10 @@ pub mod spiffe;
 
 use std::fmt;
 
+use rustls_pki_types::CertificateDer;
+use svc_tls::material::Identity;
+use svc_tls::options::{ClientIdentityOptions, IdentityConfig};
+
 use crate::report::Problem;
 
 /// A problem named by the variant of the error enum `kind` (its `Debug` text up to
@@ -63,4 +67,21 @@ mod tests {
         assert_eq!(problem(&E::Plain, &"m").kind, "Plain");
         assert_eq!(problem(&E::Tuple(1), &"m").kind, "Tuple");
     }
+}
+
+/// One identity's flags and what its source gave.
+pub(crate) struct IdentityCheck {
+    /// `client-certificate` or `P-client-certificate`.
+    pub label: String,
+    /// Its flags.
+    pub options: ClientIdentityOptions,
+    /// What the flags describe.
+    pub config: IdentityConfig,
+    /// The identity, when the loader accepted it and it is valid now.
+    pub loaded: Option<Identity>,
+    /// Whether the service would start with it (loaded, or refused for its validity
+    /// period only, which the service starts with and reports).
+    pub starts: bool,
+    /// Its certificate chain, leaf first, as far as it parses.
+    pub chain: Vec<CertificateDer<'static>>,
 }
