@@ -49,6 +49,23 @@ pub fn tls_problem(error: &rustls::Error) -> Problem {
     }
 }
 
+/// One identity's flags and what its source gave.
+pub(crate) struct IdentityCheck {
+    /// `client-certificate` or `P-client-certificate`.
+    pub label: String,
+    /// Its flags.
+    pub options: ClientIdentityOptions,
+    /// What the flags describe.
+    pub config: IdentityConfig,
+    /// The identity, when the loader accepted it and it is valid now.
+    pub loaded: Option<Identity>,
+    /// Whether the service would start with it (loaded, or refused for its validity
+    /// period only, which the service starts with and reports).
+    pub starts: bool,
+    /// Its certificate chain, leaf first, as far as it parses.
+    pub chain: Vec<CertificateDer<'static>>,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -67,21 +84,4 @@ mod tests {
         assert_eq!(problem(&E::Plain, &"m").kind, "Plain");
         assert_eq!(problem(&E::Tuple(1), &"m").kind, "Tuple");
     }
-}
-
-/// One identity's flags and what its source gave.
-pub(crate) struct IdentityCheck {
-    /// `client-certificate` or `P-client-certificate`.
-    pub label: String,
-    /// Its flags.
-    pub options: ClientIdentityOptions,
-    /// What the flags describe.
-    pub config: IdentityConfig,
-    /// The identity, when the loader accepted it and it is valid now.
-    pub loaded: Option<Identity>,
-    /// Whether the service would start with it (loaded, or refused for its validity
-    /// period only, which the service starts with and reports).
-    pub starts: bool,
-    /// Its certificate chain, leaf first, as far as it parses.
-    pub chain: Vec<CertificateDer<'static>>,
 }
