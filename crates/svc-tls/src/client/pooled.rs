@@ -244,7 +244,9 @@ impl PeerClient {
         Arc::ptr_eq(&self.inner, &other.inner)
     }
 
-    /// The TLS setup this client was built from.
+    /// The TLS setup this client was built from: for a shared client, that of the
+    /// construction that created it, whose host may be another peer's when peers share
+    /// an identity and trust. Take the host from your own [`PeerTls`].
     pub fn tls(&self) -> &PeerTls {
         &self.inner.tls
     }
