@@ -6,11 +6,11 @@ use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 
 use super::{LabelSet, SourceLabels};
+use crate::material::{MaterialError, MaterialErrorKind};
 
 /// The counters of one labelled source. `RESULTS[0]` is `ok`, the last is `other`.
 pub(crate) struct SourceCounters<const N: usize> {
     pub(crate) labels: SourceLabels,
-    results: &'static [&'static str; N],
     by_result: [Counter; N],
     suppressed: Counter,
 }
@@ -30,7 +30,6 @@ impl<const N: usize> SourceCounters<N> {
                     .clone()
             }),
             suppressed: suppressed.get_or_create(&labels.set()).clone(),
-            results,
             labels,
         }
     }
@@ -40,18 +39,70 @@ impl<const N: usize> SourceCounters<N> {
         self.by_result[0].inc();
     }
 
-    /// One more `result` (a value outside the list counts as the last, `other`).
-    pub(crate) fn failed(&self, result: &str) {
-        let index = self
-            .results
-            .iter()
-            .position(|r| *r == result)
-            .unwrap_or(N - 1);
-        self.by_result[index].inc();
+    /// One more of the result at `index` in the list (an index past it counts as the
+    /// last, `other`). The recorders pass constants from [`index_of`], so a failed
+    /// handshake pays no string comparison.
+    pub(crate) fn failed_at(&self, index: usize) {
+        self.by_result[index.min(N - 1)].inc();
     }
 
     /// `n` more suppressed warnings.
     pub(crate) fn suppressed(&self, n: u64) {
         self.suppressed.inc_by(n);
+    }
+}
+
+/// The position of `name` in `results`, at compile time: a name missing from the list
+/// fails the build rather than counting as `other`.
+pub(crate) const fn index_of(results: &[&str], name: &str) -> usize {
+    let mut i = 0;
+    while i < results.len() {
+        if same_bytes(results[i].as_bytes(), name.as_bytes()) {
+            return i;
+        }
+        i += 1;
+    }
+    panic!("a result name missing from its list")
+}
+
+const fn same_bytes(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
+}
+
+/// Where a list holds the three results of a material error: `expired`,
+/// `not_yet_valid`, and `malformed` for every other problem with the bytes.
+pub(crate) struct MaterialResults {
+    expired: usize,
+    not_yet_valid: usize,
+    malformed: usize,
+}
+
+impl MaterialResults {
+    /// The positions in `results`, at compile time.
+    pub(crate) const fn of(results: &[&str]) -> Self {
+        Self {
+            expired: index_of(results, "expired"),
+            not_yet_valid: index_of(results, "not_yet_valid"),
+            malformed: index_of(results, "malformed"),
+        }
+    }
+
+    /// The position of `error`'s result.
+    pub(crate) fn index(&self, error: &MaterialError) -> usize {
+        match error.kind() {
+            MaterialErrorKind::CertificateExpired { .. } => self.expired,
+            MaterialErrorKind::CertificateNotYetValid { .. } => self.not_yet_valid,
+            _ => self.malformed,
+        }
     }
 }

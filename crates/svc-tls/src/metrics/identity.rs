@@ -16,8 +16,8 @@ use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::registry::Registry;
 
-use super::counters::SourceCounters;
-use super::{LabelSet, SourceLabels, material_result};
+use super::counters::{MaterialResults, SourceCounters, index_of};
+use super::{LabelSet, SourceLabels};
 use crate::identity::{InvalidIdentity, Recorder, ReloadError, StaleWarning};
 use crate::material::{Identity, MaterialErrorKind};
 use crate::origin::IdentityOrigin;
@@ -63,23 +63,34 @@ impl IdentityFamilies {
 /// The `result` label of a failed identity reload (a fixed set, never the error's
 /// text).
 pub fn failure_result(error: &(dyn std::error::Error + 'static)) -> &'static str {
+    REFRESH_RESULTS[failure_index(error)]
+}
+
+/// The position in [`REFRESH_RESULTS`] of a failed reload's result.
+fn failure_index(error: &(dyn std::error::Error + 'static)) -> usize {
+    const NOT_FOUND: usize = index_of(&REFRESH_RESULTS, "not_found");
+    const MATERIAL: MaterialResults = MaterialResults::of(&REFRESH_RESULTS);
+    const UNAVAILABLE: usize = index_of(&REFRESH_RESULTS, "unavailable");
+    const OTHER: usize = index_of(&REFRESH_RESULTS, "other");
     match error.downcast_ref::<ReloadError>() {
-        Some(ReloadError::NotFound { .. }) => "not_found",
-        Some(ReloadError::Material(e)) => material_result(e),
-        Some(ReloadError::Unavailable(_)) => "unavailable",
-        Some(ReloadError::OutsideValidity(inner)) => validity_result(inner.as_ref()),
-        _ => "other",
+        Some(ReloadError::NotFound { .. }) => NOT_FOUND,
+        Some(ReloadError::Material(e)) => MATERIAL.index(e),
+        Some(ReloadError::Unavailable(_)) => UNAVAILABLE,
+        Some(ReloadError::OutsideValidity(inner)) => validity_index(inner.as_ref()),
+        _ => OTHER,
     }
 }
 
 /// `not_yet_valid` for an SVID whose validity has not begun, `expired` otherwise.
-fn validity_result(error: &(dyn std::error::Error + 'static)) -> &'static str {
+fn validity_index(error: &(dyn std::error::Error + 'static)) -> usize {
+    const EXPIRED: usize = index_of(&REFRESH_RESULTS, "expired");
+    const NOT_YET_VALID: usize = index_of(&REFRESH_RESULTS, "not_yet_valid");
     match error.downcast_ref::<SpiffeError>() {
         Some(SpiffeError::Svid(svid)) => match svid.kind() {
-            MaterialErrorKind::CertificateNotYetValid { .. } => "not_yet_valid",
-            _ => "expired",
+            MaterialErrorKind::CertificateNotYetValid { .. } => NOT_YET_VALID,
+            _ => EXPIRED,
         },
-        _ => "expired",
+        _ => EXPIRED,
     }
 }
 
@@ -126,7 +137,7 @@ impl Recorder for IdentityRecorder {
         error: &(dyn std::error::Error + 'static),
         _failures: u64,
     ) {
-        self.counters.failed(failure_result(error));
+        self.counters.failed_at(failure_index(error));
     }
 
     fn stale_warning(&self, warning: &StaleWarning<'_>) {

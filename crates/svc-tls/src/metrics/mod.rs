@@ -67,7 +67,6 @@ use cluster_id::ClusterId;
 use prometheus_client::registry::Registry;
 
 use crate::identity::IdentityResolver;
-use crate::material::{MaterialError, MaterialErrorKind};
 use crate::origin::{IdentityOrigin, TrustOrigin};
 use crate::trust::TrustVerifier;
 use crate::watch::SecretWatches;
@@ -328,17 +327,6 @@ impl SourceLabels {
 
 /// A label set as the families take it.
 pub(crate) type LabelSet = Vec<(&'static str, String)>;
-
-/// The `result` label of a failed reload, from a fixed set (never the error's text):
-/// `not_found`, `malformed`, `expired`, `not_yet_valid`, `unavailable`, `withdrawn`,
-/// `other`.
-pub(crate) fn material_result(error: &MaterialError) -> &'static str {
-    match error.kind() {
-        MaterialErrorKind::CertificateExpired { .. } => "expired",
-        MaterialErrorKind::CertificateNotYetValid { .. } => "not_yet_valid",
-        _ => "malformed",
-    }
-}
 
 /// Unix seconds of `t` (negative before the epoch).
 pub(crate) fn unix_seconds(t: std::time::SystemTime) -> i64 {

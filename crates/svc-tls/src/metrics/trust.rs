@@ -15,8 +15,8 @@ use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::registry::Registry;
 
-use super::counters::SourceCounters;
-use super::{LabelSet, SourceLabels, material_result};
+use super::counters::{MaterialResults, SourceCounters, index_of};
+use super::{LabelSet, SourceLabels};
 use crate::material::TrustAnchors;
 use crate::origin::TrustOrigin;
 use crate::trust::{Recorder, ReloadError, TrustStaleWarning};
@@ -61,16 +61,27 @@ impl TrustFamilies {
 
 /// The `result` label of a failed trust reload (a fixed set, never the error's text).
 pub fn failure_result(error: &(dyn std::error::Error + 'static)) -> &'static str {
+    RELOAD_RESULTS[failure_index(error)]
+}
+
+/// The position in [`RELOAD_RESULTS`] of a failed reload's result.
+fn failure_index(error: &(dyn std::error::Error + 'static)) -> usize {
+    const NOT_FOUND: usize = index_of(&RELOAD_RESULTS, "not_found");
+    const MATERIAL: MaterialResults = MaterialResults::of(&RELOAD_RESULTS);
+    const MALFORMED: usize = index_of(&RELOAD_RESULTS, "malformed");
+    const UNAVAILABLE: usize = index_of(&RELOAD_RESULTS, "unavailable");
+    const WITHDRAWN: usize = index_of(&RELOAD_RESULTS, "withdrawn");
+    const OTHER: usize = index_of(&RELOAD_RESULTS, "other");
     match error.downcast_ref::<ReloadError>() {
-        Some(ReloadError::NotFound { .. }) => "not_found",
-        Some(ReloadError::Material(e)) => material_result(e),
-        Some(ReloadError::Unavailable(_)) => "unavailable",
-        Some(ReloadError::Withdrawn(_)) => "withdrawn",
+        Some(ReloadError::NotFound { .. }) => NOT_FOUND,
+        Some(ReloadError::Material(e)) => MATERIAL.index(e),
+        Some(ReloadError::Unavailable(_)) => UNAVAILABLE,
+        Some(ReloadError::Withdrawn(_)) => WITHDRAWN,
         Some(ReloadError::ConfigMap(e)) => match e.problem {
-            crate::material::ConfigMapTrustProblem::NotFound => "not_found",
-            _ => "malformed",
+            crate::material::ConfigMapTrustProblem::NotFound => NOT_FOUND,
+            _ => MALFORMED,
         },
-        _ => "other",
+        _ => OTHER,
     }
 }
 
@@ -117,7 +128,7 @@ impl Recorder for TrustRecorder {
         error: &(dyn std::error::Error + 'static),
         _failures: u64,
     ) {
-        self.counters.failed(failure_result(error));
+        self.counters.failed_at(failure_index(error));
     }
 
     fn trust_stale_warning(&self, warning: &TrustStaleWarning<'_>) {
