@@ -72,10 +72,10 @@ use rustls::{ClientConfig, NamedGroup, RootCertStore, ServerConfig};
 use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer, ServerName};
 use svc_tls::client::{PeerTls, TrustMode, client_config};
+use svc_tls::identity::IdentityResolver;
 use svc_tls::options::SecretRef;
-use svc_tls::resolver::IdentityResolver;
 use svc_tls::spiffe::{SpiffeEndpoint, SpiffeId, WorkloadApiSource};
-use svc_tls::verifier::TrustVerifier;
+use svc_tls::trust::TrustVerifier;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 

@@ -63,10 +63,9 @@ use k8s_openapi::api::core::v1::Secret;
 use rustls::SignatureScheme;
 use rustls::client::ResolvesClientCert;
 use svc_tls::IdentityOrigin;
-use svc_tls::identity::{SecretIdentitySource, SpiffeIdentitySource};
+use svc_tls::identity::{IdentityResolver, SecretIdentitySource, SpiffeIdentitySource};
+use svc_tls::last_good::{DEFAULT_WARNING_PERIOD, NoopRecorder, SystemClock};
 use svc_tls::options::SecretRef;
-use svc_tls::report::{DEFAULT_WARNING_PERIOD, NoopRecorder, SystemClock};
-use svc_tls::resolver::IdentityResolver;
 use svc_tls::spiffe::{SpiffeEndpoint, WorkloadApiSource};
 use svc_tls::watch::SecretWatches;
 
@@ -531,7 +530,7 @@ fn metrics_cost(
             ))
             .unwrap();
         let origin = IdentityOrigin::Secret(SecretRef::new(NS, &name));
-        let recorder: Arc<dyn svc_tls::report::StateRecorder> = if side == "on" {
+        let recorder: Arc<dyn svc_tls::identity::Recorder> = if side == "on" {
             metrics.identity_recorder(&origin, None, None)
         } else {
             Arc::new(NoopRecorder)

@@ -14,10 +14,11 @@ use kube_testbed::Testbed;
 use rustls::ClientConfig;
 use support::*;
 use svc_tls::client::{PeerClientError, TrustMode, client_config};
+use svc_tls::last_good::ManualClock;
+use svc_tls::material::TrustAnchors;
 use svc_tls::options::{ClientIdentityOptions, PeerOptions, SecretRef};
-use svc_tls::report::ManualClock;
-use svc_tls::trust_source::{TrustAnchors, TrustOrigin, TrustReloadError};
-use svc_tls::verifier::{TrustError, TrustRecorder, TrustStaleWarning, TrustVerifier};
+use svc_tls::origin::TrustOrigin;
+use svc_tls::trust::{Recorder, ReloadError, TrustError, TrustStaleWarning, TrustVerifier};
 use test_support::poll_until;
 
 const CA_NAME: &str = "identity-ca";
@@ -59,11 +60,7 @@ fn watched(verifier: &TrustVerifier) -> Arc<ClientConfig> {
     Arc::new(client_config(provider(), TrustMode::Watched(verifier.clone()), None).unwrap())
 }
 
-async fn verifier(
-    tb: &Testbed,
-    recorder: Arc<dyn TrustRecorder>,
-    clock: &ManualClock,
-) -> TrustVerifier {
+async fn verifier(tb: &Testbed, recorder: Arc<dyn Recorder>, clock: &ManualClock) -> TrustVerifier {
     TrustVerifier::builder(tb.client(), ca_ref())
         .sync_timeout(Duration::from_secs(10))
         .recorder(recorder)
@@ -91,7 +88,7 @@ struct Recorded {
     warnings: Mutex<Vec<(u64, Duration, usize)>>,
 }
 
-impl TrustRecorder for Recorded {
+impl Recorder for Recorded {
     fn trust_loaded(&self, _: &TrustOrigin, anchors: &TrustAnchors, _: std::time::SystemTime) {
         self.loads.lock().unwrap().push(anchors.len());
     }
@@ -396,7 +393,7 @@ async fn start_up_fails_on_a_missing_or_malformed_ca_secret_naming_it() {
     assert!(
         matches!(
             err,
-            PeerClientError::CaTrust(TrustError::Unusable(TrustReloadError::NotFound { .. }))
+            PeerClientError::CaTrust(TrustError::Unusable(ReloadError::NotFound { .. }))
         ),
         "{err:?}"
     );
@@ -414,7 +411,7 @@ async fn start_up_fails_on_a_missing_or_malformed_ca_secret_naming_it() {
     assert!(
         matches!(
             err,
-            PeerClientError::CaTrust(TrustError::Unusable(TrustReloadError::Material(_)))
+            PeerClientError::CaTrust(TrustError::Unusable(ReloadError::Material(_)))
         ),
         "{err:?}"
     );

@@ -17,10 +17,10 @@ use kube_testbed::Testbed;
 use rustls::ClientConfig;
 use support::*;
 use svc_tls::client::{TrustMode, client_config};
+use svc_tls::identity::IdentityResolver;
+use svc_tls::last_good::ManualClock;
 use svc_tls::options::SecretRef;
-use svc_tls::report::ManualClock;
-use svc_tls::resolver::IdentityResolver;
-use svc_tls::verifier::TrustVerifier;
+use svc_tls::trust::TrustVerifier;
 use test_support::logs::CapturedLogs;
 use test_support::poll_until;
 

@@ -12,9 +12,10 @@ use std::time::Duration;
 
 use kube_testbed::Testbed;
 use support::*;
+use svc_tls::identity::{IdentityResolver, InvalidIdentity, Recorder};
+use svc_tls::last_good::ManualClock;
+use svc_tls::material::CertificateValidity;
 use svc_tls::options::SecretRef;
-use svc_tls::report::{CertificateValidity, InvalidIdentity, ManualClock, StateRecorder};
-use svc_tls::resolver::IdentityResolver;
 use test_support::logs::CapturedLogs;
 use test_support::pki::Leaf;
 
@@ -35,7 +36,7 @@ fn error_lines(name: &str) -> Vec<String> {
 #[derive(Debug, Default)]
 struct Invalid(Mutex<Vec<(String, CertificateValidity, bool)>>);
 
-impl StateRecorder for Invalid {
+impl Recorder for Invalid {
     fn invalid_identity(&self, event: &InvalidIdentity<'_>) {
         self.0.lock().unwrap().push((
             event.serial_hex.to_owned(),

@@ -48,10 +48,10 @@ use platform_client_compat::construct::cache::Selection;
 use platform_client_compat::construct::client::CachedClient;
 use platform_client_compat::construct::config::KubeOptions;
 use platform_client_compat::tls::client::PeerTls;
+use platform_client_compat::tls::identity::IdentityState;
 use platform_client_compat::tls::options::{ClientIdentityOptions, PeerOptions};
 use platform_client_compat::tls::principal::Principal;
 use platform_client_compat::tls::readiness::Readiness;
-use platform_client_compat::tls::report::IdentityState;
 use platform_client_compat::tls::watch::SecretWatches;
 
 type Error = Box<dyn std::error::Error + Send + Sync>;

@@ -46,9 +46,9 @@
 //! # async fn f(client: kube::Client) -> Result<(), Box<dyn std::error::Error>> {
 //! use std::sync::Arc;
 //! use svc_tls::client::{TrustMode, client_config, reqwest_client};
+//! use svc_tls::identity::IdentityResolver;
 //! use svc_tls::options::SecretRef;
-//! use svc_tls::resolver::IdentityResolver;
-//! use svc_tls::verifier::TrustVerifier;
+//! use svc_tls::trust::TrustVerifier;
 //!
 //! let provider = Arc::new(svc_tls::material::crypto_provider());
 //! let ca = SecretRef { namespace: "unikorn".into(), name: "unikorn-ca".into() };

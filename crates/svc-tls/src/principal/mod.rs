@@ -86,12 +86,10 @@ mod verify;
 
 use serde::{Deserialize, Deserializer, Serialize};
 
-#[allow(deprecated)]
 pub use ingress::{
     AllowedPeer, AllowedPeerError, DEFAULT_MAX_CERT_HEADER_BYTES, INGRESS_CLIENT_CERT_HEADER,
     INGRESS_CLIENT_VERIFY_HEADER, INGRESS_VERIFY_SUCCESS, IngressError, IngressVerifier,
-    RequestPrincipalError, UNVERIFIED_WARNING_TEXT, peer_certificate_from_ingress,
-    verify_ingress_request,
+    RequestPrincipalError, UNVERIFIED_WARNING_TEXT,
 };
 pub use jws::{
     Algorithm, AlgorithmPolicy, DEFAULT_CLOCK_SKEW, DEFAULT_MAX_PRINCIPAL_LIFETIME,

@@ -31,8 +31,8 @@ use rustls_pki_types::ServerName;
 use support::nginx::Nginx;
 use support::*;
 use svc_tls::client::{TrustMode, client_config};
+use svc_tls::identity::IdentityResolver;
 use svc_tls::options::SecretRef;
-use svc_tls::resolver::IdentityResolver;
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
 const NAME: &str = "kx-client-certificate";

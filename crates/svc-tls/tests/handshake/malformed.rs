@@ -12,11 +12,11 @@ use std::time::Duration;
 
 use kube_testbed::Testbed;
 use support::*;
-use svc_tls::error::{MaterialError, MaterialErrorKind};
-use svc_tls::identity_source::IdentityOrigin;
+use svc_tls::identity::{IdentityError, IdentityResolver, Recorder, ReloadError, StaleWarning};
+use svc_tls::last_good::ManualClock;
+use svc_tls::material::{CertificateValidity, MaterialError, MaterialErrorKind};
 use svc_tls::options::SecretRef;
-use svc_tls::report::{CertificateValidity, ManualClock, StaleWarning, StateRecorder};
-use svc_tls::resolver::{IdentityError, IdentityResolver, ReloadError};
+use svc_tls::origin::IdentityOrigin;
 
 const NAME: &str = "malformed-client-certificate";
 
@@ -177,7 +177,7 @@ struct Warnings {
     failures: AtomicU64,
 }
 
-impl StateRecorder for Warnings {
+impl Recorder for Warnings {
     fn reload_failed(&self, _: &IdentityOrigin, _: &(dyn std::error::Error + 'static), n: u64) {
         self.failures.store(n, Ordering::SeqCst);
     }

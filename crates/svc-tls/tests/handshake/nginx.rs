@@ -14,8 +14,8 @@ use kube_testbed::Testbed;
 use support::nginx::Nginx;
 use support::*;
 use svc_tls::client::reqwest_builder;
+use svc_tls::identity::IdentityResolver;
 use svc_tls::options::SecretRef;
-use svc_tls::resolver::IdentityResolver;
 
 const NAME: &str = "ingress-client-certificate";
 

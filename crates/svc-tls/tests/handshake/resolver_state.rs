@@ -14,14 +14,14 @@ use std::time::{Duration, SystemTime};
 
 use kube_testbed::Testbed;
 use support::*;
-use svc_tls::identity_source::{IdentityOrigin, IdentitySource};
-use svc_tls::material::{Identity, load_identity_from_pem};
-use svc_tls::options::SecretRef;
-use svc_tls::report::{
-    CertificateValidity, InvalidIdentity, ManualClock, NoopRecorder, Recovery, StaleWarning,
-    StateRecorder, WatchHealthState,
+use svc_tls::identity::{
+    IdentityResolver, IdentitySource, InvalidIdentity, Recorder, Recovery, ReloadError,
+    StaleWarning,
 };
-use svc_tls::resolver::{IdentityResolver, ReloadError};
+use svc_tls::last_good::{ManualClock, NoopRecorder, WatchHealthState};
+use svc_tls::material::{CertificateValidity, Identity, load_identity_from_pem};
+use svc_tls::options::SecretRef;
+use svc_tls::origin::IdentityOrigin;
 
 const NAME: &str = "state-client-certificate";
 
@@ -40,7 +40,7 @@ struct Events {
     watch_recovered: AtomicU64,
 }
 
-impl StateRecorder for Events {
+impl Recorder for Events {
     fn reloaded(&self, _: &IdentityOrigin, identity: &Identity, _: SystemTime) {
         self.reloaded
             .lock()

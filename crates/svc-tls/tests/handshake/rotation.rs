@@ -14,11 +14,11 @@ use rustls_pki_types::pem::PemObject;
 use kube_testbed::{Rule, Testbed};
 use support::*;
 use svc_tls::client::reqwest_client;
-use svc_tls::identity_source::IdentityOrigin;
+use svc_tls::identity::{IdentityError, IdentityResolver, Recorder, ReloadError, StaleWarning};
+use svc_tls::last_good::ManualClock;
 use svc_tls::options::SecretRef;
-use svc_tls::report::{ManualClock, StaleWarning, StateRecorder};
-use svc_tls::resolver::{IdentityError, IdentityResolver, ReloadError};
-use svc_tls::source::SourceError;
+use svc_tls::origin::IdentityOrigin;
+use svc_tls::watch::SourceError;
 
 const NAME: &str = "region-client-certificate";
 
@@ -136,7 +136,7 @@ struct Recorded {
     reloads: AtomicU64,
 }
 
-impl StateRecorder for Recorded {
+impl Recorder for Recorded {
     fn reloaded(
         &self,
         _: &IdentityOrigin,

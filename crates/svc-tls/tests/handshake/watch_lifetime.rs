@@ -9,9 +9,9 @@ use std::time::Duration;
 
 use kube_testbed::Testbed;
 use support::{NS, TestCa, tls_secret};
+use svc_tls::identity::IdentityResolver;
 use svc_tls::options::SecretRef;
-use svc_tls::resolver::IdentityResolver;
-use svc_tls::source::SecretSource;
+use svc_tls::watch::SecretSource;
 use test_support::poll_until;
 
 const NAME: &str = "lifetime-client-certificate";

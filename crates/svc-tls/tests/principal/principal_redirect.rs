@@ -19,8 +19,8 @@ use svc_tls::PeerTls;
 use svc_tls::Principal;
 use svc_tls::SecretRef;
 use svc_tls::client::{RedirectRefused, TrustMode, client_config, reqwest_client};
+use svc_tls::identity::IdentityResolver;
 use svc_tls::principal::{PRINCIPAL_HEADER, attach_principal};
-use svc_tls::resolver::IdentityResolver;
 use test_support::tls_server::{Reply, Seen};
 
 /// The path and headers of every request a server received.

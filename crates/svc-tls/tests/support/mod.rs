@@ -9,7 +9,7 @@ use std::time::Duration;
 use rustls::ClientConfig;
 use rustls::crypto::CryptoProvider;
 use svc_tls::client::{TrustMode, client_config};
-use svc_tls::resolver::IdentityResolver;
+use svc_tls::identity::IdentityResolver;
 
 pub mod jws;
 pub mod keys;
@@ -48,7 +48,7 @@ pub fn secret_with(name: &str, type_: &str, data: &[(&str, &str)]) -> serde_json
 }
 
 /// Whether the source's cached Secret holds exactly this `tls.crt`.
-pub fn cached_cert_is(source: &svc_tls::source::SecretSource, cert_pem: &str) -> bool {
+pub fn cached_cert_is(source: &svc_tls::watch::SecretSource, cert_pem: &str) -> bool {
     source
         .get()
         .and_then(|s| s.data.as_ref()?.get("tls.crt").cloned())

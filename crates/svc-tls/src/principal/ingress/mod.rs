@@ -169,8 +169,7 @@ impl IngressVerifier {
     /// says `ssl-client-verify: SUCCESS`. Anyone who reaches the service other than
     /// through an `auth-tls` host of the ingress can send those headers with a
     /// self-made certificate and sign any principal. For migrating services whose
-    /// CA Secret is not wired yet; logs one WARN per process. What
-    /// [`IngressVerifier::new`] and the deprecated free functions did.
+    /// CA Secret is not wired yet; logs one WARN per process.
     pub fn unverified_headers_only() -> Self {
         UNVERIFIED_WARNING.call_once(|| {
             tracing::warn!(
@@ -180,23 +179,6 @@ impl IngressVerifier {
             );
         });
         Self::with_anchors(Anchors::UnverifiedHeadersOnly)
-    }
-
-    /// Header-only trust under its old name.
-    #[deprecated(
-        note = "the forwarded certificate was trusted on headers alone: use IngressVerifier::verified(trust).with_policy(policy), or, knowingly, IngressVerifier::unverified_headers_only().with_policy(policy)"
-    )]
-    pub fn new(policy: AlgorithmPolicy) -> Self {
-        Self::unverified_headers_only().with_policy(policy)
-    }
-
-    /// Header-only trust under its old name (no longer `Default`).
-    #[deprecated(
-        note = "the forwarded certificate was trusted on headers alone: use IngressVerifier::verified(trust), or, knowingly, IngressVerifier::unverified_headers_only()"
-    )]
-    #[allow(clippy::should_implement_trait)]
-    pub fn default() -> Self {
-        Self::unverified_headers_only()
     }
 
     /// Whether the forwarded certificate is believed on the headers alone.
@@ -450,37 +432,6 @@ impl IngressVerifier {
         options.audiences = self.audiences.clone();
         Ok(certificate.verify_settling(token, &options, settled)?)
     }
-}
-
-/// The peer certificate forwarded by the nginx ingress, believed on
-/// `ssl-client-verify: SUCCESS` alone (header-only trust; logs one WARN per
-/// process).
-///
-/// # Errors
-/// An [`IngressError`] naming the missing, repeated or unusable header.
-#[deprecated(
-    note = "trusts the forwarded certificate on headers alone: use IngressVerifier::verified(trust).peer_certificate(headers), or, knowingly, IngressVerifier::unverified_headers_only()"
-)]
-pub fn peer_certificate_from_ingress(headers: &HeaderMap) -> Result<PeerCertificate, IngressError> {
-    IngressVerifier::unverified_headers_only().peer_certificate(headers)
-}
-
-/// The receiving side in one call, believing the forwarded certificate on
-/// `ssl-client-verify: SUCCESS` alone (header-only trust; logs one WARN per
-/// process).
-///
-/// # Errors
-/// A [`RequestPrincipalError`] naming which step failed.
-#[deprecated(
-    note = "trusts the forwarded certificate on headers alone: use IngressVerifier::verified(trust).with_policy(policy).verify_request(headers), or, knowingly, IngressVerifier::unverified_headers_only()"
-)]
-pub fn verify_ingress_request<T: DeserializeOwned>(
-    headers: &HeaderMap,
-    policy: AlgorithmPolicy,
-) -> Result<T, RequestPrincipalError> {
-    IngressVerifier::unverified_headers_only()
-        .with_policy(policy)
-        .verify_request(headers)
 }
 
 fn single<'a>(
