@@ -1,0 +1,67 @@
+//! The tables and verdicts of `cargo xtask bench`, from the figures of one run.
+//!
+//! Ids (criterion's `full_id`, or the `id` of a sampled JSON line; sampled lines of
+//! one interleaved measurement share a `paired` group, and a ratio between the
+//! languages is taken only within one group):
+//! - ours: `reload/<case>`, `identity-unchanged/<case>`, `identity-broken/<case>`,
+//!   `identity-rotation/<case>` (with the counts `identity-rotation-parses/<case>`),
+//!   `identity-racing/<case>` (counts `identity-racing-{loads,raced}/<case>`),
+//!   `metrics/{rotation,broken}/{on,off}/p256-pkcs8`,
+//!   `handshake/{static,reload,watched-ca,reload-x25519}/<key>/<clients>` (whole
+//!   stack), `client/<server>/<key>` and `client-cpu/<server>/<key>` (the client
+//!   alone against the same `rustls-server` or `go-server`),
+//!   `principal/{sign,verify}/<key>`, `reconcile/<case>`, `reconcile-request/<case>`;
+//!   SPIFFE mode against Secret mode: `identity-{unchanged,rotation}/spiffe-p256`
+//!   (next to `.../p256-pkcs8`) and
+//!   `handshake/{secret-on-svid-server,spiffe}/p256/<clients>` (one server presenting
+//!   an SVID);
+//! - Go: `go/x509keypair/<case>`, `go/rotation-x509keypair/<case>`,
+//!   `go/reconcile/<case>`, `go/reconcile-request/<case>`,
+//!   `go/ps512-{sign,verify}/<rsaN>`,
+//!   `go/handshake/{static,reload,reload-x25519}/<key>/<clients>`,
+//!   `go/client/<server>/<key>`, `go/client-cpu/<server>/<key>`.
+//!
+//! Handshakes and their key exchange: `static`, `reload` (and ours `watched-ca`) are
+//! each side's default configuration, which on both sides offers a hybrid
+//! post-quantum group first (ours `X25519MLKEM768`; Go 1.23 `X25519Kyber768Draft00`,
+//! Go 1.24+ `X25519MLKEM768`): those `reload` rows are the "hybrid on both sides"
+//! comparison. `reload-x25519` is classical X25519 only, on both sides. The Go
+//! targets are judged on these two like-for-like pairs.
+//!
+//! The files: `results.rs` holds a run's figures and pairs them round by round;
+//! `targets.rs` judges the targets on them (`counted.rs` those judged on counts);
+//! `render.rs` writes the Markdown page, with the sections of `identity_tables.rs`
+//! and `handshake_tables.rs`; `format.rs` shows a figure in a cell; `go.rs` names
+//! what the Go side ran; `fixtures.rs` is the made-up run the tests share.
+
+mod counted;
+mod format;
+mod go;
+mod handshake_tables;
+mod identity_tables;
+mod render;
+mod results;
+mod targets;
+
+#[cfg(test)]
+mod fixtures;
+
+pub use render::render;
+pub use results::Results;
+pub use targets::{any_not_met, targets};
+
+/// The SPIFFE-mode case of the identity benchmarks (a P-256 SVID, what SPIRE issues).
+pub const SPIFFE_CASE: &str = "spiffe-p256";
+/// The Secret-mode case it is compared with.
+const SECRET_CASE: &str = "p256-pkcs8";
+
+/// The servers the client rows dial (ids `client/<server>/<key>`).
+const CLIENT_SERVERS: [&str; 2] = ["rustls-server", "go-server"];
+
+/// How a row names the server its client dialled.
+fn server_label(server: &str) -> &'static str {
+    match server {
+        "rustls-server" => "same rustls server",
+        _ => "same crypto/tls server",
+    }
+}

@@ -1,0 +1,96 @@
+//! A run's figures by id, and the ratio of two of them taken round by round.
+
+use std::collections::BTreeMap;
+
+use super::SPIFFE_CASE;
+use crate::stats::Estimate;
+
+/// Everything measured in one run.
+#[derive(Debug)]
+pub struct Results {
+    /// Every estimate, ours and Go's, by id.
+    pub estimates: BTreeMap<String, Estimate>,
+    /// Raw samples of the sampled benchmarks (for paired ratios), by id.
+    pub samples: BTreeMap<String, Vec<f64>>,
+    /// Counts per event (unit `count`), by id: e.g. the key parses each first
+    /// handshake after a rotation paid (`identity-rotation-parses/<case>`).
+    pub counts: BTreeMap<String, Vec<f64>>,
+    /// The interleaved measurement each sampled id came from (its `paired` group):
+    /// sample `i` of every id of one group was taken in the same round `i`.
+    pub pairs: BTreeMap<String, String>,
+    /// Whether the Go program ran in this run; why not, if it did not.
+    pub go: Result<String, String>,
+}
+
+impl Default for Results {
+    fn default() -> Self {
+        Self {
+            estimates: BTreeMap::new(),
+            samples: BTreeMap::new(),
+            counts: BTreeMap::new(),
+            pairs: BTreeMap::new(),
+            go: Err("not run".to_owned()),
+        }
+    }
+}
+
+impl Results {
+    pub(super) fn get(&self, id: &str) -> Option<Estimate> {
+        self.estimates.get(id).copied()
+    }
+
+    /// Cases (`<key>-<format>`) with a figure under `group/`, in a stable order; the
+    /// SPIFFE-mode case (`spiffe-p256`) has its own table.
+    pub(super) fn cases(&self, group: &str) -> Vec<String> {
+        let prefix = format!("{group}/");
+        let mut cases: Vec<String> = self
+            .estimates
+            .keys()
+            .filter_map(|id| id.strip_prefix(&prefix).map(str::to_owned))
+            .filter(|case| case != SPIFFE_CASE)
+            .collect();
+        cases.sort_by_key(|case| key_order(case));
+        cases
+    }
+
+    /// The ratio of the per-round figures of two interleaved sampled benchmarks
+    /// (`a[i] / b[i]`), whose drift cancels round by round: `None` unless both were
+    /// measured in the same interleaved rounds (one `paired` group, as many samples).
+    pub fn paired_ratio(&self, a: &str, b: &str) -> Option<Estimate> {
+        self.paired(a, b).ok().flatten()
+    }
+
+    /// [`Results::paired_ratio`], telling a figure not measured (`Ok(None)`) from two
+    /// figures that were measured but not in the same rounds (`Err(Unpaired)`): a
+    /// ratio between them would compare different windows of a shared machine, and
+    /// is refused.
+    pub fn paired(&self, a: &str, b: &str) -> Result<Option<Estimate>, Unpaired> {
+        let (Some(x), Some(y)) = (self.samples.get(a), self.samples.get(b)) else {
+            return if self.estimates.contains_key(a) && self.estimates.contains_key(b) {
+                // Both measured, one of them not by rounds (criterion): unpaired.
+                Err(Unpaired)
+            } else {
+                Ok(None)
+            };
+        };
+        match (self.pairs.get(a), self.pairs.get(b)) {
+            (Some(g), Some(h)) if g == h && x.len() == y.len() => {}
+            _ => return Err(Unpaired),
+        }
+        let ratios: Vec<f64> = x.iter().zip(y).map(|(x, y)| x / y).collect();
+        Ok(Estimate::from_samples(&ratios))
+    }
+}
+
+/// Two figures measured in different rounds (or one not by rounds): no ratio.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Unpaired;
+
+pub(super) fn key_order(case: &str) -> (usize, String) {
+    const ORDER: [&str; 6] = ["rsa2048", "rsa3072", "rsa4096", "p256", "p384", "ed25519"];
+    let key = case.split(['-', '/']).next().unwrap_or(case);
+    (
+        ORDER.iter().position(|k| *k == key).unwrap_or(ORDER.len()),
+        case.to_owned(),
+    )
+}
