@@ -17,7 +17,7 @@
 use crate::support;
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use kube_testbed::Testbed;
@@ -352,33 +352,38 @@ async fn handshakes_racing_the_loader_never_parse_a_new_version() {
         let loads = cache.full_loads();
         let loaded = shared.loaded_changes();
         // Handshakes back to back from eight tasks, from before the new version reaches
-        // the cache until after the loader has parsed it.
+        // the cache until after the loader has parsed it and 16 more have completed
+        // (counted, not timed: a loaded machine handshakes slower, never fewer).
         let stop = Arc::new(AtomicBool::new(false));
+        let completed = Arc::new(AtomicU64::new(0));
         let handshakes: Vec<_> = (0..8)
             .map(|_| {
-                let (config, stop) = (config.clone(), stop.clone());
+                let (config, stop, completed) = (config.clone(), stop.clone(), completed.clone());
                 tokio::spawn(async move {
-                    let mut done = 0;
                     while !stop.load(Ordering::SeqCst) {
                         test_support::tls_server::request(config.clone(), addr)
                             .await
                             .unwrap();
-                        done += 1;
+                        completed.fetch_add(1, Ordering::SeqCst);
                     }
-                    done
                 })
             })
             .collect();
-        tokio::time::sleep(Duration::from_millis(100)).await;
+        poll_until("handshakes before the new version", || {
+            completed.load(Ordering::SeqCst) >= 8
+        })
+        .await;
         s.tb.upsert(tls_secret(IDENTITY, &leaf.cert_pem, &leaf.key_pem));
+        let at_write = completed.load(Ordering::SeqCst);
         poll_until("the loader done", || shared.loaded_changes() > loaded).await;
-        tokio::time::sleep(Duration::from_millis(100)).await;
+        poll_until("handshakes after the load", || {
+            completed.load(Ordering::SeqCst) >= at_write + 16
+        })
+        .await;
         stop.store(true, Ordering::SeqCst);
-        let mut total = 0;
         for handshake in handshakes {
-            total += handshake.await.unwrap();
+            handshake.await.unwrap();
         }
-        assert!(total > 50, "round {round}: only {total} handshakes");
         assert_eq!(
             cache.full_loads(),
             loads + 1,

@@ -81,7 +81,7 @@ pub enum RequestPrincipalError {
 }
 
 impl IngressError {
-    /// Why, as one of [`VERIFY_RESULTS`](super::VERIFY_RESULTS): a bounded label for metrics.
+    /// Why, as one of [`VERIFY_RESULTS`](crate::principal::VERIFY_RESULTS): a bounded label for metrics.
     pub fn reason(&self) -> &'static str {
         match self {
             Self::MissingVerify | Self::MissingCertificate => "certificate_missing",
@@ -98,7 +98,7 @@ impl IngressError {
 }
 
 impl RequestPrincipalError {
-    /// Why, as one of [`VERIFY_RESULTS`](super::VERIFY_RESULTS): a bounded label for metrics.
+    /// Why, as one of [`VERIFY_RESULTS`](crate::principal::VERIFY_RESULTS): a bounded label for metrics.
     pub fn reason(&self) -> &'static str {
         match self {
             Self::Ingress(e) => e.reason(),

@@ -185,7 +185,7 @@ pub enum CertificateError {
 }
 
 impl VerifyError {
-    /// Why, as one of [`VERIFY_RESULTS`](super::VERIFY_RESULTS): a bounded label for metrics.
+    /// Why, as one of [`VERIFY_RESULTS`](crate::principal::VERIFY_RESULTS): a bounded label for metrics.
     pub fn reason(&self) -> &'static str {
         match self {
             Self::TooLarge { .. } => "too_large",

@@ -6,7 +6,7 @@ use super::*;
 pub const MIN_RSA_BITS: usize = 2048;
 
 /// The default cap on a principal token's length, in bytes, checked before the
-/// token is split or decoded. A PS512 token for a [`Principal`](super::Principal)
+/// token is split or decoded. A PS512 token for a [`Principal`](crate::principal::Principal)
 /// with an RSA-4096 key is well under 2 KiB; 16 KiB leaves room for large
 /// payloads while keeping a hostile sender from making the verifier decode,
 /// parse and hash hundreds of kilobytes per request.
