@@ -11,22 +11,25 @@
 //!   `tls.X509KeyPair`, a root pool, a `tls.Config` and a new `http.Transport`);
 //! - `reconcile-request/<case>`: a reconcile and one request (issue 30): the
 //!   construction, the peer client (`PeerTls::client()`, the process's shared,
-//!   pooled client for this peer setup), one GET and its body, beside
+//!   pooled client for this peer setup), one GET and its body, run as a task on the
+//!   runtime's workers as a controller's reconciles are (a batch per task), beside
 //!   `go/reconcile-request/<case>` (`TLSClientConfig`, a new `http.Transport`, one
 //!   GET). Both send to the same HTTPS server, the Go program in `-mode server` in a
 //!   process of its own, which requires and verifies client certificates.
 //!
 //! Each sample is the mean time of one reconcile over a batch of about 20 ms (each
-//! construction also pays one `Runtime::block_on`, about a microsecond).
+//! construction of `reconcile/` also pays one `Runtime::block_on`, about a
+//! microsecond; each batch of `reconcile-request/` one spawn and one `block_on`).
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 #[path = "../common/mod.rs"]
 mod common;
 
+use std::cell::RefCell;
 use std::hint::black_box;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use common::go::{Arm, GoChild, GoServer, interleave, size, time};
+use common::go::{Arm, GoChild, GoServer, interleave, process_cpu_ns, size, time};
 use svc_tls::client::PeerTls;
 use svc_tls::options::{ClientIdentityOptions, PeerOptions};
 use svc_tls::spiffe::WorkloadApiStreams;
@@ -135,35 +138,61 @@ fn main() {
         }
         common::emit_paired("reconcile", name, &series);
 
-        // A reconcile and one request, both languages to the same HTTPS server.
+        // A reconcile and one request, both languages to the same HTTPS server. Ours
+        // runs as a task on the runtime's workers, as a controller's reconcile does;
+        // one `block_on` per reconcile from this thread would add a hand-off between
+        // threads per request that no controller pays. Go's is its child's loop.
         if let (Some(go), Some(server)) = (&go, &server) {
             let url = format!("https://{}/", server.https);
             let (peer, me) = options(&format!("https://{}", server.https));
-            let request = || {
-                rt.block_on(async {
-                    let tls = PeerTls::from_options_with(
-                        &watches,
-                        &streams,
-                        &client,
-                        &peer,
-                        &me,
-                        Duration::from_secs(30),
-                    )
-                    .await
-                    .unwrap();
-                    let peer_client = tls.client().unwrap();
-                    let response = peer_client.get(&url).unwrap().send().await.unwrap();
-                    assert!(response.status().is_success());
-                    black_box(response.bytes().await.unwrap());
-                })
+            let reconciles = |n: usize| {
+                let (watches, streams, client) = (watches.clone(), streams.clone(), client.clone());
+                let (peer, me, url) = (peer.clone(), me.clone(), url.clone());
+                rt.block_on(rt.spawn(async move {
+                    for _ in 0..n {
+                        let tls = PeerTls::from_options_with(
+                            &watches,
+                            &streams,
+                            &client,
+                            &peer,
+                            &me,
+                            Duration::from_secs(30),
+                        )
+                        .await
+                        .unwrap();
+                        let peer_client = tls.client().unwrap();
+                        let response = peer_client.get(&url).unwrap().send().await.unwrap();
+                        assert!(response.status().is_success());
+                        black_box(response.bytes().await.unwrap());
+                    }
+                }))
+                .unwrap();
             };
-            request();
-            let n = size(request, target);
+            let reconciles = &reconciles;
+            reconciles(1);
+            let n = size(|| reconciles(1), target);
+            // CPU per reconcile beside the time: the server is shared, so what each
+            // client costs shows in its own process's CPU (ours all threads, Go's
+            // `getrusage`), one sample each per round.
+            let (ours_cpu, go_cpu) = (RefCell::new(Vec::new()), RefCell::new(Vec::new()));
+            let timed = || {
+                let (cpu, start) = (process_cpu_ns(), Instant::now());
+                reconciles(n);
+                let ns = start.elapsed().as_nanos() as f64 / n as f64;
+                ours_cpu
+                    .borrow_mut()
+                    .push((process_cpu_ns() - cpu) / n as f64);
+                ns
+            };
             let theirs = format!("go/reconcile-request/{name}");
             let id = theirs.clone();
             let arms: Vec<Arm<'_>> = vec![
-                Box::new(move || time(n, request)),
-                Box::new(move || go.borrow_mut().measure(&id, 0, target).ns),
+                Box::new(timed),
+                Box::new(|| {
+                    let batch = go.borrow_mut().measure(&id, 0, target);
+                    go_cpu.borrow_mut().push(batch.cpu_ns);
+                    batch.ns
+                }),
             ];
             let mut samples = interleave(rounds, arms).into_iter();
             common::emit_paired(
@@ -172,6 +201,18 @@ fn main() {
                 &[
                     (format!("reconcile-request/{name}"), samples.next().unwrap()),
                     (theirs, samples.next().unwrap()),
+                ],
+            );
+            // The warm-up call of each arm is not a round.
+            let (mut ours_cpu, mut go_cpu) = (ours_cpu.take(), go_cpu.take());
+            ours_cpu.remove(0);
+            go_cpu.remove(0);
+            common::emit_paired(
+                "reconcile",
+                &format!("request-cpu/{name}"),
+                &[
+                    (format!("reconcile-request-cpu/{name}"), ours_cpu),
+                    (format!("go/reconcile-request-cpu/{name}"), go_cpu),
                 ],
             );
         }

@@ -146,6 +146,20 @@ pub fn thread_cpu_ns() -> f64 {
     text.split_whitespace().next().unwrap().parse().unwrap()
 }
 
+/// This process's CPU time in nanoseconds, all threads (the sum of
+/// `/proc/self/task/*/schedstat`): for a client whose work spreads over a runtime's
+/// workers. Threads that exited meanwhile are not counted, so measure a batch whose
+/// threads outlive it.
+pub fn process_cpu_ns() -> f64 {
+    std::fs::read_dir("/proc/self/task")
+        .unwrap()
+        .filter_map(|task| {
+            let text = std::fs::read_to_string(task.ok()?.path().join("schedstat")).ok()?;
+            text.split_whitespace().next()?.parse::<f64>().ok()
+        })
+        .sum()
+}
+
 /// How many calls of `op` last about `target` (after a warm-up).
 pub fn size(mut op: impl FnMut(), target: Duration) -> usize {
     let mut batch = 1usize;

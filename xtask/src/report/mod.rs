@@ -10,13 +10,13 @@
 //!   `handshake/{static,reload,watched-ca,reload-x25519}/<key>/<clients>` (whole
 //!   stack), `client/<server>/<key>` and `client-cpu/<server>/<key>` (the client
 //!   alone against the same `rustls-server` or `go-server`),
-//!   `principal/{sign,verify}/<key>`, `reconcile/<case>`, `reconcile-request/<case>`;
+//!   `principal/{sign,verify}/<key>`, `reconcile/<case>`, `reconcile-request/<case>`, `reconcile-request-cpu/<case>`;
 //!   SPIFFE mode against Secret mode: `identity-{unchanged,rotation}/spiffe-p256`
 //!   (next to `.../p256-pkcs8`) and
 //!   `handshake/{secret-on-svid-server,spiffe}/p256/<clients>` (one server presenting
 //!   an SVID);
 //! - Go: `go/x509keypair/<case>`, `go/rotation-x509keypair/<case>`,
-//!   `go/reconcile/<case>`, `go/reconcile-request/<case>`,
+//!   `go/reconcile/<case>`, `go/reconcile-request/<case>`, `go/reconcile-request-cpu/<case>`,
 //!   `go/ps512-{sign,verify}/<rsaN>`,
 //!   `go/handshake/{static,reload,reload-x25519}/<key>/<clients>`,
 //!   `go/client/<server>/<key>`, `go/client-cpu/<server>/<key>`.
