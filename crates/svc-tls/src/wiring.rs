@@ -1,6 +1,11 @@
 //! What the options-based constructors record into: the recorders and state exports
 //! of a [`SecretWatches`] registry's metrics, or nothing without them. Above both
 //! halves and the watch layer, so that neither has to know the other.
+//!
+//! A registry's metrics are found with `Metrics::installed_in`: a typed lookup of
+//! the metrics module (imported here), not a value the watch layer stores for us to
+//! downcast. The watch layer only keeps the metrics as its `RegistryObserver`: it may
+//! not name the recorders they make (see `watch/observer.rs`).
 
 use std::sync::Arc;
 
@@ -9,6 +14,8 @@ use std::time::Duration;
 
 use crate::identity::{self, IdentityResolver};
 use crate::last_good::{NoopRecorder, Settings};
+#[cfg(feature = "metrics")]
+use crate::metrics::Metrics;
 use crate::origin::{IdentityOrigin, SecretRef, TrustOrigin};
 use crate::principal;
 use crate::trust::{self, SecretTrustSource, ServerAuthorization, TrustError, TrustVerifier};
@@ -23,7 +30,7 @@ pub(crate) fn identity_recorder(
     cluster: Option<&ClusterId>,
 ) -> Arc<dyn identity::Recorder> {
     #[cfg(feature = "metrics")]
-    if let Some(metrics) = watches.metrics() {
+    if let Some(metrics) = Metrics::installed_in(watches) {
         return metrics.identity_recorder(origin, spiffe_id, cluster);
     }
     let _ = (watches, origin, spiffe_id, cluster);
@@ -38,7 +45,7 @@ pub(crate) fn trust_recorder(
     cluster: Option<&ClusterId>,
 ) -> Arc<dyn trust::Recorder> {
     #[cfg(feature = "metrics")]
-    if let Some(metrics) = watches.metrics() {
+    if let Some(metrics) = Metrics::installed_in(watches) {
         return metrics.trust_recorder(origin, cluster);
     }
     let _ = (watches, origin, cluster);
@@ -52,7 +59,7 @@ pub(crate) fn track_identity(
     cluster: Option<&ClusterId>,
 ) {
     #[cfg(feature = "metrics")]
-    if let Some(metrics) = watches.metrics() {
+    if let Some(metrics) = Metrics::installed_in(watches) {
         metrics.track_identity(resolver, cluster);
     }
     let _ = (watches, resolver, cluster);
@@ -65,7 +72,7 @@ pub(crate) fn track_trust(
     cluster: Option<&ClusterId>,
 ) {
     #[cfg(feature = "metrics")]
-    if let Some(metrics) = watches.metrics() {
+    if let Some(metrics) = Metrics::installed_in(watches) {
         metrics.track_trust(verifier, cluster);
     }
     let _ = (watches, verifier, cluster);
@@ -75,7 +82,7 @@ pub(crate) fn track_trust(
 /// without metrics). Construction path.
 pub(crate) fn principal_recorder(watches: &SecretWatches) -> PrincipalRecording {
     #[cfg(feature = "metrics")]
-    if let Some(metrics) = watches.metrics() {
+    if let Some(metrics) = Metrics::installed_in(watches) {
         return PrincipalRecording(metrics.principal_recorder());
     }
     let _ = watches;

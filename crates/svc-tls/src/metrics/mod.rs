@@ -22,12 +22,12 @@
 //! [`register`] installs the metrics into [`SecretWatches::process`], which
 //! [`PeerTls::from_options`](crate::PeerTls::from_options) and
 //! [`PeerTls::for_spiffe_id`](crate::PeerTls::for_spiffe_id) build from. A registry of
-//! the caller's gets them with [`SecretWatches::with_metrics`] or
-//! [`SecretWatches::set_metrics`]. A resolver or verifier built over a registry
-//! before its metrics were installed keeps the no-op recorder it was built with (it
-//! is shared for the life of the registry): its counters stay absent, while its state
-//! gauges and its Secret's watch are still exported. Installing metrics twice into one
-//! registry is refused ([`MetricsError::AlreadyInstalled`]).
+//! the caller's gets them with [`Metrics::new_watches`] or [`Metrics::install`]. A
+//! resolver or verifier built over a registry before its metrics were installed keeps
+//! the no-op recorder it was built with (it is shared for the life of the registry):
+//! its counters stay absent, while its state gauges and its Secret's watch are still
+//! exported. Installing metrics twice into one registry is refused
+//! ([`MetricsError::AlreadyInstalled`]).
 //!
 //! What is exported (every family, its type and its labels, is listed in
 //! `docs/operations.md`):
@@ -60,7 +60,7 @@ pub mod trust;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
 
 use cluster_id::ClusterId;
 
@@ -69,7 +69,7 @@ use prometheus_client::registry::Registry;
 use crate::identity::IdentityResolver;
 use crate::origin::{IdentityOrigin, TrustOrigin};
 use crate::trust::TrustVerifier;
-use crate::watch::SecretWatches;
+use crate::watch::{RegistryObserver, SecretWatches, WeakSecretWatches};
 
 /// Why metrics could not be installed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -125,7 +125,7 @@ impl Shared {
 pub(crate) struct Tracked {
     pub(crate) identities: BTreeMap<SourceLabels, IdentityResolver>,
     pub(crate) trusts: BTreeMap<SourceLabels, TrustVerifier>,
-    pub(crate) watches: Vec<crate::watch::WeakSecretWatches>,
+    pub(crate) watches: Vec<WeakSecretWatches>,
 }
 
 impl fmt::Debug for Metrics {
@@ -222,8 +222,54 @@ impl Metrics {
         self.tracked().trusts.insert(labels, verifier.clone());
     }
 
-    pub(crate) fn track_watches(&self, watches: &SecretWatches) {
-        self.tracked().watches.push(watches.downgrade());
+    /// An empty registry of watched Secrets whose resolvers and verifiers record into
+    /// metrics registered into `registry` now (see the [module](self) documentation).
+    /// Register one [`Metrics`] per Prometheus registry: for several registries of
+    /// watched Secrets exporting into one, make it with [`Metrics::new`] and
+    /// [`Metrics::install`] it into each.
+    pub fn new_watches(registry: &mut Registry) -> SecretWatches {
+        let watches = SecretWatches::new();
+        // A new registry has none yet.
+        let _ = Self::new(registry).install(&watches);
+        watches
+    }
+
+    /// Makes the resolvers and verifiers built over `watches` from now on record into
+    /// these metrics, and exports the health of its watches. Those built before keep
+    /// the no-op recorder they were built with (a `WARN` names their Secrets).
+    ///
+    /// # Errors
+    /// [`MetricsError::AlreadyInstalled`] when `watches` records into metrics already.
+    pub fn install(&self, watches: &SecretWatches) -> Result<(), MetricsError> {
+        if !watches.install_observer(Arc::new(self.clone())) {
+            return Err(MetricsError::AlreadyInstalled);
+        }
+        let watched = watches.watched();
+        if !watched.is_empty() {
+            tracing::warn!(
+                secrets = %watched
+                    .iter()
+                    .map(|(cluster, secret)| format!("{secret} of cluster {cluster}"))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                "metrics installed after Secrets were watched: resolvers and verifiers already \
+                 built over them record no counters (install metrics before the first client)"
+            );
+        }
+        Ok(())
+    }
+
+    /// The metrics `watches` records into, if installed ([`Metrics::install`],
+    /// [`Metrics::new_watches`], [`register`]). Construction path: the options-based
+    /// constructors ask it once per resolver, verifier or signer they build.
+    pub fn installed_in(watches: &SecretWatches) -> Option<Metrics> {
+        INSTALLED
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .find(|(installed, _)| installed.is(watches))
+            .and_then(|(_, shared)| shared.upgrade())
+            .map(|inner| Self { inner })
     }
 
     fn tracked(&self) -> std::sync::MutexGuard<'_, Tracked> {
@@ -242,12 +288,35 @@ impl Metrics {
 /// registers nothing.
 pub fn register(registry: &mut Registry) -> Result<Metrics, MetricsError> {
     let process = SecretWatches::process();
-    if process.metrics().is_some() {
+    if Metrics::installed_in(process).is_some() {
         return Err(MetricsError::AlreadyInstalled);
     }
     let metrics = Metrics::new(registry);
-    process.set_metrics(&metrics)?;
+    metrics.install(process)?;
     Ok(metrics)
+}
+
+/// The registries of watched Secrets that metrics are installed into, each with its
+/// metrics: what [`Metrics::installed_in`] reads, filled by
+/// [`RegistryObserver::installed`]. Weak both ways: a registry keeps its metrics (as
+/// its observer), and this index keeps neither; entries of ended registries go at the
+/// next installation.
+static INSTALLED: Mutex<Vec<(WeakSecretWatches, Weak<Shared>)>> = Mutex::new(Vec::new());
+
+/// The metrics observe each registry they are installed into: the index above finds
+/// them from the registry, and the collector reads the registry's watched Secrets at
+/// scrape time.
+impl RegistryObserver for Metrics {
+    fn installed(&self, watches: WeakSecretWatches) {
+        {
+            let mut installed = INSTALLED.lock().unwrap_or_else(PoisonError::into_inner);
+            installed.retain(|(registry, _)| registry.is_alive());
+            installed.push((watches.clone(), Arc::downgrade(&self.inner)));
+        }
+        let mut tracked = self.tracked();
+        tracked.watches.retain(WeakSecretWatches::is_alive);
+        tracked.watches.push(watches);
+    }
 }
 
 /// The labels of one source: `source` (`secret` or `spiffe`) and `name` (the Secret's
@@ -338,48 +407,3 @@ pub(crate) fn unix_seconds(t: std::time::SystemTime) -> i64 {
 
 #[cfg(test)]
 mod tests;
-
-/// A registry of watched Secrets with metrics: the metrics live here, above the watch
-/// layer, which only stores them.
-impl SecretWatches {
-    /// An empty registry whose resolvers and verifiers record into metrics registered
-    /// into `registry` now (see [`crate::metrics`]). Register one [`Metrics`](crate::metrics::Metrics)
-    /// per Prometheus registry: for several registries of watched Secrets exporting
-    /// into one, make it with [`Metrics::new`](crate::metrics::Metrics::new) and
-    /// [`SecretWatches::set_metrics`] on each.
-    pub fn with_metrics(registry: &mut prometheus_client::registry::Registry) -> Self {
-        let watches = Self::new();
-        let metrics = Metrics::new(registry);
-        // A new registry has none yet.
-        let _ = watches.set_metrics(&metrics);
-        watches
-    }
-
-    /// Makes the resolvers and verifiers built over this registry from now on record
-    /// into `metrics`, and exports the health of its watches. Those built before keep
-    /// the no-op recorder they were built with. Fails when metrics are already set.
-    pub fn set_metrics(&self, metrics: &Metrics) -> Result<(), MetricsError> {
-        if !self.install_extension(Arc::new(metrics.clone())) {
-            return Err(MetricsError::AlreadyInstalled);
-        }
-        metrics.track_watches(self);
-        let watched = self.watched();
-        if !watched.is_empty() {
-            tracing::warn!(
-                secrets = %watched
-                    .iter()
-                    .map(|(cluster, secret)| format!("{secret} of cluster {cluster}"))
-                    .collect::<Vec<_>>()
-                    .join(", "),
-                "metrics installed after Secrets were watched: resolvers and verifiers already \
-                 built over them record no counters (install metrics before the first client)"
-            );
-        }
-        Ok(())
-    }
-
-    /// The metrics this registry records into, if set.
-    pub fn metrics(&self) -> Option<&Metrics> {
-        self.extension().and_then(|e| e.downcast_ref::<Metrics>())
-    }
-}

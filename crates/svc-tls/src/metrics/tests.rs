@@ -250,13 +250,11 @@ fn timestamps_are_unix_seconds() {
 #[test]
 fn metrics_are_installed_once_per_registry_of_watched_secrets() {
     let mut registry = Registry::default();
-    let watches = SecretWatches::with_metrics(&mut registry);
+    let watches = Metrics::new_watches(&mut registry);
     let other = Metrics::new(&mut Registry::default());
-    assert_eq!(
-        watches.set_metrics(&other),
-        Err(MetricsError::AlreadyInstalled)
-    );
-    assert!(watches.metrics().is_some());
+    assert_eq!(other.install(&watches), Err(MetricsError::AlreadyInstalled));
+    assert!(Metrics::installed_in(&watches).is_some());
+    assert!(Metrics::installed_in(&SecretWatches::new()).is_none());
 }
 
 #[test]

@@ -4,10 +4,12 @@
 //! identity resolver and the trust verifier).
 //!
 //! Nothing here knows the seams: the identity and trust halves implement
-//! [`Watched`] and add their own `build`.
+//! [`Watched`] and add their own `build`. What observes a registry from above (its
+//! metrics) implements `RegistryObserver` (`observer.rs`).
 
 mod builder;
 mod configmap;
+mod observer;
 mod registry;
 mod runtime;
 mod secret;
@@ -16,6 +18,8 @@ mod shared;
 pub(crate) use builder::sealed;
 pub use builder::{Watched, WatchedSecretBuilder};
 pub use configmap::{ConfigMapSource, ConfigMapSourceError, configmap_resource_version};
+#[cfg_attr(not(feature = "metrics"), allow(unused_imports))]
+pub(crate) use observer::RegistryObserver;
 pub use registry::SecretWatches;
 pub(crate) use registry::WeakSecretWatches;
 pub use secret::{DEFAULT_SYNC_TIMEOUT, SecretSource, SourceError, resource_version};

@@ -43,6 +43,7 @@ use cluster_id::{ClusterClient, ClusterId};
 use rustls::crypto::CryptoProvider;
 use tokio::sync::OnceCell;
 
+use super::observer::RegistryObserver;
 use super::runtime::{BackgroundRuntime, RuntimeLiveness};
 use super::secret::{SecretSource, SourceError};
 use super::shared::SharedSecret;
@@ -89,10 +90,10 @@ struct Registry {
     entries: Mutex<HashMap<EntryKey, Arc<OnceCell<SharedSecret>>>>,
     /// Where the watches and loaders run; started with the first watch.
     runtime: std::sync::OnceLock<BackgroundRuntime>,
-    /// What the resolvers and verifiers built over this registry also report to
-    /// (the metrics of `crate::metrics`), installed once.
+    /// What observes this registry from above (its metrics), installed once and kept
+    /// for the registry's life.
     #[cfg_attr(not(feature = "metrics"), allow(dead_code))]
-    extension: std::sync::OnceLock<Arc<dyn Any + Send + Sync>>,
+    observer: std::sync::OnceLock<Arc<dyn RegistryObserver>>,
     /// What the layers above share among the users of this registry (the peers'
     /// pooled HTTP clients), kept as long as the registry.
     shared_values: Mutex<Vec<Box<dyn Any + Send + Sync>>>,
@@ -117,6 +118,19 @@ impl WeakSecretWatches {
     /// The registry, while it lives.
     pub(crate) fn upgrade(&self) -> Option<SecretWatches> {
         self.0.upgrade().map(|inner| SecretWatches { inner })
+    }
+
+    /// Whether this is a handle of `watches` (its allocation outlives the registry
+    /// while this handle lives, so it is never another registry's).
+    #[cfg_attr(not(feature = "metrics"), allow(dead_code))]
+    pub(crate) fn is(&self, watches: &SecretWatches) -> bool {
+        std::ptr::eq(self.0.as_ptr(), Arc::as_ptr(&watches.inner))
+    }
+
+    /// Whether the registry still lives.
+    #[cfg_attr(not(feature = "metrics"), allow(dead_code))]
+    pub(crate) fn is_alive(&self) -> bool {
+        self.0.strong_count() > 0
     }
 }
 
@@ -150,24 +164,23 @@ impl SecretWatches {
                 provider,
                 entries: Mutex::new(HashMap::new()),
                 runtime: std::sync::OnceLock::new(),
-                extension: std::sync::OnceLock::new(),
+                observer: std::sync::OnceLock::new(),
                 shared_values: Mutex::new(Vec::new()),
                 kube_clients: Mutex::new(HashMap::new()),
             }),
         }
     }
 
-    /// Installs `extension` once (the registry's metrics, see `crate::metrics`); false
-    /// when one is installed already. The watch layer stores it and knows nothing of it.
+    /// Installs `observer` (the registry's metrics, see `crate::metrics`) and tells it
+    /// which registry it observes ([`RegistryObserver::installed`]); false, and nothing
+    /// called, when one is installed already.
     #[cfg_attr(not(feature = "metrics"), allow(dead_code))]
-    pub(crate) fn install_extension(&self, extension: Arc<dyn Any + Send + Sync>) -> bool {
-        self.inner.extension.set(extension).is_ok()
-    }
-
-    /// The extension installed, if any.
-    #[cfg_attr(not(feature = "metrics"), allow(dead_code))]
-    pub(crate) fn extension(&self) -> Option<&Arc<dyn Any + Send + Sync>> {
-        self.inner.extension.get()
+    pub(crate) fn install_observer(&self, observer: Arc<dyn RegistryObserver>) -> bool {
+        if self.inner.observer.set(observer.clone()).is_err() {
+            return false;
+        }
+        observer.installed(self.downgrade());
+        true
     }
 
     /// A handle that does not keep this registry alive.

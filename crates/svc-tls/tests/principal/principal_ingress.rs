@@ -178,7 +178,7 @@ async fn principal_signed_with_the_handshake_identity_verifies_behind_nginx_acro
     #[cfg(feature = "metrics")]
     let mut registry = prometheus_client::registry::Registry::default();
     #[cfg(feature = "metrics")]
-    let watches = svc_tls::watch::SecretWatches::with_metrics(&mut registry);
+    let watches = svc_tls::metrics::Metrics::new_watches(&mut registry);
     #[cfg(not(feature = "metrics"))]
     let watches = svc_tls::watch::SecretWatches::new();
     let ingress = IngressVerifier::watching_in(

@@ -1,0 +1,36 @@
+//! The seam between a registry of watched Secrets and what observes it from above: the
+//! metrics of `crate::metrics` (feature `metrics`) implement [`RegistryObserver`], and
+//! a [`SecretWatches`](super::SecretWatches) registry keeps the one installed into it.
+
+use super::registry::WeakSecretWatches;
+
+/// What observes a [`SecretWatches`](super::SecretWatches) registry from above (its
+/// metrics). A registry holds at most one, installed once with
+/// `SecretWatches::install_observer` and kept (alive) for the life of the registry.
+///
+/// # When it is called
+///
+/// [`RegistryObserver::installed`] is called once, when the registry accepts the
+/// observer: on the construction path, on the thread that installs it, with none of
+/// the registry's locks held. Nothing here is called on the handshake path.
+///
+/// # What it may not do
+///
+/// It may not keep the registry alive: it is handed a [`WeakSecretWatches`] (the
+/// registry keeps its observer, so a strong handle would keep both, and every watch
+/// and the registry's runtime, for the life of the process). It may not block, nor
+/// start a watch from `installed`; it reads the registry's watched Secrets when it
+/// needs them (the metrics, at scrape time).
+///
+/// # Why a trait, and not the `dyn Any` this replaced
+///
+/// The watch layer may not name what sits above it (the halves' recorders, the
+/// resolvers and verifiers the metrics track), so it cannot hand them back. The way
+/// from a registry to its metrics is therefore the metrics' own typed lookup
+/// (`Metrics::installed_in`, an index the observer fills in `installed`), which the
+/// options-based constructors (`wiring`) import: the edge shows in their `use` lines
+/// and to `cargo xtask layers`, and no value is downcast.
+pub(crate) trait RegistryObserver: Send + Sync + 'static {
+    /// The registry that accepted this observer (see the trait's documentation).
+    fn installed(&self, watches: WeakSecretWatches);
+}
