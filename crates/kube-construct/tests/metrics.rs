@@ -30,8 +30,8 @@ fn value(text: &str, series: &str) -> Option<f64> {
 }
 
 const CONFIGMAPS: &str =
-    r#"{resource="configmaps.v1",namespace="apps",label_selector="app=demo",field_selector=""}"#;
-const SECRET: &str = r#"{resource="secrets.v1",namespace="apps",label_selector="",field_selector="metadata.name=wanted"}"#;
+    r#"{resource="configmaps.v1",cache_namespace="apps",label_selector="app=demo",field_selector=""}"#;
+const SECRET: &str = r#"{resource="secrets.v1",cache_namespace="apps",label_selector="",field_selector="metadata.name=wanted"}"#;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn caches_export_readiness_objects_errors_and_time_to_sync() {

@@ -24,14 +24,15 @@
 //!
 //! | family | type | labels |
 //! |---|---|---|
-//! | `kube_construct_cache_ready` | gauge (1 ready, 0 syncing or degraded) | `resource`, `namespace`, `label_selector`, `field_selector` |
+//! | `kube_construct_cache_ready` | gauge (1 ready, 0 syncing or degraded) | `resource`, `cache_namespace`, `label_selector`, `field_selector` |
 //! | `kube_construct_cache_objects` | gauge | as above |
 //! | `kube_construct_cache_watch_errors_total` | counter | as above |
 //! | `kube_construct_cache_sync_duration_seconds` | histogram | as above |
 //! | `kube_construct_client_constructions_total` | counter | `result` (`ok`, `unauthorized`, `forbidden`, `unknown_resource`, `timeout`, `namespace_on_cluster_scoped`, `stopped`) |
 //!
 //! The cache labels are the declaration (`resource` as kubectl names it,
-//! `secrets.v1`; an empty `namespace` for all namespaces; the selectors as given,
+//! `secrets.v1`; an empty `cache_namespace` for all namespaces (not `namespace`: Prometheus's
+//! Kubernetes discovery gives every scraped series the pod's own `namespace`); the selectors as given,
 //! empty when none): configuration, never data read from the API server. The
 //! states are read at scrape time from the clients' [`health`](crate::client::CachedClient::health),
 //! so a cache that degrades after construction shows it without any event. When
@@ -76,7 +77,7 @@ pub(crate) fn cache_labels(cache: &CacheName) -> CacheLabels {
     let selection = &cache.selection;
     vec![
         ("resource", cache.resource()),
-        ("namespace", selection.namespace().unwrap_or("").to_owned()),
+        ("cache_namespace", selection.namespace().unwrap_or("").to_owned()),
         (
             "label_selector",
             selection.label_selector().unwrap_or("").to_owned(),
