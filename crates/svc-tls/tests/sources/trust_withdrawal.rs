@@ -333,3 +333,37 @@ async fn a_pooled_connection_to_a_withdrawn_domain_takes_no_request_after_a_seco
         }
     }
 }
+
+/// Readiness in SPIFFE mode judges the trust bundle as well as the SVID: the workload
+/// is ready while the peer's domain is federated, not ready (saying the trust was
+/// withdrawn) once the agent stops sending its bundle, and ready again when it returns.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn readiness_follows_a_withdrawn_and_returned_trust_domain() {
+    use svc_tls::readiness::{Readiness, Verdict};
+    let f = federation().await;
+    // A grace for stale roots, so that only the withdrawal itself makes it not ready.
+    let readiness = Readiness::new().with_stale_grace(Duration::from_secs(600));
+    readiness.trust("trust", f.tls.trust_verifier().unwrap());
+    let report = readiness.report();
+    assert!(report.is_ready(), "federated: {report}");
+
+    f.home.set_federated_bundle("other.org", Vec::new());
+    poll_until("the withdrawal seen by readiness", || {
+        !readiness.report().is_ready()
+    })
+    .await;
+    let report = readiness.report();
+    match &report.checks[0].verdict {
+        Verdict::NotReady { reason } => {
+            assert!(reason.contains("every server is refused"), "{reason}");
+            assert!(reason.contains("other.org"), "{reason}");
+        }
+        other => panic!("withdrawn: {other:?}"),
+    }
+
+    f.home.set_federated_bundle("other.org", f.foreign.bundle());
+    poll_until("the returned domain seen by readiness", || {
+        readiness.report().is_ready()
+    })
+    .await;
+}
