@@ -45,10 +45,11 @@ use super::source::{IdentitySource, ReloadError};
 use super::state::{IdentityState, InvalidIdentity, Recorder, Recovery, StaleWarning};
 use crate::follow::Follower;
 use crate::last_good::{
-    Accepted, DEFAULT_WATCH_FAILURE_THRESHOLD, LastGood, MonotonicClock, Settings, WatchEvent,
-    WatchHealthState, WatchWords,
+    Accepted, DEFAULT_WATCH_FAILURE_THRESHOLD, Episode, Failure, LastGood, MonotonicClock,
+    Reporter, Served, Settings, WatchHealthState, WatchWords,
 };
 use crate::material::{CertificateValidity, Identity, time_text};
+use crate::origin::SourceHealth;
 use crate::watch::SourceError;
 
 /// Why an identity resolver could not be built.
@@ -71,10 +72,120 @@ struct Inner {
     recorder: Arc<dyn Recorder>,
 }
 
-const WATCH_WORDS: WatchWords = WatchWords {
-    subject: "client certificate",
-    consequence: "a renewed certificate would not be seen; presenting the identity last seen",
-};
+/// The identity's words and recorder events; the order of events is the core's.
+impl Reporter<Identity> for Inner {
+    type Error = ReloadError;
+
+    const WATCH_WORDS: WatchWords = WatchWords {
+        subject: "client certificate",
+        consequence: "a renewed certificate would not be seen; presenting the identity last seen",
+    };
+
+    fn core(&self) -> &LastGood<Identity> {
+        &self.core
+    }
+
+    fn origin(&self) -> &dyn fmt::Display {
+        self.source.origin()
+    }
+
+    fn health(&self) -> Option<SourceHealth> {
+        self.source.health()
+    }
+
+    fn loaded(&self, served: &Served<Identity>) {
+        self.recorder
+            .reloaded(self.source.origin(), &served.value, served.loaded_at);
+    }
+
+    fn failed(&self, error: &ReloadError, failures: u64) {
+        self.recorder
+            .reload_failed(self.source.origin(), error, failures);
+    }
+
+    /// A stale identity is warned about; one outside its validity period is an error
+    /// of its own (every peer refuses it).
+    fn stale(&self, error: &ReloadError, failure: &Failure<Identity>, suppressed: u64) {
+        let origin = self.source.origin();
+        let identity = &failure.served.value;
+        let validity = CertificateValidity::of(identity, SystemTime::now());
+        if validity.is_valid() {
+            let stale_for = failure.stale_for;
+            let warning = StaleWarning {
+                source: origin,
+                error,
+                serving_serial_hex: identity.serial_hex().to_string(),
+                stale_for,
+                suppressed,
+            };
+            tracing::warn!(
+                source = %origin,
+                error = %excerpt::chain(error),
+                serial = %warning.serving_serial_hex,
+                stale_for_secs = stale_for.as_secs(),
+                suppressed,
+                "client certificate reload failed; serving the last good identity \
+                 (stale for {}s, {} more failures suppressed since the last warning)",
+                stale_for.as_secs(),
+                suppressed,
+            );
+            self.recorder.stale_warning(&warning);
+        } else {
+            // Not the generic stale warning: the identity served is itself refused by
+            // every peer.
+            tracing::error!(
+                source = %origin,
+                error = %excerpt::chain(error),
+                serial = %identity.serial_hex(),
+                not_before = %time_text(identity.not_before()),
+                not_after = %time_text(identity.not_after()),
+                validity = %validity,
+                suppressed,
+                "client certificate reload failed and the identity served is {validity}: \
+                 peers refuse it until the Secret holds a valid certificate \
+                 ({suppressed} more failures suppressed since the last report)",
+            );
+            self.recorder.invalid_identity(&InvalidIdentity {
+                source: origin,
+                serial_hex: identity.serial_hex(),
+                validity,
+                reload_error: Some(error),
+                suppressed,
+            });
+        }
+    }
+
+    fn recovered(&self, identity: &Identity, episode: &Episode) {
+        let origin = self.source.origin();
+        let (failures, suppressed) = (episode.failures, episode.suppressed);
+        tracing::info!(
+            source = %origin,
+            serial = %identity.serial_hex(),
+            failures,
+            episode_secs = episode.duration.as_secs(),
+            suppressed,
+            "client certificate reloaded again after {failures} failed reloads over {}s \
+             ({suppressed} earlier recoveries not logged)",
+            episode.duration.as_secs(),
+        );
+        self.recorder.recovered(&Recovery {
+            source: origin,
+            serial_hex: identity.serial_hex(),
+            failures,
+            duration: episode.duration,
+        });
+    }
+
+    fn watch_failing(&self, state: &WatchHealthState, failing_for: Duration) {
+        self.recorder
+            .watch_failing(self.source.origin(), state, failing_for);
+    }
+
+    fn watch_recovered(&self, failed_for: Duration) {
+        self.recorder
+            .watch_recovered(self.source.origin(), failed_for);
+    }
+}
 
 fn same_identity(a: &Identity, b: &Identity) -> bool {
     Arc::ptr_eq(a.certified_key(), b.certified_key())
@@ -145,15 +256,14 @@ impl IdentityResolver {
             Err(error) => return Err(error.into()),
         };
         let core = LastGood::new(identity, version, settings);
-        let served = core.served();
-        recorder.reloaded(source.origin(), &served.value, served.loaded_at);
-        drop(served);
+        let inner = Inner {
+            source,
+            core,
+            recorder,
+        };
+        inner.loaded(&inner.core.served());
         let resolver = Self {
-            inner: Arc::new(Inner {
-                source,
-                core,
-                recorder,
-            }),
+            inner: Arc::new(inner),
         };
         if invalid {
             resolver.report_invalid_at_start();
@@ -195,138 +305,22 @@ impl IdentityResolver {
     /// The served slot is written only when the identity changed, and never with an
     /// identity read from an older version of the source than the one served.
     pub fn reload(&self) -> Identity {
-        let identity = match self.inner.source.current_on_handshake() {
-            Ok((identity, version)) => self.serve(identity, version),
+        let inner = &*self.inner;
+        let identity = match inner.source.current_on_handshake() {
+            Ok((identity, version)) => match inner.serve(identity, version, same_identity) {
+                // The common path: the identity read is the one served, handed back.
+                Accepted::Same(identity) => identity,
+                // Installed, or this handshake read an older snapshot than the one
+                // served: present the newer identity.
+                Accepted::Installed(served) | Accepted::Older(served) => served.value.clone(),
+            },
             // Another caller is loading the new version: present what is served.
             Err(ReloadError::InProgress) => self.current(),
-            Err(error) => self.failed(&error),
+            // Counted, reported (rate-limited), the last good identity presented.
+            Err(error) => inner.fail(&error).served.value.clone(),
         };
-        self.check_watch_health();
+        inner.check_watch_health();
         identity
-    }
-
-    /// A successful read: present it, installing it if it is new.
-    fn serve(&self, identity: Identity, version: Option<u64>) -> Identity {
-        let inner = &*self.inner;
-        let identity = match inner.core.accept(identity, version, same_identity) {
-            // The common path: the identity read is the one served, handed back.
-            Accepted::Same(identity) => identity,
-            Accepted::Installed(served) => {
-                let identity = served.value.clone();
-                inner
-                    .recorder
-                    .reloaded(inner.source.origin(), &identity, served.loaded_at);
-                identity
-            }
-            // This handshake read an older snapshot than the one served: present the
-            // newer identity.
-            Accepted::Older(current) => return current.value.clone(),
-        };
-        if let Some(episode) = inner.core.recover() {
-            let origin = inner.source.origin();
-            let (failures, suppressed) = (episode.failures, episode.suppressed);
-            tracing::info!(
-                source = %origin,
-                serial = %identity.serial_hex(),
-                failures,
-                episode_secs = episode.duration.as_secs(),
-                suppressed,
-                "client certificate reloaded again after {failures} failed reloads over {}s \
-                 ({suppressed} earlier recoveries not logged)",
-                episode.duration.as_secs(),
-            );
-            inner.recorder.recovered(&Recovery {
-                source: origin,
-                serial_hex: identity.serial_hex(),
-                failures,
-                duration: episode.duration,
-            });
-        }
-        identity
-    }
-
-    /// A failed read: count it, report it (rate-limited), present the last good identity.
-    fn failed(&self, error: &ReloadError) -> Identity {
-        let inner = &*self.inner;
-        let origin = inner.source.origin();
-        let failure = inner.core.fail();
-        inner
-            .recorder
-            .reload_failed(origin, error, failure.failures);
-        let identity = &failure.served.value;
-        let Some(suppressed) = failure.report else {
-            return identity.clone();
-        };
-        let validity = CertificateValidity::of(identity, SystemTime::now());
-        if validity.is_valid() {
-            let stale_for = failure.stale_for;
-            let warning = StaleWarning {
-                source: origin,
-                error,
-                serving_serial_hex: identity.serial_hex().to_string(),
-                stale_for,
-                suppressed,
-            };
-            tracing::warn!(
-                source = %origin,
-                error = %excerpt::chain(error),
-                serial = %warning.serving_serial_hex,
-                stale_for_secs = stale_for.as_secs(),
-                suppressed,
-                "client certificate reload failed; serving the last good identity \
-                 (stale for {}s, {} more failures suppressed since the last warning)",
-                stale_for.as_secs(),
-                suppressed,
-            );
-            inner.recorder.stale_warning(&warning);
-        } else {
-            // Not the generic stale warning: the identity served is itself refused by
-            // every peer.
-            tracing::error!(
-                source = %origin,
-                error = %excerpt::chain(error),
-                serial = %identity.serial_hex(),
-                not_before = %time_text(identity.not_before()),
-                not_after = %time_text(identity.not_after()),
-                validity = %validity,
-                suppressed,
-                "client certificate reload failed and the identity served is {validity}: \
-                 peers refuse it until the Secret holds a valid certificate \
-                 ({suppressed} more failures suppressed since the last report)",
-            );
-            inner.recorder.invalid_identity(&InvalidIdentity {
-                source: origin,
-                serial_hex: identity.serial_hex(),
-                validity,
-                reload_error: Some(error),
-                suppressed,
-            });
-        }
-        identity.clone()
-    }
-
-    /// At most once a second (one clock read and one atomic load otherwise), looks at
-    /// the source's watch and reports it.
-    fn check_watch_health(&self) {
-        let source = &self.inner.source;
-        if let Some((state, event)) = self.inner.core.check_watch(|| source.health()) {
-            self.report_watch(&state, event);
-        }
-    }
-
-    fn report_watch(&self, state: &WatchHealthState, event: Option<WatchEvent>) {
-        let inner = &*self.inner;
-        let origin = inner.source.origin();
-        let Some(event) = event else { return };
-        event.log(origin, state, WATCH_WORDS);
-        match event {
-            WatchEvent::Recovered { failed_for } => {
-                inner.recorder.watch_recovered(origin, failed_for);
-            }
-            WatchEvent::Failing { failing_for, .. } => {
-                inner.recorder.watch_failing(origin, state, failing_for);
-            }
-        }
     }
 
     /// The identity currently served (the last good one), without reloading.
@@ -338,13 +332,7 @@ impl IdentityResolver {
     /// whether the certificate is valid now, and the health of the source's watch.
     pub fn state(&self) -> IdentityState {
         let inner = &*self.inner;
-        let watch = inner
-            .core
-            .watch_state(inner.source.health())
-            .map(|(state, event)| {
-                self.report_watch(&state, event);
-                state
-            });
+        let watch = inner.watch_state();
         let served = inner.core.served();
         let identity = &served.value;
         IdentityState {

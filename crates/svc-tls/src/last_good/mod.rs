@@ -13,11 +13,13 @@
 //! (`watch_health.rs`).
 //!
 //! Nothing here records, and only the watch lines are worded here (the halves pass
-//! their words): the adapters word their other lines and call their recorders. Nothing waits on
-//! anything: atomics and one pointer swap.
+//! their words): the order of events (serve, fail, watch health) is written once in
+//! `report.rs`, over a half's `Reporter`, which words its other lines and calls its
+//! recorder. Nothing waits on anything: atomics and one pointer swap.
 
 mod clock;
 mod limiter;
+mod report;
 mod watch_health;
 
 use std::sync::Arc;
@@ -28,6 +30,7 @@ use arc_swap::{ArcSwap, Guard};
 
 pub use clock::{ManualClock, MonotonicClock, SystemClock};
 pub use limiter::{DEFAULT_WARNING_PERIOD, MAX_WARNING_PERIOD, WarningLimiter};
+pub(crate) use report::Reporter;
 pub use watch_health::{DEFAULT_WATCH_FAILURE_THRESHOLD, WatchHealthState};
 pub(crate) use watch_health::{WatchEvent, WatchTracker, WatchWords};
 

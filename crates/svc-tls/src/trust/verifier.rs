@@ -45,10 +45,11 @@ use super::error::{TrustError, TrustFailure};
 use super::source::{ReloadError, TrustSource};
 use super::state::{Recorder, TrustRecovery, TrustStaleWarning, TrustState};
 use crate::last_good::{
-    Accepted, DEFAULT_WATCH_FAILURE_THRESHOLD, LastGood, MonotonicClock, Served, Settings,
-    WatchEvent, WatchHealthState, WatchWords,
+    Accepted, DEFAULT_WATCH_FAILURE_THRESHOLD, Episode, Failure, LastGood, MonotonicClock,
+    Reporter, Served, Settings, WatchHealthState, WatchWords,
 };
 use crate::material::TrustAnchors;
+use crate::origin::SourceHealth;
 
 /// The roots being used and webpki's verifier for them.
 #[derive(Debug, Clone)]
@@ -56,11 +57,6 @@ struct Roots {
     anchors: Arc<TrustAnchors>,
     verifier: Arc<WebPkiServerVerifier>,
 }
-
-const WATCH_WORDS: WatchWords = WatchWords {
-    subject: "CA trust",
-    consequence: "a rotated CA would not be seen; verifying against the roots last seen",
-};
 
 fn same_roots(a: &Roots, b: &Roots) -> bool {
     Arc::ptr_eq(&a.anchors, &b.anchors)
@@ -76,6 +72,109 @@ struct Inner {
     recorder: Arc<dyn Recorder>,
     /// How long the last good roots stay in use once the source is gone or broken.
     max_without_source: Duration,
+}
+
+/// The trust's words and recorder events; the order of events is the core's.
+impl Reporter<Roots> for Inner {
+    type Error = TrustFailure;
+
+    const WATCH_WORDS: WatchWords = WatchWords {
+        subject: "CA trust",
+        consequence: "a rotated CA would not be seen; verifying against the roots last seen",
+    };
+
+    fn core(&self) -> &LastGood<Roots> {
+        &self.core
+    }
+
+    fn origin(&self) -> &dyn fmt::Display {
+        self.source.origin()
+    }
+
+    fn health(&self) -> Option<SourceHealth> {
+        self.source.health()
+    }
+
+    fn loaded(&self, served: &Served<Roots>) {
+        self.recorder.trust_loaded(
+            self.source.origin(),
+            &served.value.anchors,
+            served.loaded_at,
+        );
+    }
+
+    fn failed(&self, failure: &TrustFailure, failures: u64) {
+        self.recorder
+            .trust_reload_failed(self.source.origin(), failure, failures);
+    }
+
+    /// A withdrawal is an error of its own (every server is refused); any other
+    /// failure is a stale-trust warning.
+    fn stale(&self, failure: &TrustFailure, failed: &Failure<Roots>, suppressed: u64) {
+        let origin = self.source.origin();
+        if matches!(failure, TrustFailure::Reload(ReloadError::Withdrawn(_))) {
+            tracing::error!(
+                source = %origin,
+                error = %excerpt::chain(failure),
+                suppressed,
+                "CA trust withdrawn by its source; refusing every server until it trusts \
+                 roots again ({suppressed} more failures suppressed since the last report)",
+            );
+            return;
+        }
+        let stale_for = failed.stale_for;
+        let warning = TrustStaleWarning {
+            source: origin,
+            error: failure,
+            roots: failed.served.value.anchors.len(),
+            stale_for,
+            suppressed,
+        };
+        tracing::warn!(
+            source = %origin,
+            error = %excerpt::chain(failure),
+            roots = warning.roots,
+            stale_for_secs = stale_for.as_secs(),
+            suppressed,
+            "CA trust reload failed; verifying servers against the last good roots \
+             (stale for {}s, {} more failures suppressed since the last warning)",
+            stale_for.as_secs(),
+            suppressed,
+        );
+        self.recorder.trust_stale_warning(&warning);
+    }
+
+    fn recovered(&self, roots: &Roots, episode: &Episode) {
+        let origin = self.source.origin();
+        let (failures, suppressed) = (episode.failures, episode.suppressed);
+        let roots = roots.anchors.len();
+        tracing::info!(
+            source = %origin,
+            roots,
+            failures,
+            episode_secs = episode.duration.as_secs(),
+            suppressed,
+            "CA trust reloaded again after {failures} failed reloads over {}s \
+             ({suppressed} earlier recoveries not logged)",
+            episode.duration.as_secs(),
+        );
+        self.recorder.trust_recovered(&TrustRecovery {
+            source: origin,
+            roots,
+            failures,
+            duration: episode.duration,
+        });
+    }
+
+    fn watch_failing(&self, state: &WatchHealthState, failing_for: Duration) {
+        self.recorder
+            .trust_watch_failing(self.source.origin(), state, failing_for);
+    }
+
+    fn watch_recovered(&self, failed_for: Duration) {
+        self.recorder
+            .trust_watch_recovered(self.source.origin(), failed_for);
+    }
 }
 
 /// A rustls server-certificate verifier whose roots follow a watched source (the
@@ -196,19 +295,18 @@ impl TrustVerifier {
             })?;
         let max_without_source = settings.max_without_source;
         let core = LastGood::new(Roots { anchors, verifier }, version, settings);
-        let served = core.served();
-        recorder.trust_loaded(source.origin(), &served.value.anchors, served.loaded_at);
-        drop(served);
+        let inner = Inner {
+            withdrawn: AtomicBool::new(false),
+            source,
+            provider,
+            authorization,
+            core,
+            recorder,
+            max_without_source,
+        };
+        inner.loaded(&inner.core.served());
         Ok(Self {
-            inner: Arc::new(Inner {
-                withdrawn: AtomicBool::new(false),
-                source,
-                provider,
-                authorization,
-                core,
-                recorder,
-                max_without_source,
-            }),
+            inner: Arc::new(inner),
         })
     }
 
@@ -238,7 +336,7 @@ impl TrustVerifier {
             }
             Err(error) => self.failed(&TrustFailure::Reload(error)),
         };
-        self.check_watch_health();
+        self.inner.check_watch_health();
         served
     }
 
@@ -250,102 +348,35 @@ impl TrustVerifier {
     ) -> Result<Arc<Served<Roots>>, rustls::Error> {
         let inner = &*self.inner;
         let current = inner.core.served();
-        let served = if Arc::ptr_eq(&current.value.anchors, &anchors) {
-            arc_swap::Guard::into_inner(current)
-        } else {
-            drop(current);
-            let verifier = match build_verifier(&anchors, &inner.provider) {
-                Ok(verifier) => verifier,
-                Err(source) => {
-                    return self.failed(&TrustFailure::Verifier {
-                        origin: inner.source.origin().clone(),
-                        source,
-                    });
-                }
-            };
-            match inner
-                .core
-                .accept(Roots { anchors, verifier }, version, same_roots)
-            {
-                Accepted::Same(_) => inner.core.served_full(),
-                Accepted::Installed(served) => {
-                    inner.recorder.trust_loaded(
-                        inner.source.origin(),
-                        &served.value.anchors,
-                        served.loaded_at,
-                    );
-                    served
-                }
-                // An older snapshot than the roots used: keep them.
-                Accepted::Older(current) => return Ok(current),
+        if Arc::ptr_eq(&current.value.anchors, &anchors) {
+            let served = arc_swap::Guard::into_inner(current);
+            inner.end_episode(&served.value);
+            return Ok(served);
+        }
+        drop(current);
+        let verifier = match build_verifier(&anchors, &inner.provider) {
+            Ok(verifier) => verifier,
+            Err(source) => {
+                return self.failed(&TrustFailure::Verifier {
+                    origin: inner.source.origin().clone(),
+                    source,
+                });
             }
         };
-        if let Some(episode) = inner.core.recover() {
-            let origin = inner.source.origin();
-            let (failures, suppressed) = (episode.failures, episode.suppressed);
-            let roots = served.value.anchors.len();
-            tracing::info!(
-                source = %origin,
-                roots,
-                failures,
-                episode_secs = episode.duration.as_secs(),
-                suppressed,
-                "CA trust reloaded again after {failures} failed reloads over {}s \
-                 ({suppressed} earlier recoveries not logged)",
-                episode.duration.as_secs(),
-            );
-            inner.recorder.trust_recovered(&TrustRecovery {
-                source: origin,
-                roots,
-                failures,
-                duration: episode.duration,
-            });
-        }
-        Ok(served)
+        Ok(
+            match inner.serve(Roots { anchors, verifier }, version, same_roots) {
+                Accepted::Same(_) => inner.core.served_full(),
+                // Installed, or an older snapshot than the roots used: keep those.
+                Accepted::Installed(served) | Accepted::Older(served) => served,
+            },
+        )
     }
 
     /// A failed read: count it, report it (rate-limited), use the last good roots
     /// while they have not expired.
     fn failed(&self, failure: &TrustFailure) -> Result<Arc<Served<Roots>>, rustls::Error> {
         let inner = &*self.inner;
-        let origin = inner.source.origin();
-        let failed = inner.core.fail();
-        inner
-            .recorder
-            .trust_reload_failed(origin, failure, failed.failures);
-        let withdrawn = matches!(failure, TrustFailure::Reload(ReloadError::Withdrawn(_)));
-        if let Some(suppressed) = failed.report
-            && withdrawn
-        {
-            tracing::error!(
-                source = %origin,
-                error = %excerpt::chain(failure),
-                suppressed,
-                "CA trust withdrawn by its source; refusing every server until it trusts \
-                 roots again ({suppressed} more failures suppressed since the last report)",
-            );
-        } else if let Some(suppressed) = failed.report {
-            let stale_for = failed.stale_for;
-            let warning = TrustStaleWarning {
-                source: origin,
-                error: failure,
-                roots: failed.served.value.anchors.len(),
-                stale_for,
-                suppressed,
-            };
-            tracing::warn!(
-                source = %origin,
-                error = %excerpt::chain(failure),
-                roots = warning.roots,
-                stale_for_secs = stale_for.as_secs(),
-                suppressed,
-                "CA trust reload failed; verifying servers against the last good roots \
-                 (stale for {}s, {} more failures suppressed since the last warning)",
-                stale_for.as_secs(),
-                suppressed,
-            );
-            inner.recorder.trust_stale_warning(&warning);
-        }
+        let failed = inner.fail(failure);
         let source_gone = matches!(
             failure,
             TrustFailure::Reload(
@@ -355,7 +386,7 @@ impl TrustVerifier {
         if source_gone && failed.failing_for > inner.max_without_source {
             if failed.report.is_some() {
                 tracing::error!(
-                    source = %origin,
+                    source = %inner.source.origin(),
                     failing_for_secs = failed.failing_for.as_secs(),
                     limit_secs = inner.max_without_source.as_secs(),
                     "CA Secret or ConfigMap missing or unreadable for longer than its roots are kept; \
@@ -375,41 +406,10 @@ impl TrustVerifier {
         }
     }
 
-    /// At most once a second, looks at the source's watch and reports it.
-    fn check_watch_health(&self) {
-        let source = &self.inner.source;
-        if let Some((state, event)) = self.inner.core.check_watch(|| source.health()) {
-            self.report_watch(&state, event);
-        }
-    }
-
-    fn report_watch(&self, state: &WatchHealthState, event: Option<WatchEvent>) {
-        let inner = &*self.inner;
-        let origin = inner.source.origin();
-        let Some(event) = event else { return };
-        event.log(origin, state, WATCH_WORDS);
-        match event {
-            WatchEvent::Recovered { failed_for } => {
-                inner.recorder.trust_watch_recovered(origin, failed_for);
-            }
-            WatchEvent::Failing { failing_for, .. } => {
-                inner
-                    .recorder
-                    .trust_watch_failing(origin, state, failing_for);
-            }
-        }
-    }
-
     /// A snapshot of the visible state: roots used, failures, staleness, watch health.
     pub fn state(&self) -> TrustState {
         let inner = &*self.inner;
-        let watch = inner
-            .core
-            .watch_state(inner.source.health())
-            .map(|(state, event)| {
-                self.report_watch(&state, event);
-                state
-            });
+        let watch = inner.watch_state();
         let served = inner.core.served();
         TrustState {
             source: inner.source.origin().clone(),

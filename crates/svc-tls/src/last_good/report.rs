@@ -1,0 +1,120 @@
+//! The reporting both halves share, written once: what a good read, a failed read and
+//! the watch's health become (which event, in which order), over a half's
+//! [`Reporter`]. The half words its own lines (but for the watch lines, worded here
+//! from its [`WatchWords`]) and calls its own recorder; this file decides when.
+
+use std::fmt;
+use std::time::Duration;
+
+use super::{
+    Accepted, Episode, Failure, LastGood, Served, WatchEvent, WatchHealthState, WatchWords,
+};
+use crate::origin::SourceHealth;
+
+/// One half (the identity resolver, the trust verifier) over its last-good core: its
+/// words and its recorder's events, implemented by the half; the shared runs (serve,
+/// fail, watch health) are the provided methods.
+pub(crate) trait Reporter<T> {
+    /// Why a read failed, as the half knows it.
+    type Error: ?Sized;
+
+    /// How the half names itself in the watch lines.
+    const WATCH_WORDS: WatchWords;
+
+    /// The half's last-good core.
+    fn core(&self) -> &LastGood<T>;
+
+    /// Where the value is read from, as logged.
+    fn origin(&self) -> &dyn fmt::Display;
+
+    /// The health of the watch behind the source (`None` for a source without one).
+    fn health(&self) -> Option<SourceHealth>;
+
+    /// A new value is served (at start-up, and each time a read installs one).
+    fn loaded(&self, served: &Served<T>);
+
+    /// A read failed; `failures` reads have failed since the core was built.
+    fn failed(&self, error: &Self::Error, failures: u64);
+
+    /// A failed read admitted for a report (`suppressed` held back since the last
+    /// one): log it and record it.
+    fn stale(&self, error: &Self::Error, failure: &Failure<T>, suppressed: u64);
+
+    /// A good read of `value` ended an episode of failures, admitted for one line: log
+    /// it and record it.
+    fn recovered(&self, value: &T, episode: &Episode);
+
+    /// The watch has been failing for `failing_for` (logged already): record it.
+    fn watch_failing(&self, state: &WatchHealthState, failing_for: Duration);
+
+    /// The watch receives changes again after `failed_for` (logged already): record it.
+    fn watch_recovered(&self, failed_for: Duration);
+
+    /// A good read of `value` from `version`: installed unless `same` says it is the
+    /// value served or it is older than the one served (see [`LastGood::accept`]), an
+    /// install reported as loaded, and the episode of failures it ends reported.
+    fn serve(&self, value: T, version: Option<u64>, same: impl Fn(&T, &T) -> bool) -> Accepted<T>
+    where
+        T: Clone,
+    {
+        let accepted = self.core().accept(value, version, same);
+        let value = match &accepted {
+            Accepted::Same(value) => value,
+            Accepted::Installed(served) => {
+                self.loaded(served);
+                &served.value
+            }
+            // Nothing installed, nothing ended: the newer value stays.
+            Accepted::Older(_) => return accepted,
+        };
+        self.end_episode(value);
+        accepted
+    }
+
+    /// After a good read of `value`: closes the episode of failures if one is open,
+    /// reporting it when its line is admitted.
+    fn end_episode(&self, value: &T) {
+        if let Some(episode) = self.core().recover() {
+            self.recovered(value, &episode);
+        }
+    }
+
+    /// A failed read: counted and recorded, reported when the limiter admits it; the
+    /// last good value is in the answer.
+    fn fail(&self, error: &Self::Error) -> Failure<T> {
+        let failure = self.core().fail();
+        self.failed(error, failure.failures);
+        if let Some(suppressed) = failure.report {
+            self.stale(error, &failure, suppressed);
+        }
+        failure
+    }
+
+    /// On a handshake, at most once a second (one clock read and one atomic load
+    /// otherwise): looks at the source's watch and reports what changed.
+    fn check_watch_health(&self) {
+        if let Some((state, event)) = self.core().check_watch(|| self.health()) {
+            self.report_watch(&state, event);
+        }
+    }
+
+    /// For a state snapshot: the watch's health now (a recovery is still reported).
+    fn watch_state(&self) -> Option<WatchHealthState> {
+        self.core()
+            .watch_state(self.health())
+            .map(|(state, event)| {
+                self.report_watch(&state, event);
+                state
+            })
+    }
+
+    /// Logs a watch event in the half's words, then records it.
+    fn report_watch(&self, state: &WatchHealthState, event: Option<WatchEvent>) {
+        let Some(event) = event else { return };
+        event.log(self.origin(), state, Self::WATCH_WORDS);
+        match event {
+            WatchEvent::Recovered { failed_for } => self.watch_recovered(failed_for),
+            WatchEvent::Failing { failing_for, .. } => self.watch_failing(state, failing_for),
+        }
+    }
+}
