@@ -14,11 +14,11 @@ use kube_testbed::Testbed;
 use rustls::ClientConfig;
 use support::*;
 use svc_tls::client::{PeerClientError, TrustMode, client_config};
-use svc_tls::last_good::ManualClock;
+use svc_tls::last_good::{ManualClock, StaleWarning};
 use svc_tls::material::TrustAnchors;
 use svc_tls::options::{ClientIdentityOptions, PeerOptions, SecretRef};
 use svc_tls::origin::TrustOrigin;
-use svc_tls::trust::{Recorder, ReloadError, TrustError, TrustStaleWarning, TrustVerifier};
+use svc_tls::trust::{Recorder, ReloadError, TrustError, TrustVerifier};
 use test_support::poll_until;
 
 const CA_NAME: &str = "identity-ca";
@@ -89,17 +89,17 @@ struct Recorded {
 }
 
 impl Recorder for Recorded {
-    fn trust_loaded(&self, _: &TrustOrigin, anchors: &TrustAnchors, _: std::time::SystemTime) {
+    fn loaded(&self, _: &TrustOrigin, anchors: &TrustAnchors, _: std::time::SystemTime) {
         self.loads.lock().unwrap().push(anchors.len());
     }
-    fn trust_reload_failed(&self, _: &TrustOrigin, _: &(dyn std::error::Error + 'static), n: u64) {
+    fn reload_failed(&self, _: &TrustOrigin, _: &(dyn std::error::Error + 'static), n: u64) {
         self.failures.store(n, Ordering::SeqCst);
     }
-    fn trust_stale_warning(&self, w: &TrustStaleWarning<'_>) {
+    fn stale_warning(&self, w: &StaleWarning<'_, TrustOrigin, TrustAnchors>) {
         self.warnings
             .lock()
             .unwrap()
-            .push((w.suppressed, w.stale_for, w.roots));
+            .push((w.suppressed, w.stale_for, w.serving.len()));
     }
 }
 

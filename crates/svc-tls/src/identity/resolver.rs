@@ -42,11 +42,11 @@ use rustls::client::ResolvesClientCert;
 use rustls::sign::CertifiedKey;
 
 use super::source::{IdentitySource, ReloadError};
-use super::state::{IdentityState, InvalidIdentity, Recorder, Recovery, StaleWarning};
+use super::state::{IdentityState, InvalidIdentity, Recorder};
 use crate::follow::Follower;
 use crate::last_good::{
     Accepted, DEFAULT_WATCH_FAILURE_THRESHOLD, Episode, Failure, LastGood, MonotonicClock,
-    Reporter, Served, Settings, WatchHealthState, WatchWords,
+    Recovery, Reporter, Served, Settings, StaleWarning, WatchHealthState, WatchWords,
 };
 use crate::material::{CertificateValidity, Identity, time_text};
 use crate::origin::SourceHealth;
@@ -95,7 +95,7 @@ impl Reporter<Identity> for Inner {
 
     fn loaded(&self, served: &Served<Identity>) {
         self.recorder
-            .reloaded(self.source.origin(), &served.value, served.loaded_at);
+            .loaded(self.source.origin(), &served.value, served.loaded_at);
     }
 
     fn failed(&self, error: &ReloadError, failures: u64) {
@@ -114,14 +114,14 @@ impl Reporter<Identity> for Inner {
             let warning = StaleWarning {
                 source: origin,
                 error,
-                serving_serial_hex: identity.serial_hex().to_string(),
+                serving: identity,
                 stale_for,
                 suppressed,
             };
             tracing::warn!(
                 source = %origin,
                 error = %excerpt::chain(error),
-                serial = %warning.serving_serial_hex,
+                serial = %identity.serial_hex(),
                 stale_for_secs = stale_for.as_secs(),
                 suppressed,
                 "client certificate reload failed; serving the last good identity \
@@ -170,7 +170,7 @@ impl Reporter<Identity> for Inner {
         );
         self.recorder.recovered(&Recovery {
             source: origin,
-            serial_hex: identity.serial_hex(),
+            serving: identity,
             failures,
             duration: episode.duration,
         });

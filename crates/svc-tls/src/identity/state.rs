@@ -1,28 +1,15 @@
-//! What the identity resolver tells the outside world: its visible state, the events
-//! of its rate-limited lines, and the [`Recorder`] that receives its state changes (a
-//! service that exports metrics implements it; the default records nothing).
+//! What the identity resolver tells the outside world: its visible state, the event
+//! of its own (an identity outside its validity period), and the [`Recorder`] that
+//! receives its state changes (a service that exports metrics implements it; the
+//! default records nothing). The stale warning and the recovery are the shared
+//! [`StaleWarning`] and [`Recovery`] of [`crate::last_good`].
 
 use std::fmt;
 use std::time::{Duration, SystemTime};
 
-use crate::last_good::{NoopRecorder, WatchHealthState};
+use crate::last_good::{NoopRecorder, Recovery, StaleWarning, WatchHealthState};
 use crate::material::{CertificateValidity, Identity};
 use crate::origin::IdentityOrigin;
-
-/// A warning that a reload failed and the last good identity is being served.
-#[derive(Debug)]
-pub struct StaleWarning<'a> {
-    /// The client-certificate Secret.
-    pub source: &'a IdentityOrigin,
-    /// Why this reload failed.
-    pub error: &'a (dyn std::error::Error + 'static),
-    /// Serial number (hex) of the identity still being served.
-    pub serving_serial_hex: String,
-    /// How long the identity being served has been stale (since the last good reload).
-    pub stale_for: Duration,
-    /// Failures not warned about since the previous warning.
-    pub suppressed: u64,
-}
 
 /// The served identity is outside its validity period: every peer refuses it.
 #[derive(Debug)]
@@ -38,19 +25,6 @@ pub struct InvalidIdentity<'a> {
     pub reload_error: Option<&'a (dyn std::error::Error + 'static)>,
     /// Reports suppressed by the limiter since the previous one.
     pub suppressed: u64,
-}
-
-/// The end of an episode of failed reloads.
-#[derive(Debug)]
-pub struct Recovery<'a> {
-    /// Where the identity comes from.
-    pub source: &'a IdentityOrigin,
-    /// Serial number (hex) of the identity now served.
-    pub serial_hex: &'a str,
-    /// Failed reloads during the episode.
-    pub failures: u64,
-    /// How long the episode lasted (first failure to recovery, monotonic clock).
-    pub duration: Duration,
 }
 
 /// The resolver's visible state, as returned by
@@ -85,9 +59,10 @@ pub struct IdentityState {
 /// (update atomics or a metrics facade; no I/O, no long locks). Every method has a
 /// no-op default.
 pub trait Recorder: Send + Sync + fmt::Debug + 'static {
-    /// A reload succeeded; `identity` is now served. Called on every successful
-    /// handshake-time reload (so `at` is the time of the last good reload).
-    fn reloaded(&self, source: &IdentityOrigin, identity: &Identity, at: SystemTime) {
+    /// An identity is now served: at start-up, and each time a reload reads a new one
+    /// (so `at` is the time of the last good reload; an unchanged Secret is not
+    /// reported again).
+    fn loaded(&self, source: &IdentityOrigin, identity: &Identity, at: SystemTime) {
         let _ = (source, identity, at);
     }
 
@@ -102,7 +77,7 @@ pub trait Recorder: Send + Sync + fmt::Debug + 'static {
     }
 
     /// A rate-limited stale-identity warning was logged (at `WARN` through `tracing`).
-    fn stale_warning(&self, warning: &StaleWarning<'_>) {
+    fn stale_warning(&self, warning: &StaleWarning<'_, IdentityOrigin, Identity>) {
         let _ = warning;
     }
 
@@ -115,7 +90,7 @@ pub trait Recorder: Send + Sync + fmt::Debug + 'static {
 
     /// Reloads succeed again after an episode of failures (rate-limited; logged at
     /// `INFO`).
-    fn recovered(&self, recovery: &Recovery<'_>) {
+    fn recovered(&self, recovery: &Recovery<'_, IdentityOrigin, Identity>) {
         let _ = recovery;
     }
 

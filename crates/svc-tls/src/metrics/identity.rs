@@ -18,7 +18,8 @@ use prometheus_client::registry::Registry;
 
 use super::counters::{MaterialResults, SourceCounters, index_of};
 use super::{LabelSet, SourceLabels};
-use crate::identity::{InvalidIdentity, Recorder, ReloadError, StaleWarning};
+use crate::identity::{InvalidIdentity, Recorder, ReloadError};
+use crate::last_good::StaleWarning;
 use crate::material::{Identity, MaterialErrorKind};
 use crate::origin::IdentityOrigin;
 use crate::spiffe::SpiffeError;
@@ -127,7 +128,7 @@ impl IdentityRecorder {
 }
 
 impl Recorder for IdentityRecorder {
-    fn reloaded(&self, _source: &IdentityOrigin, _identity: &Identity, _at: SystemTime) {
+    fn loaded(&self, _source: &IdentityOrigin, _identity: &Identity, _at: SystemTime) {
         self.counters.ok();
     }
 
@@ -140,7 +141,7 @@ impl Recorder for IdentityRecorder {
         self.counters.failed_at(failure_index(error));
     }
 
-    fn stale_warning(&self, warning: &StaleWarning<'_>) {
+    fn stale_warning(&self, warning: &StaleWarning<'_, IdentityOrigin, Identity>) {
         self.counters.suppressed(warning.suppressed);
     }
 

@@ -181,7 +181,7 @@ fn trust_and_watch_families_have_their_names_types_and_labels() {
         trust_domain: "example.org".to_owned(),
     };
     let recorder = metrics.trust_recorder(&origin, None);
-    recorder.trust_reload_failed(
+    recorder.reload_failed(
         &origin,
         &crate::trust::ReloadError::Withdrawn("de-federated".into()),
         1,

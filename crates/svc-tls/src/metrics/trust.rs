@@ -17,9 +17,10 @@ use prometheus_client::registry::Registry;
 
 use super::counters::{MaterialResults, SourceCounters, index_of};
 use super::{LabelSet, SourceLabels};
+use crate::last_good::StaleWarning;
 use crate::material::TrustAnchors;
 use crate::origin::TrustOrigin;
-use crate::trust::{Recorder, ReloadError, TrustStaleWarning};
+use crate::trust::{Recorder, ReloadError};
 
 /// The values of the `result` label of `svc_tls_trust_reloads_total`.
 pub const RELOAD_RESULTS: [&str; 8] = [
@@ -118,11 +119,11 @@ impl TrustRecorder {
 }
 
 impl Recorder for TrustRecorder {
-    fn trust_loaded(&self, _source: &TrustOrigin, _anchors: &TrustAnchors, _at: SystemTime) {
+    fn loaded(&self, _source: &TrustOrigin, _anchors: &TrustAnchors, _at: SystemTime) {
         self.counters.ok();
     }
 
-    fn trust_reload_failed(
+    fn reload_failed(
         &self,
         _source: &TrustOrigin,
         error: &(dyn std::error::Error + 'static),
@@ -131,7 +132,7 @@ impl Recorder for TrustRecorder {
         self.counters.failed_at(failure_index(error));
     }
 
-    fn trust_stale_warning(&self, warning: &TrustStaleWarning<'_>) {
+    fn stale_warning(&self, warning: &StaleWarning<'_, TrustOrigin, TrustAnchors>) {
         self.counters.suppressed(warning.suppressed);
     }
 }

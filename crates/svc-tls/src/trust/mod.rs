@@ -27,7 +27,7 @@ pub use from_configmap::{ConfigMapTrustBuilder, ConfigMapTrustSource, DEFAULT_CO
 pub use from_secret::{SecretTrustSource, TrustVerifierBuilder};
 pub use from_spiffe::SpiffeTrustSource;
 pub use source::{ReloadError, TrustSource};
-pub use state::{Recorder, TrustRecovery, TrustStaleWarning, TrustState};
+pub use state::{Recorder, TrustState};
 pub use verifier::TrustVerifier;
 
 /// The trust seam's reload error under the name it had before the two halves

@@ -1,10 +1,11 @@
-//! What the trust verifier tells the outside world: its visible state, the events of
-//! its rate-limited lines, and the [`Recorder`] that receives its state changes.
+//! What the trust verifier tells the outside world: its visible state and the
+//! [`Recorder`] that receives its state changes (the stale warning and the recovery
+//! are the shared [`StaleWarning`] and [`Recovery`] of [`crate::last_good`]).
 
 use std::fmt;
 use std::time::{Duration, SystemTime};
 
-use crate::last_good::{NoopRecorder, WatchHealthState};
+use crate::last_good::{NoopRecorder, Recovery, StaleWarning, WatchHealthState};
 use crate::material::TrustAnchors;
 use crate::origin::TrustOrigin;
 
@@ -33,49 +34,21 @@ pub struct TrustState {
     pub withdrawn: bool,
 }
 
-/// What a rate-limited stale-trust warning says.
-#[derive(Debug)]
-pub struct TrustStaleWarning<'a> {
-    /// Where the roots are read from.
-    pub source: &'a TrustOrigin,
-    /// Why the latest reload failed.
-    pub error: &'a (dyn std::error::Error + 'static),
-    /// How many roots the last good set holds (still used).
-    pub roots: usize,
-    /// How long the last good roots have been used since they were loaded.
-    pub stale_for: Duration,
-    /// Failures not warned about since the previous warning.
-    pub suppressed: u64,
-}
-
-/// The end of an episode of failed trust reloads.
-#[derive(Debug)]
-pub struct TrustRecovery<'a> {
-    /// Where the roots are read from.
-    pub source: &'a TrustOrigin,
-    /// How many roots are used now.
-    pub roots: usize,
-    /// Failed reloads during the episode.
-    pub failures: u64,
-    /// How long the episode lasted (first failure to recovery, monotonic clock).
-    pub duration: Duration,
-}
-
 /// Receives the trust verifier's state changes; implement it to export metrics.
 ///
 /// Called on the handshake path: implementations must be cheap and must not block.
-/// Every method has a no-op default. It has the shape of the identity resolver's
-/// [`Recorder`](crate::identity::Recorder), with names of its own so that one type
-/// may implement both.
+/// Every method has a no-op default. It has the shape and the names of the identity
+/// resolver's [`Recorder`](crate::identity::Recorder); one type may implement both
+/// (call such a type's methods through the trait, e.g. `trust::Recorder::loaded`).
 pub trait Recorder: Send + Sync + fmt::Debug + 'static {
     /// A new root set is used (at start-up, and each time the roots change; an
     /// unchanged Secret is not reported again).
-    fn trust_loaded(&self, source: &TrustOrigin, anchors: &TrustAnchors, at: SystemTime) {
+    fn loaded(&self, source: &TrustOrigin, anchors: &TrustAnchors, at: SystemTime) {
         let _ = (source, anchors, at);
     }
 
     /// A reload failed; `failures` is the total number of failed reloads so far.
-    fn trust_reload_failed(
+    fn reload_failed(
         &self,
         source: &TrustOrigin,
         error: &(dyn std::error::Error + 'static),
@@ -85,19 +58,19 @@ pub trait Recorder: Send + Sync + fmt::Debug + 'static {
     }
 
     /// A rate-limited stale-trust warning was logged (at `WARN` through `tracing`).
-    fn trust_stale_warning(&self, warning: &TrustStaleWarning<'_>) {
+    fn stale_warning(&self, warning: &StaleWarning<'_, TrustOrigin, TrustAnchors>) {
         let _ = warning;
     }
 
     /// Reloads succeed again after an episode of failures (rate-limited; logged at
     /// `INFO`).
-    fn trust_recovered(&self, recovery: &TrustRecovery<'_>) {
+    fn recovered(&self, recovery: &Recovery<'_, TrustOrigin, TrustAnchors>) {
         let _ = recovery;
     }
 
     /// The source's watch has been failing for `failing_for`, longer than the
     /// threshold (rate-limited; logged at `WARN`).
-    fn trust_watch_failing(
+    fn watch_failing(
         &self,
         source: &TrustOrigin,
         health: &WatchHealthState,
@@ -107,7 +80,7 @@ pub trait Recorder: Send + Sync + fmt::Debug + 'static {
     }
 
     /// The source's watch receives changes again after it was seen failing.
-    fn trust_watch_recovered(&self, source: &TrustOrigin, failed_for: Duration) {
+    fn watch_recovered(&self, source: &TrustOrigin, failed_for: Duration) {
         let _ = (source, failed_for);
     }
 }

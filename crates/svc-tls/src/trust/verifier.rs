@@ -43,10 +43,10 @@ use rustls_pki_types::{CertificateDer, ServerName, UnixTime};
 use super::authorization::{ServerAuthorization, authorize_spiffe_id, verify_chain};
 use super::error::{TrustError, TrustFailure};
 use super::source::{ReloadError, TrustSource};
-use super::state::{Recorder, TrustRecovery, TrustStaleWarning, TrustState};
+use super::state::{Recorder, TrustState};
 use crate::last_good::{
     Accepted, DEFAULT_WATCH_FAILURE_THRESHOLD, Episode, Failure, LastGood, MonotonicClock,
-    Reporter, Served, Settings, WatchHealthState, WatchWords,
+    Recovery, Reporter, Served, Settings, StaleWarning, WatchHealthState, WatchWords,
 };
 use crate::material::TrustAnchors;
 use crate::origin::SourceHealth;
@@ -96,7 +96,7 @@ impl Reporter<Roots> for Inner {
     }
 
     fn loaded(&self, served: &Served<Roots>) {
-        self.recorder.trust_loaded(
+        self.recorder.loaded(
             self.source.origin(),
             &served.value.anchors,
             served.loaded_at,
@@ -105,7 +105,7 @@ impl Reporter<Roots> for Inner {
 
     fn failed(&self, failure: &TrustFailure, failures: u64) {
         self.recorder
-            .trust_reload_failed(self.source.origin(), failure, failures);
+            .reload_failed(self.source.origin(), failure, failures);
     }
 
     /// A withdrawal is an error of its own (every server is refused); any other
@@ -123,17 +123,17 @@ impl Reporter<Roots> for Inner {
             return;
         }
         let stale_for = failed.stale_for;
-        let warning = TrustStaleWarning {
+        let warning = StaleWarning {
             source: origin,
             error: failure,
-            roots: failed.served.value.anchors.len(),
+            serving: &*failed.served.value.anchors,
             stale_for,
             suppressed,
         };
         tracing::warn!(
             source = %origin,
             error = %excerpt::chain(failure),
-            roots = warning.roots,
+            roots = warning.serving.len(),
             stale_for_secs = stale_for.as_secs(),
             suppressed,
             "CA trust reload failed; verifying servers against the last good roots \
@@ -141,16 +141,15 @@ impl Reporter<Roots> for Inner {
             stale_for.as_secs(),
             suppressed,
         );
-        self.recorder.trust_stale_warning(&warning);
+        self.recorder.stale_warning(&warning);
     }
 
     fn recovered(&self, roots: &Roots, episode: &Episode) {
         let origin = self.source.origin();
         let (failures, suppressed) = (episode.failures, episode.suppressed);
-        let roots = roots.anchors.len();
         tracing::info!(
             source = %origin,
-            roots,
+            roots = roots.anchors.len(),
             failures,
             episode_secs = episode.duration.as_secs(),
             suppressed,
@@ -158,9 +157,9 @@ impl Reporter<Roots> for Inner {
              ({suppressed} earlier recoveries not logged)",
             episode.duration.as_secs(),
         );
-        self.recorder.trust_recovered(&TrustRecovery {
+        self.recorder.recovered(&Recovery {
             source: origin,
-            roots,
+            serving: &*roots.anchors,
             failures,
             duration: episode.duration,
         });
@@ -168,12 +167,12 @@ impl Reporter<Roots> for Inner {
 
     fn watch_failing(&self, state: &WatchHealthState, failing_for: Duration) {
         self.recorder
-            .trust_watch_failing(self.source.origin(), state, failing_for);
+            .watch_failing(self.source.origin(), state, failing_for);
     }
 
     fn watch_recovered(&self, failed_for: Duration) {
         self.recorder
-            .trust_watch_recovered(self.source.origin(), failed_for);
+            .watch_recovered(self.source.origin(), failed_for);
     }
 }
 

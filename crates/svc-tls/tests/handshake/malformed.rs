@@ -12,9 +12,9 @@ use std::time::Duration;
 
 use kube_testbed::Testbed;
 use support::*;
-use svc_tls::identity::{IdentityError, IdentityResolver, Recorder, ReloadError, StaleWarning};
-use svc_tls::last_good::ManualClock;
-use svc_tls::material::{CertificateValidity, MaterialError, MaterialErrorKind};
+use svc_tls::identity::{IdentityError, IdentityResolver, Recorder, ReloadError};
+use svc_tls::last_good::{ManualClock, StaleWarning};
+use svc_tls::material::{CertificateValidity, Identity, MaterialError, MaterialErrorKind};
 use svc_tls::options::SecretRef;
 use svc_tls::origin::IdentityOrigin;
 
@@ -181,7 +181,7 @@ impl Recorder for Warnings {
     fn reload_failed(&self, _: &IdentityOrigin, _: &(dyn std::error::Error + 'static), n: u64) {
         self.failures.store(n, Ordering::SeqCst);
     }
-    fn stale_warning(&self, w: &StaleWarning<'_>) {
+    fn stale_warning(&self, w: &StaleWarning<'_, IdentityOrigin, Identity>) {
         self.seen.lock().unwrap().push(w.error.to_string());
     }
 }

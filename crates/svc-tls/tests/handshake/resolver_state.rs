@@ -14,11 +14,8 @@ use std::time::{Duration, SystemTime};
 
 use kube_testbed::Testbed;
 use support::*;
-use svc_tls::identity::{
-    IdentityResolver, IdentitySource, InvalidIdentity, Recorder, Recovery, ReloadError,
-    StaleWarning,
-};
-use svc_tls::last_good::{ManualClock, NoopRecorder, WatchHealthState};
+use svc_tls::identity::{IdentityResolver, IdentitySource, InvalidIdentity, Recorder, ReloadError};
+use svc_tls::last_good::{ManualClock, NoopRecorder, Recovery, StaleWarning, WatchHealthState};
 use svc_tls::material::{CertificateValidity, Identity, load_identity_from_pem};
 use svc_tls::options::SecretRef;
 use svc_tls::origin::IdentityOrigin;
@@ -41,13 +38,13 @@ struct Events {
 }
 
 impl Recorder for Events {
-    fn reloaded(&self, _: &IdentityOrigin, identity: &Identity, _: SystemTime) {
+    fn loaded(&self, _: &IdentityOrigin, identity: &Identity, _: SystemTime) {
         self.reloaded
             .lock()
             .unwrap()
             .push(identity.serial_hex().to_owned());
     }
-    fn stale_warning(&self, w: &StaleWarning<'_>) {
+    fn stale_warning(&self, w: &StaleWarning<'_, IdentityOrigin, Identity>) {
         self.stale.lock().unwrap().push(w.suppressed);
     }
     fn invalid_identity(&self, e: &InvalidIdentity<'_>) {
@@ -56,7 +53,7 @@ impl Recorder for Events {
             .unwrap()
             .push((e.validity, e.reload_error.is_some()));
     }
-    fn recovered(&self, r: &Recovery<'_>) {
+    fn recovered(&self, r: &Recovery<'_, IdentityOrigin, Identity>) {
         self.recovered
             .lock()
             .unwrap()

@@ -14,8 +14,9 @@ use rustls_pki_types::pem::PemObject;
 use kube_testbed::{Rule, Testbed};
 use support::*;
 use svc_tls::client::reqwest_client;
-use svc_tls::identity::{IdentityError, IdentityResolver, Recorder, ReloadError, StaleWarning};
-use svc_tls::last_good::ManualClock;
+use svc_tls::identity::{IdentityError, IdentityResolver, Recorder, ReloadError};
+use svc_tls::last_good::{ManualClock, StaleWarning};
+use svc_tls::material::Identity;
 use svc_tls::options::SecretRef;
 use svc_tls::origin::IdentityOrigin;
 use svc_tls::watch::SourceError;
@@ -137,18 +138,13 @@ struct Recorded {
 }
 
 impl Recorder for Recorded {
-    fn reloaded(
-        &self,
-        _: &IdentityOrigin,
-        _: &svc_tls::material::Identity,
-        _: std::time::SystemTime,
-    ) {
+    fn loaded(&self, _: &IdentityOrigin, _: &Identity, _: std::time::SystemTime) {
         self.reloads.fetch_add(1, Ordering::SeqCst);
     }
     fn reload_failed(&self, _: &IdentityOrigin, _: &(dyn std::error::Error + 'static), n: u64) {
         self.failures.store(n, Ordering::SeqCst);
     }
-    fn stale_warning(&self, w: &StaleWarning<'_>) {
+    fn stale_warning(&self, w: &StaleWarning<'_, IdentityOrigin, Identity>) {
         self.warnings
             .lock()
             .unwrap()
