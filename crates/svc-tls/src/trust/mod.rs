@@ -29,7 +29,3 @@ pub use from_spiffe::SpiffeTrustSource;
 pub use source::{ReloadError, TrustSource};
 pub use state::{Recorder, TrustState};
 pub use verifier::TrustVerifier;
-
-/// The trust seam's reload error under the name it had before the two halves
-/// shared one shape.
-pub type TrustReloadError = ReloadError;
