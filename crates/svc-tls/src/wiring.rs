@@ -13,12 +13,13 @@ use cluster_id::ClusterId;
 use std::time::Duration;
 
 use crate::identity::{self, IdentityResolver};
-use crate::last_good::{NoopRecorder, Settings};
+use crate::last_good::{NoopRecorder, Recorder, Settings};
+use crate::material::TrustAnchors;
 #[cfg(feature = "metrics")]
 use crate::metrics::Metrics;
 use crate::origin::{IdentityOrigin, SecretRef, TrustOrigin};
 use crate::principal;
-use crate::trust::{self, SecretTrustSource, ServerAuthorization, TrustError, TrustVerifier};
+use crate::trust::{SecretTrustSource, ServerAuthorization, TrustError, TrustVerifier};
 use crate::watch::SecretWatches;
 
 /// The identity recorder for a resolver over `origin` built on `watches` (a
@@ -43,7 +44,7 @@ pub(crate) fn trust_recorder(
     watches: &SecretWatches,
     origin: &TrustOrigin,
     cluster: Option<&ClusterId>,
-) -> Arc<dyn trust::Recorder> {
+) -> Arc<dyn Recorder<TrustOrigin, TrustAnchors>> {
     #[cfg(feature = "metrics")]
     if let Some(metrics) = Metrics::installed_in(watches) {
         return metrics.trust_recorder(origin, cluster);

@@ -14,11 +14,11 @@ use kube_testbed::Testbed;
 use rustls::ClientConfig;
 use support::*;
 use svc_tls::client::{PeerClientError, TrustMode, client_config};
-use svc_tls::last_good::{ManualClock, StaleWarning};
+use svc_tls::last_good::{ManualClock, Recorder, StaleWarning};
 use svc_tls::material::TrustAnchors;
 use svc_tls::options::{ClientIdentityOptions, PeerOptions, SecretRef};
 use svc_tls::origin::TrustOrigin;
-use svc_tls::trust::{Recorder, ReloadError, TrustError, TrustVerifier};
+use svc_tls::trust::{ReloadError, TrustError, TrustVerifier};
 use test_support::poll_until;
 
 const CA_NAME: &str = "identity-ca";
@@ -60,7 +60,11 @@ fn watched(verifier: &TrustVerifier) -> Arc<ClientConfig> {
     Arc::new(client_config(provider(), TrustMode::Watched(verifier.clone()), None).unwrap())
 }
 
-async fn verifier(tb: &Testbed, recorder: Arc<dyn Recorder>, clock: &ManualClock) -> TrustVerifier {
+async fn verifier(
+    tb: &Testbed,
+    recorder: Arc<dyn Recorder<TrustOrigin, TrustAnchors>>,
+    clock: &ManualClock,
+) -> TrustVerifier {
     TrustVerifier::builder(tb.client(), ca_ref())
         .sync_timeout(Duration::from_secs(10))
         .recorder(recorder)
@@ -88,7 +92,7 @@ struct Recorded {
     warnings: Mutex<Vec<(u64, Duration, usize)>>,
 }
 
-impl Recorder for Recorded {
+impl Recorder<TrustOrigin, TrustAnchors> for Recorded {
     fn loaded(&self, _: &TrustOrigin, anchors: &TrustAnchors, _: std::time::SystemTime) {
         self.loads.lock().unwrap().push(anchors.len());
     }

@@ -13,9 +13,10 @@ use std::time::Duration;
 use kube_testbed::Testbed;
 use support::*;
 use svc_tls::identity::{IdentityResolver, InvalidIdentity, Recorder};
-use svc_tls::last_good::ManualClock;
-use svc_tls::material::CertificateValidity;
+use svc_tls::last_good::{self, ManualClock};
+use svc_tls::material::{CertificateValidity, Identity};
 use svc_tls::options::SecretRef;
+use svc_tls::origin::IdentityOrigin;
 use test_support::logs::CapturedLogs;
 use test_support::pki::Leaf;
 
@@ -35,6 +36,8 @@ fn error_lines(name: &str) -> Vec<String> {
 
 #[derive(Debug, Default)]
 struct Invalid(Mutex<Vec<(String, CertificateValidity, bool)>>);
+
+impl last_good::Recorder<IdentityOrigin, Identity> for Invalid {}
 
 impl Recorder for Invalid {
     fn invalid_identity(&self, event: &InvalidIdentity<'_>) {

@@ -1,13 +1,12 @@
 //! What the identity resolver tells the outside world: its visible state, the event
 //! of its own (an identity outside its validity period), and the [`Recorder`] that
 //! receives its state changes (a service that exports metrics implements it; the
-//! default records nothing). The stale warning and the recovery are the shared
-//! [`StaleWarning`] and [`Recovery`] of [`crate::last_good`].
+//! default records nothing). The rest of its events, the stale warning and the
+//! recovery among them, are the shared ones of [`crate::last_good`].
 
-use std::fmt;
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 
-use crate::last_good::{NoopRecorder, Recovery, StaleWarning, WatchHealthState};
+use crate::last_good::{self, NoopRecorder, WatchHealthState};
 use crate::material::{CertificateValidity, Identity};
 use crate::origin::IdentityOrigin;
 
@@ -53,61 +52,18 @@ pub struct IdentityState {
     pub watch: Option<WatchHealthState>,
 }
 
-/// Receives the resolver's state changes; implement it to export metrics.
+/// Receives the resolver's state changes; implement it to export metrics: the
+/// shared [`last_good::Recorder`] for an identity, and the one event of the identity's
+/// own, [`Recorder::invalid_identity`] (no-op by default: an implementation that does
+/// not need it writes `impl identity::Recorder for MyRecorder {}`).
 ///
-/// Called on the handshake path: implementations must be cheap and must not block
-/// (update atomics or a metrics facade; no I/O, no long locks). Every method has a
-/// no-op default.
-pub trait Recorder: Send + Sync + fmt::Debug + 'static {
-    /// An identity is now served: at start-up, and each time a reload reads a new one
-    /// (so `at` is the time of the last good reload; an unchanged Secret is not
-    /// reported again).
-    fn loaded(&self, source: &IdentityOrigin, identity: &Identity, at: SystemTime) {
-        let _ = (source, identity, at);
-    }
-
-    /// A reload failed; `failures` is the total number of failed reloads so far.
-    fn reload_failed(
-        &self,
-        source: &IdentityOrigin,
-        error: &(dyn std::error::Error + 'static),
-        failures: u64,
-    ) {
-        let _ = (source, error, failures);
-    }
-
-    /// A rate-limited stale-identity warning was logged (at `WARN` through `tracing`).
-    fn stale_warning(&self, warning: &StaleWarning<'_, IdentityOrigin, Identity>) {
-        let _ = warning;
-    }
-
+/// Called on the handshake path: implementations must be cheap and must not block.
+pub trait Recorder: last_good::Recorder<IdentityOrigin, Identity> {
     /// The served identity is expired or not yet valid (at start-up, or as the last
     /// good identity after failed reloads). Rate-limited like the warnings; logged at
     /// `ERROR`.
     fn invalid_identity(&self, event: &InvalidIdentity<'_>) {
         let _ = event;
-    }
-
-    /// Reloads succeed again after an episode of failures (rate-limited; logged at
-    /// `INFO`).
-    fn recovered(&self, recovery: &Recovery<'_, IdentityOrigin, Identity>) {
-        let _ = recovery;
-    }
-
-    /// The source's watch has been failing for `failing_for`, longer than the
-    /// threshold (rate-limited; logged at `WARN`).
-    fn watch_failing(
-        &self,
-        source: &IdentityOrigin,
-        health: &WatchHealthState,
-        failing_for: Duration,
-    ) {
-        let _ = (source, health, failing_for);
-    }
-
-    /// The source's watch receives changes again after it was seen failing.
-    fn watch_recovered(&self, source: &IdentityOrigin, failed_for: Duration) {
-        let _ = (source, failed_for);
     }
 }
 

@@ -18,8 +18,8 @@ use prometheus_client::registry::Registry;
 
 use super::counters::{MaterialResults, SourceCounters, index_of};
 use super::{LabelSet, SourceLabels};
-use crate::identity::{InvalidIdentity, Recorder, ReloadError};
-use crate::last_good::StaleWarning;
+use crate::identity::{self, InvalidIdentity, ReloadError};
+use crate::last_good::{Recorder, StaleWarning};
 use crate::material::{Identity, MaterialErrorKind};
 use crate::origin::IdentityOrigin;
 use crate::spiffe::SpiffeError;
@@ -127,7 +127,7 @@ impl IdentityRecorder {
     }
 }
 
-impl Recorder for IdentityRecorder {
+impl Recorder<IdentityOrigin, Identity> for IdentityRecorder {
     fn loaded(&self, _source: &IdentityOrigin, _identity: &Identity, _at: SystemTime) {
         self.counters.ok();
     }
@@ -144,7 +144,9 @@ impl Recorder for IdentityRecorder {
     fn stale_warning(&self, warning: &StaleWarning<'_, IdentityOrigin, Identity>) {
         self.counters.suppressed(warning.suppressed);
     }
+}
 
+impl identity::Recorder for IdentityRecorder {
     fn invalid_identity(&self, event: &InvalidIdentity<'_>) {
         self.counters.suppressed(event.suppressed);
     }

@@ -10,11 +10,10 @@ use prometheus_client::registry::Registry;
 use test_support::pki::TestCa;
 
 use super::*;
-use crate::identity::{IdentitySource, Recorder as _, ReloadError};
-use crate::last_good::{DEFAULT_WARNING_PERIOD, SystemClock};
+use crate::identity::{IdentitySource, ReloadError};
+use crate::last_good::{DEFAULT_WARNING_PERIOD, Recorder as _, SystemClock};
 use crate::material::{Identity, crypto_provider, load_identity_from_pem};
 use crate::origin::SecretRef;
-use crate::trust::Recorder as _;
 
 fn text(registry: &Registry) -> String {
     let mut text = String::new();

@@ -17,10 +17,10 @@ use prometheus_client::registry::Registry;
 
 use super::counters::{MaterialResults, SourceCounters, index_of};
 use super::{LabelSet, SourceLabels};
-use crate::last_good::StaleWarning;
+use crate::last_good::{Recorder, StaleWarning};
 use crate::material::TrustAnchors;
 use crate::origin::TrustOrigin;
-use crate::trust::{Recorder, ReloadError};
+use crate::trust::ReloadError;
 
 /// The values of the `result` label of `svc_tls_trust_reloads_total`.
 pub const RELOAD_RESULTS: [&str; 8] = [
@@ -118,7 +118,7 @@ impl TrustRecorder {
     }
 }
 
-impl Recorder for TrustRecorder {
+impl Recorder<TrustOrigin, TrustAnchors> for TrustRecorder {
     fn loaded(&self, _source: &TrustOrigin, _anchors: &TrustAnchors, _at: SystemTime) {
         self.counters.ok();
     }

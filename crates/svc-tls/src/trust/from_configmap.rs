@@ -11,11 +11,10 @@ use rustls::crypto::CryptoProvider;
 
 use super::error::TrustError;
 use super::source::{ReloadError, TrustSource};
-use super::state::Recorder;
 use super::verifier::TrustVerifier;
 use crate::last_good::{
     DEFAULT_MAX_ROOTS_WITHOUT_SOURCE, DEFAULT_WARNING_PERIOD, DEFAULT_WATCH_FAILURE_THRESHOLD,
-    MonotonicClock, NoopRecorder, Settings, SystemClock,
+    MonotonicClock, NoopRecorder, Recorder, Settings, SystemClock,
 };
 use crate::material::{
     ConfigMapTrustCache, ConfigMapTrustError, ConfigMapTrustProblem, TrustAnchors,
@@ -117,7 +116,7 @@ pub struct ConfigMapTrustBuilder {
     key: String,
     timeout: Duration,
     provider: Option<Arc<CryptoProvider>>,
-    recorder: Arc<dyn Recorder>,
+    recorder: Arc<dyn Recorder<TrustOrigin, TrustAnchors>>,
     clock: Arc<dyn MonotonicClock>,
     warning_period: Duration,
     watch_threshold: Duration,
@@ -153,7 +152,7 @@ impl ConfigMapTrustBuilder {
     }
 
     /// Where state changes are recorded (default: nowhere).
-    pub fn recorder(mut self, recorder: Arc<dyn Recorder>) -> Self {
+    pub fn recorder(mut self, recorder: Arc<dyn Recorder<TrustOrigin, TrustAnchors>>) -> Self {
         self.recorder = recorder;
         self
     }

@@ -7,9 +7,8 @@ use std::time::Duration;
 
 use super::error::TrustError;
 use super::source::{ReloadError, TrustSource};
-use super::state::Recorder;
 use super::verifier::TrustVerifier;
-use crate::last_good::NoopRecorder;
+use crate::last_good::{NoopRecorder, Recorder};
 use crate::material::{TrustAnchors, TrustCache};
 use crate::origin::{SecretRef, SourceHealth, TrustOrigin};
 use crate::watch::{
@@ -22,7 +21,7 @@ pub type TrustVerifierBuilder = WatchedSecretBuilder<TrustVerifier>;
 
 impl sealed::Sealed for TrustVerifier {}
 impl Watched for TrustVerifier {
-    type Recorder = dyn Recorder;
+    type Recorder = dyn Recorder<TrustOrigin, TrustAnchors>;
     fn no_recorder() -> Arc<Self::Recorder> {
         Arc::new(NoopRecorder)
     }

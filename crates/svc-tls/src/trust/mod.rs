@@ -1,6 +1,6 @@
 //! Peer trust: the seam a source implements ([`TrustSource`]), the rustls verifier
 //! that reads it on every handshake ([`TrustVerifier`]), how servers are authorized
-//! ([`ServerAuthorization`]), its visible state and recorder, and the two sources: a
+//! ([`ServerAuthorization`]), its visible state, and the two sources: a
 //! watched CA Secret ([`SecretTrustSource`]), a watched CA ConfigMap's PEM bundle
 //! ([`ConfigMapTrustSource`], trust-manager's default target) and a SPIFFE trust
 //! domain's bundle ([`SpiffeTrustSource`]).
@@ -27,5 +27,5 @@ pub use from_configmap::{ConfigMapTrustBuilder, ConfigMapTrustSource, DEFAULT_CO
 pub use from_secret::{SecretTrustSource, TrustVerifierBuilder};
 pub use from_spiffe::SpiffeTrustSource;
 pub use source::{ReloadError, TrustSource};
-pub use state::{Recorder, TrustState};
+pub use state::TrustState;
 pub use verifier::TrustVerifier;

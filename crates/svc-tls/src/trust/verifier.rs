@@ -43,13 +43,13 @@ use rustls_pki_types::{CertificateDer, ServerName, UnixTime};
 use super::authorization::{ServerAuthorization, authorize_spiffe_id, verify_chain};
 use super::error::{TrustError, TrustFailure};
 use super::source::{ReloadError, TrustSource};
-use super::state::{Recorder, TrustState};
+use super::state::TrustState;
 use crate::last_good::{
     Accepted, DEFAULT_WATCH_FAILURE_THRESHOLD, Episode, Failure, LastGood, MonotonicClock,
-    Recovery, Reporter, Served, Settings, StaleWarning, WatchHealthState, WatchWords,
+    Recorder, Recovery, Reporter, Served, Settings, StaleWarning, WatchHealthState, WatchWords,
 };
 use crate::material::TrustAnchors;
-use crate::origin::SourceHealth;
+use crate::origin::{SourceHealth, TrustOrigin};
 
 /// The roots being used and webpki's verifier for them.
 #[derive(Debug, Clone)]
@@ -69,7 +69,7 @@ struct Inner {
     provider: Arc<CryptoProvider>,
     authorization: ServerAuthorization,
     core: LastGood<Roots>,
-    recorder: Arc<dyn Recorder>,
+    recorder: Arc<dyn Recorder<TrustOrigin, TrustAnchors>>,
     /// How long the last good roots stay in use once the source is gone or broken.
     max_without_source: Duration,
 }
@@ -247,7 +247,7 @@ impl TrustVerifier {
     pub fn from_trust_source(
         source: Arc<dyn TrustSource>,
         provider: Arc<CryptoProvider>,
-        recorder: Arc<dyn Recorder>,
+        recorder: Arc<dyn Recorder<TrustOrigin, TrustAnchors>>,
         clock: Arc<dyn MonotonicClock>,
         warning_period: Duration,
     ) -> Result<Self, TrustError> {
@@ -265,7 +265,7 @@ impl TrustVerifier {
     pub fn from_trust_source_authorizing(
         source: Arc<dyn TrustSource>,
         provider: Arc<CryptoProvider>,
-        recorder: Arc<dyn Recorder>,
+        recorder: Arc<dyn Recorder<TrustOrigin, TrustAnchors>>,
         clock: Arc<dyn MonotonicClock>,
         warning_period: Duration,
         authorization: ServerAuthorization,
@@ -282,7 +282,7 @@ impl TrustVerifier {
     pub(crate) fn with_settings(
         source: Arc<dyn TrustSource>,
         provider: Arc<CryptoProvider>,
-        recorder: Arc<dyn Recorder>,
+        recorder: Arc<dyn Recorder<TrustOrigin, TrustAnchors>>,
         settings: Settings,
         authorization: ServerAuthorization,
     ) -> Result<Self, TrustError> {

@@ -14,8 +14,10 @@ use std::time::{Duration, SystemTime};
 
 use kube_testbed::Testbed;
 use support::*;
-use svc_tls::identity::{IdentityResolver, IdentitySource, InvalidIdentity, Recorder, ReloadError};
-use svc_tls::last_good::{ManualClock, NoopRecorder, Recovery, StaleWarning, WatchHealthState};
+use svc_tls::identity::{self, IdentityResolver, IdentitySource, InvalidIdentity, ReloadError};
+use svc_tls::last_good::{
+    ManualClock, NoopRecorder, Recorder, Recovery, StaleWarning, WatchHealthState,
+};
 use svc_tls::material::{CertificateValidity, Identity, load_identity_from_pem};
 use svc_tls::options::SecretRef;
 use svc_tls::origin::IdentityOrigin;
@@ -37,7 +39,7 @@ struct Events {
     watch_recovered: AtomicU64,
 }
 
-impl Recorder for Events {
+impl Recorder<IdentityOrigin, Identity> for Events {
     fn loaded(&self, _: &IdentityOrigin, identity: &Identity, _: SystemTime) {
         self.reloaded
             .lock()
@@ -46,12 +48,6 @@ impl Recorder for Events {
     }
     fn stale_warning(&self, w: &StaleWarning<'_, IdentityOrigin, Identity>) {
         self.stale.lock().unwrap().push(w.suppressed);
-    }
-    fn invalid_identity(&self, e: &InvalidIdentity<'_>) {
-        self.invalid
-            .lock()
-            .unwrap()
-            .push((e.validity, e.reload_error.is_some()));
     }
     fn recovered(&self, r: &Recovery<'_, IdentityOrigin, Identity>) {
         self.recovered
@@ -64,6 +60,15 @@ impl Recorder for Events {
     }
     fn watch_recovered(&self, _: &IdentityOrigin, _: Duration) {
         self.watch_recovered.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+impl identity::Recorder for Events {
+    fn invalid_identity(&self, e: &InvalidIdentity<'_>) {
+        self.invalid
+            .lock()
+            .unwrap()
+            .push((e.validity, e.reload_error.is_some()));
     }
 }
 
