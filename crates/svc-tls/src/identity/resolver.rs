@@ -45,11 +45,11 @@ use super::source::{IdentitySource, ReloadError};
 use super::state::{IdentityState, InvalidIdentity, Recorder};
 use crate::follow::Follower;
 use crate::last_good::{
-    Accepted, DEFAULT_WATCH_FAILURE_THRESHOLD, Episode, Failure, LastGood, MonotonicClock,
-    Recovery, Reporter, Served, Settings, StaleWarning, WatchHealthState, WatchWords,
+    self, Accepted, DEFAULT_WATCH_FAILURE_THRESHOLD, Episode, Failure, LastGood, MonotonicClock,
+    Reporter, Settings, WatchWords,
 };
 use crate::material::{CertificateValidity, Identity, time_text};
-use crate::origin::SourceHealth;
+use crate::origin::{IdentityOrigin, SourceHealth};
 use crate::watch::SourceError;
 
 /// Why an identity resolver could not be built.
@@ -74,6 +74,8 @@ struct Inner {
 
 /// The identity's words and recorder events; the order of events is the core's.
 impl Reporter<Identity> for Inner {
+    type Origin = IdentityOrigin;
+    type Value = Identity;
     type Error = ReloadError;
 
     const WATCH_WORDS: WatchWords = WatchWords {
@@ -85,7 +87,7 @@ impl Reporter<Identity> for Inner {
         &self.core
     }
 
-    fn origin(&self) -> &dyn fmt::Display {
+    fn origin(&self) -> &IdentityOrigin {
         self.source.origin()
     }
 
@@ -93,14 +95,12 @@ impl Reporter<Identity> for Inner {
         self.source.health()
     }
 
-    fn loaded(&self, served: &Served<Identity>) {
-        self.recorder
-            .loaded(self.source.origin(), &served.value, served.loaded_at);
+    fn recorder(&self) -> &dyn last_good::Recorder<IdentityOrigin, Identity> {
+        &*self.recorder
     }
 
-    fn failed(&self, error: &ReloadError, failures: u64) {
-        self.recorder
-            .reload_failed(self.source.origin(), error, failures);
+    fn shown(identity: &Identity) -> &Identity {
+        identity
     }
 
     /// A stale identity is warned about; one outside its validity period is an error
@@ -111,13 +111,6 @@ impl Reporter<Identity> for Inner {
         let validity = CertificateValidity::of(identity, SystemTime::now());
         if validity.is_valid() {
             let stale_for = failure.stale_for;
-            let warning = StaleWarning {
-                source: origin,
-                error,
-                serving: identity,
-                stale_for,
-                suppressed,
-            };
             tracing::warn!(
                 source = %origin,
                 error = %excerpt::chain(error),
@@ -129,7 +122,7 @@ impl Reporter<Identity> for Inner {
                 stale_for.as_secs(),
                 suppressed,
             );
-            self.recorder.stale_warning(&warning);
+            self.record_stale(error, failure, suppressed);
         } else {
             // Not the generic stale warning: the identity served is itself refused by
             // every peer.
@@ -155,7 +148,7 @@ impl Reporter<Identity> for Inner {
         }
     }
 
-    fn recovered(&self, identity: &Identity, episode: &Episode) {
+    fn log_recovery(&self, identity: &Identity, episode: &Episode) {
         let origin = self.source.origin();
         let (failures, suppressed) = (episode.failures, episode.suppressed);
         tracing::info!(
@@ -168,22 +161,6 @@ impl Reporter<Identity> for Inner {
              ({suppressed} earlier recoveries not logged)",
             episode.duration.as_secs(),
         );
-        self.recorder.recovered(&Recovery {
-            source: origin,
-            serving: identity,
-            failures,
-            duration: episode.duration,
-        });
-    }
-
-    fn watch_failing(&self, state: &WatchHealthState, failing_for: Duration) {
-        self.recorder
-            .watch_failing(self.source.origin(), state, failing_for);
-    }
-
-    fn watch_recovered(&self, failed_for: Duration) {
-        self.recorder
-            .watch_recovered(self.source.origin(), failed_for);
     }
 }
 

@@ -1,22 +1,28 @@
 //! The reporting both halves share, written once: what a good read, a failed read and
-//! the watch's health become (which event, in which order), over a half's
-//! [`Reporter`]. The half words its own lines (but for the watch lines, worded here
-//! from its [`WatchWords`]) and calls its own recorder; this file decides when.
+//! the watch's health become (which events, in which order, with which recorder
+//! calls), over a half's [`Reporter`]. The half words its own lines (but for the
+//! watch lines, worded here from its [`WatchWords`]) and decides what a reported
+//! failure is; this file decides when, and records.
 
 use std::fmt;
-use std::time::Duration;
 
 use super::{
-    Accepted, Episode, Failure, LastGood, Served, WatchEvent, WatchHealthState, WatchWords,
+    Accepted, Episode, Failure, LastGood, Recorder, Recovery, Served, StaleWarning, WatchEvent,
+    WatchHealthState, WatchWords,
 };
 use crate::origin::SourceHealth;
 
 /// One half (the identity resolver, the trust verifier) over its last-good core: its
-/// words and its recorder's events, implemented by the half; the shared runs (serve,
-/// fail, watch health) are the provided methods.
+/// source, its recorder and its words, implemented by the half; the shared runs
+/// (serve, fail, watch health, and every call of the recorder's shared events) are the
+/// provided methods.
 pub(crate) trait Reporter<T> {
+    /// Where the value is read from.
+    type Origin: fmt::Display + 'static;
+    /// What the recorder is shown of a value served.
+    type Value: ?Sized + 'static;
     /// Why a read failed, as the half knows it.
-    type Error: ?Sized;
+    type Error: std::error::Error + 'static;
 
     /// How the half names itself in the watch lines.
     const WATCH_WORDS: WatchWords;
@@ -24,31 +30,54 @@ pub(crate) trait Reporter<T> {
     /// The half's last-good core.
     fn core(&self) -> &LastGood<T>;
 
-    /// Where the value is read from, as logged.
-    fn origin(&self) -> &dyn fmt::Display;
+    /// Where the value is read from.
+    fn origin(&self) -> &Self::Origin;
 
     /// The health of the watch behind the source (`None` for a source without one).
     fn health(&self) -> Option<SourceHealth>;
 
-    /// A new value is served (at start-up, and each time a read installs one).
-    fn loaded(&self, served: &Served<T>);
+    /// The half's recorder.
+    fn recorder(&self) -> &dyn Recorder<Self::Origin, Self::Value>;
 
-    /// A read failed; `failures` reads have failed since the core was built.
-    fn failed(&self, error: &Self::Error, failures: u64);
+    /// What the recorder is shown of `value`.
+    fn shown(value: &T) -> &Self::Value;
 
     /// A failed read admitted for a report (`suppressed` held back since the last
-    /// one): log it and record it.
+    /// one): log it, and record it (a stale warning is [`Reporter::record_stale`]).
     fn stale(&self, error: &Self::Error, failure: &Failure<T>, suppressed: u64);
 
-    /// A good read of `value` ended an episode of failures, admitted for one line: log
-    /// it and record it.
-    fn recovered(&self, value: &T, episode: &Episode);
+    /// Logs the end of an episode of failures by a good read of `value` (then
+    /// recorded by [`Reporter::recovered`]).
+    fn log_recovery(&self, value: &T, episode: &Episode);
 
-    /// The watch has been failing for `failing_for` (logged already): record it.
-    fn watch_failing(&self, state: &WatchHealthState, failing_for: Duration);
+    /// A new value is served (at start-up, and each time a read installs one).
+    fn loaded(&self, served: &Served<T>) {
+        self.recorder()
+            .loaded(self.origin(), Self::shown(&served.value), served.loaded_at);
+    }
 
-    /// The watch receives changes again after `failed_for` (logged already): record it.
-    fn watch_recovered(&self, failed_for: Duration);
+    /// Records the stale warning just logged: the last good value is still served.
+    fn record_stale(&self, error: &Self::Error, failure: &Failure<T>, suppressed: u64) {
+        self.recorder().stale_warning(&StaleWarning {
+            source: self.origin(),
+            error,
+            serving: Self::shown(&failure.served.value),
+            stale_for: failure.stale_for,
+            suppressed,
+        });
+    }
+
+    /// A good read of `value` ended an episode of failures, admitted for one line:
+    /// logged by the half, then recorded.
+    fn recovered(&self, value: &T, episode: &Episode) {
+        self.log_recovery(value, episode);
+        self.recorder().recovered(&Recovery {
+            source: self.origin(),
+            serving: Self::shown(value),
+            failures: episode.failures,
+            duration: episode.duration,
+        });
+    }
 
     /// A good read of `value` from `version`: installed unless `same` says it is the
     /// value served or it is older than the one served (see [`LastGood::accept`]), an
@@ -83,7 +112,8 @@ pub(crate) trait Reporter<T> {
     /// last good value is in the answer.
     fn fail(&self, error: &Self::Error) -> Failure<T> {
         let failure = self.core().fail();
-        self.failed(error, failure.failures);
+        self.recorder()
+            .reload_failed(self.origin(), error, failure.failures);
         if let Some(suppressed) = failure.report {
             self.stale(error, &failure, suppressed);
         }
@@ -113,8 +143,13 @@ pub(crate) trait Reporter<T> {
         let Some(event) = event else { return };
         event.log(self.origin(), state, Self::WATCH_WORDS);
         match event {
-            WatchEvent::Recovered { failed_for } => self.watch_recovered(failed_for),
-            WatchEvent::Failing { failing_for, .. } => self.watch_failing(state, failing_for),
+            WatchEvent::Recovered { failed_for } => {
+                self.recorder().watch_recovered(self.origin(), failed_for);
+            }
+            WatchEvent::Failing { failing_for, .. } => {
+                self.recorder()
+                    .watch_failing(self.origin(), state, failing_for);
+            }
         }
     }
 }

@@ -46,7 +46,7 @@ use super::source::{ReloadError, TrustSource};
 use super::state::TrustState;
 use crate::last_good::{
     Accepted, DEFAULT_WATCH_FAILURE_THRESHOLD, Episode, Failure, LastGood, MonotonicClock,
-    Recorder, Recovery, Reporter, Served, Settings, StaleWarning, WatchHealthState, WatchWords,
+    Recorder, Reporter, Served, Settings, WatchWords,
 };
 use crate::material::TrustAnchors;
 use crate::origin::{SourceHealth, TrustOrigin};
@@ -76,6 +76,8 @@ struct Inner {
 
 /// The trust's words and recorder events; the order of events is the core's.
 impl Reporter<Roots> for Inner {
+    type Origin = TrustOrigin;
+    type Value = TrustAnchors;
     type Error = TrustFailure;
 
     const WATCH_WORDS: WatchWords = WatchWords {
@@ -87,7 +89,7 @@ impl Reporter<Roots> for Inner {
         &self.core
     }
 
-    fn origin(&self) -> &dyn fmt::Display {
+    fn origin(&self) -> &TrustOrigin {
         self.source.origin()
     }
 
@@ -95,17 +97,12 @@ impl Reporter<Roots> for Inner {
         self.source.health()
     }
 
-    fn loaded(&self, served: &Served<Roots>) {
-        self.recorder.loaded(
-            self.source.origin(),
-            &served.value.anchors,
-            served.loaded_at,
-        );
+    fn recorder(&self) -> &dyn Recorder<TrustOrigin, TrustAnchors> {
+        &*self.recorder
     }
 
-    fn failed(&self, failure: &TrustFailure, failures: u64) {
-        self.recorder
-            .reload_failed(self.source.origin(), failure, failures);
+    fn shown(roots: &Roots) -> &TrustAnchors {
+        &roots.anchors
     }
 
     /// A withdrawal is an error of its own (every server is refused); any other
@@ -123,17 +120,10 @@ impl Reporter<Roots> for Inner {
             return;
         }
         let stale_for = failed.stale_for;
-        let warning = StaleWarning {
-            source: origin,
-            error: failure,
-            serving: &*failed.served.value.anchors,
-            stale_for,
-            suppressed,
-        };
         tracing::warn!(
             source = %origin,
             error = %excerpt::chain(failure),
-            roots = warning.serving.len(),
+            roots = failed.served.value.anchors.len(),
             stale_for_secs = stale_for.as_secs(),
             suppressed,
             "CA trust reload failed; verifying servers against the last good roots \
@@ -141,10 +131,10 @@ impl Reporter<Roots> for Inner {
             stale_for.as_secs(),
             suppressed,
         );
-        self.recorder.stale_warning(&warning);
+        self.record_stale(failure, failed, suppressed);
     }
 
-    fn recovered(&self, roots: &Roots, episode: &Episode) {
+    fn log_recovery(&self, roots: &Roots, episode: &Episode) {
         let origin = self.source.origin();
         let (failures, suppressed) = (episode.failures, episode.suppressed);
         tracing::info!(
@@ -157,22 +147,6 @@ impl Reporter<Roots> for Inner {
              ({suppressed} earlier recoveries not logged)",
             episode.duration.as_secs(),
         );
-        self.recorder.recovered(&Recovery {
-            source: origin,
-            serving: &*roots.anchors,
-            failures,
-            duration: episode.duration,
-        });
-    }
-
-    fn watch_failing(&self, state: &WatchHealthState, failing_for: Duration) {
-        self.recorder
-            .watch_failing(self.source.origin(), state, failing_for);
-    }
-
-    fn watch_recovered(&self, failed_for: Duration) {
-        self.recorder
-            .watch_recovered(self.source.origin(), failed_for);
     }
 }
 
