@@ -310,4 +310,68 @@ mod tests {
         assert_eq!(module("identity/resolver.rs"), "identity::resolver");
         assert_eq!(module("identity/lib.rs"), "identity::lib");
     }
+
+    /// svc-tls's own rules catch an import of the metrics (or of wiring, which
+    /// reaches them) from any module below them: a copy of the crate with one such
+    /// line added to each lower neighbour reports each, and the copy as it is none.
+    #[test]
+    fn svc_tls_rules_catch_metrics_named_below_wiring() {
+        let root = crate::process::workspace_root();
+        let rules: Vec<CrateRules> = crate::layers::rules::load(&root.join(RULES))
+            .unwrap()
+            .into_iter()
+            .filter(|krate| krate.src == "crates/svc-tls/src")
+            .collect();
+        assert_eq!(rules.len(), 1);
+        let copy = tempfile::tempdir().unwrap();
+        let src = root.join("crates/svc-tls/src");
+        let mut files = Vec::new();
+        rust_files(&src, &mut files).unwrap();
+        for file in &files {
+            let to = copy
+                .path()
+                .join("crates/svc-tls/src")
+                .join(file.strip_prefix(&src).unwrap());
+            std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+            std::fs::copy(file, &to).unwrap();
+        }
+        assert_eq!(check(copy.path(), &rules).unwrap().violations, Vec::new());
+
+        let fed = [
+            ("identity/resolver.rs", "use crate::metrics::Metrics;"),
+            (
+                "trust/verifier.rs",
+                "use crate::metrics::identity::IdentityRecorder;",
+            ),
+            (
+                "last_good/mod.rs",
+                "fn f() { let _ = crate::metrics::register; }",
+            ),
+            ("material/mod.rs", "use crate::wiring as _;"),
+            ("spiffe/mod.rs", "use crate::metrics::Metrics;"),
+            ("watch/mod.rs", "use crate::metrics::Metrics;"),
+            ("principal/mod.rs", "use crate::metrics::Metrics;"),
+            ("metrics/mod.rs", "use crate::wiring as _;"),
+        ];
+        for (file, line) in fed {
+            let path = copy.path().join("crates/svc-tls/src").join(file);
+            let mut text = std::fs::read_to_string(&path).unwrap();
+            text.push_str(&format!("\n{line}\n"));
+            std::fs::write(&path, text).unwrap();
+        }
+        let report = check(copy.path(), &rules).unwrap();
+        let mut caught: Vec<String> = report
+            .violations
+            .iter()
+            .map(|v| v.file.display().to_string())
+            .collect();
+        caught.dedup();
+        let mut expected: Vec<String> = fed
+            .iter()
+            .map(|(file, _)| format!("crates/svc-tls/src/{file}"))
+            .collect();
+        expected.sort();
+        caught.sort();
+        assert_eq!(caught, expected);
+    }
 }
