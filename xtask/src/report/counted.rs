@@ -2,7 +2,7 @@
 //! loads per version with handshakes racing the loader.
 
 use super::results::Results;
-use super::targets::TargetRow;
+use super::results::TargetRow;
 use crate::stats::Verdict;
 
 /// Counted, not timed (no Go needed): the key parses each first handshake after a

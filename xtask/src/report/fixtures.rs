@@ -1,7 +1,7 @@
 //! The figures of a made-up run, shared by the report's tests.
 
 use super::results::Results;
-use super::targets::TargetRow;
+use super::results::TargetRow;
 use super::{CLIENT_SERVERS, SECRET_CASE, SPIFFE_CASE};
 use crate::stats::{Estimate, Verdict};
 

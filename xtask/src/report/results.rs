@@ -1,9 +1,10 @@
-//! A run's figures by id, and the ratio of two of them taken round by round.
+//! A run's figures by id, the ratio of two of them taken round by round, and the
+//! outcome of one target (what the targets and the counted targets produce).
 
 use std::collections::BTreeMap;
 
 use super::SPIFFE_CASE;
-use crate::stats::Estimate;
+use crate::stats::{Estimate, Verdict};
 
 /// Everything measured in one run.
 #[derive(Debug)]
@@ -93,4 +94,17 @@ pub(super) fn key_order(case: &str) -> (usize, String) {
         ORDER.iter().position(|k| *k == key).unwrap_or(ORDER.len()),
         case.to_owned(),
     )
+}
+
+/// One target's outcome.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TargetRow {
+    pub target: String,
+    /// The ratio with its interval, or `None` when a figure was not measured (or the
+    /// two figures were not measured in the same rounds).
+    pub measured: Option<Estimate>,
+    pub verdict: Option<Verdict>,
+    /// How the figure is shown when it is not a ratio (a count), or why there is
+    /// none ("unpaired").
+    pub shown: Option<String>,
 }

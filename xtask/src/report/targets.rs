@@ -2,22 +2,9 @@
 
 use super::counted::counted_rows;
 use super::go::like_for_like;
-use super::results::{Results, Unpaired};
+use super::results::{Results, TargetRow, Unpaired};
 use super::{CLIENT_SERVERS, SECRET_CASE, SPIFFE_CASE, server_label};
 use crate::stats::{Bound, Estimate, Verdict, judge, ratio};
-
-/// One target's outcome.
-#[derive(Debug, Clone, PartialEq)]
-pub struct TargetRow {
-    pub target: String,
-    /// The ratio with its interval, or `None` when a figure was not measured (or the
-    /// two figures were not measured in the same rounds).
-    pub measured: Option<Estimate>,
-    pub verdict: Option<Verdict>,
-    /// How the figure is shown when it is not a ratio (a count), or why there is
-    /// none ("unpaired").
-    pub shown: Option<String>,
-}
 
 /// What a ratio cell shows for figures measured in different rounds.
 pub const UNPAIRED: &str = "unpaired (not measured in the same rounds): no ratio";
