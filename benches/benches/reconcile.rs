@@ -30,6 +30,7 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use common::go::{Arm, GoChild, GoServer, interleave, process_cpu_ns, size, time};
+use svc_tls::ClusterClient;
 use svc_tls::client::PeerTls;
 use svc_tls::options::{ClientIdentityOptions, PeerOptions};
 use svc_tls::spiffe::WorkloadApiStreams;
@@ -106,17 +107,7 @@ fn main() {
             )
         };
         let (peer, me) = options("https://identity.bench.test");
-        let construct = || {
-            rt.block_on(PeerTls::from_options_with(
-                &watches,
-                &streams,
-                &client,
-                &peer,
-                &me,
-                Duration::from_secs(30),
-            ))
-            .unwrap()
-        };
+        let construct = || rt.block_on(peer_tls(&watches, &streams, &client, &peer, &me));
         // The first reconcile watches the Secrets; the measured ones do not.
         let first = construct();
         let lists = testbed.requests("list");
@@ -150,16 +141,7 @@ fn main() {
                 let (peer, me, url) = (peer.clone(), me.clone(), url.clone());
                 rt.block_on(rt.spawn(async move {
                     for _ in 0..n {
-                        let tls = PeerTls::from_options_with(
-                            &watches,
-                            &streams,
-                            &client,
-                            &peer,
-                            &me,
-                            Duration::from_secs(30),
-                        )
-                        .await
-                        .unwrap();
+                        let tls = peer_tls(&watches, &streams, &client, &peer, &me).await;
                         let peer_client = tls.client().unwrap();
                         let response = peer_client.get(&url).unwrap().send().await.unwrap();
                         assert!(response.status().is_success());
@@ -223,4 +205,18 @@ fn main() {
         );
         drop(first);
     }
+}
+
+/// One reconcile's construction: the peer's TLS from the options, over Secrets the
+/// registry already watches (as they are after the first reconcile).
+async fn peer_tls(
+    watches: &SecretWatches,
+    streams: &WorkloadApiStreams,
+    client: &ClusterClient,
+    peer: &PeerOptions,
+    me: &ClientIdentityOptions,
+) -> PeerTls {
+    PeerTls::from_options_with(watches, streams, client, peer, me, Duration::from_secs(30))
+        .await
+        .unwrap()
 }
