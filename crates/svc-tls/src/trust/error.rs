@@ -1,5 +1,8 @@
-//! Why a trust verifier could not be built, and why one handshake-time reload of the
-//! trust failed.
+//! Why a trust verifier could not be built, why one handshake-time reload of the
+//! trust failed, and why a handshake is refused without looking at the chain.
+
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
 
 use super::source::ReloadError;
 use crate::origin::TrustOrigin;
@@ -47,4 +50,37 @@ pub enum TrustFailure {
         #[source]
         source: rustls::client::VerifierBuilderError,
     },
+}
+
+/// Why a handshake is refused without looking at the server's chain.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum TrustRefused {
+    /// The source withdrew its trust.
+    #[error("the trust source withdrew its trust: no server is trusted")]
+    Withdrawn,
+    /// The source fails and the last good roots have expired.
+    #[error(
+        "the trust source fails and the last good roots expired at {}",
+        crate::material::time_text(*not_after)
+    )]
+    Expired { not_after: SystemTime },
+    /// The source has been gone or unreadable for longer than the verifier keeps its
+    /// last good roots.
+    #[error(
+        "the CA Secret has been missing or unreadable for {}s, longer than the {}s the \
+         last good roots are kept: no server is trusted until it is readable again",
+        failing_for.as_secs(),
+        limit.as_secs()
+    )]
+    SourceGone {
+        failing_for: Duration,
+        limit: Duration,
+    },
+}
+
+/// The handshake's error for a refusal (its reason kept as the source).
+pub(crate) fn refusal(reason: TrustRefused) -> rustls::Error {
+    rustls::Error::InvalidCertificate(rustls::CertificateError::Other(rustls::OtherError(
+        Arc::new(reason),
+    )))
 }

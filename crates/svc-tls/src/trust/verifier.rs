@@ -41,7 +41,7 @@ use rustls::{DigitallySignedStruct, SignatureScheme};
 use rustls_pki_types::{CertificateDer, ServerName, UnixTime};
 
 use super::authorization::{ServerAuthorization, authorize_spiffe_id, verify_chain};
-use super::error::{TrustError, TrustFailure};
+use super::error::{TrustError, TrustFailure, TrustRefused, refusal};
 use super::source::{ReloadError, TrustSource};
 use super::state::TrustState;
 use crate::last_good::{
@@ -174,38 +174,6 @@ impl fmt::Debug for TrustVerifier {
             .field("failures", &self.inner.core.failures())
             .finish()
     }
-}
-
-/// Why a handshake is refused without looking at the server's chain.
-#[derive(Debug, thiserror::Error)]
-enum TrustRefused {
-    /// The source withdrew its trust.
-    #[error("the trust source withdrew its trust: no server is trusted")]
-    Withdrawn,
-    /// The source fails and the last good roots have expired.
-    #[error(
-        "the trust source fails and the last good roots expired at {}",
-        crate::material::time_text(*not_after)
-    )]
-    Expired { not_after: SystemTime },
-    /// The source has been gone or unreadable for longer than the verifier keeps its
-    /// last good roots.
-    #[error(
-        "the CA Secret has been missing or unreadable for {}s, longer than the {}s the \
-         last good roots are kept: no server is trusted until it is readable again",
-        failing_for.as_secs(),
-        limit.as_secs()
-    )]
-    SourceGone {
-        failing_for: Duration,
-        limit: Duration,
-    },
-}
-
-fn refusal(reason: TrustRefused) -> rustls::Error {
-    rustls::Error::InvalidCertificate(rustls::CertificateError::Other(rustls::OtherError(
-        Arc::new(reason),
-    )))
 }
 
 fn build_verifier(
