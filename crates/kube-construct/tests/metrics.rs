@@ -29,8 +29,7 @@ fn value(text: &str, series: &str) -> Option<f64> {
         .and_then(|v| v.parse().ok())
 }
 
-const CONFIGMAPS: &str =
-    r#"{resource="configmaps.v1",cache_namespace="apps",label_selector="app=demo",field_selector=""}"#;
+const CONFIGMAPS: &str = r#"{resource="configmaps.v1",cache_namespace="apps",label_selector="app=demo",field_selector=""}"#;
 const SECRET: &str = r#"{resource="secrets.v1",cache_namespace="apps",label_selector="",field_selector="metadata.name=wanted"}"#;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

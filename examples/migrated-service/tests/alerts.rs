@@ -310,7 +310,9 @@ async fn a_broken_secret_and_a_stopped_api_server_raise_their_alerts() {
         .wait_for(
             &alert(
                 "KubeConstructCacheNotReady",
-                &format!(",resource=\"configmaps.v1\",namespace=\"{NS}\",alertstate=\"pending\""),
+                &format!(
+                    ",resource=\"configmaps.v1\",cache_namespace=\"{NS}\",alertstate=\"pending\""
+                ),
             ),
             "KubeConstructCacheNotReady",
         )

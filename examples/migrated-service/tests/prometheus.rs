@@ -193,8 +193,9 @@ async fn a_real_prometheus_scrapes_expiry_rotation_and_failures() {
 
     // The declared cache: ready, synced once, holding what the emulator holds, and
     // following it.
-    let cache =
-        format!(r#"resource="configmaps.v1",cache_namespace="{NS}",label_selector="",field_selector="""#);
+    let cache = format!(
+        r#"resource="configmaps.v1",cache_namespace="{NS}",label_selector="",field_selector="""#
+    );
     let ready = format!("kube_construct_cache_ready{{{cache}}}");
     wait_for(&http, &prometheus, &ready, "a ready cache", |v| v == 1.0).await;
     let synced = format!("kube_construct_cache_sync_duration_seconds_count{{{cache}}}");

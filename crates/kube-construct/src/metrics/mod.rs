@@ -77,7 +77,10 @@ pub(crate) fn cache_labels(cache: &CacheName) -> CacheLabels {
     let selection = &cache.selection;
     vec![
         ("resource", cache.resource()),
-        ("cache_namespace", selection.namespace().unwrap_or("").to_owned()),
+        (
+            "cache_namespace",
+            selection.namespace().unwrap_or("").to_owned(),
+        ),
         (
             "label_selector",
             selection.label_selector().unwrap_or("").to_owned(),
