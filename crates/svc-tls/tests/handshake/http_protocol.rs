@@ -105,21 +105,22 @@ async fn pool_idle_timeout_zero_opens_a_connection_per_request() {
     let tls = peer_tls(&tb, &server, &[]).await;
     let url = tls.host().unwrap().to_string();
     let http = tls.reqwest_client().unwrap();
-    for _ in 0..2 {
+    for _ in 0..10 {
         assert_eq!(get(&http, &url).await.0, reqwest::Version::HTTP_11);
     }
-    assert_eq!(server.handshakes(), 1, "pooled");
+    // Pooled: one connection, a spare or two at most (hyper starts a connect beside a
+    // checkout when the previous connection is still on its way back to the pool).
+    let pooled = server.handshakes();
+    assert!(pooled <= 3, "pooled: {pooled} handshakes for 10 requests");
 
     let tls = peer_tls(&tb, &server, &["--identity-pool-idle-timeout=0"]).await;
     let http = tls.reqwest_client().unwrap();
-    for _ in 0..2 {
+    for _ in 0..10 {
         assert_eq!(get(&http, &url).await.0, reqwest::Version::HTTP_11);
     }
-    // At least one new handshake per request (pooling would give 2 in all). hyper
-    // may open one more when it races a connect against a closing connection, so
-    // the exact count is not what users rely on.
-    let connections = server.handshakes();
-    assert!(connections >= 3, "one per request, got {connections}");
+    // No idle connection kept: a new handshake for every request.
+    let connections = server.handshakes() - pooled;
+    assert!(connections >= 10, "one per request, got {connections}");
 }
 
 /// An `http://` peer host skips mTLS and would carry the `X-Principal` in clear
