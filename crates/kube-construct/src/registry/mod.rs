@@ -1,6 +1,3 @@
-// Over 500 lines on purpose: `Registry`, `Registration` and their errors share private
-// fields, and decoding/encoding (codec.rs), the built-in table (builtins.rs) and the
-// tests (tests.rs) are already apart. What is left is the one type and its rules.
 //! The platform's type registry (the Go code's "scheme").
 //!
 //! A [`Registry`] maps a group/version/kind to what a client needs to know about
@@ -40,6 +37,8 @@
 
 mod builtins;
 mod codec;
+mod error;
+mod platform;
 
 use std::any::{Any, TypeId};
 use std::collections::HashMap;
@@ -51,7 +50,11 @@ use kube::core::{
 use kube::discovery::ApiResource;
 use serde::de::DeserializeOwned;
 
-use crate::types;
+pub use error::{DecodeError, EncodeError, KindConflict, RegistryError, display_gvk};
+pub use platform::{
+    Addition, add_argo_shim, add_fake_types, add_kubernetes_builtins, add_unikorn_types,
+    platform_registry,
+};
 
 /// Where objects of a kind live in the API.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -107,149 +110,6 @@ where
     T: DeserializeOwned + Send + Sync + 'static,
 {
     Ok(Box::new(serde_json::from_value::<T>(value)?))
-}
-
-/// Formats a group/version/kind the way Kubernetes does: `group/version, Kind=kind`
-/// (`version, Kind=kind` for the core group).
-pub fn display_gvk(gvk: &GroupVersionKind) -> String {
-    if gvk.group.is_empty() {
-        format!("{}, Kind={}", gvk.version, gvk.kind)
-    } else {
-        format!("{}/{}, Kind={}", gvk.group, gvk.version, gvk.kind)
-    }
-}
-
-/// Details of a [`RegistryError::Conflict`]: a kind offered again with another
-/// type, plural or scope.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error(
-    "{} is already registered as {existing} (plural {existing_plural:?}, scope {existing_scope}); \
-     refusing to register it again as {new} (plural {new_plural:?}, scope {new_scope})",
-    display_gvk(.gvk)
-)]
-pub struct KindConflict {
-    /// The kind registered twice.
-    pub gvk: GroupVersionKind,
-    /// The Rust type already registered.
-    pub existing: &'static str,
-    /// Its plural.
-    pub existing_plural: String,
-    /// Its scope.
-    pub existing_scope: Scope,
-    /// The Rust type that was offered.
-    pub new: &'static str,
-    /// The plural that was offered.
-    pub new_plural: String,
-    /// The scope that was offered.
-    pub new_scope: Scope,
-}
-
-/// Errors building or querying a [`Registry`].
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum RegistryError {
-    /// The kind is already registered with another type, plural or scope.
-    #[error("{0}")]
-    Conflict(Box<KindConflict>),
-    /// A registration was missing a version, kind or plural.
-    #[error("cannot register {}: {reason}", display_gvk(.gvk))]
-    Invalid {
-        /// The kind offered.
-        gvk: GroupVersionKind,
-        /// What is wrong with it.
-        reason: &'static str,
-    },
-    /// The kind is not registered.
-    #[error("{} is not registered", display_gvk(.0))]
-    NotRegistered(GroupVersionKind),
-    /// The kind is the body of a subresource request and has no collection.
-    #[error("{} is a subresource kind; it has no API collection to access", display_gvk(.0))]
-    Subresource(GroupVersionKind),
-    /// A caller-supplied addition failed (see [`platform_registry`]).
-    #[error("registry addition #{index} failed: {source}")]
-    Addition {
-        /// Position of the addition in the list passed to [`platform_registry`],
-        /// counting from 0.
-        index: usize,
-        /// What went wrong.
-        #[source]
-        source: Box<RegistryError>,
-    },
-    /// Any other failure reported by a caller-supplied addition.
-    #[error("{0}")]
-    Other(Box<dyn std::error::Error + Send + Sync>),
-}
-
-/// Errors decoding an untyped object into its registered type.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum DecodeError {
-    /// The object has no `apiVersion`/`kind`.
-    #[error("object has no apiVersion/kind, so its type cannot be looked up")]
-    MissingTypeMeta,
-    /// The object's `apiVersion` is not `version` or `group/version`.
-    #[error("object has an invalid apiVersion {0:?}")]
-    InvalidApiVersion(String),
-    /// The object's kind is not registered.
-    #[error("{} is not registered", display_gvk(.0))]
-    NotRegistered(GroupVersionKind),
-    /// The kind is registered with a different type than the one requested.
-    #[error("{} is registered as {registered}, not {requested}", display_gvk(.gvk))]
-    TypeMismatch {
-        /// The object's kind.
-        gvk: GroupVersionKind,
-        /// The type registered for it.
-        registered: &'static str,
-        /// The type the caller asked for.
-        requested: &'static str,
-    },
-    /// The object does not have the shape of its registered type.
-    #[error("cannot decode {} as {type_name}: {source}", display_gvk(.gvk))]
-    Deserialize {
-        /// The object's kind.
-        gvk: GroupVersionKind,
-        /// The type registered for it.
-        type_name: &'static str,
-        /// The serde error.
-        #[source]
-        source: serde_json::Error,
-    },
-}
-
-/// Errors encoding a typed object.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum EncodeError {
-    /// The object's kind is not registered.
-    #[error("{} is not registered", display_gvk(.0))]
-    NotRegistered(GroupVersionKind),
-    /// The kind is registered with a different type than the one offered.
-    #[error("{} is registered as {registered}, not {offered}", display_gvk(.gvk))]
-    TypeMismatch {
-        /// The object's kind.
-        gvk: GroupVersionKind,
-        /// The type registered for it.
-        registered: &'static str,
-        /// The type offered.
-        offered: &'static str,
-    },
-    /// The object did not serialize to a JSON object.
-    #[error("cannot encode {}: {reason}", display_gvk(.gvk))]
-    NotAnObject {
-        /// The object's kind.
-        gvk: GroupVersionKind,
-        /// What it serialized to instead.
-        reason: &'static str,
-    },
-    /// Serialization failed.
-    #[error("cannot encode {}: {source}", display_gvk(.gvk))]
-    Serialize {
-        /// The object's kind.
-        gvk: GroupVersionKind,
-        /// The serde error.
-        #[source]
-        source: serde_json::Error,
-    },
 }
 
 /// Everything the registry knows about one kind.
@@ -595,81 +455,6 @@ where
     K: kube::Resource<DynamicType = ()>,
 {
     GroupVersionKind::gvk(&K::group(&()), &K::version(&()), &K::kind(&()))
-}
-
-/// Registers the Kubernetes built-in kinds: every kind (and list) k8s-openapi
-/// provides for the enabled Kubernetes version, core `v1` first, then the API
-/// groups alphabetically (including `apiextensions.k8s.io` and
-/// `apiregistration.k8s.io`).
-pub fn add_kubernetes_builtins(registry: &mut Registry) -> Result<(), RegistryError> {
-    builtins::add(registry)
-}
-
-/// Registers the Unikorn API types (group `unikorn-cloud.org`, `v1alpha1`):
-/// HelmApplication and its list.
-pub fn add_unikorn_types(registry: &mut Registry) -> Result<(), RegistryError> {
-    registry.register_with_list::<types::HelmApplication>()
-}
-
-/// Registers the fake Unikorn types (group `unikorn.unikorn-cloud.org`,
-/// `v1alpha1`): ManagedResource and its list. They are test fixtures for generic
-/// reconcilers; no CRD is shipped for them.
-pub fn add_fake_types(registry: &mut Registry) -> Result<(), RegistryError> {
-    registry.register_with_list::<types::fake::ManagedResource>()
-}
-
-/// Registers the legacy Argo CD shim (group `argoproj.io`, `v1alpha1`):
-/// Application and its list.
-///
-/// Legacy: kept for compatibility with the old in-tree CD layer. New code must
-/// not grow around it.
-pub fn add_argo_shim(registry: &mut Registry) -> Result<(), RegistryError> {
-    registry.register_with_list::<types::argo::Application>()
-}
-
-/// A caller-supplied addition to the platform registry, boxed so that different
-/// closures fit in one list.
-pub type Addition = Box<dyn FnOnce(&mut Registry) -> Result<(), RegistryError> + Send>;
-
-/// Builds the platform registry (Go's `NewScheme(adders...)`).
-///
-/// Registers, in this order: the Kubernetes built-ins
-/// ([`add_kubernetes_builtins`]), the Unikorn API types ([`add_unikorn_types`]),
-/// the fake Unikorn types ([`add_fake_types`]), the legacy Argo CD shim
-/// ([`add_argo_shim`]), then each addition in order. The first error stops it
-/// and no registry is returned; an addition's error comes back wrapped in
-/// [`RegistryError::Addition`] with the addition's position.
-///
-/// The registry is deliberately broad (see the [module documentation](self)).
-///
-/// ```
-/// # use kube_construct::registry::{platform_registry, Registry, RegistryError};
-/// # use kube::core::GroupVersionKind;
-/// fn my_types(r: &mut Registry) -> Result<(), RegistryError> {
-///     // r.register_with_list::<MyKind>()
-///     Ok(())
-/// }
-/// let registry = platform_registry([my_types]).unwrap();
-/// let secret = GroupVersionKind::gvk("", "v1", "Secret");
-/// assert_eq!(registry.api_resource(&secret).unwrap().plural, "secrets");
-/// ```
-pub fn platform_registry<I, F>(additions: I) -> Result<Registry, RegistryError>
-where
-    I: IntoIterator<Item = F>,
-    F: FnOnce(&mut Registry) -> Result<(), RegistryError>,
-{
-    let mut registry = Registry::new();
-    add_kubernetes_builtins(&mut registry)?;
-    add_unikorn_types(&mut registry)?;
-    add_fake_types(&mut registry)?;
-    add_argo_shim(&mut registry)?;
-    for (index, addition) in additions.into_iter().enumerate() {
-        addition(&mut registry).map_err(|source| RegistryError::Addition {
-            index,
-            source: Box::new(source),
-        })?;
-    }
-    Ok(registry)
 }
 
 #[cfg(test)]
