@@ -1,6 +1,3 @@
-// Over 500 lines on purpose: this is the public `Testbed` handle and its options, one
-// type whose methods each set up or change the emulated world; the server, store,
-// watch, auth and discovery live in their own modules.
 //! # kube-testbed
 //!
 //! A Kubernetes API server emulator for this workspace's tests (not published).
@@ -28,7 +25,9 @@
 
 mod auth;
 mod discovery;
+mod error;
 mod http;
+mod options;
 mod proto;
 mod resource;
 mod selectors;
@@ -46,129 +45,14 @@ use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 
 pub use auth::Rule;
+pub use error::TestbedError;
+pub use options::{Fault, InClusterEnv, Ns, TestbedOptions};
 
 pub use selectors::{FieldSelector, LabelSelector, SelectorError};
 pub use store::KindSpec;
 
 use crate::http::{Faults, Shared, lock};
 use store::Store;
-
-/// What can go wrong starting or driving the emulator.
-#[derive(Debug, thiserror::Error)]
-pub enum TestbedError {
-    /// The runtime thread could not be started.
-    #[error("cannot start the testbed runtime: {0}")]
-    Runtime(String),
-    /// The port could not be bound.
-    #[error("cannot bind 127.0.0.1:{port}: {source}")]
-    Bind {
-        /// The port asked for.
-        port: u16,
-        /// The OS error.
-        source: std::io::Error,
-    },
-    /// Generating the CA / serving certificate failed.
-    #[error("cannot set up TLS: {0}")]
-    Tls(String),
-    /// Writing files failed.
-    #[error("cannot write {path}: {source}")]
-    Io {
-        /// The file.
-        path: String,
-        /// The OS error.
-        source: std::io::Error,
-    },
-    /// An object given to [`Testbed::try_upsert`] was rejected.
-    #[error("object rejected ({code}): {message}")]
-    Rejected {
-        /// The HTTP status the API would answer.
-        code: u16,
-        /// The Status message.
-        message: String,
-    },
-}
-
-/// How to start a [`Testbed`].
-#[derive(Debug, Clone)]
-pub struct TestbedOptions {
-    /// Serve HTTPS with a generated CA (default) or plain HTTP.
-    pub tls: bool,
-    /// Port on 127.0.0.1; 0 picks an ephemeral one.
-    pub port: u16,
-    /// Admin token; `None` generates a random one.
-    pub token: Option<String>,
-    /// Number of events kept for WATCH resumption; older resourceVersions get 410 Gone.
-    pub history_limit: usize,
-    /// How often open watches receive a BOOKMARK (when they asked for bookmarks).
-    pub bookmark_interval: Duration,
-}
-
-impl Default for TestbedOptions {
-    fn default() -> Self {
-        Self {
-            tls: true,
-            port: 0,
-            token: None,
-            history_limit: 10_000,
-            bookmark_interval: Duration::from_secs(5),
-        }
-    }
-}
-
-/// A fault to inject (see [`Testbed::inject`]); each has a method of its own too.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Fault {
-    /// End every open WATCH stream now.
-    DropWatches,
-    /// Delay every response by this much.
-    Delay(Duration),
-    /// Answer the next `count` requests with this HTTP status (a Status object).
-    FailNext {
-        /// How many requests.
-        count: usize,
-        /// Which status, e.g. 503.
-        status: u16,
-    },
-    /// Forget the event history: open watches get a 410 ERROR event, and a WATCH
-    /// from any resourceVersion before now gets 410 Gone (clients must relist).
-    ExpireHistory,
-}
-
-/// The values for `KUBERNETES_SERVICE_HOST` / `KUBERNETES_SERVICE_PORT` that go with
-/// a directory written by [`Testbed::write_in_cluster_dir`].
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct InClusterEnv {
-    /// `KUBERNETES_SERVICE_HOST` (`127.0.0.1`).
-    pub host: String,
-    /// `KUBERNETES_SERVICE_PORT`.
-    pub port: u16,
-}
-
-/// A namespace argument for [`Testbed::get`] / [`Testbed::delete`]: a `&str`
-/// (`""` for cluster-scoped), or an `Option<&str>`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Ns(Option<String>);
-
-impl From<&str> for Ns {
-    fn from(s: &str) -> Self {
-        Ns(Some(s.to_string()).filter(|s| !s.is_empty()))
-    }
-}
-impl From<&String> for Ns {
-    fn from(s: &String) -> Self {
-        Ns::from(s.as_str())
-    }
-}
-impl From<String> for Ns {
-    fn from(s: String) -> Self {
-        Ns::from(s.as_str())
-    }
-}
-impl From<Option<&str>> for Ns {
-    fn from(s: Option<&str>) -> Self {
-        s.map(Ns::from).unwrap_or(Ns(None))
-    }
-}
 
 /// A running API emulator. Dropping it stops the server.
 pub struct Testbed {
