@@ -36,7 +36,7 @@
 use std::any::Any;
 use std::collections::HashMap;
 use std::fmt;
-use std::sync::{Arc, LazyLock, Mutex, PoisonError, Weak};
+use std::sync::{Arc, LazyLock, Mutex, PoisonError};
 use std::time::Duration;
 
 use cluster_id::{ClusterClient, ClusterId};
@@ -49,6 +49,10 @@ use super::secret::{SecretSource, SourceError};
 use super::shared::SharedSecret;
 use crate::material::crypto_provider;
 use crate::origin::SecretRef;
+
+mod weak;
+
+pub(crate) use weak::WeakSecretWatches;
 
 /// The registry of watched Secrets; cheap to clone (clones share it).
 ///
@@ -101,37 +105,6 @@ struct Registry {
     /// first configuration given for it on the registry's runtime (one connection
     /// pool and one credential refresher per cluster, not per Secret).
     kube_clients: Mutex<HashMap<ClusterId, kube::Client>>,
-}
-
-/// A registry of watched Secrets that does not keep it alive (what a metrics
-/// collector holds).
-#[derive(Clone)]
-pub(crate) struct WeakSecretWatches(Weak<Registry>);
-
-impl fmt::Debug for WeakSecretWatches {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("WeakSecretWatches")
-    }
-}
-
-impl WeakSecretWatches {
-    /// The registry, while it lives.
-    pub(crate) fn upgrade(&self) -> Option<SecretWatches> {
-        self.0.upgrade().map(|inner| SecretWatches { inner })
-    }
-
-    /// Whether this is a handle of `watches` (its allocation outlives the registry
-    /// while this handle lives, so it is never another registry's).
-    #[cfg_attr(not(feature = "metrics"), allow(dead_code))]
-    pub(crate) fn is(&self, watches: &SecretWatches) -> bool {
-        std::ptr::eq(self.0.as_ptr(), Arc::as_ptr(&watches.inner))
-    }
-
-    /// Whether the registry still lives.
-    #[cfg_attr(not(feature = "metrics"), allow(dead_code))]
-    pub(crate) fn is_alive(&self) -> bool {
-        self.0.strong_count() > 0
-    }
 }
 
 static PROCESS: LazyLock<SecretWatches> = LazyLock::new(SecretWatches::new);
