@@ -306,7 +306,7 @@ static INSTALLED: Mutex<Vec<(WeakSecretWatches, Weak<Shared>)>> = Mutex::new(Vec
 /// The metrics observe each registry they are installed into: the index above finds
 /// them from the registry, and the collector reads the registry's watched Secrets at
 /// scrape time.
-impl RegistryObserver for Metrics {
+impl RegistryObserver<WeakSecretWatches> for Metrics {
     fn installed(&self, watches: WeakSecretWatches) {
         {
             let mut installed = INSTALLED.lock().unwrap_or_else(PoisonError::into_inner);

@@ -2,8 +2,6 @@
 //! metrics of `crate::metrics` (feature `metrics`) implement [`RegistryObserver`], and
 //! a [`SecretWatches`](super::SecretWatches) registry keeps the one installed into it.
 
-use super::registry::WeakSecretWatches;
-
 /// What observes a [`SecretWatches`](super::SecretWatches) registry from above (its
 /// metrics). A registry holds at most one, installed once with
 /// `SecretWatches::install_observer` and kept (alive) for the life of the registry.
@@ -16,7 +14,7 @@ use super::registry::WeakSecretWatches;
 ///
 /// # What it may not do
 ///
-/// It may not keep the registry alive: it is handed a [`WeakSecretWatches`] (the
+/// It may not keep the registry alive: it is handed a [`WeakSecretWatches`](super::WeakSecretWatches) (the
 /// registry keeps its observer, so a strong handle would keep both, and every watch
 /// and the registry's runtime, for the life of the process). It may not block, nor
 /// start a watch from `installed`; it reads the registry's watched Secrets when it
@@ -30,7 +28,11 @@ use super::registry::WeakSecretWatches;
 /// (`Metrics::installed_in`, an index the observer fills in `installed`), which the
 /// options-based constructors (`wiring`) import: the edge shows in their `use` lines
 /// and to `cargo xtask layers`, and no value is downcast.
-pub(crate) trait RegistryObserver: Send + Sync + 'static {
+///
+/// `W` is the registry's weak handle (`WeakSecretWatches`, the only one used): a
+/// parameter rather than a name, so that this seam and the registry that keeps it do
+/// not import each other.
+pub(crate) trait RegistryObserver<W>: Send + Sync + 'static {
     /// The registry that accepted this observer (see the trait's documentation).
-    fn installed(&self, watches: WeakSecretWatches);
+    fn installed(&self, watches: W);
 }

@@ -97,7 +97,7 @@ struct Registry {
     /// What observes this registry from above (its metrics), installed once and kept
     /// for the registry's life.
     #[cfg_attr(not(feature = "metrics"), allow(dead_code))]
-    observer: std::sync::OnceLock<Arc<dyn RegistryObserver>>,
+    observer: std::sync::OnceLock<Arc<dyn RegistryObserver<WeakSecretWatches>>>,
     /// What the layers above share among the users of this registry (the peers'
     /// pooled HTTP clients), kept as long as the registry.
     shared_values: Mutex<Vec<Box<dyn Any + Send + Sync>>>,
@@ -148,7 +148,10 @@ impl SecretWatches {
     /// which registry it observes ([`RegistryObserver::installed`]); false, and nothing
     /// called, when one is installed already.
     #[cfg_attr(not(feature = "metrics"), allow(dead_code))]
-    pub(crate) fn install_observer(&self, observer: Arc<dyn RegistryObserver>) -> bool {
+    pub(crate) fn install_observer(
+        &self,
+        observer: Arc<dyn RegistryObserver<WeakSecretWatches>>,
+    ) -> bool {
         if self.inner.observer.set(observer.clone()).is_err() {
             return false;
         }
