@@ -15,7 +15,7 @@ use crate::last_good::NoopRecorder;
 use crate::material::{HandshakeLoad, Identity, IdentityCache};
 use crate::origin::{IdentityOrigin, SecretRef, SourceHealth};
 use crate::watch::{
-    SecretSource, SharedSecret, Watched, WatchedSecretBuilder, resource_version, sealed,
+    BuiltFromSecret, SecretSource, SharedSecret, WatchedSecretBuilder, resource_version, sealed,
 };
 
 /// Builds an [`IdentityResolver`]; see [`IdentityResolver::builder`]. The settings
@@ -23,7 +23,7 @@ use crate::watch::{
 pub type IdentityResolverBuilder = WatchedSecretBuilder<IdentityResolver>;
 
 impl sealed::Sealed for IdentityResolver {}
-impl Watched for IdentityResolver {
+impl BuiltFromSecret for IdentityResolver {
     type Recorder = dyn Recorder;
     fn no_recorder() -> Arc<Self::Recorder> {
         Arc::new(NoopRecorder)

@@ -12,7 +12,7 @@ use crate::last_good::{NoopRecorder, Recorder};
 use crate::material::{TrustAnchors, TrustCache};
 use crate::origin::{SecretRef, SourceHealth, TrustOrigin};
 use crate::watch::{
-    SecretSource, SharedSecret, Watched, WatchedSecretBuilder, resource_version, sealed,
+    BuiltFromSecret, SecretSource, SharedSecret, WatchedSecretBuilder, resource_version, sealed,
 };
 
 /// Builds a [`TrustVerifier`]; see [`TrustVerifier::builder`]. The settings are
@@ -20,7 +20,7 @@ use crate::watch::{
 pub type TrustVerifierBuilder = WatchedSecretBuilder<TrustVerifier>;
 
 impl sealed::Sealed for TrustVerifier {}
-impl Watched for TrustVerifier {
+impl BuiltFromSecret for TrustVerifier {
     type Recorder = dyn Recorder<TrustOrigin, TrustAnchors>;
     fn no_recorder() -> Arc<Self::Recorder> {
         Arc::new(NoopRecorder)

@@ -18,14 +18,14 @@ use crate::last_good::{
 };
 use crate::origin::SecretRef;
 
-/// Seals [`Watched`]: only this crate's resolver and verifier implement it.
+/// Seals [`BuiltFromSecret`]: only this crate's resolver and verifier implement it.
 pub(crate) mod sealed {
     pub trait Sealed {}
 }
 
 /// What a [`WatchedSecretBuilder`] builds: the identity resolver or the trust
 /// verifier. Sealed.
-pub trait Watched: sealed::Sealed {
+pub trait BuiltFromSecret: sealed::Sealed {
     /// The recorder that receives its state changes.
     type Recorder: ?Sized + Send + Sync + fmt::Debug + 'static;
 
@@ -40,7 +40,7 @@ pub trait Watched: sealed::Sealed {
 /// Builds a `T` ([`IdentityResolver`](crate::identity::IdentityResolver) or
 /// [`TrustVerifier`](crate::trust::TrustVerifier)) over a Secret watched through a
 /// `kube::Client`; see `IdentityResolver::builder` and `TrustVerifier::builder`.
-pub struct WatchedSecretBuilder<T: Watched> {
+pub struct WatchedSecretBuilder<T: BuiltFromSecret> {
     pub(crate) client: kube::Client,
     pub(crate) secret: SecretRef,
     pub(crate) timeout: Duration,
@@ -54,7 +54,7 @@ pub struct WatchedSecretBuilder<T: Watched> {
     built: PhantomData<fn() -> T>,
 }
 
-impl<T: Watched> fmt::Debug for WatchedSecretBuilder<T> {
+impl<T: BuiltFromSecret> fmt::Debug for WatchedSecretBuilder<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("WatchedSecretBuilder")
             .field("secret", &self.secret)
@@ -66,7 +66,7 @@ impl<T: Watched> fmt::Debug for WatchedSecretBuilder<T> {
     }
 }
 
-impl<T: Watched> WatchedSecretBuilder<T> {
+impl<T: BuiltFromSecret> WatchedSecretBuilder<T> {
     /// The defaults: [`DEFAULT_SYNC_TIMEOUT`], the aws-lc-rs provider, no recorder,
     /// the system's monotonic clock, [`DEFAULT_WARNING_PERIOD`].
     pub(crate) fn new(client: kube::Client, secret: SecretRef) -> Self {

@@ -4,7 +4,7 @@
 //! identity resolver and the trust verifier).
 //!
 //! Nothing here knows the seams: the identity and trust halves implement
-//! [`Watched`] and add their own `build`. What observes a registry from above (its
+//! [`BuiltFromSecret`] and add their own `build`. What observes a registry from above (its
 //! metrics) implements `RegistryObserver` (`observer.rs`).
 
 mod builder;
@@ -16,7 +16,7 @@ mod secret;
 mod shared;
 
 pub(crate) use builder::sealed;
-pub use builder::{Watched, WatchedSecretBuilder};
+pub use builder::{BuiltFromSecret, WatchedSecretBuilder};
 pub use configmap::{ConfigMapSource, ConfigMapSourceError, configmap_resource_version};
 #[cfg_attr(not(feature = "metrics"), allow(unused_imports))]
 pub(crate) use observer::RegistryObserver;
