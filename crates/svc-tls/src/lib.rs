@@ -18,6 +18,7 @@
 //! | [`material`] | bytes to identities and root sets (no I/O) |
 //! | [`origin`] | where a credential comes from |
 //! | [`options`], [`client`], [`principal`] | flags, peer clients, signed principals |
+//! | [`receiving`] | the ingress verifier over the process's watched CA Secret |
 //! | `metrics` (feature `metrics`) | Prometheus metrics of identity, trust and watches |
 //!
 //! What a service names is re-exported here, as `kube` does for `Client` and `Config`:
@@ -61,7 +62,7 @@ pub mod options;
 pub mod origin;
 pub mod principal;
 pub mod readiness;
-mod receiving;
+pub mod receiving;
 pub mod spiffe;
 pub mod trust;
 pub mod watch;

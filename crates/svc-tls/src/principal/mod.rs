@@ -58,7 +58,8 @@
 //! # async fn demo(identity: svc_tls::material::Identity, client: svc_tls::ClusterClient,
 //! #               headers: reqwest::header::HeaderMap)
 //! # -> Result<(), Box<dyn std::error::Error>> {
-//! use svc_tls::principal::{IngressVerifier, Principal, PrincipalSigner};
+//! use svc_tls::principal::{Principal, PrincipalSigner};
+//! use svc_tls::receiving::ingress_verifier;
 //! use svc_tls::SecretRef;
 //!
 //! // Sending side (usually `PeerTls::principal_signer()`, over the client's resolver,
@@ -70,8 +71,7 @@
 //! // Receiving side, behind the ingress: the client CA Secret its auth-tls-secret
 //! // annotation names, watched once per process; build this once at start-up.
 //! let ca = SecretRef::new("unikorn", "client-ca");
-//! let ingress =
-//!     IngressVerifier::watching(&client, &ca, std::time::Duration::from_secs(30)).await?;
+//! let ingress = ingress_verifier(&client, &ca, std::time::Duration::from_secs(30)).await?;
 //! let who: Principal = ingress.verify_request(&headers)?;
 //! # let _ = (request, who); Ok(()) }
 //! ```

@@ -248,6 +248,10 @@ impl Readiness {
                         Probe::Pending(what) => Verdict::NotReady {
                             reason: format!("waiting for {what} to load"),
                         },
+                        // Each probe reads its source twice: the reload counts and
+                        // warns as a handshake does but returns what it serves, not
+                        // the source's error, so the reason reads the error again
+                        // (absent if the failure cleared in between).
                         Probe::Identity(resolver, since) => {
                             let _ = resolver.reload();
                             let error = resolver
@@ -303,7 +307,8 @@ mod tests {
     use crate::identity::IdentityState;
     use crate::last_good::WatchHealthState;
     use crate::material::CertificateValidity;
-    use crate::origin::{IdentityOrigin, SecretRef};
+    use crate::origin::{IdentityOrigin, SecretRef, TrustOrigin};
+    use crate::trust::TrustState;
 
     fn state(stale: bool, validity: CertificateValidity, connected: bool) -> IdentityState {
         let now = SystemTime::now();
@@ -363,6 +368,92 @@ mod tests {
         assert!(
             matches!(&verdict, Verdict::NotReady { reason } if reason.contains("expired 5s ago")),
             "{verdict:?}"
+        );
+    }
+
+    fn trust_state(stale: bool, connected: bool) -> TrustState {
+        let now = SystemTime::now();
+        TrustState {
+            source: TrustOrigin::Secret(SecretRef::new("platform", "ca")),
+            roots: 3,
+            not_after: Some(now + Duration::from_secs(3600)),
+            last_good_reload: now,
+            failures: u64::from(stale),
+            stale,
+            watch_error: (!connected).then(|| "connection refused".to_owned()),
+            watch: Some(WatchHealthState {
+                connected,
+                last_error: (!connected).then(|| "connection refused".to_owned()),
+                failing_since: None,
+            }),
+            withdrawn: false,
+        }
+    }
+
+    /// The reasons operators read on `/readyz`, word for word, for both halves: a
+    /// stale source within the grace and after it (with the error, or once it has
+    /// cleared), and a failing watch.
+    #[test]
+    fn the_reason_texts() {
+        let now = SystemTime::now();
+        let grace = Duration::from_secs(60);
+        let error = || Some("the private key does not match".to_owned());
+        let degraded = |reason: &str| Verdict::Degraded {
+            reason: reason.to_owned(),
+        };
+        let not_ready = |reason: &str| Verdict::NotReady {
+            reason: reason.to_owned(),
+        };
+
+        let stale = state(true, CertificateValidity::Valid, true);
+        assert_eq!(
+            identity_verdict(&stale, error(), Some(Seconds(59)), grace, now),
+            degraded(
+                "Secret platform/billing: stale for 59s, serving the last good identity \
+                 (serial 07); reloading it fails: the private key does not match"
+            )
+        );
+        assert_eq!(
+            identity_verdict(&stale, None, Some(Seconds(60)), grace, now),
+            not_ready(
+                "Secret platform/billing: stale for 60s, serving the last good identity \
+                 (serial 07); reloading it fails: (the failure has just cleared)"
+            )
+        );
+        let unwatched = state(false, CertificateValidity::Valid, false);
+        assert_eq!(
+            identity_verdict(&unwatched, None, None, grace, now),
+            degraded(
+                "Secret platform/billing: its watch is failing (connection refused); \
+                 a rotation would not be seen"
+            )
+        );
+
+        let stale = trust_state(true, true);
+        assert_eq!(
+            trust_verdict(&stale, error(), Some(Seconds(59)), grace, now),
+            degraded(
+                "CA Secret platform/ca: stale for 59s, using the last good 3 roots; \
+                 reloading them fails: the private key does not match"
+            )
+        );
+        assert_eq!(
+            trust_verdict(&stale, None, Some(Seconds(60)), grace, now),
+            not_ready(
+                "CA Secret platform/ca: stale for 60s, using the last good 3 roots; \
+                 reloading them fails: (the failure has just cleared)"
+            )
+        );
+        assert_eq!(
+            trust_verdict(&trust_state(false, true), None, None, grace, now),
+            Verdict::Ready
+        );
+        assert_eq!(
+            trust_verdict(&trust_state(false, false), None, None, grace, now),
+            degraded(
+                "CA Secret platform/ca: its watch is failing (connection refused); \
+                 a CA rotation would not be seen"
+            )
         );
     }
 

@@ -6,6 +6,7 @@ use std::time::{Duration, SystemTime};
 
 use super::Verdict;
 use crate::identity::IdentityState;
+use crate::last_good::WatchHealthState;
 use crate::material::CertificateValidity;
 use crate::trust::TrustState;
 
@@ -59,25 +60,10 @@ pub(super) fn identity_verdict(
         CertificateValidity::Valid => {}
     }
     if let Some(stale_for) = stale_for {
-        let reason = format!(
-            "{source}: stale for {stale_for}, serving the last good identity (serial {serial}); reloading it fails: {}",
-            error.as_deref().unwrap_or("(the failure has just cleared)")
-        );
-        return if stale_for < Seconds(grace.as_secs()) {
-            Verdict::Degraded { reason }
-        } else {
-            Verdict::NotReady { reason }
-        };
+        let serving = format!("serving the last good identity (serial {serial}); reloading it");
+        return stale(source, stale_for, &serving, error.as_deref(), grace);
     }
-    match &state.watch {
-        Some(watch) if !watch.connected => Verdict::Degraded {
-            reason: format!(
-                "{source}: its watch is failing ({}); a rotation would not be seen",
-                watch.last_error.as_deref().unwrap_or("no detail")
-            ),
-        },
-        _ => Verdict::Ready,
-    }
+    watched(source, state.watch.as_ref(), "a rotation")
 }
 
 /// The verdict on a trust's state.
@@ -103,21 +89,42 @@ pub(super) fn trust_verdict(
         };
     }
     if let Some(stale_for) = stale_for {
-        let reason = format!(
-            "{source}: stale for {stale_for}, using the last good {} roots; reloading them fails: {}",
-            state.roots,
-            error.as_deref().unwrap_or("(the failure has just cleared)")
-        );
-        return if stale_for < Seconds(grace.as_secs()) {
-            Verdict::Degraded { reason }
-        } else {
-            Verdict::NotReady { reason }
-        };
+        let serving = format!("using the last good {} roots; reloading them", state.roots);
+        return stale(source, stale_for, &serving, error.as_deref(), grace);
     }
-    match (&state.watch, &state.watch_error) {
-        (Some(watch), _) if !watch.connected => Verdict::Degraded {
+    watched(source, state.watch.as_ref(), "a CA rotation")
+}
+
+/// A stale source, for both halves: degraded for the first `grace`, then not ready,
+/// so replicas sharing a broken Secret keep serving for that long. `serving` says
+/// what is served meanwhile and what fails to reload; `error` is the reload's error,
+/// absent when it cleared between the probe's read and this verdict.
+fn stale(
+    source: &dyn fmt::Display,
+    stale_for: Seconds,
+    serving: &str,
+    error: Option<&str>,
+    grace: Duration,
+) -> Verdict {
+    let reason = format!(
+        "{source}: stale for {stale_for}, {serving} fails: {}",
+        error.unwrap_or("(the failure has just cleared)")
+    );
+    if stale_for < Seconds(grace.as_secs()) {
+        Verdict::Degraded { reason }
+    } else {
+        Verdict::NotReady { reason }
+    }
+}
+
+/// A fresh source's verdict from its watch, for both halves: a failing watch is only
+/// degraded (an API server outage must not take every replica out of its Service),
+/// saying that `change` would not be seen.
+fn watched(source: &dyn fmt::Display, watch: Option<&WatchHealthState>, change: &str) -> Verdict {
+    match watch {
+        Some(watch) if !watch.connected => Verdict::Degraded {
             reason: format!(
-                "{source}: its watch is failing ({}); a CA rotation would not be seen",
+                "{source}: its watch is failing ({}); {change} would not be seen",
                 watch.last_error.as_deref().unwrap_or("no detail")
             ),
         },

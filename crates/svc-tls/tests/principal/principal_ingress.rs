@@ -181,7 +181,7 @@ async fn principal_signed_with_the_handshake_identity_verifies_behind_nginx_acro
     let watches = svc_tls::metrics::Metrics::new_watches(&mut registry);
     #[cfg(not(feature = "metrics"))]
     let watches = svc_tls::watch::SecretWatches::new();
-    let ingress = IngressVerifier::watching_in(
+    let ingress = svc_tls::receiving::ingress_verifier_in(
         &watches,
         &tb.cluster_client(),
         &SecretRef::new(NS, "clients-ca"),

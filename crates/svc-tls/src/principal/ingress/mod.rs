@@ -368,8 +368,8 @@ impl IngressVerifier {
     /// The same verifier reporting every request it judges in
     /// [`IngressVerifier::verify_request`] to `recorder` (e.g.
     /// `svc_tls::metrics::Metrics::principal_recorder`, feature `metrics`). A verifier
-    /// from [`IngressVerifier::watching`] already reports to the metrics of the
-    /// registry it was built over.
+    /// from [`receiving::ingress_verifier`](crate::receiving::ingress_verifier) already
+    /// reports to the metrics of the registry it was built over.
     #[must_use]
     pub fn with_recorder(mut self, recorder: Arc<dyn Recorder>) -> Self {
         self.recorder = recorder;
