@@ -64,7 +64,8 @@ use rustls::SignatureScheme;
 use rustls::client::ResolvesClientCert;
 use svc_tls::IdentityOrigin;
 use svc_tls::identity::{IdentityResolver, SecretIdentitySource, SpiffeIdentitySource};
-use svc_tls::last_good::{DEFAULT_WARNING_PERIOD, NoopRecorder, SystemClock};
+use svc_tls::last_good::{DEFAULT_WARNING_PERIOD, NoopRecorder, ReloadRecorder, SystemClock};
+use svc_tls::material::Identity;
 use svc_tls::options::SecretRef;
 use svc_tls::spiffe::{SpiffeEndpoint, WorkloadApiSource};
 use svc_tls::watch::SecretWatches;
@@ -530,7 +531,7 @@ fn metrics_cost(
             ))
             .unwrap();
         let origin = IdentityOrigin::Secret(SecretRef::new(NS, &name));
-        let recorder: Arc<dyn svc_tls::identity::Recorder> = if side == "on" {
+        let recorder: Arc<dyn ReloadRecorder<IdentityOrigin, Identity>> = if side == "on" {
             metrics.identity_recorder(&origin, None, None)
         } else {
             Arc::new(NoopRecorder)

@@ -9,7 +9,7 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube_construct::cache::Selection;
 use kube_construct::client::CachedClient;
-use kube_construct::metrics::{CONSTRUCTION_RESULTS, CacheMetrics, MetricsError, register};
+use kube_construct::metrics::{CONSTRUCTION_RESULTS, CacheMetrics, RegisterError, register};
 use kube_testbed::{Rule, Testbed};
 use prometheus_client::encoding::text::encode;
 use prometheus_client::registry::Registry;
@@ -231,7 +231,7 @@ fn the_process_metrics_are_registered_once() {
     let mut other = Registry::default();
     assert_eq!(
         register(&mut other).unwrap_err(),
-        MetricsError::AlreadyRegistered
+        RegisterError::AlreadyRegistered
     );
     assert!(
         text(&other).trim() == "# EOF",

@@ -42,7 +42,7 @@
 //! | `HTTPClientOptions.SetNow` | [`tls::identity::IdentityResolverBuilder::clock`] with [`tls::last_good::ManualClock`] | there is no reload timer to drive: the identity is reloaded on every handshake; the injectable clock drives the warning limiter and staleness instead |
 //! | `HTTPClientOptions.ApplyTLSClientConfig` | [`tls::identity::IdentityResolver`] in [`tls::client::client_config`] (done by [`tls::client::PeerTls::from_options`]) | the Secret is watched and the identity re-read on every handshake, as the per-handshake generation (the others: a timer, 24 h), from the watch's cache, so no API round trip and no 5 s load cap to hit; construction waits for the watch to sync; a failed reload serves the last good identity and warns at most once a minute ("client certificate reload failed; …", where Go logs "client certificate reload failed, serving the last loaded certificate") |
 //! | `HTTPClientOptions.EncodeAndSign` | [`tls::client::PeerTls::principal_signer`], then [`tls::principal::PrincipalSigner::sign`] / [`tls::principal::PrincipalSigner::attach`] | signs with the watched identity (no API read per call), counted in `svc_tls_principal_signed_total` when metrics are on; the key decides the algorithm (RSA PS512, P-256 ES256, P-384 ES384), as the newest Go client (the 24 h-timer one signs RSA/PS512 only); [`tls::principal::AlgorithmPolicy::Ps512Only`] for peers on that older verifier |
-//! | `VerifyAndDecode` | [`tls::principal::PeerCertificate::verify`] / [`tls::principal::verify`]; behind the ingress [`tls::principal::IngressVerifier::watching`] (the ingress's CA Secret, watched) then [`tls::principal::IngressVerifier::verify_request`], counted in `svc_tls_principal_verified_total` when metrics are on | the accepted algorithms are a parameter ([`tls::principal::AlgorithmPolicy`]): by default PS512, ES256 and ES384, each only with a certificate of its key type, as the newest Go verifier (the 24 h-timer one accepts PS512 with an RSA certificate only: `AlgorithmPolicy::Ps512Only`); signed tokens only, see "Principal verification" in `docs/migration.md` for the unsigned principals the platform's receivers also accept |
+//! | `VerifyAndDecode` | [`tls::principal::PeerCertificate::verify`] / [`tls::principal::verify`]; behind the ingress [`tls::receiving::ingress_verifier`] (the ingress's CA Secret, watched) then [`tls::principal::IngressVerifier::verify_request`], counted in `svc_tls_principal_verified_total` when metrics are on | the accepted algorithms are a parameter ([`tls::principal::AlgorithmPolicy`]): by default PS512, ES256 and ES384, each only with a certificate of its key type, as the newest Go verifier (the 24 h-timer one accepts PS512 with an RSA certificate only: `AlgorithmPolicy::Ps512Only`); signed tokens only, see "Principal verification" in `docs/migration.md` for the unsigned principals the platform's receivers also accept |
 //! | `TLSClientConfig` | [`tls::client::client_config`] / [`tls::client::PeerTls::config`] | TLS 1.3 as Go; session resumption off (a resumed handshake would skip the reload); ALPN `http/1.1` unless h2 is opted in |
 //! | `CertificateSourceSecret`, `CertificateSourceSPIFFE` | [`tls::options::ClientCertificateSource`] (`Secret`, `Spiffe`) | `--[P-]client-certificate-source` (`secret` or `spiffe`) as Go (empty = `secret`); any other value is `OptionsError::InvalidValue` naming the flag and the value |
 //! | `HTTPClientOptions.InitSPIFFE` | [`tls::spiffe::WorkloadApiStreams::connect`] (one stream per address per process; called by [`tls::client::PeerTls::from_options`] in `spiffe` mode, as Go's `InitSPIFFE` once at start-up) | waits up to the sync timeout for the first X509-SVID; later constructions share the stream; an unset or invalid `SPIFFE_ENDPOINT_SOCKET`, an unreachable agent, no identity issued and no SVID in time are each their own [`tls::spiffe::SpiffeStartError`] variant |
@@ -91,10 +91,10 @@ pub mod metrics {
     pub enum MetricsError {
         /// svc-tls's metrics are already installed into the process's watched Secrets.
         #[error("svc-tls: {0}")]
-        Tls(#[from] svc_tls::metrics::MetricsError),
+        Tls(#[from] svc_tls::metrics::InstallError),
         /// kube-construct's metrics are already the process's.
         #[error("kube-construct: {0}")]
-        Construct(#[from] kube_construct::metrics::MetricsError),
+        Construct(#[from] kube_construct::metrics::RegisterError),
     }
 
     /// Registers svc-tls's metrics ([`svc_tls::metrics::register`]: identity, trust,
@@ -112,7 +112,7 @@ pub mod metrics {
     /// ```
     pub fn register(registry: &mut Registry) -> Result<(), MetricsError> {
         if kube_construct::metrics::CacheMetrics::process().is_some() {
-            return Err(kube_construct::metrics::MetricsError::AlreadyRegistered.into());
+            return Err(kube_construct::metrics::RegisterError::AlreadyRegistered.into());
         }
         svc_tls::metrics::register(registry)?;
         kube_construct::metrics::register(registry)?;

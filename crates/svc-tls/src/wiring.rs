@@ -12,9 +12,9 @@ use std::sync::Arc;
 use cluster_id::ClusterId;
 use std::time::Duration;
 
-use crate::identity::{self, IdentityResolver};
-use crate::last_good::{NoopRecorder, Recorder, Settings};
-use crate::material::TrustAnchors;
+use crate::identity::IdentityResolver;
+use crate::last_good::{NoopRecorder, ReloadRecorder, Settings};
+use crate::material::{Identity, TrustAnchors};
 #[cfg(feature = "metrics")]
 use crate::metrics::Metrics;
 use crate::origin::{IdentityOrigin, SecretRef, TrustOrigin};
@@ -29,7 +29,7 @@ pub(crate) fn identity_recorder(
     origin: &IdentityOrigin,
     spiffe_id: Option<&str>,
     cluster: Option<&ClusterId>,
-) -> Arc<dyn identity::Recorder> {
+) -> Arc<dyn ReloadRecorder<IdentityOrigin, Identity>> {
     #[cfg(feature = "metrics")]
     if let Some(metrics) = Metrics::installed_in(watches) {
         return metrics.identity_recorder(origin, spiffe_id, cluster);
@@ -44,7 +44,7 @@ pub(crate) fn trust_recorder(
     watches: &SecretWatches,
     origin: &TrustOrigin,
     cluster: Option<&ClusterId>,
-) -> Arc<dyn Recorder<TrustOrigin, TrustAnchors>> {
+) -> Arc<dyn ReloadRecorder<TrustOrigin, TrustAnchors>> {
     #[cfg(feature = "metrics")]
     if let Some(metrics) = Metrics::installed_in(watches) {
         return metrics.trust_recorder(origin, cluster);
@@ -92,7 +92,7 @@ pub(crate) fn principal_recorder(watches: &SecretWatches) -> PrincipalRecording 
 
 /// A principal recorder held by a client (`Debug` without showing it).
 #[derive(Clone)]
-pub(crate) struct PrincipalRecording(pub(crate) Arc<dyn principal::Recorder>);
+pub(crate) struct PrincipalRecording(pub(crate) Arc<dyn principal::TokenRecorder>);
 
 impl std::fmt::Debug for PrincipalRecording {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

@@ -14,7 +14,7 @@ use kube_testbed::Testbed;
 use rustls::ClientConfig;
 use support::*;
 use svc_tls::client::{PeerClientError, TrustMode, client_config};
-use svc_tls::last_good::{ManualClock, Recorder, StaleWarning};
+use svc_tls::last_good::{ManualClock, ReloadRecorder, StaleWarning};
 use svc_tls::material::TrustAnchors;
 use svc_tls::options::{ClientIdentityOptions, PeerOptions, SecretRef};
 use svc_tls::origin::TrustOrigin;
@@ -62,7 +62,7 @@ fn watched(verifier: &TrustVerifier) -> Arc<ClientConfig> {
 
 async fn verifier(
     tb: &Testbed,
-    recorder: Arc<dyn Recorder<TrustOrigin, TrustAnchors>>,
+    recorder: Arc<dyn ReloadRecorder<TrustOrigin, TrustAnchors>>,
     clock: &ManualClock,
 ) -> TrustVerifier {
     TrustVerifier::builder(tb.client(), ca_ref())
@@ -92,7 +92,7 @@ struct Recorded {
     warnings: Mutex<Vec<(u64, Duration, usize)>>,
 }
 
-impl Recorder<TrustOrigin, TrustAnchors> for Recorded {
+impl ReloadRecorder<TrustOrigin, TrustAnchors> for Recorded {
     fn loaded(&self, _: &TrustOrigin, anchors: &TrustAnchors, _: std::time::SystemTime) {
         self.loads.lock().unwrap().push(anchors.len());
     }

@@ -12,8 +12,8 @@ use std::time::Duration;
 
 use kube_testbed::Testbed;
 use support::*;
-use svc_tls::identity::{IdentityResolver, InvalidIdentity, Recorder};
-use svc_tls::last_good::{self, ManualClock};
+use svc_tls::identity::IdentityResolver;
+use svc_tls::last_good::{ManualClock, OutsideValidity, ReloadRecorder};
 use svc_tls::material::{CertificateValidity, Identity};
 use svc_tls::options::SecretRef;
 use svc_tls::origin::IdentityOrigin;
@@ -37,12 +37,10 @@ fn error_lines(name: &str) -> Vec<String> {
 #[derive(Debug, Default)]
 struct Invalid(Mutex<Vec<(String, CertificateValidity, bool)>>);
 
-impl last_good::Recorder<IdentityOrigin, Identity> for Invalid {}
-
-impl Recorder for Invalid {
-    fn invalid_identity(&self, event: &InvalidIdentity<'_>) {
+impl ReloadRecorder<IdentityOrigin, Identity> for Invalid {
+    fn outside_validity(&self, event: &OutsideValidity<'_, IdentityOrigin, Identity>) {
         self.0.lock().unwrap().push((
-            event.serial_hex.to_owned(),
+            event.serving.serial_hex().to_owned(),
             event.validity,
             event.reload_error.is_some(),
         ));

@@ -339,10 +339,7 @@ mod tests {
 
         let fed = [
             ("identity/resolver.rs", "use crate::metrics::Metrics;"),
-            (
-                "trust/verifier.rs",
-                "use crate::metrics::identity::IdentityRecorder;",
-            ),
+            ("trust/verifier.rs", "use crate::metrics::SourceRecorder;"),
             (
                 "last_good/mod.rs",
                 "fn f() { let _ = crate::metrics::register; }",

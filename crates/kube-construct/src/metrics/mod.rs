@@ -63,7 +63,7 @@ pub const CONSTRUCTION_RESULTS: [&str; 7] = [
 /// Why metrics could not be installed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
-pub enum MetricsError {
+pub enum RegisterError {
     /// The process already records into metrics ([`register`] was called before).
     #[error("kube-construct metrics are already registered for this process")]
     AlreadyRegistered,
@@ -120,15 +120,15 @@ static PROCESS: OnceLock<CacheMetrics> = OnceLock::new();
 /// every [`ClientBuilder`](crate::client::ClientBuilder) that is not given other
 /// metrics ([`ClientBuilder::metrics`](crate::client::ClientBuilder::metrics)) records
 /// into them. Call it once at start-up, before the client is built; a second call
-/// fails with [`MetricsError::AlreadyRegistered`] and registers nothing.
-pub fn register(registry: &mut Registry) -> Result<CacheMetrics, MetricsError> {
+/// fails with [`RegisterError::AlreadyRegistered`] and registers nothing.
+pub fn register(registry: &mut Registry) -> Result<CacheMetrics, RegisterError> {
     if PROCESS.get().is_some() {
-        return Err(MetricsError::AlreadyRegistered);
+        return Err(RegisterError::AlreadyRegistered);
     }
     let metrics = CacheMetrics::new(registry);
     PROCESS
         .set(metrics.clone())
-        .map_err(|_| MetricsError::AlreadyRegistered)?;
+        .map_err(|_| RegisterError::AlreadyRegistered)?;
     Ok(metrics)
 }
 

@@ -16,8 +16,14 @@ pub enum PeerClientError {
         /// The Secret.
         secret: SecretRef,
     },
-    /// Reading the CA Secret failed.
-    #[error("reading CA Secret {secret} failed: {source}")]
+    /// Reading the CA Secret failed. The message shows the API error as an escaped
+    /// excerpt ([`crate::excerpt::chain`]): a `Status.message` is the API server's
+    /// text, and a remote cluster's API server is not ours. The source is kube's
+    /// error itself (match `kube::Error::Api` on it for the status code).
+    #[error(
+        "reading CA Secret {secret} failed: {}",
+        crate::excerpt::chain(source)
+    )]
     CaSecretRead {
         /// The Secret.
         secret: SecretRef,

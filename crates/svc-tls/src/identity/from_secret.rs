@@ -10,8 +10,7 @@ use rustls::crypto::CryptoProvider;
 
 use super::resolver::{IdentityError, IdentityResolver};
 use super::source::{IdentitySource, ReloadError};
-use super::state::Recorder;
-use crate::last_good::NoopRecorder;
+use crate::last_good::{NoopRecorder, ReloadRecorder};
 use crate::material::{HandshakeLoad, Identity, IdentityCache};
 use crate::origin::{IdentityOrigin, SecretRef, SourceHealth};
 use crate::watch::{
@@ -24,7 +23,7 @@ pub type IdentityResolverBuilder = WatchedSecretBuilder<IdentityResolver>;
 
 impl sealed::Sealed for IdentityResolver {}
 impl BuiltFromSecret for IdentityResolver {
-    type Recorder = dyn Recorder;
+    type Recorder = dyn ReloadRecorder<IdentityOrigin, Identity>;
     fn no_recorder() -> Arc<Self::Recorder> {
         Arc::new(NoopRecorder)
     }
@@ -89,7 +88,7 @@ impl IdentityResolver {
     pub fn from_source(
         source: SecretSource,
         provider: Arc<CryptoProvider>,
-        recorder: Arc<dyn Recorder>,
+        recorder: Arc<dyn ReloadRecorder<IdentityOrigin, Identity>>,
         clock: Arc<dyn crate::last_good::MonotonicClock>,
         warning_period: Duration,
     ) -> Result<Self, IdentityError> {

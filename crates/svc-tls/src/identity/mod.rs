@@ -20,4 +20,4 @@ pub use from_secret::{IdentityResolverBuilder, SecretIdentitySource};
 pub use from_spiffe::SpiffeIdentitySource;
 pub use resolver::{IdentityError, IdentityResolver};
 pub use source::{IdentitySource, ReloadError};
-pub use state::{IdentityState, InvalidIdentity, Recorder};
+pub use state::IdentityState;

@@ -42,11 +42,11 @@ use rustls::client::ResolvesClientCert;
 use rustls::sign::CertifiedKey;
 
 use super::source::{IdentitySource, ReloadError};
-use super::state::{IdentityState, InvalidIdentity, Recorder};
+use super::state::IdentityState;
 use crate::follow::Follower;
 use crate::last_good::{
-    self, Accepted, DEFAULT_WATCH_FAILURE_THRESHOLD, Episode, Failure, LastGood, MonotonicClock,
-    Reporter, Settings, WatchWords,
+    Accepted, DEFAULT_WATCH_FAILURE_THRESHOLD, Episode, Failure, LastGood, MonotonicClock,
+    OutsideValidity, ReloadRecorder, Reporter, Settings, WatchWords,
 };
 use crate::material::{CertificateValidity, Identity, time_text};
 use crate::origin::{IdentityOrigin, SourceHealth};
@@ -69,7 +69,7 @@ pub enum IdentityError {
 struct Inner {
     source: Arc<dyn IdentitySource>,
     core: LastGood<Identity>,
-    recorder: Arc<dyn Recorder>,
+    recorder: Arc<dyn ReloadRecorder<IdentityOrigin, Identity>>,
 }
 
 /// The identity's words and recorder events; the order of events is the core's.
@@ -95,7 +95,7 @@ impl Reporter<Identity> for Inner {
         self.source.health()
     }
 
-    fn recorder(&self) -> &dyn last_good::Recorder<IdentityOrigin, Identity> {
+    fn recorder(&self) -> &dyn ReloadRecorder<IdentityOrigin, Identity> {
         &*self.recorder
     }
 
@@ -138,9 +138,9 @@ impl Reporter<Identity> for Inner {
                  peers refuse it until the Secret holds a valid certificate \
                  ({suppressed} more failures suppressed since the last report)",
             );
-            self.recorder.invalid_identity(&InvalidIdentity {
+            self.recorder.outside_validity(&OutsideValidity {
                 source: origin,
-                serial_hex: identity.serial_hex(),
+                serving: identity,
                 validity,
                 reload_error: Some(error),
                 suppressed,
@@ -202,7 +202,7 @@ impl IdentityResolver {
     /// [`IdentityResolverBuilder::build`](super::IdentityResolverBuilder::build)).
     pub fn from_identity_source(
         source: Arc<dyn IdentitySource>,
-        recorder: Arc<dyn Recorder>,
+        recorder: Arc<dyn ReloadRecorder<IdentityOrigin, Identity>>,
         clock: Arc<dyn MonotonicClock>,
         warning_period: Duration,
     ) -> Result<Self, IdentityError> {
@@ -220,7 +220,7 @@ impl IdentityResolver {
 
     pub(crate) fn with_settings(
         source: Arc<dyn IdentitySource>,
-        recorder: Arc<dyn Recorder>,
+        recorder: Arc<dyn ReloadRecorder<IdentityOrigin, Identity>>,
         settings: Settings,
     ) -> Result<Self, IdentityError> {
         let (identity, version, invalid) = match source.current_versioned() {
@@ -267,9 +267,9 @@ impl IdentityResolver {
              (peers will refuse it) until the Secret is renewed, which is picked up on the \
              next handshake"
         );
-        inner.recorder.invalid_identity(&InvalidIdentity {
+        inner.recorder.outside_validity(&OutsideValidity {
             source: inner.source.origin(),
-            serial_hex: identity.serial_hex(),
+            serving: identity,
             validity,
             reload_error: None,
             suppressed: 0,

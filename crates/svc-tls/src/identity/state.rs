@@ -1,30 +1,13 @@
-//! What the identity resolver tells the outside world: its visible state, the event
-//! of its own (an identity outside its validity period), and the [`Recorder`] that
-//! receives its state changes (a service that exports metrics implements it; the
-//! default records nothing). The rest of its events, the stale warning and the
-//! recovery among them, are the shared ones of [`crate::last_good`].
+//! What the identity resolver tells the outside world through its state. Its events
+//! (loaded, failed, stale, recovered, outside its validity period, watch health) are
+//! the shared ones of [`crate::last_good`], received by a
+//! [`ReloadRecorder<IdentityOrigin, Identity>`](crate::last_good::ReloadRecorder).
 
 use std::time::SystemTime;
 
-use crate::last_good::{self, NoopRecorder, WatchHealthState};
-use crate::material::{CertificateValidity, Identity};
+use crate::last_good::WatchHealthState;
+use crate::material::CertificateValidity;
 use crate::origin::IdentityOrigin;
-
-/// The served identity is outside its validity period: every peer refuses it.
-#[derive(Debug)]
-pub struct InvalidIdentity<'a> {
-    /// Where the identity comes from.
-    pub source: &'a IdentityOrigin,
-    /// Serial number (hex) of the identity being served.
-    pub serial_hex: &'a str,
-    /// Expired or not yet valid.
-    pub validity: CertificateValidity,
-    /// Why the last reload failed, when the invalid identity is served as the last
-    /// good one (`None` at start-up).
-    pub reload_error: Option<&'a (dyn std::error::Error + 'static)>,
-    /// Reports suppressed by the limiter since the previous one.
-    pub suppressed: u64,
-}
 
 /// The resolver's visible state, as returned by
 /// [`IdentityResolver::state`](crate::identity::IdentityResolver::state).
@@ -51,20 +34,3 @@ pub struct IdentityState {
     /// The health of the source's watch (`None` for a source without one).
     pub watch: Option<WatchHealthState>,
 }
-
-/// Receives the resolver's state changes; implement it to export metrics: the
-/// shared [`last_good::Recorder`] for an identity, and the one event of the identity's
-/// own, [`Recorder::invalid_identity`] (no-op by default: an implementation that does
-/// not need it writes `impl identity::Recorder for MyRecorder {}`).
-///
-/// Called on the handshake path: implementations must be cheap and must not block.
-pub trait Recorder: last_good::Recorder<IdentityOrigin, Identity> {
-    /// The served identity is expired or not yet valid (at start-up, or as the last
-    /// good identity after failed reloads). Rate-limited like the warnings; logged at
-    /// `ERROR`.
-    fn invalid_identity(&self, event: &InvalidIdentity<'_>) {
-        let _ = event;
-    }
-}
-
-impl Recorder for NoopRecorder {}

@@ -1,4 +1,4 @@
-//! The one recorder shape both halves report to, and its events, generic over where
+//! The one recorder both halves report to, [`ReloadRecorder`], and its events, generic over where
 //! the value is read from (`O`: an [`IdentityOrigin`](crate::origin::IdentityOrigin)
 //! or a [`TrustOrigin`](crate::origin::TrustOrigin)) and over the value served (`T`:
 //! an [`Identity`](crate::material::Identity) or
@@ -8,17 +8,17 @@ use std::fmt;
 use std::time::{Duration, SystemTime};
 
 use super::{NoopRecorder, WatchHealthState};
+use crate::material::CertificateValidity;
 
 /// Receives a half's state changes; implement it to export metrics. The trust
-/// verifier takes a `Recorder<TrustOrigin, TrustAnchors>`; the identity resolver an
-/// [`identity::Recorder`](crate::identity::Recorder), which is a
-/// `Recorder<IdentityOrigin, Identity>` with one event of its own. One type may
-/// implement it for both halves.
+/// verifier takes a `ReloadRecorder<TrustOrigin, TrustAnchors>`, the identity resolver
+/// a `ReloadRecorder<IdentityOrigin, Identity>`; one type may implement it for both
+/// halves.
 ///
 /// Called on the handshake path: implementations must be cheap and must not block
 /// (update atomics or a metrics facade; no I/O, no long locks). Every method has a
 /// no-op default.
-pub trait Recorder<O: ?Sized, T: ?Sized>: Send + Sync + fmt::Debug + 'static {
+pub trait ReloadRecorder<O: ?Sized, T: ?Sized>: Send + Sync + fmt::Debug + 'static {
     /// A value is now served: at start-up, and each time a read finds a new one (an
     /// unchanged source is not reported again), so `at` is the time of the last good
     /// reload.
@@ -53,9 +53,21 @@ pub trait Recorder<O: ?Sized, T: ?Sized>: Send + Sync + fmt::Debug + 'static {
     fn watch_recovered(&self, source: &O, failed_for: Duration) {
         let _ = (source, failed_for);
     }
+
+    /// The value served is outside its validity period, so every peer refuses it: at
+    /// start-up, or as the last good value after failed reloads (rate-limited like
+    /// the warnings; logged at `ERROR`).
+    ///
+    /// Reported by the identity resolver, whose expired certificate is still
+    /// presented. The trust verifier does not report it: once its last good roots
+    /// have expired it refuses every server, and each refused handshake's error says
+    /// so.
+    fn outside_validity(&self, event: &OutsideValidity<'_, O, T>) {
+        let _ = event;
+    }
 }
 
-impl<O: ?Sized, T: ?Sized> Recorder<O, T> for NoopRecorder {}
+impl<O: ?Sized, T: ?Sized> ReloadRecorder<O, T> for NoopRecorder {}
 
 /// A warning that a read failed and the last good value is still served (logged at
 /// `WARN`, rate-limited).
@@ -84,4 +96,21 @@ pub struct Recovery<'a, O: ?Sized, T: ?Sized> {
     pub failures: u64,
     /// How long the episode lasted (first failure to recovery, monotonic clock).
     pub duration: Duration,
+}
+
+/// The value served is outside its validity period: every peer refuses it.
+#[derive(Debug)]
+pub struct OutsideValidity<'a, O: ?Sized, T: ?Sized> {
+    /// Where the value is read from.
+    pub source: &'a O,
+    /// The value served (for an identity, its serial number is
+    /// [`Identity::serial_hex`](crate::material::Identity::serial_hex)).
+    pub serving: &'a T,
+    /// Expired or not yet valid.
+    pub validity: CertificateValidity,
+    /// Why the last reload failed, when the value is served as the last good one
+    /// (`None` at start-up).
+    pub reload_error: Option<&'a (dyn std::error::Error + 'static)>,
+    /// Reports suppressed by the limiter since the previous one.
+    pub suppressed: u64,
 }

@@ -30,7 +30,7 @@ use std::time::{Duration, SystemTime};
 use arc_swap::{ArcSwap, Guard};
 
 pub use clock::{ManualClock, MonotonicClock, SystemClock};
-pub use events::{Recorder, Recovery, StaleWarning};
+pub use events::{OutsideValidity, Recovery, ReloadRecorder, StaleWarning};
 pub use limiter::{DEFAULT_WARNING_PERIOD, MAX_WARNING_PERIOD, WarningLimiter};
 pub(crate) use report::Reporter;
 pub use watch_health::{DEFAULT_WATCH_FAILURE_THRESHOLD, WatchHealthState};

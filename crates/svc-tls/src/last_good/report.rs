@@ -7,8 +7,8 @@
 use std::fmt;
 
 use super::{
-    Accepted, Episode, Failure, LastGood, Recorder, Recovery, Served, StaleWarning, WatchEvent,
-    WatchHealthState, WatchWords,
+    Accepted, Episode, Failure, LastGood, Recovery, ReloadRecorder, Served, StaleWarning,
+    WatchEvent, WatchHealthState, WatchWords,
 };
 use crate::origin::SourceHealth;
 
@@ -37,7 +37,7 @@ pub(crate) trait Reporter<T> {
     fn health(&self) -> Option<SourceHealth>;
 
     /// The half's recorder.
-    fn recorder(&self) -> &dyn Recorder<Self::Origin, Self::Value>;
+    fn recorder(&self) -> &dyn ReloadRecorder<Self::Origin, Self::Value>;
 
     /// What the recorder is shown of `value`.
     fn shown(value: &T) -> &Self::Value;

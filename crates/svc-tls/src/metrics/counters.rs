@@ -1,4 +1,4 @@
-//! The counters of one source, shared by the identity and trust recorders: one per
+//! The counters of one source, under the one recorder of both halves: one per
 //! `result` value of a fixed list (created when the recorder is built) and one of
 //! suppressed warnings, so that a handshake only increments an atomic.
 
@@ -8,27 +8,30 @@ use prometheus_client::metrics::family::Family;
 use super::{LabelSet, SourceLabels};
 use crate::material::{MaterialError, MaterialErrorKind};
 
-/// The counters of one labelled source. `RESULTS[0]` is `ok`, the last is `other`.
-pub(crate) struct SourceCounters<const N: usize> {
+/// The counters of one labelled source. `results[0]` is `ok`, the last is `other`.
+pub(crate) struct SourceCounters {
     pub(crate) labels: SourceLabels,
-    by_result: [Counter; N],
+    by_result: Box<[Counter]>,
     suppressed: Counter,
 }
 
-impl<const N: usize> SourceCounters<N> {
+impl SourceCounters {
     /// Creates the label sets of `labels` in both families. Construction path.
     pub(crate) fn new(
         by_result: &Family<LabelSet, Counter>,
         suppressed: &Family<LabelSet, Counter>,
-        results: &'static [&'static str; N],
+        results: &'static [&'static str],
         labels: SourceLabels,
     ) -> Self {
         Self {
-            by_result: results.map(|result| {
-                by_result
-                    .get_or_create(&labels.with("result", result))
-                    .clone()
-            }),
+            by_result: results
+                .iter()
+                .map(|result| {
+                    by_result
+                        .get_or_create(&labels.with("result", result))
+                        .clone()
+                })
+                .collect(),
             suppressed: suppressed.get_or_create(&labels.set()).clone(),
             labels,
         }
@@ -36,14 +39,19 @@ impl<const N: usize> SourceCounters<N> {
 
     /// One more `ok`.
     pub(crate) fn ok(&self) {
-        self.by_result[0].inc();
+        if let Some(ok) = self.by_result.first() {
+            ok.inc();
+        }
     }
 
     /// One more of the result at `index` in the list (an index past it counts as the
     /// last, `other`). The recorders pass constants from [`index_of`], so a failed
     /// handshake pays no string comparison.
     pub(crate) fn failed_at(&self, index: usize) {
-        self.by_result[index.min(N - 1)].inc();
+        let last = self.by_result.len().saturating_sub(1);
+        if let Some(counter) = self.by_result.get(index.min(last)) {
+            counter.inc();
+        }
     }
 
     /// `n` more suppressed warnings.

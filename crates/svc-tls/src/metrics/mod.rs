@@ -27,14 +27,14 @@
 //! the no-op recorder it was built with (it is shared for the life of the registry):
 //! its counters stay absent, while its state gauges and its Secret's watch are still
 //! exported. Installing metrics twice into one registry is refused
-//! ([`MetricsError::AlreadyInstalled`]).
+//! ([`InstallError::AlreadyInstalled`]).
 //!
 //! What is exported (every family, its type and its labels, is listed in
 //! `docs/operations.md`):
 //! - counters of the principals signed and verified, by algorithm and bounded result
 //!   ([`principal`]), from the signers of
 //!   [`PeerTls::principal_signer`](crate::PeerTls::principal_signer), the verifiers
-//!   of [`IngressVerifier::watching`](crate::principal::IngressVerifier::watching),
+//!   of [`receiving::ingress_verifier`](crate::receiving::ingress_verifier),
 //!   and any given [`Metrics::principal_recorder`];
 //! - counters of events, updated by the recorders on the handshake path with atomics
 //!   only: each recorder holds the counters of its own source, created once when it is
@@ -56,7 +56,11 @@ pub mod collector;
 mod counters;
 pub mod identity;
 pub mod principal;
+mod source;
 pub mod trust;
+
+use source::SourceFamilies;
+pub use source::{CountedSource, SourceRecorder};
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
@@ -74,7 +78,7 @@ use crate::watch::{RegistryObserver, SecretWatches, WeakSecretWatches};
 /// Why metrics could not be installed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
-pub enum MetricsError {
+pub enum InstallError {
     /// The registry of watched Secrets already records into a [`Metrics`].
     #[error("metrics are already installed into this registry of watched Secrets")]
     AlreadyInstalled,
@@ -91,8 +95,8 @@ pub struct Metrics {
 }
 
 pub(crate) struct Shared {
-    pub(crate) identity: identity::IdentityFamilies,
-    pub(crate) trust: trust::TrustFamilies,
+    pub(crate) identity: SourceFamilies,
+    pub(crate) trust: SourceFamilies,
     /// The one recorder of the principals signed and verified (no per-source labels).
     pub(crate) principal: Arc<principal::PrincipalRecorder>,
     /// The resolvers and verifiers read at scrape time, one per labelled source (the
@@ -147,8 +151,8 @@ impl Metrics {
     /// `registry`. Call once per Prometheus registry.
     pub fn new(registry: &mut Registry) -> Self {
         let inner = Arc::new(Shared {
-            identity: identity::IdentityFamilies::register(registry),
-            trust: trust::TrustFamilies::register(registry),
+            identity: SourceFamilies::register::<IdentityOrigin>(registry),
+            trust: SourceFamilies::register::<TrustOrigin>(registry),
             principal: Arc::new(principal::PrincipalRecorder::new(
                 &principal::PrincipalFamilies::register(registry),
             )),
@@ -169,8 +173,8 @@ impl Metrics {
         origin: &IdentityOrigin,
         spiffe_id: Option<&str>,
         cluster: Option<&ClusterId>,
-    ) -> Arc<identity::IdentityRecorder> {
-        Arc::new(identity::IdentityRecorder::new(
+    ) -> Arc<SourceRecorder<IdentityOrigin>> {
+        Arc::new(SourceRecorder::new(
             &self.inner.identity,
             SourceLabels::identity(origin, spiffe_id).in_cluster(self.cluster_label(cluster)),
         ))
@@ -181,8 +185,8 @@ impl Metrics {
         &self,
         origin: &TrustOrigin,
         cluster: Option<&ClusterId>,
-    ) -> Arc<trust::TrustRecorder> {
-        Arc::new(trust::TrustRecorder::new(
+    ) -> Arc<SourceRecorder<TrustOrigin>> {
+        Arc::new(SourceRecorder::new(
             &self.inner.trust,
             SourceLabels::trust(origin).in_cluster(self.cluster_label(cluster)),
         ))
@@ -199,9 +203,9 @@ impl Metrics {
     /// [`PrincipalSigner`](crate::principal::PrincipalSigner) or an
     /// [`IngressVerifier`](crate::principal::IngressVerifier) built by hand
     /// (`with_recorder`). Those from [`PeerTls::principal_signer`](crate::PeerTls::principal_signer)
-    /// and [`IngressVerifier::watching`](crate::principal::IngressVerifier::watching)
+    /// and [`receiving::ingress_verifier`](crate::receiving::ingress_verifier)
     /// have it already.
-    pub fn principal_recorder(&self) -> Arc<dyn crate::principal::Recorder> {
+    pub fn principal_recorder(&self) -> Arc<dyn crate::principal::TokenRecorder> {
         self.inner.principal.clone()
     }
 
@@ -239,10 +243,10 @@ impl Metrics {
     /// the no-op recorder they were built with (a `WARN` names their Secrets).
     ///
     /// # Errors
-    /// [`MetricsError::AlreadyInstalled`] when `watches` records into metrics already.
-    pub fn install(&self, watches: &SecretWatches) -> Result<(), MetricsError> {
+    /// [`InstallError::AlreadyInstalled`] when `watches` records into metrics already.
+    pub fn install(&self, watches: &SecretWatches) -> Result<(), InstallError> {
         if !watches.install_observer(Arc::new(self.clone())) {
-            return Err(MetricsError::AlreadyInstalled);
+            return Err(InstallError::AlreadyInstalled);
         }
         let watched = watches.watched();
         if !watched.is_empty() {
@@ -284,12 +288,12 @@ impl Metrics {
 /// registry of watched Secrets ([`SecretWatches::process`]), which the options-based
 /// constructors use: call it once at start-up, before the first peer client is built
 /// (resolvers and verifiers built before keep recording nothing; see the module
-/// documentation). A second call fails with [`MetricsError::AlreadyInstalled`] and
+/// documentation). A second call fails with [`InstallError::AlreadyInstalled`] and
 /// registers nothing.
-pub fn register(registry: &mut Registry) -> Result<Metrics, MetricsError> {
+pub fn register(registry: &mut Registry) -> Result<Metrics, InstallError> {
     let process = SecretWatches::process();
     if Metrics::installed_in(process).is_some() {
-        return Err(MetricsError::AlreadyInstalled);
+        return Err(InstallError::AlreadyInstalled);
     }
     let metrics = Metrics::new(registry);
     metrics.install(process)?;

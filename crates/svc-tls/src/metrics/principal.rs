@@ -1,4 +1,4 @@
-//! The principals' event counters and their `Recorder`.
+//! The principals' event counters and their recorder, a [`crate::principal::TokenRecorder`].
 //!
 //! | family | type | labels |
 //! |---|---|---|
@@ -25,7 +25,7 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::registry::Registry;
 
 use crate::principal::{
-    ALGORITHMS, Algorithm, Recorder, SIGN_RESULTS, VERIFY_RESULTS, algorithm_label,
+    ALGORITHMS, Algorithm, SIGN_RESULTS, TokenRecorder, VERIFY_RESULTS, algorithm_label,
 };
 
 type AlgorithmResult = Vec<(&'static str, &'static str)>;
@@ -141,7 +141,7 @@ impl PrincipalRecorder {
     }
 }
 
-impl Recorder for PrincipalRecorder {
+impl TokenRecorder for PrincipalRecorder {
     fn signed(&self, algorithm: Option<Algorithm>, result: &'static str) {
         self.signed.inc(algorithm, result);
     }

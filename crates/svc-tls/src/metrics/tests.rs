@@ -11,7 +11,7 @@ use test_support::pki::TestCa;
 
 use super::*;
 use crate::identity::{IdentitySource, ReloadError};
-use crate::last_good::{DEFAULT_WARNING_PERIOD, Recorder as _, SystemClock};
+use crate::last_good::{DEFAULT_WARNING_PERIOD, ReloadRecorder as _, SystemClock};
 use crate::material::{Identity, crypto_provider, load_identity_from_pem};
 use crate::origin::SecretRef;
 
@@ -251,7 +251,7 @@ fn metrics_are_installed_once_per_registry_of_watched_secrets() {
     let mut registry = Registry::default();
     let watches = Metrics::new_watches(&mut registry);
     let other = Metrics::new(&mut Registry::default());
-    assert_eq!(other.install(&watches), Err(MetricsError::AlreadyInstalled));
+    assert_eq!(other.install(&watches), Err(InstallError::AlreadyInstalled));
     assert!(Metrics::installed_in(&watches).is_some());
     assert!(Metrics::installed_in(&SecretWatches::new()).is_none());
 }
@@ -274,11 +274,17 @@ fn an_svid_outside_its_validity_counts_as_expired_or_not_yet_valid() {
         ReloadError::OutsideValidity(Box::new(SpiffeError::Svid(svid)))
     };
     assert_eq!(
-        identity::failure_result(&refused(ca.not_yet_valid_client_leaf(1), 4_084_000_000)),
+        <IdentityOrigin as CountedSource>::failure_result(&refused(
+            ca.not_yet_valid_client_leaf(1),
+            4_084_000_000
+        )),
         "not_yet_valid"
     );
     assert_eq!(
-        identity::failure_result(&refused(ca.expired_client_leaf(2), 1_595_000_000)),
+        <IdentityOrigin as CountedSource>::failure_result(&refused(
+            ca.expired_client_leaf(2),
+            1_595_000_000
+        )),
         "expired"
     );
 }

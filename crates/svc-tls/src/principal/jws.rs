@@ -108,8 +108,8 @@ impl fmt::Display for Algorithm {
 pub enum TokenTimes {
     /// Checked when present; a token without them (from a Go sender, or an older
     /// version of this crate) is accepted, and counted
-    /// ([`Recorder::accepted_without_times`](super::Recorder::accepted_without_times),
-    /// [`Recorder::accepted_without_audience`](super::Recorder::accepted_without_audience))
+    /// ([`TokenRecorder::accepted_without_times`](super::TokenRecorder::accepted_without_times),
+    /// [`TokenRecorder::accepted_without_audience`](super::TokenRecorder::accepted_without_audience))
     /// so operators can see when every sender binds its tokens. The default.
     #[default]
     CheckedWhenPresent,

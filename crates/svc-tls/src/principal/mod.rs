@@ -46,7 +46,7 @@
 //! ([`DEFAULT_MAX_PRINCIPAL_LIFETIME`]); a present `aud` against the receiver's
 //! audiences when it names them ([`VerifyOptions::with_audiences`],
 //! [`IngressVerifier::with_audiences`]). Tokens without times or audience (Go
-//! senders) are accepted by default and counted ([`Recorder`]); the strict mode
+//! senders) are accepted by default and counted ([`TokenRecorder`]); the strict mode
 //! ([`TokenTimes::Required`]) refuses them.
 //!
 //! Behind the nginx ingress, [`IngressVerifier`] turns the forwarded
@@ -95,7 +95,7 @@ pub use jws::{
     Algorithm, AlgorithmPolicy, DEFAULT_CLOCK_SKEW, DEFAULT_MAX_PRINCIPAL_LIFETIME,
     DEFAULT_PRINCIPAL_LIFETIME, Part, PrincipalToken, TokenTimes,
 };
-pub use recorder::{ALGORITHMS, Recorder, SIGN_RESULTS, VERIFY_RESULTS, algorithm_label};
+pub use recorder::{ALGORITHMS, SIGN_RESULTS, TokenRecorder, VERIFY_RESULTS, algorithm_label};
 pub use sign::{
     CurrentIdentity, PrincipalSigner, SignError, attach_principal, sign_with, sign_with_key,
 };

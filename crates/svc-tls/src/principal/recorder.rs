@@ -16,7 +16,7 @@ use crate::last_good::NoopRecorder;
 /// sign; the token's `alg` was refused or never read). `result` is `"ok"` or one of
 /// [`SIGN_RESULTS`] / [`VERIFY_RESULTS`]: static text chosen by this crate, never
 /// text from the token, the headers or an error message.
-pub trait Recorder: Send + Sync {
+pub trait TokenRecorder: Send + Sync {
     /// A principal was signed (`"ok"`) or could not be.
     fn signed(&self, algorithm: Option<Algorithm>, result: &'static str);
     /// A request's principal was accepted (`"ok"`) or refused.
@@ -34,13 +34,13 @@ pub trait Recorder: Send + Sync {
     fn accepted_without_audience(&self) {}
 }
 
-impl Recorder for NoopRecorder {
+impl TokenRecorder for NoopRecorder {
     fn signed(&self, _: Option<Algorithm>, _: &'static str) {}
     fn verified(&self, _: Option<Algorithm>, _: &'static str) {}
 }
 
 /// The recorder of a signer or verifier built without one.
-pub(super) fn noop() -> Arc<dyn Recorder> {
+pub(super) fn noop() -> Arc<dyn TokenRecorder> {
     Arc::new(NoopRecorder)
 }
 

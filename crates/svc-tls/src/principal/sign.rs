@@ -17,7 +17,7 @@ use super::PRINCIPAL_HEADER;
 use super::jws::{
     Algorithm, AlgorithmPolicy, DEFAULT_PRINCIPAL_LIFETIME, PrincipalToken, ecdsa_der_to_raw,
 };
-use super::recorder::Recorder;
+use super::recorder::TokenRecorder;
 use crate::identity::IdentityResolver;
 use crate::material::Identity;
 
@@ -151,7 +151,7 @@ pub struct PrincipalSigner<S> {
     source: S,
     policy: AlgorithmPolicy,
     lifetime: std::time::Duration,
-    recorder: Arc<dyn Recorder>,
+    recorder: Arc<dyn TokenRecorder>,
 }
 
 impl<S: fmt::Debug> fmt::Debug for PrincipalSigner<S> {
@@ -181,7 +181,7 @@ impl<S: CurrentIdentity> PrincipalSigner<S> {
     /// `metrics`). A signer from [`PeerTls::principal_signer`](crate::PeerTls::principal_signer)
     /// already reports to the metrics of the registry it was built over.
     #[must_use]
-    pub fn with_recorder(mut self, recorder: Arc<dyn Recorder>) -> Self {
+    pub fn with_recorder(mut self, recorder: Arc<dyn TokenRecorder>) -> Self {
         self.recorder = recorder;
         self
     }

@@ -14,7 +14,7 @@ use super::source::{ReloadError, TrustSource};
 use super::verifier::TrustVerifier;
 use crate::last_good::{
     DEFAULT_MAX_ROOTS_WITHOUT_SOURCE, DEFAULT_WARNING_PERIOD, DEFAULT_WATCH_FAILURE_THRESHOLD,
-    MonotonicClock, NoopRecorder, Recorder, Settings, SystemClock,
+    MonotonicClock, NoopRecorder, ReloadRecorder, Settings, SystemClock,
 };
 use crate::material::{
     ConfigMapTrustCache, ConfigMapTrustError, ConfigMapTrustProblem, TrustAnchors,
@@ -116,7 +116,7 @@ pub struct ConfigMapTrustBuilder {
     key: String,
     timeout: Duration,
     provider: Option<Arc<CryptoProvider>>,
-    recorder: Arc<dyn Recorder<TrustOrigin, TrustAnchors>>,
+    recorder: Arc<dyn ReloadRecorder<TrustOrigin, TrustAnchors>>,
     clock: Arc<dyn MonotonicClock>,
     warning_period: Duration,
     watch_threshold: Duration,
@@ -152,7 +152,10 @@ impl ConfigMapTrustBuilder {
     }
 
     /// Where state changes are recorded (default: nowhere).
-    pub fn recorder(mut self, recorder: Arc<dyn Recorder<TrustOrigin, TrustAnchors>>) -> Self {
+    pub fn recorder(
+        mut self,
+        recorder: Arc<dyn ReloadRecorder<TrustOrigin, TrustAnchors>>,
+    ) -> Self {
         self.recorder = recorder;
         self
     }

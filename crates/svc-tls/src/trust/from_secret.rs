@@ -8,7 +8,7 @@ use std::time::Duration;
 use super::error::TrustError;
 use super::source::{ReloadError, TrustSource};
 use super::verifier::TrustVerifier;
-use crate::last_good::{NoopRecorder, Recorder};
+use crate::last_good::{NoopRecorder, ReloadRecorder};
 use crate::material::{TrustAnchors, TrustCache};
 use crate::origin::{SecretRef, SourceHealth, TrustOrigin};
 use crate::watch::{
@@ -21,7 +21,7 @@ pub type TrustVerifierBuilder = WatchedSecretBuilder<TrustVerifier>;
 
 impl sealed::Sealed for TrustVerifier {}
 impl BuiltFromSecret for TrustVerifier {
-    type Recorder = dyn Recorder<TrustOrigin, TrustAnchors>;
+    type Recorder = dyn ReloadRecorder<TrustOrigin, TrustAnchors>;
     fn no_recorder() -> Arc<Self::Recorder> {
         Arc::new(NoopRecorder)
     }

@@ -1,5 +1,5 @@
 //! What the trust verifier tells the outside world: its visible state. Its state
-//! changes go to the shared [`Recorder`](crate::last_good::Recorder), for
+//! changes go to the shared [`ReloadRecorder`](crate::last_good::ReloadRecorder), for
 //! `<TrustOrigin, TrustAnchors>`.
 
 use std::time::SystemTime;

@@ -46,7 +46,7 @@ use super::source::{ReloadError, TrustSource};
 use super::state::TrustState;
 use crate::last_good::{
     Accepted, DEFAULT_WATCH_FAILURE_THRESHOLD, Episode, Failure, LastGood, MonotonicClock,
-    Recorder, Reporter, Served, Settings, WatchWords,
+    ReloadRecorder, Reporter, Served, Settings, WatchWords,
 };
 use crate::material::TrustAnchors;
 use crate::origin::{SourceHealth, TrustOrigin};
@@ -69,7 +69,7 @@ struct Inner {
     provider: Arc<CryptoProvider>,
     authorization: ServerAuthorization,
     core: LastGood<Roots>,
-    recorder: Arc<dyn Recorder<TrustOrigin, TrustAnchors>>,
+    recorder: Arc<dyn ReloadRecorder<TrustOrigin, TrustAnchors>>,
     /// How long the last good roots stay in use once the source is gone or broken.
     max_without_source: Duration,
 }
@@ -97,7 +97,7 @@ impl Reporter<Roots> for Inner {
         self.source.health()
     }
 
-    fn recorder(&self) -> &dyn Recorder<TrustOrigin, TrustAnchors> {
+    fn recorder(&self) -> &dyn ReloadRecorder<TrustOrigin, TrustAnchors> {
         &*self.recorder
     }
 
@@ -189,7 +189,7 @@ impl TrustVerifier {
     pub fn from_trust_source(
         source: Arc<dyn TrustSource>,
         provider: Arc<CryptoProvider>,
-        recorder: Arc<dyn Recorder<TrustOrigin, TrustAnchors>>,
+        recorder: Arc<dyn ReloadRecorder<TrustOrigin, TrustAnchors>>,
         clock: Arc<dyn MonotonicClock>,
         warning_period: Duration,
     ) -> Result<Self, TrustError> {
@@ -207,7 +207,7 @@ impl TrustVerifier {
     pub fn from_trust_source_authorizing(
         source: Arc<dyn TrustSource>,
         provider: Arc<CryptoProvider>,
-        recorder: Arc<dyn Recorder<TrustOrigin, TrustAnchors>>,
+        recorder: Arc<dyn ReloadRecorder<TrustOrigin, TrustAnchors>>,
         clock: Arc<dyn MonotonicClock>,
         warning_period: Duration,
         authorization: ServerAuthorization,
@@ -224,7 +224,7 @@ impl TrustVerifier {
     pub(crate) fn with_settings(
         source: Arc<dyn TrustSource>,
         provider: Arc<CryptoProvider>,
-        recorder: Arc<dyn Recorder<TrustOrigin, TrustAnchors>>,
+        recorder: Arc<dyn ReloadRecorder<TrustOrigin, TrustAnchors>>,
         settings: Settings,
         authorization: ServerAuthorization,
     ) -> Result<Self, TrustError> {

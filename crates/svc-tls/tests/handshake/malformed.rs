@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use kube_testbed::Testbed;
 use support::*;
-use svc_tls::identity::{IdentityError, IdentityResolver, Recorder, ReloadError};
+use svc_tls::identity::{IdentityError, IdentityResolver, ReloadError};
 use svc_tls::last_good::{self, ManualClock, StaleWarning};
 use svc_tls::material::{CertificateValidity, Identity, MaterialError, MaterialErrorKind};
 use svc_tls::options::SecretRef;
@@ -177,7 +177,7 @@ struct Warnings {
     failures: AtomicU64,
 }
 
-impl last_good::Recorder<IdentityOrigin, Identity> for Warnings {
+impl last_good::ReloadRecorder<IdentityOrigin, Identity> for Warnings {
     fn reload_failed(&self, _: &IdentityOrigin, _: &(dyn std::error::Error + 'static), n: u64) {
         self.failures.store(n, Ordering::SeqCst);
     }
@@ -185,8 +185,6 @@ impl last_good::Recorder<IdentityOrigin, Identity> for Warnings {
         self.seen.lock().unwrap().push(w.error.to_string());
     }
 }
-
-impl Recorder for Warnings {}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn each_malformed_secret_at_handshake_time_serves_last_good_and_warns_once() {

@@ -14,9 +14,10 @@ use std::time::{Duration, SystemTime};
 
 use kube_testbed::Testbed;
 use support::*;
-use svc_tls::identity::{self, IdentityResolver, IdentitySource, InvalidIdentity, ReloadError};
+use svc_tls::identity::{IdentityResolver, IdentitySource, ReloadError};
 use svc_tls::last_good::{
-    ManualClock, NoopRecorder, Recorder, Recovery, StaleWarning, WatchHealthState,
+    ManualClock, NoopRecorder, OutsideValidity, Recovery, ReloadRecorder, StaleWarning,
+    WatchHealthState,
 };
 use svc_tls::material::{CertificateValidity, Identity, load_identity_from_pem};
 use svc_tls::options::SecretRef;
@@ -39,7 +40,7 @@ struct Events {
     watch_recovered: AtomicU64,
 }
 
-impl Recorder<IdentityOrigin, Identity> for Events {
+impl ReloadRecorder<IdentityOrigin, Identity> for Events {
     fn loaded(&self, _: &IdentityOrigin, identity: &Identity, _: SystemTime) {
         self.reloaded
             .lock()
@@ -61,10 +62,7 @@ impl Recorder<IdentityOrigin, Identity> for Events {
     fn watch_recovered(&self, _: &IdentityOrigin, _: Duration) {
         self.watch_recovered.fetch_add(1, Ordering::SeqCst);
     }
-}
-
-impl identity::Recorder for Events {
-    fn invalid_identity(&self, e: &InvalidIdentity<'_>) {
+    fn outside_validity(&self, e: &OutsideValidity<'_, IdentityOrigin, Identity>) {
         self.invalid
             .lock()
             .unwrap()

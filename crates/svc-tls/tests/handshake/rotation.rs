@@ -14,7 +14,7 @@ use rustls_pki_types::pem::PemObject;
 use kube_testbed::{Rule, Testbed};
 use support::*;
 use svc_tls::client::reqwest_client;
-use svc_tls::identity::{IdentityError, IdentityResolver, Recorder, ReloadError};
+use svc_tls::identity::{IdentityError, IdentityResolver, ReloadError};
 use svc_tls::last_good::{self, ManualClock, StaleWarning};
 use svc_tls::material::Identity;
 use svc_tls::options::SecretRef;
@@ -137,7 +137,7 @@ struct Recorded {
     reloads: AtomicU64,
 }
 
-impl last_good::Recorder<IdentityOrigin, Identity> for Recorded {
+impl last_good::ReloadRecorder<IdentityOrigin, Identity> for Recorded {
     fn loaded(&self, _: &IdentityOrigin, _: &Identity, _: std::time::SystemTime) {
         self.reloads.fetch_add(1, Ordering::SeqCst);
     }
@@ -151,8 +151,6 @@ impl last_good::Recorder<IdentityOrigin, Identity> for Recorded {
             .push((w.suppressed, w.stale_for));
     }
 }
-
-impl Recorder for Recorded {}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn failed_reload_serves_last_good_with_one_limited_warning() {

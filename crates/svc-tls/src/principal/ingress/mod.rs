@@ -14,7 +14,7 @@ use x509_parser::prelude::FromDer as _;
 use super::PRINCIPAL_HEADER;
 use super::jws::TokenTimes;
 use super::jws::{AlgorithmPolicy, sender_text};
-use super::recorder::Recorder;
+use super::recorder::TokenRecorder;
 use super::verify::{
     CertificateError, DEFAULT_MAX_TOKEN_BYTES, PeerCertificate, Settled, VerifyError,
     VerifyOptions, audiences_of,
@@ -96,7 +96,7 @@ pub struct IngressVerifier {
     anchors: Anchors,
     intermediates: Vec<CertificateDer<'static>>,
     allowed: Option<Vec<AllowedPeer>>,
-    recorder: Arc<dyn Recorder>,
+    recorder: Arc<dyn TokenRecorder>,
 }
 
 impl fmt::Debug for IngressVerifier {
@@ -371,14 +371,14 @@ impl IngressVerifier {
     /// from [`receiving::ingress_verifier`](crate::receiving::ingress_verifier) already
     /// reports to the metrics of the registry it was built over.
     #[must_use]
-    pub fn with_recorder(mut self, recorder: Arc<dyn Recorder>) -> Self {
+    pub fn with_recorder(mut self, recorder: Arc<dyn TokenRecorder>) -> Self {
         self.recorder = recorder;
         self
     }
 
     /// The whole receiving side: the forwarded peer certificate, then the single
     /// `X-Principal` header, verified and decoded. Each call is reported to the
-    /// verifier's [`Recorder`](super::Recorder) with the token's algorithm (once
+    /// verifier's [`TokenRecorder`](super::TokenRecorder) with the token's algorithm (once
     /// accepted) and the bounded reason of a refusal.
     ///
     /// # Errors

@@ -1,0 +1,123 @@
+//! The one recorder of both halves' sources, [`SourceRecorder`]: the same two
+//! counter families for an identity and for a trust (results by reason, suppressed
+//! warnings), named and classified by the half ([`identity`](super::identity),
+//! [`trust`](super::trust)).
+
+use std::fmt;
+use std::marker::PhantomData;
+use std::time::SystemTime;
+
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::registry::Registry;
+
+use super::counters::SourceCounters;
+use super::{LabelSet, SourceLabels};
+use crate::last_good::{OutsideValidity, ReloadRecorder, StaleWarning};
+
+mod sealed {
+    pub trait Sealed {}
+}
+
+/// A half whose sources are counted: its origin, the value it serves, its families'
+/// names and how a failed reload maps to a `result`. Implemented for
+/// [`IdentityOrigin`](crate::origin::IdentityOrigin) and
+/// [`TrustOrigin`](crate::origin::TrustOrigin) only.
+pub trait CountedSource: sealed::Sealed + Send + Sync + 'static {
+    /// The value its sources serve.
+    type Value: ?Sized;
+    /// The results family's name (without `_total`) and help.
+    const RESULTS_FAMILY: (&'static str, &'static str);
+    /// The suppressed-warnings family's name (without `_total`) and help.
+    const SUPPRESSED_FAMILY: (&'static str, &'static str);
+    /// Every value of the `result` label: `ok` first, `other` last.
+    const RESULTS: &'static [&'static str];
+    /// The position in [`CountedSource::RESULTS`] of a failed reload's result.
+    fn failure_index(error: &(dyn std::error::Error + 'static)) -> usize;
+
+    /// The `result` label of a failed reload (a fixed set, never the error's text).
+    fn failure_result(error: &(dyn std::error::Error + 'static)) -> &'static str {
+        Self::RESULTS
+            .get(Self::failure_index(error))
+            .or(Self::RESULTS.last())
+            .copied()
+            .unwrap_or("other")
+    }
+}
+
+impl sealed::Sealed for crate::origin::IdentityOrigin {}
+impl sealed::Sealed for crate::origin::TrustOrigin {}
+
+/// A half's two counter families, registered once per Prometheus registry.
+pub(crate) struct SourceFamilies {
+    by_result: Family<LabelSet, Counter>,
+    suppressed: Family<LabelSet, Counter>,
+}
+
+impl SourceFamilies {
+    pub(crate) fn register<K: CountedSource>(registry: &mut Registry) -> Self {
+        let families = Self {
+            by_result: Family::default(),
+            suppressed: Family::default(),
+        };
+        let (name, help) = K::RESULTS_FAMILY;
+        registry.register(name, help, families.by_result.clone());
+        let (name, help) = K::SUPPRESSED_FAMILY;
+        registry.register(name, help, families.suppressed.clone());
+        families
+    }
+}
+
+/// The recorder of one source of a half `K` (an identity source is a
+/// `SourceRecorder<IdentityOrigin>`): the counters of its label sets, created when it
+/// is built, so that a handshake only increments an atomic.
+pub struct SourceRecorder<K: CountedSource> {
+    counters: SourceCounters,
+    half: PhantomData<fn() -> K>,
+}
+
+impl<K: CountedSource> fmt::Debug for SourceRecorder<K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SourceRecorder")
+            .field("family", &K::RESULTS_FAMILY.0)
+            .field("labels", &self.counters.labels)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<K: CountedSource> SourceRecorder<K> {
+    pub(crate) fn new(families: &SourceFamilies, labels: SourceLabels) -> Self {
+        Self {
+            counters: SourceCounters::new(
+                &families.by_result,
+                &families.suppressed,
+                K::RESULTS,
+                labels,
+            ),
+            half: PhantomData,
+        }
+    }
+
+    /// The source's labels.
+    pub fn labels(&self) -> &SourceLabels {
+        &self.counters.labels
+    }
+}
+
+impl<K: CountedSource> ReloadRecorder<K, K::Value> for SourceRecorder<K> {
+    fn loaded(&self, _source: &K, _value: &K::Value, _at: SystemTime) {
+        self.counters.ok();
+    }
+
+    fn reload_failed(&self, _source: &K, error: &(dyn std::error::Error + 'static), _: u64) {
+        self.counters.failed_at(K::failure_index(error));
+    }
+
+    fn stale_warning(&self, warning: &StaleWarning<'_, K, K::Value>) {
+        self.counters.suppressed(warning.suppressed);
+    }
+
+    fn outside_validity(&self, event: &OutsideValidity<'_, K, K::Value>) {
+        self.counters.suppressed(event.suppressed);
+    }
+}
