@@ -438,3 +438,48 @@ async fn start_up_fails_on_a_missing_or_malformed_ca_secret_naming_it() {
     .unwrap();
     assert!(matches!(tls.trust(), TrustMode::Platform));
 }
+
+/// Readiness over a CA Secret reads it once per report, as a handshake does, and its
+/// reason quotes that read's error: with the Secret broken and no handshake made, the
+/// check is degraded within the grace and not ready after it, naming the Secret and
+/// why its roots are unusable; restored, it is ready.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn readiness_names_a_broken_ca_secrets_error_with_no_handshake() {
+    use svc_tls::readiness::{Readiness, Verdict};
+    let tb = Testbed::start().await;
+    let ca = TestCa::new("server CA");
+    tb.upsert(ca_secret(&ca.pem(), &ca.pem()));
+    let clock = ManualClock::new();
+    let trust = verifier(&tb, Arc::new(Recorded::default()), &clock).await;
+    let readiness = Readiness::new().with_stale_grace(Duration::ZERO);
+    readiness.trust("identity-ca", &trust);
+    assert!(readiness.report().is_ready(), "{}", readiness.report());
+
+    tb.upsert(ca_secret("not a certificate", "not a certificate"));
+    poll_until("the cache sees the broken Secret", || {
+        cached_ca_is(&trust, "not a certificate")
+    })
+    .await;
+    let failures_before = trust.state().failures;
+    let report = readiness.report();
+    assert_eq!(
+        trust.state().failures,
+        failures_before + 1,
+        "one read per report, counted as a handshake's"
+    );
+    match &report.checks[0].verdict {
+        Verdict::NotReady { reason } => {
+            assert!(reason.contains(&format!("{NS}/{CA_NAME}")), "{reason}");
+            assert!(reason.contains("reloading them fails: CA"), "{reason}");
+            assert!(!reason.contains("the failure has just cleared"), "{reason}");
+        }
+        other => panic!("a broken CA Secret past the grace: {other:?}"),
+    }
+
+    tb.upsert(ca_secret(&ca.pem(), &ca.pem()));
+    poll_until("the cache sees the restored Secret", || {
+        cached_ca_is(&trust, &ca.pem())
+    })
+    .await;
+    assert!(readiness.report().is_ready(), "{}", readiness.report());
+}

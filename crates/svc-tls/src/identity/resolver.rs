@@ -282,22 +282,31 @@ impl IdentityResolver {
     /// The served slot is written only when the identity changed, and never with an
     /// identity read from an older version of the source than the one served.
     pub fn reload(&self) -> Identity {
+        self.reload_reporting().0
+    }
+
+    /// [`IdentityResolver::reload`], also handing back why this read failed (`None`
+    /// when it did not, or when another caller is loading a new version): for the
+    /// readiness probe, which words its reason from the same read it counted.
+    pub(crate) fn reload_reporting(&self) -> (Identity, Option<ReloadError>) {
         let inner = &*self.inner;
-        let identity = match inner.source.current_on_handshake() {
+        let read = match inner.source.current_on_handshake() {
             Ok((identity, version)) => match inner.serve(identity, version, same_identity) {
                 // The common path: the identity read is the one served, handed back.
-                Accepted::Same(identity) => identity,
+                Accepted::Same(identity) => (identity, None),
                 // Installed, or this handshake read an older snapshot than the one
                 // served: present the newer identity.
-                Accepted::Installed(served) | Accepted::Older(served) => served.value.clone(),
+                Accepted::Installed(served) | Accepted::Older(served) => {
+                    (served.value.clone(), None)
+                }
             },
             // Another caller is loading the new version: present what is served.
-            Err(ReloadError::InProgress) => self.current(),
+            Err(ReloadError::InProgress) => (self.current(), None),
             // Counted, reported (rate-limited), the last good identity presented.
-            Err(error) => inner.fail(&error).served.value.clone(),
+            Err(error) => (inner.fail(&error).served.value.clone(), Some(error)),
         };
         inner.check_watch_health();
-        identity
+        read
     }
 
     /// The identity currently served (the last good one), without reloading.

@@ -248,27 +248,18 @@ impl Readiness {
                         Probe::Pending(what) => Verdict::NotReady {
                             reason: format!("waiting for {what} to load"),
                         },
-                        // Each probe reads its source twice: the reload counts and
-                        // warns as a handshake does but returns what it serves, not
-                        // the source's error, so the reason reads the error again
-                        // (absent if the failure cleared in between).
+                        // One read each, as a handshake's: it counts and warns as a
+                        // handshake does, and its error words the reason.
                         Probe::Identity(resolver, since) => {
-                            let _ = resolver.reload();
-                            let error = resolver
-                                .identity_source()
-                                .current()
-                                .err()
-                                .map(|e| crate::excerpt::display(&e));
+                            let (_, error) = resolver.reload_reporting();
+                            let error = error.map(|e| crate::excerpt::display(&e));
                             let state = resolver.state();
                             let stale_for = since.observe(state.stale, now);
                             identity_verdict(&state, error, stale_for, self.stale_grace, now)
                         }
                         Probe::Trust(verifier, since) => {
-                            let _ = verifier.roots_now();
                             let error = verifier
-                                .trust_source()
-                                .current()
-                                .err()
+                                .reload_reporting_error()
                                 .map(|e| crate::excerpt::display(&e));
                             let state = verifier.state();
                             let stale_for = since.observe(state.stale, now);

@@ -258,27 +258,44 @@ impl TrustVerifier {
     /// Refuses instead (an error for the handshake) when the source has withdrawn its
     /// trust, and when the last good roots it would fall back on have expired.
     fn reload(&self) -> Result<Arc<Served<Roots>>, rustls::Error> {
-        let served = match self.inner.source.current_versioned() {
+        self.reload_reporting().0
+    }
+
+    /// [`TrustVerifier::reload`], also handing back why the source's read failed
+    /// (`None` when it did not): for the readiness probe, which words its reason from
+    /// the same read it counted.
+    fn reload_reporting(
+        &self,
+    ) -> (
+        Result<Arc<Served<Roots>>, rustls::Error>,
+        Option<ReloadError>,
+    ) {
+        let read = match self.inner.source.current_versioned() {
             Ok((anchors, version)) => {
                 self.inner.withdrawn.store(false, Ordering::Release);
-                self.serve(anchors, version)
+                (self.serve(anchors, version), None)
             }
             Err(error @ ReloadError::Withdrawn(_)) => {
                 self.inner.withdrawn.store(true, Ordering::Release);
-                let _ = self.failed(&TrustFailure::Reload(error));
-                Err(refusal(TrustRefused::Withdrawn))
+                let failure = TrustFailure::Reload(error);
+                let _ = self.failed(&failure);
+                (Err(refusal(TrustRefused::Withdrawn)), reload_error(failure))
             }
             // Withdrawn stays withdrawn: a source that cannot be read after it withdrew
             // its trust (a stream down, an agent restarting) never brings back the
             // roots it withdrew; only a successful read does.
             Err(error) if self.inner.withdrawn.load(Ordering::Acquire) => {
-                let _ = self.failed(&TrustFailure::Reload(error));
-                Err(refusal(TrustRefused::Withdrawn))
+                let failure = TrustFailure::Reload(error);
+                let _ = self.failed(&failure);
+                (Err(refusal(TrustRefused::Withdrawn)), reload_error(failure))
             }
-            Err(error) => self.failed(&TrustFailure::Reload(error)),
+            Err(error) => {
+                let failure = TrustFailure::Reload(error);
+                (self.failed(&failure), reload_error(failure))
+            }
         };
         self.inner.check_watch_health();
-        served
+        read
     }
 
     /// A successful read: use it, building its verifier if the roots are new.
@@ -383,6 +400,13 @@ impl TrustVerifier {
         self.reload().map(|served| served.value.anchors.clone())
     }
 
+    /// Reads the roots now, as [`TrustVerifier::roots_now`], and hands back why the
+    /// source's read failed (`None` when it did not). Crate-internal: the readiness
+    /// probe's one read.
+    pub(crate) fn reload_reporting_error(&self) -> Option<ReloadError> {
+        self.reload_reporting().1
+    }
+
     /// The source the roots are read from.
     pub fn trust_source(&self) -> &dyn TrustSource {
         &*self.inner.source
@@ -398,6 +422,14 @@ impl TrustVerifier {
     /// [`crate::follow`]), holding it weakly.
     pub(crate) fn follower(&self) -> Box<dyn Follower> {
         Box::new(FollowingVerifier(Arc::downgrade(&self.inner)))
+    }
+}
+
+/// The source's error a failure was made of, handed back after it was reported.
+fn reload_error(failure: TrustFailure) -> Option<ReloadError> {
+    match failure {
+        TrustFailure::Reload(error) => Some(error),
+        TrustFailure::Verifier { .. } => None,
     }
 }
 
