@@ -26,6 +26,8 @@ pub(crate) struct Faults {
     pub delay: Duration,
     pub fail_next: usize,
     pub fail_status: u16,
+    /// The `Status.message` of the failures (`None`: the emulator's own words).
+    pub fail_message: Option<String>,
 }
 
 /// State shared by the server tasks and the [`crate::Testbed`] handle.

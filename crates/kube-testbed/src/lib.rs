@@ -309,6 +309,11 @@ impl Testbed {
             Fault::DropWatches => self.drop_watches(),
             Fault::Delay(d) => self.set_delay(d),
             Fault::FailNext { count, status } => self.fail_next(count, status),
+            Fault::FailNextWith {
+                count,
+                status,
+                message,
+            } => self.fail_next_with(count, status, message),
             Fault::ExpireHistory => self.expire_history(),
         }
     }
@@ -345,6 +350,17 @@ impl Testbed {
         let mut f = lock(&self.shared.faults);
         f.fail_next = n;
         f.fail_status = status;
+        f.fail_message = None;
+    }
+
+    /// As [`Testbed::fail_next`], with `message` as the Status object's `message`,
+    /// sent as given (newlines, escape sequences, any length): a hostile API
+    /// server's text, for tests of what callers show of it.
+    pub fn fail_next_with(&self, n: usize, status: u16, message: impl Into<String>) {
+        let mut f = lock(&self.shared.faults);
+        f.fail_next = n;
+        f.fail_status = status;
+        f.fail_message = Some(message.into());
     }
 
     /// Forget the event history: open watches get a 410 ERROR event and end, and a

@@ -44,6 +44,17 @@ pub enum Fault {
         /// Which status, e.g. 503.
         status: u16,
     },
+    /// As [`Fault::FailNext`], with this `Status.message` instead of the emulator's
+    /// own words: for a test of what a caller does with an API server's text
+    /// (newlines, escape sequences, tens of KiB), which it must not trust.
+    FailNextWith {
+        /// How many requests.
+        count: usize,
+        /// Which status, e.g. 422.
+        status: u16,
+        /// The `message` of the Status object, sent as given.
+        message: String,
+    },
     /// Forget the event history: open watches get a 410 ERROR event, and a WATCH
     /// from any resourceVersion before now gets 410 Gone (clients must relist).
     ExpireHistory,

@@ -61,7 +61,7 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Response<
         let mut f = lock(&shared.faults);
         let fail = if f.fail_next > 0 {
             f.fail_next -= 1;
-            Some(f.fail_status)
+            Some((f.fail_status, f.fail_message.clone()))
         } else {
             None
         };
@@ -71,8 +71,12 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Response<
         tokio::time::sleep(delay).await;
     }
     tracing::debug!(method = %req.method(), path = %req.uri().path(), "request");
-    if let Some(code) = fail {
-        return Ok(error_response(&ApiError::for_status(code)));
+    if let Some((code, message)) = fail {
+        let mut error = ApiError::for_status(code);
+        if let Some(message) = message {
+            error.message = message;
+        }
+        return Ok(error_response(&error));
     }
     Ok(match route(&shared, req).await {
         Ok(r) => r,

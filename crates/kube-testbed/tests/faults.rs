@@ -233,6 +233,30 @@ async fn fail_next_and_delay() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fail_next_with_sends_the_message_as_given() {
+    let tb = Testbed::start().await;
+    let api: Api<ConfigMap> = Api::namespaced(tb.client(), "default");
+    let message = format!("bad\nERROR forged line \u{1b}[31m{}", "x".repeat(20 * 1024));
+    tb.inject(Fault::FailNextWith {
+        count: 2,
+        status: 422,
+        message: message.clone(),
+    });
+    for _ in 0..2 {
+        let status = api_status(api.get_opt("x").await.unwrap_err());
+        assert_eq!((status.code, status.reason.as_str()), (422, "Invalid"));
+        assert_eq!(status.message, message);
+    }
+    assert!(api.get_opt("x").await.unwrap().is_none());
+
+    // A plain fail_next afterwards uses the emulator's own words again.
+    tb.fail_next_with(1, 500, "theirs");
+    tb.fail_next(1, 500);
+    let status = api_status(api.get_opt("x").await.unwrap_err());
+    assert_eq!(status.message, "injected failure (500 InternalError)");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stop_and_restart_keep_or_reset_state() {
     let tb = Testbed::start().await;
     let url = tb.base_url();

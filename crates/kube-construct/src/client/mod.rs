@@ -48,7 +48,12 @@ pub enum ConstructError {
     #[error(transparent)]
     Config(#[from] ConfigError),
     /// The configuration did not produce a client (TLS material, auth plugin...).
-    #[error("cannot build a Kubernetes client from the configuration: {0}")]
+    /// The message shows kube's error as an escaped excerpt
+    /// ([`watch_ready::excerpt::chain`]); the source is kube's error itself.
+    #[error(
+        "cannot build a Kubernetes client from the configuration: {}",
+        watch_ready::excerpt::chain(.0)
+    )]
     Client(#[source] kube::Error),
     /// The declared caches could not be proven synced.
     #[error(transparent)]
@@ -91,7 +96,13 @@ pub enum ClientError {
         kind: String,
     },
     /// The API server rejected the request, or it could not be sent.
-    #[error("Kubernetes API request failed: {0}")]
+    ///
+    /// The message shows kube's error as an escaped excerpt
+    /// ([`watch_ready::excerpt::chain`]: control characters escaped, cut to 512
+    /// characters), since a `Status.message` is the API server's text, and a remote
+    /// cluster's API server is not ours. The source is kube's error itself: match
+    /// `kube::Error::Api` on it for the status code.
+    #[error("Kubernetes API request failed: {}", watch_ready::excerpt::chain(.0))]
     Api(#[source] kube::Error),
 }
 

@@ -1,4 +1,5 @@
-//! Shared sources over time: one watch per Secret per process through outages, and withdrawn SPIFFE trust.
+//! Shared sources over time: one watch per Secret per process through outages, and withdrawn SPIFFE trust;
+//! a CA Secret read once from an API server that refuses it with hostile text.
 //!
 //! One test binary per concern (one link instead of one per file); each module is
 //! the file of the same name beside this one.
@@ -7,5 +8,6 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod ca_secret_read;
 mod shared_sources;
 mod trust_withdrawal;
