@@ -24,35 +24,32 @@ pub type IdentityResolverBuilder = WatchedSecretBuilder<IdentityResolver>;
 impl sealed::Sealed for IdentityResolver {}
 impl BuiltFromSecret for IdentityResolver {
     type Recorder = dyn ReloadRecorder<IdentityOrigin, Identity>;
+    type Error = IdentityError;
+
     fn no_recorder() -> Arc<Self::Recorder> {
         Arc::new(NoopRecorder)
     }
-}
 
-impl WatchedSecretBuilder<IdentityResolver> {
-    /// Starts the Secret's watch and waits, at most the sync timeout, for it to sync and
-    /// for the Secret to hold an identity.
-    ///
-    /// Fails with an error naming the Secret when it is missing or malformed, when the
-    /// watch is refused, or on timeout. A certificate that is expired or not yet valid
-    /// does not fail it: it is served, logged at `ERROR`, reported to the recorder and
-    /// marked in [`IdentityState::validity`](super::IdentityState::validity), and
-    /// replaced as soon as the Secret is renewed. Cancel-safe: dropping the future
-    /// stops the watch.
-    pub async fn build(self) -> Result<IdentityResolver, IdentityError> {
-        let shared = self.shared().await?;
+    async fn from_builder(builder: IdentityResolverBuilder) -> Result<Self, IdentityError> {
+        let shared = builder.shared().await?;
         let source = match &shared {
             Some((shared, false)) => SecretIdentitySource::shared(shared),
             Some((shared, true)) => {
-                SecretIdentitySource::new(shared.source().clone(), self.provider_or_default())
+                SecretIdentitySource::new(shared.source().clone(), builder.provider_or_default())
             }
             None => SecretIdentitySource::new(
-                SecretSource::watch(self.client.clone(), self.secret.clone(), self.timeout).await?,
-                self.provider_or_default(),
+                SecretSource::watch(
+                    builder.client.clone(),
+                    builder.secret.clone(),
+                    builder.timeout,
+                )
+                .await?,
+                builder.provider_or_default(),
             ),
         };
-        let settings = self.settings();
-        let resolver = IdentityResolver::with_settings(Arc::new(source), self.recorder, settings)?;
+        let settings = builder.settings();
+        let resolver =
+            IdentityResolver::with_settings(Arc::new(source), builder.recorder, settings)?;
         // Over a registry's shared Secret, the loader reloads the resolver after each
         // version it loads; a Secret watched alone has no loader, and the resolver
         // reads it on handshakes only.

@@ -3,7 +3,6 @@
 
 use std::fmt;
 use std::sync::Arc;
-use std::time::Duration;
 
 use super::error::TrustError;
 use super::source::{ReloadError, TrustSource};
@@ -12,7 +11,8 @@ use crate::last_good::{NoopRecorder, ReloadRecorder};
 use crate::material::{TrustAnchors, TrustCache};
 use crate::origin::{SecretRef, SourceHealth, TrustOrigin};
 use crate::watch::{
-    BuiltFromSecret, SecretSource, SharedSecret, WatchedSecretBuilder, resource_version, sealed,
+    BuiltFromSecret, LimitedWithoutSource, SecretSource, SharedSecret, WatchedSecretBuilder,
+    resource_version, sealed,
 };
 
 /// Builds a [`TrustVerifier`]; see [`TrustVerifier::builder`]. The settings are
@@ -22,42 +22,32 @@ pub type TrustVerifierBuilder = WatchedSecretBuilder<TrustVerifier>;
 impl sealed::Sealed for TrustVerifier {}
 impl BuiltFromSecret for TrustVerifier {
     type Recorder = dyn ReloadRecorder<TrustOrigin, TrustAnchors>;
+    type Error = TrustError;
+
     fn no_recorder() -> Arc<Self::Recorder> {
         Arc::new(NoopRecorder)
     }
+
     const TRUST_ONLY: bool = true;
-}
 
-impl WatchedSecretBuilder<TrustVerifier> {
-    /// How long the last good roots stay in use once the CA Secret is deleted or
-    /// unreadable (no usable root), before every server is refused (default
-    /// [`DEFAULT_MAX_ROOTS_WITHOUT_SOURCE`](crate::last_good::DEFAULT_MAX_ROOTS_WITHOUT_SOURCE),
-    /// one day). A watch that is only down (the API server unreachable) keeps them.
-    pub fn max_roots_without_source(mut self, limit: Duration) -> Self {
-        self.max_without_source = limit;
-        self
-    }
-
-    /// Starts the CA Secret's watch and waits, at most the sync timeout, for it to
-    /// sync and for the Secret to hold at least one usable root.
-    ///
-    /// Fails with an error naming the Secret when it is missing or malformed, when
-    /// the watch is refused, or on timeout. Cancel-safe: dropping the future stops
-    /// the watch.
-    pub async fn build(self) -> Result<TrustVerifier, TrustError> {
-        let shared = self.shared().await?;
+    async fn from_builder(builder: TrustVerifierBuilder) -> Result<Self, TrustError> {
+        let shared = builder.shared().await?;
         let source = match &shared {
             Some((shared, _)) => SecretTrustSource::shared(shared),
             None => SecretTrustSource::new(
-                SecretSource::watch_ca(self.client.clone(), self.secret.clone(), self.timeout)
-                    .await?,
+                SecretSource::watch_ca(
+                    builder.client.clone(),
+                    builder.secret.clone(),
+                    builder.timeout,
+                )
+                .await?,
             ),
         };
         let verifier = TrustVerifier::with_settings(
             Arc::new(source),
-            self.provider_or_default(),
-            self.recorder.clone(),
-            self.settings(),
+            builder.provider_or_default(),
+            builder.recorder.clone(),
+            builder.settings(),
             super::ServerAuthorization::HostName,
         )?;
         // As for the identity: followed by the loader of a registry's shared Secret,
@@ -68,6 +58,8 @@ impl WatchedSecretBuilder<TrustVerifier> {
         Ok(verifier)
     }
 }
+
+impl LimitedWithoutSource for TrustVerifier {}
 
 impl TrustVerifier {
     /// A builder for a verifier trusting the roots in the CA Secret `secret`,

@@ -2,10 +2,12 @@
 //! resolver ([`IdentityResolverBuilder`](crate::identity::IdentityResolverBuilder)) and
 //! the trust verifier ([`TrustVerifierBuilder`](crate::trust::TrustVerifierBuilder))
 //! take the same settings (sync timeout, crypto provider, recorder, clock, warning
-//! period, watch-failure threshold), so they share them here; each half adds only its
-//! own `build`, beside its Secret adapter.
+//! period, watch-failure threshold), so they share them here. What differs, how each
+//! half builds itself over the watched Secret, is [`BuiltFromSecret::from_builder`],
+//! implemented beside each half's Secret adapter: the builder's methods are all here.
 
 use std::fmt;
+use std::future::Future;
 use std::marker::PhantomData;
 use std::sync::Arc;
 use std::time::Duration;
@@ -25,9 +27,17 @@ pub(crate) mod sealed {
 
 /// What a [`WatchedSecretBuilder`] builds: the identity resolver or the trust
 /// verifier. Sealed.
-pub trait BuiltFromSecret: sealed::Sealed {
+pub trait BuiltFromSecret: sealed::Sealed + Sized {
     /// The recorder that receives its state changes.
     type Recorder: ?Sized + Send + Sync + fmt::Debug + 'static;
+
+    /// Why it could not be built (naming the Secret).
+    type Error: std::error::Error + From<super::SourceError> + Send + Sync + 'static;
+
+    /// Builds it over the builder's Secret: what [`WatchedSecretBuilder::build`] runs.
+    fn from_builder(
+        builder: WatchedSecretBuilder<Self>,
+    ) -> impl Future<Output = Result<Self, Self::Error>> + Send;
 
     /// The recorder used when none is set (records nothing).
     fn no_recorder() -> Arc<Self::Recorder>;
@@ -36,6 +46,11 @@ pub trait BuiltFromSecret: sealed::Sealed {
     /// Secret's `tls.key`).
     const TRUST_ONLY: bool = false;
 }
+
+/// What keeps its last good value only for a while once its Secret is gone: the
+/// trust verifier (roots must not outlive a deleted CA Secret for long; an identity
+/// is presented until it expires, and the peer judges it). Sealed.
+pub trait LimitedWithoutSource: BuiltFromSecret {}
 
 /// Builds a `T` ([`IdentityResolver`](crate::identity::IdentityResolver) or
 /// [`TrustVerifier`](crate::trust::TrustVerifier)) over a Secret watched through a
@@ -149,6 +164,22 @@ impl<T: BuiltFromSecret> WatchedSecretBuilder<T> {
         self
     }
 
+    /// Starts the Secret's watch (or joins the registry's, see
+    /// [`watches`](Self::watches)) and waits, at most the sync timeout, for it to
+    /// sync and for the Secret to hold what `T` serves: an identity, or at least one
+    /// usable root.
+    ///
+    /// Fails with an error naming the Secret when it is missing or malformed, when
+    /// the watch is refused, or on timeout. An identity whose certificate is expired
+    /// or not yet valid does not fail it: it is served, logged at `ERROR`, reported to
+    /// the recorder and marked in
+    /// [`IdentityState::validity`](crate::identity::IdentityState::validity), and
+    /// replaced as soon as the Secret is renewed. Cancel-safe: dropping the future
+    /// stops the watch.
+    pub async fn build(self) -> Result<T, T::Error> {
+        T::from_builder(self).await
+    }
+
     /// The settings of the last-good core.
     pub(crate) fn settings(&self) -> Settings {
         Settings {
@@ -184,5 +215,16 @@ impl<T: BuiltFromSecret> WatchedSecretBuilder<T> {
         self.provider
             .clone()
             .unwrap_or_else(|| Arc::new(crate::material::crypto_provider()))
+    }
+}
+
+impl<T: LimitedWithoutSource> WatchedSecretBuilder<T> {
+    /// How long the last good roots stay in use once the CA Secret is deleted or
+    /// unreadable (no usable root), before every server is refused (default
+    /// [`DEFAULT_MAX_ROOTS_WITHOUT_SOURCE`](crate::last_good::DEFAULT_MAX_ROOTS_WITHOUT_SOURCE),
+    /// one day). A watch that is only down (the API server unreachable) keeps them.
+    pub fn max_roots_without_source(mut self, limit: Duration) -> Self {
+        self.max_without_source = limit;
+        self
     }
 }

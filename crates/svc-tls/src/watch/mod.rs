@@ -16,7 +16,7 @@ mod secret;
 mod shared;
 
 pub(crate) use builder::sealed;
-pub use builder::{BuiltFromSecret, WatchedSecretBuilder};
+pub use builder::{BuiltFromSecret, LimitedWithoutSource, WatchedSecretBuilder};
 pub use configmap::{ConfigMapSource, ConfigMapSourceError, configmap_resource_version};
 #[cfg_attr(not(feature = "metrics"), allow(unused_imports))]
 pub(crate) use observer::RegistryObserver;
