@@ -16,8 +16,11 @@ use rcgen::{
 };
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use pkcs8::der::{Encode, Tag};
 use rustls::RootCertStore;
 use rustls_pki_types::CertificateDer;
+
+use crate::keys;
 
 /// A certificate authority with a fresh ECDSA P-256 key.
 pub struct TestCa {
@@ -108,14 +111,23 @@ impl TestCa {
 
     /// A client-auth leaf with the given key.
     pub fn client_leaf_with(&self, cn: &str, serial: u64, key: KeyPair) -> Leaf {
-        let mut params = CertificateParams::new(Vec::<String>::new()).expect("leaf params");
-        let mut dn = DistinguishedName::new();
-        dn.push(DnType::CommonName, cn);
-        params.distinguished_name = dn;
-        params.serial_number = Some(SerialNumber::from(serial));
-        params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
-        params.key_usages = vec![KeyUsagePurpose::DigitalSignature];
-        self.sign(params, key, serial)
+        self.sign(client_params(cn, serial), key, serial)
+    }
+
+    /// A client-auth leaf for an RSA private key given as PKCS#8 DER, of a size rcgen
+    /// cannot load (aws-lc-rs refuses RSA below 2048 bits): the certificate carries
+    /// the key's modulus and exponent, and `key_pem` is `pkcs8` as PEM.
+    pub fn client_leaf_with_rsa_pkcs8(&self, cn: &str, serial: u64, pkcs8: &[u8]) -> Leaf {
+        let public = RsaPublicKey::of_pkcs8(pkcs8);
+        let cert = client_params(cn, serial)
+            .signed_by(&public, &self.issuer)
+            .expect("CA signs the leaf");
+        Leaf {
+            cert_pem: cert.pem(),
+            key_pem: keys::pem("PRIVATE KEY", pkcs8),
+            der: cert.der().clone(),
+            serial,
+        }
     }
 
     /// A client-auth leaf whose validity ended in 2021.
@@ -190,6 +202,42 @@ impl TestCa {
     }
 }
 
+/// Client-auth leaf parameters: common name `cn`, `serial`, digital signature.
+fn client_params(cn: &str, serial: u64) -> CertificateParams {
+    let mut params = CertificateParams::new(Vec::<String>::new()).expect("leaf params");
+    let mut dn = DistinguishedName::new();
+    dn.push(DnType::CommonName, cn);
+    params.distinguished_name = dn;
+    params.serial_number = Some(SerialNumber::from(serial));
+    params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
+    params.key_usages = vec![KeyUsagePurpose::DigitalSignature];
+    params
+}
+
+/// An RSA public key as PKCS#1 `RSAPublicKey` DER, the subject of a certificate.
+struct RsaPublicKey(Vec<u8>);
+
+impl RsaPublicKey {
+    /// The public half of a PKCS#8 RSA private key: `RSAPrivateKey` is version,
+    /// modulus, public exponent, ...; `RSAPublicKey` is modulus, public exponent.
+    fn of_pkcs8(pkcs8: &[u8]) -> Self {
+        let (pkcs1, _) = keys::pkcs8_inner(pkcs8);
+        let elements = keys::sequence_elements(&pkcs1);
+        let mut public = elements[1].to_der().expect("modulus");
+        public.extend(elements[2].to_der().expect("public exponent"));
+        Self(keys::tlv_of(Tag::Sequence, &public))
+    }
+}
+
+impl rcgen::PublicKeyData for RsaPublicKey {
+    fn der_bytes(&self) -> &[u8] {
+        &self.0
+    }
+    fn algorithm(&self) -> &'static rcgen::SignatureAlgorithm {
+        &rcgen::PKCS_RSA_SHA256
+    }
+}
+
 /// Sets the validity of `params` to [now - `backdate`, now + `lifetime`], the end
 /// rounded down to the second (as the certificate encodes it), and returns that end.
 pub fn valid_around_now(
@@ -205,4 +253,25 @@ pub fn valid_around_now(
     params.not_before = epoch + (now - backdate);
     params.not_after = epoch + end;
     UNIX_EPOCH + end
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use rcgen::PublicKeyData as _;
+    use x509_parser::prelude::{FromDer, X509Certificate};
+
+    #[test]
+    fn an_rsa_pkcs8_leaf_certifies_that_key() {
+        let key =
+            KeyPair::generate_rsa_for(&rcgen::PKCS_RSA_SHA256, rcgen::RsaKeySize::_2048).unwrap();
+        let leaf = TestCa::new("ca").client_leaf_with_rsa_pkcs8("svc", 7, &key.serialize_der());
+        let (_, cert) = X509Certificate::from_der(&leaf.der).unwrap();
+        assert_eq!(
+            cert.public_key().raw,
+            key.subject_public_key_info().as_slice()
+        );
+        assert_eq!(leaf.key_pem, key.serialize_pem());
+    }
 }
