@@ -1,6 +1,6 @@
 //! A made-up crate and its rules, shared by the lint's tests.
 
-use super::report::Report;
+use super::report::{Report, What};
 
 pub(super) const FIXTURE_RULES: &str = r#"
 [[crate]]
@@ -32,17 +32,18 @@ pub(super) fn tree(files: &[(&str, &str)]) -> tempfile::TempDir {
     dir
 }
 
-/// (file, line, `crate::` path) of each violation.
+/// (file, line, what) of each violation: the `crate::` path an import names, or
+/// `impl Name` for an inherent impl of a type defined in another top-level module.
 pub(super) fn found(report: &Report) -> Vec<(String, usize, String)> {
     report
         .violations
         .iter()
         .map(|v| {
-            (
-                v.file.display().to_string(),
-                v.line,
-                format!("crate::{}", v.path.join("::")),
-            )
+            let what = match &v.what {
+                What::Import { path, .. } => format!("crate::{}", path.join("::")),
+                What::InherentImpl { name, .. } => format!("impl {name}"),
+            };
+            (v.file.display().to_string(), v.line, what)
         })
         .collect()
 }

@@ -1,6 +1,8 @@
 //! `cargo xtask layers`: checks the intended layering of crates' modules against the
 //! rules in `layers.toml` at the workspace root, so that the shape cannot drift
-//! silently (`cargo xtask ci` runs it).
+//! silently (`cargo xtask ci` runs it). In every crate the rules file lists, it also
+//! checks where a type's methods live: no inherent impl of a struct, enum or union
+//! defined in another top-level module (see `check.rs`).
 //!
 //! A rule names a module `from` (that module's file or folder and everything under
 //! it, inline `mod x { … }` blocks included) and the modules it must not name. A file
@@ -32,9 +34,10 @@
 //! ```
 //!
 //! The files: `rules.rs` reads `layers.toml`; `strip.rs` blanks comments and
-//! literals; `scan.rs` tokenizes what is left and finds the paths written and the
-//! inline modules; `check.rs` resolves those paths per crate and holds them against
-//! the rules; `report.rs` is what a run found.
+//! literals; `scan.rs` tokenizes what is left and finds the paths written, the
+//! inline modules, the types defined and the inherent impls; `check.rs` resolves
+//! those paths per crate and holds them against the rules, and each inherent impl
+//! against where its type is defined; `report.rs` is what a run found.
 
 mod check;
 mod report;
@@ -68,11 +71,27 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
         println!("{violation}");
     }
     let count = report.violations.len();
+    let impls = report
+        .violations
+        .iter()
+        .filter(|violation| matches!(violation.what, report::What::InherentImpl { .. }))
+        .count();
+    let breakdown = if count == 0 {
+        String::new()
+    } else {
+        format!(
+            " ({} import{}, {impls} inherent impl{})",
+            count - impls,
+            plural(count - impls),
+            plural(impls)
+        )
+    };
     let summary = format!(
-        "layers: {} files scanned, {} rules, {count} violation{}",
+        "layers: {} files scanned, {} rules, {} inherent impls checked, {count} violation{}{breakdown}",
         report.files,
         report.rules,
-        if count == 1 { "" } else { "s" }
+        report.inherent_impls,
+        plural(count),
     );
     if report.violations.is_empty() {
         eprintln!("xtask: {summary}");
@@ -80,6 +99,10 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
     } else {
         Err(format!("{summary} (rules in {RULES})"))
     }
+}
+
+fn plural(count: usize) -> &'static str {
+    if count == 1 { "" } else { "s" }
 }
 
 /// A module path inside a crate, without `crate::`; empty for the crate root.

@@ -1,5 +1,5 @@
 //! What a run found: counts, notes and violations, each violation printed with its
-//! file, line and the rule's `why`.
+//! file, line, what it is and why it is one.
 
 use std::fmt;
 use std::path::PathBuf;
@@ -11,40 +11,75 @@ use super::ModulePath;
 pub(crate) struct Report {
     pub(crate) files: usize,
     pub(crate) rules: usize,
+    /// Inherent impls whose type the crate defines in one top-level module only:
+    /// those the impl check held against where the type is defined.
+    pub(crate) inherent_impls: usize,
     pub(crate) violations: Vec<Violation>,
     /// Modules the rules name that no file defines (yet): their rules check nothing.
     pub(crate) notes: Vec<String>,
 }
 
-/// A file under a rule's `from` naming a path under one of its `forbid` modules.
+/// A violation at a line of a file.
 #[derive(Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) struct Violation {
     /// The file, relative to the root the check ran from.
     pub(crate) file: PathBuf,
     pub(crate) line: usize,
-    /// The module the path is written in.
-    pub(crate) module: ModulePath,
-    /// The path named, resolved to a `crate::` path.
-    pub(crate) path: ModulePath,
-    /// The rule's `why`, or which rule it is.
-    pub(crate) why: String,
+    pub(crate) what: What,
+}
+
+/// What a violation is.
+#[derive(Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum What {
+    /// A file under a rule's `from` naming a path under one of its `forbid` modules.
+    Import {
+        /// The module the path is written in.
+        module: ModulePath,
+        /// The path named, resolved to a `crate::` path.
+        path: ModulePath,
+        /// The rule's `why`, or which rule it is.
+        why: String,
+    },
+    /// An inherent impl of a type defined in another top-level module.
+    InherentImpl {
+        /// The top-level module the impl is written in (empty: the crate root).
+        module: String,
+        /// The type's name.
+        name: String,
+        /// The top-level module the type is defined in (empty: the crate root).
+        defined_in: String,
+    },
 }
 
 impl fmt::Display for Violation {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let module = if self.module.is_empty() {
-            "crate".to_owned()
-        } else {
-            self.module.join("::")
+        let shown = |module: &str| {
+            if module.is_empty() {
+                "crate".to_owned()
+            } else {
+                module.to_owned()
+            }
         };
-        write!(
-            f,
-            "{}:{}: module `{module}` imports `crate::{}` (forbidden: {})",
-            self.file.display(),
-            self.line,
-            self.path.join("::"),
-            self.why
-        )
+        write!(f, "{}:{}: ", self.file.display(), self.line)?;
+        match &self.what {
+            What::Import { module, path, why } => write!(
+                f,
+                "module `{}` imports `crate::{}` (forbidden: {why})",
+                shown(&module.join("::")),
+                path.join("::"),
+            ),
+            What::InherentImpl {
+                module,
+                name,
+                defined_in,
+            } => write!(
+                f,
+                "`{}` writes an inherent impl of `{name}`, defined in `{}` (an impl belongs \
+                 to the type's own module: give the methods to a free function or a seam)",
+                shown(module),
+                shown(defined_in),
+            ),
+        }
     }
 }
 

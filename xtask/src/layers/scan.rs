@@ -1,8 +1,28 @@
 //! A hand-written Rust tokenizer over stripped source, and the paths it writes:
 //! `use` trees (grouped, nested, renamed), inline paths, `self::`/`super::` paths,
-//! each in the module it is written in (inline `mod x { … }` blocks included).
+//! each in the module it is written in (inline `mod x { … }` blocks included); also
+//! the structs, enums and unions it defines and the inherent impls it writes.
 
 use super::ModulePath;
+
+/// What a file writes, each item in the module it is written in.
+pub(super) struct Scanned {
+    pub(super) written: Vec<Written>,
+    /// The inline `mod x { … }` blocks it defines.
+    pub(super) inline_modules: Vec<ModulePath>,
+    /// The structs, enums and unions it defines.
+    pub(super) defined: Vec<Named>,
+    /// The inherent impls it writes (`impl Type { … }`, `impl<T> a::Type<T> { … }`),
+    /// by the type's name (the last segment of the path written); not trait impls.
+    pub(super) inherent_impls: Vec<Named>,
+}
+
+/// A type named at a line of a file: defined there, or given an inherent impl.
+pub(super) struct Named {
+    pub(super) module: ModulePath,
+    pub(super) name: String,
+    pub(super) line: usize,
+}
 
 /// A path written in a file, before resolution.
 pub(super) struct Written {
@@ -87,11 +107,13 @@ fn is_tok(token: Option<&Token>, tok: &Tok) -> bool {
     token.is_some_and(|token| &token.tok == tok)
 }
 
-/// The paths written in a file's tokens, and the inline modules it defines;
-/// `file_module` is the module the file itself defines.
-pub(super) fn scan(tokens: &[Token], file_module: &[String]) -> (Vec<Written>, Vec<ModulePath>) {
+/// The paths written in a file's tokens, the inline modules, types and inherent
+/// impls it defines; `file_module` is the module the file itself defines.
+pub(super) fn scan(tokens: &[Token], file_module: &[String]) -> Scanned {
     let mut written = Vec::new();
     let mut inline_modules = Vec::new();
+    let mut defined = Vec::new();
+    let mut inherent_impls = Vec::new();
     // Open inline `mod name {` blocks, with the brace depth inside each.
     let mut open: Vec<(String, usize)> = Vec::new();
     let mut depth = 0usize;
@@ -126,6 +148,29 @@ pub(super) fn scan(tokens: &[Token], file_module: &[String]) -> (Vec<Written>, V
                     segments,
                     line,
                 }));
+            }
+            Tok::Word(word) if word == "impl" && starts_item(tokens, i) => {
+                if let Some(name) = inherent_impl(tokens, i + 1) {
+                    inherent_impls.push(Named {
+                        module: current(&open),
+                        name,
+                        line: tokens[i].line,
+                    });
+                }
+                // The header's paths are read as any others.
+                i += 1;
+            }
+            Tok::Word(word)
+                if starts_path && matches!(word.as_str(), "struct" | "enum" | "union") =>
+            {
+                if let Some(name) = defined_name(tokens, i) {
+                    defined.push(Named {
+                        module: current(&open),
+                        name,
+                        line: tokens[i].line,
+                    });
+                }
+                i += 1;
             }
             Tok::Word(word) if word == "mod" && is_tok(tokens.get(i + 2), &Tok::Punct('{')) => {
                 if let Some(Token {
@@ -177,7 +222,116 @@ pub(super) fn scan(tokens: &[Token], file_module: &[String]) -> (Vec<Written>, V
             _ => i += 1,
         }
     }
-    (written, inline_modules)
+    Scanned {
+        written,
+        inline_modules,
+        defined,
+        inherent_impls,
+    }
+}
+
+/// Whether `tokens[i]` starts an item (an `impl` block rather than an `impl Trait`
+/// type): it follows the start of the file, the end of an item or attribute, the
+/// opening of a block, or `unsafe`/`default`.
+fn starts_item(tokens: &[Token], i: usize) -> bool {
+    let Some(before) = i.checked_sub(1).map(|before| &tokens[before]) else {
+        return true;
+    };
+    match &before.tok {
+        Tok::Punct(c) => matches!(c, ';' | '{' | '}' | ']'),
+        Tok::Word(word) => matches!(word.as_str(), "unsafe" | "default"),
+        Tok::PathSep => false,
+    }
+}
+
+/// Whether `tokens[i]` closes an angle bracket: a `>` that is not part of `->` or
+/// `=>`.
+fn closes_angle(tokens: &[Token], i: usize) -> bool {
+    tokens[i].tok == Tok::Punct('>')
+        && !(i > 0
+            && (tokens[i - 1].tok == Tok::Punct('-') || tokens[i - 1].tok == Tok::Punct('=')))
+}
+
+/// The name of the type an `impl` header (its tokens from `tokens[i]`, just after
+/// `impl`) gives inherent methods: the last segment of the path written, `Type` in
+/// `impl<T> crate::a::Type<T> where T: X { … }`. `None` for a trait impl (a `for`
+/// outside brackets before the body or `where`), and for what is not a plain path
+/// (`impl dyn Trait`, a macro's fragment it cannot read).
+fn inherent_impl(tokens: &[Token], mut i: usize) -> Option<String> {
+    // The impl's own generics.
+    if is_tok(tokens.get(i), &Tok::Punct('<')) {
+        let mut depth = 0usize;
+        while i < tokens.len() {
+            if tokens[i].tok == Tok::Punct('<') {
+                depth += 1;
+            } else if closes_angle(tokens, i) {
+                depth -= 1;
+                if depth == 0 {
+                    i += 1;
+                    break;
+                }
+            }
+            i += 1;
+        }
+    }
+    // The self type's path.
+    let mut name = None;
+    if is_tok(tokens.get(i), &Tok::PathSep) {
+        i += 1;
+    }
+    while let Some(Token {
+        tok: Tok::Word(word),
+        ..
+    }) = tokens.get(i)
+    {
+        if matches!(word.as_str(), "dyn" | "for" | "where" | "impl") {
+            return None;
+        }
+        name = Some(raw(word));
+        i += 1;
+        if is_tok(tokens.get(i), &Tok::PathSep) {
+            i += 1;
+        } else {
+            break;
+        }
+    }
+    let name = name?;
+    // The rest of the header, up to the body: a `for` outside brackets makes the
+    // path a trait's.
+    let mut depth = 0usize;
+    while let Some(token) = tokens.get(i) {
+        match &token.tok {
+            Tok::Punct('<' | '(' | '[') => depth += 1,
+            Tok::Punct(')' | ']') => depth = depth.saturating_sub(1),
+            Tok::Punct('>') if closes_angle(tokens, i) => depth = depth.saturating_sub(1),
+            Tok::Punct('{' | ';') if depth == 0 => return Some(name),
+            Tok::Word(word) if depth == 0 && word == "for" => return None,
+            Tok::Word(word) if depth == 0 && word == "where" => return Some(name),
+            _ => {}
+        }
+        i += 1;
+    }
+    None
+}
+
+/// The name a `struct`, `enum` or `union` at `tokens[i]` defines; `None` when it is
+/// not a definition (`union` is also an ordinary name, as in `a.union(b)`).
+fn defined_name(tokens: &[Token], i: usize) -> Option<String> {
+    let Some(Token {
+        tok: Tok::Word(name),
+        ..
+    }) = tokens.get(i + 1)
+    else {
+        return None;
+    };
+    if is_word(tokens.get(i), "union")
+        && !(is_tok(tokens.get(i + 2), &Tok::Punct('{'))
+            || is_tok(tokens.get(i + 2), &Tok::Punct('<'))
+            || is_word(tokens.get(i + 2), "where"))
+    {
+        return None;
+    }
+    Some(raw(name))
 }
 
 /// `r#type` as the name `type`.
@@ -267,9 +421,58 @@ fn use_tree(
 
 #[cfg(test)]
 mod tests {
+    use super::{scan, tokenize};
     use crate::layers::check::check;
     use crate::layers::fixtures::{FIXTURE_RULES, LIB, found, tree};
     use crate::layers::rules::parse;
+    use crate::layers::strip::strip;
+
+    /// Each inherent impl's (module, line, type name) and each type defined, read
+    /// from `lib.rs`-like source.
+    fn impls_and_types(source: &str) -> (Vec<(String, usize, String)>, Vec<String>) {
+        let scanned = scan(&tokenize(&strip(source)), &[]);
+        let impls = scanned
+            .inherent_impls
+            .into_iter()
+            .map(|named| (named.module.join("::"), named.line, named.name))
+            .collect();
+        let types = scanned
+            .defined
+            .into_iter()
+            .map(|named| named.name)
+            .collect();
+        (impls, types)
+    }
+
+    #[test]
+    fn inherent_impls_are_told_from_trait_impls_and_impl_types() {
+        let source = r#"struct Plain;
+impl Plain { fn f() -> impl Sized {} }
+impl<F: Fn() -> u8, const N: usize> crate::a::Holder<F, { N }> where F: Clone {}
+#[cfg(test)]
+impl<T> Wrapped<Vec<T>> { fn g(x: impl Into<T>) -> Box<dyn Fn(&T) -> T> { todo!() } }
+mod inner { impl super::Plain {} enum Kind { A } }
+impl<T> Clone for Wrapped<T> {}
+impl<F: for<'a> Fn(&'a u8) -> u8> Trait<F> for Plain {}
+impl From<fn() -> u8> for Plain where Plain: Sized {}
+unsafe impl Send for Plain {}
+impl !Sync for Plain {}
+impl dyn Trait {}
+fn h(set: S) -> impl Iterator<Item = u8> { set.union(&set); "impl Plain {}"; }
+union Bits { a: u8 }
+// impl Plain {}
+"#;
+        let (impls, types) = impls_and_types(source);
+        let expected = [
+            ("", 2, "Plain"),
+            ("", 3, "Holder"),
+            ("", 5, "Wrapped"),
+            ("inner", 6, "Plain"),
+        ]
+        .map(|(module, line, name)| (module.to_owned(), line, name.to_owned()));
+        assert_eq!(impls, expected);
+        assert_eq!(types, ["Plain", "Kind", "Bits"]);
+    }
 
     #[test]
     fn comments_strings_and_other_crates_are_allowed() {
