@@ -20,7 +20,10 @@ pub enum PeerClientError {
     /// excerpt ([`crate::excerpt::chain`]): a `Status.message` is the API server's
     /// text, and a remote cluster's API server is not ours. The source is kube's
     /// error itself (match `kube::Error::Api` on it for the status code).
-    #[error("reading CA Secret {secret} failed: {}", crate::excerpt::chain(source))]
+    #[error(
+        "reading CA Secret {secret} failed: {}",
+        watch_ready::excerpt::chain(source)
+    )]
     CaSecretRead {
         /// The Secret.
         secret: SecretRef,

@@ -52,6 +52,17 @@ pub enum TrustFailure {
     },
 }
 
+impl TrustFailure {
+    /// The source's error this failure was made of, if it was one (handed back to
+    /// the readiness probe after the failure was reported).
+    pub(crate) fn into_reload(self) -> Option<ReloadError> {
+        match self {
+            Self::Reload(error) => Some(error),
+            Self::Verifier { .. } => None,
+        }
+    }
+}
+
 /// Why a handshake is refused without looking at the server's chain.
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum TrustRefused {

@@ -158,13 +158,6 @@ pub struct TrustVerifier {
     inner: Arc<Inner>,
 }
 
-impl TrustVerifier {
-    /// Whether `self` and `other` are the same verifier (clones of one).
-    pub fn ptr_eq(&self, other: &Self) -> bool {
-        Arc::ptr_eq(&self.inner, &other.inner)
-    }
-}
-
 impl fmt::Debug for TrustVerifier {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let served = self.inner.core.served();
@@ -184,6 +177,11 @@ fn build_verifier(
 }
 
 impl TrustVerifier {
+    /// Whether `self` and `other` are the same verifier (clones of one).
+    pub fn ptr_eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
+    }
+
     /// A verifier over any [`TrustSource`]: it must hold a usable root set now.
     /// Servers are authorized by host name ([`ServerAuthorization::HostName`]).
     pub fn from_trust_source(
@@ -256,15 +254,10 @@ impl TrustVerifier {
     /// only when they changed), or on failure the last good ones.
     ///
     /// Refuses instead (an error for the handshake) when the source has withdrawn its
-    /// trust, and when the last good roots it would fall back on have expired.
-    fn reload(&self) -> Result<Arc<Served<Roots>>, rustls::Error> {
-        self.reload_reporting().0
-    }
-
-    /// [`TrustVerifier::reload`], also handing back why the source's read failed
-    /// (`None` when it did not): for the readiness probe, which words its reason from
-    /// the same read it counted.
-    fn reload_reporting(
+    /// trust, and when the last good roots it would fall back on have expired. Also
+    /// hands back why the source's read failed (`None` when it did not), for the
+    /// readiness probe, which words its reason from the same read it counted.
+    fn reload(
         &self,
     ) -> (
         Result<Arc<Served<Roots>>, rustls::Error>,
@@ -275,23 +268,21 @@ impl TrustVerifier {
                 self.inner.withdrawn.store(false, Ordering::Release);
                 (self.serve(anchors, version), None)
             }
-            Err(error @ ReloadError::Withdrawn(_)) => {
-                self.inner.withdrawn.store(true, Ordering::Release);
-                let failure = TrustFailure::Reload(error);
-                let _ = self.failed(&failure);
-                (Err(refusal(TrustRefused::Withdrawn)), reload_error(failure))
-            }
-            // Withdrawn stays withdrawn: a source that cannot be read after it withdrew
-            // its trust (a stream down, an agent restarting) never brings back the
-            // roots it withdrew; only a successful read does.
-            Err(error) if self.inner.withdrawn.load(Ordering::Acquire) => {
-                let failure = TrustFailure::Reload(error);
-                let _ = self.failed(&failure);
-                (Err(refusal(TrustRefused::Withdrawn)), reload_error(failure))
-            }
             Err(error) => {
+                if matches!(error, ReloadError::Withdrawn(_)) {
+                    self.inner.withdrawn.store(true, Ordering::Release);
+                }
                 let failure = TrustFailure::Reload(error);
-                (self.failed(&failure), reload_error(failure))
+                let served = self.failed(&failure);
+                // Withdrawn stays withdrawn: a source that cannot be read after it
+                // withdrew its trust (a stream down, an agent restarting) never brings
+                // back the roots it withdrew; only a successful read does.
+                let served = if self.inner.withdrawn.load(Ordering::Acquire) {
+                    Err(refusal(TrustRefused::Withdrawn))
+                } else {
+                    served
+                };
+                (served, failure.into_reload())
             }
         };
         self.inner.check_watch_health();
@@ -397,14 +388,14 @@ impl TrustVerifier {
     /// The handshake's refusal when the source has withdrawn its trust, or fails and
     /// the last good roots have expired.
     pub fn roots_now(&self) -> Result<Arc<TrustAnchors>, rustls::Error> {
-        self.reload().map(|served| served.value.anchors.clone())
+        self.reload().0.map(|served| served.value.anchors.clone())
     }
 
     /// Reads the roots now, as [`TrustVerifier::roots_now`], and hands back why the
     /// source's read failed (`None` when it did not). Crate-internal: the readiness
     /// probe's one read.
     pub(crate) fn reload_reporting_error(&self) -> Option<ReloadError> {
-        self.reload_reporting().1
+        self.reload().1
     }
 
     /// The source the roots are read from.
@@ -422,14 +413,6 @@ impl TrustVerifier {
     /// [`crate::follow`]), holding it weakly.
     pub(crate) fn follower(&self) -> Box<dyn Follower> {
         Box::new(FollowingVerifier(Arc::downgrade(&self.inner)))
-    }
-}
-
-/// The source's error a failure was made of, handed back after it was reported.
-fn reload_error(failure: TrustFailure) -> Option<ReloadError> {
-    match failure {
-        TrustFailure::Reload(error) => Some(error),
-        TrustFailure::Verifier { .. } => None,
     }
 }
 
@@ -458,7 +441,7 @@ impl ServerCertVerifier for TrustVerifier {
         now: UnixTime,
     ) -> Result<ServerCertVerified, rustls::Error> {
         // One snapshot: the whole chain is verified against one root set.
-        let served = self.reload()?;
+        let served = self.reload().0?;
         let roots = &served.value;
         match &self.inner.authorization {
             ServerAuthorization::HostName => roots.verifier.verify_server_cert(
