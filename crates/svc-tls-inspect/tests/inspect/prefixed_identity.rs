@@ -1,11 +1,8 @@
 //! A peer with an identity of its own (`--audit-client-certificate-*`, as the
 //! example's audit peer): the handshake to `audit` presents that identity, not the
 //! unprefixed one, as the service would.
-#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use kube_testbed::Testbed;
 use test_support::pki::TestCa;
 use test_support::secret::{secret_with, tls_secret};
@@ -35,7 +32,7 @@ async fn the_audit_peer_is_called_with_the_audit_identity() {
     ));
     let server = VerifyingServer::start(&server_ca, &audit_clients).await;
     let mut args = identity_args(&kubeconfig, "svc-cert");
-    args.extend(common::args(&[
+    args.extend(crate::common::args(&[
         ("audit-host", &server.url()),
         ("audit-ca-secret-namespace", NS),
         ("audit-ca-secret-name", "server-ca"),

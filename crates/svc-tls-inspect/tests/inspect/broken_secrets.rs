@@ -2,11 +2,8 @@
 //! `malformed.rs` and `material_errors.rs`), inspected over the wire: exit 3, the
 //! loader's error kind in the JSON, what can still be described described, and no
 //! key material printed.
-#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use kube_testbed::Testbed;
 use rsa::pkcs8::EncodePrivateKey as _;
 use serde_json::Value;

@@ -2,11 +2,8 @@
 //! server presenting an SVID of the same trust domain. The SVIDs and bundles the
 //! agent hands out are listed, the peer accepts the SVID (exit 0); a server with
 //! another SPIFFE ID is refused (exit 5); an agent that is gone is exit 7.
-#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use kube_testbed::Testbed;
 use spiffe_testbed::{SvidInfo, WorkloadApi};
 use test_support::pki::TestCa;

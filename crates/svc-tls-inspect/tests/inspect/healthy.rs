@@ -1,11 +1,8 @@
 //! A healthy service, inspected over the wire: its identity Secret in the API
 //! emulator, its peer a TLS server that verifies client certificates. Exit 0 and the
 //! JSON fields right; the human report says the same; bad flags exit 2.
-#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use kube_testbed::Testbed;
 use serde_json::Value;
 use test_support::pki::TestCa;
@@ -50,7 +47,7 @@ async fn world() -> World {
     ));
     let server = VerifyingServer::start(&server_ca, &clients).await;
     let mut args = identity_args(&kubeconfig, "region-client-cert");
-    args.extend(common::args(&[
+    args.extend(crate::common::args(&[
         ("identity-host", &server.url()),
         ("identity-ca-secret-namespace", NS),
         ("identity-ca-secret-name", "server-ca"),

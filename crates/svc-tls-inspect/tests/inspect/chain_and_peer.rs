@@ -1,11 +1,8 @@
 //! A leaf from another CA, inspected over the wire: the chain check against the
 //! ingress's CA fails (exit 4, by Secret or by PEM file), and a verifying TLS server
 //! that trusts only the ingress's CA refuses it in a real handshake (exit 5).
-#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use kube_testbed::Testbed;
 use test_support::pki::{Leaf, TestCa};
 use test_support::secret::{secret_with, tls_secret};
@@ -104,7 +101,7 @@ async fn a_peer_that_refuses_the_certificate_exits_5() {
     let w = world().await;
     let server = VerifyingServer::start(&w.server_ca, &w.clients).await;
     let mut args = identity_args(&w.kubeconfig, "svc-cert");
-    args.extend(common::args(&[
+    args.extend(crate::common::args(&[
         ("region-host", &server.url()),
         ("region-ca-secret-namespace", NS),
         ("region-ca-secret-name", "server-ca"),
@@ -138,7 +135,7 @@ async fn a_peer_whose_server_is_not_trusted_exits_5() {
     let good = w.clients.client_leaf("svc", 13);
     w.tb.upsert(tls_secret(NS, "svc-cert", &good.cert_pem, &good.key_pem));
     let mut args = identity_args(&w.kubeconfig, "svc-cert");
-    args.extend(common::args(&[
+    args.extend(crate::common::args(&[
         ("region-host", &server.url()),
         ("region-ca-secret-namespace", NS),
         ("region-ca-secret-name", "server-ca"),

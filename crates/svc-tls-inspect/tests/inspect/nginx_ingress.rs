@@ -2,12 +2,9 @@
 //! handshake and refuses a certificate of another CA with `400` "The SSL certificate
 //! error" rather than a TLS alert. The command reports it refused (exit 5), and a
 //! certificate of the CA nginx trusts accepted (exit 0).
-#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
-mod common;
-
-use common::nginx::Nginx;
-use common::*;
+use crate::common::nginx::Nginx;
+use crate::common::*;
 use kube_testbed::Testbed;
 use test_support::pki::TestCa;
 use test_support::secret::{secret_with, tls_secret};
@@ -26,7 +23,7 @@ async fn nginx_refusing_the_certificate_with_400_is_exit_5() {
         &[("ca.crt", &server_ca.pem())],
     ));
     let mut args = identity_args(&kubeconfig, "svc-cert");
-    args.extend(common::args(&[
+    args.extend(crate::common::args(&[
         ("region-host", &nginx.url()),
         ("region-ca-secret-namespace", NS),
         ("region-ca-secret-name", "server-ca"),
