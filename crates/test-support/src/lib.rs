@@ -13,12 +13,15 @@
 //! - [`keys`]: private keys in the encodings Secrets carry (PKCS#8, PKCS#1, SEC1) and
 //!   PEM;
 //! - [`secret`]: `kubernetes.io/tls` (and other) Secrets as JSON, for an emulator's
-//!   `upsert`.
+//!   `upsert`;
+//! - [`hostile`]: a hostile server's text, and the check that an error shows only an
+//!   escaped excerpt of it.
 //!
 //! Set-up failures panic throughout: in test support a failure is a broken
 //! environment or test, not an outcome under test.
 #![deny(missing_docs)]
 
+pub mod hostile;
 pub mod keys;
 pub mod logs;
 pub mod pki;

@@ -330,16 +330,6 @@ async fn cached_reads_see_writes_through_the_client_and_by_others() {
     assert!(matches!(err, ClientError::MissingNamespace { .. }), "{err}");
 }
 
-/// A `Status.message` a hostile API server could send: a forged log line, an ANSI
-/// colour escape and 20 KiB of padding.
-fn hostile_message() -> String {
-    let mut message = String::from("denied\nERROR forged line \u{1b}[31mred ");
-    while message.len() < 20 * 1024 {
-        message.push('x');
-    }
-    message
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn api_errors_show_an_escaped_excerpt_of_the_servers_message() {
     let tb = Testbed::start().await;
@@ -353,7 +343,7 @@ async fn api_errors_show_an_escaped_excerpt_of_the_servers_message() {
     // The cache's own WATCH is open, so the refused request is the write below.
     poll_until("the cache's watch open", || tb.open_watches() == 1).await;
 
-    tb.fail_next_with(1, 422, hostile_message());
+    tb.fail_next_with(1, 422, test_support::hostile::status_message());
     let err = client
         .create(&ConfigMap {
             metadata: ObjectMeta {
@@ -367,16 +357,7 @@ async fn api_errors_show_an_escaped_excerpt_of_the_servers_message() {
         .unwrap_err();
 
     let text = err.to_string();
-    assert!(
-        text.starts_with("Kubernetes API request failed: "),
-        "{text:.200}"
-    );
-    assert!(
-        !text.contains('\n') && !text.contains('\u{1b}'),
-        "{text:.200}"
-    );
-    assert!(text.contains("denied\\nERROR forged line"), "{text:.200}");
-    assert!(text.chars().count() <= 600, "{} characters", text.len());
+    test_support::hostile::assert_escaped_excerpt(&text, "Kubernetes API request failed: ");
     // The source is still kube's error, with the status code.
     let ClientError::Api(kube::Error::Api(status)) = &err else {
         panic!("expected ClientError::Api(kube::Error::Api(..)), got {text:.200}");
