@@ -40,23 +40,19 @@ impl CountedSource for IdentityOrigin {
     );
     const RESULTS: &'static [&'static str] = &REFRESH_RESULTS;
 
+    /// Classified by the half's reload error, at positions fixed at compile time.
     fn failure_index(error: &(dyn std::error::Error + 'static)) -> usize {
-        failure_index(error)
-    }
-}
-
-/// The position in [`REFRESH_RESULTS`] of a failed reload's result.
-fn failure_index(error: &(dyn std::error::Error + 'static)) -> usize {
-    const NOT_FOUND: usize = index_of(&REFRESH_RESULTS, "not_found");
-    const MATERIAL: MaterialResults = MaterialResults::of(&REFRESH_RESULTS);
-    const UNAVAILABLE: usize = index_of(&REFRESH_RESULTS, "unavailable");
-    const OTHER: usize = index_of(&REFRESH_RESULTS, "other");
-    match error.downcast_ref::<ReloadError>() {
-        Some(ReloadError::NotFound { .. }) => NOT_FOUND,
-        Some(ReloadError::Material(e)) => MATERIAL.index(e),
-        Some(ReloadError::Unavailable(_)) => UNAVAILABLE,
-        Some(ReloadError::OutsideValidity(inner)) => validity_index(inner.as_ref()),
-        _ => OTHER,
+        const NOT_FOUND: usize = index_of(&REFRESH_RESULTS, "not_found");
+        const MATERIAL: MaterialResults = MaterialResults::of(&REFRESH_RESULTS);
+        const UNAVAILABLE: usize = index_of(&REFRESH_RESULTS, "unavailable");
+        const OTHER: usize = index_of(&REFRESH_RESULTS, "other");
+        match error.downcast_ref::<ReloadError>() {
+            Some(ReloadError::NotFound { .. }) => NOT_FOUND,
+            Some(ReloadError::Material(e)) => MATERIAL.index(e),
+            Some(ReloadError::Unavailable(_)) => UNAVAILABLE,
+            Some(ReloadError::OutsideValidity(inner)) => validity_index(inner.as_ref()),
+            _ => OTHER,
+        }
     }
 }
 

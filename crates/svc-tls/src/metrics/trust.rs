@@ -39,28 +39,24 @@ impl CountedSource for TrustOrigin {
     );
     const RESULTS: &'static [&'static str] = &RELOAD_RESULTS;
 
+    /// Classified by the half's reload error, at positions fixed at compile time.
     fn failure_index(error: &(dyn std::error::Error + 'static)) -> usize {
-        failure_index(error)
-    }
-}
-
-/// The position in [`RELOAD_RESULTS`] of a failed reload's result.
-fn failure_index(error: &(dyn std::error::Error + 'static)) -> usize {
-    const NOT_FOUND: usize = index_of(&RELOAD_RESULTS, "not_found");
-    const MATERIAL: MaterialResults = MaterialResults::of(&RELOAD_RESULTS);
-    const MALFORMED: usize = index_of(&RELOAD_RESULTS, "malformed");
-    const UNAVAILABLE: usize = index_of(&RELOAD_RESULTS, "unavailable");
-    const WITHDRAWN: usize = index_of(&RELOAD_RESULTS, "withdrawn");
-    const OTHER: usize = index_of(&RELOAD_RESULTS, "other");
-    match error.downcast_ref::<ReloadError>() {
-        Some(ReloadError::NotFound { .. }) => NOT_FOUND,
-        Some(ReloadError::Material(e)) => MATERIAL.index(e),
-        Some(ReloadError::Unavailable(_)) => UNAVAILABLE,
-        Some(ReloadError::Withdrawn(_)) => WITHDRAWN,
-        Some(ReloadError::ConfigMap(e)) => match e.problem {
-            crate::material::ConfigMapTrustProblem::NotFound => NOT_FOUND,
-            _ => MALFORMED,
-        },
-        _ => OTHER,
+        const NOT_FOUND: usize = index_of(&RELOAD_RESULTS, "not_found");
+        const MATERIAL: MaterialResults = MaterialResults::of(&RELOAD_RESULTS);
+        const MALFORMED: usize = index_of(&RELOAD_RESULTS, "malformed");
+        const UNAVAILABLE: usize = index_of(&RELOAD_RESULTS, "unavailable");
+        const WITHDRAWN: usize = index_of(&RELOAD_RESULTS, "withdrawn");
+        const OTHER: usize = index_of(&RELOAD_RESULTS, "other");
+        match error.downcast_ref::<ReloadError>() {
+            Some(ReloadError::NotFound { .. }) => NOT_FOUND,
+            Some(ReloadError::Material(e)) => MATERIAL.index(e),
+            Some(ReloadError::Unavailable(_)) => UNAVAILABLE,
+            Some(ReloadError::Withdrawn(_)) => WITHDRAWN,
+            Some(ReloadError::ConfigMap(e)) => match e.problem {
+                crate::material::ConfigMapTrustProblem::NotFound => NOT_FOUND,
+                _ => MALFORMED,
+            },
+            _ => OTHER,
+        }
     }
 }
