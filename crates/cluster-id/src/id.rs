@@ -25,7 +25,8 @@ struct Inner {
 
 impl ClusterId {
     /// The cluster `config` points at: its server URL, its CA certificates (or their
-    /// file), its TLS server name and whether it verifies the server at all.
+    /// file), its TLS server name, whether it verifies the server at all and the proxy
+    /// it goes through.
     pub fn of_config(config: &kube::Config) -> Self {
         let mut hash = Sha256::new();
         let mut part = |tag: &str, bytes: &[u8]| {
@@ -44,6 +45,11 @@ impl ClusterId {
             part("server-name", name.as_bytes());
         }
         part("insecure", &[u8::from(config.accept_invalid_certs)]);
+        // Two clients reaching one private URL through different proxies may reach
+        // different API servers.
+        if let Some(proxy) = &config.proxy_url {
+            part("proxy", proxy.to_string().as_bytes());
+        }
         let label = match (config.cluster_url.host(), config.cluster_url.port_u16()) {
             (Some(host), Some(port)) => format!("{host}:{port}"),
             (Some(host), None) => host.to_owned(),
@@ -179,7 +185,9 @@ mod tests {
         other_name.tls_server_name = Some("kubernetes".into());
         let mut insecure = base.clone();
         insecure.accept_invalid_certs = true;
-        for other in [other_url, other_ca, other_name, insecure] {
+        let mut proxied = base.clone();
+        proxied.proxy_url = Some("http://proxy.example.com:3128".parse().unwrap());
+        for other in [other_url, other_ca, other_name, insecure, proxied] {
             assert_ne!(id, ClusterId::of_config(&other));
         }
         let mut other_credentials = base.clone();

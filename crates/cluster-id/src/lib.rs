@@ -20,11 +20,18 @@
 //!
 //! The API server a `kube::Config` points at, as the client reaches and
 //! authenticates it: the server URL, the CA certificates it trusts for it (or the
-//! file they are read from), the TLS server name and whether certificate checks are
-//! off. Two configurations that differ in any of these are two clusters; the same
-//! cluster reached through two URLs is two entries too (duplicate state, never
-//! mixed state). Credentials are not part of it: two identities of one process on
-//! one API server read the same objects' cluster.
+//! file they are read from), the TLS server name, whether certificate checks are
+//! off and the proxy it goes through. Two configurations that differ in any of these
+//! are two clusters; the same cluster reached through two URLs is two entries too
+//! (duplicate state, never mixed state).
+//!
+//! ## Who is asking
+//!
+//! Credentials are not part of the cluster, but they decide what a caller may read
+//! there: a [`ClusterClient`] also carries its [`CredentialId`], a digest of what
+//! authenticates it (never the secret itself). State shared per object is keyed by
+//! both, so a caller is served only what its own credentials were allowed to read,
+//! and a credential the API server refuses never stands in for another's.
 //!
 //! ```
 //! use cluster_id::ClusterId;
@@ -40,7 +47,9 @@
 #![deny(missing_docs)]
 
 mod client;
+mod credential;
 mod id;
 
 pub use client::{ClusterClient, UnidentifiedCluster};
+pub use credential::CredentialId;
 pub use id::ClusterId;

@@ -116,6 +116,11 @@ impl Authenticator {
         );
     }
 
+    /// Forget `token`: its requests get 401 from now on.
+    pub fn revoke_token(&mut self, token: &str) {
+        self.tokens.remove(token);
+    }
+
     /// The user name for an `Authorization` header value, or 401.
     pub fn authenticate(&self, header: Option<&str>) -> Result<&str, ApiError> {
         let token = header

@@ -270,6 +270,15 @@ impl Testbed {
         lock(&self.shared.auth).add_token(token, rules);
     }
 
+    /// Revoke `token` (a deleted service account, a rotated secret): every request
+    /// with it gets 401 from now on, and every open WATCH stream ends (so clients
+    /// re-list and re-watch, as they do when a real API server's watch times out,
+    /// and meet the 401).
+    pub fn revoke_token(&self, token: &str) {
+        lock(&self.shared.auth).revoke_token(token);
+        self.drop_watches();
+    }
+
     /// Write `token`, `ca.crt` and `namespace` (`default`) into `dir` like a pod's
     /// service-account directory, and return the environment values to go with it.
     ///

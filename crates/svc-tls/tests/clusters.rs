@@ -309,14 +309,13 @@ async fn a_trust_secret_never_keeps_its_private_key() {
     assert!(!data.contains_key("tls.key"), "the CA key is not cached");
     assert!(shared.source().dropped_private_key());
 
+    let first_version = cached.metadata.resource_version.clone();
     tb.upsert(with_key("2"));
     poll_until("the new version is cached", || {
-        shared.source().get().is_some_and(|s| {
-            s.data
-                .as_ref()
-                .and_then(|d| d.get("version"))
-                .is_some_and(|v| v.0 == b"2")
-        })
+        shared
+            .source()
+            .get()
+            .is_some_and(|s| s.metadata.resource_version != first_version)
     })
     .await;
     let cached = shared.source().get().unwrap();
@@ -389,4 +388,82 @@ async fn an_opaque_ca_crt_only_secret_is_trusted() {
         err.contains("empty-bundle") && err.contains("ca.crt"),
         "{err}"
     );
+}
+
+/// A CA Secret as `kubectl apply` leaves it (the whole Secret, `tls.key` included, in
+/// the last-applied-configuration annotation, plus managedFields), and an Opaque
+/// bundle with `ca.key`: read as trust only, the cached object holds no key bytes
+/// anywhere (serialized whole and searched), one WARN each, the flag the metric
+/// reads set; the roots still verify.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_trust_only_cache_keeps_no_key_however_the_secret_carries_it() {
+    let logs = test_support::logs::CapturedLogs::global();
+    let tb = Testbed::start().await;
+    let ca = TestCa::new("applied CA");
+    let key = ca.client_leaf("unused", 9).key_pem;
+    let key_line = key.lines().nth(1).unwrap().to_owned();
+    let mut applied = secret_with(
+        "applied-ca",
+        "kubernetes.io/tls",
+        &[
+            ("tls.crt", &ca.pem()),
+            ("tls.key", &key),
+            ("ca.crt", &ca.pem()),
+        ],
+    );
+    applied["metadata"]["annotations"] = serde_json::json!({
+        "kubectl.kubernetes.io/last-applied-configuration":
+            serde_json::to_string(&applied).unwrap(),
+    });
+    applied["metadata"]["managedFields"] = serde_json::json!([{
+        "manager": "kubectl-client-side-apply",
+        "operation": "Update",
+        "apiVersion": "v1",
+        "fieldsType": "FieldsV1",
+        "fieldsV1": {"f:data": {"f:tls.key": {}}},
+    }]);
+    tb.upsert(applied);
+    tb.upsert(secret_with(
+        "opaque-ca",
+        "Opaque",
+        &[("ca.crt", &ca.pem()), ("ca.key", &key)],
+    ));
+    let watches = SecretWatches::new();
+    let client = tb.cluster_client();
+    for name in ["applied-ca", "opaque-ca"] {
+        let shared = watches
+            .watch_trust(&client, &SecretRef::new(NS, name), TIMEOUT)
+            .await
+            .unwrap();
+        let cached = serde_json::to_string(&*shared.source().get().unwrap()).unwrap();
+        let encoded = base64_of(&key);
+        for needle in [
+            key_line.as_str(),
+            "PRIVATE KEY",
+            "tls.key",
+            "ca.key",
+            encoded.as_str(),
+        ] {
+            assert!(
+                !cached.contains(needle),
+                "{name}: the cache holds {needle:?}: {cached}"
+            );
+        }
+        assert!(cached.contains("ca.crt"), "{name}: the roots are kept");
+        assert!(
+            shared.source().dropped_private_key(),
+            "{name}: the metric's flag"
+        );
+        let warnings = logs
+            .text()
+            .lines()
+            .filter(|l| l.contains("WARN") && l.contains("holds a private key") && l.contains(name))
+            .count();
+        assert_eq!(warnings, 1, "{name}: one WARN");
+    }
+}
+
+fn base64_of(text: &str) -> String {
+    use base64::Engine as _;
+    base64::engine::general_purpose::STANDARD.encode(text)
 }

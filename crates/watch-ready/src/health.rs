@@ -1,12 +1,14 @@
 //! The health of one watch, shared by its task, its observed client and its readers.
 
-use std::{fmt, sync::Arc};
+use std::fmt;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU16, Ordering};
 
 use kube::Client;
 use kube_runtime::watcher;
 use tokio::sync::watch;
 
-use crate::refusal::Refusal;
+use crate::refusal::{Refusal, RefusalReason};
 
 /// The state of one watched store.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -63,6 +65,9 @@ impl Default for WatchStatus {
 pub struct Health {
     tx: Arc<watch::Sender<WatchStatus>>,
     label: Arc<str>,
+    /// The HTTP status (401 or 403) of the refusal the synced watch meets now, or 0:
+    /// read without a lock on the handshake path ([`Health::refused_now`]).
+    refused: Arc<AtomicU16>,
 }
 
 impl fmt::Debug for Health {
@@ -80,6 +85,7 @@ impl Health {
         Self {
             tx: Arc::new(watch::Sender::new(WatchStatus::default())),
             label: Arc::from(label.into()),
+            refused: Arc::new(AtomicU16::new(0)),
         }
     }
 
@@ -98,12 +104,24 @@ impl Health {
         self.tx.borrow().last_error.clone()
     }
 
+    /// The HTTP status (401 or 403) with which the API server refuses this synced
+    /// watch now (a revoked token, a removed RBAC binding), until the watch lists or
+    /// watches again with success. One atomic load: no lock, for the handshake path.
+    /// A refusal before the first sync is [`WatchStatus::refusal`] instead.
+    pub fn refused_now(&self) -> Option<u16> {
+        match self.refused.load(Ordering::Acquire) {
+            0 => None,
+            code => Some(code),
+        }
+    }
+
     pub(crate) fn subscribe(&self) -> watch::Receiver<WatchStatus> {
         self.tx.subscribe()
     }
 
     /// The store completed its initial list.
     pub(crate) fn synced(&self) {
+        self.refused.store(0, Ordering::Release);
         let label = &self.label;
         self.tx.send_if_modified(|status| {
             if status.state != WatchState::Syncing {
@@ -120,6 +138,7 @@ impl Health {
     /// The watch delivered an event, or the API server accepted a WATCH: a degraded
     /// watch is ready again.
     pub(crate) fn recovered(&self, how: &'static str) {
+        self.refused.store(0, Ordering::Release);
         let label = &self.label;
         self.tx.send_if_modified(|status| {
             if status.state != WatchState::Degraded {
@@ -155,11 +174,21 @@ impl Health {
             });
             return;
         }
+        let refusal = Refusal::of(error);
         self.tx.send_modify(|status| {
             status.errors = status.errors.saturating_add(1);
             status.last_error = Some(message.clone());
+            if status.state != WatchState::Syncing
+                && let Some(refusal) = &refusal
+                && matches!(
+                    refusal.reason,
+                    RefusalReason::Unauthorized | RefusalReason::Forbidden
+                )
+            {
+                self.refused.store(refusal.code, Ordering::Release);
+            }
             match status.state {
-                WatchState::Syncing => match Refusal::of(error) {
+                WatchState::Syncing => match refusal {
                     Some(refusal) => {
                         tracing::error!(watch = %label, error = %message, "watch cannot sync: refused");
                         status.refusal.get_or_insert(refusal);
@@ -291,6 +320,26 @@ mod tests {
             assert_eq!(health.status().relists, 1, "a 500 is no relist");
             assert_eq!(levels.warnings(), 1);
         });
+    }
+
+    #[test]
+    fn a_synced_watch_refused_401_or_403_says_so_until_it_recovers() {
+        let health = Health::new("test/watch");
+        health.failed(&status_error(403));
+        assert_eq!(
+            health.refused_now(),
+            None,
+            "before the sync: the start-up refusal"
+        );
+        health.synced();
+        health.failed(&status_error(500));
+        assert_eq!(health.refused_now(), None, "a 500 is no refusal");
+        health.failed(&status_error(401));
+        assert_eq!(health.refused_now(), Some(401));
+        health.failed(&status_error(403));
+        assert_eq!(health.refused_now(), Some(403));
+        health.recovered("watch re-established");
+        assert_eq!(health.refused_now(), None);
     }
 
     #[test]

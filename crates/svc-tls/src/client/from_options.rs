@@ -294,10 +294,12 @@ impl PeerTls {
 }
 
 /// A peer CA ConfigMap's verifier shared through a registry: one per cluster,
-/// ConfigMap and key (so one watch, however many constructions name it).
+/// credential, ConfigMap and key (so one watch, however many constructions with the
+/// same credentials name it).
 #[derive(Clone)]
 struct SharedConfigMapTrust {
     cluster: cluster_id::ClusterId,
+    credential: cluster_id::CredentialId,
     configmap: ConfigMapRef,
     key: String,
     verifier: TrustVerifier,
@@ -319,7 +321,10 @@ async fn configmap_trust(
     sync_timeout: Duration,
 ) -> Result<TrustVerifier, TrustError> {
     let matches = |shared: &SharedConfigMapTrust| {
-        shared.cluster == *client.cluster() && shared.configmap == configmap && shared.key == key
+        shared.cluster == *client.cluster()
+            && shared.credential == *client.credential()
+            && shared.configmap == configmap
+            && shared.key == key
     };
     if let Ok(shared) = watches.shared_value(matches, || Err(())) {
         return Ok(shared.verifier);
@@ -342,6 +347,7 @@ async fn configmap_trust(
     let shared = watches.shared_value(matches, || {
         Ok::<_, ()>(SharedConfigMapTrust {
             cluster: client.cluster().clone(),
+            credential: client.credential().clone(),
             configmap: configmap.clone(),
             key: key.clone(),
             verifier: built.clone(),

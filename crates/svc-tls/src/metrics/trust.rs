@@ -3,7 +3,7 @@
 //!
 //! | family | type | labels |
 //! |---|---|---|
-//! | `svc_tls_trust_reloads_total` | counter | `source`, `name`, `result` (`ok`, `not_found`, `malformed`, `expired`, `not_yet_valid`, `unavailable`, `withdrawn`, `other`) |
+//! | `svc_tls_trust_reloads_total` | counter | `source`, `name`, `result` (`ok`, `not_found`, `malformed`, `expired`, `not_yet_valid`, `unavailable`, `withdrawn`, `refused`, `other`) |
 //! | `svc_tls_trust_warnings_suppressed_total` | counter | `source`, `name` |
 //!
 //! `result="ok"` counts the root sets installed (at start-up and at each change seen);
@@ -16,7 +16,7 @@ use crate::origin::TrustOrigin;
 use crate::trust::ReloadError;
 
 /// The values of the `result` label of `svc_tls_trust_reloads_total`.
-pub const RELOAD_RESULTS: [&str; 8] = [
+pub const RELOAD_RESULTS: [&str; 9] = [
     "ok",
     "not_found",
     "malformed",
@@ -24,6 +24,7 @@ pub const RELOAD_RESULTS: [&str; 8] = [
     "not_yet_valid",
     "unavailable",
     "withdrawn",
+    "refused",
     "other",
 ];
 
@@ -46,12 +47,14 @@ impl CountedSource for TrustOrigin {
         const MALFORMED: usize = index_of(&RELOAD_RESULTS, "malformed");
         const UNAVAILABLE: usize = index_of(&RELOAD_RESULTS, "unavailable");
         const WITHDRAWN: usize = index_of(&RELOAD_RESULTS, "withdrawn");
+        const REFUSED: usize = index_of(&RELOAD_RESULTS, "refused");
         const OTHER: usize = index_of(&RELOAD_RESULTS, "other");
         match error.downcast_ref::<ReloadError>() {
             Some(ReloadError::NotFound { .. }) => NOT_FOUND,
             Some(ReloadError::Material(e)) => MATERIAL.index(e),
             Some(ReloadError::Unavailable(_)) => UNAVAILABLE,
             Some(ReloadError::Withdrawn(_)) => WITHDRAWN,
+            Some(ReloadError::Refused { .. }) => REFUSED,
             Some(ReloadError::ConfigMap(e)) => match e.problem {
                 crate::material::ConfigMapTrustProblem::NotFound => NOT_FOUND,
                 _ => MALFORMED,

@@ -87,6 +87,20 @@ pub(crate) enum TrustRefused {
         failing_for: Duration,
         limit: Duration,
     },
+    /// The API server has refused the watch of the source (its credentials revoked,
+    /// its rights removed) for longer than the verifier keeps its last good roots.
+    #[error(
+        "the API server has refused the watch of the CA Secret or ConfigMap (HTTP {code}) \
+         for {}s, longer than the {}s the last good roots are kept: no server is trusted \
+         until it is followed again",
+        failing_for.as_secs(),
+        limit.as_secs()
+    )]
+    AccessRefused {
+        code: u16,
+        failing_for: Duration,
+        limit: Duration,
+    },
 }
 
 /// The handshake's error for a refusal (its reason kept as the source).

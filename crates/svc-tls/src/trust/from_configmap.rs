@@ -79,6 +79,12 @@ impl TrustSource for ConfigMapTrustSource {
     }
 
     fn current_versioned(&self) -> Result<(Arc<TrustAnchors>, Option<u64>), ReloadError> {
+        if let Some(code) = self.source.refused_now() {
+            return Err(ReloadError::Refused {
+                object: format!("ConfigMap {}", self.source.configmap_ref()),
+                code,
+            });
+        }
         let Some(object) = self.source.get() else {
             return Err(ReloadError::ConfigMap(Box::new(ConfigMapTrustError::new(
                 self.source.configmap_ref().clone(),

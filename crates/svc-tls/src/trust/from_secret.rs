@@ -138,6 +138,12 @@ impl TrustSource for SecretTrustSource {
     }
 
     fn current_versioned(&self) -> Result<(Arc<TrustAnchors>, Option<u64>), ReloadError> {
+        if let Some(code) = self.source.refused_now() {
+            return Err(ReloadError::Refused {
+                object: format!("Secret {}", self.source.secret_ref()),
+                code,
+            });
+        }
         let Some(object) = self.source.get() else {
             return Err(ReloadError::NotFound {
                 secret: self.source.secret_ref().clone(),

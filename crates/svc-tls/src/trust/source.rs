@@ -44,6 +44,21 @@ pub enum ReloadError {
     /// in use.
     #[error("{0}")]
     Unavailable(#[source] Box<dyn std::error::Error + Send + Sync + 'static>),
+    /// The API server refuses the watch of the CA Secret or ConfigMap now (401: the
+    /// credentials it runs under were revoked; 403: their read rights were removed),
+    /// so the cached roots are no longer followed. The last good roots stay in use
+    /// until the verifier's bound for a source gone passes; then every server is
+    /// refused, as for a deleted CA Secret.
+    #[error(
+        "the API server refuses to watch {object} now (HTTP {code}): its CA is no longer \
+         followed; grant the service account get, list and watch on it again"
+    )]
+    Refused {
+        /// What is no longer followed (`Secret ns/name` or `ConfigMap ns/name`).
+        object: String,
+        /// The HTTP status (401 or 403).
+        code: u16,
+    },
     /// The source says, with authority, that nothing is trusted now (a SPIFFE trust
     /// domain removed from the Workload API's bundles, or emptied: de-federation).
     /// The verifier refuses every server until the source trusts roots again; the

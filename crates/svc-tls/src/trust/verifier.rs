@@ -329,9 +329,32 @@ impl TrustVerifier {
         let source_gone = matches!(
             failure,
             TrustFailure::Reload(
-                ReloadError::NotFound { .. } | ReloadError::Material(_) | ReloadError::ConfigMap(_)
+                ReloadError::NotFound { .. }
+                    | ReloadError::Material(_)
+                    | ReloadError::ConfigMap(_)
+                    | ReloadError::Refused { .. }
             )
         );
+        if let TrustFailure::Reload(ReloadError::Refused { code, .. }) = failure
+            && failed.failing_for > inner.max_without_source
+        {
+            if failed.report.is_some() {
+                tracing::error!(
+                    source = %inner.source.origin(),
+                    code,
+                    failing_for_secs = failed.failing_for.as_secs(),
+                    limit_secs = inner.max_without_source.as_secs(),
+                    "the API server has refused the watch of the CA Secret or ConfigMap for \
+                     longer than its roots are kept; refusing every server until it is \
+                     followed again",
+                );
+            }
+            return Err(refusal(TrustRefused::AccessRefused {
+                code: *code,
+                failing_for: failed.failing_for,
+                limit: inner.max_without_source,
+            }));
+        }
         if source_gone && failed.failing_for > inner.max_without_source {
             if failed.report.is_some() {
                 tracing::error!(

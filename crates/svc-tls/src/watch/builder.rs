@@ -140,10 +140,11 @@ impl<T: BuiltFromSecret> WatchedSecretBuilder<T> {
 
     /// Shares the Secret's watch, cache and loads through `watches` (for example
     /// [`SecretWatches::process`](super::SecretWatches::process)), reading the Secret
-    /// from `cluster` (the registry keys its watches by cluster and Secret, so the
-    /// caller says which cluster; the builder's own client is then not used): the
-    /// first build for the Secret of that cluster starts its watch, every later one
-    /// returns at once without an API request. Without it the build starts a watch of
+    /// from `cluster` with its credentials (the registry keys its watches by cluster,
+    /// credential and Secret, so the caller says which cluster and as whom; the
+    /// builder's own client is then not used): the first build for the Secret of that
+    /// cluster and credential starts its watch, every later one returns at once
+    /// without an API request. Without it the build starts a watch of
     /// its own, which lives as long as what it builds. With a
     /// [`provider`](Self::provider) of its own the build shares the watch but loads
     /// keys into a cache of its own.

@@ -54,13 +54,16 @@ pub enum ConfigMapSourceError {
     },
     /// The API server refused to list or watch the ConfigMap.
     #[error(
-        "the API server refused to watch ConfigMap {configmap} (HTTP {code}: {message}); \
+        "the API server{} refused to watch ConfigMap {configmap} (HTTP {code}: {message}); \
          grant get, list and watch on configmaps in namespace {} to the service account",
+        super::secret::in_cluster(cluster.as_ref()),
         configmap.namespace
     )]
     Refused {
         /// The ConfigMap.
         configmap: ConfigMapRef,
+        /// The cluster it is read from, when the watch is shared per cluster.
+        cluster: Option<ClusterId>,
         /// HTTP status code (401, 403 or 404).
         code: u16,
         /// The API server's message.
@@ -131,6 +134,16 @@ impl ConfigMapSource {
         configmap: ConfigMapRef,
         timeout: Duration,
     ) -> Result<Self, ConfigMapSourceError> {
+        Self::watch_of(client, None, configmap, timeout).await
+    }
+
+    /// [`ConfigMapSource::watch`], naming `cluster` in its errors.
+    async fn watch_of(
+        client: kube::Client,
+        cluster: Option<ClusterId>,
+        configmap: ConfigMapRef,
+        timeout: Duration,
+    ) -> Result<Self, ConfigMapSourceError> {
         let health = Health::new(format!("ConfigMap {configmap}"));
         let client = watch_ready::observe(&client, &health);
         let api: Api<ConfigMap> = Api::namespaced(client, &configmap.namespace);
@@ -143,6 +156,7 @@ impl ConfigMapSource {
             Err(Some(WaitError::Refused(refusal))) => {
                 return Err(ConfigMapSourceError::Refused {
                     configmap,
+                    cluster,
                     code: refusal.code,
                     message: refusal.message,
                 });
@@ -196,9 +210,9 @@ impl ConfigMapSource {
             }
             None => client.kube().clone(),
         };
-        let target = configmap.clone();
+        let (target, cluster) = (configmap.clone(), client.cluster().clone());
         let source = runtime
-            .spawn(async move { Self::watch(kube_client, target, timeout).await })
+            .spawn(async move { Self::watch_of(kube_client, Some(cluster), target, timeout).await })
             .await
             .map_err(|_| ConfigMapSourceError::Stopped {
                 configmap: configmap.clone(),
@@ -228,6 +242,12 @@ impl ConfigMapSource {
     /// when the watch stops.
     pub fn changes(&self) -> tokio::sync::watch::Receiver<u64> {
         self.inner.watched.changes()
+    }
+
+    /// The HTTP status (401 or 403) with which the API server refuses this synced
+    /// watch now, until it lists or watches again with success (one atomic load).
+    pub fn refused_now(&self) -> Option<u16> {
+        self.inner.watched.health().refused_now()
     }
 
     /// The last error of the watch, if it is currently failing.

@@ -99,7 +99,7 @@ pub enum SourceError {
     },
 }
 
-fn in_cluster(cluster: Option<&ClusterId>) -> String {
+pub(super) fn in_cluster(cluster: Option<&ClusterId>) -> String {
     cluster
         .map(|c| format!(" of cluster {c}"))
         .unwrap_or_default()
@@ -203,12 +203,14 @@ impl SecretSource {
         };
         let watched =
             Watched::spawn_modified(api, config, (), health, move |object: &mut Secret| {
-                if trust_only && drop_private_key(object) && !dropped.swap(true, Ordering::AcqRel) {
+                if trust_only && keep_trust_only(object) && !dropped.swap(true, Ordering::AcqRel) {
                     tracing::warn!(
                         secret = %named,
-                        "a Secret used only as a CA holds a private key (tls.key): it was dropped \
-                         before caching; give this service a Secret or ConfigMap with ca.crt only \
-                         (docs/operations.md, trust without the CA key)"
+                        "a Secret used only as a CA holds a private key (a tls.key or other key \
+                         entry, or one inside its last-applied-configuration annotation): only \
+                         ca.crt (and tls.crt of a TLS Secret) was cached; give this service a \
+                         Secret or ConfigMap with ca.crt only (docs/operations.md, trust without \
+                         the CA key)"
                     );
                 }
             });
@@ -269,6 +271,13 @@ impl SecretSource {
         self.inner.watched.changes()
     }
 
+    /// The HTTP status (401 or 403) with which the API server refuses this synced
+    /// watch now (a revoked token, removed read rights), until it lists or watches
+    /// again with success. One atomic load: no lock, for the handshake path.
+    pub fn refused_now(&self) -> Option<u16> {
+        self.inner.watched.health().refused_now()
+    }
+
     /// The last error of the watch, if it is currently failing (it retries with
     /// backoff and the cache keeps the last state seen).
     pub fn last_watch_error(&self) -> Option<String> {
@@ -296,18 +305,46 @@ impl SecretSource {
 
 /// Removes `tls.key` from `secret`'s data (and any `stringData`); true when there
 /// was one.
-fn drop_private_key(secret: &mut Secret) -> bool {
-    let from_data = secret
-        .data
-        .as_mut()
-        .and_then(|data| data.remove(crate::material::TLS_KEY))
-        .is_some();
-    let from_string_data = secret
-        .string_data
-        .as_mut()
-        .and_then(|data| data.remove(crate::material::TLS_KEY))
-        .is_some();
-    from_data || from_string_data
+/// Keeps of `secret` only what trust is read from, so that a service that only
+/// trusts a CA never holds its private key in memory: `ca.crt` always, `tls.crt` for
+/// a `kubernetes.io/tls` Secret; every other data key, all of `stringData`, the
+/// annotations (`kubectl.kubernetes.io/last-applied-configuration` holds the whole
+/// Secret, `tls.key` included, whenever it was `kubectl apply`-ed) and
+/// `managedFields` are dropped. Labels, name, namespace and `resourceVersion` stay.
+/// Returns whether anything dropped looked like key material (a key name ending in
+/// `.key`, or a value holding `PRIVATE KEY`), for the WARN and the metric.
+fn keep_trust_only(secret: &mut Secret) -> bool {
+    use crate::material::{CA_CRT, SECRET_TYPE_TLS, TLS_CRT};
+    let is_tls = secret.type_.as_deref() == Some(SECRET_TYPE_TLS);
+    let kept = |key: &str| key == CA_CRT || (is_tls && key == TLS_CRT);
+    let looks_like_key =
+        |name: &str, value: &[u8]| name.ends_with(".key") || contains(value, b"PRIVATE KEY");
+    let mut dropped_key = false;
+    if let Some(data) = secret.data.as_mut() {
+        data.retain(|name, value| {
+            let keep = kept(name);
+            dropped_key |= !keep && looks_like_key(name, &value.0);
+            keep
+        });
+    }
+    if let Some(data) = secret.string_data.take() {
+        dropped_key |= data
+            .iter()
+            .any(|(name, value)| looks_like_key(name, value.as_bytes()));
+    }
+    if let Some(annotations) = secret.metadata.annotations.take() {
+        dropped_key |= annotations.iter().any(|(name, value)| {
+            looks_like_key(name, value.as_bytes()) || value.contains("tls.key")
+        });
+    }
+    secret.metadata.managed_fields = None;
+    dropped_key
+}
+
+fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+    haystack
+        .windows(needle.len())
+        .any(|window| window == needle)
 }
 
 /// A Secret's `resourceVersion` as a number, to order two snapshots of it. It is an

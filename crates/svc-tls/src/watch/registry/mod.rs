@@ -4,8 +4,12 @@
 //! reconcile).
 //!
 //! [`SecretWatches`] is the registry, keyed by the cluster the Secret is read from
-//! ([`ClusterId`]) and the Secret's namespace and name: a client of another cluster
-//! never receives this cluster's material, whichever asked first. The first user of a
+//! ([`ClusterId`]), the credentials of the caller ([`CredentialId`]) and the Secret's
+//! namespace and name: a client of another cluster never receives this cluster's
+//! material, and a caller never receives what only another caller's credentials
+//! could read, whichever asked first. Each watch runs under the credentials of the
+//! callers it serves, so a credential the API server refuses fails only its own
+//! callers (and leaves nothing behind), never another's. The first user of a
 //! Secret starts its watch and waits for it to sync, as an unshared build does (a
 //! Secret the API server refuses, or a sync timeout, fails that call and leaves
 //! nothing behind, so the next call tries again). Every later user gets the shared
@@ -15,7 +19,7 @@
 //!
 //! The watches and loaders run on the registry's own runtime (a thread of its own),
 //! with a client the registry builds from the caller's `kube::Config`
-//! ([`ClusterClient::config`]), so they do not end with the runtime of whichever
+//! ([`ClusterClient::config`], one per cluster and credential), so they do not end with the runtime of whichever
 //! caller started them. A [`ClusterClient`] with no configuration is watched through
 //! the caller's client; when that client's runtime ends, its entry is dropped and the
 //! next call starts a new watch.
@@ -39,7 +43,7 @@ use std::fmt;
 use std::sync::{Arc, LazyLock, Mutex, PoisonError};
 use std::time::Duration;
 
-use cluster_id::{ClusterClient, ClusterId};
+use cluster_id::{ClusterClient, ClusterId, CredentialId};
 use rustls::crypto::CryptoProvider;
 use tokio::sync::OnceCell;
 
@@ -76,9 +80,32 @@ pub struct SecretWatches {
     inner: Arc<Registry>,
 }
 
-/// What the registry tells its entries apart by: the cluster, the Secret, and whether
-/// the entry is for trust only (its cache never holds the Secret's `tls.key`).
-type EntryKey = (ClusterId, SecretRef, Use);
+/// What the registry tells its entries apart by: the cluster, the credentials the
+/// watch runs under, the Secret, and whether the entry is for trust only (its cache
+/// never holds the Secret's `tls.key`).
+///
+/// The credential is part of the key so that a caller is served only what its own
+/// credentials were allowed to read: a cache hit needs the same cluster **and** the
+/// same credentials, and a credential the API server refused is never the one
+/// another caller's watch runs under.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+struct EntryKey {
+    cluster: ClusterId,
+    credential: CredentialId,
+    secret: SecretRef,
+    use_: Use,
+}
+
+impl EntryKey {
+    fn new(client: &ClusterClient, secret: &SecretRef, use_: Use) -> Self {
+        Self {
+            cluster: client.cluster().clone(),
+            credential: client.credential().clone(),
+            secret: secret.clone(),
+            use_,
+        }
+    }
+}
 
 /// What an entry's users read from its Secret.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -101,10 +128,11 @@ struct Registry {
     /// What the layers above share among the users of this registry (the peers'
     /// pooled HTTP clients), kept as long as the registry.
     shared_values: Mutex<Vec<Box<dyn Any + Send + Sync>>>,
-    /// One API client per cluster for every watch of that cluster, built from the
-    /// first configuration given for it on the registry's runtime (one connection
-    /// pool and one credential refresher per cluster, not per Secret).
-    kube_clients: Mutex<HashMap<ClusterId, kube::Client>>,
+    /// One API client per cluster and credential for every watch of that cluster
+    /// under that credential, built from the first configuration given for them on
+    /// the registry's runtime (one connection pool and one credential refresher per
+    /// cluster and credential, not per Secret).
+    kube_clients: Mutex<HashMap<(ClusterId, CredentialId), kube::Client>>,
 }
 
 static PROCESS: LazyLock<SecretWatches> = LazyLock::new(SecretWatches::new);
@@ -253,7 +281,7 @@ impl SecretWatches {
         secret: &SecretRef,
         timeout: Duration,
     ) -> Result<SharedSecret, SourceError> {
-        let full = (client.cluster().clone(), secret.clone(), Use::Identity);
+        let full = EntryKey::new(client, secret, Use::Identity);
         if let Some(shared) = self.started(&full) {
             return Ok(shared);
         }
@@ -281,7 +309,7 @@ impl SecretWatches {
         timeout: Duration,
         use_: Use,
     ) -> Result<SharedSecret, SourceError> {
-        let key: EntryKey = (client.cluster().clone(), secret.clone(), use_);
+        let key = EntryKey::new(client, secret, use_);
         let cell = self.entry(&key);
         let started = cell
             .get_or_try_init(|| self.start(client, secret, timeout, use_))
@@ -304,9 +332,10 @@ impl SecretWatches {
         let cell = entries.entry(key.clone()).or_default();
         if cell.get().is_some_and(|shared| !shared.is_alive()) {
             tracing::info!(
-                cluster = %key.0,
-                secret = %key.1,
-                trust_only = key.2 == Use::TrustOnly,
+                cluster = %key.cluster,
+                credential = %key.credential,
+                secret = %key.secret,
+                trust_only = key.use_ == Use::TrustOnly,
                 "the watch of a shared Secret ended with its client's runtime; starting a new one"
             );
             *cell = Arc::default();
@@ -361,17 +390,16 @@ impl SecretWatches {
         let registry = self.clone();
         runtime
             .spawn(async move {
-                let kube_client =
-                    match client.config() {
-                        Some(config) => registry
-                            .kube_client_for(client.cluster(), config)
-                            .map_err(|e| SourceError::Client {
-                                secret: secret_ref.clone(),
-                                cluster: client.cluster().clone(),
-                                reason: e.to_string(),
-                            })?,
-                        None => client.kube().clone(),
-                    };
+                let kube_client = match client.config() {
+                    Some(config) => registry.kube_client_for(&client, config).map_err(|e| {
+                        SourceError::Client {
+                            secret: secret_ref.clone(),
+                            cluster: client.cluster().clone(),
+                            reason: e.to_string(),
+                        }
+                    })?,
+                    None => client.kube().clone(),
+                };
                 let source = SecretSource::watch_in(
                     kube_client,
                     client.cluster().clone(),
@@ -394,27 +422,29 @@ impl SecretWatches {
             })?
     }
 
-    /// The registry's API client for `cluster`: the one built before, or a new one
-    /// from `config`, built on the registry's runtime (where this runs).
+    /// The registry's API client for `client`'s cluster and credentials: the one
+    /// built before, or a new one from `config` (`client`'s own), built on the
+    /// registry's runtime (where this runs).
     fn kube_client_for(
         &self,
-        cluster: &ClusterId,
+        client: &ClusterClient,
         config: &kube::Config,
     ) -> Result<kube::Client, kube::Error> {
+        let key = (client.cluster().clone(), client.credential().clone());
         let mut clients = self
             .inner
             .kube_clients
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
-        if let Some(client) = clients.get(cluster) {
+        if let Some(client) = clients.get(&key) {
             return Ok(client.clone());
         }
-        let client = kube::Client::try_from(config.clone())?;
-        clients.insert(cluster.clone(), client.clone());
-        Ok(client)
+        let built = kube::Client::try_from(config.clone())?;
+        clients.insert(key, built.clone());
+        Ok(built)
     }
 
-    /// How many API clients the registry built (one per cluster).
+    /// How many API clients the registry built (one per cluster and credential).
     #[cfg(test)]
     fn kube_clients(&self) -> usize {
         self.inner
@@ -435,7 +465,7 @@ impl SecretWatches {
         let mut watched: Vec<(ClusterId, SecretRef)> = entries
             .iter()
             .filter(|(_, cell)| cell.initialized())
-            .map(|((cluster, secret, _), _)| (cluster.clone(), secret.clone()))
+            .map(|(key, _)| (key.cluster.clone(), key.secret.clone()))
             .collect();
         watched.sort();
         watched.dedup();
@@ -480,6 +510,10 @@ mod tests {
             }
         }
         assert_eq!(watches.watched().len(), 6);
-        assert_eq!(watches.kube_clients(), 2, "one API client per cluster");
+        assert_eq!(
+            watches.kube_clients(),
+            2,
+            "one API client per cluster and credential"
+        );
     }
 }

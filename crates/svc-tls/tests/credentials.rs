@@ -1,0 +1,404 @@
+//! Who may read what: the process's shared watches serve a caller only what its own
+//! credentials may read. One API emulator, one cluster, two tokens: the admin's, and
+//! a restricted one allowed the other kind only (ConfigMaps for the Secret cases,
+//! Secrets for the ConfigMap case). Constructions go through the process's registry
+//! (`PeerTls::from_options`), as a service's would, in both orders, for a cache hit
+//! and for an object nobody had watched yet.
+//!
+//! Before the registry keyed its entries by credential, the restricted caller was
+//! served the admin's cached Secrets (private key included), its new watches ran
+//! under the admin's token, and a refused first caller locked the admin out of the
+//! cluster for the life of the process.
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+
+mod support;
+
+use std::time::Duration;
+
+use kube_testbed::{Rule, Testbed};
+use support::*;
+use svc_tls::ClusterClient;
+use svc_tls::client::{PeerClientError, PeerTls};
+use svc_tls::options::{ClientIdentityOptions, PeerOptions};
+use svc_tls::watch::SecretWatches;
+
+const CA: &str = "identity-ca";
+const IDENTITY: &str = "region-client-certificate";
+const OTHER_CA: &str = "other-ca";
+const OTHER_IDENTITY: &str = "other-client-certificate";
+const BUNDLE: &str = "platform-ca-bundle";
+const TIMEOUT: Duration = Duration::from_secs(10);
+/// Allowed ConfigMaps only: no Secret may be served to it.
+const CONFIGMAPS_ONLY: &str = "token-configmaps-only-7f3a";
+/// Allowed Secrets only: no ConfigMap may be served to it.
+const SECRETS_ONLY: &str = "token-secrets-only-91c2";
+
+struct Cluster {
+    tb: Testbed,
+    server: VerifyingServer,
+    serial: u64,
+}
+
+/// One API emulator holding two CA and identity Secret pairs and a CA bundle
+/// ConfigMap, the two restricted tokens, and a TLS server that verifies the client
+/// certificate against the client CA and records the serial presented.
+async fn cluster(serial: u64) -> Cluster {
+    let tb = Testbed::start().await;
+    let server_ca = TestCa::new("server CA");
+    let client_ca = TestCa::new("client CA");
+    let leaf = client_ca.client_leaf("region", serial);
+    for (ca, identity) in [(CA, IDENTITY), (OTHER_CA, OTHER_IDENTITY)] {
+        tb.upsert(secret_with(
+            ca,
+            "kubernetes.io/tls",
+            &[("tls.crt", &server_ca.pem()), ("ca.crt", &server_ca.pem())],
+        ));
+        tb.upsert(tls_secret(identity, &leaf.cert_pem, &leaf.key_pem));
+    }
+    tb.upsert(serde_json::json!({
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"namespace": NS, "name": BUNDLE},
+        "data": {"ca.crt": server_ca.pem()},
+    }));
+    let verbs = &["get", "list", "watch"];
+    tb.add_token(
+        CONFIGMAPS_ONLY,
+        vec![Rule::new(verbs, "", "configmaps").namespace(NS)],
+    );
+    tb.add_token(
+        SECRETS_ONLY,
+        vec![Rule::new(verbs, "", "secrets").namespace(NS)],
+    );
+    let server = VerifyingServer::start(&server_ca, &client_ca).await;
+    Cluster { tb, server, serial }
+}
+
+fn client(tb: &Testbed, token: &str) -> ClusterClient {
+    ClusterClient::try_from_config(tb.config_for_token(token)).unwrap()
+}
+
+fn admin(tb: &Testbed) -> ClusterClient {
+    client(tb, &tb.token())
+}
+
+/// The options of a peer at `url` trusting the CA Secret `ca` (or, with `ca` None,
+/// the bundle ConfigMap) and presenting the identity Secret `identity` (if any).
+fn options(
+    url: &str,
+    ca: Option<&str>,
+    identity: Option<&str>,
+) -> (PeerOptions, ClientIdentityOptions) {
+    let cmd = PeerOptions::augment(clap::Command::new("svc"), "identity");
+    let cmd = ClientIdentityOptions::augment(cmd, None);
+    let mut args = vec![
+        "svc".to_owned(),
+        format!("--identity-host={url}"),
+        "--identity-pool-idle-timeout=0s".to_owned(),
+    ];
+    match ca {
+        Some(ca) => args.extend([
+            format!("--identity-ca-secret-namespace={NS}"),
+            format!("--identity-ca-secret-name={ca}"),
+        ]),
+        None => args.extend([
+            format!("--identity-ca-configmap-namespace={NS}"),
+            format!("--identity-ca-configmap-name={BUNDLE}"),
+        ]),
+    }
+    if let Some(identity) = identity {
+        args.extend([
+            format!("--client-certificate-namespace={NS}"),
+            format!("--client-certificate-name={identity}"),
+        ]);
+    }
+    let m = cmd.try_get_matches_from(args).unwrap();
+    (
+        PeerOptions::from_matches(&m, "identity").unwrap(),
+        ClientIdentityOptions::from_matches(&m, None).unwrap(),
+    )
+}
+
+/// `PeerTls::from_options` through the process's registry, as a service builds it.
+async fn build(
+    cluster: &Cluster,
+    caller: &ClusterClient,
+    ca: Option<&str>,
+    identity: Option<&str>,
+) -> Result<PeerTls, PeerClientError> {
+    let (peer, me) = options(&cluster.server.url(), ca, identity);
+    PeerTls::from_options(caller, &peer, &me, TIMEOUT).await
+}
+
+/// One mTLS request: the serial the server saw.
+async fn serial_seen(tls: &PeerTls, url: &str) -> String {
+    let http = tls.private_client().unwrap();
+    let response = http.send(http.get(url).unwrap()).await.unwrap();
+    response.text().await.unwrap().trim().to_owned()
+}
+
+/// `error` and every `source()` below it, one per line.
+fn chain_text(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut next = error.source();
+    while let Some(source) = next {
+        text.push('\n');
+        text.push_str(&source.to_string());
+        next = source.source();
+    }
+    text
+}
+
+/// The refusal a caller without read rights gets: the API server's 403, naming
+/// `object` and the cluster, never a token.
+fn assert_refused(result: Result<PeerTls, PeerClientError>, object: &str, cluster: &Cluster) {
+    let error = match result {
+        Ok(_) => panic!("a caller without read rights on {object} was served it"),
+        Err(error) => error,
+    };
+    let shown = chain_text(&error);
+    assert!(shown.contains(object), "the error names {object}: {shown}");
+    assert!(shown.contains("403"), "the API server's refusal: {shown}");
+    let label = admin(&cluster.tb).cluster().label().to_owned();
+    assert!(
+        shown.contains(&label),
+        "the error names the cluster {label}: {shown}"
+    );
+    for token in [CONFIGMAPS_ONLY, SECRETS_ONLY, &cluster.tb.token()] {
+        assert!(!shown.contains(token), "a token in the error: {shown}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_caller_without_read_rights_is_not_served_a_permitted_callers_secrets() {
+    let cluster = cluster(11).await;
+    let url = cluster.server.url();
+    let permitted = build(&cluster, &admin(&cluster.tb), Some(CA), Some(IDENTITY))
+        .await
+        .unwrap();
+    assert_eq!(
+        serial_seen(&permitted, &url).await,
+        cluster.serial.to_string()
+    );
+    let restricted = client(&cluster.tb, CONFIGMAPS_ONLY);
+
+    // A cache hit: the same Secrets, already watched under the admin's token.
+    assert_refused(
+        build(&cluster, &restricted, Some(CA), Some(IDENTITY)).await,
+        CA,
+        &cluster,
+    );
+    // The identity Secret alone, with its private key: refused too.
+    let identity_only = SecretWatches::process()
+        .watch(&restricted, &svc_tls::SecretRef::new(NS, IDENTITY), TIMEOUT)
+        .await;
+    let refused =
+        identity_only.expect_err("the identity Secret was served to a caller without rights");
+    assert!(refused.to_string().contains("403"), "{refused}");
+
+    // Secrets nobody had watched yet: a new watch runs under the caller's own token.
+    assert_refused(
+        build(&cluster, &restricted, Some(OTHER_CA), Some(OTHER_IDENTITY)).await,
+        OTHER_CA,
+        &cluster,
+    );
+
+    // The permitted caller is still served, from the same watches.
+    let again = build(&cluster, &admin(&cluster.tb), Some(CA), Some(IDENTITY))
+        .await
+        .unwrap();
+    assert_eq!(serial_seen(&again, &url).await, cluster.serial.to_string());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_caller_locks_nobody_out_of_the_cluster() {
+    let cluster = cluster(22).await;
+    let url = cluster.server.url();
+    let restricted = client(&cluster.tb, CONFIGMAPS_ONLY);
+    assert_refused(
+        build(&cluster, &restricted, Some(CA), Some(IDENTITY)).await,
+        CA,
+        &cluster,
+    );
+    // Refused again: nothing was left behind that would serve it now.
+    assert_refused(
+        build(&cluster, &restricted, Some(CA), Some(IDENTITY)).await,
+        CA,
+        &cluster,
+    );
+    // The permitted caller is served, and completes an mTLS request.
+    let permitted = build(&cluster, &admin(&cluster.tb), Some(CA), Some(IDENTITY))
+        .await
+        .unwrap();
+    assert_eq!(
+        serial_seen(&permitted, &url).await,
+        cluster.serial.to_string()
+    );
+    // And the restricted one is still refused now that the Secrets are watched.
+    assert_refused(
+        build(&cluster, &restricted, Some(CA), Some(IDENTITY)).await,
+        CA,
+        &cluster,
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ca_configmaps_are_served_only_to_callers_that_may_read_them_in_either_order() {
+    // Permitted first, then a caller allowed Secrets only.
+    let cluster = cluster(33).await;
+    build(&cluster, &admin(&cluster.tb), None, None)
+        .await
+        .unwrap();
+    assert_refused(
+        build(&cluster, &client(&cluster.tb, SECRETS_ONLY), None, None).await,
+        BUNDLE,
+        &cluster,
+    );
+
+    // Refused first, then the permitted caller.
+    let cluster = self::cluster(34).await;
+    assert_refused(
+        build(&cluster, &client(&cluster.tb, SECRETS_ONLY), None, None).await,
+        BUNDLE,
+        &cluster,
+    );
+    build(&cluster, &admin(&cluster.tb), None, None)
+        .await
+        .unwrap();
+}
+
+/// Two callers with the same credentials share one watch per Secret (the registry's
+/// reason to exist); two with different credentials each have their own, under their
+/// own token.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_watch_per_secret_and_credential() {
+    let cluster = cluster(44).await;
+    let watches = SecretWatches::new();
+    let secret = svc_tls::SecretRef::new(NS, CA);
+    let reader = "token-secrets-reader-2";
+    cluster.tb.add_token(
+        reader,
+        vec![Rule::new(&["get", "list", "watch"], "", "secrets").namespace(NS)],
+    );
+    let lists = cluster.tb.requests("list");
+    for _ in 0..3 {
+        watches
+            .watch_trust(&admin(&cluster.tb), &secret, TIMEOUT)
+            .await
+            .unwrap();
+    }
+    assert_eq!(
+        cluster.tb.requests("list"),
+        lists + 1,
+        "one watch for one credential"
+    );
+    poll_until("the admin's watch is open", || {
+        cluster.tb.open_watches() == 1
+    })
+    .await;
+    for _ in 0..3 {
+        watches
+            .watch_trust(&client(&cluster.tb, reader), &secret, TIMEOUT)
+            .await
+            .unwrap();
+    }
+    assert_eq!(
+        cluster.tb.requests("list"),
+        lists + 2,
+        "a second credential, a second watch"
+    );
+    poll_until("both watches are open", || cluster.tb.open_watches() == 2).await;
+}
+
+/// The server certificate `ca` issued, checked by `trust` as a handshake would.
+fn verify(trust: &svc_tls::trust::TrustVerifier, server: &Leaf) -> Result<(), String> {
+    use rustls::client::danger::ServerCertVerifier as _;
+    use rustls_pki_types::pem::PemObject as _;
+    let leaf =
+        rustls_pki_types::CertificateDer::from_pem_slice(server.cert_pem.as_bytes()).unwrap();
+    let name = rustls_pki_types::ServerName::try_from("localhost").unwrap();
+    trust
+        .verify_server_cert(&leaf, &[], &name, &[], rustls_pki_types::UnixTime::now())
+        .map(|_| ())
+        .map_err(|e| e.to_string())
+}
+
+/// A credential revoked while its watch runs: its callers keep the last good roots
+/// for the bound a deleted CA Secret gets, then fail closed (typed, counted); a
+/// permitted caller of the same cluster and Secret keeps following CA rotations.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_revoked_credential_fails_trust_closed_after_the_bound_and_nobody_else() {
+    use svc_tls::last_good::ManualClock;
+    use svc_tls::trust::TrustVerifier;
+
+    let tb = Testbed::start().await;
+    let (ca_a, ca_b) = (TestCa::new("server CA A"), TestCa::new("server CA B"));
+    let ca_secret = |ca: &TestCa| {
+        secret_with(
+            CA,
+            "kubernetes.io/tls",
+            &[("tls.crt", &ca.pem()), ("ca.crt", &ca.pem())],
+        )
+    };
+    tb.upsert(ca_secret(&ca_a));
+    let doomed = "token-to-be-revoked-5d1e";
+    tb.add_token(
+        doomed,
+        vec![Rule::new(&["get", "list", "watch"], "", "secrets").namespace(NS)],
+    );
+    let watches = SecretWatches::new();
+    let limit = Duration::from_secs(600);
+    let build = |caller: ClusterClient, clock: ManualClock| {
+        let watches = watches.clone();
+        async move {
+            TrustVerifier::builder(caller.kube().clone(), svc_tls::SecretRef::new(NS, CA))
+                .watches(&watches, &caller)
+                .clock(std::sync::Arc::new(clock))
+                .max_roots_without_source(limit)
+                .build()
+                .await
+                .unwrap()
+        }
+    };
+    let (revoked_clock, admin_clock) = (ManualClock::new(), ManualClock::new());
+    let revoked = build(client(&tb, doomed), revoked_clock.clone()).await;
+    let permitted = build(admin(&tb), admin_clock.clone()).await;
+    let (server_a, server_b) = (ca_a.server_leaf(), ca_b.server_leaf());
+    verify(&revoked, &server_a).unwrap();
+    verify(&permitted, &server_a).unwrap();
+
+    tb.revoke_token(doomed);
+    poll_until("the revoked caller's watch is refused", || {
+        revoked.secret_source().and_then(|s| s.refused_now()) == Some(401)
+    })
+    .await;
+    assert_eq!(
+        permitted.secret_source().and_then(|s| s.refused_now()),
+        None,
+        "the permitted caller's watch runs under its own token"
+    );
+    // Within the bound: the last good roots, counted as a failure.
+    verify(&revoked, &server_a).expect("the last good roots within the bound");
+    assert!(
+        revoked.state().failures >= 1,
+        "the refusal is a failed reload"
+    );
+    assert!(revoked.state().stale);
+    // Past the bound: every server refused, saying why.
+    revoked_clock.advance(limit + Duration::from_secs(1));
+    let refused = verify(&revoked, &server_a).expect_err("trust must fail closed past the bound");
+    assert!(refused.contains("AccessRefused"), "{refused}");
+    assert!(refused.contains("401"), "{refused}");
+
+    // The permitted caller follows a rotation to CA B all along.
+    tb.upsert(ca_secret(&ca_b));
+    poll_until("the permitted caller's cache sees CA B", || {
+        verify(&permitted, &server_b).is_ok()
+    })
+    .await;
+    assert!(
+        verify(&permitted, &server_a).is_err(),
+        "CA A is no longer trusted"
+    );
+    assert!(!permitted.state().stale);
+}
