@@ -12,32 +12,8 @@
 //! inline client certificate and key) and refuses the rest with an
 //! [`UntrustedKubeconfigError`] naming the field and the entry.
 //!
-//! What is vetted and what kube is given:
-//! - Only the selected context (the one asked for, else `current-context`), the
-//!   cluster it names and the user it names are vetted; kube is then given a new
-//!   kubeconfig holding those three entries and, of them, only the accepted fields.
-//!   Other contexts, clusters and users are neither checked nor passed on, so they
-//!   can have no effect; refusing them would refuse working kubeconfigs for text
-//!   nothing reads.
-//! - Two entries with the selected name (context, cluster or user) are refused: kube
-//!   takes the first, client-go the last, and which one is vetted must not be a
-//!   guess.
-//! - A context naming a user the kubeconfig does not hold is refused (kube would go
-//!   on with no credentials); a context naming no user is accepted (anonymous).
-//! - A refused field is refused when present, whatever its value (an empty
-//!   `tokenFile` too), except `insecure-skip-tls-verify: false`, which asks for
-//!   nothing.
-//! - Fields kube does not model, in a cluster or user entry (`token-file`, a
-//!   misspelling, a field of a later client-go), are refused by name: dropping them
-//!   silently could change what the client authenticates as.
-//! - `extensions` (in clusters, users, contexts and at the top), `preferences` and
-//!   unknown top-level or context fields are accepted and dropped: kube gives them no
-//!   meaning outside `exec`.
-//!
-//! Errors never show a credential (token, key) nor any field's value; names of
-//! entries and unknown fields, which the kubeconfig's writer chose, appear escaped
-//! and cut to [`NAME_CHARS`] characters, and a parse error's message to
-//! [`MESSAGE_CHARS`].
+//! The rules are on [`config_from_untrusted_kubeconfig`] (this module is private;
+//! its items are re-exported at the crate root).
 
 use std::fmt;
 
@@ -322,10 +298,57 @@ fn accepted(kind: EntryKind) -> &'static str {
 }
 
 /// A `kube::Config` for a kubeconfig read from a cluster (a Secret's value), after
-/// refusing everything that is not inline data: see the [module](self) documentation
-/// for what is accepted.
+/// refusing everything that is not inline data.
 ///
-/// `context` selects the context; `None` takes the kubeconfig's `current-context`.
+/// Whoever can write that Secret writes this process's client configuration, and
+/// kube honours everything a kubeconfig can say: `exec` and `auth-provider` run
+/// code in this process, `tokenFile`, `client-key` and the other paths read its
+/// disk (a `tokenFile` naming this pod's service-account token sends that token to
+/// the kubeconfig's server), `insecure-skip-tls-verify` and `http://` send the
+/// credential where anyone can read it.
+///
+/// Accepted: in the cluster, `server` (`https://` only, no user information),
+/// `certificate-authority-data`, `tls-server-name`, `disable-compression`; in the
+/// user, `token`, `client-certificate-data`, `client-key-data`; in the context,
+/// `cluster`, `user`, `namespace`. Refused ([`UntrustedKubeconfigError::Refused`],
+/// naming the field, the entry and the context; the first found, commands first,
+/// then paths): `exec`, `auth-provider`, `tokenFile`, `client-certificate`,
+/// `client-key`, `username`, `password`, `as`, `as-uid`, `as-groups`,
+/// `as-user-extra`, `certificate-authority`, `insecure-skip-tls-verify: true`,
+/// `proxy-url`, and a `server` that is not `https://` or carries user information
+/// (see [`RefusedField`] for each reason).
+///
+/// What is vetted and what kube is given:
+/// - Only the selected context (`context`, else the kubeconfig's `current-context`;
+///   an empty name counts as none), the cluster it names and the user it names are
+///   vetted; kube is then given a new kubeconfig holding those three entries and, of
+///   them, only the accepted fields. Other contexts, clusters and users are neither
+///   checked nor passed on, so they can have no effect; refusing them would refuse
+///   working kubeconfigs for text nothing reads.
+/// - Two entries with the selected name (context, cluster or user) are refused
+///   ([`UntrustedKubeconfigError::Duplicate`]): kube takes the first, client-go the
+///   last, and which one is vetted must not be a guess.
+/// - A context naming a user the kubeconfig does not hold is refused
+///   ([`UntrustedKubeconfigError::Missing`]; kube would go on with no credentials);
+///   a context naming no user is accepted (anonymous requests).
+/// - A refused field is refused when present, whatever its value (an empty
+///   `tokenFile` too), except `insecure-skip-tls-verify: false`, which asks for
+///   nothing.
+/// - Fields kube does not model, in the cluster or user entry (`token-file`, a
+///   misspelling, a field of a later client-go), are refused by name
+///   ([`UntrustedKubeconfigError::UnknownField`]): dropping them silently could
+///   change what the client authenticates as.
+/// - `extensions` (of the cluster, user, context and top level), `preferences` and
+///   unknown top-level or context fields are accepted and dropped: kube gives them
+///   no meaning outside `exec`.
+/// - Input over [`MAX_KUBECONFIG_BYTES`] (a Secret's limit) or not UTF-8 is refused
+///   before parsing.
+///
+/// Errors never show a credential (token, key) nor any field's value; names of
+/// entries and unknown fields, which the kubeconfig's writer chose, appear escaped
+/// and cut to [`NAME_CHARS`] characters, and a parse error's or kube's message to
+/// [`MESSAGE_CHARS`].
+///
 /// Pass the result to [`with_remote_cluster`](crate::with_remote_cluster) or
 /// [`remote_cluster`](crate::remote_cluster), which give the client its
 /// [`ClusterId`](crate::ClusterId).
