@@ -388,16 +388,58 @@ pub async fn config_from_untrusted_kubeconfig(
     context: Option<&str>,
 ) -> Result<kube::Config, UntrustedKubeconfigError> {
     let vetted = vet(kubeconfig, context)?;
+    let context = vetted.current_context.clone();
+    let cluster = vetted
+        .clusters
+        .first()
+        .map(|c| KubeconfigEntry::new(EntryKind::Cluster, &c.name));
     let options = KubeConfigOptions {
-        context: vetted.current_context.clone(),
+        context: context.clone(),
         cluster: None,
         user: None,
     };
-    kube::Config::from_custom_kubeconfig(vetted, &options)
+    let config = kube::Config::from_custom_kubeconfig(vetted, &options)
         .await
         .map_err(|e| UntrustedKubeconfigError::Kube {
             message: excerpt(&chain(&e), MESSAGE_CHARS),
-        })
+        })?;
+    match (context, cluster) {
+        (Some(context), Some(cluster)) => {
+            check_built(&config, &excerpt(&context, NAME_CHARS), &cluster)?;
+            Ok(config)
+        }
+        // `vet` always returns one context and one cluster.
+        _ => Err(UntrustedKubeconfigError::NoCurrentContext),
+    }
+}
+
+/// Checks the server URL as kube parsed it (`http::Uri`), not only as `url` did: the
+/// two parsers differ on some input (tabs, backslashes, surrounding spaces), and
+/// what counts is what the client connects to.
+fn check_built(
+    config: &kube::Config,
+    context: &str,
+    entry: &KubeconfigEntry,
+) -> Result<(), UntrustedKubeconfigError> {
+    let refuse = |field| UntrustedKubeconfigError::Refused {
+        context: context.to_owned(),
+        entry: entry.clone(),
+        field,
+    };
+    if config.cluster_url.scheme_str() != Some("https") {
+        return Err(refuse(RefusedField::ServerNotHttps));
+    }
+    if config
+        .cluster_url
+        .authority()
+        .is_some_and(|a| a.as_str().contains('@'))
+    {
+        return Err(refuse(RefusedField::ServerUserInfo));
+    }
+    if config.accept_invalid_certs {
+        return Err(refuse(RefusedField::InsecureSkipTlsVerify));
+    }
+    Ok(())
 }
 
 /// Parses and vets `kubeconfig`; returns a kubeconfig holding only the selected
@@ -676,6 +718,27 @@ pub(crate) fn excerpt(text: &str, max_chars: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_built_configuration_is_checked_as_kube_parsed_it() {
+        let entry = KubeconfigEntry::new(EntryKind::Cluster, "c");
+        let check = |url: &str| {
+            let config = kube::Config::new(url.parse().unwrap_or_default());
+            check_built(&config, "x", &entry).map_err(|e| e.refused_field())
+        };
+        assert_eq!(check("https://h:6443"), Ok(()));
+        assert_eq!(check("http://h"), Err(Some(RefusedField::ServerNotHttps)));
+        assert_eq!(
+            check("https://u:p@h"),
+            Err(Some(RefusedField::ServerUserInfo))
+        );
+        let mut config = kube::Config::new("https://h".parse().unwrap_or_default());
+        config.accept_invalid_certs = true;
+        assert_eq!(
+            check_built(&config, "x", &entry).map_err(|e| e.refused_field()),
+            Err(Some(RefusedField::InsecureSkipTlsVerify))
+        );
+    }
 
     #[test]
     fn excerpts_escape_and_cut() {
