@@ -43,6 +43,13 @@
 //!   [`ResourceIdentifier`], it derives the host and port from the server URL (443
 //!   for https, 80 for http when absent; other schemes are an error), builds the
 //!   client and runs the children with that cluster current.
+//! - A remote cluster's kubeconfig read from a Secret is untrusted input: turn it
+//!   into the `kube::Config` with [`config_from_untrusted_kubeconfig`], which accepts
+//!   an `https://` server, inline CA data, a token and inline client certificate data
+//!   and refuses `exec`, `auth-provider`, file paths, `insecure-skip-tls-verify`,
+//!   `http://` and the rest ([`UntrustedKubeconfigError`] names the field). Whoever
+//!   can write that Secret could otherwise run commands in this process or have a
+//!   credential of its disk sent to a server of their choosing.
 //! - Steps that keep platform objects (application bundles, namespaces) always use
 //!   [`provisioner`], whatever the current cluster.
 //!
@@ -59,19 +66,18 @@
 //! ```no_run
 //! use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 //! use kube::api::{Api, PostParams};
-//! use kube::config::{KubeConfigOptions, Kubeconfig};
 //! use provision_scope::{self as scope, ResourceIdentifier};
 //! use provision_scope::{KUBERNETES_CLUSTER_LABEL, ORGANIZATION_LABEL, PROJECT_LABEL};
 //!
 //! type Error = Box<dyn std::error::Error + Send + Sync>;
 //!
-//! /// Reads a remote cluster's kubeconfig through the *current* cluster's client.
+//! /// Reads a remote cluster's kubeconfig through the *current* cluster's client. It
+//! /// comes from a cluster, so it is untrusted: inline data only, no `exec`, no file.
 //! async fn remote_config(secret: &str) -> Result<kube::Config, Error> {
 //!     let secrets: Api<Secret> = Api::namespaced(scope::cluster_client()?, &scope::namespace()?);
 //!     let data = secrets.get(secret).await?.data.unwrap_or_default();
 //!     let yaml = data.get("value").ok_or("kubeconfig Secret has no value")?;
-//!     let kubeconfig = Kubeconfig::from_yaml(std::str::from_utf8(&yaml.0)?)?;
-//!     Ok(kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default()).await?)
+//!     Ok(scope::config_from_untrusted_kubeconfig(&yaml.0, None).await?)
 //! }
 //!
 //! /// A leaf step: writes to whichever cluster is current.
@@ -125,6 +131,7 @@ mod identifier;
 mod remote;
 mod scope;
 mod spawn;
+mod untrusted;
 
 pub use error::{RemoteError, ScopeError, ScopeValue};
 pub use identifier::{
@@ -138,6 +145,10 @@ pub use scope::{
     with_provisioner, with_root,
 };
 pub use spawn::{carry, spawn, spawn_in};
+pub use untrusted::{
+    EntryKind, KubeconfigEntry, MAX_KUBECONFIG_BYTES, MESSAGE_CHARS, NAME_CHARS, RefusedField,
+    UntrustedKubeconfigError, config_from_untrusted_kubeconfig,
+};
 
 /// Which cluster a client reads ([`cluster_client_identified`], [`Cluster::identified`]).
 pub use cluster_id::{ClusterClient, ClusterId};

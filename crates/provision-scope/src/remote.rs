@@ -3,7 +3,9 @@
 //! The caller obtains the remote cluster's `kube::Config` *using the parent scope's
 //! client* (for a virtual cluster inside a workload cluster, that is the workload
 //! cluster's client, from [`cluster_client`](crate::cluster_client)), then calls
-//! [`with_remote_cluster`].
+//! [`with_remote_cluster`]. A kubeconfig read from a Secret is untrusted: make the
+//! `kube::Config` with
+//! [`config_from_untrusted_kubeconfig`](crate::config_from_untrusted_kubeconfig).
 
 use std::future::Future;
 

@@ -8,7 +8,6 @@ use std::collections::BTreeMap;
 use base64::Engine as _;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::api::{Api, PostParams};
-use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube_testbed::Testbed;
 use provision_scope::{
     self as scope, KUBERNETES_CLUSTER_LABEL, ORGANIZATION_LABEL, PROJECT_LABEL, ResourceIdentifier,
@@ -69,8 +68,7 @@ async fn remote_config(secret: &str) -> Result<kube::Config, Error> {
     let secrets: Api<Secret> = Api::namespaced(scope::cluster_client()?, &scope::namespace()?);
     let data = secrets.get(secret).await?.data.unwrap_or_default();
     let yaml = data.get("value").ok_or("no kubeconfig in the Secret")?;
-    let kubeconfig = Kubeconfig::from_yaml(std::str::from_utf8(&yaml.0)?)?;
-    Ok(kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default()).await?)
+    Ok(scope::config_from_untrusted_kubeconfig(&yaml.0, None).await?)
 }
 
 /// The current cluster's CD name, or `local`.
