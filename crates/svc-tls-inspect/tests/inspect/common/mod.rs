@@ -102,3 +102,43 @@ pub fn identity_args(kubeconfig: &Path, name: &str) -> Vec<String> {
         ("output", "json"),
     ])
 }
+
+/// A ConfigMap `NS/name` with text `data`, as trust-manager writes a Bundle target.
+pub fn configmap(name: &str, data: &[(&str, &str)]) -> Value {
+    let data: serde_json::Map<String, Value> = data
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), Value::from(*v)))
+        .collect();
+    serde_json::json!({
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"namespace": NS, "name": name},
+        "data": data,
+    })
+}
+
+/// The arguments without `--output=json`: the human report.
+pub fn human(args: &[String]) -> Vec<String> {
+    args.iter()
+        .filter(|a| *a != "--output=json")
+        .cloned()
+        .collect()
+}
+
+/// Runs the binary on a blocking thread (the test's runtime keeps serving the API
+/// emulator and the TLS servers meanwhile).
+pub async fn run_async(args: Vec<String>, keys: Vec<String>) -> Run {
+    tokio::task::spawn_blocking(move || {
+        let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
+        run(&args, &[], &keys)
+    })
+    .await
+    .unwrap()
+}
+
+/// `text` holds no control character other than the line ends.
+pub fn assert_no_control_characters(text: &str) {
+    if let Some(c) = text.chars().find(|c| c.is_control() && *c != '\n') {
+        panic!("control character {c:?} printed:\n{text}");
+    }
+}
