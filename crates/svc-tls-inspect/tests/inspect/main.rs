@@ -14,5 +14,6 @@ mod healthy;
 mod hostile_text;
 mod nginx_ingress;
 mod prefixed_identity;
+mod rbac;
 mod spiffe_mode;
 mod what_is_not_printed;

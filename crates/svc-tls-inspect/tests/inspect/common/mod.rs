@@ -15,13 +15,18 @@ pub const NS: &str = "unikorn";
 
 /// Writes a kubeconfig for `tb` (its CA and admin token) into `dir`.
 pub fn write_kubeconfig(dir: &Path, tb: &Testbed) -> PathBuf {
+    write_kubeconfig_for(dir, tb, &tb.token())
+}
+
+/// Writes a kubeconfig for `tb` with `token` (one `Testbed::add_token` allowed)
+/// into `dir`.
+pub fn write_kubeconfig_for(dir: &Path, tb: &Testbed, token: &str) -> PathBuf {
     let ca = dir.join("ca.pem");
     std::fs::write(&ca, tb.ca_pem()).unwrap();
     let text = format!(
         "apiVersion: v1\nkind: Config\ncurrent-context: testbed\nclusters:\n- name: testbed\n  cluster:\n    server: {server}\n    certificate-authority: {ca}\ncontexts:\n- name: testbed\n  context:\n    cluster: testbed\n    user: admin\nusers:\n- name: admin\n  user:\n    token: {token}\n",
         server = tb.base_url(),
         ca = ca.display(),
-        token = tb.token(),
     );
     let path = dir.join("kubeconfig");
     std::fs::write(&path, text).unwrap();
