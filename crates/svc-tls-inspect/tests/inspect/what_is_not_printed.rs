@@ -125,6 +125,12 @@ async fn a_hosts_userinfo_is_redacted() {
         "{json:#}"
     );
     assert_eq!(region["ok"], true, "{json:#}");
+    // The principal's audience is the host's origin: no userinfo either.
+    assert_eq!(
+        json["principal"]["audience"],
+        server.url().trim_end_matches('/'),
+        "{json:#}"
+    );
     let audit = peers.iter().find(|p| p["service"] == "audit").unwrap();
     assert_eq!(audit["host"], "https://REDACTED@");
     let message = audit["error"]["message"].as_str().unwrap();
