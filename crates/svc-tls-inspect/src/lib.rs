@@ -7,7 +7,10 @@
 //! - each Secret the flags name: its shape (type, data keys and sizes), its
 //!   certificates (subject, SANs, SPIFFE ID, validity, key type and size), whether
 //!   the key matches the certificate, and what svc-tls's own loader says about it
-//!   (the same typed errors, by kind);
+//!   (the same typed errors, by kind); a private key its role does not need (a CA
+//!   Secret holding `tls.key` or `ca.key`) is named as a warning;
+//! - each peer's CA ConfigMap (`--S-ca-configmap-*`): its bundle's certificates
+//!   and svc-tls's loader's verdict;
 //! - in SPIFFE mode, the SVIDs and bundles the agent hands out, the default SVID
 //!   through the service's own start-up;
 //! - whether each identity chains to a given CA (`--chain-ca-secret`,
@@ -18,12 +21,15 @@
 //! - a principal (`X-Principal`) signed and verified with svc-tls's signer and
 //!   verifier.
 //!
-//! Human output by default, `--output json` for scripts. Exit codes
-//! ([`report::Category`]): 0 all passed, 2 bad flags, 3 a Secret (or SVID)
-//! unloadable, 4 chain check failed, 5 a peer handshake failed or the peer refused
+//! Human output by default, every value someone else wrote escaped and cut
+//! ([`report::text`]); `--output json` for scripts, versioned by its
+//! `schema_version` ([`report::SCHEMA_VERSION`]); `--version`. Exit codes
+//! ([`report::Category`]): 0 all passed, 2 bad flags (a typo of one of its own
+//! included), 3 a Secret, CA ConfigMap or SVID unloadable, 4 chain check failed, 5 a peer handshake failed or the peer refused
 //! the certificate, 6 principal, 7 no Kubernetes configuration or Workload API
 //! unreachable; when several fail, the smallest. Nothing printed contains key
-//! material: keys are described by type and size, and tokens are not printed.
+//! material: keys are described by type and size, and tokens are not printed; a
+//! peer host's userinfo (`user:password@`) is printed as `REDACTED@`.
 #![deny(missing_docs)]
 
 pub mod checks;
@@ -74,7 +80,13 @@ pub async fn run(args: &[String]) -> Outcome {
     };
     let stdout = if json {
         serde_json::to_string_pretty(&report).unwrap_or_else(|e| {
-            serde_json::json!({"ok": false, "exit_code": 1, "error": e.to_string()}).to_string()
+            serde_json::json!({
+                "schema_version": report::SCHEMA_VERSION,
+                "ok": false,
+                "exit_code": 1,
+                "error": e.to_string(),
+            })
+            .to_string()
         })
     } else {
         report::human::render(&report)

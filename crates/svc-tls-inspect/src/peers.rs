@@ -2,7 +2,7 @@
 //! (`PeerTls::from_options` with the peer's flags and the identity it presents),
 //! then a real handshake with that client's configuration.
 
-use svc_tls::options::{IdentityConfig, PeerOptions};
+use svc_tls::options::{IdentityConfig, PeerCa, PeerOptions};
 use svc_tls::{ClusterClient, PeerTls};
 
 use crate::checks::IdentityCheck;
@@ -38,7 +38,57 @@ fn identity_for<'a>(
         .or_else(|| identities.iter().find(|c| c.options.prefix().is_none()))
 }
 
+/// One peer's report, with the host's userinfo (`user:password@`, a credential)
+/// redacted wherever it was written: the host and every message.
 async fn one(
+    plan: &Plan,
+    client: &ClusterClient,
+    options: &PeerOptions,
+    identities: &[IdentityCheck],
+) -> PeerReport {
+    let mut report = unredacted(plan, client, options, identities).await;
+    let secrets = userinfo(options.host_value().unwrap_or_default());
+    if !secrets.is_empty() {
+        let scrub = |text: &mut String| {
+            for secret in &secrets {
+                *text = text.replace(secret.as_str(), REDACTED);
+            }
+        };
+        scrub(&mut report.host);
+        if let Some(problem) = &mut report.error {
+            scrub(&mut problem.message);
+        }
+    }
+    report
+}
+
+/// What replaces a host's userinfo.
+const REDACTED: &str = "REDACTED@";
+
+/// The userinfo of a host value with its `@`, as written (`user:password@`, up to
+/// the authority's last `@`) and as the URL parser serializes it (percent-encoded);
+/// empty when there is none. Replacing `userinfo@` (never a bare user name) leaves
+/// the rest of a message alone.
+fn userinfo(host: &str) -> Vec<String> {
+    let rest = host.split_once("://").map_or(host, |(_, rest)| rest);
+    let authority = rest.find(['/', '?', '#']).map_or(rest, |end| &rest[..end]);
+    let Some((raw, _)) = authority.rsplit_once('@') else {
+        return Vec::new();
+    };
+    let mut found = vec![format!("{raw}@")];
+    if let Ok(url) = url::Url::parse(host) {
+        found.push(match url.password() {
+            Some(password) => format!("{}:{password}@", url.username()),
+            None => format!("{}@", url.username()),
+        });
+    }
+    found.retain(|s| s != "@");
+    found.sort_by_key(|s| std::cmp::Reverse(s.len()));
+    found.dedup();
+    found
+}
+
+async fn unredacted(
     plan: &Plan,
     client: &ClusterClient,
     options: &PeerOptions,
@@ -98,12 +148,35 @@ async fn one(
     report
 }
 
+/// What the peer's server is verified against, as `PeerTls::from_options` chooses:
+/// the SPIFFE bundle in SPIFFE mode, else the CA Secret, the CA ConfigMap's bundle,
+/// or the platform's trust store when no CA flag is set (`invalid CA flags` when
+/// svc-tls refuses them: the peer's error says why).
 fn trust_label(options: &PeerOptions, identity: Option<&IdentityCheck>) -> String {
     if let Some(IdentityConfig::Spiffe { server_id }) = identity.map(|c| &c.config) {
         return format!("spiffe {server_id}");
     }
-    match options.ca_secret() {
-        Ok(Some(ca)) => format!("ca-secret {ca}"),
-        _ => "platform".to_owned(),
+    match options.ca() {
+        Ok(PeerCa::Secret(ca)) => format!("ca-secret {ca}"),
+        Ok(PeerCa::ConfigMap { configmap, key }) => format!("ca-configmap {configmap} key {key}"),
+        Ok(PeerCa::Platform) => "platform".to_owned(),
+        _ => "invalid CA flags".to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::userinfo;
+
+    #[test]
+    fn userinfo_is_found_as_written_and_as_serialized() {
+        assert_eq!(
+            userinfo("https://us er:pa%73s@host:8443/p@th"),
+            ["us%20er:pa%73s@", "us er:pa%73s@"]
+        );
+        assert_eq!(userinfo("user:pw@host:443"), ["user:pw@"]);
+        assert!(userinfo("https://host/a@b").is_empty());
+        assert!(userinfo("https://@host/").is_empty());
+        assert!(userinfo("").is_empty());
     }
 }

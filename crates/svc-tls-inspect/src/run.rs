@@ -1,5 +1,6 @@
 //! The checks in order, into one [`Report`]: the identities (a Secret through the
-//! service's loader, or the SPIFFE Workload API), the peers' CA Secrets, the chain
+//! service's loader, or the SPIFFE Workload API), the peers' CA Secrets and CA
+//! ConfigMaps, the chain
 //! to the chain CA, each peer's handshake ([`crate::peers`]), and a principal.
 
 use std::sync::Arc;
@@ -7,12 +8,12 @@ use std::sync::Arc;
 use rustls::RootCertStore;
 use rustls::crypto::CryptoProvider;
 use svc_tls::ClusterClient;
-use svc_tls::options::{ClientIdentityOptions, IdentityConfig};
+use svc_tls::options::{ClientIdentityOptions, IdentityConfig, PeerCa};
 use svc_tls::principal::Url;
 
 use crate::checks::chain::{self, ChainCa};
 use crate::checks::secret::{self, Role};
-use crate::checks::{IdentityCheck, cert, principal, problem, spiffe};
+use crate::checks::{IdentityCheck, cert, configmap, principal, problem, spiffe};
 use crate::cli::{ChainCaFlag, Plan};
 use crate::report::{Category, Problem, Report};
 
@@ -59,17 +60,32 @@ pub async fn inspect(plan: &Plan) -> Report {
         }
     }
     for peer in plan.peers.iter().filter(|p| p.is_configured()) {
-        if let (Ok(Some(ca)), Some(kube)) = (peer.ca_secret(), kube) {
-            let named_by = format!("--{}-ca-secret-namespace/-name", peer.service());
-            let inspected = secret::inspect(
-                kube,
-                &ca,
-                (Role::PeerCa, &named_by),
-                &provider,
-                plan.timeout,
-            )
-            .await;
-            record(&mut report, inspected.report);
+        let Some(kube) = kube else { break };
+        match peer.ca() {
+            Ok(PeerCa::Secret(ca)) => {
+                let named_by = format!("--{}-ca-secret-namespace/-name", peer.service());
+                let inspected = secret::inspect(
+                    kube,
+                    &ca,
+                    (Role::PeerCa, &named_by),
+                    &provider,
+                    plan.timeout,
+                )
+                .await;
+                record(&mut report, inspected.report);
+            }
+            Ok(PeerCa::ConfigMap { configmap, key }) => {
+                let named_by = format!("--{}-ca-configmap-namespace/-name/-key", peer.service());
+                let inspected =
+                    configmap::inspect(kube, &configmap, &key, &named_by, plan.timeout).await;
+                if inspected.loader_error.is_some() {
+                    report.fail(Category::Secret);
+                }
+                report.configmaps.push(inspected);
+            }
+            // The platform's trust store (nothing to read), or flags svc-tls refuses
+            // (the peer's client reports the error).
+            _ => {}
         }
     }
     let chain_ca = match (&plan.chain_ca, kube) {

@@ -1,10 +1,13 @@
 //! The checks, one file each: a Secret's shape and loader verdict (`secret`, with
-//! certificates described by `cert`), the chain to a CA (`chain`), a peer's
+//! certificates described by `cert` and unneeded private keys found by `keys`), a
+//! peer's CA ConfigMap (`configmap`), the chain to a CA (`chain`), a peer's
 //! handshake (`peer`), a principal (`principal`) and the SPIFFE Workload API
 //! (`spiffe`). Each fills its part of the [`Report`](crate::report::Report).
 
 pub mod cert;
 pub mod chain;
+pub mod configmap;
+pub mod keys;
 pub mod peer;
 pub mod principal;
 pub mod secret;

@@ -13,8 +13,8 @@ use rustls::crypto::CryptoProvider;
 use rustls_pki_types::CertificateDer;
 use svc_tls::SecretRef;
 use svc_tls::material::{
-    CA_CRT, Identity, IdentityCache, MaterialError, MaterialErrorKind, TLS_CRT, load_identity,
-    load_trust_detailed,
+    CA_CRT, Identity, IdentityCache, MaterialError, MaterialErrorKind, TLS_CRT, TLS_KEY,
+    load_identity, load_trust_detailed,
 };
 
 use super::cert::{describe_all, pem_certificates};
@@ -121,6 +121,12 @@ pub fn inspect_object(
             bytes: value.0.len(),
         })
         .collect();
+    report.private_key_entries = super::keys::entries(
+        data.iter()
+            .map(|(key, value)| (key.as_str(), value.0.as_slice())),
+        object.metadata.annotations.as_ref(),
+        (role == Role::Identity).then_some(TLS_KEY),
+    );
     let chain = data
         .get(TLS_CRT)
         .map(|v| pem_certificates(&v.0))

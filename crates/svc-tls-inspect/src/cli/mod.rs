@@ -9,7 +9,9 @@
 //! `--P-client-certificate-{source,namespace,name}` or `--P-spiffe-server-id` a
 //! prefixed identity `P`. The service's other flags are ignored and reported by name
 //! (a flag without `=` followed by a word not starting with `-` takes that word as
-//! its value).
+//! its value), except one close to a flag this command reads (a typo such as
+//! `--chain-ca-secrte`: [`FlagsError::MistypedFlag`], exit 2) unless
+//! `--service-flags` names it as the service's own.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -22,7 +24,9 @@ use svc_tls::principal::AlgorithmPolicy;
 
 mod scan;
 pub use scan::wants_json;
-use scan::{IDENTITY_SUFFIXES, PEER_SUFFIXES, declared, explicit_peers, keep_known};
+use scan::{
+    IDENTITY_SUFFIXES, PEER_SUFFIXES, declared, explicit_peers, keep_known, mistyped, service_flags,
+};
 
 /// How the report is printed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -86,6 +90,17 @@ pub enum FlagsError {
     /// Both chain CA flags are set.
     #[error("--chain-ca-secret and --chain-ca-file are both set: give one CA")]
     TwoChainCas,
+    /// A flag this command does not know, close to one it does: a typo, which
+    /// would otherwise skip that flag's check without a word.
+    #[error(
+        "unknown flag --{flag}: did you mean --{suggestion}? (if --{flag} is the service's own flag, add --service-flags={flag})"
+    )]
+    MistypedFlag {
+        /// The flag given, without dashes (escaped and cut: it may be anything).
+        flag: String,
+        /// The known flag it is close to, without dashes.
+        suggestion: String,
+    },
 }
 
 /// Parses `args` (without the program name).
@@ -106,6 +121,15 @@ pub fn parse(args: &[String]) -> Result<Plan, FlagsError> {
         .collect();
     let cmd = command(&peers, &prefixes);
     let (kept, ignored_flags) = keep_known(&cmd, args);
+    let allowed = service_flags(args);
+    for name in ignored_flags.iter().map(|f| f.trim_start_matches('-')) {
+        if let Some(suggestion) = mistyped(&cmd, name, &allowed) {
+            return Err(FlagsError::MistypedFlag {
+                flag: crate::report::text::value(name),
+                suggestion,
+            });
+        }
+    }
     let matches = cmd
         .try_get_matches_from(std::iter::once("svc-tls-inspect".to_owned()).chain(kept))
         .map_err(|e| FlagsError::Parse {
@@ -194,6 +218,7 @@ fn command(peers: &[String], prefixes: &[String]) -> Command {
         .arg(own("chain-ca-secret", "NAMESPACE/NAME of the CA Secret the identity must chain to (the ingress's auth-tls-secret)"))
         .arg(own("chain-ca-file", "A PEM file of the CA certificates the identity must chain to"))
         .arg(own("peers", "Only these peers (comma-separated service names); default: every peer the flags name"))
+        .arg(own("service-flags", "Flags of the service's own (comma-separated names) that are close to one of this command's and would be taken for a typo of it"))
         .arg(
             own("timeout", "The bound on each wait: Secret reads, handshakes, the Workload API (a Go duration)")
                 .default_value("10s")
@@ -216,8 +241,11 @@ fn command(peers: &[String], prefixes: &[String]) -> Command {
     for prefix in prefixes {
         cmd = ClientIdentityOptions::augment(cmd, Some(prefix));
     }
-    // After KubeOptions, whose derive sets its own text as the about.
-    cmd.about(ABOUT).long_about(ABOUT)
+    // After KubeOptions, whose derive sets its own text (and no version) as the
+    // about.
+    cmd.about(ABOUT)
+        .long_about(ABOUT)
+        .version(env!("CARGO_PKG_VERSION"))
 }
 
-const ABOUT: &str = "Will this service's Secrets load, chain to the ingress's CA, and be accepted by its peers? Give it the service's own flags (the Helm-rendered arguments) and a kubeconfig. Exit codes: 0 ok, 2 bad flags, 3 a Secret or SVID unloadable, 4 chain check failed, 5 peer handshake failed or certificate refused, 6 principal, 7 no Kubernetes configuration or Workload API unreachable (the smallest when several fail). See docs/operations.md.";
+const ABOUT: &str = "Will this service's Secrets load, chain to the ingress's CA, and be accepted by its peers? Give it the service's own flags (the Helm-rendered arguments) and a kubeconfig. Exit codes: 0 ok, 2 bad flags (a typo of one of its flags included), 3 a Secret, CA ConfigMap or SVID unloadable, 4 chain check failed, 5 peer handshake failed or certificate refused, 6 principal, 7 no Kubernetes configuration or Workload API unreachable (the smallest when several fail). See docs/operations.md.";

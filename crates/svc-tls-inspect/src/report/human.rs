@@ -1,9 +1,16 @@
-//! The report for people: one block per Secret, then the SPIFFE answer, the chain
-//! checks, the peers and the principal, then the verdict and its exit code.
+//! The report for people: one block per Secret and CA ConfigMap, then the SPIFFE
+//! answer, the chain checks, the peers and the principal, then the ignored flags,
+//! the warnings, and the verdict and its exit code.
+//!
+//! Every value someone else wrote (certificate text, data keys, messages, flag
+//! names, hosts) is escaped and cut ([`text::value`], [`text::message`]), and each
+//! line is escaped once more as it is written, so nothing reaches the terminal as a
+//! control sequence or a line of its own.
 
 use std::fmt::Write;
 
-use super::{CertificateInfo, Problem, Report, SecretReport};
+use super::text::{self, MAX_SANS, message, value as v};
+use super::{CertificateInfo, ConfigMapReport, DataKey, Problem, Report, SecretReport};
 
 /// Renders `report` as text.
 pub fn render(report: &Report) -> String {
@@ -14,15 +21,18 @@ pub fn render(report: &Report) -> String {
     for secret in &report.secrets {
         render_secret(&mut out, secret);
     }
+    for configmap in &report.configmaps {
+        render_configmap(&mut out, configmap);
+    }
     if let Some(spiffe) = &report.spiffe {
         line(
             &mut out,
             0,
             &format!(
                 "SPIFFE Workload API {} (for --{}-source=spiffe, server ID {})",
-                spiffe.endpoint,
-                spiffe.identity,
-                spiffe.server_id.as_deref().unwrap_or("-")
+                v(&spiffe.endpoint),
+                v(&spiffe.identity),
+                v(spiffe.server_id.as_deref().unwrap_or("-"))
             ),
         );
         verdict(
@@ -31,7 +41,7 @@ pub fn render(report: &Report) -> String {
             "the default X509-SVID loads",
         );
         for svid in &spiffe.svids {
-            line(&mut out, 1, &format!("SVID {}", svid.spiffe_id));
+            line(&mut out, 1, &format!("SVID {}", v(&svid.spiffe_id)));
             for cert in &svid.certificates {
                 render_cert(&mut out, 2, cert);
             }
@@ -42,7 +52,7 @@ pub fn render(report: &Report) -> String {
                 1,
                 &format!(
                     "bundle {} ({} authorities)",
-                    bundle.trust_domain,
+                    v(&bundle.trust_domain),
                     bundle.authorities.len()
                 ),
             );
@@ -50,7 +60,7 @@ pub fn render(report: &Report) -> String {
                 line(
                     &mut out,
                     2,
-                    &format!("{} (not after {})", cert.subject, cert.not_after),
+                    &format!("{} (not after {})", v(&cert.subject), v(&cert.not_after)),
                 );
             }
         }
@@ -63,9 +73,10 @@ pub fn render(report: &Report) -> String {
         }
     }
     for chain in &report.chains {
-        let head = format!("chain: {} against {}", chain.identity, chain.ca);
+        let head = format!("chain: {} against {}", v(&chain.identity), v(&chain.ca));
         line(&mut out, 0, &head);
-        line(&mut out, 1, &format!("roots: {}", chain.roots.join("; ")));
+        let roots: Vec<String> = chain.roots.iter().map(|r| v(r)).collect();
+        line(&mut out, 1, &format!("roots: {}", roots.join("; ")));
         verdict(&mut out, chain.error.as_ref(), "chains to the CA");
     }
     for peer in &report.peers {
@@ -74,7 +85,10 @@ pub fn render(report: &Report) -> String {
             0,
             &format!(
                 "peer {} at {} presenting {}, trusting {}",
-                peer.service, peer.host, peer.identity, peer.trust
+                v(&peer.service),
+                v(&peer.host),
+                v(&peer.identity),
+                v(&peer.trust)
             ),
         );
         if let (Some(version), Some(group)) = (&peer.tls_version, &peer.key_exchange_group) {
@@ -83,7 +97,7 @@ pub fn render(report: &Report) -> String {
                 1,
                 &format!(
                     "handshake: {version}, key exchange {group}, ALPN {}",
-                    peer.alpn.as_deref().unwrap_or("none")
+                    v(peer.alpn.as_deref().unwrap_or("none"))
                 ),
             );
         }
@@ -93,7 +107,9 @@ pub fn render(report: &Report) -> String {
                 1,
                 &format!(
                     "server chain [{i}]: {} (issuer {}, not after {})",
-                    cert.subject, cert.issuer, cert.not_after
+                    v(&cert.subject),
+                    v(&cert.issuer),
+                    v(&cert.not_after)
                 ),
             );
         }
@@ -128,23 +144,30 @@ pub fn render(report: &Report) -> String {
             0,
             &format!(
                 "principal: signed with {} for {}{}",
-                principal.identity,
-                principal.audience,
+                v(&principal.identity),
+                v(&principal.audience),
                 principal
                     .algorithm
                     .as_deref()
-                    .map(|a| format!(" ({a})"))
+                    .map(|a| format!(" ({})", v(a)))
                     .unwrap_or_default()
             ),
         );
         verdict(&mut out, principal.error.as_ref(), "signed and verified");
     }
     if !report.ignored_flags.is_empty() {
+        let flags: Vec<String> = report.ignored_flags.iter().map(|f| v(f)).collect();
         line(
             &mut out,
             0,
-            &format!("ignored flags: {}", report.ignored_flags.join(" ")),
+            &format!(
+                "ignored flags (the service's own, not read here): {}",
+                flags.join(" ")
+            ),
         );
+    }
+    for warning in warnings(report) {
+        line(&mut out, 0, &warning);
     }
     let failed: Vec<String> = report
         .failed
@@ -173,22 +196,31 @@ fn render_secret(out: &mut String, secret: &SecretReport) {
         0,
         &format!(
             "Secret {}/{} ({}, {})",
-            secret.namespace, secret.name, secret.role, secret.named_by
+            v(&secret.namespace),
+            v(&secret.name),
+            secret.role,
+            v(&secret.named_by)
         ),
     );
     if secret.found {
-        let keys: Vec<String> = secret
-            .data
-            .iter()
-            .map(|d| format!("{} ({} bytes)", d.key, d.bytes))
-            .collect();
         line(
             out,
             1,
             &format!(
                 "type {}, data: {}",
-                secret.secret_type.as_deref().unwrap_or("(unset)"),
-                keys.join(", ")
+                v(secret.secret_type.as_deref().unwrap_or("(unset)")),
+                data_keys(&secret.data)
+            ),
+        );
+    }
+    if !secret.private_key_entries.is_empty() {
+        line(
+            out,
+            1,
+            &format!(
+                "WARNING: holds private key material its role ({}) does not need: {}",
+                secret.role,
+                entries(&secret.private_key_entries)
             ),
         );
     }
@@ -201,7 +233,7 @@ fn render_secret(out: &mut String, secret: &SecretReport) {
         render_cert(out, 2, cert);
     }
     if let Some(kind) = &secret.loaded_key_type {
-        line(out, 1, &format!("key: {kind}"));
+        line(out, 1, &format!("key: {}", v(kind)));
     }
     match secret.key_matches_certificate {
         Some(true) => line(out, 1, "key matches the certificate"),
@@ -218,21 +250,115 @@ fn render_secret(out: &mut String, secret: &SecretReport) {
     );
 }
 
+fn render_configmap(out: &mut String, configmap: &ConfigMapReport) {
+    line(
+        out,
+        0,
+        &format!(
+            "ConfigMap {}/{} key {} ({}, {})",
+            v(&configmap.namespace),
+            v(&configmap.name),
+            v(&configmap.key),
+            configmap.role,
+            v(&configmap.named_by)
+        ),
+    );
+    if configmap.found {
+        line(out, 1, &format!("data: {}", data_keys(&configmap.data)));
+    }
+    if !configmap.private_key_entries.is_empty() {
+        line(
+            out,
+            1,
+            &format!(
+                "WARNING: holds private key material (a ConfigMap should hold certificates only): {}",
+                entries(&configmap.private_key_entries)
+            ),
+        );
+    }
+    for (i, cert) in configmap.certificates.iter().enumerate() {
+        line(out, 1, &format!("{} [{i}]", v(&configmap.key)));
+        render_cert(out, 2, cert);
+    }
+    if let Some(roots) = configmap.roots {
+        let ignored = configmap.ignored_certificates.unwrap_or_default();
+        let skipped = if ignored > 0 {
+            format!(", {ignored} certificate(s) not usable as roots")
+        } else {
+            String::new()
+        };
+        line(out, 1, &format!("{roots} trust root(s){skipped}"));
+    }
+    verdict(
+        out,
+        configmap.loader_error.as_ref(),
+        "the service's loader accepts it",
+    );
+}
+
+/// One line per object holding private key material its role does not need,
+/// repeated after the report so it is not lost among the blocks.
+fn warnings(report: &Report) -> Vec<String> {
+    let secrets = report
+        .secrets
+        .iter()
+        .filter(|s| !s.private_key_entries.is_empty())
+        .map(|s| {
+            format!(
+                "WARNING: Secret {}/{} ({}) holds private key material: {}",
+                v(&s.namespace),
+                v(&s.name),
+                s.role,
+                entries(&s.private_key_entries)
+            )
+        });
+    let configmaps = report
+        .configmaps
+        .iter()
+        .filter(|c| !c.private_key_entries.is_empty())
+        .map(|c| {
+            format!(
+                "WARNING: ConfigMap {}/{} holds private key material: {}",
+                v(&c.namespace),
+                v(&c.name),
+                entries(&c.private_key_entries)
+            )
+        });
+    secrets.chain(configmaps).collect()
+}
+
+fn entries(entries: &[String]) -> String {
+    entries.iter().map(|e| v(e)).collect::<Vec<_>>().join(", ")
+}
+
+fn data_keys(data: &[DataKey]) -> String {
+    data.iter()
+        .map(|d| format!("{} ({} bytes)", v(&d.key), d.bytes))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 fn render_cert(out: &mut String, depth: usize, cert: &CertificateInfo) {
-    line(out, depth, &format!("subject: {}", cert.subject));
-    line(out, depth, &format!("issuer: {}", cert.issuer));
+    line(out, depth, &format!("subject: {}", v(&cert.subject)));
+    line(out, depth, &format!("issuer: {}", v(&cert.issuer)));
     if !cert.sans.is_empty() {
-        line(out, depth, &format!("SANs: {}", cert.sans.join(", ")));
+        let mut sans: Vec<String> = cert.sans.iter().take(MAX_SANS).map(|s| v(s)).collect();
+        if cert.sans.len() > MAX_SANS {
+            sans.push(format!("… and {} more", cert.sans.len() - MAX_SANS));
+        }
+        line(out, depth, &format!("SANs: {}", sans.join(", ")));
     }
     if let Some(id) = &cert.spiffe_id {
-        line(out, depth, &format!("SPIFFE ID: {id}"));
+        line(out, depth, &format!("SPIFFE ID: {}", v(id)));
     }
     line(
         out,
         depth,
         &format!(
             "valid {} .. {} ({})",
-            cert.not_before, cert.not_after, cert.validity
+            v(&cert.not_before),
+            v(&cert.not_after),
+            cert.validity
         ),
     );
     line(
@@ -240,10 +366,10 @@ fn render_cert(out: &mut String, depth: usize, cert: &CertificateInfo) {
         depth,
         &format!(
             "key: {} ({} bits){}, serial {}",
-            cert.key_type,
+            v(&cert.key_type),
             cert.key_bits,
             if cert.is_ca { ", CA" } else { "" },
-            cert.serial
+            v(&cert.serial)
         ),
     );
 }
@@ -256,9 +382,12 @@ fn verdict(out: &mut String, problem: Option<&Problem>, ok_text: &str) {
 }
 
 fn problem_text(problem: &Problem) -> String {
-    format!("[{}] {}", problem.kind, problem.message)
+    format!("[{}] {}", v(&problem.kind), message(&problem.message))
 }
 
+/// Writes one line, escaped once more as a whole (escaping is idempotent: the
+/// escaped values pass unchanged, and nothing unescaped reaches the terminal).
 fn line(out: &mut String, depth: usize, text: &str) {
+    let text = text::shown(text, usize::MAX / 8);
     let _ = writeln!(out, "{}{text}", "  ".repeat(depth));
 }

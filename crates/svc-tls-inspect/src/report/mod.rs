@@ -8,13 +8,33 @@
 
 pub mod human;
 mod parts;
+pub mod text;
 
 pub use parts::{
-    BundleReport, CertificateInfo, ChainReport, DataKey, PeerReport, PrincipalReport, SecretReport,
-    SpiffeReport, SvidReport,
+    BundleReport, CertificateInfo, ChainReport, ConfigMapReport, DataKey, PeerReport,
+    PrincipalReport, SecretReport, SpiffeReport, SvidReport,
 };
 
 use serde::Serialize;
+
+/// The version of the JSON output's shape, its `schema_version` field.
+///
+/// The policy: adding a field (or a new value of a `kind`) leaves it unchanged;
+/// removing or renaming a field, or changing what a field's value means, raises it.
+/// Scripts check it and refuse a version they do not know.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// [`SCHEMA_VERSION`], as the report's first field (its default is the current
+/// version, so every report carries it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(transparent)]
+pub struct SchemaVersion(pub u32);
+
+impl Default for SchemaVersion {
+    fn default() -> Self {
+        Self(SCHEMA_VERSION)
+    }
+}
 
 /// A failed check's category, and the exit code that says it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -23,8 +43,8 @@ pub enum Category {
     /// The flags are wrong (clap's parse, svc-tls's `OptionsError`, a file named by a
     /// flag that cannot be read): exit 2.
     Flags,
-    /// A Secret (or the SPIFFE SVID) does not exist, cannot be read, or the service's
-    /// loader refuses it: exit 3.
+    /// A Secret, a peer's CA ConfigMap or the SPIFFE SVID does not exist, cannot be
+    /// read, or the service's loader refuses it: exit 3.
     Secret,
     /// The identity does not chain to the CA named by `--chain-ca-secret` /
     /// `--chain-ca-file`: exit 4.
@@ -54,6 +74,8 @@ impl Category {
 /// Everything the command found.
 #[derive(Debug, Default, Serialize)]
 pub struct Report {
+    /// The version of this shape ([`SCHEMA_VERSION`]).
+    pub schema_version: SchemaVersion,
     /// True when no check failed.
     pub ok: bool,
     /// The exit code: 0, or the smallest code among `failed`.
@@ -69,6 +91,8 @@ pub struct Report {
     /// Each Secret the flags name: client identities, peers' CA Secrets, the chain
     /// check's CA Secret.
     pub secrets: Vec<SecretReport>,
+    /// Each peer's CA ConfigMap (`--S-ca-configmap-*`).
+    pub configmaps: Vec<ConfigMapReport>,
     /// The SPIFFE Workload API, in SPIFFE mode.
     pub spiffe: Option<SpiffeReport>,
     /// Each identity checked against the chain CA (empty without a chain flag).

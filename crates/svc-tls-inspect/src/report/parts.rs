@@ -65,6 +65,45 @@ pub struct SecretReport {
     pub roots: Option<usize>,
     /// What the service's loader says: `None` when it loads.
     pub loader_error: Option<Problem>,
+    /// The entries holding private key material that the Secret's role does not
+    /// need, e.g. `data[tls.key]` or `data[ca.key]` of a CA Secret, or
+    /// `annotation kubectl.kubernetes.io/last-applied-configuration: data[tls.key]`
+    /// (the copy `kubectl apply` keeps). Empty when none: a CA Secret needs its
+    /// certificates only, an identity Secret its `tls.key` only.
+    pub private_key_entries: Vec<String>,
+}
+
+/// A peer's CA ConfigMap (`--S-ca-configmap-namespace`, `-name`, `-key`), read
+/// with svc-tls's own loader (`load_configmap_trust`).
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct ConfigMapReport {
+    /// What the service uses it for: `peer-ca`.
+    pub role: String,
+    /// The flags that name it, e.g. `--identity-ca-configmap-namespace/-name/-key`.
+    pub named_by: String,
+    /// Its namespace.
+    pub namespace: String,
+    /// Its name.
+    pub name: String,
+    /// The data key of the PEM bundle.
+    pub key: String,
+    /// Whether it was found.
+    pub found: bool,
+    /// Its keys (`data` and `binaryData`) and their sizes in bytes.
+    pub data: Vec<DataKey>,
+    /// The certificates of the bundle under `key`, as far as they parse.
+    pub certificates: Vec<CertificateInfo>,
+    /// How many trust roots the loader took, when it loaded.
+    pub roots: Option<usize>,
+    /// How many certificates of the bundle are not usable as roots, when it loaded.
+    pub ignored_certificates: Option<usize>,
+    /// What the service's loader says: `None` when it loads (`kind`: `NotFound`,
+    /// `MissingKey`, `EmptyKey`, `TooLarge`, `NotPem`, `NoCertificate`,
+    /// `NoUsableRoot`, or `ReadFailed`).
+    pub loader_error: Option<Problem>,
+    /// The keys holding private key material (a ConfigMap is readable far more
+    /// widely than a Secret: none should).
+    pub private_key_entries: Vec<String>,
 }
 
 /// A data key and the size of its value.
@@ -96,12 +135,13 @@ pub struct ChainReport {
 pub struct PeerReport {
     /// The peer's service name (`--SERVICE-host`).
     pub service: String,
-    /// The host URL.
+    /// The host URL, with any userinfo (`user:password@`) replaced by `REDACTED@`.
     pub host: String,
     /// The identity presented (`client-certificate`, or a prefix's flags).
     pub identity: String,
-    /// What the server is verified against: `ca-secret NAMESPACE/NAME`, `platform`
-    /// or `spiffe SERVER-ID`.
+    /// What the server is verified against: `ca-secret NAMESPACE/NAME`,
+    /// `ca-configmap NAMESPACE/NAME key KEY`, `platform` (the platform's trust
+    /// store: no CA flag) or `spiffe SERVER-ID`.
     pub trust: String,
     /// Whether the handshake completed and the peer answered.
     pub ok: bool,

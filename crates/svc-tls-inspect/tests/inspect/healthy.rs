@@ -77,6 +77,7 @@ async fn a_healthy_secret_and_peer_pass_with_every_field_reported() {
     .unwrap();
     assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
     let json = run.json();
+    assert_eq!(json["schema_version"], 1);
     assert_eq!(json["ok"], true);
     assert_eq!(json["exit_code"], 0);
     assert_eq!(json["failed"], Value::Array(vec![]));
@@ -106,6 +107,9 @@ async fn a_healthy_secret_and_peer_pass_with_every_field_reported() {
     assert_eq!(identity["loaded_key_type"], "ECDSA P-256");
     assert_eq!(identity["key_matches_certificate"], true);
     assert_eq!(identity["loader_error"], Value::Null);
+    for secret in secrets {
+        assert_eq!(secret["private_key_entries"], serde_json::json!([]));
+    }
     // The peer's CA and the chain CA, both read as svc-tls reads a CA Secret.
     assert_eq!(secrets[1]["role"], "peer-ca");
     assert_eq!(secrets[1]["roots"], 1);
@@ -181,7 +185,7 @@ async fn the_human_report_says_the_same() {
         "handshake: TLSv1_3, key exchange X25519MLKEM768",
         "client certificate accepted (HTTP 200)",
         "signed and verified",
-        "result: ok (exit 0)",
+        "ignored flags (the service's own, not read here): --metrics-bind-address --leader-elect\nresult: ok (exit 0)\n",
     ] {
         assert!(
             run.stdout.contains(expected),

@@ -8,7 +8,12 @@ mod common;
 
 mod broken_secrets;
 mod chain_and_peer;
+mod configmap_trust;
+mod flags;
 mod healthy;
+mod hostile_text;
 mod nginx_ingress;
 mod prefixed_identity;
+mod rbac;
 mod spiffe_mode;
+mod what_is_not_printed;

@@ -15,13 +15,18 @@ pub const NS: &str = "unikorn";
 
 /// Writes a kubeconfig for `tb` (its CA and admin token) into `dir`.
 pub fn write_kubeconfig(dir: &Path, tb: &Testbed) -> PathBuf {
+    write_kubeconfig_for(dir, tb, &tb.token())
+}
+
+/// Writes a kubeconfig for `tb` with `token` (one `Testbed::add_token` allowed)
+/// into `dir`.
+pub fn write_kubeconfig_for(dir: &Path, tb: &Testbed, token: &str) -> PathBuf {
     let ca = dir.join("ca.pem");
     std::fs::write(&ca, tb.ca_pem()).unwrap();
     let text = format!(
         "apiVersion: v1\nkind: Config\ncurrent-context: testbed\nclusters:\n- name: testbed\n  cluster:\n    server: {server}\n    certificate-authority: {ca}\ncontexts:\n- name: testbed\n  context:\n    cluster: testbed\n    user: admin\nusers:\n- name: admin\n  user:\n    token: {token}\n",
         server = tb.base_url(),
         ca = ca.display(),
-        token = tb.token(),
     );
     let path = dir.join("kubeconfig");
     std::fs::write(&path, text).unwrap();
@@ -101,4 +106,44 @@ pub fn identity_args(kubeconfig: &Path, name: &str) -> Vec<String> {
         ("client-certificate-name", name),
         ("output", "json"),
     ])
+}
+
+/// A ConfigMap `NS/name` with text `data`, as trust-manager writes a Bundle target.
+pub fn configmap(name: &str, data: &[(&str, &str)]) -> Value {
+    let data: serde_json::Map<String, Value> = data
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), Value::from(*v)))
+        .collect();
+    serde_json::json!({
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"namespace": NS, "name": name},
+        "data": data,
+    })
+}
+
+/// The arguments without `--output=json`: the human report.
+pub fn human(args: &[String]) -> Vec<String> {
+    args.iter()
+        .filter(|a| *a != "--output=json")
+        .cloned()
+        .collect()
+}
+
+/// Runs the binary on a blocking thread (the test's runtime keeps serving the API
+/// emulator and the TLS servers meanwhile).
+pub async fn run_async(args: Vec<String>, keys: Vec<String>) -> Run {
+    tokio::task::spawn_blocking(move || {
+        let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
+        run(&args, &[], &keys)
+    })
+    .await
+    .unwrap()
+}
+
+/// `text` holds no control character other than the line ends.
+pub fn assert_no_control_characters(text: &str) {
+    if let Some(c) = text.chars().find(|c| c.is_control() && *c != '\n') {
+        panic!("control character {c:?} printed:\n{text}");
+    }
 }
