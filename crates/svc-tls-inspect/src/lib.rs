@@ -22,7 +22,7 @@
 //!   verifier.
 //!
 //! Human output by default, every value someone else wrote escaped and cut
-//! ([`report::text`]); `--output json` for scripts, versioned by its
+//! ([`text`]); `--output json` for scripts, versioned by its
 //! `schema_version` ([`report::SCHEMA_VERSION`]); `--version`. Exit codes
 //! ([`report::Category`]): 0 all passed, 2 bad flags (a typo of one of its own
 //! included), 3 a Secret, CA ConfigMap or SVID unloadable, 4 chain check failed, 5 a peer handshake failed or the peer refused
@@ -37,6 +37,7 @@ pub mod cli;
 mod peers;
 pub mod report;
 mod run;
+pub mod text;
 
 pub use run::inspect;
 

@@ -125,7 +125,7 @@ pub fn parse(args: &[String]) -> Result<Plan, FlagsError> {
     for name in ignored_flags.iter().map(|f| f.trim_start_matches('-')) {
         if let Some(suggestion) = mistyped(&cmd, name, &allowed) {
             return Err(FlagsError::MistypedFlag {
-                flag: crate::report::text::value(name),
+                flag: crate::text::value(name),
                 suggestion,
             });
         }

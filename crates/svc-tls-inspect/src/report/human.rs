@@ -9,8 +9,8 @@
 
 use std::fmt::Write;
 
-use super::text::{self, MAX_SANS, message, value as v};
 use super::{CertificateInfo, ConfigMapReport, DataKey, Problem, Report, SecretReport};
+use crate::text::{self, MAX_SANS, message, value as v};
 
 /// Renders `report` as text.
 pub fn render(report: &Report) -> String {

@@ -8,7 +8,6 @@
 
 pub mod human;
 mod parts;
-pub mod text;
 
 pub use parts::{
     BundleReport, CertificateInfo, ChainReport, ConfigMapReport, DataKey, PeerReport,
