@@ -459,7 +459,10 @@ fn verifier_of(tls: &svc_tls::client::PeerTls) -> TrustVerifier {
 async fn from_options_shares_one_configmap_watch_per_cluster_and_registry() {
     let tb = Testbed::start().await;
     let ca = TestCa::new("bundle CA");
-    tb.upsert(configmap(BUNDLE, &[(KEY, &ca.pem())]));
+    tb.upsert(configmap(
+        BUNDLE,
+        &[(KEY, &ca.pem()), ("ca.crt", &ca.pem())],
+    ));
     let server = server(&ca).await;
     let watches = svc_tls::watch::SecretWatches::new();
     let streams = svc_tls::spiffe::WorkloadApiStreams::new();
@@ -491,7 +494,7 @@ async fn from_options_shares_one_configmap_watch_per_cluster_and_registry() {
     poll_until("the shared watch open", || tb.open_watches() == 1).await;
     call(watched(&built[0]), &server).await.unwrap();
 
-    // Another key of the same ConfigMap is another verifier.
+    // Another key of the same ConfigMap is another verifier, over the same watch.
     let (other_key, me) = parse(&[
         format!("--identity-host={}", server.url()),
         format!("--identity-ca-configmap-namespace={NS}"),
@@ -499,10 +502,6 @@ async fn from_options_shares_one_configmap_watch_per_cluster_and_registry() {
         "--identity-ca-configmap-key=ca.crt".to_owned(),
     ])
     .unwrap();
-    tb.upsert(configmap(
-        BUNDLE,
-        &[(KEY, &ca.pem()), ("ca.crt", &ca.pem())],
-    ));
     let tls = svc_tls::client::PeerTls::from_options_with(
         &watches,
         &streams,
@@ -514,6 +513,7 @@ async fn from_options_shares_one_configmap_watch_per_cluster_and_registry() {
     .await
     .unwrap();
     assert!(!verifier_of(&tls).ptr_eq(&built[0]));
+    assert_eq!(tb.requests("list"), 1, "the same watch: no second LIST");
 }
 
 #[test]

@@ -15,7 +15,7 @@ use crate::trust::{
     ConfigMapTrustSource, ServerAuthorization, SpiffeTrustSource, TrustError, TrustSource,
     TrustVerifier,
 };
-use crate::watch::{ConfigMapSource, SecretWatches};
+use crate::watch::SecretWatches;
 
 use super::{PeerClientError, PeerTls, TrustMode};
 
@@ -293,26 +293,12 @@ impl PeerTls {
     }
 }
 
-/// A peer CA ConfigMap's verifier shared through a registry: one per cluster,
-/// credential, ConfigMap and key (so one watch, however many constructions with the
-/// same credentials name it).
-#[derive(Clone)]
-struct SharedConfigMapTrust {
-    cluster: cluster_id::ClusterId,
-    credential: cluster_id::CredentialId,
-    configmap: ConfigMapRef,
-    key: String,
-    verifier: TrustVerifier,
-}
-
-/// The verifier of a peer's CA ConfigMap, read from `client`'s cluster, recording
-/// into `watches`' metrics.
+/// The verifier of a peer's CA ConfigMap, read from `client`'s cluster with its
+/// credentials, recording into `watches`' metrics.
 ///
-/// Shared through `watches` (kept for the registry's life, as its Secrets are): the
-/// first construction naming the ConfigMap and key in a cluster starts its watch,
-/// on a background runtime of its own so that it outlives the caller's runtime;
-/// later ones get the same verifier without an API request. A failed start stores
-/// nothing.
+/// The ConfigMap is watched once per cluster and credential through `watches` (as
+/// its Secrets are), and one verifier per data key is built over it and shared by
+/// every later construction, without an API request. A failed start stores nothing.
 async fn configmap_trust(
     watches: &SecretWatches,
     client: &cluster_id::ClusterClient,
@@ -320,45 +306,25 @@ async fn configmap_trust(
     key: String,
     sync_timeout: Duration,
 ) -> Result<TrustVerifier, TrustError> {
-    let matches = |shared: &SharedConfigMapTrust| {
-        shared.cluster == *client.cluster()
-            && shared.credential == *client.credential()
-            && shared.configmap == configmap
-            && shared.key == key
-    };
-    if let Ok(shared) = watches.shared_value(matches, || Err(())) {
-        return Ok(shared.verifier);
-    }
-    let origin = TrustOrigin::ConfigMap {
-        configmap: Box::new(configmap.clone()),
-        key: key.clone(),
-    };
-    let source =
-        ConfigMapSource::watch_in_background(client, configmap.clone(), sync_timeout).await?;
-    let built = TrustVerifier::with_settings(
-        Arc::new(ConfigMapTrustSource::new(source, key.clone())),
-        watches.provider().clone(),
-        crate::wiring::trust_recorder(watches, &origin, Some(client.cluster())),
-        Settings::default(),
-        ServerAuthorization::HostName,
-    )?;
-    // Another construction may have stored one meanwhile: that one is used, and
-    // this one (with its watch) dropped.
-    let shared = watches.shared_value(matches, || {
-        Ok::<_, ()>(SharedConfigMapTrust {
-            cluster: client.cluster().clone(),
-            credential: client.credential().clone(),
-            configmap: configmap.clone(),
+    let shared = watches
+        .watch_configmap(client, &configmap, sync_timeout)
+        .await?;
+    shared.built(&key, || {
+        let origin = TrustOrigin::ConfigMap {
+            configmap: Box::new(configmap.clone()),
             key: key.clone(),
-            verifier: built.clone(),
-        })
-    });
-    let verifier = match shared {
-        Ok(shared) => shared.verifier,
-        Err(()) => built.clone(),
-    };
-    if verifier.ptr_eq(&built) {
+        };
+        let verifier = TrustVerifier::with_settings(
+            Arc::new(ConfigMapTrustSource::new(
+                shared.source().clone(),
+                key.clone(),
+            )),
+            watches.provider().clone(),
+            crate::wiring::trust_recorder(watches, &origin, Some(client.cluster())),
+            Settings::default(),
+            ServerAuthorization::HostName,
+        )?;
         crate::wiring::track_trust(watches, &verifier, Some(client.cluster()));
-    }
-    Ok(verifier)
+        Ok(verifier)
+    })
 }

@@ -121,6 +121,11 @@ impl PeerClient {
         })
     }
 
+    /// Whether a clone is held outside the registry that shares it.
+    pub(super) fn held_elsewhere(&self) -> bool {
+        Arc::strong_count(&self.inner) > 1
+    }
+
     /// Whether this client is what `tls` would build: the same identity resolver, the
     /// same watched verifier (or both the platform's store), the same protocol and
     /// pool settings. Fixed roots are never shared.
@@ -267,5 +272,12 @@ impl std::fmt::Debug for PeerClient {
             .field("tls", &self.inner.tls)
             .field("retired_pools", &self.retired_pools())
             .finish_non_exhaustive()
+    }
+}
+
+/// Shared through a registry: kept while a clone is held outside it.
+impl crate::watch::SharedValue for PeerClient {
+    fn in_use(&self) -> bool {
+        self.held_elsewhere()
     }
 }

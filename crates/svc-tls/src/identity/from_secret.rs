@@ -14,8 +14,16 @@ use crate::last_good::{NoopRecorder, ReloadRecorder};
 use crate::material::{HandshakeLoad, Identity, IdentityCache};
 use crate::origin::{IdentityOrigin, SecretRef, SourceHealth};
 use crate::watch::{
-    BuiltFromSecret, SecretSource, SharedSecret, WatchedSecretBuilder, resource_version, sealed,
+    BuiltFromSecret, Lease, SecretSource, SharedSecret, SharedValue, WatchedSecretBuilder,
+    resource_version, sealed,
 };
+
+/// Shared through a registry entry's cache: in use while a clone is held outside it.
+impl SharedValue for IdentityResolver {
+    fn in_use(&self) -> bool {
+        self.handles() > 1
+    }
+}
 
 /// Builds an [`IdentityResolver`]; see [`IdentityResolver::builder`]. The settings
 /// are shared with the trust verifier's builder ([`WatchedSecretBuilder`]).
@@ -33,9 +41,10 @@ impl BuiltFromSecret for IdentityResolver {
     async fn from_builder(builder: IdentityResolverBuilder) -> Result<Self, IdentityError> {
         let shared = builder.shared().await?;
         let source = match &shared {
-            Some((shared, false)) => SecretIdentitySource::shared(shared),
+            Some((shared, false)) => SecretIdentitySource::shared(shared).leasing(shared.lease()),
             Some((shared, true)) => {
                 SecretIdentitySource::new(shared.source().clone(), builder.provider_or_default())
+                    .leasing(shared.lease())
             }
             None => SecretIdentitySource::new(
                 SecretSource::watch(
@@ -117,6 +126,9 @@ pub struct SecretIdentitySource {
     origin: IdentityOrigin,
     source: SecretSource,
     cache: Arc<IdentityCache>,
+    /// A use of the registry entry this reads, when built by a builder over one (the
+    /// entry is not evicted while the resolver lives).
+    _lease: Option<Lease>,
 }
 
 impl SecretIdentitySource {
@@ -126,6 +138,7 @@ impl SecretIdentitySource {
             origin: IdentityOrigin::Secret(source.secret_ref().clone()),
             source,
             cache: Arc::new(IdentityCache::new(provider)),
+            _lease: None,
         }
     }
 
@@ -136,7 +149,14 @@ impl SecretIdentitySource {
             origin: IdentityOrigin::Secret(shared.secret_ref().clone()),
             source: shared.source().clone(),
             cache: shared.identity_cache(),
+            _lease: None,
         }
+    }
+
+    /// The same source holding `lease` on its registry entry.
+    pub(crate) fn leasing(mut self, lease: Lease) -> Self {
+        self._lease = Some(lease);
+        self
     }
 
     /// The watched Secret's cache.

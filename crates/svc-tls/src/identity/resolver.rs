@@ -339,6 +339,12 @@ impl IdentityResolver {
         &*self.inner.source
     }
 
+    /// How many handles (clones) of this share its state: a registry's cache keeps
+    /// one, so more means it is held outside the registry.
+    pub(crate) fn handles(&self) -> usize {
+        Arc::strong_count(&self.inner)
+    }
+
     /// A follower that reloads this resolver each time its source changes (see
     /// [`crate::follow`]), holding it weakly.
     pub(crate) fn follower(&self) -> Box<dyn Follower> {

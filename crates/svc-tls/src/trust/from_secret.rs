@@ -11,9 +11,16 @@ use crate::last_good::{NoopRecorder, ReloadRecorder};
 use crate::material::{TrustAnchors, TrustCache};
 use crate::origin::{SecretRef, SourceHealth, TrustOrigin};
 use crate::watch::{
-    BuiltFromSecret, LimitedWithoutSource, SecretSource, SharedSecret, WatchedSecretBuilder,
-    resource_version, sealed,
+    BuiltFromSecret, Lease, LimitedWithoutSource, SecretSource, SharedSecret, SharedValue,
+    WatchedSecretBuilder, resource_version, sealed,
 };
+
+/// Shared through a registry entry's cache: in use while a clone is held outside it.
+impl SharedValue for TrustVerifier {
+    fn in_use(&self) -> bool {
+        self.handles() > 1
+    }
+}
 
 /// Builds a [`TrustVerifier`]; see [`TrustVerifier::builder`]. The settings are
 /// shared with the identity resolver's builder ([`WatchedSecretBuilder`]).
@@ -33,7 +40,7 @@ impl BuiltFromSecret for TrustVerifier {
     async fn from_builder(builder: TrustVerifierBuilder) -> Result<Self, TrustError> {
         let shared = builder.shared().await?;
         let source = match &shared {
-            Some((shared, _)) => SecretTrustSource::shared(shared),
+            Some((shared, _)) => SecretTrustSource::shared(shared).leasing(shared.lease()),
             None => SecretTrustSource::new(
                 SecretSource::watch_ca(
                     builder.client.clone(),
@@ -91,6 +98,9 @@ pub struct SecretTrustSource {
     origin: TrustOrigin,
     source: SecretSource,
     cache: Arc<TrustCache>,
+    /// A use of the registry entry this reads, when built by a builder over one (the
+    /// entry is not evicted while the verifier lives).
+    _lease: Option<Lease>,
 }
 
 impl SecretTrustSource {
@@ -100,6 +110,7 @@ impl SecretTrustSource {
             origin: TrustOrigin::Secret(source.secret_ref().clone()),
             source,
             cache: Arc::new(TrustCache::new()),
+            _lease: None,
         }
     }
 
@@ -110,7 +121,14 @@ impl SecretTrustSource {
             origin: TrustOrigin::Secret(shared.secret_ref().clone()),
             source: shared.source().clone(),
             cache: shared.trust_cache(),
+            _lease: None,
         }
+    }
+
+    /// The same source holding `lease` on its registry entry.
+    pub(crate) fn leasing(mut self, lease: Lease) -> Self {
+        self._lease = Some(lease);
+        self
     }
 
     /// The watched Secret's cache.

@@ -432,6 +432,12 @@ impl TrustVerifier {
         self.inner.withdrawn.load(Ordering::Acquire)
     }
 
+    /// How many handles (clones) of this share its state: a registry's cache keeps
+    /// one, so more means it is held outside the registry.
+    pub(crate) fn handles(&self) -> usize {
+        Arc::strong_count(&self.inner)
+    }
+
     /// A follower that reloads this verifier each time its source changes (see
     /// [`crate::follow`]), holding it weakly.
     pub(crate) fn follower(&self) -> Box<dyn Follower> {

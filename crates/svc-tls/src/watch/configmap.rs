@@ -21,10 +21,10 @@
 //! refuses the watch (401, 403, 404), or when the caller drops the future.
 
 use std::fmt;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::Duration;
 
-use cluster_id::{ClusterClient, ClusterId};
+use cluster_id::ClusterId;
 
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::Api;
@@ -85,17 +85,6 @@ pub enum ConfigMapSourceError {
         /// Why (kube's error, or the runtime's).
         reason: String,
     },
-}
-
-/// The runtime (a thread of its own) that shared ConfigMap watches run on, so that
-/// they do not end with the runtime of whichever caller started them.
-fn background() -> Result<BackgroundRuntime, String> {
-    static RUNTIME: OnceLock<BackgroundRuntime> = OnceLock::new();
-    if let Some(runtime) = RUNTIME.get() {
-        return Ok(runtime.clone());
-    }
-    let started = BackgroundRuntime::start().map_err(|e| e.to_string())?;
-    Ok(RUNTIME.get_or_init(|| started).clone())
 }
 
 struct Inner {
@@ -181,42 +170,17 @@ impl ConfigMapSource {
         })
     }
 
-    /// [`ConfigMapSource::watch`] of a ConfigMap of `client`'s cluster, run on a
-    /// background runtime of the process (a thread of its own) with an API client
-    /// built there from the cluster's configuration, so that the watch outlives the
-    /// runtime of the caller that started it (for a watch shared by later callers).
-    /// A client without configuration is used as given (it then works while its own
-    /// runtime runs).
-    pub(crate) async fn watch_in_background(
-        client: &ClusterClient,
+    /// [`ConfigMapSource::watch`] of a ConfigMap of `cluster` (named in errors), for
+    /// a registry's shared entry: started on (and keeping alive) the registry's
+    /// `runtime`, where this runs.
+    pub(crate) async fn watch_shared(
+        client: kube::Client,
+        cluster: ClusterId,
         configmap: ConfigMapRef,
         timeout: Duration,
+        runtime: BackgroundRuntime,
     ) -> Result<Self, ConfigMapSourceError> {
-        let failed = |reason: String| ConfigMapSourceError::Client {
-            configmap: configmap.clone(),
-            cluster: client.cluster().clone(),
-            reason,
-        };
-        let runtime = background().map_err(&failed)?;
-        let kube_client = match client.config() {
-            Some(config) => {
-                let config = config.clone();
-                // kube's client spawns its worker where it is built: build it there.
-                runtime
-                    .spawn(async move { kube::Client::try_from(config) })
-                    .await
-                    .map_err(|e| failed(e.to_string()))?
-                    .map_err(|e| failed(e.to_string()))?
-            }
-            None => client.kube().clone(),
-        };
-        let (target, cluster) = (configmap.clone(), client.cluster().clone());
-        let source = runtime
-            .spawn(async move { Self::watch_of(kube_client, Some(cluster), target, timeout).await })
-            .await
-            .map_err(|_| ConfigMapSourceError::Stopped {
-                configmap: configmap.clone(),
-            })??;
+        let source = Self::watch_of(client, Some(cluster), configmap.clone(), timeout).await?;
         let inner =
             Arc::into_inner(source.inner).ok_or(ConfigMapSourceError::Stopped { configmap })?;
         Ok(Self {

@@ -8,19 +8,24 @@
 //! metrics) implements `RegistryObserver` (`observer.rs`).
 
 mod builder;
+mod built;
 mod configmap;
+mod lease;
 mod observer;
 mod registry;
 mod runtime;
 mod secret;
 mod shared;
+mod shared_configmap;
 
 pub(crate) use builder::sealed;
 pub use builder::{BuiltFromSecret, LimitedWithoutSource, WatchedSecretBuilder};
 pub use configmap::{ConfigMapSource, ConfigMapSourceError, configmap_resource_version};
+pub(crate) use lease::Lease;
 #[cfg_attr(not(feature = "metrics"), allow(unused_imports))]
 pub(crate) use observer::RegistryObserver;
-pub use registry::SecretWatches;
-pub(crate) use registry::WeakSecretWatches;
+pub use registry::{DEFAULT_EVICTION_GRACE, RegistryCounts, SecretWatches};
+pub(crate) use registry::{SharedValue, WeakSecretWatches};
 pub use secret::{DEFAULT_SYNC_TIMEOUT, SecretSource, SourceError, resource_version};
 pub use shared::SharedSecret;
+pub use shared_configmap::SharedConfigMap;

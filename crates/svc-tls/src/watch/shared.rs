@@ -4,16 +4,17 @@
 //! builds an RSA key's Montgomery contexts at its first signature), then the resolvers
 //! and verifiers built over it are told (`crate::follow`).
 
-use std::any::{Any, TypeId};
-use std::collections::HashMap;
 use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError, Weak};
+use std::sync::{Arc, Weak};
 
 use cluster_id::ClusterId;
 use rustls::SignatureScheme;
 use rustls::crypto::CryptoProvider;
 
+use super::built::Built;
+use super::lease::{Lease, Leases};
+use super::registry::{EntryValue, SharedValue};
 use super::runtime::RuntimeLiveness;
 use super::secret::SecretSource;
 use crate::follow::{Follower, Followers};
@@ -30,7 +31,9 @@ pub struct SharedSecret {
 struct Shared {
     /// What the options-based constructors build over this Secret (its resolver, its
     /// verifier), one of each type, so that every construction shares one.
-    built: Mutex<HashMap<TypeId, Box<dyn Any + Send + Sync>>>,
+    built: Built,
+    /// What callers built over this Secret outside the registry's caches hold.
+    leases: Leases,
     source: SecretSource,
     identity: Arc<IdentityCache>,
     trust: Arc<TrustCache>,
@@ -65,7 +68,8 @@ impl SharedSecret {
     ) -> Self {
         let shared = Self {
             inner: Arc::new(Shared {
-                built: Mutex::new(HashMap::new()),
+                built: Built::default(),
+                leases: Leases::default(),
                 source,
                 identity: Arc::new(IdentityCache::new(provider)),
                 trust: Arc::new(TrustCache::new()),
@@ -144,20 +148,29 @@ impl SharedSecret {
     /// later caller (a failed build is not remembered). Construction path only.
     pub(crate) fn built<T, E>(&self, build: impl FnOnce() -> Result<T, E>) -> Result<T, E>
     where
-        T: Clone + Send + Sync + 'static,
+        T: SharedValue,
     {
-        let key = TypeId::of::<T>();
-        let mut built = self
-            .inner
-            .built
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        if let Some(value) = built.get(&key).and_then(|b| b.downcast_ref::<T>()) {
-            return Ok(value.clone());
-        }
-        let value = build()?;
-        built.insert(key, Box::new(value.clone()));
-        Ok(value)
+        self.inner.built.get_or_build(build)
+    }
+
+    /// A use of this Secret by something built over it outside the registry's caches
+    /// (a builder's verifier or resolver): the entry stays while the lease lives.
+    pub(crate) fn lease(&self) -> Lease {
+        self.inner.leases.lease()
+    }
+}
+
+impl EntryValue for SharedSecret {
+    fn is_alive(&self) -> bool {
+        SharedSecret::is_alive(self)
+    }
+
+    /// Held outside the registry: this handle cloned (a caller of
+    /// `SecretWatches::watch`), a lease, or a clone of what was built over it.
+    fn in_use(&self) -> bool {
+        Arc::strong_count(&self.inner) > 1
+            || self.inner.leases.any()
+            || self.inner.built.any_in_use()
     }
 }
 

@@ -24,12 +24,18 @@
 //! the caller's client; when that client's runtime ends, its entry is dropped and the
 //! next call starts a new watch.
 //!
-//! A watch lives as long as its registry. [`SecretWatches::process`] lives for the
-//! process, as controller-runtime keeps its informers: ending a watch with its last
-//! user would bring back the churn (a LIST and a WATCH per reconcile) that the
-//! registry exists to remove. A registry made with [`SecretWatches::new`] (one per
-//! test) ends its watches when it and every resolver and verifier built from it are
-//! dropped.
+//! ConfigMaps (a trust-manager CA bundle) take the same path: the same keys, the same
+//! runtime, the same API client per cluster and credential.
+//!
+//! An entry lives while anything outside the registry uses it (a resolver, verifier,
+//! peer client or shared handle built over it is held) and for an **eviction grace**
+//! after its last use ([`DEFAULT_EVICTION_GRACE`], 10 minutes; see
+//! [`SecretWatches::with_eviction_grace`]); then its watch stops, and the API client
+//! of its cluster and credential goes once no entry reads through it. The grace keeps
+//! the churn (a LIST and a WATCH per reconcile) away from a controller that builds
+//! its clients per reconcile and drops them in between, as controller-runtime keeps
+//! its informers; without it a provisioner that touches a hundred clusters once would
+//! keep a hundred sets of watches for the life of the process.
 //!
 //! Each [`SharedSecret`] loads every new version of its Secret once, when the watch
 //! delivers it, into the caches its users read on the handshake path (and warms the
@@ -37,28 +43,41 @@
 //! signature), so the first handshake after a rotation costs what an unchanged one
 //! does.
 
-use std::any::Any;
-use std::collections::HashMap;
 use std::fmt;
-use std::sync::{Arc, LazyLock, Mutex, PoisonError};
-use std::time::Duration;
+use std::future::Future;
+use std::sync::{Arc, LazyLock, Mutex, OnceLock, PoisonError};
+use std::time::{Duration, Instant};
 
 use cluster_id::{ClusterClient, ClusterId, CredentialId};
 use rustls::crypto::CryptoProvider;
 use tokio::sync::OnceCell;
 
+use super::configmap::{ConfigMapSource, ConfigMapSourceError};
 use super::observer::RegistryObserver;
-use super::runtime::{BackgroundRuntime, RuntimeLiveness};
+use super::runtime::{AbortOnDrop, BackgroundRuntime, RuntimeLiveness};
 use super::secret::{SecretSource, SourceError};
 use super::shared::SharedSecret;
+use super::shared_configmap::SharedConfigMap;
 use crate::material::crypto_provider;
-use crate::origin::SecretRef;
+use crate::origin::{ConfigMapRef, SecretRef};
 
+mod entries;
+mod shared_values;
 mod weak;
 
+pub(crate) use entries::EntryValue;
+use entries::{Entries, EntryKey, Use};
+pub(crate) use shared_values::SharedValue;
+use shared_values::SharedValues;
 pub(crate) use weak::WeakSecretWatches;
 
-/// The registry of watched Secrets; cheap to clone (clones share it).
+/// How long an entry nobody uses is kept before its watch stops: 10 minutes, longer
+/// than the requeue interval of a controller that rebuilds its clients per
+/// reconcile (so its watches are never restarted), short enough that a provisioner
+/// that reached a cluster once stops watching it soon after.
+pub const DEFAULT_EVICTION_GRACE: Duration = Duration::from_secs(600);
+
+/// The registry of watched Secrets and ConfigMaps; cheap to clone (clones share it).
 ///
 /// ```no_run
 /// # async fn f(client: cluster_id::ClusterClient) -> Result<(), Box<dyn std::error::Error>> {
@@ -80,59 +99,42 @@ pub struct SecretWatches {
     inner: Arc<Registry>,
 }
 
-/// What the registry tells its entries apart by: the cluster, the credentials the
-/// watch runs under, the Secret, and whether the entry is for trust only (its cache
-/// never holds the Secret's `tls.key`).
-///
-/// The credential is part of the key so that a caller is served only what its own
-/// credentials were allowed to read: a cache hit needs the same cluster **and** the
-/// same credentials, and a credential the API server refused is never the one
-/// another caller's watch runs under.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-struct EntryKey {
-    cluster: ClusterId,
-    credential: CredentialId,
-    secret: SecretRef,
-    use_: Use,
-}
-
-impl EntryKey {
-    fn new(client: &ClusterClient, secret: &SecretRef, use_: Use) -> Self {
-        Self {
-            cluster: client.cluster().clone(),
-            credential: client.credential().clone(),
-            secret: secret.clone(),
-            use_,
-        }
-    }
-}
-
-/// What an entry's users read from its Secret.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-enum Use {
-    /// Everything: an identity (certificate and key), and trust from the same Secret.
-    Identity,
-    /// Trust anchors only: `tls.key` is dropped before caching.
-    TrustOnly,
+/// How many entries a registry holds now ([`SecretWatches::counts`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct RegistryCounts {
+    /// Secrets watched (started), per cluster, credential and use.
+    pub secrets: usize,
+    /// ConfigMaps watched (started), per cluster and credential.
+    pub configmaps: usize,
+    /// API clients, one per cluster and credential with an entry.
+    pub kube_clients: usize,
+    /// Values shared among the registry's users (the peers' pooled HTTP clients).
+    pub shared_values: usize,
 }
 
 struct Registry {
     provider: Arc<CryptoProvider>,
-    entries: Mutex<HashMap<EntryKey, Arc<OnceCell<SharedSecret>>>>,
+    /// How long an unused entry is kept.
+    grace: Duration,
+    secrets: Entries<SecretRef, SharedSecret>,
+    configmaps: Entries<ConfigMapRef, SharedConfigMap>,
     /// Where the watches and loaders run; started with the first watch.
-    runtime: std::sync::OnceLock<BackgroundRuntime>,
+    runtime: OnceLock<BackgroundRuntime>,
+    /// The task that evicts unused entries, started with the runtime.
+    reaper: OnceLock<AbortOnDrop<()>>,
     /// What observes this registry from above (its metrics), installed once and kept
     /// for the registry's life.
     #[cfg_attr(not(feature = "metrics"), allow(dead_code))]
-    observer: std::sync::OnceLock<Arc<dyn RegistryObserver<WeakSecretWatches>>>,
+    observer: OnceLock<Arc<dyn RegistryObserver<WeakSecretWatches>>>,
     /// What the layers above share among the users of this registry (the peers'
-    /// pooled HTTP clients), kept as long as the registry.
-    shared_values: Mutex<Vec<Box<dyn Any + Send + Sync>>>,
+    /// pooled HTTP clients).
+    shared_values: SharedValues,
     /// One API client per cluster and credential for every watch of that cluster
     /// under that credential, built from the first configuration given for them on
     /// the registry's runtime (one connection pool and one credential refresher per
-    /// cluster and credential, not per Secret).
-    kube_clients: Mutex<HashMap<(ClusterId, CredentialId), kube::Client>>,
+    /// cluster and credential, not per object).
+    kube_clients: Mutex<std::collections::HashMap<(ClusterId, CredentialId), kube::Client>>,
 }
 
 static PROCESS: LazyLock<SecretWatches> = LazyLock::new(SecretWatches::new);
@@ -147,29 +149,56 @@ impl fmt::Debug for SecretWatches {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("SecretWatches")
             .field("secrets", &self.watched())
+            .field("counts", &self.counts())
             .finish()
     }
 }
 
 impl SecretWatches {
     /// An empty registry, loading keys with
-    /// [`crypto_provider`](crate::material::crypto_provider).
+    /// [`crypto_provider`](crate::material::crypto_provider), evicting unused entries
+    /// after [`DEFAULT_EVICTION_GRACE`].
     pub fn new() -> Self {
         Self::with_provider(Arc::new(crypto_provider()))
     }
 
     /// An empty registry loading keys with `provider`.
     pub fn with_provider(provider: Arc<CryptoProvider>) -> Self {
+        Self::with_settings(provider, DEFAULT_EVICTION_GRACE)
+    }
+
+    /// An empty registry that stops an entry's watch once nothing has used it for
+    /// `grace` (instead of [`DEFAULT_EVICTION_GRACE`]). A short grace costs a LIST
+    /// and a WATCH (and a parse) each time a dropped entry is needed again.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let watches = svc_tls::watch::SecretWatches::with_eviction_grace(Duration::from_secs(60));
+    /// assert_eq!(watches.eviction_grace(), Duration::from_secs(60));
+    /// ```
+    pub fn with_eviction_grace(grace: Duration) -> Self {
+        Self::with_settings(Arc::new(crypto_provider()), grace)
+    }
+
+    fn with_settings(provider: Arc<CryptoProvider>, grace: Duration) -> Self {
         Self {
             inner: Arc::new(Registry {
                 provider,
-                entries: Mutex::new(HashMap::new()),
-                runtime: std::sync::OnceLock::new(),
-                observer: std::sync::OnceLock::new(),
-                shared_values: Mutex::new(Vec::new()),
-                kube_clients: Mutex::new(HashMap::new()),
+                grace,
+                secrets: Entries::new("Secret"),
+                configmaps: Entries::new("ConfigMap"),
+                runtime: OnceLock::new(),
+                reaper: OnceLock::new(),
+                observer: OnceLock::new(),
+                shared_values: SharedValues::default(),
+                kube_clients: Mutex::new(std::collections::HashMap::new()),
             }),
         }
+    }
+
+    /// How long an unused entry is kept before its watch stops.
+    pub fn eviction_grace(&self) -> Duration {
+        self.inner.grace
     }
 
     /// Installs `observer` (the registry's metrics, see `crate::metrics`) and tells it
@@ -192,55 +221,31 @@ impl SecretWatches {
         WeakSecretWatches(Arc::downgrade(&self.inner))
     }
 
-    /// The first `T` stored here that `matches`, or the one `build` makes (stored for
-    /// the life of the registry; a failed build stores nothing). For what the layers
-    /// above share among this registry's users, without this layer knowing it.
-    /// Construction path only (a mutex, a linear scan: a handful of values).
-    pub(crate) fn shared_value<T, E>(
+    /// The first `T` stored here that `matches`, or the one `build` makes (a failed
+    /// build stores nothing). For what the layers above share among this registry's
+    /// users, without this layer knowing it; kept while a clone is held outside the
+    /// registry and for the eviction grace after.
+    pub(crate) fn shared_value<T: SharedValue, E>(
         &self,
         matches: impl Fn(&T) -> bool,
         build: impl FnOnce() -> Result<T, E>,
-    ) -> Result<T, E>
-    where
-        T: Clone + Send + Sync + 'static,
-    {
-        let mut values = self
-            .inner
-            .shared_values
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        if let Some(found) = values
-            .iter()
-            .filter_map(|value| value.downcast_ref::<T>())
-            .find(|value| matches(value))
-        {
-            return Ok(found.clone());
-        }
-        let value = build()?;
-        values.push(Box::new(value.clone()));
-        Ok(value)
+    ) -> Result<T, E> {
+        self.inner.shared_values.get_or_build(matches, build)
     }
 
     /// The Secrets watched (started and synced) now, shared.
     #[cfg_attr(not(feature = "metrics"), allow(dead_code))]
     pub(crate) fn shared_secrets(&self) -> Vec<SharedSecret> {
-        let entries = self
-            .inner
-            .entries
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        entries
-            .values()
-            .filter_map(|cell| cell.get().cloned())
-            .collect()
+        self.inner.secrets.values()
     }
 
     /// The process's registry, used by
     /// [`PeerTls::from_options`](crate::client::PeerTls::from_options). It lives for the
-    /// process and keeps every watch it started.
+    /// process; its entries are evicted once unused for [`DEFAULT_EVICTION_GRACE`].
     ///
-    /// Entries are keyed by cluster, so one process may read same-named Secrets from
-    /// several clusters through it (a provisioner inside a remote cluster's scope).
+    /// Entries are keyed by cluster and credential, so one process may read
+    /// same-named Secrets from several clusters, and as several service accounts,
+    /// through it (a provisioner inside a remote cluster's scope).
     pub fn process() -> &'static SecretWatches {
         &PROCESS
     }
@@ -250,10 +255,11 @@ impl SecretWatches {
         &self.inner.provider
     }
 
-    /// `secret` of `client`'s cluster, shared: started and synced (waiting at most
-    /// `timeout`) by the first call for that cluster and Secret, returned at once by
-    /// every later one. Concurrent first calls wait for one start. A failed or
-    /// cancelled start leaves nothing behind. Cancel-safe.
+    /// `secret` of `client`'s cluster, read with `client`'s credentials, shared:
+    /// started and synced (waiting at most `timeout`) by the first call for that
+    /// cluster, credential and Secret, returned at once by every later one. Concurrent
+    /// first calls wait for one start. A failed or cancelled start leaves nothing
+    /// behind. Cancel-safe.
     ///
     /// # Errors
     /// [`SourceError`] naming the Secret (and its cluster) when the watch cannot start:
@@ -265,13 +271,15 @@ impl SecretWatches {
         secret: &SecretRef,
         timeout: Duration,
     ) -> Result<SharedSecret, SourceError> {
-        self.watch_for(client, secret, timeout, Use::Identity).await
+        self.watch_secret(client, secret, timeout, Use::Identity)
+            .await
     }
 
     /// `secret` of `client`'s cluster as a CA only: as [`SecretWatches::watch`], but
-    /// the cache never holds the Secret's `tls.key` (dropped before caching, with one
-    /// WARN and [`SecretSource::dropped_private_key`] set). When the Secret is already
-    /// watched in full (it is also this process's identity), that watch is shared.
+    /// the cache keeps only `ca.crt` (and `tls.crt` of a TLS Secret): key material is
+    /// dropped before caching, with one WARN and [`SecretSource::dropped_private_key`]
+    /// set. When the Secret is already watched in full with the same credentials (it
+    /// is also this process's identity), that watch is shared.
     ///
     /// # Errors
     /// As [`SecretWatches::watch`].
@@ -281,125 +289,86 @@ impl SecretWatches {
         secret: &SecretRef,
         timeout: Duration,
     ) -> Result<SharedSecret, SourceError> {
-        let full = EntryKey::new(client, secret, Use::Identity);
-        if let Some(shared) = self.started(&full) {
+        let full = EntryKey::new(client, secret.clone(), Use::Identity);
+        if let Some(shared) = self.inner.secrets.started(&full) {
             return Ok(shared);
         }
-        self.watch_for(client, secret, timeout, Use::TrustOnly)
+        self.watch_secret(client, secret, timeout, Use::TrustOnly)
             .await
     }
 
-    /// The started, living entry of `key`, if any.
-    fn started(&self, key: &EntryKey) -> Option<SharedSecret> {
-        let entries = self
-            .inner
-            .entries
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        entries
-            .get(key)
-            .and_then(|cell| cell.get().cloned())
-            .filter(SharedSecret::is_alive)
+    /// `configmap` of `client`'s cluster, read with `client`'s credentials, shared as
+    /// Secrets are ([`SecretWatches::watch`]).
+    ///
+    /// # Errors
+    /// [`ConfigMapSourceError`] naming the ConfigMap (and its cluster) when the watch
+    /// cannot start.
+    pub async fn watch_configmap(
+        &self,
+        client: &ClusterClient,
+        configmap: &ConfigMapRef,
+        timeout: Duration,
+    ) -> Result<SharedConfigMap, ConfigMapSourceError> {
+        let key = EntryKey::new(client, configmap.clone(), Use::TrustOnly);
+        let start = self.start_configmap(client, configmap, timeout);
+        shared_entry(&self.inner.configmaps, key, start).await
     }
 
-    async fn watch_for(
+    async fn watch_secret(
         &self,
         client: &ClusterClient,
         secret: &SecretRef,
         timeout: Duration,
         use_: Use,
     ) -> Result<SharedSecret, SourceError> {
-        let key = EntryKey::new(client, secret, use_);
-        let cell = self.entry(&key);
-        let started = cell
-            .get_or_try_init(|| self.start(client, secret, timeout, use_))
-            .await
-            .cloned();
-        if started.is_err() {
-            self.forget_if_unstarted(&key, &cell);
-        }
-        started
+        let key = EntryKey::new(client, secret.clone(), use_);
+        let start = self.start_secret(client, secret, timeout, use_);
+        shared_entry(&self.inner.secrets, key, start).await
     }
 
-    /// The entry of `key`, a fresh one when it has none or its watch died with the
-    /// runtime of the client it was started with.
-    fn entry(&self, key: &EntryKey) -> Arc<OnceCell<SharedSecret>> {
-        let mut entries = self
-            .inner
-            .entries
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        let cell = entries.entry(key.clone()).or_default();
-        if cell.get().is_some_and(|shared| !shared.is_alive()) {
-            tracing::info!(
-                cluster = %key.cluster,
-                credential = %key.credential,
-                secret = %key.secret,
-                trust_only = key.use_ == Use::TrustOnly,
-                "the watch of a shared Secret ended with its client's runtime; starting a new one"
-            );
-            *cell = Arc::default();
+    /// The registry's runtime, started (with the reaper) by the first watch.
+    fn runtime(&self) -> Result<BackgroundRuntime, String> {
+        if let Some(runtime) = self.inner.runtime.get() {
+            return Ok(runtime.clone());
         }
-        cell.clone()
-    }
-
-    /// Removes `key`'s entry if it is still `cell` and never started.
-    fn forget_if_unstarted(&self, key: &EntryKey, cell: &Arc<OnceCell<SharedSecret>>) {
-        let mut entries = self
-            .inner
-            .entries
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        if entries
-            .get(key)
-            .is_some_and(|current| Arc::ptr_eq(current, cell) && !current.initialized())
-        {
-            entries.remove(key);
-        }
+        let started = BackgroundRuntime::start().map_err(|e| e.to_string())?;
+        let runtime = self.inner.runtime.get_or_init(|| started).clone();
+        self.inner
+            .reaper
+            .get_or_init(|| runtime.spawn(reap(self.downgrade(), self.inner.grace)));
+        Ok(runtime)
     }
 
     /// Starts `secret`'s watch and loader on the registry's runtime, with a client of
     /// the registry's own when `client` carries its configuration.
-    async fn start(
+    async fn start_secret(
         &self,
         client: &ClusterClient,
         secret: &SecretRef,
         timeout: Duration,
         use_: Use,
     ) -> Result<SharedSecret, SourceError> {
-        let runtime = match self.inner.runtime.get() {
-            Some(runtime) => runtime.clone(),
-            None => {
-                let started = BackgroundRuntime::start().map_err(|e| SourceError::Client {
-                    secret: secret.clone(),
-                    cluster: client.cluster().clone(),
-                    reason: e.to_string(),
-                })?;
-                self.inner.runtime.get_or_init(|| started).clone()
-            }
+        let failed = |reason: String| SourceError::Client {
+            secret: secret.clone(),
+            cluster: client.cluster().clone(),
+            reason,
         };
-        // A client without configuration keeps working only while the runtime it was
-        // built on runs: watch that runtime.
-        let caller_runtime = match client.config() {
-            Some(_) => None,
-            None => Some(RuntimeLiveness::of_current()),
-        };
+        let runtime = self.runtime().map_err(failed)?;
+        let caller_runtime = caller_runtime(client);
         let (client, secret_ref, provider) =
             (client.clone(), secret.clone(), self.inner.provider.clone());
         let task_runtime = runtime.clone();
         let registry = self.clone();
         runtime
             .spawn(async move {
-                let kube_client = match client.config() {
-                    Some(config) => registry.kube_client_for(&client, config).map_err(|e| {
-                        SourceError::Client {
+                let kube_client =
+                    registry
+                        .kube_client(&client)
+                        .map_err(|reason| SourceError::Client {
                             secret: secret_ref.clone(),
                             cluster: client.cluster().clone(),
-                            reason: e.to_string(),
-                        }
-                    })?,
-                    None => client.kube().clone(),
-                };
+                            reason,
+                        })?;
                 let source = SecretSource::watch_in(
                     kube_client,
                     client.cluster().clone(),
@@ -422,54 +391,164 @@ impl SecretWatches {
             })?
     }
 
-    /// The registry's API client for `client`'s cluster and credentials: the one
-    /// built before, or a new one from `config` (`client`'s own), built on the
-    /// registry's runtime (where this runs).
-    fn kube_client_for(
+    /// Starts `configmap`'s watch on the registry's runtime, as [`Self::start_secret`].
+    async fn start_configmap(
         &self,
         client: &ClusterClient,
-        config: &kube::Config,
-    ) -> Result<kube::Client, kube::Error> {
+        configmap: &ConfigMapRef,
+        timeout: Duration,
+    ) -> Result<SharedConfigMap, ConfigMapSourceError> {
+        let failed = |reason: String| ConfigMapSourceError::Client {
+            configmap: configmap.clone(),
+            cluster: client.cluster().clone(),
+            reason,
+        };
+        let runtime = self.runtime().map_err(failed)?;
+        let caller_runtime = caller_runtime(client);
+        let (client, target) = (client.clone(), configmap.clone());
+        let task_runtime = runtime.clone();
+        let registry = self.clone();
+        runtime
+            .spawn(async move {
+                let kube_client = registry.kube_client(&client).map_err(|reason| {
+                    ConfigMapSourceError::Client {
+                        configmap: target.clone(),
+                        cluster: client.cluster().clone(),
+                        reason,
+                    }
+                })?;
+                let source = ConfigMapSource::watch_shared(
+                    kube_client,
+                    client.cluster().clone(),
+                    target,
+                    timeout,
+                    task_runtime,
+                )
+                .await?;
+                Ok(SharedConfigMap::new(
+                    source,
+                    client.cluster().clone(),
+                    caller_runtime,
+                ))
+            })
+            .await
+            .map_err(|_| ConfigMapSourceError::Stopped {
+                configmap: configmap.clone(),
+            })?
+    }
+
+    /// The API client a watch for `client` runs through: the registry's own for its
+    /// cluster and credential (built from `client`'s configuration on the registry's
+    /// runtime, where this runs), or `client`'s own when it carries no configuration.
+    fn kube_client(&self, client: &ClusterClient) -> Result<kube::Client, String> {
+        let Some(config) = client.config() else {
+            return Ok(client.kube().clone());
+        };
         let key = (client.cluster().clone(), client.credential().clone());
         let mut clients = self
             .inner
             .kube_clients
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
-        if let Some(client) = clients.get(&key) {
-            return Ok(client.clone());
+        if let Some(found) = clients.get(&key) {
+            return Ok(found.clone());
         }
-        let built = kube::Client::try_from(config.clone())?;
+        let built = kube::Client::try_from(config.clone()).map_err(|e| e.to_string())?;
         clients.insert(key, built.clone());
         Ok(built)
     }
 
-    /// How many API clients the registry built (one per cluster and credential).
-    #[cfg(test)]
-    fn kube_clients(&self) -> usize {
-        self.inner
+    /// Evicts what nothing has used for the grace: shared values first, then the
+    /// entries (whose users they were), then the API clients no entry reads through.
+    /// Returns how many entries were evicted.
+    pub(crate) fn evict_idle(&self, now: Instant) -> usize {
+        let grace = self.inner.grace;
+        self.inner.shared_values.evict_idle(now, grace);
+        let evicted = self.inner.secrets.evict_idle(now, grace)
+            + self.inner.configmaps.evict_idle(now, grace);
+        let mut clients = self
+            .inner
             .kube_clients
             .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .len()
+            .unwrap_or_else(PoisonError::into_inner);
+        clients.retain(|(cluster, credential), _| {
+            self.inner.secrets.reads(cluster, credential)
+                || self.inner.configmaps.reads(cluster, credential)
+        });
+        evicted
+    }
+
+    /// How many entries, API clients and shared values the registry holds now.
+    pub fn counts(&self) -> RegistryCounts {
+        RegistryCounts {
+            secrets: self.inner.secrets.started_keys().len(),
+            configmaps: self.inner.configmaps.started_keys().len(),
+            kube_clients: self
+                .inner
+                .kube_clients
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .len(),
+            shared_values: self.inner.shared_values.len(),
+        }
     }
 
     /// The Secrets watched (started and synced) now, with the cluster each is read
-    /// from.
+    /// from (one row per cluster and Secret, whatever the credentials).
     pub fn watched(&self) -> Vec<(ClusterId, SecretRef)> {
-        let entries = self
+        let mut watched: Vec<(ClusterId, SecretRef)> = self
             .inner
-            .entries
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        let mut watched: Vec<(ClusterId, SecretRef)> = entries
-            .iter()
-            .filter(|(_, cell)| cell.initialized())
-            .map(|(key, _)| (key.cluster.clone(), key.secret.clone()))
+            .secrets
+            .started_keys()
+            .into_iter()
+            .map(|key| (key.cluster, key.object))
             .collect();
         watched.sort();
         watched.dedup();
         watched
+    }
+}
+
+/// The entry of `key` in `entries`: started by `start` on the first call, shared by
+/// every later one; a failed or cancelled start leaves nothing behind.
+async fn shared_entry<O, V, E>(
+    entries: &Entries<O, V>,
+    key: EntryKey<O>,
+    start: impl Future<Output = Result<V, E>>,
+) -> Result<V, E>
+where
+    O: Clone + Eq + std::hash::Hash + fmt::Display,
+    V: EntryValue,
+{
+    let cell: Arc<OnceCell<V>> = entries.cell(&key);
+    let started = cell.get_or_try_init(|| start).await.cloned();
+    if started.is_err() {
+        entries.forget_if_unstarted(&key, &cell);
+    }
+    started
+}
+
+/// A client without configuration keeps working only while the runtime it was built
+/// on runs: its entry watches that runtime.
+fn caller_runtime(client: &ClusterClient) -> Option<RuntimeLiveness> {
+    match client.config() {
+        Some(_) => None,
+        None => Some(RuntimeLiveness::of_current()),
+    }
+}
+
+/// The reaper of one registry: every quarter of the grace (between 50 ms and a
+/// minute), evicts what has been unused for the grace. Ends with the registry.
+async fn reap(registry: WeakSecretWatches, grace: Duration) {
+    let period = (grace / 4).clamp(Duration::from_millis(50), Duration::from_secs(60));
+    let mut tick = tokio::time::interval(period);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        let Some(registry) = registry.upgrade() else {
+            return;
+        };
+        registry.evict_idle(Instant::now());
     }
 }
 
@@ -511,7 +590,7 @@ mod tests {
         }
         assert_eq!(watches.watched().len(), 6);
         assert_eq!(
-            watches.kube_clients(),
+            watches.counts().kube_clients,
             2,
             "one API client per cluster and credential"
         );
