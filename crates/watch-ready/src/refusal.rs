@@ -29,7 +29,10 @@ pub struct Refusal {
     pub reason: RefusalReason,
     /// The HTTP status code (401, 403 or 404).
     pub code: u16,
-    /// The API server's message.
+    /// The API server's message, escaped and cut
+    /// ([`LOGGED_CHAIN_CHARS`](crate::excerpt::LOGGED_CHAIN_CHARS) characters): a
+    /// remote cluster's API server is not ours, and its text ends up in errors and
+    /// logs.
     pub message: String,
 }
 
@@ -52,7 +55,7 @@ impl Refusal {
         Some(Self {
             reason,
             code: status.code,
-            message: status.message.clone(),
+            message: crate::excerpt::escaped(&status.message, crate::excerpt::LOGGED_CHAIN_CHARS),
         })
     }
 }
@@ -71,6 +74,21 @@ mod tests {
         watcher::Error::InitialListFailed(kube::Error::Api(Box::new(
             kube::core::Status::failure("no", "Reason").with_code(code),
         )))
+    }
+
+    #[test]
+    fn a_refusals_message_is_escaped_and_cut() {
+        let hostile = format!("forbidden\n\u{1b}[31mfake line{}", "x".repeat(20 * 1024));
+        let error = watcher::Error::InitialListFailed(kube::Error::Api(Box::new(
+            kube::core::Status::failure(&hostile, "Forbidden").with_code(403),
+        )));
+        let refusal = Refusal::of(&error).map(|r| r.message).unwrap_or_default();
+        assert!(
+            !refusal.contains('\n') && !refusal.contains('\u{1b}'),
+            "{refusal}"
+        );
+        assert!(refusal.starts_with("forbidden\\n"), "{refusal}");
+        assert!(refusal.chars().count() <= crate::excerpt::LOGGED_CHAIN_CHARS + 1);
     }
 
     #[test]

@@ -288,3 +288,62 @@ fn an_svid_outside_its_validity_counts_as_expired_or_not_yet_valid() {
         "expired"
     );
 }
+
+/// A CA Secret broken, then deleted, behind a verifier recording into the metrics:
+/// the verifier reports its failures wrapped (`TrustFailure`), and the counter
+/// classifies the source's error inside (`malformed`, then `not_found`), not `other`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_verifiers_failures_are_counted_by_their_reason() {
+    use rustls::client::danger::ServerCertVerifier as _;
+    use rustls_pki_types::pem::PemObject as _;
+
+    let tb = kube_testbed::Testbed::start().await;
+    let ca = test_support::pki::TestCa::new("metrics CA");
+    let ca_secret = |crt: &str| {
+        test_support::secret::secret_with(
+            "unikorn",
+            "ca",
+            "kubernetes.io/tls",
+            &[("tls.crt", crt), ("ca.crt", crt)],
+        )
+    };
+    tb.upsert(ca_secret(&ca.pem()));
+    let mut registry = Registry::default();
+    let metrics = Metrics::new(&mut registry);
+    let secret = SecretRef::new("unikorn", "ca");
+    let origin = TrustOrigin::Secret(secret.clone());
+    let verifier = crate::trust::TrustVerifier::builder(tb.client(), secret)
+        .recorder(metrics.trust_recorder(&origin, None))
+        .build()
+        .await
+        .unwrap();
+    let leaf = ca.server_leaf();
+    let der = rustls_pki_types::CertificateDer::from_pem_slice(leaf.cert_pem.as_bytes()).unwrap();
+    let name = rustls_pki_types::ServerName::try_from("localhost").unwrap();
+    let handshake =
+        || verifier.verify_server_cert(&der, &[], &name, &[], rustls_pki_types::UnixTime::now());
+    handshake().unwrap();
+    let count = |result: &str| {
+        samples(&text(&registry), "svc_tls_trust_reloads_total")
+            .into_iter()
+            .find(|line| line.contains(&format!("result=\"{result}\"")))
+            .and_then(|line| line.rsplit(' ').next()?.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+
+    tb.upsert(ca_secret("not a certificate"));
+    test_support::poll_until("the broken Secret is read", || {
+        let _ = handshake();
+        count("malformed") > 0
+    })
+    .await;
+    assert_eq!(count("other"), 0, "a malformed CA Secret counted as other");
+
+    tb.delete("v1", "Secret", Some("unikorn"), "ca");
+    test_support::poll_until("the deletion is read", || {
+        let _ = handshake();
+        count("not_found") > 0
+    })
+    .await;
+    assert_eq!(count("other"), 0);
+}

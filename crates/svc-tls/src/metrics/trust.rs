@@ -49,7 +49,15 @@ impl CountedSource for TrustOrigin {
         const WITHDRAWN: usize = index_of(&RELOAD_RESULTS, "withdrawn");
         const REFUSED: usize = index_of(&RELOAD_RESULTS, "refused");
         const OTHER: usize = index_of(&RELOAD_RESULTS, "other");
-        match error.downcast_ref::<ReloadError>() {
+        // The verifier reports its failures as a `TrustFailure`: classify the
+        // source's error inside it, not the wrapper (which would count as `other`).
+        let reload = error.downcast_ref::<ReloadError>().or_else(|| match error
+            .downcast_ref::<crate::trust::TrustFailure>(
+        ) {
+            Some(crate::trust::TrustFailure::Reload(reload)) => Some(reload),
+            _ => None,
+        });
+        match reload {
             Some(ReloadError::NotFound { .. }) => NOT_FOUND,
             Some(ReloadError::Material(e)) => MATERIAL.index(e),
             Some(ReloadError::Unavailable(_)) => UNAVAILABLE,
