@@ -325,6 +325,9 @@ async fn configmap_trust(
             ServerAuthorization::HostName,
         )?;
         crate::wiring::track_trust(watches, &verifier, Some(client.cluster()));
+        // Followed like a CA Secret: a new bundle reaches the verifier (and retires
+        // the pools over it) without waiting for a handshake.
+        shared.follow(verifier.follower());
         Ok(verifier)
     })
 }

@@ -3,7 +3,7 @@
 //! key), shared by every construction with the same cluster and credentials.
 
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 
 use cluster_id::ClusterId;
 
@@ -12,6 +12,7 @@ use super::configmap::ConfigMapSource;
 use super::lease::{Lease, Leases};
 use super::registry::{EntryValue, SharedValue};
 use super::runtime::RuntimeLiveness;
+use crate::follow::{Follower, Followers};
 use crate::origin::ConfigMapRef;
 
 /// One watched ConfigMap as the registry shares it. Cheap to clone.
@@ -22,6 +23,9 @@ pub struct SharedConfigMap {
 
 struct Shared {
     source: ConfigMapSource,
+    /// Verifiers over this ConfigMap, reloaded after each change the watch delivers
+    /// (so their pools retire on a new bundle without waiting for a handshake).
+    followers: Followers,
     cluster: ClusterId,
     built: Built,
     leases: Leases,
@@ -39,20 +43,31 @@ impl fmt::Debug for SharedConfigMap {
 }
 
 impl SharedConfigMap {
+    /// Shares `source` and starts its follower task (on the current runtime: the
+    /// registry's).
     pub(super) fn new(
         source: ConfigMapSource,
         cluster: ClusterId,
         client_runtime: Option<RuntimeLiveness>,
     ) -> Self {
-        Self {
+        let changes = source.changes();
+        let shared = Self {
             inner: Arc::new(Shared {
+                followers: Followers::default(),
                 source,
                 cluster,
                 built: Built::default(),
                 leases: Leases::default(),
                 client_runtime,
             }),
-        }
+        };
+        tokio::spawn(notify_each_change(Arc::downgrade(&shared.inner), changes));
+        shared
+    }
+
+    /// Reloads `follower` after each change of the ConfigMap's cache.
+    pub(crate) fn follow(&self, follower: Box<dyn Follower>) {
+        self.inner.followers.add(follower);
     }
 
     /// The ConfigMap.
@@ -85,6 +100,18 @@ impl SharedConfigMap {
     #[allow(dead_code)]
     pub(crate) fn lease(&self) -> Lease {
         self.inner.leases.lease()
+    }
+}
+
+/// The follower task of one shared ConfigMap: each time the watch changes the cache,
+/// tell the verifiers over it. Ends when the watch stops or the ConfigMap is no longer
+/// shared.
+async fn notify_each_change(shared: Weak<Shared>, mut changes: tokio::sync::watch::Receiver<u64>) {
+    while changes.changed().await.is_ok() {
+        let Some(shared) = shared.upgrade() else {
+            return;
+        };
+        shared.followers.notify();
     }
 }
 

@@ -34,17 +34,25 @@ const TIMEOUT: Duration = Duration::from_secs(10);
 const WITHIN: Duration = Duration::from_secs(1);
 
 /// The deployed flags of a service calling `identity` at `url`.
-fn options(url: &str, http2: bool) -> (PeerOptions, ClientIdentityOptions) {
+fn options(url: &str, http2: bool, ca: Trust) -> (PeerOptions, ClientIdentityOptions) {
     let cmd = PeerOptions::augment(clap::Command::new("svc"), "identity");
     let cmd = ClientIdentityOptions::augment(cmd, None);
     let mut args = vec![
         "svc".to_owned(),
         format!("--identity-host={url}"),
-        format!("--identity-ca-secret-namespace={NS}"),
-        format!("--identity-ca-secret-name={CA}"),
         format!("--client-certificate-namespace={NS}"),
         format!("--client-certificate-name={IDENTITY}"),
     ];
+    args.extend(match ca {
+        Trust::Secret => [
+            format!("--identity-ca-secret-namespace={NS}"),
+            format!("--identity-ca-secret-name={CA}"),
+        ],
+        Trust::ConfigMap => [
+            format!("--identity-ca-configmap-namespace={NS}"),
+            format!("--identity-ca-configmap-name={CA}"),
+        ],
+    });
     if http2 {
         args.push("--identity-http2".to_owned());
     }
@@ -53,6 +61,14 @@ fn options(url: &str, http2: bool) -> (PeerOptions, ClientIdentityOptions) {
         PeerOptions::from_matches(&m, "identity").unwrap(),
         ClientIdentityOptions::from_matches(&m, None).unwrap(),
     )
+}
+
+/// Where the peer's CA comes from: a Secret, or a trust-manager bundle ConfigMap
+/// (key `ca.crt`).
+#[derive(Clone, Copy, Debug)]
+enum Trust {
+    Secret,
+    ConfigMap,
 }
 
 struct Setup {
@@ -65,17 +81,21 @@ struct Setup {
 }
 
 async fn setup(http2: bool) -> Setup {
+    setup_trusting(http2, Trust::Secret).await
+}
+
+async fn setup_trusting(http2: bool, trust: Trust) -> Setup {
     let tb = Testbed::start().await;
     let (server_ca, client_ca) = (TestCa::new("server"), TestCa::new("clients"));
     let leaf = client_ca.client_leaf("region", 1);
-    tb.upsert(ca_secret(&server_ca));
+    tb.upsert(ca_object(trust, &server_ca));
     tb.upsert(tls_secret(IDENTITY, &leaf.cert_pem, &leaf.key_pem));
     let server = VerifyingServer::builder(&server_ca, &client_ca)
         .alpn(&[b"h2", b"http/1.1"])
         .keep_alive(true)
         .start()
         .await;
-    let (peer, me) = options(&server.url(), http2);
+    let (peer, me) = options(&server.url(), http2, trust);
     Setup {
         tb,
         client_ca,
@@ -92,6 +112,19 @@ fn ca_secret(ca: &TestCa) -> serde_json::Value {
         "kubernetes.io/tls",
         &[("tls.crt", &ca.pem()), ("ca.crt", &ca.pem())],
     )
+}
+
+/// The CA Secret, or the bundle ConfigMap as trust-manager writes it.
+fn ca_object(trust: Trust, ca: &TestCa) -> serde_json::Value {
+    match trust {
+        Trust::Secret => ca_secret(ca),
+        Trust::ConfigMap => serde_json::json!({
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"namespace": NS, "name": CA},
+            "data": {"ca.crt": ca.pem()},
+        }),
+    }
 }
 
 impl Setup {
@@ -245,8 +278,8 @@ async fn after_an_identity_rotation_requests_ride_connections_with_the_new_leaf_
     identity_rotation_under_load(true).await;
 }
 
-async fn trust_withdrawn_under_load(http2: bool) {
-    let s = setup(http2).await;
+async fn trust_withdrawn_under_load(http2: bool, trust: Trust) {
+    let s = setup_trusting(http2, trust).await;
     let tls = s.tls().await;
     let peer = tls.client().unwrap();
     let url = tls.host().unwrap().clone();
@@ -254,9 +287,10 @@ async fn trust_withdrawn_under_load(http2: bool) {
     let requests = tokio::spawn(load(peer.clone(), url, 2, stop.clone()));
     tokio::time::sleep(Duration::from_millis(500)).await;
 
-    // The CA Secret now holds another CA: the server no longer chains to it.
+    // The CA Secret (or bundle) now holds another CA: the server no longer chains
+    // to it.
     let written = Instant::now();
-    s.tb.upsert(ca_secret(&TestCa::new("another server CA")));
+    s.tb.upsert(ca_object(trust, &TestCa::new("another server CA")));
     tokio::time::sleep(Duration::from_secs(3)).await;
     stop.store(true, Ordering::SeqCst);
     let seen = requests.await.unwrap();
@@ -288,12 +322,24 @@ async fn trust_withdrawn_under_load(http2: bool) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn after_the_ca_stops_trusting_the_server_no_request_reaches_it_http1() {
-    trust_withdrawn_under_load(false).await;
+    trust_withdrawn_under_load(false, Trust::Secret).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn after_the_ca_stops_trusting_the_server_no_request_reaches_it_http2() {
-    trust_withdrawn_under_load(true).await;
+    trust_withdrawn_under_load(true, Trust::Secret).await;
+}
+
+/// A trust-manager bundle replaced under a warm pool (a CA removed after a
+/// compromise): its pools retire as a CA Secret's do.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_a_bundle_configmap_stops_trusting_the_server_no_request_reaches_it_http1() {
+    trust_withdrawn_under_load(false, Trust::ConfigMap).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_a_bundle_configmap_stops_trusting_the_server_no_request_reaches_it_http2() {
+    trust_withdrawn_under_load(true, Trust::ConfigMap).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
