@@ -91,6 +91,10 @@ pub enum PeerRequestError {
     /// Any other failure, as reqwest reports it.
     #[error(transparent)]
     Http(#[from] reqwest::Error),
+    /// The client for the current identity and trust could not be built (nothing
+    /// was sent).
+    #[error(transparent)]
+    Client(#[from] super::PeerClientError),
 }
 
 /// Whether `error` failed because a server certificate was refused (rustls's

@@ -25,10 +25,10 @@
 //! *Pooled connections follow identity and trust*).
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::SystemTime;
 
-use arc_swap::{ArcSwap, ArcSwapOption};
+use arc_swap::ArcSwap;
 use rustls::sign::CertifiedKey;
 
 use super::{PeerClientError, PeerRequestError, PeerTls, TrustMode};
@@ -60,7 +60,6 @@ struct Inner {
     customize: Option<Customize>,
     generation: ArcSwap<Generation>,
     retired: AtomicU64,
-    trust_changed_at: ArcSwapOption<SystemTime>,
 }
 
 type Customize = Box<dyn Fn(reqwest::ClientBuilder) -> reqwest::ClientBuilder + Send + Sync>;
@@ -68,6 +67,13 @@ type Customize = Box<dyn Fn(reqwest::ClientBuilder) -> reqwest::ClientBuilder + 
 struct Generation {
     client: reqwest::Client,
     marks: Marks,
+    /// When the trust changed, for a generation made by a trust change: a
+    /// certificate refusal on it is [`PeerRequestError::TrustChanged`] until a
+    /// request on it succeeds (then the new trust is proven, and a later refusal is
+    /// an ordinary error).
+    trust_changed_at: Option<SystemTime>,
+    /// A request on this generation succeeded.
+    confirmed: AtomicBool,
 }
 
 /// What a generation's handshakes depended on.
@@ -114,9 +120,13 @@ impl PeerClient {
             inner: Arc::new(Inner {
                 tls,
                 customize,
-                generation: ArcSwap::from_pointee(Generation { client, marks }),
+                generation: ArcSwap::from_pointee(Generation {
+                    client,
+                    marks,
+                    trust_changed_at: None,
+                    confirmed: AtomicBool::new(false),
+                }),
                 retired: AtomicU64::new(0),
-                trust_changed_at: ArcSwapOption::empty(),
             }),
         })
     }
@@ -152,29 +162,42 @@ impl PeerClient {
     /// one when the identity or trust served changed since it was built. Take a new
     /// one per request (it is an `Arc` clone); one held on to keeps its connections.
     pub fn current(&self) -> Result<reqwest::Client, PeerClientError> {
+        Ok(self.generation()?.client.clone())
+    }
+
+    /// The current generation, replaced first when what it depends on changed.
+    fn generation(&self) -> Result<Arc<Generation>, PeerClientError> {
         let inner = &*self.inner;
         let now = Marks::now(&inner.tls);
         let generation = inner.generation.load_full();
         let identity_changed = generation.marks.identity_changed(&now);
         let trust_changed = generation.marks.trust_changed(&now);
         if !identity_changed && !trust_changed {
-            return Ok(generation.client.clone());
+            return Ok(generation);
         }
         let client = build(&inner.tls, inner.customize.as_ref())?;
-        let fresh = Arc::new(Generation { client, marks: now });
+        let trust_changed_at = if trust_changed {
+            Some(SystemTime::now())
+        } else if generation.confirmed.load(Ordering::Acquire) {
+            None
+        } else {
+            // An identity change on a trust change not yet proven keeps saying so.
+            generation.trust_changed_at
+        };
+        let fresh = Arc::new(Generation {
+            client,
+            marks: now,
+            trust_changed_at,
+            confirmed: AtomicBool::new(false),
+        });
         let before = inner
             .generation
             .compare_and_swap(&generation, fresh.clone());
         if !Arc::ptr_eq(&before, &generation) {
             // Another request replaced it first: use that one.
-            return Ok(before.client.clone());
+            return Ok(arc_swap::Guard::into_inner(before));
         }
         inner.retired.fetch_add(1, Ordering::Relaxed);
-        if trust_changed {
-            inner
-                .trust_changed_at
-                .store(Some(Arc::new(SystemTime::now())));
-        }
         tracing::info!(
             identity_changed,
             trust_changed,
@@ -186,7 +209,7 @@ impl PeerClient {
                 _ => "CA trust",
             }
         );
-        Ok(fresh.client.clone())
+        Ok(fresh)
     }
 
     /// A request to `url` on [`PeerClient::current`].
@@ -214,23 +237,39 @@ impl PeerClient {
         self.request(reqwest::Method::POST, url)
     }
 
-    /// Sends `request`; a server refused because the CA trust changed since this
-    /// client first connected (new roots it does not chain to, or trust withdrawn)
-    /// is [`PeerRequestError::TrustChanged`], naming the trust and when it changed.
+    /// Sends `request` on the current generation, whichever client built it: a
+    /// request built before an identity or trust change (or cloned by a retry
+    /// helper) never rides a connection made under the old identity or trust.
+    ///
+    /// A server refused because the CA trust changed (new roots it does not chain
+    /// to, or trust withdrawn) is [`PeerRequestError::TrustChanged`], naming the trust
+    /// and when it changed, until a request under the new trust succeeds; nothing
+    /// was sent then, so the request is safe to retry (rebuild it from this client).
     pub async fn send(
         &self,
         request: reqwest::RequestBuilder,
     ) -> Result<reqwest::Response, PeerRequestError> {
-        request.send().await.map_err(|error| self.classify(error))
+        let (_, request) = request.build_split();
+        let request = request?;
+        let generation = self.generation()?;
+        match generation.client.execute(request).await {
+            Ok(response) => {
+                generation.confirmed.store(true, Ordering::Release);
+                Ok(response)
+            }
+            Err(error) => Err(self.classify(&generation, error)),
+        }
     }
 
-    fn classify(&self, error: reqwest::Error) -> PeerRequestError {
-        let changed_at = self.inner.trust_changed_at.load_full();
-        match (changed_at, self.inner.tls.trust_verifier()) {
-            (Some(changed_at), Some(verifier)) if super::error::is_certificate_error(&error) => {
+    fn classify(&self, generation: &Generation, error: reqwest::Error) -> PeerRequestError {
+        let unproven = !generation.confirmed.load(Ordering::Acquire);
+        match (generation.trust_changed_at, self.inner.tls.trust_verifier()) {
+            (Some(changed_at), Some(verifier))
+                if unproven && super::error::is_certificate_error(&error) =>
+            {
                 PeerRequestError::TrustChanged {
                     trust: verifier.trust_source().origin().clone(),
-                    changed_at: *changed_at,
+                    changed_at,
                     withdrawn: verifier.is_withdrawn(),
                     source: error,
                 }

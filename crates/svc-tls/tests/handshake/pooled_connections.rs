@@ -73,6 +73,7 @@ enum Trust {
 
 struct Setup {
     tb: Testbed,
+    server_ca: TestCa,
     client_ca: TestCa,
     server: VerifyingServer,
     watches: SecretWatches,
@@ -98,6 +99,7 @@ async fn setup_trusting(http2: bool, trust: Trust) -> Setup {
     let (peer, me) = options(&server.url(), http2, trust);
     Setup {
         tb,
+        server_ca,
         client_ca,
         server,
         watches: SecretWatches::new(),
@@ -439,5 +441,57 @@ async fn handshakes_racing_the_loader_never_parse_a_new_version() {
             tls.identity().unwrap().state().serial_hex,
             format!("{:02X}", 100 + round)
         );
+    }
+}
+
+/// A request built on a warm pool, then the CA changed, then sent: it goes out on the
+/// new trust's generation (refused, `TrustChanged`), not on the kept-alive connection
+/// it was built on; once trust is restored and a request succeeds under it, a later
+/// certificate refusal is an ordinary error again, not a stale trust change.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_built_before_a_ca_change_is_sent_under_the_new_trust() {
+    let s = setup(false).await;
+    let tls = s.tls().await;
+    let peer = tls.client().unwrap();
+    let url = tls.host().unwrap().clone();
+    call(&peer, &url).await.unwrap();
+    let built_before = peer.get(url.clone()).unwrap();
+    let handshakes = s.server.handshakes();
+
+    let verifier = tls.trust_verifier().unwrap().clone();
+    let roots = verifier.current();
+    s.tb.upsert(ca_secret(&TestCa::new("another server CA")));
+    poll_until("the new roots are served", || {
+        !Arc::ptr_eq(&roots, &verifier.current())
+    })
+    .await;
+    match peer.send(built_before).await {
+        Err(PeerRequestError::TrustChanged { withdrawn, .. }) => assert!(!withdrawn),
+        other => panic!("a request built before the CA change: {other:?}"),
+    }
+    assert_eq!(
+        s.server.handshakes(),
+        handshakes,
+        "no connection to the no-longer-trusted server completed"
+    );
+
+    // Trust restored and proven by a request: a later refusal (a server this trust
+    // never covered, as a MITM would be) is no trust change.
+    let roots = verifier.current();
+    s.tb.upsert(ca_secret(&s.server_ca));
+    poll_until("the restored roots are served", || {
+        !Arc::ptr_eq(&roots, &verifier.current())
+    })
+    .await;
+    call(&peer, &url).await.unwrap();
+    let stranger = VerifyingServer::builder(&TestCa::new("stranger"), &s.client_ca)
+        .start()
+        .await;
+    let stranger_url: reqwest::Url = stranger.url().parse().unwrap();
+    match call(&peer, &stranger_url).await {
+        Err(PeerRequestError::Http(error)) => {
+            assert!(format!("{error:?}").contains("UnknownIssuer"), "{error:?}")
+        }
+        other => panic!("a refusal after the new trust was proven: {other:?}"),
     }
 }
