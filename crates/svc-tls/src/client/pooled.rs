@@ -80,7 +80,9 @@ struct Generation {
 struct Marks {
     identity: Option<Arc<CertifiedKey>>,
     roots: Option<Arc<TrustAnchors>>,
-    withdrawn: bool,
+    /// The verifier refuses every server now (withdrawn, source gone past the bound,
+    /// roots expired): connections made before must take no request.
+    refusing: bool,
 }
 
 impl Marks {
@@ -89,7 +91,7 @@ impl Marks {
         Self {
             identity: tls.identity().map(|r| r.current().certified_key().clone()),
             roots: verifier.map(|v| v.current()),
-            withdrawn: verifier.is_some_and(|v| v.is_withdrawn()),
+            refusing: verifier.is_some_and(|v| v.refuses_now()),
         }
     }
 
@@ -98,7 +100,7 @@ impl Marks {
     }
 
     fn trust_changed(&self, now: &Self) -> bool {
-        !same(&self.roots, &now.roots) || self.withdrawn != now.withdrawn
+        !same(&self.roots, &now.roots) || self.refusing != now.refusing
     }
 }
 

@@ -269,6 +269,16 @@ impl<T> LastGood<T> {
         self.failures.load(Ordering::Acquire)
     }
 
+    /// How long reads have been failing, while they are (atomics and a clock read:
+    /// cheap enough for every request).
+    pub(crate) fn failing_for(&self) -> Option<Duration> {
+        if !self.stale.load(Ordering::Acquire) {
+            return None;
+        }
+        let began = Duration::from_nanos(self.episode_start.load(Ordering::Acquire));
+        Some(self.clock.elapsed().saturating_sub(began))
+    }
+
     /// Whether the most recent read failed.
     pub(crate) fn is_stale(&self) -> bool {
         self.stale.load(Ordering::Acquire)

@@ -104,6 +104,10 @@ impl TrustSource for ConfigMapTrustSource {
         Some(self.source.watch_health())
     }
 
+    fn refused_now(&self) -> Option<u16> {
+        self.source.refused_now()
+    }
+
     fn watch_error(&self) -> Option<String> {
         self.source.last_watch_error()
     }

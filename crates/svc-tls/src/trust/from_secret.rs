@@ -176,6 +176,10 @@ impl TrustSource for SecretTrustSource {
         Some(self.source.watch_health())
     }
 
+    fn refused_now(&self) -> Option<u16> {
+        self.source.refused_now()
+    }
+
     fn watch_error(&self) -> Option<String> {
         self.source.last_watch_error()
     }

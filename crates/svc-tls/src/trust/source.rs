@@ -96,6 +96,13 @@ pub trait TrustSource: Send + Sync + fmt::Debug {
         None
     }
 
+    /// The HTTP status (401 or 403) with which the API server refuses the watch
+    /// behind the source now, if it does (a revoked credential). One atomic load:
+    /// read on every request of a pooled client. `None` for sources without a watch.
+    fn refused_now(&self) -> Option<u16> {
+        None
+    }
+
     /// The last error of the watch or stream behind the source, if it is failing now.
     fn watch_error(&self) -> Option<String> {
         self.health()

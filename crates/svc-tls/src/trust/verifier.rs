@@ -72,6 +72,9 @@ struct Inner {
     recorder: Arc<dyn ReloadRecorder<TrustOrigin, TrustAnchors>>,
     /// How long the last good roots stay in use once the source is gone or broken.
     max_without_source: Duration,
+    /// Whether the failing reads say the source is gone (deleted, malformed,
+    /// refused), so that the bound applies.
+    source_gone: AtomicBool,
 }
 
 /// The trust's words and recorder events; the order of events is the core's.
@@ -242,6 +245,7 @@ impl TrustVerifier {
             core,
             recorder,
             max_without_source,
+            source_gone: AtomicBool::new(false),
         };
         inner.loaded(&inner.core.served());
         Ok(Self {
@@ -335,6 +339,7 @@ impl TrustVerifier {
                     | ReloadError::Refused { .. }
             )
         );
+        inner.source_gone.store(source_gone, Ordering::Release);
         if let TrustFailure::Reload(ReloadError::Refused { code, .. }) = failure
             && failed.failing_for > inner.max_without_source
         {
@@ -430,6 +435,37 @@ impl TrustVerifier {
     /// no longer federated): every handshake is refused until it trusts again.
     pub fn is_withdrawn(&self) -> bool {
         self.inner.withdrawn.load(Ordering::Acquire)
+    }
+
+    /// Whether every handshake would be refused now without a look at the server's
+    /// chain: the trust withdrawn, the source gone (deleted, broken, its watch
+    /// refused) for longer than the bound, or the last good roots expired while the
+    /// source fails. No side effect (nothing counted or logged), atomics and clock
+    /// reads only: a pooled client asks on every request, so that its kept-alive
+    /// connections retire when the verifier starts refusing, not only when the roots
+    /// change. A watch refused since the last read starts the failure episode (one
+    /// read, as a handshake would make) so that the bound is counted from now.
+    pub(crate) fn refuses_now(&self) -> bool {
+        let inner = &*self.inner;
+        if inner.withdrawn.load(Ordering::Acquire) {
+            return true;
+        }
+        if inner.source.refused_now().is_some() && !inner.core.is_stale() {
+            let _ = self.reload();
+        }
+        let Some(failing_for) = inner.core.failing_for() else {
+            return false;
+        };
+        if inner.source_gone.load(Ordering::Acquire) && failing_for > inner.max_without_source {
+            return true;
+        }
+        inner
+            .core
+            .served()
+            .value
+            .anchors
+            .not_after()
+            .is_some_and(|not_after| not_after < SystemTime::now())
     }
 
     /// How many handles (clones) of this share its state: a registry's cache keeps

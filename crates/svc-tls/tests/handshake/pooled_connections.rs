@@ -495,3 +495,54 @@ async fn a_request_built_before_a_ca_change_is_sent_under_the_new_trust() {
         other => panic!("a refusal after the new trust was proven: {other:?}"),
     }
 }
+
+/// A CA Secret deleted under a warm pool: its roots do not change, but once the
+/// bound for a gone source passes (a controlled clock), the verifier refuses every
+/// server, and the kept-alive connections must take no more requests: the next one
+/// opens a new connection, refused (`TrustChanged`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn past_the_bound_for_a_deleted_ca_secret_the_warm_pool_takes_no_request() {
+    use svc_tls::client::TrustMode;
+    use svc_tls::last_good::ManualClock;
+    use svc_tls::trust::TrustVerifier;
+
+    let tb = Testbed::start().await;
+    let server_ca = TestCa::new("server");
+    tb.upsert(ca_secret(&server_ca));
+    let server = VerifyingServer::builder(&server_ca, &server_ca)
+        .no_client_auth()
+        .keep_alive(true)
+        .start()
+        .await;
+    let clock = ManualClock::new();
+    let bound = Duration::from_secs(600);
+    let watches = SecretWatches::new();
+    let cluster = tb.cluster_client();
+    let verifier = TrustVerifier::builder(tb.client(), SecretRef::new(NS, CA))
+        .watches(&watches, &cluster)
+        .clock(Arc::new(clock.clone()))
+        .max_roots_without_source(bound)
+        .build()
+        .await
+        .unwrap();
+    let tls = PeerTls::new(provider(), TrustMode::Watched(verifier.clone()), None);
+    let peer = tls.private_client().unwrap();
+    let url: reqwest::Url = server.url().parse().unwrap();
+    let first = call(&peer, &url).await.unwrap();
+
+    tb.delete("v1", "Secret", Some(NS), CA);
+    poll_until("the deletion is a failed read", || verifier.state().stale).await;
+    // Within the bound: the last good roots, on the same kept-alive connection.
+    let within = call(&peer, &url).await.unwrap();
+    assert_eq!(within.connection, first.connection);
+    assert_eq!(peer.retired_pools(), 0);
+
+    clock.advance(bound + Duration::from_secs(1));
+    match call(&peer, &url).await {
+        Err(PeerRequestError::TrustChanged { source, .. }) => {
+            assert!(format!("{source:?}").contains("SourceGone"), "{source:?}")
+        }
+        other => panic!("a request past the bound rode the warm pool: {other:?}"),
+    }
+    assert_eq!(peer.retired_pools(), 1);
+}
