@@ -187,11 +187,35 @@ impl<S: CurrentIdentity> PrincipalSigner<S> {
     }
 
     /// How long the tokens it signs are valid (`exp - iat`, default
-    /// [`DEFAULT_PRINCIPAL_LIFETIME`]); whole seconds, at least one.
+    /// [`DEFAULT_PRINCIPAL_LIFETIME`]); whole seconds, at least one, at most
+    /// [`DEFAULT_MAX_PRINCIPAL_LIFETIME`] (the receivers' cap: a longer token would
+    /// be refused by ours, and accepted for that long by a Go receiver, which has no
+    /// cap). A longer lifetime is clamped to the cap, with a WARN.
+    ///
+    /// ```
+    /// # fn f<S: svc_tls::principal::CurrentIdentity>(signer: svc_tls::principal::PrincipalSigner<S>) {
+    /// use std::time::Duration;
+    /// let signer = signer.with_lifetime(Duration::from_secs(86_400));
+    /// assert_eq!(signer.lifetime(), svc_tls::principal::DEFAULT_MAX_PRINCIPAL_LIFETIME);
+    /// # }
+    /// ```
     #[must_use]
     pub fn with_lifetime(mut self, lifetime: std::time::Duration) -> Self {
-        self.lifetime = lifetime;
+        let cap = super::jws::DEFAULT_MAX_PRINCIPAL_LIFETIME;
+        if lifetime > cap {
+            tracing::warn!(
+                requested_secs = lifetime.as_secs(),
+                cap_secs = cap.as_secs(),
+                "principal token lifetime longer than the receivers' cap: clamped to the cap"
+            );
+        }
+        self.lifetime = lifetime.min(cap);
         self
+    }
+
+    /// How long the tokens it signs are valid.
+    pub fn lifetime(&self) -> std::time::Duration {
+        self.lifetime
     }
 
     /// The same signer with another algorithm policy.
