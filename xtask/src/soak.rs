@@ -43,9 +43,9 @@ fn clusters() -> Result<(), String> {
         "clusters",
     ]))?;
     println!(
-        "| clusters | watched Secrets | open watches | first construction (median) | later construction (median) | RSS per watched Secret (upper bound) |"
+        "| clusters | credentials each | watched Secrets | open watches | first construction (median) | later construction (median) | RSS per watched Secret (upper bound) | after every construction is dropped |"
     );
-    println!("|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|");
     for size in ["1", "10", "100"] {
         run_checked(cargo().args([
             "run",
