@@ -39,8 +39,8 @@
 //     mTLS handshakes against this process's own crypto/tls server (the whole stack:
 //     client and server), with a fixed client certificate, or with
 //     GetClientCertificate calling tls.X509KeyPair on every handshake, with Go's
-//     default key exchange (CurvePreferences unset: Go 1.23 offers the
-//     X25519Kyber768Draft00 hybrid first, Go 1.24 and later X25519MLKEM768), or with
+//     default key exchange (CurvePreferences unset: Go 1.26, like every Go since
+//     1.24, offers the X25519MLKEM768 hybrid first), or with
 //     classical X25519 only (CurvePreferences: []tls.CurveID{tls.X25519});
 //   - go/client/<peer>/<key>: the legacy client alone (reload, X25519 only, one
 //     client) dialling the server named <peer>, which runs in another process (a
@@ -66,6 +66,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
@@ -335,8 +336,8 @@ func pool(pemBytes []byte) *x509.CertPool {
 // each configuration is checked against before it is measured).
 var offeredFirst atomic.Uint32
 
-// groupName names the groups of interest (Go 1.23's CurveID.String does not know the
-// hybrids).
+// groupName names the groups of interest by the names the report uses (the draft
+// hybrid too, which Go 1.24 and later no longer offer).
 func groupName(id tls.CurveID) string {
 	switch id {
 	case 0x6399:
@@ -523,12 +524,26 @@ func child() {
 	}
 }
 
+// builtWith is the Go version and the modules this binary was built with, from its
+// own build information (what `go version -m` prints of it).
+func builtWith() string {
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return runtime.Version() + " (no build information)"
+	}
+	parts := []string{info.GoVersion}
+	for _, dep := range info.Deps {
+		parts = append(parts, dep.Path+" "+dep.Version)
+	}
+	return strings.Join(parts, ", ")
+}
+
 func main() {
 	flag.Parse()
 	if *materialDir == "" {
 		fail("-material is required")
 	}
-	fmt.Fprintf(os.Stderr, "legacy: %s, GOMAXPROCS %d, mode %s\n", runtime.Version(), runtime.GOMAXPROCS(0), *mode)
+	fmt.Fprintf(os.Stderr, "legacy: %s; GOMAXPROCS %d, mode %s\n", builtWith(), runtime.GOMAXPROCS(0), *mode)
 	switch *mode {
 	case "child":
 		child()
