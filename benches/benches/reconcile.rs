@@ -6,9 +6,10 @@
 //! command), so each ratio is paired round by round:
 //!
 //! - `reconcile/<case>`: one construction and `reqwest_client()`, dropped at the end,
-//!   beside `go/reconcile/<case>` (`TLSClientConfig` per reconcile: the cached-client
-//!   Get of both Secrets modelled as the map look-up and copy it is,
-//!   `tls.X509KeyPair`, a root pool, a `tls.Config` and a new `http.Transport`);
+//!   beside `go/reconcile/<case>` (`TLSClientConfig` per reconcile: the Get of both
+//!   Secrets through controller-runtime's cache-backed client, whose informer watches
+//!   the same kube-testbed API server as ours, `tls.X509KeyPair`, a root pool, a
+//!   `tls.Config` and a new `http.Transport`);
 //! - `reconcile-request/<case>`: a reconcile and one request (issue 30): the
 //!   construction, the peer client (`PeerTls::client()`, the process's shared,
 //!   pooled client for this peer setup), one GET and its body, run as a task on the
@@ -78,6 +79,15 @@ fn main() {
     let server = GoServer::spawn(&material.dir);
     if let (Some(go), Some(server)) = (&go, &server) {
         go.borrow_mut().peer("https", server.https);
+    }
+    // Go reads the same Secrets from the same API server as ours, through
+    // controller-runtime's cache-backed client (its informer started and synced here,
+    // before any round, as ours watch before the measured reconciles).
+    if let Some(go) = &go {
+        let ca_file = material.dir.join("kube-testbed-ca.crt");
+        std::fs::write(&ca_file, testbed.ca_pem()).unwrap();
+        go.borrow_mut()
+            .cluster(&testbed.base_url(), &testbed.token(), &ca_file);
     }
     for name in CASES {
         let case = material.case(name);

@@ -92,6 +92,13 @@ impl GoChild {
         self.command(&format!("peer {name} {addr}"));
     }
 
+    /// Points the program's controller-runtime cache-backed client at an API server
+    /// (`base_url`, the admin bearer `token`, its serving CA in the PEM file
+    /// `ca_file`); answers once the Secret informer over the bench namespace synced.
+    pub fn cluster(&mut self, base_url: &str, token: &str, ca_file: &Path) {
+        self.command(&format!("cluster {base_url} {token} {}", ca_file.display()));
+    }
+
     /// The group the client of handshake operation `id` offers first.
     pub fn group(&mut self, id: &str) -> String {
         self.command(&format!("group {id}"))["group"]

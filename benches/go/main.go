@@ -16,6 +16,11 @@
 //	    (getrusage, user + system) per operation, "n": operations}.
 //	peer <name> <host:port>
 //	    names a server that the go/client/<name>/<key> operations dial.
+//	cluster <url> <token> <ca-file>
+//	    starts controller-runtime's cache (a Secret informer over the namespace
+//	    "bench") and its cache-backed client against the API server at url (bearer
+//	    token, serving CA in ca-file): the server the Rust arms read. Answered once
+//	    the informer synced.
 //	group <id>
 //	    the key exchange group the client hello of operation <id> offers first
 //	    (checked on one handshake against the in-process server).
@@ -25,9 +30,10 @@
 //     measured beside the rotation samples): tls.X509KeyPair on a Secret's tls.crt
 //     and tls.key, which the Go client ran on every handshake;
 //   - go/reconcile/<case>: TLSClientConfig as a controller calls it per reconcile
-//     (the cached-client Get of the CA and identity Secrets, modelled as the map
-//     look-up and deep copy that controller-runtime's cache does, tls.X509KeyPair, a
-//     root pool, a tls.Config and a new http.Transport in an http.Client);
+//     (the Get of the CA and identity Secrets through controller-runtime's
+//     cache-backed client, as the Go package's New() returns it: a look-up in the
+//     informer's store and a deep copy; then tls.X509KeyPair, a root pool, a
+//     tls.Config and a new http.Transport in an http.Client);
 //   - go/reconcile-request/<case>: the same and one GET through the new client to the
 //     peer named "https" (a new connection and a full mTLS handshake, as a new
 //     Transport makes), the body read and closed; the Transport's idle connection is
@@ -39,8 +45,8 @@
 //     mTLS handshakes against this process's own crypto/tls server (the whole stack:
 //     client and server), with a fixed client certificate, or with
 //     GetClientCertificate calling tls.X509KeyPair on every handshake, with Go's
-//     default key exchange (CurvePreferences unset: Go 1.23 offers the
-//     X25519Kyber768Draft00 hybrid first, Go 1.24 and later X25519MLKEM768), or with
+//     default key exchange (CurvePreferences unset: Go 1.26, like every Go since
+//     1.24, offers the X25519MLKEM768 hybrid first), or with
 //     classical X25519 only (CurvePreferences: []tls.CurveID{tls.X25519});
 //   - go/client/<peer>/<key>: the legacy client alone (reload, X25519 only, one
 //     client) dialling the server named <peer>, which runs in another process (a
@@ -54,6 +60,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"crypto/rsa"
 	"crypto/tls"
 	"crypto/x509"
@@ -66,6 +73,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
@@ -74,6 +82,14 @@ import (
 	"time"
 
 	jose "github.com/go-jose/go-jose/v4"
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 )
 
 var (
@@ -223,32 +239,97 @@ func keyPair(name string) operation {
 // would use it.
 var sinkClient *http.Client
 
+// The namespace of the benchmarks' Secrets.
+const benchNamespace = "bench"
+
+// kube is the controller-runtime client the Go package's New() returns: reads served
+// from the informer cache (cache.New, a Secret informer over the bench namespace,
+// started and synced once), set by the "cluster" command.
+var kube client.Client
+
+// connect starts the cache-backed client against the API server at url (the same
+// server the Rust arms read, with its bearer token and its CA in caFile) and waits
+// for the Secret informer to sync.
+func connect(url, token, caFile string) {
+	ctrllog.SetLogger(logr.Discard())
+	config := &rest.Config{
+		Host:            url,
+		BearerToken:     token,
+		TLSClientConfig: rest.TLSClientConfig{CAFile: caFile},
+	}
+	ctx := context.Background()
+	informers, err := cache.New(config, cache.Options{
+		Scheme:            clientgoscheme.Scheme,
+		DefaultNamespaces: map[string]cache.Config{benchNamespace: {}},
+	})
+	if err != nil {
+		fail("cache: %v", err)
+	}
+	go func() {
+		if err := informers.Start(ctx); err != nil {
+			fail("cache: %v", err)
+		}
+	}()
+	if _, err := informers.GetInformer(ctx, &corev1.Secret{}); err != nil {
+		fail("cache: Secret informer: %v", err)
+	}
+	if !informers.WaitForCacheSync(ctx) {
+		fail("cache: not synced")
+	}
+	kube, err = client.New(config, client.Options{
+		Scheme: clientgoscheme.Scheme,
+		Cache:  &client.CacheOptions{Reader: informers},
+	})
+	if err != nil {
+		fail("client: %v", err)
+	}
+}
+
+// cachedSecret is a cached Get of the Secret bench/name (a look-up in the informer's
+// store and a deep copy of the object, as controller-runtime's cache reader does).
+func cachedSecret(name string) map[string][]byte {
+	var secret corev1.Secret
+	key := types.NamespacedName{Namespace: benchNamespace, Name: name}
+	if err := kube.Get(context.Background(), key, &secret); err != nil {
+		fail("get Secret %s: %v", key, err)
+	}
+	return secret.Data
+}
+
+// waitForSecret waits until the informer has seen the Secret bench/name (the Rust
+// benchmark creates each case's Secret just before measuring it).
+func waitForSecret(name string) {
+	key := types.NamespacedName{Namespace: benchNamespace, Name: name}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var secret corev1.Secret
+		err := kube.Get(context.Background(), key, &secret)
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			fail("Secret %s not in the cache after 30 s: %v", key, err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 // reconciler is one reconcile's TLSClientConfig and HTTP client, and one request
-// through it when url is set.
+// through it when url is set. The CA and identity Secrets are read through the
+// cache-backed client, from the API server named by the "cluster" command.
 func reconciler(name, url string) func() {
-	// controller-runtime's informer cache: namespace/name -> data.
-	cache := map[string]map[string][]byte{
-		"bench/peer-ca":          {"tls.crt": read("server-ca.crt")},
-		"bench/identity-" + name: {"tls.crt": read(name + ".crt"), "tls.key": read(name + ".key")},
+	if kube == nil {
+		fail("reconcile %s: no API server (send the cluster command first)", name)
 	}
-	// A cached Get: a map look-up and a deep copy of the object.
-	get := func(key string) map[string][]byte {
-		data, ok := cache[key]
-		if !ok {
-			fail("no Secret %s in the cache", key)
-		}
-		out := make(map[string][]byte, len(data))
-		for k, v := range data {
-			out[k] = append([]byte(nil), v...)
-		}
-		return out
-	}
+	identity := "identity-" + name
+	waitForSecret("peer-ca")
+	waitForSecret(identity)
 	return func() {
 		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(get("bench/peer-ca")["tls.crt"]) {
+		if !pool.AppendCertsFromPEM(cachedSecret("peer-ca")["tls.crt"]) {
 			fail("%s: no CA certificate", name)
 		}
-		secret := get("bench/identity-" + name)
+		secret := cachedSecret(identity)
 		certificate, err := tls.X509KeyPair(secret["tls.crt"], secret["tls.key"])
 		if err != nil {
 			fail("%s: %v", name, err)
@@ -335,8 +416,8 @@ func pool(pemBytes []byte) *x509.CertPool {
 // each configuration is checked against before it is measured).
 var offeredFirst atomic.Uint32
 
-// groupName names the groups of interest (Go 1.23's CurveID.String does not know the
-// hybrids).
+// groupName names the groups of interest by the names the report uses (the draft
+// hybrid too, which Go 1.24 and later no longer offer).
 func groupName(id tls.CurveID) string {
 	switch id {
 	case 0x6399:
@@ -512,6 +593,9 @@ func child() {
 				fail("bad command %q", scanner.Text())
 			}
 			measure(fields[1], n, time.Duration(target))
+		case fields[0] == "cluster" && len(fields) == 4:
+			connect(fields[1], fields[2], fields[3])
+			answer(map[string]any{"ok": true})
 		case fields[0] == "peer" && len(fields) == 3:
 			peers[fields[1]] = fields[2]
 			answer(map[string]any{"ok": true})
@@ -523,12 +607,40 @@ func child() {
 	}
 }
 
+// notedModules are the modules whose versions the program names when it starts (the
+// bench table's header names the same, read by xtask with `go version -m`).
+var notedModules = map[string]bool{
+	"github.com/go-jose/go-jose/v4":  true,
+	"sigs.k8s.io/controller-runtime": true,
+	"k8s.io/client-go":               true,
+	"github.com/spiffe/go-spiffe/v2": true,
+}
+
+// builtWith is the Go version and the noted modules this binary was built with, from
+// its own build information (what `go version -m` prints of it).
+func builtWith() string {
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return runtime.Version() + " (no build information)"
+	}
+	parts := []string{info.GoVersion}
+	others := 0
+	for _, dep := range info.Deps {
+		if notedModules[dep.Path] {
+			parts = append(parts, dep.Path+" "+dep.Version)
+		} else {
+			others++
+		}
+	}
+	return fmt.Sprintf("%s and %d other modules", strings.Join(parts, ", "), others)
+}
+
 func main() {
 	flag.Parse()
 	if *materialDir == "" {
 		fail("-material is required")
 	}
-	fmt.Fprintf(os.Stderr, "legacy: %s, GOMAXPROCS %d, mode %s\n", runtime.Version(), runtime.GOMAXPROCS(0), *mode)
+	fmt.Fprintf(os.Stderr, "legacy: %s; GOMAXPROCS %d, mode %s\n", builtWith(), runtime.GOMAXPROCS(0), *mode)
 	switch *mode {
 	case "child":
 		child()

@@ -1,23 +1,20 @@
-//! The Go side of `cargo xtask bench`: finds Go 1.23 or newer (installing it as root
-//! from Debian's backports suite for this machine's release when missing), builds
-//! `benches/go/` offline against Debian's packaged go-jose, and runs it.
+//! The Go side of `cargo xtask bench` (and the Go programs the tests build): finds Go
+//! 1.26 or newer, builds `benches/go/` as a plain Go module with its modules from the
+//! Go module proxy (the environment's `GOPROXY`, checked against the committed go.sum
+//! with `-mod=readonly`), and reads back which Go and which module versions the binary
+//! was built with (`go version -m`).
+//!
+//! Go's caches (`GOMODCACHE`, `GOCACHE`) live outside the repository, in
+//! [`cache_dir`], so that a module downloaded once serves every later run.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// The oldest Go the program is built with.
-const MIN_MINOR: u32 = 23;
+/// The oldest Go the programs are built with: the Go the legacy package is measured
+/// on (`go 1.26` in benches/go/go.mod).
+const MIN: (u32, u32) = (1, 26);
 
-/// Debian packages: the Go toolchain (newest first), and go-jose's packaged source
-/// (which depends on golang-golang-x-crypto-dev).
-const GO_PACKAGES: &[&str] = &["golang-1.24-go", "golang-1.23-go"];
-const JOSE_PACKAGE: &str = "golang-github-go-jose-go-jose-dev";
-/// Where Debian installs packaged Go sources.
-const GOCODE: &str = "/usr/share/gocode/src";
-const JOSE_DIR: &str = "github.com/go-jose/go-jose";
-const CRYPTO_DIR: &str = "golang.org/x/crypto";
-
-/// `go version` output parsed to (major, minor), e.g. `go version go1.23.5 linux/amd64`.
+/// `go version` output parsed to (major, minor), e.g. `go version go1.26.8 linux/amd64`.
 pub fn parse_version(output: &str) -> Option<(u32, u32)> {
     let word = output.split_whitespace().find(|w| w.starts_with("go1"))?;
     let mut parts = word.trim_start_matches("go").split(['.', 'r', 'b']);
@@ -26,282 +23,173 @@ pub fn parse_version(output: &str) -> Option<(u32, u32)> {
     Some((major, minor))
 }
 
-fn version_of(go: &Path) -> Option<(String, (u32, u32))> {
-    let output = Command::new(go).arg("version").output().ok()?;
-    let text = String::from_utf8_lossy(&output.stdout).trim().to_owned();
-    let version = parse_version(&text)?;
-    Some((text, version))
+/// `go version` of one binary, with the local toolchain only (no switching to
+/// another toolchain that go.mod might name).
+fn version_of(go: &Path) -> Option<String> {
+    let output = Command::new(go)
+        .arg("version")
+        .env("GOTOOLCHAIN", "local")
+        .output()
+        .ok()?;
+    output
+        .status
+        .success()
+        .then(|| String::from_utf8_lossy(&output.stdout).trim().to_owned())
 }
 
-/// Candidate `go` binaries: `$GO`, `go` on PATH, then Debian's versioned installs.
+/// Candidate `go` binaries: `$GO`, `go` on PATH, then the official install location.
 fn candidates() -> Vec<PathBuf> {
     let mut out = Vec::new();
     if let Some(go) = std::env::var_os("GO") {
         out.push(PathBuf::from(go));
     }
     out.push(PathBuf::from("go"));
-    if let Ok(entries) = std::fs::read_dir("/usr/lib") {
-        let mut dirs: Vec<PathBuf> = entries
-            .flatten()
-            .map(|e| e.path())
-            .filter(|p| {
-                p.file_name()
-                    .and_then(|n| n.to_str())
-                    .is_some_and(|n| n.starts_with("go-1."))
-            })
-            .collect();
-        dirs.sort();
-        dirs.reverse();
-        out.extend(dirs.into_iter().map(|d| d.join("bin/go")));
-    }
+    out.push(PathBuf::from("/usr/local/go/bin/go"));
     out
 }
 
-fn find_go() -> Option<(PathBuf, String)> {
-    candidates().into_iter().find_map(|go| {
-        let (text, (major, minor)) = version_of(&go)?;
-        (major > 1 || (major == 1 && minor >= MIN_MINOR)).then_some((go, text))
-    })
-}
-
-fn is_root() -> bool {
-    Command::new("id")
-        .arg("-u")
-        .output()
-        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
-}
-
-/// The Debian archive source of this machine, from its apt configuration: the first
-/// stanza (deb822) or line (one-line format) whose suite is `codename` itself.
-/// Returns `(uri, signed_by)`.
-pub fn debian_source(
-    files: &[(String, String)],
-    codename: &str,
-) -> Option<(String, Option<String>)> {
-    for (name, text) in files {
-        if name.ends_with(".sources") {
-            for stanza in text.split("\n\n") {
-                let field = |key: &str| {
-                    stanza.lines().find_map(|line| {
-                        let (k, v) = line.split_once(':')?;
-                        (k.trim().eq_ignore_ascii_case(key)).then(|| v.trim().to_owned())
-                    })
-                };
-                let enabled = field("Enabled").is_none_or(|v| v != "no");
-                let types = field("Types").unwrap_or_default();
-                let suites = field("Suites").unwrap_or_default();
-                if enabled
-                    && types.split_whitespace().any(|t| t == "deb")
-                    && suites.split_whitespace().any(|s| s == codename)
-                    && let Some(uris) = field("URIs")
-                    && let Some(uri) = uris.split_whitespace().next()
-                {
-                    return Some((uri.to_owned(), field("Signed-By")));
-                }
-            }
-        } else {
-            for line in text.lines() {
-                let line = line.trim();
-                let Some(rest) = line.strip_prefix("deb ") else {
-                    continue;
-                };
-                let mut words = rest.split_whitespace().peekable();
-                let mut signed_by = None;
-                if words.peek().is_some_and(|w| w.starts_with('[')) {
-                    let mut options = String::new();
-                    for w in words.by_ref() {
-                        options.push_str(w);
-                        options.push(' ');
-                        if w.ends_with(']') {
-                            break;
-                        }
-                    }
-                    signed_by = options
-                        .trim_matches(['[', ']', ' '])
-                        .split_whitespace()
-                        .find_map(|o| o.strip_prefix("signed-by=").map(str::to_owned));
-                }
-                let (Some(uri), Some(suite)) = (words.next(), words.next()) else {
-                    continue;
-                };
-                if suite == codename {
-                    return Some((uri.to_owned(), signed_by));
-                }
-            }
-        }
-    }
-    None
-}
-
-/// The deb822 stanza for `<codename>-backports` on the same archive.
-pub fn backports_stanza(uri: &str, signed_by: Option<&str>, codename: &str) -> String {
-    let mut out = format!(
-        "# Written by `cargo xtask bench`: Go 1.23+ and go-jose for benches/go.\n\
-         Types: deb\nURIs: {uri}\nSuites: {codename}-backports\nComponents: main\n"
-    );
-    if let Some(key) = signed_by {
-        out.push_str(&format!("Signed-By: {key}\n"));
-    }
-    out
-}
-
-fn os_release_codename() -> Option<String> {
-    let text = std::fs::read_to_string("/etc/os-release").ok()?;
-    text.lines().find_map(|line| {
-        line.strip_prefix("VERSION_CODENAME=")
-            .map(|v| v.trim_matches('"').to_owned())
-    })
-}
-
-fn apt_files() -> Vec<(String, String)> {
-    let mut files = Vec::new();
-    if let Ok(text) = std::fs::read_to_string("/etc/apt/sources.list") {
-        files.push(("sources.list".to_owned(), text));
-    }
-    if let Ok(entries) = std::fs::read_dir("/etc/apt/sources.list.d") {
-        let mut paths: Vec<PathBuf> = entries.flatten().map(|e| e.path()).collect();
-        paths.sort();
-        for path in paths {
-            let name = path
-                .file_name()
-                .and_then(|n| n.to_str())
-                .unwrap_or_default()
-                .to_owned();
-            if (name.ends_with(".list") || name.ends_with(".sources"))
-                && let Ok(text) = std::fs::read_to_string(&path)
-            {
-                files.push((name, text));
-            }
-        }
-    }
-    files
-}
-
-fn apt(args: &[&str]) -> Result<(), String> {
-    crate::process::run_checked(
-        Command::new("apt-get")
-            .env("DEBIAN_FRONTEND", "noninteractive")
-            .args(args),
-    )
-}
-
-fn candidate_available(package: &str) -> bool {
-    Command::new("apt-cache")
-        .args(["policy", package])
-        .output()
-        .is_ok_and(|o| {
-            let text = String::from_utf8_lossy(&o.stdout);
-            text.lines()
-                .any(|l| l.trim().starts_with("Candidate:") && !l.contains("(none)"))
-        })
-}
-
-/// Installs `packages` from `<codename>-backports` (added next to the machine's own
-/// Debian source when missing).
-pub fn install_from_backports(packages: &[&str]) -> Result<(), String> {
-    let codename =
-        os_release_codename().ok_or("cannot tell the Debian release from /etc/os-release")?;
-    let list = PathBuf::from(format!(
-        "/etc/apt/sources.list.d/xtask-{codename}-backports.sources"
-    ));
-    let files = apt_files();
-    let has_backports = files
+/// The first candidate at `MIN` or newer, or why none is: every Go found, with its
+/// version.
+fn choose(found: &[(PathBuf, String)]) -> Result<(PathBuf, String), String> {
+    if let Some((go, text)) = found
         .iter()
-        .any(|(_, text)| text.contains(&format!("{codename}-backports")));
-    if !has_backports {
-        let (uri, signed_by) = debian_source(&files, &codename).ok_or_else(|| {
-            format!(
-                "no Debian source for {codename} in /etc/apt: cannot derive {codename}-backports"
-            )
-        })?;
-        let stanza = backports_stanza(&uri, signed_by.as_deref(), &codename);
-        std::fs::write(&list, stanza)
-            .map_err(|e| format!("cannot write {}: {e}", list.display()))?;
-        eprintln!(
-            "xtask: added {codename}-backports ({uri}) in {}",
-            list.display()
-        );
-    }
-    apt(&["update", "-q"])?;
-    let backports = format!("{codename}-backports");
-    let mut args = vec!["install", "-y", "-q", "-t", backports.as_str()];
-    args.extend_from_slice(packages);
-    apt(&args)
-}
-
-/// Installs Go and go-jose from `<codename>-backports`.
-fn install() -> Result<(), String> {
-    let go = GO_PACKAGES
-        .iter()
-        .find(|p| candidate_available(p))
-        .ok_or_else(|| format!("none of {GO_PACKAGES:?} is available from backports"))?;
-    install_from_backports(&[go, JOSE_PACKAGE])
-}
-
-/// A Go 1.`minor` toolchain among the candidates (`$GO`, `go` on PATH, Debian's
-/// `/usr/lib/go-1.x`): its path and `go version`.
-pub fn find_go_minor(minor: u32) -> Option<(PathBuf, String)> {
-    candidates().into_iter().find_map(|go| {
-        let (text, version) = version_of(&go)?;
-        (version == (1, minor)).then_some((go, text))
-    })
-}
-
-/// Go, ready to build the program: its path and `go version`, or why not.
-pub fn ensure() -> Result<(PathBuf, String), String> {
-    let jose_ok = Path::new(GOCODE).join(JOSE_DIR).join("go.mod").exists();
-    if let Some(found) = find_go()
-        && jose_ok
+        .find(|(_, text)| parse_version(text).is_some_and(|v| v >= MIN))
     {
-        return Ok(found);
+        return Ok((go.clone(), text.clone()));
     }
-    if !is_root() {
+    let (major, minor) = MIN;
+    if found.is_empty() {
         return Err(format!(
-            "Go 1.{MIN_MINOR}+ or {JOSE_PACKAGE} missing, and not root to install them"
+            "no Go found ($GO, go on PATH, /usr/local/go/bin/go): Go {major}.{minor} or newer \
+             is needed"
         ));
     }
-    install()?;
-    find_go().ok_or_else(|| format!("Go 1.{MIN_MINOR}+ still not found after installing it"))
+    let seen: Vec<String> = found
+        .iter()
+        .map(|(go, text)| format!("{} is {text}", go.display()))
+        .collect();
+    Err(format!(
+        "Go {major}.{minor} or newer is needed, found only older: {} (point $GO at a Go \
+         {major}.{minor}+)",
+        seen.join("; ")
+    ))
 }
 
-/// Builds `benches/go` into `out_dir` with no network: a copy of its go.mod with
-/// `replace` directives to Debian's packaged sources, GOPROXY=off.
-pub fn build(go: &Path, root: &Path, out_dir: &Path) -> Result<PathBuf, String> {
-    let src = root.join("benches/go");
-    let work = out_dir.join("go-src");
-    let _ = std::fs::remove_dir_all(&work);
-    std::fs::create_dir_all(&work).map_err(|e| format!("cannot create {}: {e}", work.display()))?;
-    for file in ["go.mod", "main.go"] {
-        std::fs::copy(src.join(file), work.join(file))
-            .map_err(|e| format!("cannot copy benches/go/{file}: {e}"))?;
-    }
-    let env = |command: &mut Command| {
-        command
-            .current_dir(&work)
-            .env("GOPROXY", "off")
-            .env("GOFLAGS", "-mod=mod")
-            .env("GOSUMDB", "off")
-            .env("GOTOOLCHAIN", "local")
-            .env("GO111MODULE", "on")
-            .env("GOCACHE", out_dir.join("go-cache"))
-            .env("GOMODCACHE", out_dir.join("go-modcache"))
-            .env("GOPATH", out_dir.join("go-path"));
+/// Go, ready to build the programs: its path and `go version`, or why not.
+pub fn ensure() -> Result<(PathBuf, String), String> {
+    let found: Vec<(PathBuf, String)> = candidates()
+        .into_iter()
+        .filter_map(|go| version_of(&go).map(|text| (go, text)))
+        .collect();
+    choose(&found)
+}
+
+/// Where Go's module and build caches live, outside the repository:
+/// `$XDG_CACHE_HOME/platform-client/go` or `$HOME/.cache/platform-client/go`
+/// (`<repo>/target/go-cache` when neither is set).
+pub fn cache_dir() -> PathBuf {
+    let base = match (std::env::var_os("XDG_CACHE_HOME"), std::env::var_os("HOME")) {
+        (Some(xdg), _) if !xdg.is_empty() => PathBuf::from(xdg),
+        (_, Some(home)) if !home.is_empty() => PathBuf::from(home).join(".cache"),
+        _ => return crate::process::workspace_root().join("target/go-cache"),
     };
-    let mut edit = Command::new(go);
-    edit.args([
-        "mod",
-        "edit",
-        &format!("-replace=github.com/go-jose/go-jose/v4={GOCODE}/{JOSE_DIR}"),
-        &format!("-replace=golang.org/x/crypto={GOCODE}/{CRYPTO_DIR}"),
-    ]);
-    env(&mut edit);
-    crate::process::run_checked(&mut edit)?;
+    base.join("platform-client/go")
+}
+
+/// The environment every Go command of xtask runs with: the local toolchain only,
+/// modules checked against go.sum and never rewritten, the caches in [`cache_dir`].
+/// `GOPROXY` and `GOSUMDB` are the environment's own.
+pub fn environment() -> Vec<(&'static str, PathBuf)> {
+    let cache = cache_dir();
+    vec![
+        ("GOTOOLCHAIN", "local".into()),
+        ("GOFLAGS", "-mod=readonly".into()),
+        ("GO111MODULE", "on".into()),
+        ("GOMODCACHE", cache.join("mod")),
+        ("GOCACHE", cache.join("build")),
+    ]
+}
+
+/// Builds `benches/go` into `out_dir/legacy`.
+pub fn build(go: &Path, root: &Path, out_dir: &Path) -> Result<PathBuf, String> {
+    std::fs::create_dir_all(out_dir)
+        .map_err(|e| format!("cannot create {}: {e}", out_dir.display()))?;
     let binary = out_dir.join("legacy");
     let mut build = Command::new(go);
-    build.args(["build", "-o"]).arg(&binary).arg(".");
-    env(&mut build);
+    build
+        .args(["build", "-o"])
+        .arg(&binary)
+        .arg(".")
+        .current_dir(root.join("benches/go"))
+        .envs(environment());
     crate::process::run_checked(&mut build)?;
     Ok(binary)
+}
+
+/// What a Go binary was built with, from `go version -m`: the Go version (`go1.26.8`)
+/// and each dependency module with its version.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct BuildInfo {
+    pub go: String,
+    pub modules: Vec<(String, String)>,
+}
+
+impl BuildInfo {
+    /// The version of `module`, if the binary depends on it.
+    pub fn module(&self, module: &str) -> Option<&str> {
+        self.modules
+            .iter()
+            .find(|(path, _)| path == module)
+            .map(|(_, version)| version.as_str())
+    }
+}
+
+/// Parses `go version -m` output: `<file>: go1.26.8`, then tab-separated lines, of
+/// which `dep <path> <version> [<sum>]` (and a `=>` replacement line after it) name
+/// the modules.
+pub fn parse_build_info(text: &str) -> Option<BuildInfo> {
+    let mut lines = text.lines();
+    let go = lines
+        .next()?
+        .rsplit_once(": ")?
+        .1
+        .split_whitespace()
+        .next()?
+        .to_owned();
+    let mut modules: Vec<(String, String)> = Vec::new();
+    for line in lines {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        match fields.as_slice() {
+            ["dep", path, version, ..] => modules.push(((*path).into(), (*version).into())),
+            ["=>", path, version, ..] => {
+                if let Some(last) = modules.last_mut() {
+                    last.1 = format!("{} (replaced by {path} {version})", last.1);
+                }
+            }
+            _ => {}
+        }
+    }
+    go.starts_with("go").then_some(BuildInfo { go, modules })
+}
+
+/// `go version -m binary`.
+pub fn build_info(go: &Path, binary: &Path) -> Result<BuildInfo, String> {
+    let output = Command::new(go)
+        .args(["version", "-m"])
+        .arg(binary)
+        .env("GOTOOLCHAIN", "local")
+        .output()
+        .map_err(|e| format!("cannot run {} version -m: {e}", go.display()))?;
+    let text = String::from_utf8_lossy(&output.stdout);
+    if !output.status.success() {
+        return Err(format!(
+            "go version -m {}: {}",
+            binary.display(),
+            String::from_utf8_lossy(&output.stderr).trim()
+        ));
+    }
+    parse_build_info(&text)
+        .ok_or_else(|| format!("go version -m {}: unreadable output", binary.display()))
 }
 
 #[cfg(test)]
@@ -311,8 +199,8 @@ mod tests {
     #[test]
     fn go_versions() {
         assert_eq!(
-            parse_version("go version go1.23.5 linux/amd64"),
-            Some((1, 23))
+            parse_version("go version go1.26.8 linux/amd64"),
+            Some((1, 26))
         );
         assert_eq!(
             parse_version("go version go1.24rc1 linux/amd64"),
@@ -326,40 +214,60 @@ mod tests {
     }
 
     #[test]
-    fn backports_from_a_deb822_source() {
-        let files = vec![
-            (
-                "debian.sources".to_owned(),
-                "Types: deb\n# a comment\nURIs: http://mirror.example/debian\nSuites: bookworm bookworm-updates\n\
-                 Components: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n\n\
-                 Types: deb\nURIs: http://mirror.example/debian-security\nSuites: bookworm-security\nComponents: main\n"
-                    .to_owned(),
-            ),
-        ];
-        let (uri, key) = debian_source(&files, "bookworm").unwrap();
-        assert_eq!(uri, "http://mirror.example/debian");
-        assert_eq!(
-            key.as_deref(),
-            Some("/usr/share/keyrings/debian-archive-keyring.gpg")
+    fn the_first_go_new_enough_is_chosen_and_an_old_one_is_named() {
+        let old = (
+            PathBuf::from("/usr/lib/go-1.23/bin/go"),
+            "go version go1.23.5 linux/amd64".to_owned(),
         );
-        let stanza = backports_stanza(&uri, key.as_deref(), "bookworm");
-        assert!(stanza.contains("URIs: http://mirror.example/debian\n"));
-        assert!(stanza.contains("Suites: bookworm-backports\n"));
-        assert!(stanza.contains("Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg\n"));
+        let new = (
+            PathBuf::from("/usr/local/go/bin/go"),
+            "go version go1.26.8 linux/amd64".to_owned(),
+        );
+        assert_eq!(choose(&[old.clone(), new.clone()]), Ok(new.clone()));
+        let why = choose(std::slice::from_ref(&old)).unwrap_err();
+        assert!(why.contains("Go 1.26 or newer"), "{why}");
+        assert!(
+            why.contains("/usr/lib/go-1.23/bin/go is go version go1.23.5"),
+            "{why}"
+        );
+        assert!(choose(&[]).unwrap_err().contains("no Go found"));
+        let rc = (
+            PathBuf::from("go"),
+            "go version go1.27rc1 linux/amd64".into(),
+        );
+        assert_eq!(choose(std::slice::from_ref(&rc)), Ok(rc));
     }
 
     #[test]
-    fn backports_from_a_one_line_source() {
-        let files = vec![(
-            "sources.list".to_owned(),
-            "# deb http://old.example/debian bookworm main\n\
-             deb http://mirror.example/debian-security bookworm-security main\n\
-             deb [arch=amd64 signed-by=/k.gpg] http://mirror.example/debian bookworm main\n"
-                .to_owned(),
-        )];
-        let (uri, key) = debian_source(&files, "bookworm").unwrap();
-        assert_eq!(uri, "http://mirror.example/debian");
-        assert_eq!(key.as_deref(), Some("/k.gpg"));
-        assert_eq!(debian_source(&files, "trixie"), None);
+    fn build_info_names_go_and_the_modules() {
+        let text = "/tmp/legacy: go1.26.8\n\
+                    \tpath\tplatformbench/legacy\n\
+                    \tmod\tplatformbench/legacy\t(devel)\t\n\
+                    \tdep\tgithub.com/go-jose/go-jose/v4\tv4.1.9\th1:pKfe=\n\
+                    \tdep\tk8s.io/client-go\tv0.35.0\th1:x=\n\
+                    \t=>\t../client-go\t(devel)\t\n\
+                    \tbuild\t-buildmode=exe\n";
+        let info = parse_build_info(text).unwrap();
+        assert_eq!(info.go, "go1.26.8");
+        assert_eq!(info.module("github.com/go-jose/go-jose/v4"), Some("v4.1.9"));
+        assert_eq!(
+            info.module("k8s.io/client-go"),
+            Some("v0.35.0 (replaced by ../client-go (devel))")
+        );
+        assert_eq!(info.module("sigs.k8s.io/controller-runtime"), None);
+        assert_eq!(parse_build_info("not a binary"), None);
+    }
+
+    #[test]
+    fn the_environment_keeps_goproxy_and_pins_the_rest() {
+        let env = environment();
+        let names: Vec<&str> = env.iter().map(|(k, _)| *k).collect();
+        assert!(!names.contains(&"GOPROXY"));
+        assert!(!names.contains(&"GOSUMDB"));
+        assert!(env.contains(&("GOTOOLCHAIN", PathBuf::from("local"))));
+        assert!(env.contains(&("GOFLAGS", PathBuf::from("-mod=readonly"))));
+        let cache = cache_dir();
+        assert!(env.contains(&("GOMODCACHE", cache.join("mod"))));
+        assert!(env.contains(&("GOCACHE", cache.join("build"))));
     }
 }

@@ -4,7 +4,8 @@
 //!   one run and prints one table with the targets judged on confidence intervals
 //!   (`--quick`: smoke run; `--check`: fail when a measured target is not met).
 //! - `test`: prepares what the tests need on a fresh machine (kubectl, nginx, Prometheus,
-//!   PyJWT, Go 1.23), runs the alert rules' unit tests (`promtool test rules
+//!   PyJWT, and Go 1.23 for one test's TLS server; the machine's Go 1.26 builds the
+//!   other Go programs), runs the alert rules' unit tests (`promtool test rules
 //!   docs/alerts.test.yaml`), then the whole test suite.
 //! - `codegen`: regenerates kube-construct's built-in registry table (`--check`: fail
 //!   when the committed output is stale).
@@ -16,6 +17,7 @@
 //!   advisory snapshot), `test`, then `bench --quick` (checks that it produces the
 //!   table and chart, never a timing).
 
+mod backports;
 mod bench;
 mod chart;
 mod codegen;
@@ -33,8 +35,9 @@ use process::{cargo, run_checked, workspace_root};
 
 const USAGE: &str = "usage: cargo xtask <bench|test|ci|codegen|layers|soak>
 
-  bench   measure ours (benches/) and Go's (benches/go/) in one run, print the
-          table, write docs/benchmarks.md and docs/benchmarks.svg
+  bench   measure ours (benches/) and Go's (benches/go/, built with Go 1.26+ and
+          modules from the Go module proxy) in one run, print the table, write
+          docs/benchmarks.md and docs/benchmarks.svg
           (--quick: smoke run written under target/bench-report/;
            --check: exit non-zero when a measured target is not met)
   test    install what the tests need (as root), run the alert rules' unit
@@ -75,9 +78,10 @@ fn main() -> ExitCode {
 fn test(extra: &[String]) -> Result<(), String> {
     prepare::test_prerequisites()?;
     alert_rule_tests()?;
-    // Go and Debian's go-jose for svc-tls's go-jose interop test (installed as root
-    // from backports when missing, as for `cargo xtask bench`); the test finds the
-    // toolchain through $GO.
+    // Go 1.26+ for svc-tls's go-jose interop test, which builds its Go verifier with
+    // modules from the Go module proxy as `cargo xtask bench` builds benches/go: the
+    // test finds the toolchain through $GO and gets the same environment (the local
+    // toolchain, -mod=readonly, the module and build caches outside the repository).
     let (go, version) = golang::ensure()?;
     eprintln!("xtask: {version} for the go-jose interop test");
     // The default target set: libraries, binaries, integration tests, examples and
@@ -87,7 +91,8 @@ fn test(extra: &[String]) -> Result<(), String> {
         cargo()
             .args(["test", "--workspace"])
             .args(extra)
-            .env("GO", go),
+            .env("GO", go)
+            .envs(golang::environment()),
     )
 }
 

@@ -70,14 +70,15 @@ fn is_root() -> bool {
 }
 
 /// Debian's Go 1.23 (bookworm-backports): the Go server of svc-tls's key exchange
-/// test must be a Go without ML-KEM (Go 1.24 and later have it).
+/// test must be a Go without ML-KEM (Go 1.24 and later have it), so the machine's Go
+/// 1.26 cannot stand in for it (`backports.rs`).
 const GO_TEST_MINOR: u32 = 23;
 const GO_TEST_PACKAGE: &str = "golang-1.23-go";
 
 /// Go 1.23 for svc-tls's `key_exchange` test: installed from backports as root,
 /// otherwise reported (the test skips itself when there is no Go at all).
 fn go_for_tests() -> Result<(), String> {
-    if super::golang::find_go_minor(GO_TEST_MINOR).is_some() {
+    if super::backports::find_go_minor(GO_TEST_MINOR).is_some() {
         return Ok(());
     }
     if !is_root() {
@@ -91,8 +92,8 @@ fn go_for_tests() -> Result<(), String> {
     eprintln!(
         "xtask: missing Go 1.{GO_TEST_MINOR} (the Go 1.23 TLS server in svc-tls's key exchange test)"
     );
-    super::golang::install_from_backports(&[GO_TEST_PACKAGE])?;
-    match super::golang::find_go_minor(GO_TEST_MINOR) {
+    super::backports::install_from_backports(&[GO_TEST_PACKAGE])?;
+    match super::backports::find_go_minor(GO_TEST_MINOR) {
         Some(_) => Ok(()),
         None => Err(format!(
             "still missing after installing: Go 1.{GO_TEST_MINOR} ({GO_TEST_PACKAGE})"

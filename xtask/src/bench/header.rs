@@ -1,13 +1,48 @@
 //! The environment facts above the table: when the run was, how long it took, the
-//! toolchains and crypto libraries measured (rustc, Go, the locked aws-lc-rs and
-//! rustls), the CPU and the load average at the start and the end. Read from the
-//! machine and `Cargo.lock`, apart from the figures, which they only qualify.
+//! toolchains and libraries measured (rustc, the locked aws-lc-rs and rustls; the Go
+//! and the Go modules the legacy program was built with, read from the binary by `go
+//! version -m`), the CPU and the load average at the start and the end. Read from the
+//! machine, `Cargo.lock` and the Go binary, apart from the figures, which they only
+//! qualify.
 
 use std::fmt::Write as _;
 use std::path::Path;
 use std::process::Command;
 
+use crate::golang::BuildInfo;
 use crate::report::Results;
+
+/// The Go modules the header names when the legacy program depends on them.
+const GO_MODULES: &[&str] = &[
+    "github.com/go-jose/go-jose/v4",
+    "sigs.k8s.io/controller-runtime",
+    "k8s.io/client-go",
+    "github.com/spiffe/go-spiffe/v2",
+];
+
+/// The Go line: what the binary was built with (`go1.26.8`, then each module of
+/// [`GO_MODULES`] it has with its version), or why Go was not measured.
+fn go_line(results: &Results, build: Option<&BuildInfo>) -> String {
+    match (&results.go, build) {
+        (Err(why), _) => format!("not measured ({why})"),
+        (Ok(version), None) => version.clone(),
+        (Ok(_), Some(info)) => {
+            let modules: Vec<String> = GO_MODULES
+                .iter()
+                .filter_map(|m| info.module(m).map(|v| format!("{m} {v}")))
+                .collect();
+            if modules.is_empty() {
+                format!("{} (benches/go built with no module of note)", info.go)
+            } else {
+                format!(
+                    "{} (benches/go built with {}, from the Go module proxy)",
+                    info.go,
+                    modules.join(", ")
+                )
+            }
+        }
+    }
+}
 
 fn command_line(program: &str, args: &[&str]) -> Option<String> {
     let output = Command::new(program).args(args).output().ok()?;
@@ -36,6 +71,7 @@ pub(super) fn load_average() -> String {
 pub(super) fn header(
     root: &Path,
     results: &Results,
+    go_build: Option<&BuildInfo>,
     quick: bool,
     elapsed: std::time::Duration,
     load_at_start: &str,
@@ -69,23 +105,18 @@ pub(super) fn header(
         elapsed.as_secs_f64()
     );
     let _ = writeln!(out, "- rustc: {rustc}");
-    let _ = writeln!(
-        out,
-        "- Go: {}",
-        match &results.go {
-            Ok(version) => version.clone(),
-            Err(why) => format!("not measured ({why})"),
-        }
-    );
+    let _ = writeln!(out, "- Go: {}", go_line(results, go_build));
     let _ = writeln!(
         out,
         "- crypto provider: aws-lc-rs {} (rustls {}); Go side: Go's crypto/tls, go-jose {}",
         locked_version(&lock, "aws-lc-rs").unwrap_or_else(|| "?".into()),
         locked_version(&lock, "rustls").unwrap_or_else(|| "?".into()),
-        if results.go.is_ok() {
-            "v4 (Debian package)"
-        } else {
-            "not measured"
+        match (&results.go, go_build) {
+            (Err(_), _) => "not measured".to_owned(),
+            (Ok(_), info) => info
+                .and_then(|i| i.module("github.com/go-jose/go-jose/v4"))
+                .unwrap_or("v4 (version unknown)")
+                .to_owned(),
         }
     );
     let _ = writeln!(
@@ -100,6 +131,30 @@ pub(super) fn header(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_go_line_names_go_and_the_modules_of_note() {
+        let results = Results {
+            go: Ok("go version go1.26.8 linux/amd64".into()),
+            ..Default::default()
+        };
+        let info = BuildInfo {
+            go: "go1.26.8".into(),
+            modules: vec![
+                ("github.com/go-jose/go-jose/v4".into(), "v4.1.9".into()),
+                ("golang.org/x/net".into(), "v0.40.0".into()),
+                ("k8s.io/client-go".into(), "v0.35.0".into()),
+            ],
+        };
+        assert_eq!(
+            go_line(&results, Some(&info)),
+            "go1.26.8 (benches/go built with github.com/go-jose/go-jose/v4 v4.1.9, \
+             k8s.io/client-go v0.35.0, from the Go module proxy)"
+        );
+        assert_eq!(go_line(&results, None), "go version go1.26.8 linux/amd64");
+        let missing = Results::default();
+        assert_eq!(go_line(&missing, Some(&info)), "not measured (not run)");
+    }
 
     #[test]
     fn versions_from_the_lock_file() {

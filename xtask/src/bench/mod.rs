@@ -89,10 +89,12 @@ pub fn run(args: &[String]) -> Result<(), String> {
 
     let started = std::time::Instant::now();
     let load_at_start = load_average();
-    // Go first: installing or building it must not wait for the Rust benchmarks.
+    // Go first: building it (its modules from the Go module proxy on a machine's first
+    // run) must not wait for the Rust benchmarks.
     let go = super::golang::ensure().and_then(|(go, version)| {
         let binary = super::golang::build(&go, &root, &work)?;
-        Ok((binary, version))
+        let info = super::golang::build_info(&go, &binary)?;
+        Ok((binary, version, info))
     });
     if let Err(why) = &go {
         eprintln!("xtask: Go will not be measured in this run: {why}");
@@ -108,11 +110,12 @@ pub fn run(args: &[String]) -> Result<(), String> {
         .env("BENCH_RESULTS_DIR", &samples_dir)
         .env("BENCH_QUICK", if options.quick { "1" } else { "0" });
     match &go {
-        Ok((binary, _)) => command.env("BENCH_GO_BINARY", binary),
+        Ok((binary, _, _)) => command.env("BENCH_GO_BINARY", binary),
         Err(_) => command.env_remove("BENCH_GO_BINARY"),
     };
     super::process::run_checked(&mut command)?;
-    let go = go.map(|(_, version)| version);
+    let go_build = go.as_ref().ok().map(|(_, _, info)| info.clone());
+    let go = go.map(|(_, version, _)| version);
 
     let mut results = Results {
         go: go.clone(),
@@ -130,6 +133,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
     let header = header(
         &root,
         &results,
+        go_build.as_ref(),
         options.quick,
         started.elapsed(),
         &load_at_start,

@@ -97,7 +97,10 @@ pub fn render(results: &Results) -> String {
         let _ = writeln!(
             out,
             "Construction: ours `PeerTls::from_options` + `reqwest_client()`, Go \
-             `TLSClientConfig` + a new `http.Transport`. Plus one request (issue 30): ours \
+             `TLSClientConfig` + a new `http.Transport`; each side reads the CA and \
+             identity Secrets from the same API server through its watch-fed cache (ours \
+             the registry's watches, Go controller-runtime's cache-backed client). Plus \
+             one request (issue 30): ours \
              the construction, `PeerTls::client()` (the process's pooled client for the \
              peer) and one GET, in a task on the runtime's workers as a controller's \
              reconcile runs; Go `TLSClientConfig`, a new `http.Transport` and one GET; \
