@@ -37,10 +37,12 @@
 
 pub mod excerpt;
 mod health;
+mod kube_error;
 mod refusal;
 mod watched;
 
 pub use health::{Health, WatchState, WatchStatus, observe};
+pub use kube_error::KubeError;
 pub use kube_runtime::reflector::Store;
 pub use refusal::{Refusal, RefusalReason};
 pub use watched::{QUICK_RETRY_MAX, Unsynced, WaitError, Watched, all_synced};

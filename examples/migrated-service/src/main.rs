@@ -159,14 +159,12 @@ fn main() -> ExitCode {
     match runtime.block_on(run(&matches)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            // The whole chain: each layer names what it was doing.
-            let mut message = format!("migrated-service: {e}");
-            let mut source = e.source();
-            while let Some(cause) = source {
-                message.push_str(&format!(": {cause}"));
-                source = cause.source();
-            }
-            eprintln!("{message}");
+            // The whole chain (each layer names what it was doing), escaped and cut:
+            // an API server's or a credential plugin's text is not ours to print raw.
+            eprintln!(
+                "migrated-service: {}",
+                platform_client_compat::tls::excerpt::chain(&*e)
+            );
             ExitCode::FAILURE
         }
     }

@@ -48,13 +48,10 @@ pub enum ConstructError {
     #[error(transparent)]
     Config(#[from] ConfigError),
     /// The configuration did not produce a client (TLS material, auth plugin...).
-    /// The message shows kube's error as an escaped excerpt
-    /// ([`watch_ready::excerpt::chain`]); the source is kube's error itself.
-    #[error(
-        "cannot build a Kubernetes client from the configuration: {}",
-        watch_ready::excerpt::chain(.0)
-    )]
-    Client(#[source] kube::Error),
+    /// The message and the source show kube's error as an escaped excerpt
+    /// ([`watch_ready::KubeError`]), never its raw text.
+    #[error("cannot build a Kubernetes client from the configuration: {0}")]
+    Client(#[source] watch_ready::KubeError),
     /// The declared caches could not be proven synced.
     #[error(transparent)]
     Cache(#[from] CacheError),
@@ -97,13 +94,14 @@ pub enum ClientError {
     },
     /// The API server rejected the request, or it could not be sent.
     ///
-    /// The message shows kube's error as an escaped excerpt
-    /// ([`watch_ready::excerpt::chain`]: control characters escaped, cut to 512
-    /// characters), since a `Status.message` is the API server's text, and a remote
-    /// cluster's API server is not ours. The source is kube's error itself: match
-    /// `kube::Error::Api` on it for the status code.
-    #[error("Kubernetes API request failed: {}", watch_ready::excerpt::chain(.0))]
-    Api(#[source] kube::Error),
+    /// The message and the source show kube's error as an escaped excerpt
+    /// ([`watch_ready::KubeError`]: control characters escaped, cut to 512
+    /// characters, credential failures as a fixed text), since a `Status.message`
+    /// is the API server's text, and a remote cluster's API server is not ours.
+    /// Match [`KubeError::status_code`](watch_ready::KubeError::status_code) for the
+    /// status.
+    #[error("Kubernetes API request failed: {0}")]
+    Api(#[source] watch_ready::KubeError),
 }
 
 struct Target<'a> {
@@ -224,15 +222,16 @@ impl ClientBuilder {
     ) -> Result<CachedClient, ConstructError> {
         let resolved = options.resolve_in(env).await?;
         tracing::info!(source = %resolved.source, "using Kubernetes configuration");
-        let client =
-            ClusterClient::try_from_config(resolved.config).map_err(ConstructError::Client)?;
+        let client = ClusterClient::try_from_config(resolved.config)
+            .map_err(|e| ConstructError::Client(watch_ready::KubeError::of(&e)))?;
         self.build(client.kube().clone(), Some(client), Some(resolved.source))
             .await
     }
 
     /// From any `kube::Config`.
     pub async fn from_config(self, config: kube::Config) -> Result<CachedClient, ConstructError> {
-        let client = ClusterClient::try_from_config(config).map_err(ConstructError::Client)?;
+        let client = ClusterClient::try_from_config(config)
+            .map_err(|e| ConstructError::Client(watch_ready::KubeError::of(&e)))?;
         self.from_cluster_client(client).await
     }
 

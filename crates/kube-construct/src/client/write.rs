@@ -39,7 +39,7 @@ impl CachedClient {
         self.api::<K>(namespace)
             .create(&PostParams::default(), obj)
             .await
-            .map_err(ClientError::Api)
+            .map_err(|e| ClientError::Api(watch_ready::KubeError::of(&e)))
     }
 
     /// Replace an object (by its `metadata.namespace`/`name`; its
@@ -56,7 +56,7 @@ impl CachedClient {
         self.api::<K>(namespace)
             .replace(name, &PostParams::default(), obj)
             .await
-            .map_err(ClientError::Api)
+            .map_err(|e| ClientError::Api(watch_ready::KubeError::of(&e)))
     }
 
     /// Patch an object through the API.
@@ -70,7 +70,7 @@ impl CachedClient {
         self.api::<K>(namespace)
             .patch(name, params, patch)
             .await
-            .map_err(ClientError::Api)
+            .map_err(|e| ClientError::Api(watch_ready::KubeError::of(&e)))
     }
 
     /// Delete an object through the API.
@@ -83,7 +83,7 @@ impl CachedClient {
             .delete(name, &DeleteParams::default())
             .await
             .map(drop)
-            .map_err(ClientError::Api)
+            .map_err(|e| ClientError::Api(watch_ready::KubeError::of(&e)))
     }
 
     /// Create a dynamic object (in its `metadata.namespace`, none for cluster-scoped kinds).
@@ -95,7 +95,7 @@ impl CachedClient {
         self.dynamic_api(resource, obj.metadata.namespace.as_deref())
             .create(&PostParams::default(), obj)
             .await
-            .map_err(ClientError::Api)
+            .map_err(|e| ClientError::Api(watch_ready::KubeError::of(&e)))
     }
 
     /// Replace a dynamic object (by its `metadata.namespace`/`name`).
@@ -114,7 +114,7 @@ impl CachedClient {
         self.dynamic_api(resource, obj.metadata.namespace.as_deref())
             .replace(name, &PostParams::default(), obj)
             .await
-            .map_err(ClientError::Api)
+            .map_err(|e| ClientError::Api(watch_ready::KubeError::of(&e)))
     }
 
     /// Patch a dynamic object.
@@ -129,7 +129,7 @@ impl CachedClient {
         self.dynamic_api(resource, namespace)
             .patch(name, params, patch)
             .await
-            .map_err(ClientError::Api)
+            .map_err(|e| ClientError::Api(watch_ready::KubeError::of(&e)))
     }
 
     /// Delete a dynamic object.
@@ -143,6 +143,6 @@ impl CachedClient {
             .delete(name, &DeleteParams::default())
             .await
             .map(drop)
-            .map_err(ClientError::Api)
+            .map_err(|e| ClientError::Api(watch_ready::KubeError::of(&e)))
     }
 }

@@ -55,25 +55,29 @@
 //! the trust seam on every request), and verifies the `X-Principal` against it.
 //!
 //! ```no_run
-//! # async fn demo(identity: svc_tls::material::Identity, client: svc_tls::ClusterClient,
+//! # async fn demo(tls: svc_tls::PeerTls, client: svc_tls::ClusterClient,
 //! #               headers: reqwest::header::HeaderMap)
 //! # -> Result<(), Box<dyn std::error::Error>> {
-//! use svc_tls::principal::{Principal, PrincipalSigner};
+//! use svc_tls::principal::Principal;
 //! use svc_tls::receiving::ingress_verifier;
 //! use svc_tls::SecretRef;
 //!
-//! // Sending side (usually `PeerTls::principal_signer()`, over the client's resolver,
-//! // so rotations are followed and tokens are counted in the metrics).
-//! let signer = PrincipalSigner::new(identity);
+//! // Sending side: the signer over the client's resolver (rotations followed, tokens
+//! // counted in the metrics), on the pooled peer client, whose redirect policy never
+//! // carries the header to another origin (a plain `reqwest::Client::new()` does).
+//! let signer = tls.principal_signer().ok_or("no client identity configured")?;
+//! let peer = tls.client()?;
+//! let url = tls.host()?.join("api/v1/regions")?;
 //! let who = Principal { organization_id: Some("org-1".into()), ..Default::default() };
-//! let request = signer.attach(reqwest::Client::new().get("https://peer/api"), &who)?;
+//! let request = signer.attach(peer.get(url)?, &who)?;
+//! let response = peer.send(request).await?;
 //!
 //! // Receiving side, behind the ingress: the client CA Secret its auth-tls-secret
 //! // annotation names, watched once per process; build this once at start-up.
 //! let ca = SecretRef::new("unikorn", "client-ca");
 //! let ingress = ingress_verifier(&client, &ca, std::time::Duration::from_secs(30)).await?;
 //! let who: Principal = ingress.verify_request(&headers)?;
-//! # let _ = (request, who); Ok(()) }
+//! # let _ = (response, who); Ok(()) }
 //! ```
 
 // Private modules, one job each, re-exported flat: the public paths are

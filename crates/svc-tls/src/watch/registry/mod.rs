@@ -453,7 +453,8 @@ impl SecretWatches {
         if let Some(found) = clients.get(&key) {
             return Ok(found.clone());
         }
-        let built = kube::Client::try_from(config.clone()).map_err(|e| e.to_string())?;
+        let built =
+            kube::Client::try_from(config.clone()).map_err(|e| watch_ready::excerpt::chain(&e))?;
         clients.insert(key, built.clone());
         Ok(built)
     }
