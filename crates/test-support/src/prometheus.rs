@@ -5,6 +5,8 @@
 //!
 //! Without `prometheus` on the PATH, [`Prometheus::scraping`] returns `None` with a
 //! message (the test skips), except under CI (`CI=true`), where it panics.
+// Test support: a set-up failure is a broken environment.
+#![allow(clippy::expect_used)]
 
 use std::collections::BTreeMap;
 use std::path::Path;
