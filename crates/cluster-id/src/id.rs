@@ -97,6 +97,37 @@ impl ClusterId {
         &self.inner.label
     }
 
+    /// The value of this cluster's `cluster` label in metrics: distinct among the
+    /// clusters of the process, stable for its life.
+    ///
+    /// It is [`label`](Self::label) for the first cluster of the process with that
+    /// label, and `label@` followed by the [`short_fingerprint`](Self::short_fingerprint)
+    /// for a later cluster with the same label (two API servers behind one
+    /// `host:port`, two kubeconfigs of one URL with different CAs), so the values of
+    /// two clusters never merge into one series. `@` never appears in a
+    /// [`label`](Self::label), so a suffixed value cannot be another cluster's plain
+    /// one. The number of values is the number of clusters the process has labelled:
+    /// each is a cluster it reads from, chosen by its configuration, never by data
+    /// read from a peer; the table keeps one short entry per cluster for the life of
+    /// the process.
+    ///
+    /// ```
+    /// use cluster_id::ClusterId;
+    /// let a = ClusterId::named("doc-tenant-a");
+    /// let b = ClusterId::named("doc-tenant-b").with_label("doc-tenant-a");
+    /// assert_eq!(a.metric_label(), "doc-tenant-a");
+    /// assert_eq!(b.metric_label(), format!("doc-tenant-a@{}", b.short_fingerprint()));
+    /// assert_eq!(a.metric_label(), "doc-tenant-a"); // stable
+    /// ```
+    pub fn metric_label(&self) -> String {
+        crate::label::metric_label(self)
+    }
+
+    /// The whole fingerprint (what the identity compares by).
+    pub(crate) fn fingerprint(&self) -> [u8; 32] {
+        self.inner.fingerprint
+    }
+
     /// The first 8 bytes of the identity's fingerprint as hex: tells two clusters with
     /// one label apart in logs.
     pub fn short_fingerprint(&self) -> String {

@@ -49,6 +49,7 @@
 mod client;
 mod credential;
 mod id;
+mod label;
 
 pub use client::{ClusterClient, UnidentifiedCluster};
 pub use credential::CredentialId;

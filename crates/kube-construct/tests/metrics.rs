@@ -6,6 +6,7 @@
 
 use std::time::Duration;
 
+use cluster_id::{ClusterClient, ClusterId};
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube_construct::cache::Selection;
 use kube_construct::client::CachedClient;
@@ -29,8 +30,9 @@ fn value(text: &str, series: &str) -> Option<f64> {
         .and_then(|v| v.parse().ok())
 }
 
-const CONFIGMAPS: &str = r#"{resource="configmaps.v1",cache_namespace="apps",label_selector="app=demo",field_selector=""}"#;
-const SECRET: &str = r#"{resource="secrets.v1",cache_namespace="apps",label_selector="",field_selector="metadata.name=wanted"}"#;
+// Built `from_client`: the cluster cannot be told, and its label is empty.
+const CONFIGMAPS: &str = r#"{cluster="",resource="configmaps.v1",cache_namespace="apps",label_selector="app=demo",field_selector=""}"#;
+const SECRET: &str = r#"{cluster="",resource="secrets.v1",cache_namespace="apps",label_selector="",field_selector="metadata.name=wanted"}"#;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn caches_export_readiness_objects_errors_and_time_to_sync() {
@@ -104,7 +106,7 @@ async fn caches_export_readiness_objects_errors_and_time_to_sync() {
     assert_eq!(
         value(
             &exposed,
-            r#"kube_construct_client_constructions_total{result="ok"}"#
+            r#"kube_construct_client_constructions_total{cluster="",result="ok"}"#
         ),
         Some(1.0)
     );
@@ -152,7 +154,7 @@ async fn caches_export_readiness_objects_errors_and_time_to_sync() {
     assert_eq!(
         value(
             &text(&registry),
-            r#"kube_construct_client_constructions_total{result="ok"}"#
+            r#"kube_construct_client_constructions_total{cluster="",result="ok"}"#
         ),
         Some(2.0)
     );
@@ -188,7 +190,7 @@ async fn a_refused_construction_is_counted_by_reason_without_the_servers_text() 
     assert_eq!(
         value(
             &exposed,
-            r#"kube_construct_client_constructions_total{result="forbidden"}"#
+            r#"kube_construct_client_constructions_total{cluster="",result="forbidden"}"#
         ),
         Some(1.0),
         "{exposed}"
@@ -196,7 +198,7 @@ async fn a_refused_construction_is_counted_by_reason_without_the_servers_text() 
     assert_eq!(
         value(
             &exposed,
-            r#"kube_construct_client_constructions_total{result="timeout"}"#
+            r#"kube_construct_client_constructions_total{cluster="",result="timeout"}"#
         ),
         Some(1.0),
         "{exposed}"
@@ -221,6 +223,84 @@ async fn a_refused_construction_is_counted_by_reason_without_the_servers_text() 
         !exposed.contains("kube_construct_cache_ready{"),
         "{exposed}"
     );
+}
+
+/// A client's caches carry its cluster, as svc-tls's Secrets do: two clusters
+/// declaring the same cache are two series, each with its own cluster's count, and
+/// two clusters sharing a display label are told apart by the fingerprint appended to
+/// the second.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn caches_carry_their_cluster() {
+    let mut registry = Registry::default();
+    let metrics = CacheMetrics::new(&mut registry);
+    let (first, second) = (Testbed::start().await, Testbed::start().await);
+    for (tb, count) in [(&first, 3), (&second, 1)] {
+        for i in 0..count {
+            tb.upsert(json!({
+                "apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"namespace": "apps", "name": format!("cm-{i}"), "labels": {"app": "demo"}},
+            }));
+        }
+    }
+    // A client of the local cluster, and a remote one shown with the same label.
+    let local = ClusterId::named("kube-construct-metrics-local");
+    let remote = ClusterId::named("kube-construct-metrics-remote")
+        .with_label("kube-construct-metrics-local");
+    let mut clients = Vec::new();
+    for (tb, cluster) in [(&first, &local), (&second, &remote)] {
+        clients.push(
+            CachedClient::builder()
+                .cache::<ConfigMap>(Selection::in_namespace("apps").labels("app=demo"))
+                .metrics(&metrics)
+                .from_cluster_client(ClusterClient::new(tb.client(), cluster.clone()))
+                .await
+                .unwrap(),
+        );
+    }
+    let remote_label = format!(
+        "kube-construct-metrics-local@{}",
+        remote.short_fingerprint()
+    );
+    let exposed = text(&registry);
+    for (cluster, objects) in [
+        ("kube-construct-metrics-local", 3.0),
+        (remote_label.as_str(), 1.0),
+    ] {
+        let labels = format!(
+            r#"{{cluster="{cluster}",resource="configmaps.v1",cache_namespace="apps",label_selector="app=demo",field_selector=""}}"#
+        );
+        for (family, expected) in [
+            ("kube_construct_cache_objects", objects),
+            ("kube_construct_cache_ready", 1.0),
+            ("kube_construct_cache_watch_errors_total", 0.0),
+            ("kube_construct_cache_sync_duration_seconds_count", 1.0),
+        ] {
+            assert_eq!(
+                value(&exposed, &format!("{family}{labels}")),
+                Some(expected),
+                "{family} of {cluster}:\n{exposed}"
+            );
+        }
+        assert_eq!(
+            value(
+                &exposed,
+                &format!(
+                    r#"kube_construct_client_constructions_total{{cluster="{cluster}",result="ok"}}"#
+                )
+            ),
+            Some(1.0),
+            "{exposed}"
+        );
+    }
+    assert_eq!(
+        exposed
+            .lines()
+            .filter(|l| l.starts_with("kube_construct_cache_objects{"))
+            .count(),
+        2,
+        "one series per cluster:\n{exposed}"
+    );
+    drop(clients);
 }
 
 #[test]

@@ -467,3 +467,245 @@ fn base64_of(text: &str) -> String {
     use base64::Engine as _;
     base64::engine::general_purpose::STANDARD.encode(text)
 }
+
+/// Metrics past any cluster bound: forty clusters hold the same-named identity and CA
+/// Secrets, each with its own leaf (its own `notAfter`); every two clusters share a
+/// display label (two kubeconfigs naming one `host:port`, say), and the even ones'
+/// CA Secrets carry a private key. Each per-Secret family has one series per cluster
+/// with that cluster's value, in the registry's text and through a real Prometheus
+/// scrape: no two clusters' values merge.
+#[cfg(feature = "metrics")]
+mod forty_clusters {
+    use std::collections::{BTreeMap, BTreeSet};
+    use std::sync::Arc;
+    use std::time::{Duration, UNIX_EPOCH};
+
+    use prometheus_client::encoding::text::encode;
+    use prometheus_client::registry::Registry;
+    use svc_tls::material::{crypto_provider, load_identity_from_pem};
+    use svc_tls::metrics::Metrics;
+    use test_support::prometheus::{Prometheus, Sample, serve_metrics};
+
+    use super::*;
+
+    const CLUSTERS: u64 = 40;
+    const IDENTITY_NAME: &str = "unikorn/region-client-certificate";
+    const CA_NAME: &str = "unikorn/identity-ca";
+
+    /// What each cluster's series must read.
+    struct Expected {
+        not_after: i64,
+        key_dropped: bool,
+    }
+
+    /// The samples of `family` in `text` whose labels include `with`: cluster label
+    /// -> value (a second sample for one cluster fails the test).
+    fn by_cluster(text: &str, family: &str, with: (&str, &str)) -> BTreeMap<String, f64> {
+        let mut samples = BTreeMap::new();
+        for line in text.lines() {
+            let Some(rest) = line.strip_prefix(family).and_then(|r| r.strip_prefix('{')) else {
+                continue;
+            };
+            let (labels, value) = rest.split_once("} ").unwrap();
+            let labels: BTreeMap<&str, &str> = labels
+                .split("\",")
+                .map(|pair| {
+                    let (k, v) = pair.split_once("=\"").unwrap();
+                    (k, v.trim_end_matches('"'))
+                })
+                .collect();
+            if labels.get(with.0) != Some(&with.1) {
+                continue;
+            }
+            let cluster = labels["cluster"].to_owned();
+            let previous = samples.insert(cluster.clone(), value.parse().unwrap());
+            assert!(
+                previous.is_none(),
+                "two {family} series of {cluster}:\n{text}"
+            );
+        }
+        samples
+    }
+
+    /// Checks one family's samples (cluster -> value) against every cluster's expected
+    /// value; `value` is `None` where the cluster must have no series.
+    fn check(
+        what: &str,
+        samples: &BTreeMap<String, f64>,
+        expected: &BTreeMap<String, Expected>,
+        value: impl Fn(&Expected) -> Option<f64>,
+    ) {
+        let wanted: BTreeMap<String, f64> = expected
+            .iter()
+            .filter_map(|(cluster, e)| Some((cluster.clone(), value(e)?)))
+            .collect();
+        assert_eq!(samples, &wanted, "{what}");
+    }
+
+    fn prometheus_by_cluster(samples: &[Sample]) -> BTreeMap<String, f64> {
+        samples
+            .iter()
+            .map(|s| (s.labels["cluster"].clone(), s.value))
+            .collect()
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn forty_clusters_same_named_secrets_forty_distinct_series() {
+        let mut registry = Registry::default();
+        let watches = Metrics::new_watches(&mut registry);
+        let streams = svc_tls::spiffe::WorkloadApiStreams::new();
+        let client_ca = TestCa::new("forty clients");
+        let server_ca = TestCa::new("forty servers");
+        let mut expected = BTreeMap::new();
+        let mut alive = Vec::new();
+        for i in 0..CLUSTERS {
+            let tb = Testbed::start().await;
+            let leaf = client_ca
+                .short_lived_client_leaf(100 + i, Duration::from_secs((10 + i) * 24 * 3600));
+            tb.upsert(tls_secret(IDENTITY, &leaf.cert_pem, &leaf.key_pem));
+            let key_dropped = i % 2 == 0;
+            let mut ca = vec![("tls.crt", server_ca.pem()), ("ca.crt", server_ca.pem())];
+            if key_dropped {
+                ca.push(("tls.key", leaf.key_pem.clone()));
+            }
+            let ca: Vec<(&str, &str)> = ca.iter().map(|(k, v)| (*k, v.as_str())).collect();
+            tb.upsert(secret_with(CA, "kubernetes.io/tls", &ca));
+            // Clusters 2k and 2k+1 share the display label `forty-k`.
+            let client = tb.cluster_client().with_label(&format!("forty-{}", i / 2));
+            let id = client.cluster().clone();
+            // The first of a label keeps it; the second gets its fingerprint appended.
+            let label = if i % 2 == 0 {
+                format!("forty-{}", i / 2)
+            } else {
+                format!("forty-{}@{}", i / 2, id.short_fingerprint())
+            };
+            let (peer, me) = options("https://peer.example:8443");
+            let tls = PeerTls::from_options_with(&watches, &streams, &client, &peer, &me, TIMEOUT)
+                .await
+                .unwrap();
+            let identity = load_identity_from_pem(
+                &SecretRef::new(NS, IDENTITY),
+                leaf.cert_pem.as_bytes(),
+                leaf.key_pem.as_bytes(),
+                &crypto_provider(),
+            )
+            .unwrap();
+            let not_after = identity.not_after().duration_since(UNIX_EPOCH).unwrap();
+            expected.insert(
+                label,
+                Expected {
+                    not_after: i64::try_from(not_after.as_secs()).unwrap(),
+                    key_dropped,
+                },
+            );
+            alive.push((tb, tls));
+        }
+        assert_eq!(expected.len(), 40, "forty distinct cluster labels");
+
+        // The registry's text: one series per cluster and family, each its own value.
+        let registry = Arc::new(registry);
+        let text = {
+            let mut text = String::new();
+            encode(&mut text, &registry).unwrap();
+            text
+        };
+        let identity = ("name", IDENTITY_NAME);
+        check(
+            "identity expiry",
+            &by_cluster(
+                &text,
+                "svc_tls_identity_cert_expiration_timestamp_seconds",
+                identity,
+            ),
+            &expected,
+            |e| Some(e.not_after as f64),
+        );
+        check(
+            "refreshes",
+            &by_cluster(
+                &text,
+                "svc_tls_identity_cert_refreshes_total",
+                ("result", "ok"),
+            ),
+            &expected,
+            |_| Some(1.0),
+        );
+        check(
+            "trust roots",
+            &by_cluster(&text, "svc_tls_trust_roots", ("name", CA_NAME)),
+            &expected,
+            |_| Some(1.0),
+        );
+        for secret in [IDENTITY_NAME, CA_NAME] {
+            check(
+                "watch health",
+                &by_cluster(&text, "svc_tls_secret_watch_healthy", ("secret", secret)),
+                &expected,
+                |_| Some(1.0),
+            );
+        }
+        check(
+            "private key dropped",
+            &by_cluster(
+                &text,
+                "svc_tls_trust_secret_private_key_dropped",
+                ("secret", CA_NAME),
+            ),
+            &expected,
+            |e| e.key_dropped.then_some(1.0),
+        );
+
+        // The same through a real Prometheus scrape.
+        let port = {
+            let registry = registry.clone();
+            serve_metrics(move || {
+                let mut text = String::new();
+                encode(&mut text, &registry).unwrap();
+                text
+            })
+            .await
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let Some(prometheus) = Prometheus::scraping(dir.path(), port) else {
+            return;
+        };
+        let answer = prometheus
+            .wait_for(
+                &format!(
+                    "svc_tls_identity_cert_expiration_timestamp_seconds{{name=\"{IDENTITY_NAME}\"}}"
+                ),
+                "forty expiry series",
+                |samples| samples.len() == 40,
+            )
+            .await;
+        check(
+            "identity expiry (scraped)",
+            &prometheus_by_cluster(&answer),
+            &expected,
+            |e| Some(e.not_after as f64),
+        );
+        let answer = prometheus
+            .query(&format!(
+                "svc_tls_trust_secret_private_key_dropped{{secret=\"{CA_NAME}\"}}"
+            ))
+            .await;
+        check(
+            "private key dropped (scraped)",
+            &prometheus_by_cluster(&answer),
+            &expected,
+            |e| e.key_dropped.then_some(1.0),
+        );
+        let answer = prometheus
+            .query("count by (cluster) (svc_tls_secret_watch_healthy == 1)")
+            .await;
+        check(
+            "both Secrets' watches healthy (scraped)",
+            &prometheus_by_cluster(&answer),
+            &expected,
+            |_| Some(2.0),
+        );
+        let clusters: BTreeSet<&String> = expected.keys().collect();
+        assert_eq!(clusters.len(), 40);
+        drop(alive);
+    }
+}

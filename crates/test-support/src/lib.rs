@@ -15,7 +15,9 @@
 //! - [`secret`]: `kubernetes.io/tls` (and other) Secrets as JSON, for an emulator's
 //!   `upsert`;
 //! - [`hostile`]: a hostile server's text, and the check that an error shows only an
-//!   escaped excerpt of it.
+//!   escaped excerpt of it;
+//! - [`prometheus`]: a real Prometheus server scraping a test's metrics, and its
+//!   answers.
 //!
 //! Set-up failures panic throughout: in test support a failure is a broken
 //! environment or test, not an outcome under test.
@@ -26,6 +28,7 @@ pub mod keys;
 pub mod logs;
 pub mod pki;
 mod poll;
+pub mod prometheus;
 pub mod secret;
 pub mod tls_server;
 

@@ -268,7 +268,10 @@ impl ClientBuilder {
             .map(Arc::new);
         #[cfg(feature = "metrics")]
         if let Some(metrics) = metrics {
-            metrics.constructed(started.as_ref());
+            metrics.constructed(
+                cluster.as_ref().map(ClusterClient::cluster),
+                started.as_ref(),
+            );
         }
         Ok(CachedClient {
             inner: Arc::new(Inner {

@@ -60,21 +60,22 @@ impl Collector for CacheCollector {
                 .clients
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner);
-            clients.retain(|caches| caches.strong_count() > 0);
+            clients.retain(|(caches, _)| caches.strong_count() > 0);
             clients.clone()
         };
-        // The first live client declaring a cache is the one exported.
+        // The first live client of a cluster declaring a cache is the one exported.
         let mut samples = BTreeMap::new();
-        for report in clients
-            .iter()
-            .filter_map(|caches| caches.upgrade().map(|caches| caches.health()))
-        {
+        for (report, cluster) in clients.iter().filter_map(|(caches, cluster)| {
+            caches.upgrade().map(|caches| (caches.health(), cluster))
+        }) {
             for cache in report.caches {
-                samples.entry(cache_labels(&cache.cache)).or_insert(Sample {
-                    ready: cache.state == CacheState::Ready,
-                    objects: cache.objects,
-                    errors: cache.errors,
-                });
+                samples
+                    .entry(cache_labels(cluster, &cache.cache))
+                    .or_insert(Sample {
+                        ready: cache.state == CacheState::Ready,
+                        objects: cache.objects,
+                        errors: cache.errors,
+                    });
             }
         }
         let ready = Family::<CacheLabels, Gauge>::default();

@@ -24,24 +24,31 @@
 //!
 //! | family | type | labels |
 //! |---|---|---|
-//! | `kube_construct_cache_ready` | gauge (1 ready, 0 syncing or degraded) | `resource`, `cache_namespace`, `label_selector`, `field_selector` |
+//! | `kube_construct_cache_ready` | gauge (1 ready, 0 syncing or degraded) | `cluster`, `resource`, `cache_namespace`, `label_selector`, `field_selector` |
 //! | `kube_construct_cache_objects` | gauge | as above |
 //! | `kube_construct_cache_watch_errors_total` | counter | as above |
 //! | `kube_construct_cache_sync_duration_seconds` | histogram | as above |
-//! | `kube_construct_client_constructions_total` | counter | `result` (`ok`, `unauthorized`, `forbidden`, `unknown_resource`, `timeout`, `namespace_on_cluster_scoped`, `stopped`) |
+//! | `kube_construct_client_constructions_total` | counter | `cluster`, `result` (`ok`, `unauthorized`, `forbidden`, `unknown_resource`, `timeout`, `namespace_on_cluster_scoped`, `stopped`) |
 //!
-//! The cache labels are the declaration (`resource` as kubectl names it,
+//! `cluster` is the cluster the client reads, as in svc-tls's metrics
+//! ([`ClusterId::metric_label`]: its [`ClusterId::label`], with its short fingerprint
+//! appended when another cluster of the process has that label already; one value
+//! per cluster, the same value in both crates' families). It is empty for a client
+//! built [`from_client`](crate::client::ClientBuilder::from_client), whose cluster
+//! cannot be told. The cache labels are the declaration (`resource` as kubectl names it,
 //! `secrets.v1`; an empty `cache_namespace` for all namespaces (not `namespace`: Prometheus's
 //! Kubernetes discovery gives every scraped series the pod's own `namespace`); the selectors as given,
 //! empty when none): configuration, never data read from the API server. The
 //! states are read at scrape time from the clients' [`health`](crate::client::CachedClient::health),
 //! so a cache that degrades after construction shows it without any event. When
-//! two live clients declare the same cache, the first built is exported.
+//! two live clients of one cluster declare the same cache, the first built is
+//! exported.
 
 mod collector;
 
 use std::sync::{Arc, Mutex, OnceLock, PoisonError, Weak};
 
+use cluster_id::ClusterId;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
@@ -72,10 +79,17 @@ pub enum RegisterError {
 /// The labels of one declared cache.
 pub(crate) type CacheLabels = Vec<(&'static str, String)>;
 
-/// The label set of `cache` (configuration only).
-pub(crate) fn cache_labels(cache: &CacheName) -> CacheLabels {
+/// The `cluster` label of `cluster`, empty when it is not known.
+fn cluster_label(cluster: Option<&ClusterId>) -> String {
+    cluster.map(ClusterId::metric_label).unwrap_or_default()
+}
+
+/// The label set of `cache` of a client of the cluster labelled `cluster`
+/// (configuration only).
+pub(crate) fn cache_labels(cluster: &str, cache: &CacheName) -> CacheLabels {
     let selection = &cache.selection;
     vec![
+        ("cluster", cluster.to_owned()),
         ("resource", cache.resource()),
         (
             "cache_namespace",
@@ -101,10 +115,10 @@ pub struct CacheMetrics {
 
 pub(crate) struct Shared {
     sync: Family<CacheLabels, Histogram>,
-    constructions: Family<Vec<(&'static str, &'static str)>, Counter>,
-    /// The caches of the clients built with these metrics, oldest first (those of
-    /// dropped clients are pruned at scrape time).
-    pub(crate) clients: Mutex<Vec<Weak<Caches>>>,
+    constructions: Family<Vec<(&'static str, String)>, Counter>,
+    /// The caches of the clients built with these metrics, with their `cluster`
+    /// label, oldest first (those of dropped clients are pruned at scrape time).
+    pub(crate) clients: Mutex<Vec<(Weak<Caches>, String)>>,
 }
 
 impl std::fmt::Debug for CacheMetrics {
@@ -164,29 +178,35 @@ impl CacheMetrics {
         PROCESS.get()
     }
 
-    /// Records a construction that ended with `result`, and the sync time of each
-    /// cache that synced. Construction path.
-    pub(crate) fn constructed(&self, result: Result<&Arc<Caches>, &CacheError>) {
+    /// Records a construction of a client of `cluster` (when it is known) that ended
+    /// with `result`, and the sync time of each cache that synced. Construction path.
+    pub(crate) fn constructed(
+        &self,
+        cluster: Option<&ClusterId>,
+        result: Result<&Arc<Caches>, &CacheError>,
+    ) {
+        let cluster = cluster_label(cluster);
         let label = match result {
             Ok(caches) => {
                 for (name, after) in caches.sync_times() {
                     self.inner
                         .sync
-                        .get_or_create(&cache_labels(name))
+                        .get_or_create(&cache_labels(&cluster, name))
                         .observe(after.as_secs_f64());
                 }
-                self.clients().push(Arc::downgrade(caches));
+                self.clients()
+                    .push((Arc::downgrade(caches), cluster.clone()));
                 "ok"
             }
             Err(error) => error.reason(),
         };
         self.inner
             .constructions
-            .get_or_create(&vec![("result", label)])
+            .get_or_create(&vec![("cluster", cluster), ("result", label.to_owned())])
             .inc();
     }
 
-    fn clients(&self) -> std::sync::MutexGuard<'_, Vec<Weak<Caches>>> {
+    fn clients(&self) -> std::sync::MutexGuard<'_, Vec<(Weak<Caches>, String)>> {
         self.inner
             .clients
             .lock()

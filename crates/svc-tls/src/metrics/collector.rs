@@ -5,9 +5,9 @@
 //!
 //! | family | type | labels |
 //! |---|---|---|
-//! | `svc_tls_identity_cert_expiration_timestamp_seconds` | gauge | `source`, `name` |
-//! | `svc_tls_identity_cert_not_before_timestamp_seconds` | gauge | `source`, `name` |
-//! | `svc_tls_identity_cert_refresh_timestamp_seconds` | gauge | `source`, `name` |
+//! | `svc_tls_identity_cert_expiration_timestamp_seconds` | gauge | `source`, `name`, `cluster` |
+//! | `svc_tls_identity_cert_not_before_timestamp_seconds` | gauge | `source`, `name`, `cluster` |
+//! | `svc_tls_identity_cert_refresh_timestamp_seconds` | gauge | `source`, `name`, `cluster` |
 //! | `svc_tls_identity_state` | gauge (1 for the current state, 0 for the others) | `source`, `name`, `cluster`, `state` (`fresh`, `stale`, `expired`, `not_yet_valid`) |
 //! | `svc_tls_identity_stale_seconds` | gauge | `source`, `name`, `cluster` |
 //! | `svc_tls_identity_source_healthy` | gauge | `source`, `name`, `cluster` |
@@ -20,7 +20,14 @@
 //! | `svc_tls_secret_watch_errors_total` | counter | `secret`, `cluster` |
 //! | `svc_tls_secret_watch_relists_total` | counter | `secret`, `cluster` |
 //! | `svc_tls_trust_secret_private_key_dropped` | gauge (1 when it held one) | `secret`, `cluster` |
+//!
+//! Every `cluster` value is one cluster's ([`ClusterId::metric_label`](cluster_id::ClusterId::metric_label)),
+//! so no two clusters' values share a series. One Secret of one cluster watched
+//! under two credentials (two shared watches) is one series: its errors and relists
+//! are summed, it is healthy only while every one of its watches is, and a key
+//! dropped by any of them shows.
 
+use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::{Arc, PoisonError, Weak};
 use std::time::SystemTime;
@@ -33,7 +40,7 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Unit;
 
-use super::{LabelSet, Shared, unix_seconds};
+use super::{LabelSet, Shared, cluster_label, unix_seconds};
 use crate::material::CertificateValidity;
 
 /// The values of the `state` label of `svc_tls_identity_state`.
@@ -254,21 +261,26 @@ impl Collector for StateCollector {
             Counters::default(),
             Gauges::default(),
         );
+        // Healthy while every watch of the series is (see the module documentation).
+        let mut connected = BTreeMap::<LabelSet, bool>::new();
         for watches in watches.iter().filter_map(|w| w.upgrade()) {
             for secret in watches.shared_secrets() {
                 let labels = vec![
                     ("secret", secret.secret_ref().to_string()),
-                    ("cluster", shared.cluster_label(Some(secret.cluster()))),
+                    ("cluster", cluster_label(Some(secret.cluster()))),
                 ];
                 let source = secret.source();
                 let health = source.watch_health();
-                set(&watch_healthy, &labels, i64::from(health.connected));
                 errors.get_or_create(&labels).inc_by(health.errors);
                 relists.get_or_create(&labels).inc_by(source.relists());
                 if source.dropped_private_key() {
                     set(&key_dropped, &labels, 1);
                 }
+                *connected.entry(labels).or_insert(true) &= health.connected;
             }
+        }
+        for (labels, connected) in &connected {
+            set(&watch_healthy, labels, i64::from(*connected));
         }
         emit(
             &mut encoder,

@@ -47,10 +47,14 @@
 //!
 //! Labels are bounded: `source` is `secret` or `spiffe`, `name` is the Secret's
 //! `namespace/name` or the SPIFFE ID (configuration, never data read from a peer),
-//! `cluster` is the cluster a Secret is read from ([`ClusterId::label`], its API
-//! server's `host:port` by default; empty for SPIFFE sources; the first
-//! [`MAX_CLUSTER_LABELS`] clusters get their own, later ones `other`), and
-//! `result`/`state` take fixed values. No error text is ever a label.
+//! `cluster` is the cluster a Secret is read from ([`ClusterId::metric_label`]: its
+//! [`ClusterId::label`], the API server's `host:port` by default, with the cluster's
+//! short fingerprint appended when another cluster of the process has that label
+//! already; one value per cluster, so two clusters' series never merge; empty for
+//! SPIFFE sources), and `result`/`state` take fixed values. No error text is ever a
+//! label. A cluster's series exist for the sources the process reads from it: their
+//! number is that of the Secrets it watches, which is bounded by the registry, not by
+//! the metrics (see `docs/decisions.md`, "Every cluster its own metric label").
 
 pub mod collector;
 mod counters;
@@ -62,7 +66,7 @@ pub mod trust;
 use source::SourceFamilies;
 pub use source::{CountedSource, SourceRecorder};
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 
@@ -102,27 +106,12 @@ pub(crate) struct Shared {
     /// The resolvers and verifiers read at scrape time, one per labelled source (the
     /// newest one built wins: they read the same source).
     pub(crate) tracked: Mutex<Tracked>,
-    /// The clusters given a label of their own so far (at most [`MAX_CLUSTER_LABELS`]).
-    pub(crate) clusters: Mutex<BTreeSet<ClusterId>>,
 }
 
-/// How many clusters get a `cluster` label of their own; later ones share `other`.
-pub const MAX_CLUSTER_LABELS: usize = 32;
-
-impl Shared {
-    /// See [`Metrics::cluster_label`].
-    pub(crate) fn cluster_label(&self, cluster: Option<&ClusterId>) -> String {
-        let Some(cluster) = cluster else {
-            return String::new();
-        };
-        let mut seen = self.clusters.lock().unwrap_or_else(PoisonError::into_inner);
-        if seen.contains(cluster) || seen.len() < MAX_CLUSTER_LABELS {
-            seen.insert(cluster.clone());
-            cluster.label().to_owned()
-        } else {
-            "other".to_owned()
-        }
-    }
+/// The `cluster` label of `cluster`, empty when there is none (see
+/// [`Metrics::cluster_label`]).
+pub(crate) fn cluster_label(cluster: Option<&ClusterId>) -> String {
+    cluster.map(ClusterId::metric_label).unwrap_or_default()
 }
 
 #[derive(Default)]
@@ -157,7 +146,6 @@ impl Metrics {
                 &principal::PrincipalFamilies::register(registry),
             )),
             tracked: Mutex::new(Tracked::default()),
-            clusters: Mutex::new(BTreeSet::new()),
         });
         registry.register_collector(Box::new(collector::StateCollector::new(&inner)));
         Self { inner }
@@ -192,11 +180,12 @@ impl Metrics {
         ))
     }
 
-    /// The `cluster` label of `cluster`: its [`ClusterId::label`] for the first
-    /// [`MAX_CLUSTER_LABELS`] clusters seen, `other` after them (a bounded label
-    /// whatever a process connects to), empty when there is none.
+    /// The `cluster` label of `cluster`: its [`ClusterId::metric_label`] (its
+    /// [`ClusterId::label`], with its short fingerprint appended when another cluster
+    /// of the process has that label already: one value per cluster, the same in
+    /// kube-construct's metrics), empty when there is none.
     pub fn cluster_label(&self, cluster: Option<&ClusterId>) -> String {
-        self.inner.cluster_label(cluster)
+        cluster_label(cluster)
     }
 
     /// The recorder of principals signed and verified: give it to a
@@ -331,8 +320,8 @@ pub struct SourceLabels {
     pub source: &'static str,
     /// The Secret's `namespace/name`, or the SPIFFE ID (trust: `spiffe://<trust domain>`).
     pub name: String,
-    /// The cluster a Secret is read from ([`ClusterId::label`], bounded); empty for
-    /// SPIFFE sources.
+    /// The cluster a Secret is read from ([`ClusterId::metric_label`], one value per
+    /// cluster); empty for SPIFFE sources.
     pub cluster: String,
 }
 
