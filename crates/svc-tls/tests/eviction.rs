@@ -201,3 +201,48 @@ async fn a_hundred_clusters_with_three_credentials_return_to_the_baseline() {
         poll_until("back to the baseline", || tb.open_watches() == baseline).await;
     }
 }
+
+/// With metrics installed, the exported resolvers and verifiers do not keep their
+/// entries: `svc_tls_registry_entries` counts them while held and drops to zero once
+/// they are evicted.
+#[cfg(feature = "metrics")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metrics_count_the_entries_and_keep_none_alive() {
+    use prometheus_client::encoding::text::encode;
+    use prometheus_client::registry::Registry;
+
+    let tb = cluster("metrics").await;
+    let watches = SecretWatches::with_eviction_grace(GRACE);
+    let mut registry = Registry::default();
+    svc_tls::metrics::Metrics::new(&mut registry)
+        .install(&watches)
+        .unwrap();
+    let gauge = |registry: &Registry, kind: &str| -> String {
+        let mut text = String::new();
+        encode(&mut text, registry).unwrap();
+        text.lines()
+            .find(|l| l.starts_with(&format!("svc_tls_registry_entries{{kind=\"{kind}\"}}")))
+            .and_then(|l| l.rsplit(' ').next())
+            .unwrap_or("missing")
+            .to_owned()
+    };
+    let streams = svc_tls::spiffe::WorkloadApiStreams::new();
+    let (peer, me) = options();
+    let mut held = Vec::new();
+    for caller in callers(&tb) {
+        let tls = PeerTls::from_options_with(&watches, &streams, &caller, &peer, &me, TIMEOUT)
+            .await
+            .unwrap();
+        held.push((tls.client().unwrap(), tls));
+    }
+    assert_eq!(gauge(&registry, "secret"), "6");
+    assert_eq!(gauge(&registry, "api_client"), "3");
+    assert_eq!(gauge(&registry, "peer_pool"), "3");
+    drop(held);
+    poll_until("evicted with metrics installed", || {
+        watches.counts() == RegistryCounts::default()
+    })
+    .await;
+    assert_eq!(gauge(&registry, "secret"), "0");
+    poll_until("the emulator's watches closed", || tb.open_watches() == 0).await;
+}

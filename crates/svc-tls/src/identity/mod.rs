@@ -18,6 +18,7 @@ mod state;
 
 pub use from_secret::{IdentityResolverBuilder, SecretIdentitySource};
 pub use from_spiffe::SpiffeIdentitySource;
+pub(crate) use resolver::WeakIdentityResolver;
 pub use resolver::{IdentityError, IdentityResolver};
 pub use source::{IdentitySource, ReloadError};
 pub use state::IdentityState;

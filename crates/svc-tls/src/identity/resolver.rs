@@ -339,6 +339,12 @@ impl IdentityResolver {
         &*self.inner.source
     }
 
+    /// A handle that does not keep it alive (what the metrics export while it
+    /// lives).
+    pub(crate) fn downgrade(&self) -> WeakIdentityResolver {
+        WeakIdentityResolver(Arc::downgrade(&self.inner))
+    }
+
     /// How many handles (clones) of this share its state: a registry's cache keeps
     /// one, so more means it is held outside the registry.
     pub(crate) fn handles(&self) -> usize {
@@ -378,5 +384,16 @@ impl ResolvesClientCert for IdentityResolver {
 
     fn has_certs(&self) -> bool {
         true
+    }
+}
+
+/// A [`IdentityResolver`] that does not keep it alive.
+#[derive(Clone)]
+pub(crate) struct WeakIdentityResolver(std::sync::Weak<Inner>);
+
+impl WeakIdentityResolver {
+    /// The IdentityResolver, while a clone of it lives.
+    pub(crate) fn upgrade(&self) -> Option<IdentityResolver> {
+        self.0.upgrade().map(|inner| IdentityResolver { inner })
     }
 }

@@ -17,6 +17,7 @@
 //! | `svc_tls_trust_stale` | gauge | `source`, `name`, `cluster` |
 //! | `svc_tls_trust_source_healthy` | gauge | `source`, `name`, `cluster` |
 //! | `svc_tls_secret_watch_healthy` | gauge | `secret`, `cluster` |
+//! | `svc_tls_registry_entries` | gauge | `kind` (`secret`, `configmap`, `api_client`, `peer_pool`) |
 //! | `svc_tls_secret_watch_errors_total` | counter | `secret`, `cluster` |
 //! | `svc_tls_secret_watch_relists_total` | counter | `secret`, `cluster` |
 //! | `svc_tls_trust_secret_private_key_dropped` | gauge (1 when it held one) | `secret`, `cluster` |
@@ -88,20 +89,25 @@ impl Collector for StateCollector {
             return Ok(());
         };
         let (identities, trusts, watches) = {
-            let tracked = shared
+            let mut tracked = shared
                 .tracked
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner);
+            // What no longer lives is no longer exported (and forgotten).
+            tracked
+                .identities
+                .retain(|_, weak| weak.upgrade().is_some());
+            tracked.trusts.retain(|_, weak| weak.upgrade().is_some());
             (
                 tracked
                     .identities
                     .iter()
-                    .map(|(labels, r)| (labels.clone(), r.clone()))
+                    .filter_map(|(labels, weak)| Some((labels.clone(), weak.upgrade()?)))
                     .collect::<Vec<_>>(),
                 tracked
                     .trusts
                     .iter()
-                    .map(|(labels, v)| (labels.clone(), v.clone()))
+                    .filter_map(|(labels, weak)| Some((labels.clone(), weak.upgrade()?)))
                     .collect::<Vec<_>>(),
                 tracked.watches.clone(),
             )
@@ -309,6 +315,37 @@ impl Collector for StateCollector {
             "1 when a Secret read only as a CA held a private key (tls.key), dropped before caching: give the service a ca.crt-only Secret or ConfigMap",
             None,
             &key_dropped,
+        )?;
+
+        // The registry's size: entries per kind, API clients and shared pools, each
+        // evicted once unused for the grace.
+        let entries = Gauges::default();
+        let mut totals = crate::watch::RegistryCounts::default();
+        for watches in watches.iter().filter_map(|w| w.upgrade()) {
+            let counts = watches.counts();
+            totals.secrets += counts.secrets;
+            totals.configmaps += counts.configmaps;
+            totals.kube_clients += counts.kube_clients;
+            totals.shared_values += counts.shared_values;
+        }
+        for (kind, count) in [
+            ("secret", totals.secrets),
+            ("configmap", totals.configmaps),
+            ("api_client", totals.kube_clients),
+            ("peer_pool", totals.shared_values),
+        ] {
+            set(
+                &entries,
+                &vec![("kind", kind.to_owned())],
+                i64::try_from(count).unwrap_or(i64::MAX),
+            );
+        }
+        emit(
+            &mut encoder,
+            "svc_tls_registry_entries",
+            "What the registry of shared watches holds now, by kind: watched Secrets and ConfigMaps (per cluster, credential and use), API clients (per cluster and credential) and shared peer pools",
+            None,
+            &entries,
         )?;
         Ok(())
     }

@@ -114,10 +114,14 @@ pub(crate) fn cluster_label(cluster: Option<&ClusterId>) -> String {
     cluster.map(ClusterId::metric_label).unwrap_or_default()
 }
 
+/// What the collector reads at scrape time, held weakly: a resolver or verifier is
+/// exported while something else holds it (a client, a registry entry), and its
+/// series go with it (an evicted entry's included), so the metrics neither keep a
+/// registry entry alive nor grow with every cluster the process ever reached.
 #[derive(Default)]
 pub(crate) struct Tracked {
-    pub(crate) identities: BTreeMap<SourceLabels, IdentityResolver>,
-    pub(crate) trusts: BTreeMap<SourceLabels, TrustVerifier>,
+    pub(crate) identities: BTreeMap<SourceLabels, crate::identity::WeakIdentityResolver>,
+    pub(crate) trusts: BTreeMap<SourceLabels, crate::trust::WeakTrustVerifier>,
     pub(crate) watches: Vec<WeakSecretWatches>,
 }
 
@@ -198,21 +202,23 @@ impl Metrics {
         self.inner.principal.clone()
     }
 
-    /// Exports `resolver`'s state at scrape time (replacing a resolver of the same
-    /// source tracked before). Construction path.
+    /// Exports `resolver`'s state at scrape time while it lives (replacing a
+    /// resolver of the same source tracked before). Construction path.
     pub fn track_identity(&self, resolver: &IdentityResolver, cluster: Option<&ClusterId>) {
         let state = resolver.state();
         let labels = SourceLabels::identity(&state.source, state.spiffe_id.as_deref())
             .in_cluster(self.cluster_label(cluster));
-        self.tracked().identities.insert(labels, resolver.clone());
+        self.tracked()
+            .identities
+            .insert(labels, resolver.downgrade());
     }
 
-    /// Exports `verifier`'s state at scrape time (replacing a verifier of the same
-    /// source tracked before). Construction path.
+    /// Exports `verifier`'s state at scrape time while it lives (replacing a
+    /// verifier of the same source tracked before). Construction path.
     pub fn track_trust(&self, verifier: &TrustVerifier, cluster: Option<&ClusterId>) {
         let labels = SourceLabels::trust(verifier.trust_source().origin())
             .in_cluster(self.cluster_label(cluster));
-        self.tracked().trusts.insert(labels, verifier.clone());
+        self.tracked().trusts.insert(labels, verifier.downgrade());
     }
 
     /// An empty registry of watched Secrets whose resolvers and verifiers record into

@@ -468,6 +468,12 @@ impl TrustVerifier {
             .is_some_and(|not_after| not_after < SystemTime::now())
     }
 
+    /// A handle that does not keep it alive (what the metrics export while it
+    /// lives).
+    pub(crate) fn downgrade(&self) -> WeakTrustVerifier {
+        WeakTrustVerifier(Arc::downgrade(&self.inner))
+    }
+
     /// How many handles (clones) of this share its state: a registry's cache keeps
     /// one, so more means it is held outside the registry.
     pub(crate) fn handles(&self) -> usize {
@@ -557,5 +563,16 @@ impl ServerCertVerifier for TrustVerifier {
             .provider
             .signature_verification_algorithms
             .supported_schemes()
+    }
+}
+
+/// A [`TrustVerifier`] that does not keep it alive.
+#[derive(Clone)]
+pub(crate) struct WeakTrustVerifier(std::sync::Weak<Inner>);
+
+impl WeakTrustVerifier {
+    /// The TrustVerifier, while a clone of it lives.
+    pub(crate) fn upgrade(&self) -> Option<TrustVerifier> {
+        self.0.upgrade().map(|inner| TrustVerifier { inner })
     }
 }
