@@ -95,6 +95,12 @@ fn command() -> Command {
                 .help("The address /readyz and /livez are served on (e.g. :8081 as controller-runtime's); \"0\" disables them"),
         )
         .arg(
+            Arg::new("health-probe-verbose")
+                .long("health-probe-verbose")
+                .action(clap::ArgAction::SetTrue)
+                .help("Answer /readyz with each check's reason (Secret names, loader errors); by default the body names the checks only and the reasons are logged"),
+        )
+        .arg(
             Arg::new("serve-for")
                 .long("serve-for")
                 .default_value("0s")
@@ -240,7 +246,8 @@ async fn run(matches: &ArgMatches) -> Result<(), Error> {
         let address: SocketAddr = probe_address
             .parse()
             .map_err(|e| format!("--health-probe-bind-address={probe_address:?}: {e}"))?;
-        let bound = probes::serve(address, readiness.clone()).await?;
+        let verbose = matches.get_flag("health-probe-verbose");
+        let bound = probes::serve(address, readiness.clone(), verbose).await?;
         println!("probes: serving http://{bound}/readyz and /livez");
     }
 

@@ -128,6 +128,43 @@ impl fmt::Display for Report {
     }
 }
 
+impl Report {
+    /// One line per check without its reason (`ok <name>`, `degraded <name>`,
+    /// `not ready <name>`): the body to answer `/readyz` with by default. The reasons
+    /// name Secrets, serials, SPIFFE IDs and quote an API server's refusal (naming
+    /// the service account): log them ([`Report`]'s `Display`), and show them to
+    /// whoever can reach the probe port only where the operator turns it on.
+    ///
+    /// ```
+    /// use svc_tls::readiness::Readiness;
+    /// let readiness = Readiness::new();
+    /// readiness.expect("identity", "the client certificate Secret unikorn/billing");
+    /// let report = readiness.report();
+    /// assert_eq!(report.summary().to_string(), "not ready identity\n");
+    /// assert!(report.to_string().contains("unikorn/billing"));
+    /// ```
+    pub fn summary(&self) -> Summary<'_> {
+        Summary(self)
+    }
+}
+
+/// A [`Report`] without reasons ([`Report::summary`]).
+#[derive(Clone, Copy, Debug)]
+pub struct Summary<'a>(&'a Report);
+
+impl fmt::Display for Summary<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for check in &self.0.checks {
+            match &check.verdict {
+                Verdict::Ready => writeln!(f, "ok {}", check.name)?,
+                Verdict::Degraded { .. } => writeln!(f, "degraded {}", check.name)?,
+                Verdict::NotReady { .. } => writeln!(f, "not ready {}", check.name)?,
+            }
+        }
+        Ok(())
+    }
+}
+
 /// A check the caller supplies (a Kubernetes cache report, a database connection).
 type CustomCheck = Arc<dyn Fn() -> Verdict + Send + Sync>;
 
