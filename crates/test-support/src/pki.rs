@@ -52,6 +52,18 @@ impl TestCa {
         Self::from_params(params)
     }
 
+    /// A self-signed CA named `name` that expires `lifetime` from now (whole seconds).
+    pub fn expiring_in(name: &str, lifetime: Duration) -> Self {
+        let mut params = CertificateParams::new(Vec::<String>::new()).expect("CA params");
+        let mut dn = DistinguishedName::new();
+        dn.push(DnType::CommonName, name);
+        params.distinguished_name = dn;
+        params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
+        valid_around_now(&mut params, Duration::from_secs(3600), lifetime);
+        Self::from_params(params)
+    }
+
     /// A self-signed CA with these parameters (which should say `is_ca`) and a fresh
     /// ECDSA P-256 key.
     pub fn from_params(params: CertificateParams) -> Self {

@@ -546,3 +546,47 @@ async fn past_the_bound_for_a_deleted_ca_secret_the_warm_pool_takes_no_request()
     }
     assert_eq!(peer.retired_pools(), 1);
 }
+
+/// The CA Secret deleted, and then its last good roots expire: the verifier refuses
+/// every server (the roots are not changed), and the warm pool takes no request.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn once_the_last_good_roots_expire_the_warm_pool_takes_no_request() {
+    use svc_tls::client::TrustMode;
+    use svc_tls::trust::TrustVerifier;
+
+    let tb = Testbed::start().await;
+    let server_ca = TestCa::expiring_in("short-lived server CA", Duration::from_secs(3));
+    tb.upsert(ca_secret(&server_ca));
+    let server = VerifyingServer::builder(&server_ca, &server_ca)
+        .no_client_auth()
+        .keep_alive(true)
+        .start()
+        .await;
+    let watches = SecretWatches::new();
+    let cluster = tb.cluster_client();
+    let verifier = TrustVerifier::builder(tb.client(), SecretRef::new(NS, CA))
+        .watches(&watches, &cluster)
+        .build()
+        .await
+        .unwrap();
+    let tls = PeerTls::new(provider(), TrustMode::Watched(verifier.clone()), None);
+    let peer = tls.private_client().unwrap();
+    let url: reqwest::Url = server.url().parse().unwrap();
+    let first = call(&peer, &url).await.unwrap();
+
+    tb.delete("v1", "Secret", Some(NS), CA);
+    poll_until("the deletion is a failed read", || verifier.state().stale).await;
+    let within = call(&peer, &url).await.unwrap();
+    assert_eq!(
+        within.connection, first.connection,
+        "the last good roots, kept alive"
+    );
+
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    match call(&peer, &url).await {
+        Err(PeerRequestError::TrustChanged { source, .. }) => {
+            assert!(format!("{source:?}").contains("Expired"), "{source:?}")
+        }
+        other => panic!("a request after the roots expired rode the warm pool: {other:?}"),
+    }
+}
