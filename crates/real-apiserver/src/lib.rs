@@ -22,6 +22,7 @@
 mod apiserver;
 mod crds;
 mod etcd;
+pub mod harness;
 mod peers;
 mod process;
 mod rbac;
@@ -31,6 +32,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
+pub use harness::ApiServerUnderTest;
 pub use peers::{etcd_version, kube_version};
 pub use rbac::rule;
 
