@@ -1,7 +1,8 @@
 //! The platform's CRDs, from the Rust types that generate them (kube-construct's
 //! `helm_application_crd`, the manifest the platform ships; and the legacy Argo CD
 //! `Application` shim, which carries no schema of its own and is installed with an
-//! open one), created and awaited until `Established`.
+//! open one and, as Argo CD's own CRD, no status subresource), created and awaited
+//! until `Established`.
 
 use std::time::{Duration, Instant};
 
@@ -15,6 +16,7 @@ use kube::core::CustomResourceExt as _;
 pub(crate) fn platform_crds() -> Vec<CustomResourceDefinition> {
     let mut argo = kube_construct::types::argo::Application::crd();
     for version in &mut argo.spec.versions {
+        version.subresources = None;
         version.schema = Some(CustomResourceValidation {
             open_api_v3_schema: Some(JSONSchemaProps {
                 type_: Some("object".to_owned()),
