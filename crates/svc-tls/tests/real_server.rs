@@ -9,7 +9,10 @@
 //! - RBAC, the same body against the emulator and the real server: a token allowed
 //!   ConfigMaps only is refused the Secrets (a typed 403 naming the Secret and the
 //!   cluster, never a token) while the admin is served, in both orders (as
-//!   `credentials.rs` runs against the emulator alone).
+//!   `credentials.rs` runs against the emulator alone); and a CA bundle ConfigMap
+//!   served only to callers that may read ConfigMaps.
+//! - Two clusters in one process, one emulated and one real, holding same-named
+//!   Secrets: each caller is served its own cluster's.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 mod support;
@@ -32,17 +35,38 @@ const TIMEOUT: Duration = Duration::from_secs(20);
 /// The options of a peer at `url` trusting the CA Secret `ca` and presenting the
 /// identity Secret `identity`, both in [`NS`].
 fn options(url: &str, ca: &str, identity: &str) -> (PeerOptions, ClientIdentityOptions) {
+    options_with(
+        url,
+        &[
+            format!("--identity-ca-secret-namespace={NS}"),
+            format!("--identity-ca-secret-name={ca}"),
+            format!("--client-certificate-namespace={NS}"),
+            format!("--client-certificate-name={identity}"),
+        ],
+    )
+}
+
+/// The options of a peer at `url` trusting the CA bundle ConfigMap `bundle` (in
+/// [`NS`]), presenting no identity.
+fn bundle_options(url: &str, bundle: &str) -> (PeerOptions, ClientIdentityOptions) {
+    options_with(
+        url,
+        &[
+            format!("--identity-ca-configmap-namespace={NS}"),
+            format!("--identity-ca-configmap-name={bundle}"),
+        ],
+    )
+}
+
+fn options_with(url: &str, source: &[String]) -> (PeerOptions, ClientIdentityOptions) {
     let cmd = PeerOptions::augment(clap::Command::new("svc"), "identity");
     let cmd = ClientIdentityOptions::augment(cmd, None);
-    let args = vec![
+    let mut args = vec![
         "svc".to_owned(),
         format!("--identity-host={url}"),
         "--identity-pool-idle-timeout=0s".to_owned(),
-        format!("--identity-ca-secret-namespace={NS}"),
-        format!("--identity-ca-secret-name={ca}"),
-        format!("--client-certificate-namespace={NS}"),
-        format!("--client-certificate-name={identity}"),
     ];
+    args.extend(source.iter().cloned());
     let m = cmd.try_get_matches_from(args).unwrap();
     (
         PeerOptions::from_matches(&m, "identity").unwrap(),
@@ -56,6 +80,7 @@ struct Peer {
     ca: String,
     identity: String,
     server: VerifyingServer,
+    server_ca: TestCa,
     client_ca: TestCa,
 }
 
@@ -78,6 +103,7 @@ async fn peer(api: &impl ApiServerUnderTest, tag: &str, serial: u64) -> Peer {
         ca,
         identity,
         server,
+        server_ca,
         client_ca,
     }
 }
@@ -189,15 +215,75 @@ async fn refused_in_both_orders(api: &impl ApiServerUnderTest, tag: &str) {
     assert_refused(api, build(&second, &restricted).await, &second.ca, &tokens);
 }
 
+/// A CA bundle ConfigMap is served only to callers that may read ConfigMaps, in
+/// either order: the admin, then a caller allowed Secrets only; and the other way.
+async fn bundles_refused_in_both_orders(api: &impl ApiServerUnderTest, tag: &str) {
+    let admin = api.cluster_client_for(&api.admin_token());
+    let secrets_only = api.reader_of(NS, "secrets").await;
+    let restricted = api.cluster_client_for(&secrets_only);
+    let tokens = [secrets_only.as_str(), &api.admin_token()];
+    for (order, permitted_first) in [("permitted-first", true), ("refused-first", false)] {
+        let peer = peer(api, &format!("{tag}-bundle-{order}"), 1).await;
+        let bundle = format!("{tag}-bundle-{order}");
+        api.apply(serde_json::json!({
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"namespace": NS, "name": bundle},
+            "data": {"ca.crt": peer.server_ca.pem()},
+        }))
+        .await;
+        let (options, me) = bundle_options(&peer.server.url(), &bundle);
+        let (first, second) = if permitted_first {
+            (&admin, &restricted)
+        } else {
+            (&restricted, &admin)
+        };
+        for caller in [first, second] {
+            let built = PeerTls::from_options(caller, &options, &me, TIMEOUT).await;
+            if std::ptr::eq(caller, &admin) {
+                built.unwrap();
+            } else {
+                assert_refused(api, built, &bundle, &tokens);
+            }
+        }
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rbac_refusals_on_the_emulator() {
     let testbed = kube_testbed::Testbed::start().await;
     refused_in_both_orders(&testbed, "emulated").await;
+    bundles_refused_in_both_orders(&testbed, "emulated").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rbac_refusals_on_the_real_server() {
-    refused_in_both_orders(real_apiserver::shared(), "real").await;
+    let api = real_apiserver::shared();
+    refused_in_both_orders(api, "real").await;
+    bundles_refused_in_both_orders(api, "real").await;
+}
+
+/// One process reading two clusters, the emulator and the real server, which hold
+/// same-named Secrets with different CAs and leaves: the process's registry, keyed by
+/// cluster, serves each caller its own cluster's identity.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_emulated_and_a_real_cluster_each_serve_their_own_secrets() {
+    let emulated = kube_testbed::Testbed::start().await;
+    let real = real_apiserver::shared();
+    let on_emulator = peer(&emulated, "two-clusters", 101).await;
+    let on_real = peer(real, "two-clusters", 202).await;
+    let (emulated_client, real_client) = (emulated.cluster_client(), real.cluster_client());
+    assert_ne!(
+        emulated_client.cluster(),
+        real_client.cluster(),
+        "two clusters, two identities"
+    );
+    for _ in 0..2 {
+        let tls = build(&on_emulator, &emulated_client).await.unwrap();
+        assert_eq!(serial_seen(&tls, &on_emulator.server.url()).await, "101");
+        let tls = build(&on_real, &real_client).await.unwrap();
+        assert_eq!(serial_seen(&tls, &on_real.server.url()).await, "202");
+    }
 }
 
 fn configmap(name: &str, value: &str) -> serde_json::Value {
