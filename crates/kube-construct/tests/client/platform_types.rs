@@ -353,3 +353,58 @@ async fn typed_values_survive_the_round_trip() {
     assert_eq!(got.spec, sent.spec);
     assert_eq!(got.status, sent.status);
 }
+
+/// A cache of a platform CRD kind, on either server: proven synced at construction
+/// (every HelmApplication that existed is there), then following a create and an
+/// update.
+async fn helm_application_cache(api: &impl real_apiserver::ApiServerUnderTest, ns: &str) {
+    use kube_construct::{cache::Selection, client::CachedClient};
+
+    let name = api.name();
+    let app = |app_name: &str, license: &str| {
+        let mut app = full_helm_application();
+        app.metadata.name = Some(app_name.to_owned());
+        app.metadata.namespace = Some(ns.to_owned());
+        app.spec.license = license.to_owned();
+        serde_json::to_value(&app).unwrap()
+    };
+    api.apply(app("first", "MIT")).await;
+    api.apply(app("second", "MIT")).await;
+    let client = kube::Client::try_from(api.config_for(&api.admin_token())).unwrap();
+    let cached = CachedClient::builder()
+        .cache::<HelmApplication>(Selection::in_namespace(ns))
+        .from_client(client)
+        .await
+        .unwrap_or_else(|e| panic!("{name}: {e}"));
+    let listed = |cached: &CachedClient| {
+        cached
+            .list::<HelmApplication>(Some(ns), &kube::core::Selector::default())
+            .unwrap()
+    };
+    assert_eq!(listed(&cached).len(), 2, "{name}: synced at construction");
+    api.apply(app("third", "MIT")).await;
+    api.apply(app("first", "BSD-3-Clause")).await;
+    test_support::poll_until("the cache follows a create and an update", || {
+        let apps = listed(&cached);
+        apps.len() == 3
+            && apps.iter().any(|a| {
+                a.metadata.name.as_deref() == Some("first") && a.spec.license == "BSD-3-Clause"
+            })
+    })
+    .await;
+    let third = cached
+        .get::<HelmApplication>(Some(ns), "third")
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        third.spec.versions,
+        full_helm_application().spec.versions,
+        "{name}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_helm_application_cache_on_the_emulator_and_a_real_api_server() {
+    helm_application_cache(&testbed().await, "cached-apps").await;
+    helm_application_cache(real_apiserver::shared(), "cached-apps").await;
+}
