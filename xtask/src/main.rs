@@ -3,10 +3,14 @@
 //! - `bench`: measures our side (`benches/`) and the legacy Go side (`benches/go/`) in
 //!   one run and prints one table with the targets judged on confidence intervals
 //!   (`--quick`: smoke run; `--check`: fail when a measured target is not met).
-//! - `test`: prepares what the tests need on a fresh machine (kubectl, nginx, Prometheus,
-//!   PyJWT, and Go 1.23 for one test's TLS server; the machine's Go 1.26 builds the
-//!   other Go programs), runs the alert rules' unit tests (`promtool test rules
+//! - `test`: prepares what the tests need on a fresh machine (the real kube-apiserver
+//!   and etcd, kubectl, nginx, Prometheus, PyJWT, and Go 1.23 for one test's TLS
+//!   server; the machine's Go 1.26 builds the other Go programs), runs the alert rules'
+//!   unit tests (`promtool test rules
 //!   docs/alerts.test.yaml`), then the whole test suite.
+//! - `real-peers`: builds, once per machine and cached outside the repository by
+//!   version, the real `kube-apiserver` and `etcd` the real-server test tier runs
+//!   against (`test` does it first).
 //! - `codegen`: regenerates kube-construct's built-in registry table (`--check`: fail
 //!   when the committed output is stale).
 //! - `layers`: checks the layering of crates' modules (which module may name which)
@@ -25,6 +29,7 @@ mod golang;
 mod layers;
 mod prepare;
 mod process;
+mod real_peers;
 mod report;
 mod soak;
 mod stats;
@@ -33,7 +38,7 @@ use std::process::{Command, ExitCode};
 
 use process::{cargo, run_checked, workspace_root};
 
-const USAGE: &str = "usage: cargo xtask <bench|test|ci|codegen|layers|soak>
+const USAGE: &str = "usage: cargo xtask <bench|test|ci|real-peers|codegen|layers|soak>
 
   bench   measure ours (benches/) and Go's (benches/go/, built with Go 1.26+ and
           modules from the Go module proxy) in one run, print the table, write
@@ -42,6 +47,10 @@ const USAGE: &str = "usage: cargo xtask <bench|test|ci|codegen|layers|soak>
            --check: exit non-zero when a measured target is not met)
   test    install what the tests need (as root), run the alert rules' unit
           tests (promtool test rules docs/alerts.test.yaml), then the whole suite
+  real-peers
+          build the real kube-apiserver and etcd (Go 1.26, the Go module
+          proxy) once per machine, cached under
+          $HOME/.cache/platform-client/real-peers/<component>-<version>/
   ci      fmt check, codegen --check, layers, clippy -D warnings, cargo-deny,
           test, then bench --quick
   codegen regenerate the built-in registry table (--check: fail when stale)
@@ -57,6 +66,7 @@ fn main() -> ExitCode {
         Some("bench") => bench::run(&args[1..]),
         Some("test") => test(&args[1..]),
         Some("ci") => ci(),
+        Some("real-peers") => real_peers::run(&args[1..]),
         Some("codegen") => codegen::run(&args[1..]),
         Some("layers") => layers::run(&args[1..]),
         Some("soak") => soak::run(&args[1..]),

@@ -2,7 +2,8 @@
 //!
 //! The tests use real parts: the `kubectl` client against the API emulator, nginx as
 //! the mTLS ingress, Prometheus (and promtool) scraping the example service, PyJWT as
-//! an independent JOSE implementation, and Go 1.23 (a TLS
+//! an independent JOSE implementation, the real kube-apiserver and etcd (built from
+//! source by `cargo xtask real-peers`), and Go 1.23 (a TLS
 //! server that knows only the Kyber draft hybrid, in svc-tls's key exchange test). On
 //! a fresh machine they are installed through the system's package tools when running
 //! as root; otherwise this fails with the exact command to run (Go excepted: without
@@ -103,6 +104,9 @@ fn go_for_tests() -> Result<(), String> {
 
 /// Installs what is missing (as root) or explains how to (otherwise).
 pub fn test_prerequisites() -> Result<(), String> {
+    // The real kube-apiserver and etcd of the real-server tier: built from source with
+    // Go 1.26 when not cached (`cargo xtask real-peers`); their tests fail without them.
+    super::real_peers::ensure()?;
     go_for_tests()?;
     let missing: Vec<&Prerequisite> = PREREQUISITES
         .iter()

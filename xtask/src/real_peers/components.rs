@@ -1,0 +1,83 @@
+//! The real peers: each one's Go module (under `xtask/real-peers/`), the package built
+//! from it, and the version that names its cache directory (read from the module's
+//! `go.mod`, so the pinned release is written in one place).
+
+/// One Go program built from one of our Go modules.
+pub(crate) struct Component {
+    /// The binary's name and the module's directory under `xtask/real-peers/`.
+    pub(crate) name: &'static str,
+    /// The package `go build` builds, from the module's directory.
+    pub(crate) package: &'static str,
+    /// The module whose required version names the cache directory.
+    pub(crate) versioned_by: &'static str,
+    /// `-ldflags` for the version the binary reports, given that version.
+    pub(crate) ldflags: fn(&str) -> String,
+}
+
+pub(crate) const COMPONENTS: &[Component] = &[
+    Component {
+        name: "etcd",
+        package: ".",
+        versioned_by: "go.etcd.io/etcd/server/v3",
+        ldflags: |_| String::new(),
+    },
+    Component {
+        name: "kube-apiserver",
+        package: "k8s.io/kubernetes/cmd/kube-apiserver",
+        versioned_by: "k8s.io/kubernetes",
+        // What the release build stamps (hack/lib/version.sh): /version reports it.
+        ldflags: kube_version_ldflags,
+    },
+];
+
+fn kube_version_ldflags(version: &str) -> String {
+    let mut parts = version.trim_start_matches('v').split('.');
+    let major = parts.next().unwrap_or_default();
+    let minor = parts.next().unwrap_or_default();
+    let pkg = "k8s.io/component-base/version";
+    format!("-X {pkg}.gitVersion={version} -X {pkg}.gitMajor={major} -X {pkg}.gitMinor={minor}")
+}
+
+/// The version `go_mod` requires of `module` (`require module vX.Y.Z`, in a block or
+/// on one line).
+pub(crate) fn required_version(go_mod: &str, module: &str) -> Option<String> {
+    go_mod.lines().find_map(|line| {
+        let line = line.trim().trim_start_matches("require").trim();
+        let mut words = line.split_whitespace();
+        (words.next()? == module)
+            .then(|| words.next().map(str::to_owned))
+            .flatten()
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    #[test]
+    fn versions_from_go_mod() {
+        let one_line = "module x\n\ngo 1.26.0\n\nrequire go.etcd.io/etcd/server/v3 v3.7.0\n";
+        assert_eq!(
+            required_version(one_line, "go.etcd.io/etcd/server/v3").as_deref(),
+            Some("v3.7.0")
+        );
+        let block = "require (\n\tk8s.io/kubernetes v1.37.2\n\tk8s.io/api v0.37.2 // indirect\n)\nreplace k8s.io/api => k8s.io/api v0.37.2\n";
+        assert_eq!(
+            required_version(block, "k8s.io/kubernetes").as_deref(),
+            Some("v1.37.2")
+        );
+        assert_eq!(required_version(block, "k8s.io/apiserver"), None);
+    }
+
+    #[test]
+    fn kube_apiserver_reports_its_release() {
+        assert_eq!(
+            kube_version_ldflags("v1.37.2"),
+            "-X k8s.io/component-base/version.gitVersion=v1.37.2 \
+             -X k8s.io/component-base/version.gitMajor=1 \
+             -X k8s.io/component-base/version.gitMinor=37"
+        );
+    }
+}
