@@ -43,23 +43,12 @@ pub struct Leaf {
 impl TestCa {
     /// A self-signed CA whose subject common name is `name`.
     pub fn new(name: &str) -> Self {
-        let mut params = CertificateParams::new(Vec::<String>::new()).expect("CA params");
-        let mut dn = DistinguishedName::new();
-        dn.push(DnType::CommonName, name);
-        params.distinguished_name = dn;
-        params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-        params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
-        Self::from_params(params)
+        Self::from_params(ca_params(name))
     }
 
     /// A self-signed CA named `name` that expires `lifetime` from now (whole seconds).
     pub fn expiring_in(name: &str, lifetime: Duration) -> Self {
-        let mut params = CertificateParams::new(Vec::<String>::new()).expect("CA params");
-        let mut dn = DistinguishedName::new();
-        dn.push(DnType::CommonName, name);
-        params.distinguished_name = dn;
-        params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-        params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
+        let mut params = ca_params(name);
         valid_around_now(&mut params, Duration::from_secs(3600), lifetime);
         Self::from_params(params)
     }
@@ -248,6 +237,17 @@ impl rcgen::PublicKeyData for RsaPublicKey {
     fn algorithm(&self) -> &'static rcgen::SignatureAlgorithm {
         &rcgen::PKCS_RSA_SHA256
     }
+}
+
+/// The parameters of a self-signed CA whose subject common name is `name`.
+fn ca_params(name: &str) -> CertificateParams {
+    let mut params = CertificateParams::new(Vec::<String>::new()).expect("CA params");
+    let mut dn = DistinguishedName::new();
+    dn.push(DnType::CommonName, name);
+    params.distinguished_name = dn;
+    params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
+    params
 }
 
 /// Sets the validity of `params` to [now - `backdate`, now + `lifetime`], the end

@@ -496,79 +496,36 @@ async fn a_request_built_before_a_ca_change_is_sent_under_the_new_trust() {
     }
 }
 
-/// A CA Secret deleted under a warm pool: its roots do not change, but once the
-/// bound for a gone source passes (a controlled clock), the verifier refuses every
-/// server, and the kept-alive connections must take no more requests: the next one
-/// opens a new connection, refused (`TrustChanged`).
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn past_the_bound_for_a_deleted_ca_secret_the_warm_pool_takes_no_request() {
-    use svc_tls::client::TrustMode;
-    use svc_tls::last_good::ManualClock;
-    use svc_tls::trust::TrustVerifier;
-
-    let tb = Testbed::start().await;
-    let server_ca = TestCa::new("server");
-    tb.upsert(ca_secret(&server_ca));
-    let server = VerifyingServer::builder(&server_ca, &server_ca)
-        .no_client_auth()
-        .keep_alive(true)
-        .start()
-        .await;
-    let clock = ManualClock::new();
-    let bound = Duration::from_secs(600);
-    let watches = SecretWatches::new();
-    let cluster = tb.cluster_client();
-    let verifier = TrustVerifier::builder(tb.client(), SecretRef::new(NS, CA))
-        .watches(&watches, &cluster)
-        .clock(Arc::new(clock.clone()))
-        .max_roots_without_source(bound)
-        .build()
-        .await
-        .unwrap();
-    let tls = PeerTls::new(provider(), TrustMode::Watched(verifier.clone()), None);
-    let peer = tls.private_client().unwrap();
-    let url: reqwest::Url = server.url().parse().unwrap();
-    let first = call(&peer, &url).await.unwrap();
-
-    tb.delete("v1", "Secret", Some(NS), CA);
-    poll_until("the deletion is a failed read", || verifier.state().stale).await;
-    // Within the bound: the last good roots, on the same kept-alive connection.
-    let within = call(&peer, &url).await.unwrap();
-    assert_eq!(within.connection, first.connection);
-    assert_eq!(peer.retired_pools(), 0);
-
-    clock.advance(bound + Duration::from_secs(1));
-    match call(&peer, &url).await {
-        Err(PeerRequestError::TrustChanged { source, .. }) => {
-            assert!(format!("{source:?}").contains("SourceGone"), "{source:?}")
-        }
-        other => panic!("a request past the bound rode the warm pool: {other:?}"),
-    }
-    assert_eq!(peer.retired_pools(), 1);
+/// A warm pool (one keep-alive connection) over a verifier of the CA Secret, shared
+/// through a registry so that the loader follows the Secret, whose Secret was then
+/// deleted: within the bound the last good roots serve the same connection.
+struct DeletedCa {
+    _tb: Testbed,
+    _server: VerifyingServer,
+    _watches: SecretWatches,
+    peer: PeerClient,
+    url: reqwest::Url,
 }
 
-/// The CA Secret deleted, and then its last good roots expire: the verifier refuses
-/// every server (the roots are not changed), and the warm pool takes no request.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn once_the_last_good_roots_expire_the_warm_pool_takes_no_request() {
+async fn warm_pool_then_ca_deleted(
+    server_ca: &TestCa,
+    settings: impl FnOnce(svc_tls::trust::TrustVerifierBuilder) -> svc_tls::trust::TrustVerifierBuilder,
+) -> DeletedCa {
     use svc_tls::client::TrustMode;
     use svc_tls::trust::TrustVerifier;
 
     let tb = Testbed::start().await;
-    let server_ca = TestCa::expiring_in("short-lived server CA", Duration::from_secs(3));
-    tb.upsert(ca_secret(&server_ca));
-    let server = VerifyingServer::builder(&server_ca, &server_ca)
+    tb.upsert(ca_secret(server_ca));
+    let server = VerifyingServer::builder(server_ca, server_ca)
         .no_client_auth()
         .keep_alive(true)
         .start()
         .await;
     let watches = SecretWatches::new();
     let cluster = tb.cluster_client();
-    let verifier = TrustVerifier::builder(tb.client(), SecretRef::new(NS, CA))
-        .watches(&watches, &cluster)
-        .build()
-        .await
-        .unwrap();
+    let builder =
+        TrustVerifier::builder(tb.client(), SecretRef::new(NS, CA)).watches(&watches, &cluster);
+    let verifier = settings(builder).build().await.unwrap();
     let tls = PeerTls::new(provider(), TrustMode::Watched(verifier.clone()), None);
     let peer = tls.private_client().unwrap();
     let url: reqwest::Url = server.url().parse().unwrap();
@@ -581,12 +538,51 @@ async fn once_the_last_good_roots_expire_the_warm_pool_takes_no_request() {
         within.connection, first.connection,
         "the last good roots, kept alive"
     );
-
-    tokio::time::sleep(Duration::from_secs(4)).await;
-    match call(&peer, &url).await {
-        Err(PeerRequestError::TrustChanged { source, .. }) => {
-            assert!(format!("{source:?}").contains("Expired"), "{source:?}")
-        }
-        other => panic!("a request after the roots expired rode the warm pool: {other:?}"),
+    assert_eq!(peer.retired_pools(), 0);
+    DeletedCa {
+        _tb: tb,
+        _server: server,
+        _watches: watches,
+        peer,
+        url,
     }
+}
+
+/// The refusal a request on a retired warm pool gets: `TrustChanged`, for `reason`.
+fn assert_refused_for(result: Result<Answer, PeerRequestError>, reason: &str) {
+    match result {
+        Err(PeerRequestError::TrustChanged { source, .. }) => {
+            assert!(format!("{source:?}").contains(reason), "{source:?}")
+        }
+        other => panic!("a request the verifier refuses rode the warm pool: {other:?}"),
+    }
+}
+
+/// A CA Secret deleted under a warm pool: its roots do not change, but once the bound
+/// for a gone source passes (a controlled clock), the verifier refuses every server,
+/// and the kept-alive connections must take no more requests: the next one opens a
+/// new connection, refused (`TrustChanged`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn past_the_bound_for_a_deleted_ca_secret_the_warm_pool_takes_no_request() {
+    let clock = svc_tls::last_good::ManualClock::new();
+    let bound = Duration::from_secs(600);
+    let gone = warm_pool_then_ca_deleted(&TestCa::new("server"), |builder| {
+        builder
+            .clock(Arc::new(clock.clone()))
+            .max_roots_without_source(bound)
+    })
+    .await;
+    clock.advance(bound + Duration::from_secs(1));
+    assert_refused_for(call(&gone.peer, &gone.url).await, "SourceGone");
+    assert_eq!(gone.peer.retired_pools(), 1);
+}
+
+/// The CA Secret deleted, and then its last good roots expire: the verifier refuses
+/// every server (the roots are not changed), and the warm pool takes no request.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn once_the_last_good_roots_expire_the_warm_pool_takes_no_request() {
+    let server_ca = TestCa::expiring_in("short-lived server CA", Duration::from_secs(3));
+    let gone = warm_pool_then_ca_deleted(&server_ca, |builder| builder).await;
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    assert_refused_for(call(&gone.peer, &gone.url).await, "Expired");
 }
