@@ -21,72 +21,30 @@
 
 mod apiserver;
 mod crds;
+mod error;
 mod etcd;
 pub mod harness;
 mod peers;
 mod process;
 mod rbac;
+mod shared;
 
 use std::path::PathBuf;
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
+pub use error::StartError;
 pub use harness::ApiServerUnderTest;
 pub use peers::{etcd_version, kube_version};
 pub use rbac::rule;
+pub use shared::{shared, shared_in, start_blocking};
 
 use apiserver::{ApiServer, Flags, TokenLine};
 
 /// How many restricted users the token file declares (a static token file is read
 /// once, at start).
 const USERS: usize = 32;
-
-/// Why the real server could not be started.
-#[derive(Debug, thiserror::Error)]
-pub enum StartError {
-    /// `cargo xtask real-peers` has not been run on this machine.
-    #[error(
-        "the real {what} is not built on this machine (no {path}): run `cargo xtask real-peers` \
-         (once per machine; `cargo xtask test` runs it first)"
-    )]
-    NotBuilt {
-        /// The component and version.
-        what: String,
-        /// Where it was looked for.
-        path: PathBuf,
-    },
-    /// A process could not be started.
-    #[error("could not start {0}: {1}")]
-    Spawn(&'static str, std::io::Error),
-    /// A process exited while starting.
-    #[error("{what} exited while starting ({status}); {log}")]
-    Exited {
-        /// Which peer.
-        what: &'static str,
-        /// Its exit status.
-        status: String,
-        /// The end of its log.
-        log: String,
-    },
-    /// A process did not become ready in time.
-    #[error("{what} was not ready in time; {log}")]
-    NotReady {
-        /// Which peer.
-        what: &'static str,
-        /// The end of its log.
-        log: String,
-    },
-    /// A file of the set-up.
-    #[error("{0}: {1}")]
-    Io(PathBuf, std::io::Error),
-    /// Generating the certificates or keys.
-    #[error("generating credentials: {0}")]
-    Credentials(String),
-    /// A request to the started server (installing the CRDs).
-    #[error("{0}")]
-    Setup(String),
-}
 
 /// How to start a [`RealServer`].
 #[derive(Debug, Clone)]
@@ -354,43 +312,4 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
-/// Starts a [`RealServer`] from synchronous code (a test binary's shared server): on a
-/// thread of its own with a runtime of its own, so it may be called from any test.
-pub fn start_blocking(options: Options) -> Result<RealServer, StartError> {
-    std::thread::spawn(move || {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .map_err(|e| StartError::Setup(format!("a runtime to start the server: {e}")))?;
-        runtime.block_on(RealServer::start(options))
-    })
-    .join()
-    .unwrap_or_else(|_| Err(StartError::Setup("the start thread panicked".to_owned())))
-}
-
-/// The test binary's one real server with default [`Options`], started by the first
-/// test that asks and shared by the rest (stopped when the test process ends).
-///
-/// # Panics
-/// When it cannot be started, with the reason: `cargo xtask real-peers` when the
-/// binaries are not built.
-pub fn shared() -> &'static RealServer {
-    static SHARED: OnceLock<RealServer> = OnceLock::new();
-    shared_in(&SHARED, Options::default)
-}
-
-/// [`shared`] with a binary's own cell and options (the first caller starts it).
-///
-/// # Panics
-/// As [`shared`].
-pub fn shared_in(
-    cell: &'static OnceLock<RealServer>,
-    options: fn() -> Options,
-) -> &'static RealServer {
-    cell.get_or_init(|| match start_blocking(options()) {
-        Ok(server) => server,
-        Err(error) => panic!("the real-server tier cannot run: {error}"),
-    })
 }

@@ -102,6 +102,46 @@ impl RealServer {
         Ok(())
     }
 
+    /// Withdraws what [`RealServer::grant`] gave `user` in `namespace` (deletes the
+    /// RoleBinding) and waits until the API server no longer authorizes the first verb
+    /// of the first rule for it. Requests already running (an open watch) go on: the
+    /// API server authorizes a request when it starts.
+    pub async fn withdraw(&self, user: &User, namespace: &str) -> Result<(), String> {
+        use kube::api::DeleteParams;
+        let client = self.client();
+        let name = format!("{}-grant", user.name);
+        let role = Api::<Role>::namespaced(client.clone(), namespace)
+            .get(&name)
+            .await
+            .map_err(|e| format!("reading Role {namespace}/{name}: {e}"))?;
+        Api::<RoleBinding>::namespaced(client.clone(), namespace)
+            .delete(&name, &DeleteParams::default())
+            .await
+            .map_err(|e| format!("deleting RoleBinding {namespace}/{name}: {e}"))?;
+        let first = role.rules.unwrap_or_default().into_iter().next();
+        let Some(rule) = first else { return Ok(()) };
+        let verb = rule.verbs.first().cloned().unwrap_or_default();
+        let group = rule
+            .api_groups
+            .and_then(|g| g.into_iter().next())
+            .unwrap_or_default();
+        let resource = rule
+            .resources
+            .and_then(|r| r.into_iter().next())
+            .unwrap_or_default();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while review(&client, user, namespace, &verb, &group, &resource).await? {
+            if Instant::now() > deadline {
+                return Err(format!(
+                    "{} was still allowed to {verb} {resource} in {namespace} 10 s after its RoleBinding went",
+                    user.name
+                ));
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+        Ok(())
+    }
+
     /// Whether `user` may `verb` `resource` of `group` in `namespace`, by a
     /// SubjectAccessReview the admin creates.
     pub async fn allowed(

@@ -2,6 +2,11 @@
 //! watch, and etcd compacted so the resumed watch is answered `410 Gone` and must
 //! relist. One etcd with two kube-apiservers over it (an HA control plane's shape): the
 //! watch reads through the first, and the second takes writes while the first is down.
+//! And a grant withdrawn from a caller whose watch is open: a real API server
+//! authorizes a request when it starts, so the open watch goes on serving it until
+//! it must be re-established (here: the API server restarts; in production: the
+//! watch's timeout), and only then is the caller refused and its trust fails closed
+//! after the bound. The emulator compresses this: revoking a token ends every watch.
 //! The tests share the binary's one control plane and run one at a time.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
@@ -153,4 +158,90 @@ async fn a_watch_resumed_after_compaction_gets_410_and_relists() {
         source.relists(),
         source.last_watch_error()
     );
+}
+
+/// The server certificate `server` checked by `trust` as a handshake would.
+fn verify(trust: &svc_tls::trust::TrustVerifier, server: &Leaf) -> Result<(), String> {
+    use rustls::client::danger::ServerCertVerifier as _;
+    use rustls_pki_types::pem::PemObject as _;
+    let leaf =
+        rustls_pki_types::CertificateDer::from_pem_slice(server.cert_pem.as_bytes()).unwrap();
+    let name = rustls_pki_types::ServerName::try_from("localhost").unwrap();
+    trust
+        .verify_server_cert(&leaf, &[], &name, &[], rustls_pki_types::UnixTime::now())
+        .map(|_| ())
+        .map_err(|e| e.to_string())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_withdrawn_grant_fails_trust_closed_once_the_watch_must_be_re_established() {
+    use svc_tls::last_good::ManualClock;
+    use svc_tls::trust::TrustVerifier;
+
+    let server = control_plane();
+    let _one = ONE_AT_A_TIME.lock().await;
+    let (ca_a, ca_b) = (TestCa::new("server CA A"), TestCa::new("server CA B"));
+    let ca_secret = |ca: &TestCa| {
+        secret_with(
+            "withdrawn-ca",
+            "Opaque",
+            &[("tls.crt", &ca.pem()), ("ca.crt", &ca.pem())],
+        )
+    };
+    server.apply(ca_secret(&ca_a)).await;
+    let user = server.new_user();
+    server
+        .grant(
+            &user,
+            NS,
+            vec![real_apiserver::rule(
+                &["get", "list", "watch"],
+                "",
+                "secrets",
+            )],
+        )
+        .await
+        .unwrap();
+    let caller = server.cluster_client_for(&user.token);
+    let clock = ManualClock::new();
+    let limit = Duration::from_secs(600);
+    let trust = TrustVerifier::builder(caller.kube().clone(), SecretRef::new(NS, "withdrawn-ca"))
+        .watches(&svc_tls::watch::SecretWatches::new(), &caller)
+        .clock(std::sync::Arc::new(clock.clone()))
+        .max_roots_without_source(limit)
+        .build()
+        .await
+        .unwrap();
+    let (server_a, server_b) = (ca_a.server_leaf(), ca_b.server_leaf());
+    verify(&trust, &server_a).unwrap();
+
+    server.withdraw(&user, NS).await.unwrap();
+    // The open watch was authorized when it started: it still delivers a rotation.
+    server.apply(ca_secret(&ca_b)).await;
+    within_a_minute("the open watch delivers the rotation to CA B", || {
+        verify(&trust, &server_b).is_ok()
+    })
+    .await;
+    assert_eq!(
+        trust.secret_source().and_then(|s| s.refused_now()),
+        None,
+        "not refused while its watch is open"
+    );
+
+    // The watch must be re-established: now the caller is refused.
+    server.stop_apiserver(0).await;
+    server.start_apiserver(0).await.unwrap();
+    within_a_minute("the re-established watch is refused", || {
+        trust.secret_source().and_then(|s| s.refused_now()) == Some(403)
+    })
+    .await;
+    // Within the bound: the last good roots (CA B), counted as a failure.
+    verify(&trust, &server_b).expect("the last good roots within the bound");
+    assert!(trust.state().stale);
+    assert!(trust.state().failures >= 1);
+    // Past the bound: every server refused, saying why.
+    clock.advance(limit + Duration::from_secs(1));
+    let refused = verify(&trust, &server_b).expect_err("trust must fail closed past the bound");
+    assert!(refused.contains("AccessRefused"), "{refused}");
+    assert!(refused.contains("403"), "{refused}");
 }
