@@ -74,6 +74,20 @@ pub enum HostProblem {
     },
 }
 
+/// `value` with its userinfo (`user:password@` after the scheme) replaced by
+/// `REDACTED@`: a `--S-host` value is quoted in errors, and so in logs, and the
+/// password in it must not be.
+fn without_userinfo(value: &str) -> String {
+    let Some((scheme, rest)) = value.split_once("://") else {
+        return value.to_owned();
+    };
+    let authority = &rest[..rest.find(['/', '?', '#']).unwrap_or(rest.len())];
+    match authority.rfind('@') {
+        Some(at) => format!("{scheme}://REDACTED@{}", &rest[at + 1..]),
+        None => value.to_owned(),
+    }
+}
+
 /// Checks a `--S-host` value: an absolute `http`/`https` URL with a host.
 ///
 /// `value` must be non-empty (an empty value means "not configured" and never
@@ -81,7 +95,7 @@ pub enum HostProblem {
 pub fn parse_host(flag: &str, value: &str) -> Result<Url, HostError> {
     let invalid = |problem| HostError::Invalid {
         flag: flag.to_owned(),
-        value: value.to_owned(),
+        value: without_userinfo(value),
         problem,
     };
     let url = match Url::parse(value) {
@@ -138,9 +152,35 @@ pub fn refuse_plaintext_with_credentials(flag: &str, url: Url) -> Result<Url, Ho
     if url.scheme() == "http" && !is_loopback(&url) {
         return Err(HostError::Invalid {
             flag: flag.to_owned(),
-            value: url.to_string(),
+            value: without_userinfo(url.as_str()),
             problem: HostProblem::PlaintextWithCredentials,
         });
     }
     Ok(url)
+}
+
+#[cfg(test)]
+mod userinfo_tests {
+    #![allow(clippy::expect_used)]
+    use super::*;
+
+    #[test]
+    fn an_invalid_hosts_password_is_never_quoted() {
+        for value in [
+            "ftp://admin:s3cr3t-pw@identity.example",
+            "http://admin:s3cr3t-pw@identity.example/api",
+        ] {
+            let error = parse_host("identity-host", value)
+                .and_then(|url| refuse_plaintext_with_credentials("identity-host", url))
+                .expect_err(value);
+            for shown in [error.to_string(), format!("{error:?}")] {
+                assert!(!shown.contains("s3cr3t-pw"), "{shown}");
+                assert!(shown.contains("REDACTED@identity.example"), "{shown}");
+            }
+        }
+        assert_eq!(
+            without_userinfo("https://identity.example/a@b"),
+            "https://identity.example/a@b"
+        );
+    }
 }
