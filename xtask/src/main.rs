@@ -17,8 +17,11 @@
 //!   against the rules in `layers.toml`.
 //! - `soak`: a million identity reloads and tens of thousands of handshakes in one
 //!   process, sampling its RSS; prints the table and "flat" or fails (not in `ci`).
+//! - `release-check`: what a release of the published crates must pass
+//!   (docs/versioning.md): changelog entries, rust-version, docs, features, packages
+//!   built by a consumer workspace, cargo-semver-checks, cargo-release's dry run.
 //! - `ci`: format check, `codegen --check`, `layers`, clippy, cargo-deny (offline
-//!   advisory snapshot), `test`, then `bench --quick` (checks that it produces the
+//!   advisory snapshot), `release-check`, `test`, then `bench --quick` (checks that it produces the
 //!   table and chart, never a timing).
 
 mod backports;
@@ -30,15 +33,18 @@ mod layers;
 mod prepare;
 mod process;
 mod real_peers;
+mod release;
 mod report;
 mod soak;
 mod stats;
+mod tools;
 
 use std::process::{Command, ExitCode};
 
 use process::{cargo, run_checked, workspace_root};
 
-const USAGE: &str = "usage: cargo xtask <bench|test|ci|real-peers|codegen|layers|soak>
+const USAGE: &str =
+    "usage: cargo xtask <bench|test|ci|real-peers|codegen|layers|release-check|soak>
 
   bench   measure ours (benches/) and Go's (benches/go/, built with Go 1.26+ and
           modules from the Go module proxy) in one run, print the table, write
@@ -52,8 +58,13 @@ const USAGE: &str = "usage: cargo xtask <bench|test|ci|real-peers|codegen|layers
           proxy) once per machine, cached under
           $HOME/.cache/platform-client/real-peers/<component>-<version>/
   ci      fmt check, codegen --check, layers, clippy -D warnings, cargo-deny,
-          test, then bench --quick
+          release-check, test, then bench --quick
   codegen regenerate the built-in registry table (--check: fail when stale)
+  release-check
+          what a release must pass (docs/versioning.md): changelog entries,
+          rust-version, docs, features, packages built by a consumer workspace,
+          cargo-semver-checks against release/baseline, cargo-release dry run
+          (--only step,step)
   layers  check that modules name only the modules layers.toml allows them to
           (prints each forbidden path with file and line; fails when any)
   soak    a million identity reloads and 50 000 handshakes, RSS sampled; prints
@@ -70,6 +81,7 @@ fn main() -> ExitCode {
         Some("codegen") => codegen::run(&args[1..]),
         Some("layers") => layers::run(&args[1..]),
         Some("soak") => soak::run(&args[1..]),
+        Some("release-check") => release::run(&args[1..]),
         Some("-h" | "--help" | "help") => {
             println!("{USAGE}");
             Ok(())
@@ -134,6 +146,7 @@ fn ci() -> Result<(), String> {
         "warnings",
     ]))?;
     deny()?;
+    release::run(&[])?;
     test(&[])?;
     bench_smoke()
 }

@@ -188,7 +188,7 @@ impl<S: CurrentIdentity> PrincipalSigner<S> {
 
     /// How long the tokens it signs are valid (`exp - iat`, default
     /// [`DEFAULT_PRINCIPAL_LIFETIME`]); whole seconds, at least one, at most
-    /// [`DEFAULT_MAX_PRINCIPAL_LIFETIME`] (the receivers' cap: a longer token would
+    /// [`DEFAULT_MAX_PRINCIPAL_LIFETIME`](super::DEFAULT_MAX_PRINCIPAL_LIFETIME) (the receivers' cap: a longer token would
     /// be refused by ours, and accepted for that long by a Go receiver, which has no
     /// cap). A longer lifetime is clamped to the cap, with a WARN.
     ///

@@ -1,0 +1,124 @@
+//! The workspace as `cargo metadata` tells it: its version, its declared minimum Rust
+//! version and the crates it publishes (`publish` unset: docs/versioning.md).
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use serde_json::Value;
+
+use crate::process::cargo;
+
+pub(crate) struct Workspace {
+    /// The published crates' one version.
+    pub(crate) version: String,
+    pub(crate) rust_version: String,
+    /// Published crates, by name, in the workspace's member order.
+    pub(crate) published: Vec<String>,
+    /// Each published crate's directory and optional features.
+    pub(crate) crates: BTreeMap<String, Crate>,
+    /// The whole `cargo metadata` (with dependencies), for the MSRV check.
+    pub(crate) metadata: Value,
+}
+
+pub(crate) struct Crate {
+    pub(crate) dir: PathBuf,
+    pub(crate) features: Vec<String>,
+    pub(crate) is_library: bool,
+}
+
+impl Workspace {
+    pub(crate) fn read() -> Result<Self, String> {
+        let output = cargo()
+            .args(["metadata", "--format-version", "1", "--locked"])
+            .output()
+            .map_err(|e| format!("could not run cargo metadata: {e}"))?;
+        if !output.status.success() {
+            return Err(format!(
+                "cargo metadata failed: {}",
+                String::from_utf8_lossy(&output.stderr)
+            ));
+        }
+        let metadata: Value = serde_json::from_slice(&output.stdout)
+            .map_err(|e| format!("cargo metadata printed no JSON: {e}"))?;
+        let members: Vec<&str> = metadata["workspace_members"]
+            .as_array()
+            .ok_or("cargo metadata: no workspace_members")?
+            .iter()
+            .filter_map(Value::as_str)
+            .collect();
+        let mut published = Vec::new();
+        let mut crates = BTreeMap::new();
+        let mut versions = Vec::new();
+        let mut rust_version = None;
+        for package in metadata["packages"]
+            .as_array()
+            .ok_or("cargo metadata: no packages")?
+        {
+            let id = package["id"].as_str().unwrap_or_default();
+            if !members.contains(&id) {
+                continue;
+            }
+            // `publish: null` is "any registry"; `[]` is `publish = false`.
+            if !package["publish"].is_null() {
+                continue;
+            }
+            let name = str_of(package, "name")?;
+            versions.push((name.clone(), str_of(package, "version")?));
+            rust_version = package["rust_version"]
+                .as_str()
+                .map(str::to_owned)
+                .or(rust_version);
+            let manifest = PathBuf::from(str_of(package, "manifest_path")?);
+            let dir = manifest
+                .parent()
+                .map(PathBuf::from)
+                .ok_or("a manifest with no directory")?;
+            let features = package["features"]
+                .as_object()
+                .map(|f| f.keys().filter(|k| *k != "default").cloned().collect())
+                .unwrap_or_default();
+            let is_library = package["targets"].as_array().is_some_and(|targets| {
+                targets.iter().any(|t| {
+                    t["kind"]
+                        .as_array()
+                        .is_some_and(|k| k.iter().any(|k| k == "lib"))
+                })
+            });
+            published.push(name.clone());
+            crates.insert(
+                name,
+                Crate {
+                    dir,
+                    features,
+                    is_library,
+                },
+            );
+        }
+        let version = match versions.as_slice() {
+            [] => return Err("no published crate in the workspace".to_owned()),
+            [(_, first), rest @ ..] => {
+                if let Some((name, other)) = rest.iter().find(|(_, v)| v != first) {
+                    return Err(format!(
+                        "published crates move together (docs/versioning.md): {name} is {other}, \
+                         the others {first}"
+                    ));
+                }
+                first.clone()
+            }
+        };
+        Ok(Self {
+            version,
+            rust_version: rust_version.ok_or("the published crates declare no rust-version")?,
+            published,
+            crates,
+            metadata,
+        })
+    }
+}
+
+fn str_of(value: &Value, key: &str) -> Result<String, String> {
+    value[key]
+        .as_str()
+        .map(str::to_owned)
+        .ok_or_else(|| format!("cargo metadata: a package without {key}"))
+}

@@ -1,0 +1,157 @@
+//! `cargo xtask release-check`: what a release of the published crates must pass, run
+//! by CI on every change (docs/versioning.md, "The checks").
+//!
+//! In order, cheapest first: the changelog entries, the declared minimum Rust
+//! version, the docs (warnings as errors), each optional feature on its own, the
+//! packages and a consumer workspace built from them, cargo-semver-checks (after
+//! checking itself on a fixture), and cargo-release's dry run.
+
+mod changelog;
+mod consumer;
+mod features;
+mod metadata;
+mod msrv;
+mod semver;
+
+use crate::process::{cargo, run_checked, workspace_root};
+
+pub(crate) use metadata::Workspace;
+
+const USAGE: &str = "usage: cargo xtask release-check [--only <step>[,<step>...]]
+
+  steps: changelog, msrv, doc, features, package, semver, release";
+
+const STEPS: [&str; 7] = [
+    "changelog",
+    "msrv",
+    "doc",
+    "features",
+    "package",
+    "semver",
+    "release",
+];
+
+pub(crate) fn run(args: &[String]) -> Result<(), String> {
+    let only = match args {
+        [] => STEPS.to_vec(),
+        [flag, list] if flag == "--only" => {
+            let steps: Vec<&str> = list.split(',').map(str::trim).collect();
+            if let Some(unknown) = steps.iter().find(|s| !STEPS.contains(s)) {
+                return Err(format!("unknown step {unknown:?}\n{USAGE}"));
+            }
+            STEPS
+                .iter()
+                .copied()
+                .filter(|s| steps.contains(s))
+                .collect()
+        }
+        _ => return Err(USAGE.to_owned()),
+    };
+    let workspace = Workspace::read()?;
+    let baseline = Baseline::read()?;
+    eprintln!(
+        "xtask: release-check of {} published crates at {} against the baseline {} ({})",
+        workspace.published.len(),
+        workspace.version,
+        baseline.version,
+        baseline.short()
+    );
+    for step in only {
+        eprintln!("xtask: release-check step {step}");
+        match step {
+            "changelog" => changelog::check(&workspace, &baseline)?,
+            "msrv" => msrv::check(&workspace)?,
+            "doc" => doc(&workspace)?,
+            "features" => features::check(&workspace)?,
+            "package" => consumer::check(&workspace)?,
+            "semver" => semver::check(&workspace, &baseline)?,
+            "release" => release_dry_run()?,
+            _ => unreachable!("steps are checked above"),
+        }
+    }
+    eprintln!("xtask: release-check passed");
+    Ok(())
+}
+
+/// The last release: `release/baseline` holds "<version> <commit>".
+pub(crate) struct Baseline {
+    pub(crate) version: String,
+    pub(crate) commit: String,
+}
+
+impl Baseline {
+    fn read() -> Result<Self, String> {
+        let path = workspace_root().join("release/baseline");
+        let text = std::fs::read_to_string(&path).map_err(|e| {
+            format!(
+                "{}: {e} (docs/versioning.md, \"The baseline\")",
+                path.display()
+            )
+        })?;
+        let mut words = text.split_whitespace();
+        match (words.next(), words.next(), words.next()) {
+            (Some(version), Some(commit), None)
+                if commit.len() == 40 && commit.bytes().all(|b| b.is_ascii_hexdigit()) =>
+            {
+                Ok(Self {
+                    version: version.to_owned(),
+                    commit: commit.to_owned(),
+                })
+            }
+            _ => Err(format!(
+                "{}: expected \"<version> <40-hex commit>\", found {:?}",
+                path.display(),
+                text.trim()
+            )),
+        }
+    }
+
+    fn short(&self) -> &str {
+        &self.commit[..10]
+    }
+
+    /// The baseline commit must be in this clone's history (a shallow clone lacks it).
+    pub(crate) fn ensure_present(&self) -> Result<(), String> {
+        let present = std::process::Command::new("git")
+            .current_dir(workspace_root())
+            .args(["cat-file", "-e", &format!("{}^{{commit}}", self.commit)])
+            .status()
+            .map_err(|e| format!("could not run git: {e}"))?
+            .success();
+        if present {
+            Ok(())
+        } else {
+            Err(format!(
+                "the baseline commit {} (release/baseline) is not in this clone: \
+                 a shallow clone? run `git fetch --unshallow`",
+                self.commit
+            ))
+        }
+    }
+}
+
+/// `cargo doc --no-deps` of the published crates, all features, warnings (broken
+/// intra-doc links among them) as errors.
+fn doc(workspace: &Workspace) -> Result<(), String> {
+    let mut command = cargo();
+    command.args(["doc", "--no-deps", "--all-features"]);
+    for name in &workspace.published {
+        command.args(["-p", name]);
+    }
+    run_checked(command.env("RUSTDOCFLAGS", "-D warnings"))
+}
+
+/// cargo-release's dry run (`release.toml`): what a release of the current version
+/// would change, commit and tag. Never publishes, pushes or writes.
+fn release_dry_run() -> Result<(), String> {
+    crate::tools::ensure("cargo-release", "1.1.6", "release")?;
+    run_checked(cargo().args([
+        "release",
+        "--workspace",
+        "--no-publish",
+        "--no-push",
+        "--no-confirm",
+        "--allow-branch",
+        "*",
+    ]))
+}
