@@ -1,7 +1,8 @@
 //! Each published crate built as a user builds it (its own feature set, not the
 //! workspace's unified one): with no optional feature, with each on its own, and with
 //! all. The tests build the workspace with every feature some test turns on, so a
-//! crate that compiles only with `metrics` would pass them.
+//! crate that compiles only with `metrics` would pass them. Clippy with `-D warnings`,
+//! as for the workspace: an item used only under a feature is dead code without it.
 
 use super::Workspace;
 use crate::process::{cargo, run_checked};
@@ -30,7 +31,7 @@ pub(super) fn check(workspace: &Workspace) -> Result<(), String> {
             }
             run_checked(&mut command).map_err(|e| {
                 format!(
-                    "{name} with features [{}] does not build: {e}",
+                    "{name} with features [{}] does not build warning-free: {e}",
                     features.join(", ")
                 )
             })?;
