@@ -19,7 +19,7 @@ pub(super) fn check(workspace: &Workspace) -> Result<(), String> {
         for features in sets {
             let mut command = cargo();
             command.args([
-                "check",
+                "clippy",
                 "--quiet",
                 "-p",
                 name,
@@ -29,6 +29,7 @@ pub(super) fn check(workspace: &Workspace) -> Result<(), String> {
             if !features.is_empty() {
                 command.args(["--features", &features.join(",")]);
             }
+            command.args(["--", "-D", "warnings"]);
             run_checked(&mut command).map_err(|e| {
                 format!(
                     "{name} with features [{}] does not build warning-free: {e}",
