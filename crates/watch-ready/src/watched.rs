@@ -1,6 +1,6 @@
 //! One watched store and the readiness wait.
 
-use std::{fmt, future::Future, hash::Hash, time::Duration};
+use std::{fmt, future::Future, hash::Hash, sync::Arc, time::Duration};
 
 use futures::{FutureExt, StreamExt, future::BoxFuture};
 use kube::{Api, Resource};
@@ -15,6 +15,8 @@ use tokio::task::JoinHandle;
 
 use crate::health::Health;
 use crate::refusal::Refusal;
+use crate::subscribe::{CHANGE_BUFFER, Change};
+use kube_runtime::reflector::Lookup as _;
 
 /// Why a store did not sync.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -59,6 +61,8 @@ where
     health: Health,
     /// Counts the events applied to the store (the first list counts as one).
     applied: tokio::sync::watch::Receiver<u64>,
+    /// What changed, for [`Watched::subscribe`] (object by object, or a whole list).
+    changed: tokio::sync::broadcast::Sender<Change<K>>,
     _task: AbortOnDrop,
 }
 
@@ -138,7 +142,7 @@ where
         modify: impl FnMut(&mut K) + Send + 'static,
         quick_retry: bool,
     ) -> Self {
-        let writer = reflector::store::Writer::new(dynamic_type);
+        let writer = reflector::store::Writer::new(dynamic_type.clone());
         let store = writer.as_reader();
         let backoff: Box<dyn Backoff> = if quick_retry {
             Box::new(quick_backoff())
@@ -153,6 +157,8 @@ where
         );
         let task_health = health.clone();
         let (applied_tx, applied) = tokio::sync::watch::channel(0u64);
+        let (changed, _) = tokio::sync::broadcast::channel(CHANGE_BUFFER);
+        let changed_tx = changed.clone();
         let task = tokio::spawn(async move {
             let mut stream = std::pin::pin!(stream);
             while let Some(item) = stream.next().await {
@@ -160,11 +166,19 @@ where
                     Ok(watcher::Event::InitDone) => {
                         task_health.synced();
                         applied_tx.send_modify(|n| *n += 1);
+                        // No subscriber is not an error: nobody is listening yet.
+                        let _ = changed_tx.send(Change::Relisted);
                     }
                     Ok(watcher::Event::Init | watcher::Event::InitApply(_)) => {
                         task_health.recovered("event delivered");
                     }
-                    Ok(watcher::Event::Apply(_) | watcher::Event::Delete(_)) => {
+                    Ok(watcher::Event::Apply(object)) => {
+                        task_health.recovered("event delivered");
+                        applied_tx.send_modify(|n| *n += 1);
+                        let key = object.to_object_ref(dynamic_type.clone());
+                        let _ = changed_tx.send(Change::Applied(key));
+                    }
+                    Ok(watcher::Event::Delete(_)) => {
                         task_health.recovered("event delivered");
                         applied_tx.send_modify(|n| *n += 1);
                     }
@@ -177,6 +191,7 @@ where
             store,
             health,
             applied,
+            changed,
             _task: AbortOnDrop(task),
         }
     }
@@ -203,6 +218,18 @@ where
     /// the watch stops.
     pub fn changes(&self) -> tokio::sync::watch::Receiver<u64> {
         self.applied.clone()
+    }
+
+    /// The objects of the store as they change, for a kube-runtime `Controller` that
+    /// shares this watch (`Controller::for_shared_stream(watched.subscribe(),
+    /// watched.store().clone())`) instead of starting a second one: every object the
+    /// store holds when the subscription starts (once it has synced), then each object
+    /// the watch applies, and every object again after each complete re-list, or when
+    /// the subscriber fell more than a buffer behind (so nothing is missed; a
+    /// controller's reconciles are idempotent). Deletions are not sent (the store no
+    /// longer holds the object). The stream ends when the watch stops.
+    pub fn subscribe(&self) -> impl futures::Stream<Item = Arc<K>> + Send + 'static {
+        crate::subscribe::subscription(self.store.clone(), self.changed.subscribe())
     }
 
     /// Whether the initial list has completed.
