@@ -47,8 +47,8 @@ pub enum ClientError {
         "no typed cache of {cache} was declared (declare it at construction to share its watch)"
     )]
     NotDeclared {
-        /// The cache asked for.
-        cache: CacheName,
+        /// The cache asked for (boxed: it is large, and reads return this error).
+        cache: Box<CacheName>,
     },
     /// A cached object does not decode as the requested type.
     #[error("cached {resource} does not decode as the requested type: {source}")]

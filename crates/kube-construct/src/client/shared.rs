@@ -112,7 +112,9 @@ impl CachedClient {
                         .downcast_ref::<StoreReader<K>>()
                         .is_some()
             })
-            .ok_or(ClientError::NotDeclared { cache: wanted })?;
+            .ok_or_else(|| ClientError::NotDeclared {
+                cache: Box::new(wanted.clone()),
+            })?;
         Ok(SharedWatch {
             client: self.clone(),
             index,
