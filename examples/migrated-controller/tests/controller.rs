@@ -1,7 +1,8 @@
-//! The migrated controller against two API servers (kube-testbed instances: the
-//! local cluster holding the resources, a remote cluster holding the identity and
-//! CA Secrets the peer call uses) and test-support's TLS 1.3 server, which requires
-//! and verifies client certificates and records each presented leaf's serial.
+//! The migrated controller against two API servers (the local cluster holding the
+//! resources: kube-testbed, which counts requests per resource; the remote cluster
+//! holding the identity and CA Secrets the peer call uses: kube-testbed, and a real
+//! kube-apiserver) and test-support's TLS 1.3 server, which requires and verifies
+//! client certificates and records each presented leaf's serial.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 use std::time::Duration;
@@ -9,13 +10,15 @@ use std::time::Duration;
 use base64::Engine as _;
 use kube_construct::{
     ClusterId,
+    client::{CachedClient, ClientError},
     types::{
-        ConditionReason, ConditionStatus, ConditionType, StatusConditionReader as _,
+        Condition, ConditionReason, ConditionStatus, ConditionType, StatusConditionReader as _,
         fake::ManagedResource,
     },
 };
 use kube_testbed::{KindSpec, Testbed};
 use migrated_controller::{CLUSTER_LABEL, KUBECONFIG_LABEL, Settings, client_builder, run};
+use real_apiserver::ApiServerUnderTest;
 use serde_json::json;
 use svc_tls::options::{ClientIdentityOptions, PeerOptions};
 use test_support::{
@@ -32,16 +35,29 @@ const LOCAL_SERIAL: u64 = 1001;
 const REMOTE_SERIAL: u64 = 2002;
 const MANAGED: &str = "managedresources.unikorn.unikorn-cloud.org";
 
-/// A kubeconfig for `tb` with inline CA data and a token (what the untrusted
+/// A kubeconfig for `server` (its admin token, its CA inline: what the untrusted
 /// kubeconfig check accepts), as a provisioner finds one in a Secret.
-fn kubeconfig(tb: &Testbed) -> String {
-    let ca = base64::engine::general_purpose::STANDARD.encode(tb.ca_pem());
+fn kubeconfig(server: &impl ApiServerUnderTest) -> String {
+    let b64 = base64::engine::general_purpose::STANDARD;
+    let config = server.config_for(&server.admin_token());
+    let ca: String = config
+        .root_cert
+        .iter()
+        .flatten()
+        .map(|der| {
+            format!(
+                "-----BEGIN CERTIFICATE-----\n{}\n-----END CERTIFICATE-----\n",
+                b64.encode(der)
+            )
+        })
+        .collect();
     format!(
-        "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: {}\n    certificate-authority-data: {ca}\n\
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: {}\n    certificate-authority-data: {}\n\
          users:\n- name: u\n  user:\n    token: {}\ncontexts:\n- name: x\n  context:\n    cluster: c\n    user: u\n\
          current-context: x\n",
-        tb.base_url(),
-        tb.token()
+        config.cluster_url,
+        b64.encode(ca),
+        server.admin_token()
     )
 }
 
@@ -49,9 +65,10 @@ fn namespace(tb: &Testbed) {
     tb.upsert(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}}));
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn reconciles_in_the_remote_cluster_with_its_identity_and_one_watch_per_kind() {
-    let (local, remote) = tokio::join!(Testbed::start(), Testbed::start());
+/// The local cluster: an emulator serving `ManagedResource` (with its status
+/// subresource) and counting requests per resource.
+async fn local_cluster() -> Testbed {
+    let local = Testbed::start().await;
     local.register_kind(KindSpec::namespaced(
         "unikorn.unikorn-cloud.org",
         "v1alpha1",
@@ -59,21 +76,82 @@ async fn reconciles_in_the_remote_cluster_with_its_identity_and_one_watch_per_ki
         "managedresources",
     ));
     namespace(&local);
-    namespace(&remote);
+    local
+}
 
+/// The `Available` condition of `name` as the local API server stores it.
+fn available(local: &Testbed, name: &str) -> Option<Condition> {
+    let stored = local.get(
+        "unikorn.unikorn-cloud.org/v1alpha1",
+        "ManagedResource",
+        NS,
+        name,
+    )?;
+    let object: ManagedResource = serde_json::from_value(stored).ok()?;
+    object
+        .status_condition_read(&ConditionType::Available)
+        .ok()
+        .cloned()
+}
+
+/// A controller that reconciled one resource provisioned in the remote cluster.
+struct Provisioned {
+    local: Testbed,
+    client: CachedClient,
+    server: VerifyingServer,
+    stop: tokio::sync::oneshot::Sender<()>,
+    controller: tokio::task::JoinHandle<Result<(), ClientError>>,
+}
+
+impl Provisioned {
+    /// Stops the controller, which must end within 10 s.
+    async fn stop(self) {
+        self.stop.send(()).unwrap();
+        tokio::time::timeout(Duration::from_secs(10), self.controller)
+            .await
+            .expect("the controller stops on shutdown")
+            .unwrap()
+            .unwrap();
+    }
+}
+
+/// Runs the controller over a local emulator with `remote` as the cluster its
+/// resource names (its Secrets in `remote_ns`), until the resource is `Available`.
+async fn provisioned(remote: &impl ApiServerUnderTest, remote_ns: &str) -> Provisioned {
+    let local = local_cluster().await;
     // The peer, and one client CA; a leaf of it in *each* cluster under the same
     // Secret name: only the serial the server records tells which cluster's was used.
     let (server_ca, client_ca) = (TestCa::new("region"), TestCa::new("platform clients"));
-    for (tb, serial) in [(&local, LOCAL_SERIAL), (&remote, REMOTE_SERIAL)] {
-        let leaf = client_ca.client_leaf("controller", serial);
-        tb.upsert(tls_secret(NS, IDENTITY, &leaf.cert_pem, &leaf.key_pem));
-        tb.upsert(secret_with(
-            NS,
+    let local_leaf = client_ca.client_leaf("controller", LOCAL_SERIAL);
+    local.upsert(tls_secret(
+        NS,
+        IDENTITY,
+        &local_leaf.cert_pem,
+        &local_leaf.key_pem,
+    ));
+    local.upsert(secret_with(
+        NS,
+        PEER_CA,
+        "Opaque",
+        &[("ca.crt", &server_ca.pem())],
+    ));
+    let remote_leaf = client_ca.client_leaf("controller", REMOTE_SERIAL);
+    remote
+        .apply(tls_secret(
+            remote_ns,
+            IDENTITY,
+            &remote_leaf.cert_pem,
+            &remote_leaf.key_pem,
+        ))
+        .await;
+    remote
+        .apply(secret_with(
+            remote_ns,
             PEER_CA,
             "Opaque",
             &[("ca.crt", &server_ca.pem())],
-        ));
-    }
+        ))
+        .await;
     let server = VerifyingServer::start(&server_ca, &client_ca).await;
 
     // The remote cluster's kubeconfig, in the local cluster.
@@ -81,7 +159,7 @@ async fn reconciles_in_the_remote_cluster_with_its_identity_and_one_watch_per_ki
         NS,
         "remote-a-kubeconfig",
         "Opaque",
-        &[("value", &kubeconfig(&remote))],
+        &[("value", &kubeconfig(remote))],
     );
     stored["metadata"]["labels"] = json!({ KUBECONFIG_LABEL: "true" });
     local.upsert(stored);
@@ -90,10 +168,10 @@ async fn reconciles_in_the_remote_cluster_with_its_identity_and_one_watch_per_ki
         namespace: NS.to_owned(),
         peer: PeerOptions::new("region")
             .with_host(server.url().parse().unwrap())
-            .with_ca_secret(NS, PEER_CA),
-        identity: ClientIdentityOptions::new(None).with_secret(NS, IDENTITY),
+            .with_ca_secret(remote_ns, PEER_CA),
+        identity: ClientIdentityOptions::new(None).with_secret(remote_ns, IDENTITY),
         path: "api/v1/regions".to_owned(),
-        sync_timeout: Duration::from_secs(10),
+        sync_timeout: Duration::from_secs(30),
     };
     // A client adopted from elsewhere, identified in one step.
     let client = client_builder(&settings)
@@ -111,24 +189,27 @@ async fn reconciles_in_the_remote_cluster_with_its_identity_and_one_watch_per_ki
     client.create(&resource).await.unwrap();
 
     // The status, written through /status and read back from the API server.
-    let available = || {
-        let stored = local.get(
-            "unikorn.unikorn-cloud.org/v1alpha1",
-            "ManagedResource",
-            NS,
-            "widget",
-        )?;
-        let object: ManagedResource = serde_json::from_value(stored).ok()?;
-        object
-            .status_condition_read(&ConditionType::Available)
-            .ok()
-            .cloned()
-    };
     poll_until("the Available condition written", || {
-        available().is_some_and(|c| c.status == ConditionStatus::True)
+        available(&local, "widget").is_some_and(|c| c.status == ConditionStatus::True)
     })
     .await;
-    let condition = available().unwrap();
+    Provisioned {
+        local,
+        client,
+        server,
+        stop,
+        controller,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reconciles_in_the_remote_cluster_with_its_identity_and_one_watch_per_kind() {
+    let remote = Testbed::start().await;
+    namespace(&remote);
+    let run = provisioned(&remote, NS).await;
+    let (local, client) = (&run.local, &run.client);
+
+    let condition = available(local, "widget").unwrap();
     assert_eq!(condition.reason, ConditionReason::Provisioned);
     assert!(
         condition
@@ -148,7 +229,7 @@ async fn reconciles_in_the_remote_cluster_with_its_identity_and_one_watch_per_ki
     .await;
 
     // The peer saw the remote cluster's leaf, never the local one's.
-    let serials: Vec<_> = server.seen().iter().filter_map(|s| s.serial).collect();
+    let serials: Vec<_> = run.server.seen().iter().filter_map(|s| s.serial).collect();
     assert!(serials.contains(&REMOTE_SERIAL), "{serials:?}");
     assert!(!serials.contains(&LOCAL_SERIAL), "{serials:?}");
     // The identity and CA Secrets were watched in the remote cluster, not the local one.
@@ -164,25 +245,27 @@ async fn reconciles_in_the_remote_cluster_with_its_identity_and_one_watch_per_ki
     assert_eq!(local.requests_on("list", MANAGED), 1);
     // Every read was declared.
     assert_eq!(client.undeclared_reads(), []);
+    run.stop().await;
+}
 
-    stop.send(()).unwrap();
-    tokio::time::timeout(Duration::from_secs(10), controller)
-        .await
-        .expect("the controller stops on shutdown")
-        .unwrap()
-        .unwrap();
+/// The remote cluster a real kube-apiserver: its kubeconfig vetted and used, its
+/// Secrets watched by svc-tls there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reconciles_with_a_real_api_server_as_the_remote_cluster() {
+    let remote = real_apiserver::shared();
+    let run = provisioned(remote, "controller-remote").await;
+    let condition = available(&run.local, "widget").unwrap();
+    assert_eq!(condition.reason, ConditionReason::Provisioned);
+    let serials: Vec<_> = run.server.seen().iter().filter_map(|s| s.serial).collect();
+    assert!(serials.contains(&REMOTE_SERIAL), "{serials:?}");
+    assert!(!serials.contains(&LOCAL_SERIAL), "{serials:?}");
+    assert_eq!(run.local.requests_on("watch", MANAGED), 1);
+    run.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_missing_kubeconfig_is_reported_in_the_condition() {
-    let local = Testbed::start().await;
-    local.register_kind(KindSpec::namespaced(
-        "unikorn.unikorn-cloud.org",
-        "v1alpha1",
-        "ManagedResource",
-        "managedresources",
-    ));
-    namespace(&local);
+    let local = local_cluster().await;
     let settings = Settings {
         namespace: NS.to_owned(),
         peer: PeerOptions::new("region").with_host("https://127.0.0.1:9".parse().unwrap()),
