@@ -118,6 +118,48 @@ impl Provisioned {
 /// Runs the controller over a local emulator with `remote` as the cluster its
 /// resource names (its Secrets in `remote_ns`), until the resource is `Available`.
 async fn provisioned(remote: &impl ApiServerUnderTest, remote_ns: &str) -> Provisioned {
+    let (local, server) = clusters(remote, remote_ns).await;
+    let settings = Settings {
+        namespace: NS.to_owned(),
+        peer: PeerOptions::new("region")
+            .with_host(server.url().parse().unwrap())
+            .with_ca_secret(remote_ns, PEER_CA),
+        identity: ClientIdentityOptions::new(None).with_secret(remote_ns, IDENTITY),
+        path: "api/v1/regions".to_owned(),
+        sync_timeout: Duration::from_secs(30),
+    };
+    // A client adopted from elsewhere, identified in one step.
+    let client = client_builder(&settings)
+        .from_client_identified(local.client(), ClusterId::named("local"))
+        .await
+        .unwrap();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let controller = tokio::spawn(run(client.clone(), settings, async {
+        let _ = stopped.await;
+    }));
+
+    let mut resource = ManagedResource::new("widget");
+    resource.metadata.namespace = Some(NS.to_owned());
+    resource.metadata.labels = Some([(CLUSTER_LABEL.to_owned(), "remote-a".to_owned())].into());
+    client.create(&resource).await.unwrap();
+
+    // The status, written through /status and read back from the API server.
+    poll_until("the Available condition written", || {
+        available(&local, "widget").is_some_and(|c| c.status == ConditionStatus::True)
+    })
+    .await;
+    Provisioned {
+        local,
+        client,
+        server,
+        stop,
+        controller,
+    }
+}
+
+/// The local cluster (with `remote`'s kubeconfig), the remote one's Secrets in
+/// `remote_ns`, and the peer.
+async fn clusters(remote: &impl ApiServerUnderTest, remote_ns: &str) -> (Testbed, VerifyingServer) {
     let local = local_cluster().await;
     // The peer, and one client CA; a leaf of it in *each* cluster under the same
     // Secret name: only the serial the server records tells which cluster's was used.
@@ -163,43 +205,7 @@ async fn provisioned(remote: &impl ApiServerUnderTest, remote_ns: &str) -> Provi
     );
     stored["metadata"]["labels"] = json!({ KUBECONFIG_LABEL: "true" });
     local.upsert(stored);
-
-    let settings = Settings {
-        namespace: NS.to_owned(),
-        peer: PeerOptions::new("region")
-            .with_host(server.url().parse().unwrap())
-            .with_ca_secret(remote_ns, PEER_CA),
-        identity: ClientIdentityOptions::new(None).with_secret(remote_ns, IDENTITY),
-        path: "api/v1/regions".to_owned(),
-        sync_timeout: Duration::from_secs(30),
-    };
-    // A client adopted from elsewhere, identified in one step.
-    let client = client_builder(&settings)
-        .from_client_identified(local.client(), ClusterId::named("local"))
-        .await
-        .unwrap();
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let controller = tokio::spawn(run(client.clone(), settings, async {
-        let _ = stopped.await;
-    }));
-
-    let mut resource = ManagedResource::new("widget");
-    resource.metadata.namespace = Some(NS.to_owned());
-    resource.metadata.labels = Some([(CLUSTER_LABEL.to_owned(), "remote-a".to_owned())].into());
-    client.create(&resource).await.unwrap();
-
-    // The status, written through /status and read back from the API server.
-    poll_until("the Available condition written", || {
-        available(&local, "widget").is_some_and(|c| c.status == ConditionStatus::True)
-    })
-    .await;
-    Provisioned {
-        local,
-        client,
-        server,
-        stop,
-        controller,
-    }
+    (local, server)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -308,4 +314,71 @@ async fn a_missing_kubeconfig_is_reported_in_the_condition() {
         condition.message
     );
     controller.abort();
+}
+
+/// The binary, with the flags a deployment renders, does the same.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_binary_takes_the_deployed_flags() {
+    let remote = Testbed::start().await;
+    namespace(&remote);
+    let (local, server) = clusters(&remote, NS).await;
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("kubeconfig");
+    std::fs::write(&config, kubeconfig(&local)).unwrap();
+    let log = dir.path().join("stderr");
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_migrated-controller"))
+        .args([
+            format!("--kubeconfig={}", config.display()),
+            format!("--namespace={NS}"),
+            format!("--region-host={}", server.url()),
+            format!("--region-ca-secret-namespace={NS}"),
+            format!("--region-ca-secret-name={PEER_CA}"),
+            format!("--client-certificate-namespace={NS}"),
+            format!("--client-certificate-name={IDENTITY}"),
+            // The Go timer's "disable" value, still rendered by charts: accepted, ignored.
+            "--client-certificate-reload-interval=-1s".to_owned(),
+        ])
+        .env_remove("KUBECONFIG")
+        .env("HOME", dir.path())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    let _running = Killed(child);
+    local.upsert(json!({
+        "apiVersion": "unikorn.unikorn-cloud.org/v1alpha1", "kind": "ManagedResource",
+        "metadata": {"namespace": NS, "name": "widget", "labels": {CLUSTER_LABEL: "remote-a"}},
+    }));
+    let waited = tokio::time::timeout(
+        test_support::POLL_LIMIT * 3,
+        poll_until_quiet(|| {
+            available(&local, "widget").is_some_and(|c| c.status == ConditionStatus::True)
+        }),
+    )
+    .await;
+    let stderr = std::fs::read_to_string(&log).unwrap_or_default();
+    assert!(
+        waited.is_ok(),
+        "no Available condition; the controller's log:\n{stderr}"
+    );
+    let serials: Vec<_> = server.seen().iter().filter_map(|s| s.serial).collect();
+    assert_eq!(serials.first(), Some(&REMOTE_SERIAL), "{serials:?}");
+    assert_eq!(local.requests_on("watch", MANAGED), 1, "{stderr}");
+}
+
+/// Polls `check` every 20 ms, forever (the caller bounds it).
+async fn poll_until_quiet(mut check: impl FnMut() -> bool) {
+    while !check() {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// A child process killed (by its own id) when dropped.
+struct Killed(std::process::Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
 }
