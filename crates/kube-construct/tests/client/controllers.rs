@@ -196,6 +196,7 @@ async fn an_adopted_client_carries_its_cluster_identity_in_one_step() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn undeclared_reads_are_refused_and_listed() {
+    let logs = test_support::logs::CapturedLogs::global();
     let tb = Testbed::start().await;
     let client = CachedClient::builder()
         .cache::<ConfigMap>(Selection::object(Some("apps"), "settings"))
@@ -210,7 +211,7 @@ async fn undeclared_reads_are_refused_and_listed() {
     );
     for _ in 0..2 {
         assert!(matches!(
-            client.get::<Secret>(Some("apps"), "token"),
+            client.get::<Secret>(Some("apps"), "undeclared-token"),
             Err(ClientError::NotCached { .. })
         ));
     }
@@ -228,12 +229,21 @@ async fn undeclared_reads_are_refused_and_listed() {
         client.undeclared_reads(),
         [
             (read("secrets.v1", None), 1),
-            (read("secrets.v1", Some("token")), 2)
+            (read("secrets.v1", Some("undeclared-token")), 2)
         ]
     );
     assert_eq!(
         client.undeclared_reads()[1].0.to_string(),
-        "get secrets.v1 apps/token"
+        "get secrets.v1 apps/undeclared-token"
     );
     assert_eq!(tb.requests("get"), 0, "refused, never sent");
+    // Logged once each, however often refused.
+    let logged = logs
+        .text()
+        .lines()
+        .filter(|line| {
+            line.contains("read refused") && line.contains("get secrets.v1 apps/undeclared-token")
+        })
+        .count();
+    assert_eq!(logged, 1, "{}", logs.text());
 }
