@@ -1,8 +1,9 @@
 //! A watch's objects as they change, for a controller that shares the watch.
 //!
-//! The watch task sends what changed on a broadcast channel (never waiting for a
+//! The watch task sends what changed on a broadcast channel, made by the first
+//! subscriber (a watch nobody follows pays nothing), never waiting for a
 //! subscriber: a slow or absent one cannot hold the watch, and so every other reader
-//! of the store, back); a subscription turns it into the objects, read from the store.
+//! of the store, back. A subscription turns it into the objects, read from the store.
 //! A subscriber that falls more than [`CHANGE_BUFFER`] changes behind is sent every
 //! object again rather than the ones it missed, as after a re-list.
 

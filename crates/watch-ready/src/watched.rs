@@ -1,6 +1,12 @@
 //! One watched store and the readiness wait.
 
-use std::{fmt, future::Future, hash::Hash, sync::Arc, time::Duration};
+use std::{
+    fmt,
+    future::Future,
+    hash::Hash,
+    sync::{Arc, OnceLock},
+    time::Duration,
+};
 
 use futures::{FutureExt, StreamExt, future::BoxFuture};
 use kube::{Api, Resource};
@@ -11,6 +17,7 @@ use kube_runtime::{
     watcher,
 };
 use serde::de::DeserializeOwned;
+use tokio::sync::broadcast;
 use tokio::task::JoinHandle;
 
 use crate::health::Health;
@@ -61,8 +68,10 @@ where
     health: Health,
     /// Counts the events applied to the store (the first list counts as one).
     applied: tokio::sync::watch::Receiver<u64>,
-    /// What changed, for [`Watched::subscribe`] (object by object, or a whole list).
-    changed: tokio::sync::broadcast::Sender<Change<K>>,
+    /// What changed, for [`Watched::subscribe`] (object by object, or a whole list):
+    /// made by the first subscriber, so a watch nobody follows (every Secret watch)
+    /// allocates no buffer and sends nothing.
+    changed: Arc<OnceLock<broadcast::Sender<Change<K>>>>,
     _task: AbortOnDrop,
 }
 
@@ -157,7 +166,7 @@ where
         );
         let task_health = health.clone();
         let (applied_tx, applied) = tokio::sync::watch::channel(0u64);
-        let (changed, _) = tokio::sync::broadcast::channel(CHANGE_BUFFER);
+        let changed: Arc<OnceLock<broadcast::Sender<Change<K>>>> = Arc::default();
         let changed_tx = changed.clone();
         let task = tokio::spawn(async move {
             let mut stream = std::pin::pin!(stream);
@@ -166,8 +175,10 @@ where
                     Ok(watcher::Event::InitDone) => {
                         task_health.synced();
                         applied_tx.send_modify(|n| *n += 1);
-                        // No subscriber is not an error: nobody is listening yet.
-                        let _ = changed_tx.send(Change::Relisted);
+                        if let Some(tx) = changed_tx.get() {
+                            // No subscriber left is not an error.
+                            let _ = tx.send(Change::Relisted);
+                        }
                     }
                     Ok(watcher::Event::Init | watcher::Event::InitApply(_)) => {
                         task_health.recovered("event delivered");
@@ -175,8 +186,10 @@ where
                     Ok(watcher::Event::Apply(object)) => {
                         task_health.recovered("event delivered");
                         applied_tx.send_modify(|n| *n += 1);
-                        let key = object.to_object_ref(dynamic_type.clone());
-                        let _ = changed_tx.send(Change::Applied(key));
+                        if let Some(tx) = changed_tx.get() {
+                            let key = object.to_object_ref(dynamic_type.clone());
+                            let _ = tx.send(Change::Applied(key));
+                        }
                     }
                     Ok(watcher::Event::Delete(_)) => {
                         task_health.recovered("event delivered");
@@ -229,7 +242,11 @@ where
     /// controller's reconciles are idempotent). Deletions are not sent (the store no
     /// longer holds the object). The stream ends when the watch stops.
     pub fn subscribe(&self) -> impl futures::Stream<Item = Arc<K>> + Send + 'static {
-        crate::subscribe::subscription(self.store.clone(), self.changed.subscribe())
+        let changes = self
+            .changed
+            .get_or_init(|| broadcast::channel(CHANGE_BUFFER).0)
+            .subscribe();
+        crate::subscribe::subscription(self.store.clone(), changes)
     }
 
     /// Whether the initial list has completed.
