@@ -39,8 +39,9 @@ pub(crate) struct Shared {
     pub server_address: Mutex<String>,
     /// WATCH response bodies alive now (see [`crate::Testbed::open_watches`]).
     pub open_watches: Arc<std::sync::atomic::AtomicUsize>,
-    /// Authorized resource requests so far, by verb (see [`crate::Testbed::requests`]).
-    pub requests: Mutex<std::collections::HashMap<&'static str, usize>>,
+    /// Authorized resource requests so far, by verb and resource (see
+    /// [`crate::Testbed::requests`] and [`crate::Testbed::requests_on`]).
+    pub requests: Mutex<std::collections::HashMap<(&'static str, String), usize>>,
 }
 
 /// Lock, recovering from poisoning (a panicking test thread must not wedge the server).

@@ -35,13 +35,11 @@ mod server;
 mod store;
 mod watch;
 
-use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::Value;
-use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 
 pub use auth::Rule;
@@ -52,6 +50,7 @@ pub use selectors::{FieldSelector, LabelSelector, SelectorError};
 pub use store::KindSpec;
 
 use crate::http::{Faults, Shared, lock};
+use server::bind;
 use store::Store;
 
 /// A running API emulator. Dropping it stops the server.
@@ -75,29 +74,6 @@ impl std::fmt::Debug for Testbed {
             .field("token", &"<redacted>")
             .finish_non_exhaustive()
     }
-}
-
-async fn bind(port: u16, runtime: &tokio::runtime::Handle) -> Result<TcpListener, TestbedError> {
-    let mut last = None;
-    for _ in 0..50 {
-        let addr = SocketAddr::from(([127, 0, 0, 1], port));
-        match runtime
-            .spawn(async move { TcpListener::bind(addr).await })
-            .await
-        {
-            Ok(Ok(l)) => return Ok(l),
-            Ok(Err(e)) => last = Some(e),
-            Err(e) => last = Some(std::io::Error::other(e.to_string())),
-        }
-        if port == 0 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    Err(TestbedError::Bind {
-        port,
-        source: last.unwrap_or_else(|| std::io::Error::other("bind failed")),
-    })
 }
 
 impl Testbed {
@@ -341,7 +317,23 @@ impl Testbed {
     /// `update`, `patch`, `delete`, `deletecollection`) were authorized so far: a
     /// client that should be served from its cache shows here if it is not.
     pub fn requests(&self, verb: &str) -> usize {
-        lock(&self.shared.requests).get(verb).copied().unwrap_or(0)
+        let counts = lock(&self.shared.requests);
+        counts
+            .iter()
+            .filter(|((v, _), _)| *v == verb)
+            .map(|(_, n)| n)
+            .sum()
+    }
+
+    /// [`Testbed::requests`] on one resource, named as kubectl names it
+    /// (`plural.group`, `plural` for the core group; `plural.group/status` for the
+    /// status subresource): a controller that watches a kind twice shows here.
+    pub fn requests_on(&self, verb: &str, resource: &str) -> usize {
+        let counts = lock(&self.shared.requests);
+        counts
+            .get(&(verb, resource.to_owned()))
+            .copied()
+            .unwrap_or(0)
     }
 
     /// End every open WATCH stream now (clients see the stream end and re-watch).

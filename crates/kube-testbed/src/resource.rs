@@ -196,7 +196,16 @@ pub(crate) async fn request(
     )
     .map_err(|e| ApiError::bad_request(e.to_string()))?;
     authorize(shared, user, &t, verb, &fields)?;
-    *lock(&shared.requests).entry(verb.as_str()).or_default() += 1;
+    let mut resource = t.kind.plural.clone();
+    if !t.kind.group.is_empty() {
+        resource = format!("{resource}.{}", t.kind.group);
+    }
+    if t.status {
+        resource.push_str("/status");
+    }
+    *lock(&shared.requests)
+        .entry((verb.as_str(), resource))
+        .or_default() += 1;
     let scope = OwnedScope {
         ns: t.ns.clone(),
         labels,

@@ -3,6 +3,7 @@
 
 use std::collections::HashMap;
 use std::convert::Infallible;
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -14,8 +15,37 @@ use tokio::net::TcpListener;
 use tokio::task::JoinSet;
 
 use crate::discovery;
+use crate::error::TestbedError;
 use crate::http::{Body, Shared, error_response, full, json_response, lock, not_found};
 use crate::store::ApiError;
+
+/// Binds `port` on 127.0.0.1 (0: any), retrying a taken one for a while (a
+/// restart on the same port).
+pub(crate) async fn bind(
+    port: u16,
+    runtime: &tokio::runtime::Handle,
+) -> Result<TcpListener, TestbedError> {
+    let mut last = None;
+    for _ in 0..50 {
+        let addr = SocketAddr::from(([127, 0, 0, 1], port));
+        match runtime
+            .spawn(async move { TcpListener::bind(addr).await })
+            .await
+        {
+            Ok(Ok(l)) => return Ok(l),
+            Ok(Err(e)) => last = Some(e),
+            Err(e) => last = Some(std::io::Error::other(e.to_string())),
+        }
+        if port == 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    Err(TestbedError::Bind {
+        port,
+        source: last.unwrap_or_else(|| std::io::Error::other("bind failed")),
+    })
+}
 
 /// Accept connections until the task is aborted; aborting drops every connection.
 pub(crate) async fn serve(shared: Arc<Shared>, listener: TcpListener) {

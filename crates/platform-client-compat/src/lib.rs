@@ -22,7 +22,7 @@
 //! |---|---|---|
 //! | `SchemeAdder` | [`construct::registry::Addition`] | a boxed `FnOnce(&mut Registry)`; same contract (first error stops) |
 //! | `NewScheme(adders...)` | [`construct::registry::platform_registry`] | same order (built-ins, Unikorn, fake, Argo shim, yours); nothing returned on error |
-//! | `New(ctx, adders...)` | [`construct::client::CachedClient`]`::builder()` … `.in_cluster()` / `.from_options()` / `.from_client()` | returns only when every declared cache has synced; permanent errors fail at once (Go discarded the cache's start error); caches watch only what is declared (Go's cached `Get` of one Secret watched every Secret) |
+//! | `New(ctx, adders...)` | [`construct::client::CachedClient`]`::builder()` … `.in_cluster()` / `.from_options()` / `.from_client_identified()` (`.from_client()` when the client is never handed to svc-tls) | returns only when every declared cache has synced; permanent errors fail at once (Go discarded the cache's start error); caches watch only what is declared (Go's cached `Get` of one Secret watched every Secret) |
 //! | `ClusterContext` | [`scope::Cluster`] | immutable value carried by a task-local, not a `context.Context` pointer |
 //! | `ClusterContext.Client` | [`scope::Cluster::client`] | a `kube::Client` |
 //! | `ClusterContext.ID` | [`scope::Cluster::id`] | `Option<ResourceIdentifier>` (`None` at the root, as Go's nil) |

@@ -26,7 +26,7 @@
 //!   namespace. Nothing mutates it in place.
 //! - Runners install a copy with one value replaced for the duration of a future
 //!   ([`with_provisioner`], [`with_cluster`], [`with_namespace`]; [`with_root`] sets
-//!   the provisioner client and the local cluster at once) or a synchronous closure
+//!   the provisioner client and the local cluster, identified, at once) or a synchronous closure
 //!   (`sync_with_*`). Inner scopes override outer ones; the outer value is back
 //!   afterwards (and whenever the inner future is not being polled).
 //! - Accessors ([`provisioner`], [`cluster`], [`cluster_client`], [`namespace`])
@@ -89,7 +89,9 @@
 //!     Ok(())
 //! }
 //!
-//! async fn provision(local: kube::Client) -> Result<(), Error> {
+//! /// `local`: the process's client with its cluster's identity
+//! /// (`kube_construct::CachedClient::cluster_client()?`).
+//! async fn provision(local: scope::ClusterClient) -> Result<(), Error> {
 //!     let vc_id = ResourceIdentifier::new("vcluster")
 //!         .with_label(PROJECT_LABEL, "proj")
 //!         .with_label(ORGANIZATION_LABEL, "org");

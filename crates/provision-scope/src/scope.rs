@@ -234,12 +234,32 @@ pub async fn with_namespace<F: Future>(namespace: impl Into<Arc<str>>, fut: F) -
 }
 
 /// Runs `fut` at the root of a provisioning tree: `client` is both the provisioner
-/// client and the current (local) cluster's client.
-pub async fn with_root<F: Future>(client: kube::Client, fut: F) -> F::Output {
-    let cluster = Cluster::local(client.clone());
+/// client and the current (local) cluster's client, identified, so that
+/// [`cluster_client_identified`] at the root gives svc-tls the local cluster's
+/// Secrets.
+///
+/// `client` is the process's client with its cluster's identity:
+/// `kube_construct::CachedClient::cluster_client()?`, or, for a client adopted from
+/// elsewhere, `ClusterClient::new(client, ClusterId::named("local"))`.
+///
+/// ```no_run
+/// # async fn f(adopted: kube::Client) -> Result<(), provision_scope::ScopeError> {
+/// use provision_scope::{self as scope, ClusterClient, ClusterId};
+/// let root = ClusterClient::new(adopted, ClusterId::named("local"));
+/// scope::with_root(root, async {
+///     let local = scope::cluster_client_identified()?; // what PeerTls::from_options takes
+///     assert_eq!(local.cluster(), &ClusterId::named("local"));
+///     Ok(())
+/// })
+/// .await
+/// # }
+/// ```
+pub async fn with_root<F: Future>(client: ClusterClient, fut: F) -> F::Output {
+    let provisioner = client.kube().clone();
+    let cluster = Cluster::identified(client);
     let span = cluster.span();
     let next = derive(|s| {
-        s.provisioner = Some(client);
+        s.provisioner = Some(provisioner);
         s.cluster = Some(Arc::new(cluster));
     });
     SCOPE.scope(next, fut).instrument(span).await

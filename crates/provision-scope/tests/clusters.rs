@@ -112,7 +112,7 @@ async fn writes_land_in_the_scoped_cluster_three_deep() {
 
     let wl_port = wl.port();
     scope::with_root(
-        cp.client(),
+        cp.cluster_client(),
         scope::with_namespace(NS, async {
             install("at-cp".into()).await?;
             let vc_config = remote_config("vc-kubeconfig").await?;
@@ -160,7 +160,7 @@ async fn writes_land_in_the_scoped_cluster_three_deep() {
 
     // Reading the workload kubeconfig needs the vcluster's client: from the root it is not found.
     let from_root = scope::with_root(
-        cp.client(),
+        cp.cluster_client(),
         scope::with_namespace(NS, remote_config("wl-kubeconfig")),
     )
     .await;
@@ -178,7 +178,7 @@ async fn concurrent_children_write_to_their_own_clusters() {
     let wl_cluster = || scope::remote_cluster(wl.kube_config(), wl_id()).unwrap();
 
     scope::with_root(
-        cp.client(),
+        cp.cluster_client(),
         scope::with_namespace(NS, async {
             // Joined in one task: each child keeps its own scope across awaits.
             let joined = |cluster, prefix: &'static str| {
@@ -252,7 +252,7 @@ async fn a_step_outside_its_scope_fails_typed_and_writes_nothing() {
     let cp = Testbed::start().await;
     cp.upsert(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}}));
     // A cluster but no namespace.
-    let err = scope::with_root(cp.client(), install("orphan".into()))
+    let err = scope::with_root(cp.cluster_client(), install("orphan".into()))
         .await
         .unwrap_err();
     let err = err.downcast::<scope::ScopeError>().unwrap();

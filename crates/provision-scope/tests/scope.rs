@@ -16,6 +16,11 @@ fn client(tag: &str) -> kube::Client {
     kube::Client::try_from(config).unwrap()
 }
 
+/// The root of a tree: a client with the identity of its (local) cluster.
+fn root(tag: &str) -> scope::ClusterClient {
+    scope::ClusterClient::new(client(tag), scope::ClusterId::named("local"))
+}
+
 fn vc_id() -> ResourceIdentifier {
     ResourceIdentifier::new("vcluster")
         .with_label("p", "proj")
@@ -98,11 +103,16 @@ async fn a_partial_scope_still_reports_what_it_lacks() {
 
 #[tokio::test]
 async fn three_deep_nesting_overrides_and_restores() {
-    scope::with_root(client("cp"), async {
+    scope::with_root(root("cp"), async {
         let root = scope::cluster().unwrap();
         assert!(root.is_local());
         assert_eq!((root.host.as_deref(), root.port), (None, None));
         assert_eq!(here(), ("cp".into(), "local".into()));
+        // The root is identified: svc-tls can key the local cluster's Secrets by it.
+        assert_eq!(
+            scope::cluster_client_identified().unwrap().cluster(),
+            &scope::ClusterId::named("local")
+        );
 
         scope::with_cluster(vc(), async {
             assert_eq!(here(), ("vc".into(), "vcluster-proj:org".into()));
@@ -147,7 +157,7 @@ async fn runners_compose_in_either_order() {
     .await;
     // Replacing one value leaves the others.
     scope::with_root(
-        client("cp"),
+        root("cp"),
         scope::with_namespace("a", async {
             scope::with_provisioner(client("other"), async {
                 assert_eq!(scope::provisioner().unwrap().default_namespace(), "other");
@@ -168,7 +178,7 @@ async fn runners_compose_in_either_order() {
 
 #[tokio::test]
 async fn sync_runners_nest_inside_async_scopes_and_restore() {
-    scope::with_root(client("cp"), async {
+    scope::with_root(root("cp"), async {
         let seen = scope::sync_with_cluster(wl(), || {
             let inner = scope::sync_with_namespace("n1", || {
                 scope::sync_with_provisioner(client("p2"), || {
@@ -210,7 +220,7 @@ fn sync_runners_work_without_a_runtime_or_outer_scope() {
 
 #[tokio::test]
 async fn joined_children_each_keep_their_own_scope() {
-    scope::with_root(client("cp"), async {
+    scope::with_root(root("cp"), async {
         let child = |cluster: Cluster, want: &'static str| {
             scope::with_cluster(cluster, async move {
                 let mut seen = Vec::new();
@@ -240,7 +250,7 @@ async fn joined_children_each_keep_their_own_scope() {
 #[allow(clippy::async_yields_async)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn spawned_children_carry_the_scope_of_their_spawn_site() {
-    scope::with_root(client("cp"), async {
+    scope::with_root(root("cp"), async {
         // Plain tokio::spawn loses the scope; that is why the helpers exist.
         let plain = tokio::spawn(async { scope::cluster().map(|_| ()) })
             .await
@@ -279,7 +289,7 @@ async fn spawned_children_carry_the_scope_of_their_spawn_site() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn join_set_children_each_see_their_own_scope() {
     let mut set = JoinSet::new();
-    scope::with_root(client("cp"), async {
+    scope::with_root(root("cp"), async {
         for (i, cluster) in [vc(), wl()].into_iter().cycle().take(8).enumerate() {
             let want = cluster.client.default_namespace().to_owned();
             scope::sync_with_cluster(cluster, || {
@@ -315,7 +325,7 @@ async fn join_set_children_each_see_their_own_scope() {
 async fn remote_step_derives_the_endpoint_and_inherits_the_rest() {
     let config = kube::Config::new("https://[fd00::1]".parse().unwrap());
     let seen = scope::with_root(
-        client("cp"),
+        root("cp"),
         scope::with_namespace("ns", async {
             scope::with_remote_cluster(config, wl_id(), async {
                 let c = scope::cluster().unwrap();

@@ -26,6 +26,11 @@ fn client(tag: &str) -> kube::Client {
     kube::Client::try_from(config).unwrap()
 }
 
+/// The root of a tree: a client with the identity of its (local) cluster.
+fn root(tag: &str) -> scope::ClusterClient {
+    scope::ClusterClient::new(client(tag), scope::ClusterId::named("local"))
+}
+
 /// The log line whose message is `message`.
 fn line(log: &str, message: &str) -> String {
     log.lines()
@@ -54,7 +59,7 @@ async fn events_are_recorded_in_the_scoped_cluster_span() {
         .with_label("o", "org");
     let wl = Cluster::remote(client("wl"), wl_id, "10.0.0.7", 6443);
 
-    scope::with_root(client("cp"), async {
+    scope::with_root(root("cp"), async {
         tracing::info!("at-root");
         scope::with_namespace(
             "ns-a",

@@ -31,14 +31,15 @@
 //!
 //! It names nothing: errors carry no Secret or cache name, and the crates that use
 //! it wrap them in their own typed errors. It does not read objects for callers
-//! (they use the [`Store`] directly), build clients or configurations, or decide
-//! what to watch.
+//! (they use the [`Store`] directly, or follow it with [`Watched::subscribe`]),
+//! build clients or configurations, or decide what to watch.
 #![deny(missing_docs)]
 
 pub mod excerpt;
 mod health;
 mod kube_error;
 mod refusal;
+mod subscribe;
 mod watched;
 
 pub use health::{Health, WatchState, WatchStatus, observe};

@@ -1,6 +1,12 @@
 //! One watched store and the readiness wait.
 
-use std::{fmt, future::Future, hash::Hash, time::Duration};
+use std::{
+    fmt,
+    future::Future,
+    hash::Hash,
+    sync::{Arc, OnceLock},
+    time::Duration,
+};
 
 use futures::{FutureExt, StreamExt, future::BoxFuture};
 use kube::{Api, Resource};
@@ -11,10 +17,13 @@ use kube_runtime::{
     watcher,
 };
 use serde::de::DeserializeOwned;
+use tokio::sync::broadcast;
 use tokio::task::JoinHandle;
 
 use crate::health::Health;
 use crate::refusal::Refusal;
+use crate::subscribe::{CHANGE_BUFFER, Change};
+use kube_runtime::reflector::Lookup as _;
 
 /// Why a store did not sync.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -59,6 +68,10 @@ where
     health: Health,
     /// Counts the events applied to the store (the first list counts as one).
     applied: tokio::sync::watch::Receiver<u64>,
+    /// What changed, for [`Watched::subscribe`] (object by object, or a whole list):
+    /// made by the first subscriber, so a watch nobody follows (every Secret watch)
+    /// allocates no buffer and sends nothing.
+    changed: Arc<OnceLock<broadcast::Sender<Change<K>>>>,
     _task: AbortOnDrop,
 }
 
@@ -138,7 +151,7 @@ where
         modify: impl FnMut(&mut K) + Send + 'static,
         quick_retry: bool,
     ) -> Self {
-        let writer = reflector::store::Writer::new(dynamic_type);
+        let writer = reflector::store::Writer::new(dynamic_type.clone());
         let store = writer.as_reader();
         let backoff: Box<dyn Backoff> = if quick_retry {
             Box::new(quick_backoff())
@@ -153,6 +166,8 @@ where
         );
         let task_health = health.clone();
         let (applied_tx, applied) = tokio::sync::watch::channel(0u64);
+        let changed: Arc<OnceLock<broadcast::Sender<Change<K>>>> = Arc::default();
+        let changed_tx = changed.clone();
         let task = tokio::spawn(async move {
             let mut stream = std::pin::pin!(stream);
             while let Some(item) = stream.next().await {
@@ -160,11 +175,23 @@ where
                     Ok(watcher::Event::InitDone) => {
                         task_health.synced();
                         applied_tx.send_modify(|n| *n += 1);
+                        if let Some(tx) = changed_tx.get() {
+                            // No subscriber left is not an error.
+                            let _ = tx.send(Change::Relisted);
+                        }
                     }
                     Ok(watcher::Event::Init | watcher::Event::InitApply(_)) => {
                         task_health.recovered("event delivered");
                     }
-                    Ok(watcher::Event::Apply(_) | watcher::Event::Delete(_)) => {
+                    Ok(watcher::Event::Apply(object)) => {
+                        task_health.recovered("event delivered");
+                        applied_tx.send_modify(|n| *n += 1);
+                        if let Some(tx) = changed_tx.get() {
+                            let key = object.to_object_ref(dynamic_type.clone());
+                            let _ = tx.send(Change::Applied(key));
+                        }
+                    }
+                    Ok(watcher::Event::Delete(_)) => {
                         task_health.recovered("event delivered");
                         applied_tx.send_modify(|n| *n += 1);
                     }
@@ -177,6 +204,7 @@ where
             store,
             health,
             applied,
+            changed,
             _task: AbortOnDrop(task),
         }
     }
@@ -203,6 +231,22 @@ where
     /// the watch stops.
     pub fn changes(&self) -> tokio::sync::watch::Receiver<u64> {
         self.applied.clone()
+    }
+
+    /// The objects of the store as they change, for a kube-runtime `Controller` that
+    /// shares this watch (`Controller::for_shared_stream(watched.subscribe(),
+    /// watched.store().clone())`) instead of starting a second one: every object the
+    /// store holds when the subscription starts (once it has synced), then each object
+    /// the watch applies, and every object again after each complete re-list, or when
+    /// the subscriber fell more than a buffer behind (so nothing is missed; a
+    /// controller's reconciles are idempotent). Deletions are not sent (the store no
+    /// longer holds the object). The stream ends when the watch stops.
+    pub fn subscribe(&self) -> impl futures::Stream<Item = Arc<K>> + Send + 'static {
+        let changes = self
+            .changed
+            .get_or_init(|| broadcast::channel(CHANGE_BUFFER).0)
+            .subscribe();
+        crate::subscribe::subscription(self.store.clone(), changes)
     }
 
     /// Whether the initial list has completed.

@@ -105,3 +105,39 @@ async fn an_unreachable_api_times_out_with_its_last_error() {
     assert!(status.errors >= 1);
     assert!(!watched.is_synced());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_subscriber_that_falls_behind_is_sent_every_object_again() {
+    use futures::StreamExt as _;
+    let tb = Testbed::start().await;
+    let health = Health::new("Secrets in ns");
+    let watched = Watched::spawn(
+        secrets(&tb.client(), &health),
+        watcher::Config::default(),
+        (),
+        health,
+    );
+    watched
+        .synced_within(Duration::from_secs(30))
+        .await
+        .unwrap();
+    let mut changes = Box::pin(watched.subscribe());
+    // More changes than the buffer holds, while the subscriber reads none.
+    let total = 400;
+    for i in 0..total {
+        tb.upsert(json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"namespace": "ns", "name": format!("s{i}")}}));
+    }
+    test_support::poll_until("the store holds every Secret", || {
+        watched.store().len() == total
+    })
+    .await;
+    let mut seen = std::collections::BTreeSet::new();
+    while seen.len() < total {
+        let next = tokio::time::timeout(Duration::from_secs(10), changes.next())
+            .await
+            .expect("every object within 10 s")
+            .expect("the stream goes on");
+        seen.insert(next.metadata.name.clone().unwrap());
+    }
+    assert_eq!(seen.len(), total, "none missed");
+}

@@ -165,6 +165,11 @@ impl<K: CacheObject> StoreReader<K> {
         }
     }
 
+    /// The watch behind the store (for a controller that shares it).
+    pub(crate) fn watched(&self) -> &Watched<K> {
+        &self.watched
+    }
+
     /// The objects `query` selects in `namespace` (None: every namespace).
     pub(crate) fn read(&self, namespace: Option<&str>, query: Query<'_>) -> Vec<Arc<K>> {
         let store = self.watched.store();

@@ -9,116 +9,43 @@
 //! forms) never touch the network: they answer from the caches, typed or dynamic
 //! whichever way the cache was declared (a typed read of a dynamically declared
 //! cache, and the reverse, convert through JSON). A read that no declared cache
-//! covers is an error ([`ClientError::NotCached`]), never a silent API call.
+//! covers is an error ([`ClientError::NotCached`]), never a silent API call; each
+//! is logged once and kept for [`CachedClient::undeclared_reads`].
 //!
-//! Writes (create, replace, patch, delete; in [`write`](write.rs)) go to the API
+//! A kube-runtime `Controller` shares a cache's watch ([`CachedClient::shared_watch`])
+//! instead of watching its kind a second time.
+//!
+//! Writes (create, replace, patch, delete; in [`write`](write.rs); status
+//! writes in [`status`](status.rs)) go to the API
 //! server; the caches see their effect when the watch delivers it, like any other
 //! change.
 
+mod error;
+mod shared;
+mod status;
+mod undeclared;
 mod write;
 
-use cluster_id::{ClusterClient, UnidentifiedCluster};
-use std::{fmt, sync::Arc, time::Duration};
+pub use error::{ClientError, ConstructError};
+pub use shared::SharedWatch;
+pub use undeclared::{MAX_UNDECLARED_READS, UndeclaredRead};
 
+use cluster_id::{ClusterClient, ClusterId, UnidentifiedCluster};
+use std::{fmt, sync::Arc, time::Duration};
+use undeclared::UndeclaredReads;
+
+use crate::{
+    cache::{
+        CacheDeclaration, CacheName, CacheObject, CachedType, Caches, DEFAULT_SYNC_TIMEOUT,
+        HealthReport, Query, Selection, StoreReader, dedupe, resource_name,
+    },
+    config::{ConfigSource, Environment, InClusterSource, KubeOptions},
+    registry::{Registry, RegistryError},
+};
 use kube::{
     api::{ApiResource, DynamicObject, GroupVersionKind, TypeMeta},
     core::Selector,
 };
-use thiserror::Error;
-
-use crate::{
-    cache::{
-        CacheDeclaration, CacheError, CacheName, CacheObject, CachedType, Caches,
-        DEFAULT_SYNC_TIMEOUT, HealthReport, Query, Selection, StoreReader, dedupe, resource_name,
-    },
-    config::{
-        ConfigError, ConfigSource, Environment, InClusterError, InClusterSource, KubeOptions,
-    },
-    registry::{Registry, RegistryError},
-};
-
-/// Why a client could not be constructed.
-#[derive(Debug, Error)]
-#[non_exhaustive]
-pub enum ConstructError {
-    /// In-cluster configuration is unavailable.
-    #[error(transparent)]
-    InCluster(#[from] InClusterError),
-    /// The command-line options did not resolve to a configuration.
-    #[error(transparent)]
-    Config(#[from] ConfigError),
-    /// The configuration did not produce a client (TLS material, auth plugin...).
-    /// The message and the source show kube's error as an escaped excerpt
-    /// ([`watch_ready::KubeError`]), never its raw text.
-    #[error("cannot build a Kubernetes client from the configuration: {0}")]
-    Client(#[source] watch_ready::KubeError),
-    /// The declared caches could not be proven synced.
-    #[error(transparent)]
-    Cache(#[from] CacheError),
-}
-
-/// Why a read or a write failed.
-#[derive(Debug, Error)]
-#[non_exhaustive]
-pub enum ClientError {
-    /// No declared cache covers what was asked for.
-    #[error("{resource} {} is not covered by any declared cache (declare one at construction)", Target { namespace: namespace.as_deref(), name: name.as_deref() })]
-    NotCached {
-        /// `plural.version.group` of the resource.
-        resource: String,
-        /// The namespace asked for.
-        namespace: Option<String>,
-        /// The name asked for (None for a list).
-        name: Option<String>,
-    },
-    /// A cached object does not decode as the requested type.
-    #[error("cached {resource} does not decode as the requested type: {source}")]
-    Decode {
-        /// `plural.version.group` of the resource.
-        resource: String,
-        /// The decoding error.
-        #[source]
-        source: serde_json::Error,
-    },
-    /// A namespaced object without `metadata.namespace` was given to a write.
-    #[error("{kind} is namespaced but the object has no metadata.namespace")]
-    MissingNamespace {
-        /// The kind.
-        kind: String,
-    },
-    /// An object without `metadata.name` was given to replace.
-    #[error("{kind} object has no metadata.name")]
-    MissingName {
-        /// The kind.
-        kind: String,
-    },
-    /// The API server rejected the request, or it could not be sent.
-    ///
-    /// The message and the source show kube's error as an escaped excerpt
-    /// ([`watch_ready::KubeError`]: control characters escaped, cut to 512
-    /// characters, credential failures as a fixed text), since a `Status.message`
-    /// is the API server's text, and a remote cluster's API server is not ours.
-    /// Match [`KubeError::status_code`](watch_ready::KubeError::status_code) for the
-    /// status.
-    #[error("Kubernetes API request failed: {0}")]
-    Api(#[source] watch_ready::KubeError),
-}
-
-struct Target<'a> {
-    namespace: Option<&'a str>,
-    name: Option<&'a str>,
-}
-
-impl fmt::Display for Target<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match (self.namespace, self.name) {
-            (Some(ns), Some(name)) => write!(f, "{ns}/{name}"),
-            (None, Some(name)) => write!(f, "{name}"),
-            (Some(ns), None) => write!(f, "in namespace {ns}"),
-            (None, None) => f.write_str("across all namespaces"),
-        }
-    }
-}
 
 /// Declares the caches, then constructs a [`CachedClient`] from one of the sources.
 #[derive(Debug)]
@@ -247,9 +174,35 @@ impl ClientBuilder {
 
     /// From an existing client (a process never needs a second one). Its cluster
     /// cannot be told from a bare `kube::Client`, so [`CachedClient::cluster_client`]
-    /// refuses; use [`ClientBuilder::from_cluster_client`] to name it.
+    /// refuses (and with it svc-tls's constructors); adopt it with
+    /// [`ClientBuilder::from_client_identified`] instead when it is handed on.
     pub async fn from_client(self, client: kube::Client) -> Result<CachedClient, ConstructError> {
         self.build(client, None, None).await
+    }
+
+    /// From an existing client (a controller's, a test's) and the cluster the caller
+    /// vouches it reads, in one step: [`CachedClient::cluster_client`] then hands it to
+    /// the crates that keep state per cluster. Name the local cluster
+    /// `ClusterId::named("local")` (unique in the process); its credentials are
+    /// [`CredentialId::unique`](cluster_id::CredentialId::unique), so its Secret
+    /// watches are shared with no other client.
+    ///
+    /// ```no_run
+    /// # async fn f(adopted: kube::Client) -> Result<(), Box<dyn std::error::Error>> {
+    /// use kube_construct::{ClusterId, client::CachedClient};
+    /// let client = CachedClient::builder()
+    ///     .from_client_identified(adopted, ClusterId::named("local"))
+    ///     .await?;
+    /// assert_eq!(client.cluster_client()?.cluster(), &ClusterId::named("local"));
+    /// # Ok(()) }
+    /// ```
+    pub async fn from_client_identified(
+        self,
+        client: kube::Client,
+        cluster: ClusterId,
+    ) -> Result<CachedClient, ConstructError> {
+        self.from_cluster_client(ClusterClient::new(client, cluster))
+            .await
     }
 
     async fn build(
@@ -279,6 +232,7 @@ impl ClientBuilder {
                 cluster,
                 caches: started?,
                 source,
+                undeclared: UndeclaredReads::default(),
             }),
         })
     }
@@ -291,6 +245,7 @@ struct Inner {
     /// Shared with the metrics collector (weakly), when metrics are on.
     caches: Arc<Caches>,
     source: Option<ConfigSource>,
+    undeclared: UndeclaredReads,
 }
 
 /// A Kubernetes client whose reads come from caches proven synced at construction.
@@ -340,16 +295,25 @@ impl CachedClient {
     /// # Errors
     /// [`UnidentifiedCluster`] when this client was adopted from a bare
     /// `kube::Client` ([`ClientBuilder::from_client`]): its cluster cannot be told,
-    /// and a guess could hand one cluster's Secrets to another's users.
+    /// and a guess could hand one cluster's Secrets to another's users (adopt it with
+    /// [`ClientBuilder::from_client_identified`]).
     pub fn cluster_client(&self) -> Result<ClusterClient, UnidentifiedCluster> {
         self.inner.cluster.clone().ok_or(UnidentifiedCluster {
-            what: "kube-construct client adopted with from_client",
+            what: "kube-construct client adopted with from_client (use from_client_identified)",
         })
     }
 
     /// Where the configuration came from, when built from options.
     pub fn source(&self) -> Option<&ConfigSource> {
         self.inner.source.as_ref()
+    }
+
+    /// Every distinct read this client refused as [`ClientError::NotCached`], with how
+    /// often (at most [`MAX_UNDECLARED_READS`] distinct ones kept), in order. A
+    /// service's test runs its code paths against the API emulator and asserts this
+    /// is empty: the list of reads its declarations miss, before it is deployed.
+    pub fn undeclared_reads(&self) -> Vec<(UndeclaredRead, u64)> {
+        self.inner.undeclared.snapshot()
     }
 
     /// The health of every declared cache.
@@ -457,10 +421,16 @@ impl CachedClient {
             }
         }
         if !covered {
-            return Err(ClientError::NotCached {
+            let read = UndeclaredRead {
                 resource: resource(),
                 namespace: namespace.map(str::to_owned),
                 name: query.name().map(str::to_owned),
+            };
+            self.inner.undeclared.record(read.clone());
+            return Err(ClientError::NotCached {
+                resource: read.resource,
+                namespace: read.namespace,
+                name: read.name,
             });
         }
         Ok(dedupe(items))

@@ -1,4 +1,5 @@
-//! Writes through the API server: typed and dynamic create, replace, patch, delete.
+//! Writes through the API server: typed and dynamic create, replace, patch, delete
+//! (status writes are in [`status`](super::status)).
 
 use std::fmt;
 
@@ -12,11 +13,11 @@ use super::{CachedClient, ClientError};
 use crate::cache::{CachedType, KnownScope};
 
 impl CachedClient {
-    fn api<K: CachedType>(&self, namespace: Option<&str>) -> Api<K> {
+    pub(super) fn api<K: CachedType>(&self, namespace: Option<&str>) -> Api<K> {
         <K::Scope as KnownScope>::api::<K>(self.inner.client.clone(), namespace)
     }
 
-    fn write_namespace<K: CachedType>(obj: &K) -> Result<Option<&str>, ClientError> {
+    pub(super) fn write_namespace<K: CachedType>(obj: &K) -> Result<Option<&str>, ClientError> {
         let namespace = obj.meta().namespace.as_deref();
         if namespace.is_none() && <K::Scope as KnownScope>::NAMESPACED == Some(true) {
             return Err(ClientError::MissingNamespace {
@@ -26,7 +27,20 @@ impl CachedClient {
         Ok(namespace)
     }
 
-    fn dynamic_api(&self, resource: &ApiResource, namespace: Option<&str>) -> Api<DynamicObject> {
+    pub(super) fn write_name<K: CachedType>(obj: &K) -> Result<&str, ClientError> {
+        obj.meta()
+            .name
+            .as_deref()
+            .ok_or_else(|| ClientError::MissingName {
+                kind: K::kind(&()).into_owned(),
+            })
+    }
+
+    pub(super) fn dynamic_api(
+        &self,
+        resource: &ApiResource,
+        namespace: Option<&str>,
+    ) -> Api<DynamicObject> {
         match namespace {
             Some(ns) => Api::namespaced_with(self.inner.client.clone(), ns, resource),
             None => Api::all_with(self.inner.client.clone(), resource),
@@ -46,13 +60,7 @@ impl CachedClient {
     /// `metadata.resourceVersion`, if set, guards against lost updates).
     pub async fn replace<K: CachedType>(&self, obj: &K) -> Result<K, ClientError> {
         let namespace = Self::write_namespace(obj)?;
-        let name = obj
-            .meta()
-            .name
-            .as_deref()
-            .ok_or_else(|| ClientError::MissingName {
-                kind: K::kind(&()).into_owned(),
-            })?;
+        let name = Self::write_name(obj)?;
         self.api::<K>(namespace)
             .replace(name, &PostParams::default(), obj)
             .await

@@ -5,6 +5,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod cached_client;
+mod controllers;
 mod flag_repeat;
 mod options;
 mod platform_types;

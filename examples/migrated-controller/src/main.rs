@@ -1,0 +1,84 @@
+//! The migrated controller's binary: the deployed flags in, the controller run until
+//! SIGINT/SIGTERM (see the crate documentation of `migrated_controller`).
+
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::{Arg, ArgMatches, Args as _, Command, FromArgMatches as _};
+use kube_construct::config::KubeOptions;
+use migrated_controller::{Settings, client_builder, run};
+use svc_tls::options::{ClientIdentityOptions, PeerOptions};
+
+type Error = Box<dyn std::error::Error + Send + Sync>;
+
+/// The peer called per reconcile (`--region-host`, `--region-ca-secret-*`).
+const PEER: &str = "region";
+
+fn command() -> Command {
+    let cmd = Command::new("migrated-controller")
+        .about("A platform controller migrated off pkg/client")
+        .arg(
+            Arg::new("namespace")
+                .long("namespace")
+                .default_value("unikorn")
+                .help("The namespace whose ManagedResources are reconciled"),
+        )
+        .arg(
+            Arg::new("path")
+                .long("path")
+                .default_value("api/v1/regions")
+                .help("The path called on the peer per reconcile"),
+        );
+    let cmd = KubeOptions::augment_args(cmd);
+    let cmd = PeerOptions::augment(cmd, PEER);
+    ClientIdentityOptions::augment(cmd, None)
+}
+
+fn settings(matches: &ArgMatches) -> Result<Settings, Error> {
+    let text = |id: &str| matches.get_one::<String>(id).cloned().unwrap_or_default();
+    Ok(Settings {
+        namespace: text("namespace"),
+        peer: PeerOptions::from_matches(matches, PEER)?,
+        identity: ClientIdentityOptions::from_matches(matches, None)?,
+        path: text("path"),
+        sync_timeout: Duration::from_secs(30),
+    })
+}
+
+async fn main_async(matches: &ArgMatches) -> Result<(), Error> {
+    let kube = KubeOptions::from_arg_matches(matches)?;
+    let settings = settings(matches)?;
+    // Built from flags or in-cluster, so the client knows its cluster: the root of
+    // the provisioning scope is identified.
+    let client = client_builder(&settings).from_options(&kube).await?;
+    let shutdown = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    run(client, settings, shutdown).await?;
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .init();
+    let matches = command().get_matches();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            eprintln!("migrated-controller: cannot start the runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(main_async(&matches)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("migrated-controller: {}", svc_tls::excerpt::chain(&*e));
+            ExitCode::FAILURE
+        }
+    }
+}
