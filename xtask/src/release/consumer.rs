@@ -104,7 +104,7 @@ fn manifest(workspace: &Workspace) -> String {
     for name in workspace
         .published
         .iter()
-        .filter(|n| !workspace.crates[*n].is_library)
+        .filter(|n| workspace.crates[*n].has_binary)
     {
         let _ = write!(text, ", \"packages/{name}-{version}\"");
     }

@@ -24,6 +24,7 @@ pub(crate) struct Crate {
     pub(crate) dir: PathBuf,
     pub(crate) features: Vec<String>,
     pub(crate) is_library: bool,
+    pub(crate) has_binary: bool,
 }
 
 impl Workspace {
@@ -77,13 +78,16 @@ impl Workspace {
                 .as_object()
                 .map(|f| f.keys().filter(|k| *k != "default").cloned().collect())
                 .unwrap_or_default();
-            let is_library = package["targets"].as_array().is_some_and(|targets| {
-                targets.iter().any(|t| {
-                    t["kind"]
-                        .as_array()
-                        .is_some_and(|k| k.iter().any(|k| k == "lib"))
+            let has_kind = |kind: &str| {
+                package["targets"].as_array().is_some_and(|targets| {
+                    targets.iter().any(|t| {
+                        t["kind"]
+                            .as_array()
+                            .is_some_and(|k| k.iter().any(|k| k == kind))
+                    })
                 })
-            });
+            };
+            let (is_library, has_binary) = (has_kind("lib"), has_kind("bin"));
             published.push(name.clone());
             crates.insert(
                 name,
@@ -91,6 +95,7 @@ impl Workspace {
                     dir,
                     features,
                     is_library,
+                    has_binary,
                 },
             );
         }
