@@ -7,6 +7,7 @@ package main
 import (
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/hex"
 	"io"
 	"net"
 	"net/http"
@@ -164,7 +165,8 @@ func group(id string) {
 	answer(map[string]any{"group": groupName(tls.CurveID(offeredFirst.Load()))})
 }
 
-// serveHTTPS serves GET / with "ok" over mTLS (the reconcile-request rows' peer).
+// serveHTTPS serves GET / with "ok" over mTLS (the reconcile-request rows' peer) and
+// GET /whoami with the hex of the client's leaf certificate (the pooled-rotation rows).
 func serveHTTPS() net.Addr {
 	cert, err := tls.X509KeyPair(read("server.crt"), read("server.key"))
 	if err != nil {
@@ -181,7 +183,12 @@ func serveHTTPS() net.Addr {
 		fail("listen: %v", err)
 	}
 	server := &http.Server{
-		Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/whoami" && r.TLS != nil && len(r.TLS.PeerCertificates) > 0 {
+				// The client's leaf certificate (DER, hex): which identity it presented.
+				_, _ = w.Write([]byte(hex.EncodeToString(r.TLS.PeerCertificates[0].Raw)))
+				return
+			}
 			_, _ = w.Write([]byte("ok"))
 		}),
 		ErrorLog: nil,

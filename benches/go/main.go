@@ -24,6 +24,12 @@
 //	group <id>
 //	    the key exchange group the client hello of operation <id> offers first
 //	    (checked on one handshake against the in-process server).
+//	spiffe <endpoint> <server-id>
+//	    opens go-spiffe's X509Source on the Workload API at endpoint (unix://...) and
+//	    builds its mTLS client configuration authorizing exactly server-id (the
+//	    go/handshake/spiffe and go/client/svid-server/spiffe-p256 operations dial the
+//	    peer named "svid-server" with it). Answered, with the SVID's SPIFFE ID, once
+//	    the first SVID arrived.
 //
 // Operations:
 //   - go/x509keypair/<case> (and go/rotation-x509keypair/<case>, the same operation
@@ -52,6 +58,13 @@
 //     client) dialling the server named <peer>, which runs in another process (a
 //     crypto/tls server from -mode server, or the Rust benchmark's rustls server):
 //     the CPU time of this process per handshake is the client's cost.
+//   - go/handshake/spiffe/p256/<clients>, go/client/svid-server/spiffe-p256: the
+//     SPIFFE anchor, go-spiffe's X509Source and tlsconfig.MTLSClientConfig dialling
+//     the Rust benchmark's SVID server (spiffe.go);
+//   - go/pooled-rotation/<case>: the anchor for pooled rotation, client-go's
+//     certificate rotation: one rotation of the mounted client certificate, the wait
+//     until client-go closed its connections, and the first request after it, timed
+//     alone (rotation.go; the answer adds noticed_ns, the wait).
 //
 // The handshake loop is a plain Go one: each client is one goroutine dialling in a
 // loop (a new TCP connection and a full handshake each time, reading the server's
@@ -141,6 +154,11 @@ func size(op operation, target time.Duration) int {
 }
 
 func measure(id string, n int, target time.Duration) {
+	if name, ok := strings.CutPrefix(id, "go/pooled-rotation/"); ok {
+		// Times only the first request after each rotation, not the wait for it.
+		measureRotation(name, n)
+		return
+	}
 	op, ok := operations[id]
 	if !ok {
 		op = build(id)
@@ -193,10 +211,16 @@ func build(id string) operation {
 		if err != nil || clients < 1 {
 			fail("%s: bad client count", id)
 		}
+		if parts[2] == "spiffe" {
+			return spiffeOperation(id, clients)
+		}
 		config := clientConfig(parts[2], parts[3])
 		addr := ownServer()
 		return func(n int) { round(config, addr, clients, (n+clients-1)/clients) }
 	case "client":
+		if parts[2] == "svid-server" && len(parts) == 4 && parts[3] == "spiffe-p256" {
+			return spiffeOperation(id, 1)
+		}
 		addr, ok := peers[parts[2]]
 		if !ok {
 			fail("%s: no peer named %s", id, parts[2])
@@ -226,6 +250,8 @@ func child() {
 		case fields[0] == "cluster" && len(fields) == 4:
 			connect(fields[1], fields[2], fields[3])
 			answer(map[string]any{"ok": true})
+		case fields[0] == "spiffe" && len(fields) == 3:
+			answer(map[string]any{"id": connectSpiffe(fields[1], fields[2])})
 		case fields[0] == "peer" && len(fields) == 3:
 			peers[fields[1]] = fields[2]
 			answer(map[string]any{"ok": true})
