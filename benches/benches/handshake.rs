@@ -29,7 +29,11 @@
 //!   API, the server verified by the `TrustVerifier` over the streamed bundle and
 //!   authorized by its exact SPIFFE ID.
 //!
-//! These two alternate in their own batches, as above.
+//! These two alternate in their own batches, as above, with go-spiffe's client
+//! (`go/handshake/spiffe/p256/<N>`, the SPIFFE anchor: `X509Source` and
+//! `tlsconfig.MTLSClientConfig`, its SVID from the same Workload API) among them; and
+//! the client alone, ours against go-spiffe's with the CPU time of each
+//! (`handshake/spiffe.rs`).
 //!
 //! One handshake: TCP connect, full handshake (no resumption), one byte from the server
 //! (sent after it verified our certificate), close. The loop has the shape of the Go
@@ -61,6 +65,8 @@
 
 #[path = "../common/mod.rs"]
 mod common;
+#[path = "handshake/spiffe.rs"]
+mod spiffe;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -71,10 +77,9 @@ use rustls::server::WebPkiClientVerifier;
 use rustls::{ClientConfig, NamedGroup, RootCertStore, ServerConfig};
 use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer, ServerName};
-use svc_tls::client::{PeerTls, TrustMode, client_config};
+use svc_tls::client::{TrustMode, client_config};
 use svc_tls::identity::IdentityResolver;
 use svc_tls::options::SecretRef;
-use svc_tls::spiffe::{SpiffeEndpoint, SpiffeId, WorkloadApiSource};
 use svc_tls::trust::TrustVerifier;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -365,96 +370,10 @@ fn main() {
         assert_eq!(resolver.state().failures, 0);
         assert_eq!(trust.state().failures, 0);
         if key == "p256" {
-            secret_vs_spiffe(&rt, &material, &resolver, rounds, batch);
+            spiffe::secret_vs_spiffe(&rt, &material, &resolver, go.as_ref(), rounds, batch);
         }
     }
     drop(testbed);
-}
-
-/// `handshake/{secret-on-svid-server,spiffe}/p256/<N>`: Secret mode (`secret`, the
-/// resolver over the p256 Secret) against SPIFFE mode on one server presenting an SVID.
-fn secret_vs_spiffe(
-    rt: &tokio::runtime::Runtime,
-    material: &common::Material,
-    secret: &IdentityResolver,
-    rounds: usize,
-    batch: usize,
-) {
-    let agent = rt.block_on(spiffe_testbed::WorkloadApi::start(TRUST_DOMAIN));
-    agent.set_workload_id(CLIENT_ID);
-    let server_svid = agent.issue(SERVER_ID);
-
-    // Client certificates from the bench's client CA (Secret mode) and from the agent.
-    let mut client_roots = roots(&material.client_ca_pem);
-    client_roots.add(agent.ca_der()).unwrap();
-    let server_config = {
-        let verifier =
-            WebPkiClientVerifier::builder_with_provider(Arc::new(client_roots), provider())
-                .build()
-                .unwrap();
-        ServerConfig::builder_with_provider(provider())
-            .with_protocol_versions(&[&rustls::version::TLS13])
-            .unwrap()
-            .with_client_cert_verifier(verifier)
-            .with_single_cert(server_svid.chain.clone(), server_svid.key_der())
-            .unwrap()
-    };
-    let addr = rt.block_on(serve(Arc::new(server_config)));
-
-    let mut agent_roots = RootCertStore::empty();
-    agent_roots.add(agent.ca_der()).unwrap();
-    let secret_config =
-        Arc::new(client_config(provider(), TrustMode::Roots(agent_roots), Some(secret)).unwrap());
-
-    let workload = rt
-        .block_on(WorkloadApiSource::connect(
-            SpiffeEndpoint::parse(&agent.endpoint()).unwrap(),
-            provider(),
-            Duration::from_secs(30),
-        ))
-        .unwrap();
-    // SPIFFE mode as a service builds it (svc-tls's `PeerTls::for_spiffe_id`).
-    let spiffe_tls = PeerTls::for_spiffe_id(&workload, SpiffeId::new(SERVER_ID).unwrap()).unwrap();
-    let resolver = spiffe_tls.identity().unwrap().clone();
-    let trust = spiffe_tls.trust_verifier().unwrap().clone();
-    let spiffe_config = Arc::new(spiffe_tls.config().unwrap());
-
-    for clients in [1usize, 2] {
-        let arms: Vec<Arm<'_>> = [&secret_config, &spiffe_config]
-            .into_iter()
-            .map(|config| {
-                Box::new(move || round(rt, config, addr, SVID_SERVER_NAME, clients, batch))
-                    as Arm<'_>
-            })
-            .collect();
-        let mut samples = interleave(rounds, arms).into_iter();
-        common::emit_paired(
-            "handshake",
-            &format!("spiffe/{clients}"),
-            &[
-                (
-                    format!("handshake/secret-on-svid-server/p256/{clients}"),
-                    samples.next().unwrap(),
-                ),
-                (
-                    format!("handshake/spiffe/p256/{clients}"),
-                    samples.next().unwrap(),
-                ),
-            ],
-        );
-    }
-    // Every SPIFFE-mode handshake presented the agent's SVID and trusted the server.
-    assert_eq!(resolver.state().failures, 0);
-    assert_eq!(trust.state().failures, 0);
-    assert_eq!(
-        resolver.state().serial_hex,
-        {
-            let s = format!("{:x}", agent.current_svid().serial);
-            if s.len() % 2 == 1 { format!("0{s}") } else { s }
-        },
-        "SPIFFE mode did not present the agent's SVID"
-    );
-    assert_eq!(secret.state().failures, 0);
 }
 
 /// Our client and Go's each dialling the same two servers (ours in this process,

@@ -20,6 +20,9 @@ pub struct GoBatch {
     pub ns: f64,
     /// The Go process's CPU time (user + system, `getrusage`) per operation.
     pub cpu_ns: f64,
+    /// For `go/pooled-rotation/<case>`: the mean time from the rotation being
+    /// written to client-go closing its connections (the rotation noticed).
+    pub noticed_ns: Option<f64>,
 }
 
 fn binary() -> Option<String> {
@@ -84,6 +87,7 @@ impl GoChild {
         GoBatch {
             ns: v["ns"].as_f64().unwrap(),
             cpu_ns: v["cpu_ns"].as_f64().unwrap(),
+            noticed_ns: v["noticed_ns"].as_f64(),
         }
     }
 
@@ -97,6 +101,16 @@ impl GoChild {
     /// `ca_file`); answers once the Secret informer over the bench namespace synced.
     pub fn cluster(&mut self, base_url: &str, token: &str, ca_file: &Path) {
         self.command(&format!("cluster {base_url} {token} {}", ca_file.display()));
+    }
+
+    /// Opens go-spiffe's `X509Source` on the Workload API at `endpoint` (`unix://...`)
+    /// with an mTLS client configuration authorizing exactly `server_id`; answers,
+    /// once the first SVID arrived, the SPIFFE ID Go will present.
+    pub fn spiffe(&mut self, endpoint: &str, server_id: &str) -> String {
+        self.command(&format!("spiffe {endpoint} {server_id}"))["id"]
+            .as_str()
+            .unwrap()
+            .to_owned()
     }
 
     /// The group the client of handshake operation `id` offers first.

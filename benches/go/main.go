@@ -24,6 +24,12 @@
 //	group <id>
 //	    the key exchange group the client hello of operation <id> offers first
 //	    (checked on one handshake against the in-process server).
+//	spiffe <endpoint> <server-id>
+//	    opens go-spiffe's X509Source on the Workload API at endpoint (unix://...) and
+//	    builds its mTLS client configuration authorizing exactly server-id (the
+//	    go/handshake/spiffe and go/client/svid-server/spiffe-p256 operations dial the
+//	    peer named "svid-server" with it). Answered, with the SVID's SPIFFE ID, once
+//	    the first SVID arrived.
 //
 // Operations:
 //   - go/x509keypair/<case> (and go/rotation-x509keypair/<case>, the same operation
@@ -52,6 +58,13 @@
 //     client) dialling the server named <peer>, which runs in another process (a
 //     crypto/tls server from -mode server, or the Rust benchmark's rustls server):
 //     the CPU time of this process per handshake is the client's cost.
+//   - go/handshake/spiffe/p256/<clients>, go/client/svid-server/spiffe-p256: the
+//     SPIFFE anchor, go-spiffe's X509Source and tlsconfig.MTLSClientConfig dialling
+//     the Rust benchmark's SVID server (spiffe.go);
+//   - go/pooled-rotation/<case>: the anchor for pooled rotation, client-go's
+//     certificate rotation: one rotation of the mounted client certificate, the wait
+//     until client-go closed its connections, and the first request after it, timed
+//     alone (rotation.go; the answer adds noticed_ns, the wait).
 //
 // The handshake loop is a plain Go one: each client is one goroutine dialling in a
 // loop (a new TCP connection and a full handshake each time, reading the server's
@@ -60,36 +73,18 @@ package main
 
 import (
 	"bufio"
-	"context"
-	"crypto/rsa"
-	"crypto/tls"
-	"crypto/x509"
 	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
-	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
-
-	jose "github.com/go-jose/go-jose/v4"
-	"github.com/go-logr/logr"
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/client-go/rest"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 )
 
 var (
@@ -159,6 +154,11 @@ func size(op operation, target time.Duration) int {
 }
 
 func measure(id string, n int, target time.Duration) {
+	if name, ok := strings.CutPrefix(id, "go/pooled-rotation/"); ok {
+		// Times only the first request after each rotation, not the wait for it.
+		measureRotation(name, n)
+		return
+	}
 	op, ok := operations[id]
 	if !ok {
 		op = build(id)
@@ -211,10 +211,16 @@ func build(id string) operation {
 		if err != nil || clients < 1 {
 			fail("%s: bad client count", id)
 		}
+		if parts[2] == "spiffe" {
+			return spiffeOperation(id, clients)
+		}
 		config := clientConfig(parts[2], parts[3])
 		addr := ownServer()
 		return func(n int) { round(config, addr, clients, (n+clients-1)/clients) }
 	case "client":
+		if parts[2] == "svid-server" && len(parts) == 4 && parts[3] == "spiffe-p256" {
+			return spiffeOperation(id, 1)
+		}
 		addr, ok := peers[parts[2]]
 		if !ok {
 			fail("%s: no peer named %s", id, parts[2])
@@ -224,358 +230,6 @@ func build(id string) operation {
 	}
 	fail("unknown operation %s", id)
 	return nil
-}
-
-func keyPair(name string) operation {
-	certPEM, keyPEM := read(name+".crt"), read(name+".key")
-	return repeat(func() {
-		if _, err := tls.X509KeyPair(certPEM, keyPEM); err != nil {
-			fail("%s: %v", name, err)
-		}
-	})
-}
-
-// sinkClient keeps each reconcile's client alive until the next, as a reconcile
-// would use it.
-var sinkClient *http.Client
-
-// The namespace of the benchmarks' Secrets.
-const benchNamespace = "bench"
-
-// kube is the controller-runtime client the Go package's New() returns: reads served
-// from the informer cache (cache.New, a Secret informer over the bench namespace,
-// started and synced once), set by the "cluster" command.
-var kube client.Client
-
-// connect starts the cache-backed client against the API server at url (the same
-// server the Rust arms read, with its bearer token and its CA in caFile) and waits
-// for the Secret informer to sync.
-func connect(url, token, caFile string) {
-	ctrllog.SetLogger(logr.Discard())
-	config := &rest.Config{
-		Host:            url,
-		BearerToken:     token,
-		TLSClientConfig: rest.TLSClientConfig{CAFile: caFile},
-	}
-	ctx := context.Background()
-	informers, err := cache.New(config, cache.Options{
-		Scheme:            clientgoscheme.Scheme,
-		DefaultNamespaces: map[string]cache.Config{benchNamespace: {}},
-	})
-	if err != nil {
-		fail("cache: %v", err)
-	}
-	go func() {
-		if err := informers.Start(ctx); err != nil {
-			fail("cache: %v", err)
-		}
-	}()
-	if _, err := informers.GetInformer(ctx, &corev1.Secret{}); err != nil {
-		fail("cache: Secret informer: %v", err)
-	}
-	if !informers.WaitForCacheSync(ctx) {
-		fail("cache: not synced")
-	}
-	kube, err = client.New(config, client.Options{
-		Scheme: clientgoscheme.Scheme,
-		Cache:  &client.CacheOptions{Reader: informers},
-	})
-	if err != nil {
-		fail("client: %v", err)
-	}
-}
-
-// cachedSecret is a cached Get of the Secret bench/name (a look-up in the informer's
-// store and a deep copy of the object, as controller-runtime's cache reader does).
-func cachedSecret(name string) map[string][]byte {
-	var secret corev1.Secret
-	key := types.NamespacedName{Namespace: benchNamespace, Name: name}
-	if err := kube.Get(context.Background(), key, &secret); err != nil {
-		fail("get Secret %s: %v", key, err)
-	}
-	return secret.Data
-}
-
-// waitForSecret waits until the informer has seen the Secret bench/name (the Rust
-// benchmark creates each case's Secret just before measuring it).
-func waitForSecret(name string) {
-	key := types.NamespacedName{Namespace: benchNamespace, Name: name}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		var secret corev1.Secret
-		err := kube.Get(context.Background(), key, &secret)
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			fail("Secret %s not in the cache after 30 s: %v", key, err)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
-// reconciler is one reconcile's TLSClientConfig and HTTP client, and one request
-// through it when url is set. The CA and identity Secrets are read through the
-// cache-backed client, from the API server named by the "cluster" command.
-func reconciler(name, url string) func() {
-	if kube == nil {
-		fail("reconcile %s: no API server (send the cluster command first)", name)
-	}
-	identity := "identity-" + name
-	waitForSecret("peer-ca")
-	waitForSecret(identity)
-	return func() {
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(cachedSecret("peer-ca")["tls.crt"]) {
-			fail("%s: no CA certificate", name)
-		}
-		secret := cachedSecret(identity)
-		certificate, err := tls.X509KeyPair(secret["tls.crt"], secret["tls.key"])
-		if err != nil {
-			fail("%s: %v", name, err)
-		}
-		config := &tls.Config{
-			RootCAs:      pool,
-			Certificates: []tls.Certificate{certificate},
-			MinVersion:   tls.VersionTLS13,
-		}
-		transport := &http.Transport{TLSClientConfig: config}
-		sinkClient = &http.Client{Transport: transport}
-		if url == "" {
-			return
-		}
-		resp, err := sinkClient.Get(url)
-		if err != nil {
-			fail("%s: %v", name, err)
-		}
-		if _, err := io.Copy(io.Discard, resp.Body); err != nil {
-			fail("%s: %v", name, err)
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			fail("%s: status %d", name, resp.StatusCode)
-		}
-		transport.CloseIdleConnections()
-	}
-}
-
-func principal(bits string) (func() string, func()) {
-	payload := []byte(`{"organizationId":"9a6b1c0e-org","projectId":"4f2d7e11-project","actor":"alice@example.com"}`)
-	pair, err := tls.X509KeyPair(read(bits+"-pkcs8.crt"), read(bits+"-pkcs8.key"))
-	if err != nil {
-		fail("%s: %v", bits, err)
-	}
-	key, ok := pair.PrivateKey.(*rsa.PrivateKey)
-	if !ok {
-		fail("%s: not an RSA key", bits)
-	}
-	signer, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.PS512, Key: key}, nil)
-	if err != nil {
-		fail("%s: %v", bits, err)
-	}
-	sign := func() string {
-		jws, err := signer.Sign(payload)
-		if err != nil {
-			fail("%s: %v", bits, err)
-		}
-		token, err := jws.CompactSerialize()
-		if err != nil {
-			fail("%s: %v", bits, err)
-		}
-		return token
-	}
-	token := sign()
-	public := key.Public().(*rsa.PublicKey)
-	verify := func() {
-		jws, err := jose.ParseSigned(token, []jose.SignatureAlgorithm{jose.PS512})
-		if err != nil {
-			fail("%s: %v", bits, err)
-		}
-		var claims map[string]any
-		got, err := jws.Verify(public)
-		if err != nil {
-			fail("%s: %v", bits, err)
-		}
-		if err := json.Unmarshal(got, &claims); err != nil {
-			fail("%s: %v", bits, err)
-		}
-	}
-	verify()
-	return sign, verify
-}
-
-func pool(pemBytes []byte) *x509.CertPool {
-	p := x509.NewCertPool()
-	if !p.AppendCertsFromPEM(pemBytes) {
-		fail("no certificate in CA bundle")
-	}
-	return p
-}
-
-// offeredFirst is the key exchange group the last client hello offered first (what
-// each configuration is checked against before it is measured).
-var offeredFirst atomic.Uint32
-
-// groupName names the groups of interest by the names the report uses (the draft
-// hybrid too, which Go 1.24 and later no longer offer).
-func groupName(id tls.CurveID) string {
-	switch id {
-	case 0x6399:
-		return "X25519Kyber768Draft00"
-	case 0x11ec:
-		return "X25519MLKEM768"
-	}
-	return id.String()
-}
-
-// serve accepts mTLS connections: an explicit handshake (the client certificate is
-// verified in it), one byte, close.
-func serve() net.Addr {
-	cert, err := tls.X509KeyPair(read("server.crt"), read("server.key"))
-	if err != nil {
-		fail("server: %v", err)
-	}
-	config := &tls.Config{
-		MinVersion:   tls.VersionTLS13,
-		Certificates: []tls.Certificate{cert},
-		ClientAuth:   tls.RequireAndVerifyClientCert,
-		ClientCAs:    pool(read("client-ca.crt")),
-		GetConfigForClient: func(hello *tls.ClientHelloInfo) (*tls.Config, error) {
-			if len(hello.SupportedCurves) > 0 {
-				offeredFirst.Store(uint32(hello.SupportedCurves[0]))
-			}
-			return nil, nil
-		},
-	}
-	listener, err := tls.Listen("tcp", "127.0.0.1:0", config)
-	if err != nil {
-		fail("listen: %v", err)
-	}
-	go func() {
-		for {
-			conn, err := listener.Accept()
-			if err != nil {
-				continue
-			}
-			go func(conn *tls.Conn) {
-				defer conn.Close()
-				if err := conn.Handshake(); err == nil {
-					_, _ = conn.Write([]byte("k"))
-				}
-			}(conn.(*tls.Conn))
-		}
-	}()
-	return listener.Addr()
-}
-
-func handshake(config *tls.Config, addr string) {
-	conn, err := tls.Dial("tcp", addr, config)
-	if err != nil {
-		fail("handshake: %v", err)
-	}
-	defer conn.Close()
-	var b [1]byte
-	if _, err := io.ReadFull(conn, b[:]); err != nil || b[0] != 'k' {
-		fail("handshake: no byte from the server: %v", err)
-	}
-}
-
-// round runs `clients` goroutines, each dialling `batch` handshakes in a loop, and
-// returns the mean nanoseconds per handshake (the inverse of handshakes per second).
-func round(config *tls.Config, addr string, clients, batch int) float64 {
-	start := time.Now()
-	var wg sync.WaitGroup
-	for c := 0; c < clients; c++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := 0; i < batch; i++ {
-				handshake(config, addr)
-			}
-		}()
-	}
-	wg.Wait()
-	return float64(time.Since(start)) / float64(batch*clients)
-}
-
-var (
-	ownAddr string
-	ownOnce sync.Once
-)
-
-// ownServer is this process's crypto/tls server (the whole-stack rows).
-func ownServer() string {
-	ownOnce.Do(func() { ownAddr = serve().String() })
-	return ownAddr
-}
-
-// clientConfig is the legacy client's configuration: static (a fixed certificate),
-// reload (tls.X509KeyPair on every handshake, Go's default key exchange) or
-// reload-x25519 (the same, X25519 only).
-func clientConfig(mode, key string) *tls.Config {
-	certPEM, keyPEM := read(key+"-pkcs8.crt"), read(key+"-pkcs8.key")
-	config := &tls.Config{
-		MinVersion: tls.VersionTLS13,
-		RootCAs:    pool(read("server-ca.crt")),
-		ServerName: "127.0.0.1",
-	}
-	switch mode {
-	case "static":
-		cert, err := tls.X509KeyPair(certPEM, keyPEM)
-		if err != nil {
-			fail("%s: %v", key, err)
-		}
-		config.Certificates = []tls.Certificate{cert}
-	case "reload", "reload-x25519":
-		// The legacy client: the Secret's bytes from the informer cache, parsed
-		// again on every handshake.
-		config.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
-			pair, err := tls.X509KeyPair(certPEM, keyPEM)
-			return &pair, err
-		}
-		if mode == "reload-x25519" {
-			config.CurvePreferences = []tls.CurveID{tls.X25519}
-		}
-	default:
-		fail("unknown client mode %s", mode)
-	}
-	return config
-}
-
-// group answers which key exchange group operation id's client offers first.
-func group(id string) {
-	parts := strings.Split(id, "/")
-	if len(parts) != 5 || parts[1] != "handshake" {
-		fail("group: not a handshake operation: %s", id)
-	}
-	handshake(clientConfig(parts[2], parts[3]), ownServer())
-	answer(map[string]any{"group": groupName(tls.CurveID(offeredFirst.Load()))})
-}
-
-// serveHTTPS serves GET / with "ok" over mTLS (the reconcile-request rows' peer).
-func serveHTTPS() net.Addr {
-	cert, err := tls.X509KeyPair(read("server.crt"), read("server.key"))
-	if err != nil {
-		fail("server: %v", err)
-	}
-	listener, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{
-		MinVersion:   tls.VersionTLS13,
-		Certificates: []tls.Certificate{cert},
-		ClientAuth:   tls.RequireAndVerifyClientCert,
-		ClientCAs:    pool(read("client-ca.crt")),
-		NextProtos:   []string{"http/1.1"},
-	})
-	if err != nil {
-		fail("listen: %v", err)
-	}
-	server := &http.Server{
-		Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-			_, _ = w.Write([]byte("ok"))
-		}),
-		ErrorLog: nil,
-	}
-	go func() { _ = server.Serve(listener) }()
-	return listener.Addr()
 }
 
 func child() {
@@ -596,6 +250,8 @@ func child() {
 		case fields[0] == "cluster" && len(fields) == 4:
 			connect(fields[1], fields[2], fields[3])
 			answer(map[string]any{"ok": true})
+		case fields[0] == "spiffe" && len(fields) == 3:
+			answer(map[string]any{"id": connectSpiffe(fields[1], fields[2])})
 		case fields[0] == "peer" && len(fields) == 3:
 			peers[fields[1]] = fields[2]
 			answer(map[string]any{"ok": true})

@@ -15,6 +15,7 @@ pub fn check_smoke_output() -> Result<(), String> {
         .map_err(|e| format!("bench smoke: no chart in {}: {e}", dir.display()))?;
     check_report(&doc, &svg)
         .and_then(|()| check_like_for_like(&doc))
+        .and_then(|()| check_anchors(&doc))
         .map_err(|e| format!("bench smoke: {e}"))
 }
 
@@ -35,6 +36,35 @@ fn check_like_for_like(doc: &str) -> Result<(), String> {
         // key exchange | key | clients | ours reload | ...
         let ours = line.split('|').nth(4).unwrap_or_default();
         if !ours.trim().starts_with(|c: char| c.is_ascii_digit()) {
+            return Err(format!("our figure is missing in {line:?}"));
+        }
+    }
+    Ok(())
+}
+
+/// The Go anchors' tables hold our figures: the pooled-rotation row of a case, and
+/// our SPIFFE mode beside go-spiffe's client. Not when the run measured no Go: our
+/// pooled-rotation arm needs the Go program's HTTPS server.
+fn check_anchors(doc: &str) -> Result<(), String> {
+    if doc.contains("\n- Go: not measured") {
+        return Ok(());
+    }
+    for (section, row) in [
+        (
+            "### Pooled connections across a rotation, against client-go's certificate rotation",
+            "| p256-pkcs8 | ",
+        ),
+        ("The SPIFFE anchor: ", "| 1 | "),
+    ] {
+        let at = doc
+            .find(section)
+            .ok_or_else(|| format!("the report has no {section:?}"))?;
+        let line = doc[at..]
+            .lines()
+            .find(|l| l.starts_with(row))
+            .ok_or_else(|| format!("the report has no row {row:?} after {section:?}"))?;
+        let first = line[row.len()..].split('|').next().unwrap_or_default();
+        if !first.trim().starts_with(|c: char| c.is_ascii_digit()) {
             return Err(format!("our figure is missing in {line:?}"));
         }
     }
@@ -124,6 +154,17 @@ mod tests {
                 .is_err()
         );
         assert!(check_like_for_like(&doc.replace("| hybrid on", "| other")).is_err());
+    }
+
+    #[test]
+    fn smoke_check_wants_the_anchor_rows_the_renderer_writes() {
+        let doc = crate::report::render(&crate::report::sample_results(true));
+        assert_eq!(check_anchors(&doc), Ok(()));
+        let pooled = doc.replace("| p256-pkcs8 | 1.22 ms", "| p256-pkcs8 | not measured");
+        assert!(check_anchors(&pooled).is_err());
+        assert!(check_anchors(&doc.replace("The SPIFFE anchor: ", "")).is_err());
+        let without_go = format!("\n- Go: not measured (no Go)\n{pooled}");
+        assert_eq!(check_anchors(&without_go), Ok(()));
     }
 
     #[test]

@@ -119,6 +119,10 @@ pub fn run(args: &[String]) -> Result<(), String> {
 
     let mut results = Results {
         go: go.clone(),
+        go_modules: go_build
+            .iter()
+            .flat_map(|info| info.modules.iter().cloned())
+            .collect(),
         ..Default::default()
     };
     collect_criterion(&criterion, &mut results.estimates)?;

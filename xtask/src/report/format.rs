@@ -5,7 +5,9 @@ use crate::stats::Estimate;
 
 /// Human time: ns, us, ms.
 pub fn human(ns: f64) -> String {
-    if ns >= 1_000_000.0 {
+    if ns >= 1_000_000_000.0 {
+        format!("{:.3} s", ns / 1_000_000_000.0)
+    } else if ns >= 1_000_000.0 {
         format!("{:.2} ms", ns / 1_000_000.0)
     } else if ns >= 10_000.0 {
         format!("{:.1} us", ns / 1_000.0)
@@ -68,5 +70,6 @@ mod tests {
         assert_eq!(human(1_500.0), "1.50 us");
         assert_eq!(human(40_000.0), "40.0 us");
         assert_eq!(human(2_500_000.0), "2.50 ms");
+        assert_eq!(human(1_018_440_000.0), "1.018 s");
     }
 }

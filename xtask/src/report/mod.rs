@@ -19,7 +19,11 @@
 //!   `go/reconcile/<case>`, `go/reconcile-request/<case>`, `go/reconcile-request-cpu/<case>`,
 //!   `go/ps512-{sign,verify}/<rsaN>`,
 //!   `go/handshake/{static,reload,reload-x25519}/<key>/<clients>`,
-//!   `go/client/<server>/<key>`, `go/client-cpu/<server>/<key>`.
+//!   `go/client/<server>/<key>`, `go/client-cpu/<server>/<key>`;
+//! - the Go anchors (`anchors.rs`): go-spiffe's `go/handshake/spiffe/p256/<clients>`,
+//!   and the client alone on the SVID server, `{,go/}client{,-cpu}/svid-server/spiffe-p256`
+//!   (ours beside it); client-go's certificate rotation
+//!   `go/pooled-rotation{,-noticed}/<case>` beside ours `pooled-rotation{,-noticed}/<case>`.
 //!
 //! Handshakes and their key exchange: `static`, `reload` (and ours `watched-ca`) are
 //! each side's default configuration, which on both sides offers a hybrid
@@ -29,11 +33,13 @@
 //! targets are judged on these two like-for-like pairs.
 //!
 //! The files: `results.rs` holds a run's figures and pairs them round by round;
-//! `targets.rs` judges the targets on them (`counted.rs` those judged on counts);
+//! `targets.rs` judges the targets on them (`counted.rs` those judged on counts,
+//! `anchors.rs` the Go anchors' rows and tables);
 //! `render.rs` writes the Markdown page, with the sections of `identity_tables.rs`
 //! and `handshake_tables.rs`; `format.rs` shows a figure in a cell; `go.rs` names
 //! what the Go side ran; `fixtures.rs` is the made-up run the tests share.
 
+mod anchors;
 mod counted;
 mod format;
 mod go;
@@ -46,6 +52,8 @@ mod targets;
 #[cfg(test)]
 mod fixtures;
 
+#[cfg(test)]
+pub(crate) use fixtures::sample_results;
 pub use render::render;
 pub use results::Results;
 pub use targets::{any_not_met, targets};

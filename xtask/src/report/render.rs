@@ -2,6 +2,7 @@
 
 use std::fmt::Write as _;
 
+use super::anchors::{render_pooled, render_spiffe_anchor};
 use super::format::{NOT_MEASURED, cell, paired_cell, rate, show_ratio, with_interval};
 use super::go::{go_hybrid, go_named};
 use super::handshake_tables::{render_clients, render_like_for_like};
@@ -133,6 +134,7 @@ pub fn render(results: &Results) -> String {
         }
     }
 
+    render_pooled(results, &mut out);
     render_clients(results, &mut out);
 
     let _ = writeln!(
@@ -200,6 +202,7 @@ pub fn render(results: &Results) -> String {
     }
 
     render_spiffe(results, &mut out);
+    render_spiffe_anchor(results, &mut out);
 
     let _ = writeln!(out, "\n### X-Principal tokens\n");
     let _ = writeln!(

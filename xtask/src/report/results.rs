@@ -21,6 +21,9 @@ pub struct Results {
     pub pairs: BTreeMap<String, String>,
     /// Whether the Go program ran in this run; why not, if it did not.
     pub go: Result<String, String>,
+    /// The Go modules the program was built with and their versions (`go version
+    /// -m`), for the tables that name one (go-spiffe, client-go).
+    pub go_modules: BTreeMap<String, String>,
 }
 
 impl Default for Results {
@@ -31,6 +34,7 @@ impl Default for Results {
             counts: BTreeMap::new(),
             pairs: BTreeMap::new(),
             go: Err("not run".to_owned()),
+            go_modules: BTreeMap::new(),
         }
     }
 }

@@ -1,5 +1,6 @@
 //! The targets and their verdicts, from the figures of one run alone.
 
+use super::anchors::anchor_targets;
 use super::counted::counted_rows;
 use super::go::like_for_like;
 use super::results::{Results, TargetRow, Unpaired};
@@ -221,6 +222,7 @@ pub fn targets(results: &Results) -> Vec<TargetRow> {
         }
     }
     rows.extend(counted_rows(results));
+    rows.extend(anchor_targets(results));
     rows
 }
 
