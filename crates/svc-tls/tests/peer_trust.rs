@@ -419,7 +419,7 @@ async fn start_up_fails_on_a_missing_or_malformed_ca_secret_naming_it() {
         ),
         "{err:?}"
     );
-    let text = err.to_string();
+    let text = svc_tls::excerpt::chain(&err);
     assert!(text.contains(&format!("{NS}/{CA_NAME}")), "{text}");
     assert!(text.contains("tls.crt"), "{text}");
 

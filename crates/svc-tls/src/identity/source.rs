@@ -34,15 +34,15 @@ pub enum ReloadError {
         secret: SecretRef,
     },
     /// The Secret does not hold a usable identity (the error names the Secret).
-    #[error("client certificate {0}")]
+    #[error("client certificate")]
     Material(#[source] MaterialError),
     /// The source gives no usable identity now: its stream is down, or what it
     /// holds is unusable (the error says which source and why).
-    #[error("client certificate: {0}")]
+    #[error("client certificate unavailable")]
     Unavailable(#[source] Box<dyn std::error::Error + Send + Sync + 'static>),
     /// The source holds an identity whose certificate is outside its validity
     /// period now (a Secret's reports this as [`ReloadError::Material`]).
-    #[error("client certificate: {0}")]
+    #[error("client certificate outside its validity")]
     OutsideValidity(#[source] Box<dyn std::error::Error + Send + Sync + 'static>),
     /// Another caller is loading a new version right now (the watch's loader): the
     /// handshake presents the identity already served instead of parsing the same

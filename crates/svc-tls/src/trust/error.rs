@@ -24,7 +24,7 @@ pub enum TrustError {
     #[error(transparent)]
     Unusable(#[from] ReloadError),
     /// webpki's verifier could not be built for the roots.
-    #[error("building the server-certificate verifier for {origin} failed: {source}")]
+    #[error("building the server-certificate verifier for {origin} failed")]
     Verifier {
         /// Where the roots came from.
         origin: TrustOrigin,
@@ -42,7 +42,7 @@ pub enum TrustFailure {
     #[error(transparent)]
     Reload(#[from] ReloadError),
     /// webpki's verifier could not be built for the new roots.
-    #[error("building the server-certificate verifier for {origin} failed: {source}")]
+    #[error("building the server-certificate verifier for {origin} failed")]
     Verifier {
         /// Where the roots came from.
         origin: TrustOrigin,

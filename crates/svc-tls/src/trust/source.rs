@@ -33,16 +33,16 @@ pub enum ReloadError {
         secret: SecretRef,
     },
     /// The CA Secret holds no usable root (the error names the Secret and data key).
-    #[error("CA {0}")]
+    #[error("CA trust material")]
     Material(#[source] MaterialError),
     /// The CA ConfigMap is missing, lacks its key, or holds no usable root (the
     /// error names the ConfigMap, the key and why).
-    #[error("{0}")]
+    #[error("CA ConfigMap trust")]
     ConfigMap(#[source] Box<ConfigMapTrustError>),
     /// The source gives no usable root set now: its stream is down, or it holds no
     /// usable bundle (the error says which source and why). The last good roots stay
     /// in use.
-    #[error("{0}")]
+    #[error("CA trust unavailable")]
     Unavailable(#[source] Box<dyn std::error::Error + Send + Sync + 'static>),
     /// The API server refuses the watch of the CA Secret or ConfigMap now (401: the
     /// credentials it runs under were revoked; 403: their read rights were removed),
@@ -63,7 +63,7 @@ pub enum ReloadError {
     /// domain removed from the Workload API's bundles, or emptied: de-federation).
     /// The verifier refuses every server until the source trusts roots again; the
     /// last good roots are not used.
-    #[error("{0}")]
+    #[error("trust withdrawn by its source")]
     Withdrawn(#[source] Box<dyn std::error::Error + Send + Sync + 'static>),
 }
 

@@ -161,9 +161,10 @@ async fn each_malformed_secret_fails_construction_with_its_error() {
         };
         assert!((case.expect)(material), "{}: got {material:?}", case.what);
         assert_eq!(material.secret(), Some(&secret_ref()), "{}", case.what);
-        let text = err.to_string();
+        assert_eq!(err.to_string(), "client certificate", "{}", case.what);
+        let text = svc_tls::excerpt::chain(&err);
         assert!(
-            text.starts_with("client certificate ") && text.contains(&format!("{NS}/{NAME}")),
+            text.starts_with("client certificate: ") && text.contains(&format!("{NS}/{NAME}")),
             "{}: {text}",
             case.what
         );
@@ -182,7 +183,10 @@ impl last_good::ReloadRecorder<IdentityOrigin, Identity> for Warnings {
         self.failures.store(n, Ordering::SeqCst);
     }
     fn stale_warning(&self, w: &StaleWarning<'_, IdentityOrigin, Identity>) {
-        self.seen.lock().unwrap().push(w.error.to_string());
+        self.seen
+            .lock()
+            .unwrap()
+            .push(svc_tls::excerpt::chain(w.error));
     }
 }
 
