@@ -67,8 +67,8 @@ async fn call(config: Arc<ClientConfig>, server: &VerifyingServer) -> Result<(),
 }
 
 async fn verifier(tb: &Testbed, key: &str) -> Result<TrustVerifier, TrustError> {
-    TrustVerifier::from_configmap(tb.client(), bundle_ref(), key)
-        .sync_timeout(TIMEOUT)
+    TrustVerifier::configmap_builder(tb.client(), bundle_ref(), key)
+        .settings(svc_tls::trust::TrustSettings::default().sync_timeout(TIMEOUT))
         .build()
         .await
 }

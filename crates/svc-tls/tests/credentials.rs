@@ -354,7 +354,7 @@ async fn a_revoked_credential_fails_trust_closed_after_the_bound_and_nobody_else
             TrustVerifier::builder(caller.kube().clone(), svc_tls::SecretRef::new(NS, CA))
                 .watches(&watches, &caller)
                 .clock(std::sync::Arc::new(clock))
-                .max_roots_without_source(limit)
+                .settings(svc_tls::trust::TrustSettings::default().max_roots_without_source(limit))
                 .build()
                 .await
                 .unwrap()

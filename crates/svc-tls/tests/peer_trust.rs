@@ -66,7 +66,7 @@ async fn verifier(
     clock: &ManualClock,
 ) -> TrustVerifier {
     TrustVerifier::builder(tb.client(), ca_ref())
-        .sync_timeout(Duration::from_secs(10))
+        .settings(svc_tls::trust::TrustSettings::default().sync_timeout(Duration::from_secs(10)))
         .recorder(recorder)
         .clock(Arc::new(clock.clone()))
         .build()

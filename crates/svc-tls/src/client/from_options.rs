@@ -7,13 +7,13 @@ use std::time::Duration;
 use crate::identity::{
     IdentityError, IdentityResolver, IdentitySource, SecretIdentitySource, SpiffeIdentitySource,
 };
-use crate::last_good::{DEFAULT_WARNING_PERIOD, Settings, SystemClock};
+use crate::last_good::{Settings, SystemClock};
 use crate::options::{ClientIdentityOptions, IdentityConfig, OptionsError, PeerCa, PeerOptions};
 use crate::origin::{ConfigMapRef, IdentityOrigin, TrustOrigin};
 use crate::spiffe::{SpiffeEndpoint, SpiffeId, WorkloadApiSource, WorkloadApiStreams};
 use crate::trust::{
-    ConfigMapTrustSource, ServerAuthorization, SpiffeTrustSource, TrustError, TrustSource,
-    TrustVerifier,
+    ConfigMapTrustSource, ServerAuthorization, SpiffeTrustSource, TrustError, TrustSettings,
+    TrustSource, TrustVerifier,
 };
 use crate::watch::SecretWatches;
 
@@ -263,12 +263,12 @@ impl PeerTls {
         let provider = Arc::new(crate::material::crypto_provider());
         let trust_source = SpiffeTrustSource::new(workload.clone(), server_id.trust_domain());
         let trust_recorder = crate::wiring::trust_recorder(watches, trust_source.origin(), None);
-        let trust = TrustVerifier::from_trust_source_authorizing(
+        let trust = TrustVerifier::with_settings(
             Arc::new(trust_source),
             provider.clone(),
             trust_recorder,
             Arc::new(SystemClock::new()),
-            DEFAULT_WARNING_PERIOD,
+            &TrustSettings::default(),
             ServerAuthorization::SpiffeId(server_id),
         )?;
         let identity_source = SpiffeIdentitySource::new(workload.clone());
@@ -279,11 +279,10 @@ impl PeerTls {
             Some(spiffe_id.as_str()).filter(|id| !id.is_empty()),
             None,
         );
-        let resolver = IdentityResolver::from_identity_source(
+        let resolver = IdentityResolver::with_settings(
             Arc::new(identity_source),
             identity_recorder,
-            Arc::new(SystemClock::new()),
-            DEFAULT_WARNING_PERIOD,
+            Settings::default(),
         )?;
         crate::wiring::track_trust(watches, &trust, None);
         crate::wiring::track_identity(watches, &resolver, None);
@@ -321,7 +320,8 @@ async fn configmap_trust(
             )),
             watches.provider().clone(),
             crate::wiring::trust_recorder(watches, &origin, Some(client.cluster())),
-            Settings::default(),
+            Arc::new(SystemClock::new()),
+            &TrustSettings::default(),
             ServerAuthorization::HostName,
         )?;
         crate::wiring::track_trust(watches, &verifier, Some(client.cluster()));

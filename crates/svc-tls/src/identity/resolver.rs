@@ -34,7 +34,7 @@
 
 use std::fmt;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 use watch_ready::excerpt;
 
 use rustls::SignatureScheme;
@@ -45,8 +45,8 @@ use super::source::{IdentitySource, ReloadError};
 use super::state::IdentityState;
 use crate::follow::Follower;
 use crate::last_good::{
-    Accepted, DEFAULT_WATCH_FAILURE_THRESHOLD, Episode, Failure, LastGood, MonotonicClock,
-    OutsideValidity, ReloadRecorder, Reporter, Settings, WatchWords,
+    Accepted, Episode, Failure, LastGood, OutsideValidity, ReloadRecorder, Reporter, Settings,
+    WatchWords,
 };
 use crate::material::{CertificateValidity, Identity, time_text};
 use crate::origin::{IdentityOrigin, SourceHealth};
@@ -197,27 +197,10 @@ impl fmt::Debug for IdentityResolver {
 }
 
 impl IdentityResolver {
-    /// A resolver over any [`IdentitySource`]: it must hold an identity now (one
-    /// outside its validity period is served and reported, see
-    /// [`IdentityResolverBuilder::build`](super::IdentityResolverBuilder::build)).
-    pub fn from_identity_source(
-        source: Arc<dyn IdentitySource>,
-        recorder: Arc<dyn ReloadRecorder<IdentityOrigin, Identity>>,
-        clock: Arc<dyn MonotonicClock>,
-        warning_period: Duration,
-    ) -> Result<Self, IdentityError> {
-        Self::with_settings(
-            source,
-            recorder,
-            Settings {
-                clock,
-                warning_period,
-                watch_threshold: DEFAULT_WATCH_FAILURE_THRESHOLD,
-                max_without_source: crate::last_good::DEFAULT_MAX_ROOTS_WITHOUT_SOURCE,
-            },
-        )
-    }
-
+    /// A resolver over `source` (it must hold an identity now; one outside its
+    /// validity period is served and reported), reporting to `recorder`: what
+    /// [`IdentityResolverBuilder::build`](super::IdentityResolverBuilder::build) and
+    /// the options-based constructors run.
     pub(crate) fn with_settings(
         source: Arc<dyn IdentitySource>,
         recorder: Arc<dyn ReloadRecorder<IdentityOrigin, Identity>>,

@@ -11,7 +11,7 @@ use test_support::pki::TestCa;
 
 use super::*;
 use crate::identity::{IdentitySource, ReloadError};
-use crate::last_good::{DEFAULT_WARNING_PERIOD, ReloadRecorder as _, SystemClock};
+use crate::last_good::ReloadRecorder as _;
 use crate::material::{Identity, crypto_provider, load_identity_from_pem};
 use crate::origin::SecretRef;
 
@@ -73,13 +73,15 @@ fn identity_families_have_their_names_types_units_and_labels() {
         answer: Mutex::new(Ok(first.clone())),
     });
     let recorder = metrics.identity_recorder(source.origin(), None, None);
-    let resolver = IdentityResolver::from_identity_source(
-        source.clone(),
-        recorder,
-        Arc::new(SystemClock::new()),
-        DEFAULT_WARNING_PERIOD,
-    )
-    .unwrap();
+    let resolver = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap()
+        .block_on(
+            IdentityResolver::source_builder(source.clone())
+                .recorder(recorder)
+                .build(),
+        )
+        .unwrap();
     metrics.track_identity(&resolver, None);
     let labels = r#"source="secret",name="platform/billing-client-certificate",cluster="""#;
 

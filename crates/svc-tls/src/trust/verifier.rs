@@ -42,11 +42,12 @@ use rustls_pki_types::{CertificateDer, ServerName, UnixTime};
 
 use super::authorization::{ServerAuthorization, authorize_spiffe_id, verify_chain};
 use super::error::{TrustError, TrustFailure, TrustRefused, refusal};
+use super::settings::TrustSettings;
 use super::source::{ReloadError, TrustSource};
 use super::state::TrustState;
 use crate::last_good::{
-    Accepted, DEFAULT_WATCH_FAILURE_THRESHOLD, Episode, Failure, LastGood, MonotonicClock,
-    ReloadRecorder, Reporter, Served, Settings, WatchWords,
+    Accepted, Episode, Failure, LastGood, MonotonicClock, ReloadRecorder, Reporter, Served,
+    WatchWords,
 };
 use crate::material::TrustAnchors;
 use crate::origin::{SourceHealth, TrustOrigin};
@@ -185,48 +186,16 @@ impl TrustVerifier {
         Arc::ptr_eq(&self.inner, &other.inner)
     }
 
-    /// A verifier over any [`TrustSource`]: it must hold a usable root set now.
-    /// Servers are authorized by host name ([`ServerAuthorization::HostName`]).
-    pub fn from_trust_source(
-        source: Arc<dyn TrustSource>,
-        provider: Arc<CryptoProvider>,
-        recorder: Arc<dyn ReloadRecorder<TrustOrigin, TrustAnchors>>,
-        clock: Arc<dyn MonotonicClock>,
-        warning_period: Duration,
-    ) -> Result<Self, TrustError> {
-        Self::from_trust_source_authorizing(
-            source,
-            provider,
-            recorder,
-            clock,
-            warning_period,
-            ServerAuthorization::HostName,
-        )
-    }
-
-    /// [`TrustVerifier::from_trust_source`], authorizing servers as `authorization` says.
-    pub fn from_trust_source_authorizing(
-        source: Arc<dyn TrustSource>,
-        provider: Arc<CryptoProvider>,
-        recorder: Arc<dyn ReloadRecorder<TrustOrigin, TrustAnchors>>,
-        clock: Arc<dyn MonotonicClock>,
-        warning_period: Duration,
-        authorization: ServerAuthorization,
-    ) -> Result<Self, TrustError> {
-        let settings = Settings {
-            clock,
-            warning_period,
-            watch_threshold: DEFAULT_WATCH_FAILURE_THRESHOLD,
-            max_without_source: crate::last_good::DEFAULT_MAX_ROOTS_WITHOUT_SOURCE,
-        };
-        Self::with_settings(source, provider, recorder, settings, authorization)
-    }
-
+    /// A verifier over `source` (it must hold a usable root set now), reporting to
+    /// `recorder` and authorizing servers as `authorization` says: what
+    /// [`TrustVerifierBuilder::build`](super::TrustVerifierBuilder::build) and the
+    /// options-based constructors run.
     pub(crate) fn with_settings(
         source: Arc<dyn TrustSource>,
         provider: Arc<CryptoProvider>,
         recorder: Arc<dyn ReloadRecorder<TrustOrigin, TrustAnchors>>,
-        settings: Settings,
+        clock: Arc<dyn MonotonicClock>,
+        settings: &TrustSettings,
         authorization: ServerAuthorization,
     ) -> Result<Self, TrustError> {
         let (anchors, version) = source.current_versioned()?;
@@ -235,8 +204,8 @@ impl TrustVerifier {
                 origin: source.origin().clone(),
                 source: source_error,
             })?;
-        let max_without_source = settings.max_without_source;
-        let core = LastGood::new(Roots { anchors, verifier }, version, settings);
+        let max_without_source = settings.max_roots_without_source;
+        let core = LastGood::new(Roots { anchors, verifier }, version, settings.core(clock));
         let inner = Inner {
             withdrawn: AtomicBool::new(false),
             source,

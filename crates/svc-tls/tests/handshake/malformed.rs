@@ -139,7 +139,10 @@ async fn each_malformed_secret_fails_construction_with_its_error() {
         tb.delete("v1", "Secret", NS, NAME);
         tb.upsert(case.secret.clone());
         let built = IdentityResolver::builder(tb.client(), secret_ref())
-            .sync_timeout(Duration::from_secs(10))
+            .settings(
+                svc_tls::identity::IdentitySettings::default()
+                    .sync_timeout(Duration::from_secs(10)),
+            )
             .build()
             .await;
         if case.what == "expired certificate" {

@@ -92,7 +92,10 @@ impl Harness {
         let clock = ManualClock::new();
         let events = Arc::new(Events::default());
         let resolver = IdentityResolver::builder(tb.client(), secret_ref())
-            .sync_timeout(Duration::from_secs(10))
+            .settings(
+                svc_tls::identity::IdentitySettings::default()
+                    .sync_timeout(Duration::from_secs(10)),
+            )
             .clock(Arc::new(clock.clone()))
             .recorder(events.clone())
             .build()
@@ -359,13 +362,20 @@ fn scripted(count: usize) -> Arc<Scripted> {
 }
 
 fn resolver_over(source: Arc<Scripted>) -> IdentityResolver {
-    IdentityResolver::from_identity_source(
-        source,
-        Arc::new(NoopRecorder),
-        Arc::new(ManualClock::new()),
-        Duration::from_secs(60),
-    )
-    .unwrap()
+    tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap()
+        .block_on(
+            IdentityResolver::source_builder(source)
+                .recorder(Arc::new(NoopRecorder))
+                .clock(Arc::new(ManualClock::new()))
+                .settings(
+                    svc_tls::identity::IdentitySettings::default()
+                        .warning_period(Duration::from_secs(60)),
+                )
+                .build(),
+        )
+        .unwrap()
 }
 
 #[test]

@@ -32,7 +32,9 @@ fn secret_ref() -> SecretRef {
 
 async fn resolver(tb: &Testbed) -> IdentityResolver {
     IdentityResolver::builder(tb.client(), secret_ref())
-        .sync_timeout(Duration::from_secs(10))
+        .settings(
+            svc_tls::identity::IdentitySettings::default().sync_timeout(Duration::from_secs(10)),
+        )
         .build()
         .await
         .unwrap()
@@ -306,7 +308,9 @@ async fn the_watch_needs_rights_on_the_one_secret_only() {
     );
     let client = kube::Client::try_from(tb.config_for_token("narrow")).unwrap();
     let resolver = IdentityResolver::builder(client, secret_ref())
-        .sync_timeout(Duration::from_secs(10))
+        .settings(
+            svc_tls::identity::IdentitySettings::default().sync_timeout(Duration::from_secs(10)),
+        )
         .build()
         .await
         .unwrap();
@@ -509,7 +513,7 @@ async fn peer_tls_from_options_calls_the_peer_with_the_watched_identity() {
 /// Builds a resolver of the test Secret that must fail, and returns why.
 async fn build_error(client: kube::Client, timeout: Duration) -> IdentityError {
     IdentityResolver::builder(client, secret_ref())
-        .sync_timeout(timeout)
+        .settings(svc_tls::identity::IdentitySettings::default().sync_timeout(timeout))
         .build()
         .await
         .unwrap_err()
