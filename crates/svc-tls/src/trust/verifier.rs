@@ -31,7 +31,7 @@ use crate::follow::Follower;
 use std::fmt;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 use watch_ready::excerpt;
 
 use rustls::client::WebPkiServerVerifier;
@@ -71,8 +71,8 @@ struct Inner {
     authorization: ServerAuthorization,
     core: LastGood<Roots>,
     recorder: Arc<dyn ReloadRecorder<TrustOrigin, TrustAnchors>>,
-    /// How long the last good roots stay in use once the source is gone or broken.
-    max_without_source: Duration,
+    /// The settings it was built with (the bounds on roots without their source).
+    settings: TrustSettings,
     /// Whether the failing reads say the source is gone (deleted, malformed,
     /// refused), so that the bound applies.
     source_gone: AtomicBool,
@@ -204,7 +204,6 @@ impl TrustVerifier {
                 origin: source.origin().clone(),
                 source: source_error,
             })?;
-        let max_without_source = settings.max_roots_without_source;
         let core = LastGood::new(Roots { anchors, verifier }, version, settings.core(clock));
         let inner = Inner {
             withdrawn: AtomicBool::new(false),
@@ -213,7 +212,7 @@ impl TrustVerifier {
             authorization,
             core,
             recorder,
-            max_without_source,
+            settings: settings.clone(),
             source_gone: AtomicBool::new(false),
         };
         inner.loaded(&inner.core.served());
@@ -310,14 +309,14 @@ impl TrustVerifier {
         );
         inner.source_gone.store(source_gone, Ordering::Release);
         if let TrustFailure::Reload(ReloadError::Refused { code, .. }) = failure
-            && failed.failing_for > inner.max_without_source
+            && failed.failing_for > inner.settings.max_roots_without_source
         {
             if failed.report.is_some() {
                 tracing::error!(
                     source = %inner.source.origin(),
                     code,
                     failing_for_secs = failed.failing_for.as_secs(),
-                    limit_secs = inner.max_without_source.as_secs(),
+                    limit_secs = inner.settings.max_roots_without_source.as_secs(),
                     "the API server has refused the watch of the CA Secret or ConfigMap for \
                      longer than its roots are kept; refusing every server until it is \
                      followed again",
@@ -326,22 +325,22 @@ impl TrustVerifier {
             return Err(refusal(TrustRefused::AccessRefused {
                 code: *code,
                 failing_for: failed.failing_for,
-                limit: inner.max_without_source,
+                limit: inner.settings.max_roots_without_source,
             }));
         }
-        if source_gone && failed.failing_for > inner.max_without_source {
+        if source_gone && failed.failing_for > inner.settings.max_roots_without_source {
             if failed.report.is_some() {
                 tracing::error!(
                     source = %inner.source.origin(),
                     failing_for_secs = failed.failing_for.as_secs(),
-                    limit_secs = inner.max_without_source.as_secs(),
+                    limit_secs = inner.settings.max_roots_without_source.as_secs(),
                     "CA Secret or ConfigMap missing or unreadable for longer than its roots are kept; \
                      refusing every server until it is readable again",
                 );
             }
             return Err(refusal(TrustRefused::SourceGone {
                 failing_for: failed.failing_for,
-                limit: inner.max_without_source,
+                limit: inner.settings.max_roots_without_source,
             }));
         }
         match failed.served.value.anchors.not_after() {
@@ -425,7 +424,9 @@ impl TrustVerifier {
         let Some(failing_for) = inner.core.failing_for() else {
             return false;
         };
-        if inner.source_gone.load(Ordering::Acquire) && failing_for > inner.max_without_source {
+        if inner.source_gone.load(Ordering::Acquire)
+            && failing_for > inner.settings.max_roots_without_source
+        {
             return true;
         }
         inner
