@@ -49,6 +49,13 @@ pub struct TrustSettings {
     /// server is refused (default [`DEFAULT_MAX_ROOTS_WITHOUT_SOURCE`], one day). A
     /// watch that is only down (the API server unreachable) keeps them.
     pub max_roots_without_source: Duration,
+    /// How long the last good roots stay in use while the API server refuses the
+    /// watch of the CA Secret or ConfigMap (401: the credentials were revoked; 403:
+    /// the read grant was withdrawn), before every server is refused; `None` (the
+    /// default): [`max_roots_without_source`](Self::max_roots_without_source), as for
+    /// a deleted object. A shorter bound fails closed sooner when a revoked
+    /// credential, not a recreated Secret, is the likelier cause.
+    pub max_roots_while_refused: Option<Duration>,
 }
 
 impl Default for TrustSettings {
@@ -58,6 +65,7 @@ impl Default for TrustSettings {
             warning_period: DEFAULT_WARNING_PERIOD,
             watch_failure_threshold: DEFAULT_WATCH_FAILURE_THRESHOLD,
             max_roots_without_source: DEFAULT_MAX_ROOTS_WITHOUT_SOURCE,
+            max_roots_while_refused: None,
         }
     }
 }
@@ -89,6 +97,19 @@ impl TrustSettings {
     pub fn max_roots_without_source(mut self, limit: Duration) -> Self {
         self.max_roots_without_source = limit;
         self
+    }
+
+    /// Sets [`max_roots_while_refused`](Self::max_roots_while_refused).
+    #[must_use]
+    pub fn max_roots_while_refused(mut self, limit: Duration) -> Self {
+        self.max_roots_while_refused = Some(limit);
+        self
+    }
+
+    /// The bound on the last good roots while the watch is refused.
+    pub(crate) fn refused_bound(&self) -> Duration {
+        self.max_roots_while_refused
+            .unwrap_or(self.max_roots_without_source)
     }
 
     /// The last-good core's part of these settings, over `clock`.

@@ -309,14 +309,14 @@ impl TrustVerifier {
         );
         inner.source_gone.store(source_gone, Ordering::Release);
         if let TrustFailure::Reload(ReloadError::Refused { code, .. }) = failure
-            && failed.failing_for > inner.settings.max_roots_without_source
+            && failed.failing_for > inner.settings.refused_bound()
         {
             if failed.report.is_some() {
                 tracing::error!(
                     source = %inner.source.origin(),
                     code,
                     failing_for_secs = failed.failing_for.as_secs(),
-                    limit_secs = inner.settings.max_roots_without_source.as_secs(),
+                    limit_secs = inner.settings.refused_bound().as_secs(),
                     "the API server has refused the watch of the CA Secret or ConfigMap for \
                      longer than its roots are kept; refusing every server until it is \
                      followed again",
@@ -325,7 +325,7 @@ impl TrustVerifier {
             return Err(refusal(TrustRefused::AccessRefused {
                 code: *code,
                 failing_for: failed.failing_for,
-                limit: inner.settings.max_roots_without_source,
+                limit: inner.settings.refused_bound(),
             }));
         }
         if source_gone && failed.failing_for > inner.settings.max_roots_without_source {
@@ -424,9 +424,12 @@ impl TrustVerifier {
         let Some(failing_for) = inner.core.failing_for() else {
             return false;
         };
-        if inner.source_gone.load(Ordering::Acquire)
-            && failing_for > inner.settings.max_roots_without_source
-        {
+        let limit = if inner.source.refused_now().is_some() {
+            inner.settings.refused_bound()
+        } else {
+            inner.settings.max_roots_without_source
+        };
+        if inner.source_gone.load(Ordering::Acquire) && failing_for > limit {
             return true;
         }
         inner
