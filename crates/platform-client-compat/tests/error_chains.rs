@@ -73,8 +73,8 @@ fn cache_name() -> CacheName {
 
 /// Every error built below, named.
 fn svc_tls_errors() -> Vec<(&'static str, Box<dyn Error>)> {
-    use svc_tls::identity::ReloadError as IdentityReload;
-    use svc_tls::trust::ReloadError as TrustReload;
+    use svc_tls::identity::IdentityReloadError as IdentityReload;
+    use svc_tls::trust::TrustReloadError as TrustReload;
     let secret = SecretRef::new("unikorn", "client-cert");
     let trust_origin = svc_tls::TrustOrigin::Secret(SecretRef::new("unikorn", "ca"));
     let configmap = ConfigMapTrustError {
@@ -91,25 +91,25 @@ fn svc_tls_errors() -> Vec<(&'static str, Box<dyn Error>)> {
     let verifier_builder = || rustls::client::VerifierBuilderError::NoRootAnchors;
     vec![
         (
-            "identity::ReloadError::NotFound",
+            "identity::IdentityReloadError::NotFound",
             Box::new(IdentityReload::NotFound {
                 secret: secret.clone(),
             }),
         ),
         (
-            "identity::ReloadError::Material",
+            "identity::IdentityReloadError::Material",
             Box::new(IdentityReload::Material(material())),
         ),
         (
-            "identity::ReloadError::Unavailable",
+            "identity::IdentityReloadError::Unavailable",
             Box::new(IdentityReload::Unavailable(boxed("stream down"))),
         ),
         (
-            "identity::ReloadError::OutsideValidity",
+            "identity::IdentityReloadError::OutsideValidity",
             Box::new(IdentityReload::OutsideValidity(boxed("expired"))),
         ),
         (
-            "identity::ReloadError::InProgress",
+            "identity::IdentityReloadError::InProgress",
             Box::new(IdentityReload::InProgress),
         ),
         (
@@ -123,32 +123,32 @@ fn svc_tls_errors() -> Vec<(&'static str, Box<dyn Error>)> {
             ))),
         ),
         (
-            "trust::ReloadError::NotFound",
+            "trust::TrustReloadError::NotFound",
             Box::new(TrustReload::NotFound {
                 secret: secret.clone(),
             }),
         ),
         (
-            "trust::ReloadError::Material",
+            "trust::TrustReloadError::Material",
             Box::new(TrustReload::Material(material())),
         ),
         (
-            "trust::ReloadError::ConfigMap",
+            "trust::TrustReloadError::ConfigMap",
             Box::new(TrustReload::ConfigMap(Box::new(configmap.clone()))),
         ),
         (
-            "trust::ReloadError::Unavailable",
+            "trust::TrustReloadError::Unavailable",
             Box::new(TrustReload::Unavailable(boxed("stream down"))),
         ),
         (
-            "trust::ReloadError::Refused",
+            "trust::TrustReloadError::Refused",
             Box::new(TrustReload::Refused {
                 object: "Secret unikorn/ca".into(),
                 code: 403,
             }),
         ),
         (
-            "trust::ReloadError::Withdrawn",
+            "trust::TrustReloadError::Withdrawn",
             Box::new(TrustReload::Withdrawn(boxed("de-federated"))),
         ),
         (
@@ -163,13 +163,6 @@ fn svc_tls_errors() -> Vec<(&'static str, Box<dyn Error>)> {
             Box::new(svc_tls::TrustError::Unusable(TrustReload::ConfigMap(
                 Box::new(configmap.clone()),
             ))),
-        ),
-        (
-            "TrustFailure::Verifier",
-            Box::new(svc_tls::trust::TrustFailure::Verifier {
-                origin: trust_origin,
-                source: verifier_builder(),
-            }),
         ),
         (
             "ConfigMapSourceError::Refused",
@@ -516,7 +509,9 @@ fn every_public_error_chain_shows_each_cause_once_and_outside_text_escaped() {
     }
     assert_follows_rule(
         "IdentityError::Unusable",
-        &svc_tls::IdentityError::Unusable(svc_tls::identity::ReloadError::Material(material())),
+        &svc_tls::IdentityError::Unusable(svc_tls::identity::IdentityReloadError::Material(
+            material(),
+        )),
     );
 }
 

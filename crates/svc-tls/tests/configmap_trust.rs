@@ -18,7 +18,7 @@ use svc_tls::client::{PeerClientError, TrustMode, client_config};
 use svc_tls::material::{ConfigMapTrustError, ConfigMapTrustProblem};
 use svc_tls::options::{ClientIdentityOptions, OptionsError, PeerCa, PeerOptions};
 use svc_tls::origin::{ConfigMapRef, TrustOrigin};
-use svc_tls::trust::{ReloadError, TrustError, TrustVerifier};
+use svc_tls::trust::{TrustError, TrustReloadError, TrustVerifier};
 use svc_tls::{ClusterClient, SecretRef};
 
 const BUNDLE: &str = "platform-ca-bundle";
@@ -167,7 +167,7 @@ async fn a_replaced_bundle_is_followed_on_the_next_handshake() {
 /// The typed error a build fails with when the ConfigMap cannot serve as trust.
 async fn build_error(tb: &Testbed, key: &str) -> ConfigMapTrustError {
     match verifier(tb, key).await {
-        Err(TrustError::Unusable(ReloadError::ConfigMap(error))) => {
+        Err(TrustError::Unusable(TrustReloadError::ConfigMap(error))) => {
             let text = error.to_string();
             assert!(
                 text.contains(&format!("{NS}/{BUNDLE}")) && text.contains(key),
@@ -470,7 +470,7 @@ async fn from_options_shares_one_configmap_watch_per_cluster_and_registry() {
 
     let mut built = Vec::new();
     for _ in 0..3 {
-        let tls = svc_tls::client::PeerTls::from_options_with(
+        let tls = svc_tls::client::PeerTls::from_options_in(
             &watches,
             &streams,
             &tb.cluster_client(),
@@ -502,7 +502,7 @@ async fn from_options_shares_one_configmap_watch_per_cluster_and_registry() {
         "--identity-ca-configmap-key=ca.crt".to_owned(),
     ])
     .unwrap();
-    let tls = svc_tls::client::PeerTls::from_options_with(
+    let tls = svc_tls::client::PeerTls::from_options_in(
         &watches,
         &streams,
         &tb.cluster_client(),
@@ -538,7 +538,7 @@ fn the_shared_configmap_watch_outlives_the_runtime_that_started_it() {
             .build()
             .unwrap();
         let tls = first
-            .block_on(svc_tls::client::PeerTls::from_options_with(
+            .block_on(svc_tls::client::PeerTls::from_options_in(
                 &watches,
                 &svc_tls::spiffe::WorkloadApiStreams::new(),
                 &cluster,
@@ -575,7 +575,7 @@ async fn same_named_configmaps_of_two_clusters_are_not_shared() {
     let (peer, me) = configmap_options(&server_a.url());
     let mut verifiers = Vec::new();
     for tb in [&a, &b] {
-        let tls = svc_tls::client::PeerTls::from_options_with(
+        let tls = svc_tls::client::PeerTls::from_options_in(
             &watches,
             &streams,
             &tb.cluster_client(),

@@ -18,7 +18,7 @@ use svc_tls::last_good::{ManualClock, ReloadRecorder, StaleWarning};
 use svc_tls::material::TrustAnchors;
 use svc_tls::options::{ClientIdentityOptions, PeerOptions, SecretRef};
 use svc_tls::origin::TrustOrigin;
-use svc_tls::trust::{ReloadError, TrustError, TrustVerifier};
+use svc_tls::trust::{TrustError, TrustReloadError, TrustVerifier};
 use test_support::poll_until;
 
 const CA_NAME: &str = "identity-ca";
@@ -397,7 +397,7 @@ async fn start_up_fails_on_a_missing_or_malformed_ca_secret_naming_it() {
     assert!(
         matches!(
             err,
-            PeerClientError::CaTrust(TrustError::Unusable(ReloadError::NotFound { .. }))
+            PeerClientError::CaTrust(TrustError::Unusable(TrustReloadError::NotFound { .. }))
         ),
         "{err:?}"
     );
@@ -415,7 +415,7 @@ async fn start_up_fails_on_a_missing_or_malformed_ca_secret_naming_it() {
     assert!(
         matches!(
             err,
-            PeerClientError::CaTrust(TrustError::Unusable(ReloadError::Material(_)))
+            PeerClientError::CaTrust(TrustError::Unusable(TrustReloadError::Material(_)))
         ),
         "{err:?}"
     );

@@ -9,7 +9,7 @@ use rustls::crypto::CryptoProvider;
 
 use super::resolver::{IdentityError, IdentityResolver};
 use super::settings::IdentitySettings;
-use super::source::{IdentitySource, ReloadError};
+use super::source::{IdentityReloadError, IdentitySource};
 use crate::last_good::{NoopRecorder, ReloadRecorder};
 use crate::material::{HandshakeLoad, Identity, IdentityCache};
 use crate::origin::{IdentityOrigin, SecretRef, SourceHealth};
@@ -214,35 +214,38 @@ impl IdentitySource for SecretIdentitySource {
         &self.origin
     }
 
-    fn current(&self) -> Result<Identity, ReloadError> {
+    fn current(&self) -> Result<Identity, IdentityReloadError> {
         self.current_versioned().map(|(identity, _)| identity)
     }
 
-    fn current_versioned(&self) -> Result<(Identity, Option<u64>), ReloadError> {
+    fn current_versioned(&self) -> Result<(Identity, Option<u64>), IdentityReloadError> {
         let object = self.object()?;
         let version = resource_version(&object);
-        let identity = self.cache.load(&object).map_err(ReloadError::Material)?;
+        let identity = self
+            .cache
+            .load(&object)
+            .map_err(IdentityReloadError::Material)?;
         Ok((identity, version))
     }
 
-    fn current_on_handshake(&self) -> Result<(Identity, Option<u64>), ReloadError> {
+    fn current_on_handshake(&self) -> Result<(Identity, Option<u64>), IdentityReloadError> {
         let object = self.object()?;
         let version = resource_version(&object);
         match self
             .cache
             .load_on_handshake(&object)
-            .map_err(ReloadError::Material)?
+            .map_err(IdentityReloadError::Material)?
         {
             HandshakeLoad::Loaded(identity) => Ok((identity, version)),
-            HandshakeLoad::InProgress => Err(ReloadError::InProgress),
+            HandshakeLoad::InProgress => Err(IdentityReloadError::InProgress),
         }
     }
 
-    fn current_ignoring_validity(&self) -> Result<Identity, ReloadError> {
+    fn current_ignoring_validity(&self) -> Result<Identity, IdentityReloadError> {
         let object = self.object()?;
         self.cache
             .load_ignoring_validity(&object)
-            .map_err(ReloadError::Material)
+            .map_err(IdentityReloadError::Material)
     }
 
     fn health(&self) -> Option<SourceHealth> {
@@ -259,9 +262,11 @@ impl IdentitySource for SecretIdentitySource {
 }
 
 impl SecretIdentitySource {
-    fn object(&self) -> Result<Arc<Secret>, ReloadError> {
-        self.source.get().ok_or_else(|| ReloadError::NotFound {
-            secret: self.source.secret_ref().clone(),
-        })
+    fn object(&self) -> Result<Arc<Secret>, IdentityReloadError> {
+        self.source
+            .get()
+            .ok_or_else(|| IdentityReloadError::NotFound {
+                secret: self.source.secret_ref().clone(),
+            })
     }
 }

@@ -22,5 +22,5 @@ pub use from_spiffe::SpiffeIdentitySource;
 pub(crate) use resolver::WeakIdentityResolver;
 pub use resolver::{IdentityError, IdentityResolver};
 pub use settings::IdentitySettings;
-pub use source::{IdentitySource, ReloadError};
+pub use source::{IdentityReloadError, IdentitySource};
 pub use state::IdentityState;

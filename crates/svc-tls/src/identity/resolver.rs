@@ -41,7 +41,7 @@ use rustls::SignatureScheme;
 use rustls::client::ResolvesClientCert;
 use rustls::sign::CertifiedKey;
 
-use super::source::{IdentitySource, ReloadError};
+use super::source::{IdentityReloadError, IdentitySource};
 use super::state::IdentityState;
 use crate::follow::Follower;
 use crate::last_good::{
@@ -63,7 +63,7 @@ pub enum IdentityError {
     /// malformed (naming the Secret and the data key), or the SVID is unusable; the
     /// same reasons a handshake-time reload fails for.
     #[error(transparent)]
-    Unusable(#[from] ReloadError),
+    Unusable(#[from] IdentityReloadError),
 }
 
 struct Inner {
@@ -76,7 +76,7 @@ struct Inner {
 impl Reporter<Identity> for Inner {
     type Origin = IdentityOrigin;
     type Value = Identity;
-    type Error = ReloadError;
+    type Error = IdentityReloadError;
 
     const WATCH_WORDS: WatchWords = WatchWords {
         subject: "client certificate",
@@ -105,7 +105,7 @@ impl Reporter<Identity> for Inner {
 
     /// A stale identity is warned about; one outside its validity period is an error
     /// of its own (every peer refuses it).
-    fn stale(&self, error: &ReloadError, failure: &Failure<Identity>, suppressed: u64) {
+    fn stale(&self, error: &IdentityReloadError, failure: &Failure<Identity>, suppressed: u64) {
         let origin = self.source.origin();
         let identity = &failure.served.value;
         let validity = CertificateValidity::of(identity, SystemTime::now());
@@ -271,7 +271,7 @@ impl IdentityResolver {
     /// [`IdentityResolver::reload`], also handing back why this read failed (`None`
     /// when it did not, or when another caller is loading a new version): for the
     /// readiness probe, which words its reason from the same read it counted.
-    pub(crate) fn reload_reporting(&self) -> (Identity, Option<ReloadError>) {
+    pub(crate) fn reload_reporting(&self) -> (Identity, Option<IdentityReloadError>) {
         let inner = &*self.inner;
         let read = match inner.source.current_on_handshake() {
             Ok((identity, version)) => match inner.serve(identity, version, same_identity) {
@@ -284,7 +284,7 @@ impl IdentityResolver {
                 }
             },
             // Another caller is loading the new version: present what is served.
-            Err(ReloadError::InProgress) => (self.current(), None),
+            Err(IdentityReloadError::InProgress) => (self.current(), None),
             // Counted, reported (rate-limited), the last good identity presented.
             Err(error) => (inner.fail(&error).served.value.clone(), Some(error)),
         };

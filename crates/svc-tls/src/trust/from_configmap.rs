@@ -6,7 +6,7 @@
 use std::fmt;
 use std::sync::Arc;
 
-use super::source::{ReloadError, TrustSource};
+use super::source::{TrustReloadError, TrustSource};
 use super::verifier::TrustVerifier;
 use crate::material::{
     ConfigMapTrustCache, ConfigMapTrustError, ConfigMapTrustProblem, TrustAnchors,
@@ -76,29 +76,31 @@ impl TrustSource for ConfigMapTrustSource {
         &self.origin
     }
 
-    fn current(&self) -> Result<Arc<TrustAnchors>, ReloadError> {
+    fn current(&self) -> Result<Arc<TrustAnchors>, TrustReloadError> {
         self.current_versioned().map(|(anchors, _)| anchors)
     }
 
-    fn current_versioned(&self) -> Result<(Arc<TrustAnchors>, Option<u64>), ReloadError> {
+    fn current_versioned(&self) -> Result<(Arc<TrustAnchors>, Option<u64>), TrustReloadError> {
         if let Some(code) = self.source.refused_now() {
-            return Err(ReloadError::Refused {
+            return Err(TrustReloadError::Refused {
                 object: format!("ConfigMap {}", self.source.configmap_ref()),
                 code,
             });
         }
         let Some(object) = self.source.get() else {
-            return Err(ReloadError::ConfigMap(Box::new(ConfigMapTrustError::new(
-                self.source.configmap_ref().clone(),
-                self.cache.key(),
-                ConfigMapTrustProblem::NotFound,
-            ))));
+            return Err(TrustReloadError::ConfigMap(Box::new(
+                ConfigMapTrustError::new(
+                    self.source.configmap_ref().clone(),
+                    self.cache.key(),
+                    ConfigMapTrustProblem::NotFound,
+                ),
+            )));
         };
         let version = configmap_resource_version(&object);
         let anchors = self
             .cache
             .load(&object)
-            .map_err(|e| ReloadError::ConfigMap(Box::new(e)))?;
+            .map_err(|e| TrustReloadError::ConfigMap(Box::new(e)))?;
         Ok((anchors, version))
     }
 

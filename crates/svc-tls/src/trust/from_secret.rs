@@ -8,7 +8,7 @@ use super::authorization::ServerAuthorization;
 use super::error::TrustError;
 use super::from_configmap::ConfigMapTrustSource;
 use super::settings::TrustSettings;
-use super::source::{ReloadError, TrustSource};
+use super::source::{TrustReloadError, TrustSource};
 use super::verifier::TrustVerifier;
 use crate::last_good::{NoopRecorder, ReloadRecorder};
 use crate::material::{TrustAnchors, TrustCache};
@@ -182,7 +182,7 @@ impl TrustVerifier {
     ///
     /// Fails to build with an error naming the ConfigMap and the key when the
     /// ConfigMap is missing, lacks the key, or holds no usable certificate there
-    /// ([`TrustError::Unusable`] with [`ReloadError::ConfigMap`]), when the watch is
+    /// ([`TrustError::Unusable`] with [`TrustReloadError::ConfigMap`]), when the watch is
     /// refused, or on timeout ([`TrustError::ConfigMapSource`]).
     ///
     /// ```no_run
@@ -288,24 +288,27 @@ impl TrustSource for SecretTrustSource {
         &self.origin
     }
 
-    fn current(&self) -> Result<Arc<TrustAnchors>, ReloadError> {
+    fn current(&self) -> Result<Arc<TrustAnchors>, TrustReloadError> {
         self.current_versioned().map(|(anchors, _)| anchors)
     }
 
-    fn current_versioned(&self) -> Result<(Arc<TrustAnchors>, Option<u64>), ReloadError> {
+    fn current_versioned(&self) -> Result<(Arc<TrustAnchors>, Option<u64>), TrustReloadError> {
         if let Some(code) = self.source.refused_now() {
-            return Err(ReloadError::Refused {
+            return Err(TrustReloadError::Refused {
                 object: format!("Secret {}", self.source.secret_ref()),
                 code,
             });
         }
         let Some(object) = self.source.get() else {
-            return Err(ReloadError::NotFound {
+            return Err(TrustReloadError::NotFound {
                 secret: self.source.secret_ref().clone(),
             });
         };
         let version = resource_version(&object);
-        let anchors = self.cache.load(&object).map_err(ReloadError::Material)?;
+        let anchors = self
+            .cache
+            .load(&object)
+            .map_err(TrustReloadError::Material)?;
         Ok((anchors, version))
     }
 

@@ -23,12 +23,12 @@ mod state;
 mod verifier;
 
 pub use authorization::{ServerAuthorization, SpiffeIdMismatch};
-pub use error::{TrustError, TrustFailure};
+pub use error::TrustError;
 pub use from_configmap::{ConfigMapTrustSource, DEFAULT_CONFIGMAP_KEY};
 pub use from_secret::{SecretTrustSource, TrustObject, TrustVerifierBuilder};
 pub use from_spiffe::SpiffeTrustSource;
 pub use settings::{DEFAULT_MAX_ROOTS_WITHOUT_SOURCE, TrustSettings};
-pub use source::{ReloadError, TrustSource};
+pub use source::{TrustReloadError, TrustSource};
 pub use state::TrustState;
 pub use verifier::TrustVerifier;
 pub(crate) use verifier::WeakTrustVerifier;

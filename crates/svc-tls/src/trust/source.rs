@@ -25,7 +25,7 @@ use crate::watch::{ConfigMapSource, SecretSource};
 /// Why one handshake-time read of the roots failed (the last good roots were used).
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
-pub enum ReloadError {
+pub enum TrustReloadError {
     /// The CA Secret is not in the cache (deleted, or not yet recreated).
     #[error("CA Secret {secret} not found")]
     NotFound {
@@ -79,13 +79,13 @@ pub trait TrustSource: Send + Sync + fmt::Debug {
     ///
     /// Called on the handshake path: it must not do I/O and must not hold a lock
     /// while parsing.
-    fn current(&self) -> Result<Arc<TrustAnchors>, ReloadError>;
+    fn current(&self) -> Result<Arc<TrustAnchors>, TrustReloadError>;
 
     /// [`TrustSource::current`] with the version of what it was read from, when the
     /// source has ordered versions (a Secret's `resourceVersion`). The verifier never
     /// replaces the roots it uses with ones read from an older version, so a handshake
     /// working from an older snapshot cannot undo a rotation.
-    fn current_versioned(&self) -> Result<(Arc<TrustAnchors>, Option<u64>), ReloadError> {
+    fn current_versioned(&self) -> Result<(Arc<TrustAnchors>, Option<u64>), TrustReloadError> {
         self.current().map(|anchors| (anchors, None))
     }
 

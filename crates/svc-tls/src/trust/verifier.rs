@@ -43,7 +43,7 @@ use rustls_pki_types::{CertificateDer, ServerName, UnixTime};
 use super::authorization::{ServerAuthorization, authorize_spiffe_id, verify_chain};
 use super::error::{TrustError, TrustFailure, TrustRefused, refusal};
 use super::settings::TrustSettings;
-use super::source::{ReloadError, TrustSource};
+use super::source::{TrustReloadError, TrustSource};
 use super::state::TrustState;
 use crate::last_good::{
     Accepted, Episode, Failure, LastGood, MonotonicClock, ReloadRecorder, Reporter, Served,
@@ -109,11 +109,23 @@ impl Reporter<Roots> for Inner {
         &roots.anchors
     }
 
+    /// The source's [`TrustReloadError`] itself when the source failed (what a
+    /// recorder downcasts to), the crate's own failure otherwise.
+    fn recorded(failure: &TrustFailure) -> &(dyn std::error::Error + 'static) {
+        match failure {
+            TrustFailure::Reload(error) => error,
+            other => other,
+        }
+    }
+
     /// A withdrawal is an error of its own (every server is refused); any other
     /// failure is a stale-trust warning.
     fn stale(&self, failure: &TrustFailure, failed: &Failure<Roots>, suppressed: u64) {
         let origin = self.source.origin();
-        if matches!(failure, TrustFailure::Reload(ReloadError::Withdrawn(_))) {
+        if matches!(
+            failure,
+            TrustFailure::Reload(TrustReloadError::Withdrawn(_))
+        ) {
             tracing::error!(
                 source = %origin,
                 error = %excerpt::chain(failure),
@@ -233,7 +245,7 @@ impl TrustVerifier {
         &self,
     ) -> (
         Result<Arc<Served<Roots>>, rustls::Error>,
-        Option<ReloadError>,
+        Option<TrustReloadError>,
     ) {
         let read = match self.inner.source.current_versioned() {
             Ok((anchors, version)) => {
@@ -241,7 +253,7 @@ impl TrustVerifier {
                 (self.serve(anchors, version), None)
             }
             Err(error) => {
-                if matches!(error, ReloadError::Withdrawn(_)) {
+                if matches!(error, TrustReloadError::Withdrawn(_)) {
                     self.inner.withdrawn.store(true, Ordering::Release);
                 }
                 let failure = TrustFailure::Reload(error);
@@ -301,14 +313,14 @@ impl TrustVerifier {
         let source_gone = matches!(
             failure,
             TrustFailure::Reload(
-                ReloadError::NotFound { .. }
-                    | ReloadError::Material(_)
-                    | ReloadError::ConfigMap(_)
-                    | ReloadError::Refused { .. }
+                TrustReloadError::NotFound { .. }
+                    | TrustReloadError::Material(_)
+                    | TrustReloadError::ConfigMap(_)
+                    | TrustReloadError::Refused { .. }
             )
         );
         inner.source_gone.store(source_gone, Ordering::Release);
-        if let TrustFailure::Reload(ReloadError::Refused { code, .. }) = failure
+        if let TrustFailure::Reload(TrustReloadError::Refused { code, .. }) = failure
             && failed.failing_for > inner.settings.refused_bound()
         {
             if failed.report.is_some() {
@@ -390,7 +402,7 @@ impl TrustVerifier {
     /// Reads the roots now, as [`TrustVerifier::roots_now`], and hands back why the
     /// source's read failed (`None` when it did not). Crate-internal: the readiness
     /// probe's one read.
-    pub(crate) fn reload_reporting_error(&self) -> Option<ReloadError> {
+    pub(crate) fn reload_reporting_error(&self) -> Option<TrustReloadError> {
         self.reload().1
     }
 

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use kube_testbed::Testbed;
 use support::*;
-use svc_tls::identity::{IdentityError, IdentityResolver, ReloadError};
+use svc_tls::identity::{IdentityError, IdentityReloadError, IdentityResolver};
 use svc_tls::last_good::{self, ManualClock, StaleWarning};
 use svc_tls::material::{CertificateValidity, Identity, MaterialError, MaterialErrorKind};
 use svc_tls::options::SecretRef;
@@ -159,7 +159,7 @@ async fn each_malformed_secret_fails_construction_with_its_error() {
             continue;
         }
         let err = built.expect_err(case.what);
-        let IdentityError::Unusable(ReloadError::Material(material)) = &err else {
+        let IdentityError::Unusable(IdentityReloadError::Material(material)) = &err else {
             panic!("{}: expected a material error, got {err:?}", case.what);
         };
         assert!((case.expect)(material), "{}: got {material:?}", case.what);

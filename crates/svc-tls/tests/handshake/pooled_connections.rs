@@ -132,7 +132,7 @@ fn ca_object(trust: Trust, ca: &TestCa) -> serde_json::Value {
 impl Setup {
     /// One construction from the options, as a reconcile does.
     async fn tls(&self) -> PeerTls {
-        PeerTls::from_options_with(
+        PeerTls::from_options_in(
             &self.watches,
             &WorkloadApiStreams::new(),
             &self.tb.cluster_client(),

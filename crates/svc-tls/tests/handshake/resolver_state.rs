@@ -14,7 +14,7 @@ use std::time::{Duration, SystemTime};
 
 use kube_testbed::Testbed;
 use support::*;
-use svc_tls::identity::{IdentityResolver, IdentitySource, ReloadError};
+use svc_tls::identity::{IdentityReloadError, IdentityResolver, IdentitySource};
 use svc_tls::last_good::{
     ManualClock, NoopRecorder, OutsideValidity, Recovery, ReloadRecorder, StaleWarning,
     WatchHealthState,
@@ -325,10 +325,10 @@ impl IdentitySource for Scripted {
     fn origin(&self) -> &IdentityOrigin {
         &self.origin
     }
-    fn current(&self) -> Result<Identity, ReloadError> {
+    fn current(&self) -> Result<Identity, IdentityReloadError> {
         self.current_versioned().map(|(identity, _)| identity)
     }
-    fn current_versioned(&self) -> Result<(Identity, Option<u64>), ReloadError> {
+    fn current_versioned(&self) -> Result<(Identity, Option<u64>), IdentityReloadError> {
         let version = self.version.load(Ordering::SeqCst);
         if self.slow.load(Ordering::SeqCst) && version.is_multiple_of(3) {
             std::thread::yield_now();

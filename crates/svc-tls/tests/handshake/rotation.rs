@@ -14,7 +14,7 @@ use rustls_pki_types::pem::PemObject;
 use kube_testbed::{Rule, Testbed};
 use support::*;
 use svc_tls::client::reqwest_client;
-use svc_tls::identity::{IdentityError, IdentityResolver, ReloadError};
+use svc_tls::identity::{IdentityError, IdentityReloadError, IdentityResolver};
 use svc_tls::last_good::{self, ManualClock, StaleWarning};
 use svc_tls::material::Identity;
 use svc_tls::options::SecretRef;
@@ -345,7 +345,10 @@ async fn construction_fails_on_a_missing_secret_naming_it() {
     let tb = Testbed::start().await;
     let err = build_error(tb.client(), Duration::from_secs(10)).await;
     assert!(
-        matches!(err, IdentityError::Unusable(ReloadError::NotFound { .. })),
+        matches!(
+            err,
+            IdentityError::Unusable(IdentityReloadError::NotFound { .. })
+        ),
         "{err:?}"
     );
     assert_eq!(
