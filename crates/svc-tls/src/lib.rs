@@ -46,6 +46,7 @@
 //! It deliberately does not own: building the service's general Kubernetes client
 //! (`kube-construct`), or server-side TLS.
 #![deny(missing_docs)]
+#![warn(unreachable_pub)]
 
 pub mod client;
 pub mod duration;
