@@ -632,3 +632,43 @@ async fn a_receiving_service_verifies_callers_against_a_configmap_bundle() {
         "a caller outside the bundle is refused: {refused:?}"
     );
 }
+
+/// The one trust builder shares a registry's ConfigMap watch, as it does a Secret's:
+/// two verifiers built through `watches` make one watch (no second list), and both
+/// follow a replaced bundle without a handshake's help.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_trust_builder_shares_a_registrys_configmap_watch() {
+    let tb = Testbed::start().await;
+    let (old, new) = (TestCa::new("old CA"), TestCa::new("new CA"));
+    tb.upsert(configmap(BUNDLE, &[(KEY, &old.pem())]));
+    let watches = svc_tls::watch::SecretWatches::new();
+    let cluster = tb.cluster_client();
+    let build = || {
+        TrustVerifier::configmap_builder(tb.client(), bundle_ref(), KEY)
+            .watches(&watches, &cluster)
+            .settings(svc_tls::trust::TrustSettings::default().sync_timeout(TIMEOUT))
+            .build()
+    };
+    let first = build().await.unwrap();
+    let lists = tb.requests("list");
+    let second = build().await.unwrap();
+    assert_eq!(
+        tb.requests("list"),
+        lists,
+        "the second build reads the shared watch"
+    );
+    assert_eq!(tb.open_watches(), 1, "one watch for both verifiers");
+
+    let server = server(&new).await;
+    tb.upsert(configmap(BUNDLE, &[(KEY, &new.pem())]));
+    for verifier in [&first, &second] {
+        poll_until("the new bundle served", || {
+            verifier.roots_now().is_ok_and(|roots| roots.len() == 1)
+                && cached_bundle_is(verifier, &new.pem())
+        })
+        .await;
+        call(watched(verifier), &server)
+            .await
+            .expect("the new CA's server is trusted");
+    }
+}

@@ -21,7 +21,8 @@ pub(crate) mod tag {
 /// Object identifiers (DER content bytes).
 pub(crate) mod oid {
     /// 1.2.840.113549.1.1.1 rsaEncryption
-    pub(crate) const RSA_ENCRYPTION: &[u8] = &[0x2a, 0x86, 0x48, 0x86, 0xf7, 0x0d, 0x01, 0x01, 0x01];
+    pub(crate) const RSA_ENCRYPTION: &[u8] =
+        &[0x2a, 0x86, 0x48, 0x86, 0xf7, 0x0d, 0x01, 0x01, 0x01];
     /// 1.2.840.113549.1.1.10 id-RSASSA-PSS
     pub(crate) const RSASSA_PSS: &[u8] = &[0x2a, 0x86, 0x48, 0x86, 0xf7, 0x0d, 0x01, 0x01, 0x0a];
     /// 1.2.840.10045.2.1 id-ecPublicKey
