@@ -253,7 +253,9 @@ fn main() {
         .block_on(
             TrustVerifier::builder(testbed.client(), SecretRef::new(NS, "server-ca"))
                 .provider(provider())
-                .sync_timeout(Duration::from_secs(30))
+                .settings(
+                    svc_tls::trust::TrustSettings::default().sync_timeout(Duration::from_secs(30)),
+                )
                 .build(),
         )
         .unwrap();
@@ -270,7 +272,10 @@ fn main() {
             .block_on(
                 IdentityResolver::builder(testbed.client(), SecretRef::new(NS, &name))
                     .provider(provider())
-                    .sync_timeout(Duration::from_secs(30))
+                    .settings(
+                        svc_tls::identity::IdentitySettings::default()
+                            .sync_timeout(Duration::from_secs(30)),
+                    )
                     .build(),
             )
             .unwrap();

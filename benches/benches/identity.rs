@@ -64,7 +64,7 @@ use rustls::SignatureScheme;
 use rustls::client::ResolvesClientCert;
 use svc_tls::IdentityOrigin;
 use svc_tls::identity::{IdentityResolver, SecretIdentitySource, SpiffeIdentitySource};
-use svc_tls::last_good::{DEFAULT_WARNING_PERIOD, NoopRecorder, ReloadRecorder, SystemClock};
+use svc_tls::last_good::{NoopRecorder, ReloadRecorder};
 use svc_tls::material::Identity;
 use svc_tls::options::SecretRef;
 use svc_tls::spiffe::{SpiffeEndpoint, WorkloadApiSource};
@@ -159,7 +159,10 @@ fn main() {
         let resolver = rt
             .block_on(
                 IdentityResolver::builder(testbed.client(), SecretRef::new(NS, &name))
-                    .sync_timeout(Duration::from_secs(30))
+                    .settings(
+                        svc_tls::identity::IdentitySettings::default()
+                            .sync_timeout(Duration::from_secs(30)),
+                    )
                     .watches(&watches, &testbed.cluster_client())
                     .build(),
             )
@@ -183,13 +186,15 @@ fn main() {
         .find(|(case, ..)| case.name == METRICS_CASE)
         .map(|(_, name, _, shared)| {
             let origin = IdentityOrigin::Secret(SecretRef::new(NS, name));
-            let resolver = IdentityResolver::from_identity_source(
-                Arc::new(SecretIdentitySource::shared(shared)),
-                metrics.identity_recorder(&origin, None, None),
-                Arc::new(SystemClock::new()),
-                DEFAULT_WARNING_PERIOD,
-            )
-            .unwrap();
+            let resolver = rt
+                .block_on(
+                    IdentityResolver::source_builder(Arc::new(SecretIdentitySource::shared(
+                        shared,
+                    )))
+                    .recorder(metrics.identity_recorder(&origin, None, None))
+                    .build(),
+                )
+                .unwrap();
             metrics.track_identity(&resolver, None);
             resolver
         });
@@ -204,13 +209,12 @@ fn main() {
             Duration::from_secs(30),
         ))
         .unwrap();
-    let spiffe = IdentityResolver::from_identity_source(
-        Arc::new(SpiffeIdentitySource::new(workload.clone())),
-        Arc::new(NoopRecorder),
-        Arc::new(SystemClock::new()),
-        DEFAULT_WARNING_PERIOD,
-    )
-    .unwrap();
+    let spiffe = rt
+        .block_on(
+            IdentityResolver::source_builder(Arc::new(SpiffeIdentitySource::new(workload.clone())))
+                .build(),
+        )
+        .unwrap();
 
     let mut c = Criterion::default().configure_from_args();
     let (warm_up, measure, samples) = if quick {
@@ -536,13 +540,13 @@ fn metrics_cost(
         } else {
             Arc::new(NoopRecorder)
         };
-        let resolver = IdentityResolver::from_identity_source(
-            Arc::new(SecretIdentitySource::shared(&shared)),
-            recorder,
-            Arc::new(SystemClock::new()),
-            DEFAULT_WARNING_PERIOD,
-        )
-        .unwrap();
+        let resolver = rt
+            .block_on(
+                IdentityResolver::source_builder(Arc::new(SecretIdentitySource::shared(&shared)))
+                    .recorder(recorder)
+                    .build(),
+            )
+            .unwrap();
         if side == "on" {
             metrics.track_identity(&resolver, None);
         }

@@ -1,5 +1,5 @@
 //! One "reconcile construction", as the platform's controllers build a peer client per
-//! reconcile: the peer's TLS from the options (`PeerTls::from_options_with`, the
+//! reconcile: the peer's TLS from the options (`PeerTls::from_options_in`, the
 //! CA Secret and the identity Secret already watched by the registry, as they are
 //! after the first reconcile) and an HTTP client from it; measured in interleaved
 //! rounds with the Go program's counterpart (a long-lived child, one batch on
@@ -234,7 +234,7 @@ async fn peer_tls(
     peer: &PeerOptions,
     me: &ClientIdentityOptions,
 ) -> PeerTls {
-    PeerTls::from_options_with(watches, streams, client, peer, me, Duration::from_secs(30))
+    PeerTls::from_options_in(watches, streams, client, peer, me, Duration::from_secs(30))
         .await
         .unwrap()
 }

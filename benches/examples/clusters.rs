@@ -2,7 +2,7 @@
 //! how they shrink when unused (issues 29 and 39): one process watching the same two
 //! Secrets (a CA and an identity, same names everywhere) in 1, 10 and 100 clusters,
 //! each an API emulator of its own, as three credentials each (three tokens: one watch
-//! per Secret and credential), through one registry (`PeerTls::from_options_with`,
+//! per Secret and credential), through one registry (`PeerTls::from_options_in`,
 //! with a 2 s eviction grace standing in for the default ten minutes). Prints, per
 //! size: the first construction per (cluster, credential) (LIST, WATCH, sync, key
 //! load), a later construction (the shared entry), the open watches the emulators
@@ -101,7 +101,7 @@ async fn run(clusters: usize) -> String {
     for client in beds.iter().flat_map(|(callers, _)| callers) {
         let started = Instant::now();
         keep.push(
-            PeerTls::from_options_with(&watches, &streams, client, &peer, &me, TIMEOUT)
+            PeerTls::from_options_in(&watches, &streams, client, &peer, &me, TIMEOUT)
                 .await
                 .unwrap(),
         );
@@ -109,7 +109,7 @@ async fn run(clusters: usize) -> String {
     }
     for client in beds.iter().flat_map(|(callers, _)| callers) {
         let started = Instant::now();
-        let again = PeerTls::from_options_with(&watches, &streams, client, &peer, &me, TIMEOUT)
+        let again = PeerTls::from_options_in(&watches, &streams, client, &peer, &me, TIMEOUT)
             .await
             .unwrap();
         later.push(started.elapsed());

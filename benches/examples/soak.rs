@@ -183,7 +183,10 @@ fn main() {
         .await;
         tb.upsert(secret(&leaves[0]));
         let resolver = IdentityResolver::builder(tb.client(), SecretRef::new(NS, NAME))
-            .sync_timeout(Duration::from_secs(30))
+            .settings(
+                svc_tls::identity::IdentitySettings::default()
+                    .sync_timeout(Duration::from_secs(30)),
+            )
             .build()
             .await
             .unwrap();

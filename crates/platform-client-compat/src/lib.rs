@@ -90,10 +90,10 @@ pub mod metrics {
     #[non_exhaustive]
     pub enum MetricsError {
         /// svc-tls's metrics are already installed into the process's watched Secrets.
-        #[error("svc-tls: {0}")]
+        #[error("registering svc-tls's metrics failed")]
         Tls(#[from] svc_tls::metrics::InstallError),
         /// kube-construct's metrics are already the process's.
-        #[error("kube-construct: {0}")]
+        #[error("registering kube-construct's metrics failed")]
         Construct(#[from] kube_construct::metrics::RegisterError),
     }
 

@@ -46,10 +46,14 @@
 //! It deliberately does not own: building the service's general Kubernetes client
 //! (`kube-construct`), or server-side TLS.
 #![deny(missing_docs)]
+#![warn(unreachable_pub)]
 
 pub mod client;
 pub mod duration;
 mod follow;
+/// A kube client error as this crate's errors return it as their `source()`: an
+/// escaped excerpt with the status code kept for matching.
+pub use watch_ready::KubeError;
 /// Outside text cut and escaped for logs: log an error that may quote a Secret, a
 /// header or a plugin's output with `%svc_tls::excerpt::chain(&error)`.
 pub use watch_ready::excerpt;

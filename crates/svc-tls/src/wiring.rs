@@ -13,7 +13,7 @@ use cluster_id::ClusterId;
 use std::time::Duration;
 
 use crate::identity::IdentityResolver;
-use crate::last_good::{NoopRecorder, ReloadRecorder, Settings};
+use crate::last_good::{NoopRecorder, ReloadRecorder};
 use crate::material::{Identity, TrustAnchors};
 #[cfg(feature = "metrics")]
 use crate::metrics::Metrics;
@@ -119,7 +119,8 @@ pub(crate) async fn watched_trust(
                 &TrustOrigin::Secret(ca.clone()),
                 Some(client.cluster()),
             ),
-            Settings::default(),
+            Arc::new(crate::last_good::SystemClock::new()),
+            &crate::trust::TrustSettings::default(),
             ServerAuthorization::HostName,
         )?;
         track_trust(watches, &verifier, Some(client.cluster()));

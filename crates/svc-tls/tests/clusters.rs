@@ -287,7 +287,7 @@ async fn a_trust_secret_never_keeps_its_private_key() {
     let watches = SecretWatches::new();
     let client = tb.cluster_client();
     let (peer, me) = trusting(&server.url(), "issuer-ca");
-    let tls = PeerTls::from_options_with(
+    let tls = PeerTls::from_options_in(
         &watches,
         &svc_tls::spiffe::WorkloadApiStreams::new(),
         &client,
@@ -352,7 +352,7 @@ async fn an_opaque_ca_crt_only_secret_is_trusted() {
         .start()
         .await;
     let (peer, me) = trusting(&server.url(), "bundle");
-    let tls = PeerTls::from_options_with(
+    let tls = PeerTls::from_options_in(
         &SecretWatches::new(),
         &svc_tls::spiffe::WorkloadApiStreams::new(),
         &tb.cluster_client(),
@@ -373,7 +373,7 @@ async fn an_opaque_ca_crt_only_secret_is_trusted() {
         &[("tls.crt", &server_ca.pem())],
     ));
     let (peer, me) = trusting(&server.url(), "empty-bundle");
-    let err = PeerTls::from_options_with(
+    let err = PeerTls::from_options_in(
         &SecretWatches::new(),
         &svc_tls::spiffe::WorkloadApiStreams::new(),
         &tb.cluster_client(),
@@ -382,8 +382,9 @@ async fn an_opaque_ca_crt_only_secret_is_trusted() {
         TIMEOUT,
     )
     .await
-    .unwrap_err()
-    .to_string();
+    .unwrap_err();
+    // The cause is in the chain, not in the top message (docs/decisions.md).
+    let err = svc_tls::excerpt::chain(&err);
     assert!(
         err.contains("empty-bundle") && err.contains("ca.crt"),
         "{err}"
@@ -580,7 +581,7 @@ mod forty_clusters {
                 format!("forty-{}@{}", i / 2, id.short_fingerprint())
             };
             let (peer, me) = options("https://peer.example:8443");
-            let tls = PeerTls::from_options_with(&watches, &streams, &client, &peer, &me, TIMEOUT)
+            let tls = PeerTls::from_options_in(&watches, &streams, &client, &peer, &me, TIMEOUT)
                 .await
                 .unwrap();
             let identity = load_identity_from_pem(

@@ -18,7 +18,7 @@ use svc_tls::client::{PeerClientError, TrustMode, client_config};
 use svc_tls::material::{ConfigMapTrustError, ConfigMapTrustProblem};
 use svc_tls::options::{ClientIdentityOptions, OptionsError, PeerCa, PeerOptions};
 use svc_tls::origin::{ConfigMapRef, TrustOrigin};
-use svc_tls::trust::{ReloadError, TrustError, TrustVerifier};
+use svc_tls::trust::{TrustError, TrustReloadError, TrustVerifier};
 use svc_tls::{ClusterClient, SecretRef};
 
 const BUNDLE: &str = "platform-ca-bundle";
@@ -67,8 +67,8 @@ async fn call(config: Arc<ClientConfig>, server: &VerifyingServer) -> Result<(),
 }
 
 async fn verifier(tb: &Testbed, key: &str) -> Result<TrustVerifier, TrustError> {
-    TrustVerifier::from_configmap(tb.client(), bundle_ref(), key)
-        .sync_timeout(TIMEOUT)
+    TrustVerifier::configmap_builder(tb.client(), bundle_ref(), key)
+        .settings(svc_tls::trust::TrustSettings::default().sync_timeout(TIMEOUT))
         .build()
         .await
 }
@@ -167,7 +167,7 @@ async fn a_replaced_bundle_is_followed_on_the_next_handshake() {
 /// The typed error a build fails with when the ConfigMap cannot serve as trust.
 async fn build_error(tb: &Testbed, key: &str) -> ConfigMapTrustError {
     match verifier(tb, key).await {
-        Err(TrustError::Unusable(ReloadError::ConfigMap(error))) => {
+        Err(TrustError::Unusable(TrustReloadError::ConfigMap(error))) => {
             let text = error.to_string();
             assert!(
                 text.contains(&format!("{NS}/{BUNDLE}")) && text.contains(key),
@@ -470,7 +470,7 @@ async fn from_options_shares_one_configmap_watch_per_cluster_and_registry() {
 
     let mut built = Vec::new();
     for _ in 0..3 {
-        let tls = svc_tls::client::PeerTls::from_options_with(
+        let tls = svc_tls::client::PeerTls::from_options_in(
             &watches,
             &streams,
             &tb.cluster_client(),
@@ -502,7 +502,7 @@ async fn from_options_shares_one_configmap_watch_per_cluster_and_registry() {
         "--identity-ca-configmap-key=ca.crt".to_owned(),
     ])
     .unwrap();
-    let tls = svc_tls::client::PeerTls::from_options_with(
+    let tls = svc_tls::client::PeerTls::from_options_in(
         &watches,
         &streams,
         &tb.cluster_client(),
@@ -538,7 +538,7 @@ fn the_shared_configmap_watch_outlives_the_runtime_that_started_it() {
             .build()
             .unwrap();
         let tls = first
-            .block_on(svc_tls::client::PeerTls::from_options_with(
+            .block_on(svc_tls::client::PeerTls::from_options_in(
                 &watches,
                 &svc_tls::spiffe::WorkloadApiStreams::new(),
                 &cluster,
@@ -575,7 +575,7 @@ async fn same_named_configmaps_of_two_clusters_are_not_shared() {
     let (peer, me) = configmap_options(&server_a.url());
     let mut verifiers = Vec::new();
     for tb in [&a, &b] {
-        let tls = svc_tls::client::PeerTls::from_options_with(
+        let tls = svc_tls::client::PeerTls::from_options_in(
             &watches,
             &streams,
             &tb.cluster_client(),
@@ -631,4 +631,44 @@ async fn a_receiving_service_verifies_callers_against_a_configmap_bundle() {
         matches!(refused, IngressError::Untrusted(_)),
         "a caller outside the bundle is refused: {refused:?}"
     );
+}
+
+/// The one trust builder shares a registry's ConfigMap watch, as it does a Secret's:
+/// two verifiers built through `watches` make one watch (no second list), and both
+/// follow a replaced bundle without a handshake's help.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_trust_builder_shares_a_registrys_configmap_watch() {
+    let tb = Testbed::start().await;
+    let (old, new) = (TestCa::new("old CA"), TestCa::new("new CA"));
+    tb.upsert(configmap(BUNDLE, &[(KEY, &old.pem())]));
+    let watches = svc_tls::watch::SecretWatches::new();
+    let cluster = tb.cluster_client();
+    let build = || {
+        TrustVerifier::configmap_builder(tb.client(), bundle_ref(), KEY)
+            .watches(&watches, &cluster)
+            .settings(svc_tls::trust::TrustSettings::default().sync_timeout(TIMEOUT))
+            .build()
+    };
+    let first = build().await.unwrap();
+    let lists = tb.requests("list");
+    let second = build().await.unwrap();
+    assert_eq!(
+        tb.requests("list"),
+        lists,
+        "the second build reads the shared watch"
+    );
+    assert_eq!(tb.open_watches(), 1, "one watch for both verifiers");
+
+    let server = server(&new).await;
+    tb.upsert(configmap(BUNDLE, &[(KEY, &new.pem())]));
+    for verifier in [&first, &second] {
+        poll_until("the new bundle served", || {
+            verifier.roots_now().is_ok_and(|roots| roots.len() == 1)
+                && cached_bundle_is(verifier, &new.pem())
+        })
+        .await;
+        call(watched(verifier), &server)
+            .await
+            .expect("the new CA's server is trusted");
+    }
 }

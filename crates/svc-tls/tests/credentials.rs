@@ -354,7 +354,7 @@ async fn a_revoked_credential_fails_trust_closed_after_the_bound_and_nobody_else
             TrustVerifier::builder(caller.kube().clone(), svc_tls::SecretRef::new(NS, CA))
                 .watches(&watches, &caller)
                 .clock(std::sync::Arc::new(clock))
-                .max_roots_without_source(limit)
+                .settings(svc_tls::trust::TrustSettings::default().max_roots_without_source(limit))
                 .build()
                 .await
                 .unwrap()
@@ -401,4 +401,55 @@ async fn a_revoked_credential_fails_trust_closed_after_the_bound_and_nobody_else
         "CA A is no longer trusted"
     );
     assert!(!permitted.state().stale);
+}
+
+/// A refused watch has a bound of its own when one is set
+/// ([`TrustSettings::max_roots_while_refused`](svc_tls::trust::TrustSettings::max_roots_while_refused)):
+/// past it every server is refused, though a deleted Secret would still be within
+/// [`max_roots_without_source`](svc_tls::trust::TrustSettings::max_roots_without_source).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_watch_fails_closed_past_its_own_bound() {
+    use svc_tls::last_good::ManualClock;
+    use svc_tls::trust::{TrustSettings, TrustVerifier};
+
+    let tb = Testbed::start().await;
+    let ca = TestCa::new("server CA");
+    tb.upsert(secret_with(
+        CA,
+        "kubernetes.io/tls",
+        &[("tls.crt", &ca.pem()), ("ca.crt", &ca.pem())],
+    ));
+    let doomed = "token-to-be-revoked-77a0";
+    tb.add_token(
+        doomed,
+        vec![Rule::new(&["get", "list", "watch"], "", "secrets").namespace(NS)],
+    );
+    let watches = SecretWatches::new();
+    let caller = client(&tb, doomed);
+    let clock = ManualClock::new();
+    let refused_bound = Duration::from_secs(300);
+    let trust = TrustVerifier::builder(caller.kube().clone(), svc_tls::SecretRef::new(NS, CA))
+        .watches(&watches, &caller)
+        .clock(std::sync::Arc::new(clock.clone()))
+        .settings(
+            TrustSettings::default()
+                .max_roots_without_source(Duration::from_secs(24 * 60 * 60))
+                .max_roots_while_refused(refused_bound),
+        )
+        .build()
+        .await
+        .unwrap();
+    let server = ca.server_leaf();
+    verify(&trust, &server).unwrap();
+
+    tb.revoke_token(doomed);
+    poll_until("the caller's watch is refused", || {
+        trust.secret_source().and_then(|s| s.refused_now()) == Some(401)
+    })
+    .await;
+    verify(&trust, &server).expect("the last good roots within the refusal bound");
+    clock.advance(refused_bound + Duration::from_secs(1));
+    let refused = verify(&trust, &server).expect_err("past the refusal bound");
+    assert!(refused.contains("AccessRefused"), "{refused}");
+    assert!(refused.contains("300s"), "{refused}");
 }

@@ -89,7 +89,7 @@ async fn entries_watches_api_clients_and_peer_clients_go_after_the_grace() {
     let mut held = Vec::new();
     for tb in &tbs {
         for caller in callers(tb) {
-            let tls = PeerTls::from_options_with(&watches, &streams, &caller, &peer, &me, TIMEOUT)
+            let tls = PeerTls::from_options_in(&watches, &streams, &caller, &peer, &me, TIMEOUT)
                 .await
                 .unwrap();
             let client = tls.client().unwrap();
@@ -107,7 +107,7 @@ async fn entries_watches_api_clients_and_peer_clients_go_after_the_grace() {
 
     // A construction after the grace, while held: served from the entries.
     let lists = tbs[0].requests("list");
-    let again = PeerTls::from_options_with(
+    let again = PeerTls::from_options_in(
         &watches,
         &streams,
         &callers(&tbs[0])[0],
@@ -135,7 +135,7 @@ async fn entries_watches_api_clients_and_peer_clients_go_after_the_grace() {
 
     // Needed again: started again.
     let lists = tbs[1].requests("list");
-    PeerTls::from_options_with(
+    PeerTls::from_options_in(
         &watches,
         &streams,
         &callers(&tbs[1])[2],
@@ -230,7 +230,7 @@ async fn metrics_count_the_entries_and_keep_none_alive() {
     let (peer, me) = options();
     let mut held = Vec::new();
     for caller in callers(&tb) {
-        let tls = PeerTls::from_options_with(&watches, &streams, &caller, &peer, &me, TIMEOUT)
+        let tls = PeerTls::from_options_in(&watches, &streams, &caller, &peer, &me, TIMEOUT)
             .await
             .unwrap();
         held.push((tls.client().unwrap(), tls));

@@ -18,7 +18,7 @@ use svc_tls::last_good::{ManualClock, ReloadRecorder, StaleWarning};
 use svc_tls::material::TrustAnchors;
 use svc_tls::options::{ClientIdentityOptions, PeerOptions, SecretRef};
 use svc_tls::origin::TrustOrigin;
-use svc_tls::trust::{ReloadError, TrustError, TrustVerifier};
+use svc_tls::trust::{TrustError, TrustReloadError, TrustVerifier};
 use test_support::poll_until;
 
 const CA_NAME: &str = "identity-ca";
@@ -66,7 +66,7 @@ async fn verifier(
     clock: &ManualClock,
 ) -> TrustVerifier {
     TrustVerifier::builder(tb.client(), ca_ref())
-        .sync_timeout(Duration::from_secs(10))
+        .settings(svc_tls::trust::TrustSettings::default().sync_timeout(Duration::from_secs(10)))
         .recorder(recorder)
         .clock(Arc::new(clock.clone()))
         .build()
@@ -397,7 +397,7 @@ async fn start_up_fails_on_a_missing_or_malformed_ca_secret_naming_it() {
     assert!(
         matches!(
             err,
-            PeerClientError::CaTrust(TrustError::Unusable(ReloadError::NotFound { .. }))
+            PeerClientError::CaTrust(TrustError::Unusable(TrustReloadError::NotFound { .. }))
         ),
         "{err:?}"
     );
@@ -415,11 +415,11 @@ async fn start_up_fails_on_a_missing_or_malformed_ca_secret_naming_it() {
     assert!(
         matches!(
             err,
-            PeerClientError::CaTrust(TrustError::Unusable(ReloadError::Material(_)))
+            PeerClientError::CaTrust(TrustError::Unusable(TrustReloadError::Material(_)))
         ),
         "{err:?}"
     );
-    let text = err.to_string();
+    let text = svc_tls::excerpt::chain(&err);
     assert!(text.contains(&format!("{NS}/{CA_NAME}")), "{text}");
     assert!(text.contains("tls.crt"), "{text}");
 

@@ -208,7 +208,7 @@ async fn a_withdrawn_grant_fails_trust_closed_once_the_watch_must_be_re_establis
     let trust = TrustVerifier::builder(caller.kube().clone(), SecretRef::new(NS, "withdrawn-ca"))
         .watches(&svc_tls::watch::SecretWatches::new(), &caller)
         .clock(std::sync::Arc::new(clock.clone()))
-        .max_roots_without_source(limit)
+        .settings(svc_tls::trust::TrustSettings::default().max_roots_without_source(limit))
         .build()
         .await
         .unwrap();

@@ -63,7 +63,9 @@ async fn starts_and_recovers(
     let recorder = Arc::new(Invalid::default());
     let clock = ManualClock::new();
     let resolver = IdentityResolver::builder(tb.client(), SecretRef::new(NS, name))
-        .sync_timeout(Duration::from_secs(10))
+        .settings(
+            svc_tls::identity::IdentitySettings::default().sync_timeout(Duration::from_secs(10)),
+        )
         .recorder(recorder.clone())
         .clock(Arc::new(clock.clone()))
         .build()

@@ -14,6 +14,8 @@
 //!   PEM;
 //! - [`secret`]: `kubernetes.io/tls` (and other) Secrets as JSON, for an emulator's
 //!   `upsert`;
+//! - [`error_rule`]: the workspace's error rule (the cause in `source()`, never also
+//!   in `Display`; outside text escaped and short) checked over a whole chain;
 //! - [`hostile`]: a hostile server's text, and the check that an error shows only an
 //!   escaped excerpt of it;
 //! - [`prometheus`]: a real Prometheus server scraping a test's metrics, and its
@@ -23,6 +25,7 @@
 //! environment or test, not an outcome under test.
 #![deny(missing_docs)]
 
+pub mod error_rule;
 pub mod hostile;
 pub mod keys;
 pub mod logs;

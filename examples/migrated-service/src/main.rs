@@ -359,7 +359,10 @@ async fn run(matches: &ArgMatches) -> Result<(), Error> {
     while Instant::now() < deadline {
         tokio::time::sleep(interval.min(deadline.saturating_duration_since(Instant::now()))).await;
         if let Err(e) = call().await {
-            println!("identity: request failed: {e}");
+            println!(
+                "identity: request failed: {}",
+                platform_client_compat::tls::excerpt::chain(&*e)
+            );
         }
     }
     let watched = SecretWatches::process().watched();

@@ -20,7 +20,7 @@ pub enum ConstructError {
     /// The configuration did not produce a client (TLS material, auth plugin...).
     /// The message and the source show kube's error as an escaped excerpt
     /// ([`watch_ready::KubeError`]), never its raw text.
-    #[error("cannot build a Kubernetes client from the configuration: {0}")]
+    #[error("cannot build a Kubernetes client from the configuration")]
     Client(#[source] watch_ready::KubeError),
     /// The declared caches could not be proven synced.
     #[error(transparent)]
@@ -51,7 +51,7 @@ pub enum ClientError {
         cache: Box<CacheName>,
     },
     /// A cached object does not decode as the requested type.
-    #[error("cached {resource} does not decode as the requested type: {source}")]
+    #[error("cached {resource} does not decode as the requested type")]
     Decode {
         /// `plural.version.group` of the resource.
         resource: String,
@@ -79,6 +79,6 @@ pub enum ClientError {
     /// is the API server's text, and a remote cluster's API server is not ours.
     /// Match [`KubeError::status_code`](watch_ready::KubeError::status_code) for the
     /// status.
-    #[error("Kubernetes API request failed: {0}")]
+    #[error("Kubernetes API request failed")]
     Api(#[source] watch_ready::KubeError),
 }

@@ -253,7 +253,7 @@ pub enum InClusterProblem {
         reason: String,
     },
     /// A service-account file cannot be read (typically: does not exist).
-    #[error("service-account {what} file {} cannot be read: {source}", path.display())]
+    #[error("service-account {what} file {} cannot be read", path.display())]
     Unreadable {
         /// Which file: "token", "CA certificate" or "namespace".
         what: &'static str,

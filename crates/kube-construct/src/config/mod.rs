@@ -166,8 +166,8 @@ pub enum ConfigError {
     /// No out-of-cluster option was given and in-cluster configuration is unavailable.
     #[error(
         "no Kubernetes configuration found. Tried: --kubeconfig: not given (and KUBECONFIG is not set); \
-         --master: not given; --context: not given; {in_cluster}. \
-         (The default kubeconfig ~/.kube/config is only read when --master or --context asks for \
+         --master: not given; --context: not given; in-cluster: unavailable (the cause \
+         below lists why). (The default kubeconfig ~/.kube/config is only read when --master or --context asks for \
          out-of-cluster use.)"
     )]
     NoSource {
@@ -190,7 +190,7 @@ pub enum ConfigError {
         reason: String,
     },
     /// A kubeconfig file exists but cannot be read or parsed.
-    #[error("kubeconfig {} cannot be loaded: {source}", path.display())]
+    #[error("kubeconfig {} cannot be loaded", path.display())]
     KubeconfigUnreadable {
         /// The file.
         path: PathBuf,
@@ -225,7 +225,7 @@ pub enum ConfigError {
         available: Vec<String>,
     },
     /// The selected context does not form a usable configuration.
-    #[error("kubeconfig {} context {context:?} is invalid: {source}", Paths(paths))]
+    #[error("kubeconfig {} context {context:?} is invalid", Paths(paths))]
     InvalidKubeconfig {
         /// The kubeconfig files read.
         paths: Vec<PathBuf>,

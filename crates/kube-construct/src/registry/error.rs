@@ -61,7 +61,7 @@ pub enum RegistryError {
     #[error("{} is a subresource kind; it has no API collection to access", display_gvk(.0))]
     Subresource(GroupVersionKind),
     /// A caller-supplied addition failed (see [`platform_registry`](super::platform_registry)).
-    #[error("registry addition #{index} failed: {source}")]
+    #[error("registry addition #{index} failed")]
     Addition {
         /// Position of the addition in the list passed to [`platform_registry`](super::platform_registry),
         /// counting from 0.
@@ -99,7 +99,7 @@ pub enum DecodeError {
         requested: &'static str,
     },
     /// The object does not have the shape of its registered type.
-    #[error("cannot decode {} as {type_name}: {source}", display_gvk(.gvk))]
+    #[error("cannot decode {} as {type_name}", display_gvk(.gvk))]
     Deserialize {
         /// The object's kind.
         gvk: GroupVersionKind,
@@ -137,7 +137,7 @@ pub enum EncodeError {
         reason: &'static str,
     },
     /// Serialization failed.
-    #[error("cannot encode {}: {source}", display_gvk(.gvk))]
+    #[error("cannot serialize {}", display_gvk(.gvk))]
     Serialize {
         /// The object's kind.
         gvk: GroupVersionKind,

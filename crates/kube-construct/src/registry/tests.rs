@@ -288,7 +288,11 @@ fn first_failing_addition_stops_the_build() {
     };
     assert_eq!(*index, 1);
     assert!(matches!(**source, RegistryError::Conflict(_)));
-    assert!(error.to_string().contains("v1, Kind=Namespace"), "{error}");
+    assert_eq!(error.to_string(), "registry addition #1 failed");
+    assert!(
+        source.to_string().contains("v1, Kind=Namespace"),
+        "{source}"
+    );
     assert!(
         !third_ran.get(),
         "additions after the failing one must not run"

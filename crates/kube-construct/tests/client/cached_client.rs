@@ -357,7 +357,12 @@ async fn api_errors_show_an_escaped_excerpt_of_the_servers_message() {
         .unwrap_err();
 
     let text = err.to_string();
-    test_support::hostile::assert_escaped_excerpt(&text, "Kubernetes API request failed: ");
+    assert_eq!(text, "Kubernetes API request failed");
+    test_support::error_rule::assert_follows_rule("ClientError::Api", &err);
+    test_support::hostile::assert_escaped_excerpt(
+        &test_support::error_rule::full_chain(&err),
+        "Kubernetes API request failed: ",
+    );
     // The status code is kept for matching; every error in the chain is escaped.
     let ClientError::Api(api) = &err else {
         panic!("expected ClientError::Api(..), got {text:.200}");

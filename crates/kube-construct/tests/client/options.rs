@@ -290,7 +290,9 @@ async fn no_source_at_all_lists_every_source_tried() {
         panic!("expected NoSource, got {err}");
     };
     assert_eq!(in_cluster.problems.len(), 5, "{in_cluster}");
-    let text = err.to_string();
+    // The in-cluster reasons are the cause, in the chain (docs/decisions.md).
+    test_support::error_rule::assert_follows_rule("ConfigError::NoSource", &err);
+    let text = test_support::error_rule::full_chain(&err);
     for needle in [
         "--kubeconfig",
         "KUBECONFIG",

@@ -42,9 +42,9 @@ pub async fn trust_from_secret(
     let object = api
         .get_opt(&secret.name)
         .await
-        .map_err(|source| PeerClientError::CaSecretRead {
+        .map_err(|error| PeerClientError::CaSecretRead {
             secret: secret.clone(),
-            source,
+            source: watch_ready::KubeError::of(&error),
         })?
         .ok_or_else(|| PeerClientError::CaSecretNotFound {
             secret: secret.clone(),

@@ -16,27 +16,24 @@ pub enum PeerClientError {
         /// The Secret.
         secret: SecretRef,
     },
-    /// Reading the CA Secret failed. The message shows the API error as an escaped
-    /// excerpt ([`crate::excerpt::chain`]): a `Status.message` is the API server's
-    /// text, and a remote cluster's API server is not ours. The source is kube's
-    /// error itself (match `kube::Error::Api` on it for the status code).
-    #[error(
-        "reading CA Secret {secret} failed: {}",
-        watch_ready::excerpt::chain(source)
-    )]
+    /// Reading the CA Secret failed. The source is the API error as an escaped
+    /// excerpt ([`KubeError`](crate::KubeError)): a `Status.message` is the API
+    /// server's text, and a remote cluster's API server is not ours. Match
+    /// [`KubeError::status_code`](crate::KubeError::status_code) for the status.
+    #[error("reading CA Secret {secret} failed")]
     CaSecretRead {
         /// The Secret.
         secret: SecretRef,
-        /// The API error.
+        /// The API error, escaped and cut.
         #[source]
-        source: kube::Error,
+        source: watch_ready::KubeError,
     },
     /// The CA Secret holds no usable trust (the error names the Secret and data key).
-    #[error("CA {0}")]
+    #[error("CA trust material")]
     Trust(#[source] MaterialError),
     /// rustls refused the configuration (e.g. the provider lacks TLS 1.3 suites), or
     /// the platform verifier could not be set up.
-    #[error("TLS configuration rejected: {0}")]
+    #[error("TLS configuration rejected")]
     Tls(#[from] rustls::Error),
     /// The options do not describe a usable setup (e.g. a half-set Secret reference).
     #[error(transparent)]
@@ -53,7 +50,7 @@ pub enum PeerClientError {
     #[error(transparent)]
     Spiffe(#[from] SpiffeStartError),
     /// reqwest could not build its client.
-    #[error("building the HTTP client failed: {0}")]
+    #[error("building the HTTP client failed")]
     Http(#[source] reqwest::Error),
     /// The peer's `--S-host` is not configured, or not a usable URL (the error names
     /// the flag and quotes the value). Building a client never returns this (Go's
@@ -73,7 +70,7 @@ pub enum PeerRequestError {
     /// change were retired; this is the handshake of a new one.
     #[error(
         "the server is no longer trusted: {trust} {} at {} and the server's certificate \
-         was refused: {source}",
+         was refused",
         if *withdrawn { "withdrew its trust" } else { "changed" },
         crate::material::time_text(*changed_at)
     )]

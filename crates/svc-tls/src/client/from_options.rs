@@ -7,13 +7,13 @@ use std::time::Duration;
 use crate::identity::{
     IdentityError, IdentityResolver, IdentitySource, SecretIdentitySource, SpiffeIdentitySource,
 };
-use crate::last_good::{DEFAULT_WARNING_PERIOD, Settings, SystemClock};
-use crate::options::{ClientIdentityOptions, IdentityConfig, OptionsError, PeerCa, PeerOptions};
+use crate::last_good::{Settings, SystemClock};
+use crate::options::{ClientIdentityOptions, IdentityConfig, PeerCa, PeerOptions};
 use crate::origin::{ConfigMapRef, IdentityOrigin, TrustOrigin};
 use crate::spiffe::{SpiffeEndpoint, SpiffeId, WorkloadApiSource, WorkloadApiStreams};
 use crate::trust::{
-    ConfigMapTrustSource, ServerAuthorization, SpiffeTrustSource, TrustError, TrustSource,
-    TrustVerifier,
+    ConfigMapTrustSource, ServerAuthorization, SpiffeTrustSource, TrustError, TrustSettings,
+    TrustSource, TrustVerifier,
 };
 use crate::watch::SecretWatches;
 
@@ -57,7 +57,7 @@ impl PeerTls {
         identity: &ClientIdentityOptions,
         sync_timeout: Duration,
     ) -> Result<Self, PeerClientError> {
-        Self::from_options_with(
+        Self::from_options_in(
             SecretWatches::process(),
             WorkloadApiStreams::process(),
             client,
@@ -70,7 +70,7 @@ impl PeerTls {
 
     /// [`PeerTls::from_options`] over registries of the caller's (one per test)
     /// instead of the process's.
-    pub async fn from_options_with(
+    pub async fn from_options_in(
         watches: &SecretWatches,
         streams: &WorkloadApiStreams,
         client: &cluster_id::ClusterClient,
@@ -80,7 +80,8 @@ impl PeerTls {
     ) -> Result<Self, PeerClientError> {
         let provider = watches.provider().clone();
         let secret = match identity.config()? {
-            IdentityConfig::Spiffe { .. } => {
+            // The server ID validated by the options, carried: not read again.
+            IdentityConfig::Spiffe { server_id } => {
                 let endpoint = SpiffeEndpoint::from_env()?;
                 let workload = streams
                     .connect(endpoint.clone(), provider, sync_timeout)
@@ -90,6 +91,7 @@ impl PeerTls {
                     Some((streams, endpoint.as_str())),
                     peer,
                     identity,
+                    server_id,
                     &workload,
                 );
             }
@@ -156,7 +158,15 @@ impl PeerTls {
         identity: &ClientIdentityOptions,
         workload: &WorkloadApiSource,
     ) -> Result<Self, PeerClientError> {
-        Self::from_spiffe_in(SecretWatches::process(), None, peer, identity, workload)
+        let server_id = identity.required_spiffe_server_id()?;
+        Self::from_spiffe_in(
+            SecretWatches::process(),
+            None,
+            peer,
+            identity,
+            server_id,
+            workload,
+        )
     }
 
     /// [`PeerTls::from_spiffe`] recording into `watches`' metrics; with `shared`, the
@@ -167,14 +177,9 @@ impl PeerTls {
         shared: Option<(&WorkloadApiStreams, &str)>,
         peer: &PeerOptions,
         identity: &ClientIdentityOptions,
+        server_id: SpiffeId,
         workload: &WorkloadApiSource,
     ) -> Result<Self, PeerClientError> {
-        let server_id = identity.spiffe_server_id().cloned().ok_or_else(|| {
-            OptionsError::MissingSpiffeServerId {
-                flag: ClientIdentityOptions::spiffe_server_id_flag(identity.prefix()),
-                source_flag: ClientIdentityOptions::source_flag(identity.prefix()),
-            }
-        })?;
         if peer.ca_configmap().ok().flatten().is_some() {
             crate::options::warn_once(
                 &format!("spiffe-ca-configmap {}", peer.service()),
@@ -263,12 +268,12 @@ impl PeerTls {
         let provider = Arc::new(crate::material::crypto_provider());
         let trust_source = SpiffeTrustSource::new(workload.clone(), server_id.trust_domain());
         let trust_recorder = crate::wiring::trust_recorder(watches, trust_source.origin(), None);
-        let trust = TrustVerifier::from_trust_source_authorizing(
+        let trust = TrustVerifier::with_settings(
             Arc::new(trust_source),
             provider.clone(),
             trust_recorder,
             Arc::new(SystemClock::new()),
-            DEFAULT_WARNING_PERIOD,
+            &TrustSettings::default(),
             ServerAuthorization::SpiffeId(server_id),
         )?;
         let identity_source = SpiffeIdentitySource::new(workload.clone());
@@ -279,11 +284,10 @@ impl PeerTls {
             Some(spiffe_id.as_str()).filter(|id| !id.is_empty()),
             None,
         );
-        let resolver = IdentityResolver::from_identity_source(
+        let resolver = IdentityResolver::with_settings(
             Arc::new(identity_source),
             identity_recorder,
-            Arc::new(SystemClock::new()),
-            DEFAULT_WARNING_PERIOD,
+            Settings::default(),
         )?;
         crate::wiring::track_trust(watches, &trust, None);
         crate::wiring::track_identity(watches, &resolver, None);
@@ -321,7 +325,8 @@ async fn configmap_trust(
             )),
             watches.provider().clone(),
             crate::wiring::trust_recorder(watches, &origin, Some(client.cluster())),
-            Settings::default(),
+            Arc::new(SystemClock::new()),
+            &TrustSettings::default(),
             ServerAuthorization::HostName,
         )?;
         crate::wiring::track_trust(watches, &verifier, Some(client.cluster()));

@@ -47,12 +47,14 @@ async fn twenty_constructions_share_one_resolver_and_verifier_and_outlive_the_ag
         .await
         .unwrap();
     let watches = SecretWatches::new();
+    let server_id = me.required_spiffe_server_id().unwrap();
     let construct = || {
         PeerTls::from_spiffe_in(
             &watches,
             Some((&streams, endpoint.as_str())),
             &peer,
             &me,
+            server_id.clone(),
             &workload,
         )
         .unwrap()
@@ -70,7 +72,8 @@ async fn twenty_constructions_share_one_resolver_and_verifier_and_outlive_the_ag
         // And so one pooled HTTP client.
         assert!(again.client().unwrap().ptr_eq(&first.client().unwrap()));
     }
-    let unshared = PeerTls::from_spiffe_in(&watches, None, &peer, &me, &workload).unwrap();
+    let unshared =
+        PeerTls::from_spiffe_in(&watches, None, &peer, &me, server_id.clone(), &workload).unwrap();
     assert!(
         !unshared
             .identity()
@@ -84,5 +87,7 @@ async fn twenty_constructions_share_one_resolver_and_verifier_and_outlive_the_ag
     test_support::poll_until("the stream is seen down", || !workload.health().connected).await;
     let during = construct();
     assert!(during.identity().unwrap().ptr_eq(first.identity().unwrap()));
-    assert!(PeerTls::from_spiffe_in(&watches, None, &peer, &me, &workload).is_err());
+    assert!(
+        PeerTls::from_spiffe_in(&watches, None, &peer, &me, server_id.clone(), &workload).is_err()
+    );
 }

@@ -3,18 +3,18 @@
 
 use std::fmt;
 use std::sync::Arc;
-use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Secret;
 use rustls::crypto::CryptoProvider;
 
 use super::resolver::{IdentityError, IdentityResolver};
-use super::source::{IdentitySource, ReloadError};
+use super::settings::IdentitySettings;
+use super::source::{IdentityReloadError, IdentitySource};
 use crate::last_good::{NoopRecorder, ReloadRecorder};
 use crate::material::{HandshakeLoad, Identity, IdentityCache};
 use crate::origin::{IdentityOrigin, SecretRef, SourceHealth};
 use crate::watch::{
-    BuiltFromSecret, Lease, SecretSource, SharedSecret, SharedValue, WatchedSecretBuilder,
+    BuiltFromWatch, Lease, SecretSource, SharedSecret, SharedValue, WatchedBuilder,
     resource_version, sealed,
 };
 
@@ -25,12 +25,15 @@ impl SharedValue for IdentityResolver {
     }
 }
 
-/// Builds an [`IdentityResolver`]; see [`IdentityResolver::builder`]. The settings
-/// are shared with the trust verifier's builder ([`WatchedSecretBuilder`]).
-pub type IdentityResolverBuilder = WatchedSecretBuilder<IdentityResolver>;
+/// Builds an [`IdentityResolver`] over a Secret, with [`IdentitySettings`]; see
+/// [`IdentityResolver::builder`] (the shape both halves' builders share:
+/// [`WatchedBuilder`]).
+pub type IdentityResolverBuilder = WatchedBuilder<IdentityResolver>;
 
 impl sealed::Sealed for IdentityResolver {}
-impl BuiltFromSecret for IdentityResolver {
+impl BuiltFromWatch for IdentityResolver {
+    type Object = IdentityObject;
+    type Settings = IdentitySettings;
     type Recorder = dyn ReloadRecorder<IdentityOrigin, Identity>;
     type Error = IdentityError;
 
@@ -39,7 +42,21 @@ impl BuiltFromSecret for IdentityResolver {
     }
 
     async fn from_builder(builder: IdentityResolverBuilder) -> Result<Self, IdentityError> {
-        let shared = builder.shared().await?;
+        let settings = builder.settings.core(builder.clock.clone());
+        let (client, secret) = match &builder.object {
+            IdentityObject::Source(source) => {
+                return IdentityResolver::with_settings(source.clone(), builder.recorder, settings);
+            }
+            IdentityObject::Secret { client, secret } => (client, secret),
+        };
+        let timeout = builder.settings.sync_timeout;
+        let shared = match &builder.watches {
+            Some((watches, cluster)) => Some((
+                watches.watch(cluster, secret, timeout).await?,
+                builder.provider.is_some(),
+            )),
+            None => None,
+        };
         let source = match &shared {
             Some((shared, false)) => SecretIdentitySource::shared(shared).leasing(shared.lease()),
             Some((shared, true)) => {
@@ -47,16 +64,10 @@ impl BuiltFromSecret for IdentityResolver {
                     .leasing(shared.lease())
             }
             None => SecretIdentitySource::new(
-                SecretSource::watch(
-                    builder.client.clone(),
-                    builder.secret.clone(),
-                    builder.timeout,
-                )
-                .await?,
+                SecretSource::watch(client.clone(), secret.clone(), timeout).await?,
                 builder.provider_or_default(),
             ),
         };
-        let settings = builder.settings();
         let resolver =
             IdentityResolver::with_settings(Arc::new(source), builder.recorder, settings)?;
         // Over a registry's shared Secret, the loader reloads the resolver after each
@@ -69,6 +80,31 @@ impl BuiltFromSecret for IdentityResolver {
     }
 }
 
+/// What an [`IdentityResolverBuilder`] builds over: a Secret it watches, or a source
+/// of the caller's.
+#[derive(Clone)]
+pub enum IdentityObject {
+    /// The `kubernetes.io/tls` Secret `secret`, watched through `client` (or the
+    /// builder's registry).
+    Secret {
+        /// The client its own watch reads through.
+        client: kube::Client,
+        /// The Secret.
+        secret: SecretRef,
+    },
+    /// A source that already reads its object.
+    Source(Arc<dyn IdentitySource>),
+}
+
+impl fmt::Debug for IdentityObject {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Secret { secret, .. } => f.debug_tuple("Secret").field(secret).finish(),
+            Self::Source(source) => f.debug_tuple("Source").field(source.origin()).finish(),
+        }
+    }
+}
+
 impl IdentityResolver {
     /// A builder for a resolver of the identity in `secret`, watched through `client`.
     ///
@@ -77,33 +113,27 @@ impl IdentityResolver {
     /// use svc_tls::{IdentityResolver, SecretRef};
     ///
     /// let secret = SecretRef::new("unikorn", "unikorn-region-client-certificate");
+    /// use svc_tls::identity::IdentitySettings;
+    ///
     /// let resolver = IdentityResolver::builder(client, secret)
-    ///     .sync_timeout(std::time::Duration::from_secs(10))
+    ///     .settings(IdentitySettings::default().sync_timeout(std::time::Duration::from_secs(10)))
     ///     .build()
     ///     .await?;
     /// println!("presenting serial {}", resolver.state().serial_hex);
     /// # Ok(()) }
     /// ```
     pub fn builder(client: kube::Client, secret: SecretRef) -> IdentityResolverBuilder {
-        WatchedSecretBuilder::new(client, secret)
+        WatchedBuilder::new(IdentityObject::Secret { client, secret })
     }
 
-    /// A resolver over an already synced Secret source: the Secret must hold an
-    /// identity now (one outside its validity period is served and reported, see
-    /// [`IdentityResolverBuilder::build`]).
-    pub fn from_source(
-        source: SecretSource,
-        provider: Arc<CryptoProvider>,
-        recorder: Arc<dyn ReloadRecorder<IdentityOrigin, Identity>>,
-        clock: Arc<dyn crate::last_good::MonotonicClock>,
-        warning_period: Duration,
-    ) -> Result<Self, IdentityError> {
-        Self::from_identity_source(
-            Arc::new(SecretIdentitySource::new(source, provider)),
-            recorder,
-            clock,
-            warning_period,
-        )
+    /// A builder for a resolver over any [`IdentitySource`] (an already synced
+    /// [`SecretIdentitySource`], a [`SpiffeIdentitySource`](super::SpiffeIdentitySource),
+    /// one of the caller's): it must hold an identity when built (one outside its
+    /// validity period is served and reported, see
+    /// [`IdentityResolverBuilder::build`]). The builder's registry and provider are
+    /// not used: the source already reads its object.
+    pub fn source_builder(source: Arc<dyn IdentitySource>) -> IdentityResolverBuilder {
+        WatchedBuilder::new(IdentityObject::Source(source))
     }
 
     /// The watched Secret's cache, when the identity comes from a Secret.
@@ -184,35 +214,38 @@ impl IdentitySource for SecretIdentitySource {
         &self.origin
     }
 
-    fn current(&self) -> Result<Identity, ReloadError> {
+    fn current(&self) -> Result<Identity, IdentityReloadError> {
         self.current_versioned().map(|(identity, _)| identity)
     }
 
-    fn current_versioned(&self) -> Result<(Identity, Option<u64>), ReloadError> {
+    fn current_versioned(&self) -> Result<(Identity, Option<u64>), IdentityReloadError> {
         let object = self.object()?;
         let version = resource_version(&object);
-        let identity = self.cache.load(&object).map_err(ReloadError::Material)?;
+        let identity = self
+            .cache
+            .load(&object)
+            .map_err(IdentityReloadError::Material)?;
         Ok((identity, version))
     }
 
-    fn current_on_handshake(&self) -> Result<(Identity, Option<u64>), ReloadError> {
+    fn current_on_handshake(&self) -> Result<(Identity, Option<u64>), IdentityReloadError> {
         let object = self.object()?;
         let version = resource_version(&object);
         match self
             .cache
             .load_on_handshake(&object)
-            .map_err(ReloadError::Material)?
+            .map_err(IdentityReloadError::Material)?
         {
             HandshakeLoad::Loaded(identity) => Ok((identity, version)),
-            HandshakeLoad::InProgress => Err(ReloadError::InProgress),
+            HandshakeLoad::InProgress => Err(IdentityReloadError::InProgress),
         }
     }
 
-    fn current_ignoring_validity(&self) -> Result<Identity, ReloadError> {
+    fn current_ignoring_validity(&self) -> Result<Identity, IdentityReloadError> {
         let object = self.object()?;
         self.cache
             .load_ignoring_validity(&object)
-            .map_err(ReloadError::Material)
+            .map_err(IdentityReloadError::Material)
     }
 
     fn health(&self) -> Option<SourceHealth> {
@@ -229,9 +262,11 @@ impl IdentitySource for SecretIdentitySource {
 }
 
 impl SecretIdentitySource {
-    fn object(&self) -> Result<Arc<Secret>, ReloadError> {
-        self.source.get().ok_or_else(|| ReloadError::NotFound {
-            secret: self.source.secret_ref().clone(),
-        })
+    fn object(&self) -> Result<Arc<Secret>, IdentityReloadError> {
+        self.source
+            .get()
+            .ok_or_else(|| IdentityReloadError::NotFound {
+                secret: self.source.secret_ref().clone(),
+            })
     }
 }

@@ -4,7 +4,7 @@
 use std::fmt;
 use std::time::SystemTime;
 
-use super::source::{IdentitySource, ReloadError};
+use super::source::{IdentityReloadError, IdentitySource};
 use crate::material::Identity;
 use crate::origin::IdentityOrigin;
 use crate::spiffe::{SpiffeError, WorkloadApiSource, check_validity};
@@ -37,7 +37,7 @@ impl SpiffeIdentitySource {
         &self.source
     }
 
-    fn read(&self, check_time: bool) -> Result<(Identity, Option<u64>), ReloadError> {
+    fn read(&self, check_time: bool) -> Result<(Identity, Option<u64>), IdentityReloadError> {
         let shared = self.source.shared();
         let snapshot = shared.snapshot.load();
         let Some(snapshot) = &*snapshot else {
@@ -48,24 +48,24 @@ impl SpiffeIdentitySource {
         if !link.connected {
             return Err(self.stream_down());
         }
-        let identity = snapshot
-            .identity
-            .as_ref()
-            .map_err(|e| ReloadError::Unavailable(Box::new(SpiffeError::Svid(e.clone()))))?;
+        let identity = snapshot.identity.as_ref().map_err(|e| {
+            IdentityReloadError::Unavailable(Box::new(SpiffeError::Svid(e.clone())))
+        })?;
         if check_time {
-            check_validity(identity, SystemTime::now())
-                .map_err(|e| ReloadError::OutsideValidity(Box::new(SpiffeError::Svid(e))))?;
+            check_validity(identity, SystemTime::now()).map_err(|e| {
+                IdentityReloadError::OutsideValidity(Box::new(SpiffeError::Svid(e)))
+            })?;
         }
         Ok((identity.clone(), Some(snapshot.generation)))
     }
 
-    fn stream_down(&self) -> ReloadError {
+    fn stream_down(&self) -> IdentityReloadError {
         let error = self
             .source
             .health()
             .last_error
             .unwrap_or_else(|| "no message received".to_owned());
-        ReloadError::Unavailable(Box::new(SpiffeError::StreamDown {
+        IdentityReloadError::Unavailable(Box::new(SpiffeError::StreamDown {
             endpoint: self.source.endpoint().to_string(),
             error,
         }))
@@ -86,15 +86,15 @@ impl IdentitySource for SpiffeIdentitySource {
         &self.origin
     }
 
-    fn current(&self) -> Result<Identity, ReloadError> {
+    fn current(&self) -> Result<Identity, IdentityReloadError> {
         self.read(true).map(|(identity, _)| identity)
     }
 
-    fn current_versioned(&self) -> Result<(Identity, Option<u64>), ReloadError> {
+    fn current_versioned(&self) -> Result<(Identity, Option<u64>), IdentityReloadError> {
         self.read(true)
     }
 
-    fn current_ignoring_validity(&self) -> Result<Identity, ReloadError> {
+    fn current_ignoring_validity(&self) -> Result<Identity, IdentityReloadError> {
         // At start-up the stream has just delivered: serve what it sent, even when
         // the clock disagrees with the certificate (reported by the resolver).
         let snapshot = self.source.shared().snapshot.load();
@@ -102,7 +102,7 @@ impl IdentitySource for SpiffeIdentitySource {
             Some(snapshot) => snapshot
                 .identity
                 .clone()
-                .map_err(|e| ReloadError::Unavailable(Box::new(SpiffeError::Svid(e)))),
+                .map_err(|e| IdentityReloadError::Unavailable(Box::new(SpiffeError::Svid(e)))),
             None => Err(self.stream_down()),
         }
     }

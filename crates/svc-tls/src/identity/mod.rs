@@ -13,12 +13,14 @@
 mod from_secret;
 mod from_spiffe;
 mod resolver;
+mod settings;
 mod source;
 mod state;
 
-pub use from_secret::{IdentityResolverBuilder, SecretIdentitySource};
+pub use from_secret::{IdentityObject, IdentityResolverBuilder, SecretIdentitySource};
 pub use from_spiffe::SpiffeIdentitySource;
 pub(crate) use resolver::WeakIdentityResolver;
 pub use resolver::{IdentityError, IdentityResolver};
-pub use source::{IdentitySource, ReloadError};
+pub use settings::IdentitySettings;
+pub use source::{IdentityReloadError, IdentitySource};
 pub use state::IdentityState;

@@ -34,19 +34,19 @@
 
 use std::fmt;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 use watch_ready::excerpt;
 
 use rustls::SignatureScheme;
 use rustls::client::ResolvesClientCert;
 use rustls::sign::CertifiedKey;
 
-use super::source::{IdentitySource, ReloadError};
+use super::source::{IdentityReloadError, IdentitySource};
 use super::state::IdentityState;
 use crate::follow::Follower;
 use crate::last_good::{
-    Accepted, DEFAULT_WATCH_FAILURE_THRESHOLD, Episode, Failure, LastGood, MonotonicClock,
-    OutsideValidity, ReloadRecorder, Reporter, Settings, WatchWords,
+    Accepted, Episode, Failure, LastGood, OutsideValidity, ReloadRecorder, Reporter, Settings,
+    WatchWords,
 };
 use crate::material::{CertificateValidity, Identity, time_text};
 use crate::origin::{IdentityOrigin, SourceHealth};
@@ -63,7 +63,7 @@ pub enum IdentityError {
     /// malformed (naming the Secret and the data key), or the SVID is unusable; the
     /// same reasons a handshake-time reload fails for.
     #[error(transparent)]
-    Unusable(#[from] ReloadError),
+    Unusable(#[from] IdentityReloadError),
 }
 
 struct Inner {
@@ -76,7 +76,7 @@ struct Inner {
 impl Reporter<Identity> for Inner {
     type Origin = IdentityOrigin;
     type Value = Identity;
-    type Error = ReloadError;
+    type Error = IdentityReloadError;
 
     const WATCH_WORDS: WatchWords = WatchWords {
         subject: "client certificate",
@@ -105,7 +105,7 @@ impl Reporter<Identity> for Inner {
 
     /// A stale identity is warned about; one outside its validity period is an error
     /// of its own (every peer refuses it).
-    fn stale(&self, error: &ReloadError, failure: &Failure<Identity>, suppressed: u64) {
+    fn stale(&self, error: &IdentityReloadError, failure: &Failure<Identity>, suppressed: u64) {
         let origin = self.source.origin();
         let identity = &failure.served.value;
         let validity = CertificateValidity::of(identity, SystemTime::now());
@@ -197,27 +197,10 @@ impl fmt::Debug for IdentityResolver {
 }
 
 impl IdentityResolver {
-    /// A resolver over any [`IdentitySource`]: it must hold an identity now (one
-    /// outside its validity period is served and reported, see
-    /// [`IdentityResolverBuilder::build`](super::IdentityResolverBuilder::build)).
-    pub fn from_identity_source(
-        source: Arc<dyn IdentitySource>,
-        recorder: Arc<dyn ReloadRecorder<IdentityOrigin, Identity>>,
-        clock: Arc<dyn MonotonicClock>,
-        warning_period: Duration,
-    ) -> Result<Self, IdentityError> {
-        Self::with_settings(
-            source,
-            recorder,
-            Settings {
-                clock,
-                warning_period,
-                watch_threshold: DEFAULT_WATCH_FAILURE_THRESHOLD,
-                max_without_source: crate::last_good::DEFAULT_MAX_ROOTS_WITHOUT_SOURCE,
-            },
-        )
-    }
-
+    /// A resolver over `source` (it must hold an identity now; one outside its
+    /// validity period is served and reported), reporting to `recorder`: what
+    /// [`IdentityResolverBuilder::build`](super::IdentityResolverBuilder::build) and
+    /// the options-based constructors run.
     pub(crate) fn with_settings(
         source: Arc<dyn IdentitySource>,
         recorder: Arc<dyn ReloadRecorder<IdentityOrigin, Identity>>,
@@ -288,7 +271,7 @@ impl IdentityResolver {
     /// [`IdentityResolver::reload`], also handing back why this read failed (`None`
     /// when it did not, or when another caller is loading a new version): for the
     /// readiness probe, which words its reason from the same read it counted.
-    pub(crate) fn reload_reporting(&self) -> (Identity, Option<ReloadError>) {
+    pub(crate) fn reload_reporting(&self) -> (Identity, Option<IdentityReloadError>) {
         let inner = &*self.inner;
         let read = match inner.source.current_on_handshake() {
             Ok((identity, version)) => match inner.serve(identity, version, same_identity) {
@@ -301,7 +284,7 @@ impl IdentityResolver {
                 }
             },
             // Another caller is loading the new version: present what is served.
-            Err(ReloadError::InProgress) => (self.current(), None),
+            Err(IdentityReloadError::InProgress) => (self.current(), None),
             // Counted, reported (rate-limited), the last good identity presented.
             Err(error) => (inner.fail(&error).served.value.clone(), Some(error)),
         };

@@ -26,7 +26,7 @@ use crate::watch::SecretSource;
 /// Why one handshake-time reload failed (the last good identity was served instead).
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
-pub enum ReloadError {
+pub enum IdentityReloadError {
     /// The Secret is not in the cache (deleted, or not yet recreated).
     #[error("client certificate Secret {secret} not found")]
     NotFound {
@@ -34,15 +34,15 @@ pub enum ReloadError {
         secret: SecretRef,
     },
     /// The Secret does not hold a usable identity (the error names the Secret).
-    #[error("client certificate {0}")]
+    #[error("client certificate")]
     Material(#[source] MaterialError),
     /// The source gives no usable identity now: its stream is down, or what it
     /// holds is unusable (the error says which source and why).
-    #[error("client certificate: {0}")]
+    #[error("client certificate unavailable")]
     Unavailable(#[source] Box<dyn std::error::Error + Send + Sync + 'static>),
     /// The source holds an identity whose certificate is outside its validity
-    /// period now (a Secret's reports this as [`ReloadError::Material`]).
-    #[error("client certificate: {0}")]
+    /// period now (a Secret's reports this as [`IdentityReloadError::Material`]).
+    #[error("client certificate outside its validity")]
     OutsideValidity(#[source] Box<dyn std::error::Error + Send + Sync + 'static>),
     /// Another caller is loading a new version right now (the watch's loader): the
     /// handshake presents the identity already served instead of parsing the same
@@ -51,7 +51,7 @@ pub enum ReloadError {
     InProgress,
 }
 
-impl ReloadError {
+impl IdentityReloadError {
     /// Whether the identity is only outside its validity period (expired or not yet
     /// valid) and otherwise usable: served and reported at start-up, not refused.
     pub fn is_validity_error(&self) -> bool {
@@ -78,21 +78,21 @@ pub trait IdentitySource: Send + Sync + fmt::Debug {
     ///
     /// Called on the handshake path: it must not do I/O, must not hold a lock
     /// while parsing, and should not allocate when nothing changed.
-    fn current(&self) -> Result<Identity, ReloadError>;
+    fn current(&self) -> Result<Identity, IdentityReloadError>;
 
     /// [`IdentitySource::current`] with the version of what it was read from, when the
     /// source has ordered versions (a Secret's `resourceVersion`). The resolver never
     /// replaces a served identity with one read from an older version, so a handshake
     /// working from an older snapshot cannot undo a rotation.
-    fn current_versioned(&self) -> Result<(Identity, Option<u64>), ReloadError> {
+    fn current_versioned(&self) -> Result<(Identity, Option<u64>), IdentityReloadError> {
         self.current().map(|identity| (identity, None))
     }
 
     /// [`IdentitySource::current_versioned`] as a handshake reads it: a source whose
     /// new version another caller is loading right now may return
-    /// [`ReloadError::InProgress`] instead of loading it a second time (the resolver
+    /// [`IdentityReloadError::InProgress`] instead of loading it a second time (the resolver
     /// then presents what it serves). Defaults to `current_versioned`.
-    fn current_on_handshake(&self) -> Result<(Identity, Option<u64>), ReloadError> {
+    fn current_on_handshake(&self) -> Result<(Identity, Option<u64>), IdentityReloadError> {
         self.current_versioned()
     }
 
@@ -100,7 +100,7 @@ pub trait IdentitySource: Send + Sync + fmt::Debug {
     /// period. Used once, at start-up: an expired or not-yet-valid certificate is
     /// served and reported rather than stopping the service (Go's client started
     /// with it too).
-    fn current_ignoring_validity(&self) -> Result<Identity, ReloadError> {
+    fn current_ignoring_validity(&self) -> Result<Identity, IdentityReloadError> {
         self.current()
     }
 

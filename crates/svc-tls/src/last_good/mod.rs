@@ -52,18 +52,7 @@ pub(crate) struct Settings {
     pub(crate) clock: Arc<dyn MonotonicClock>,
     pub(crate) warning_period: Duration,
     pub(crate) watch_threshold: Duration,
-    /// Trust only: how long the last good roots stay in use once their source is
-    /// gone or unreadable ([`DEFAULT_MAX_ROOTS_WITHOUT_SOURCE`]).
-    pub(crate) max_without_source: Duration,
 }
-
-/// How long a verifier keeps using the last good roots after their CA Secret was
-/// deleted or became unreadable, before it fails closed: one day. Long enough to
-/// ride out a Secret being recreated (a GitOps sync, a cert-manager re-issue, a
-/// hand-made mistake fixed the same day) without failing every call; no longer than
-/// the Go client's first generation, which re-read trust once every 24 hours, kept
-/// trust from a deleted Secret. See `docs/decisions.md`.
-pub const DEFAULT_MAX_ROOTS_WITHOUT_SOURCE: Duration = Duration::from_secs(24 * 60 * 60);
 
 impl Default for Settings {
     /// The system's monotonic clock, [`DEFAULT_WARNING_PERIOD`],
@@ -73,7 +62,6 @@ impl Default for Settings {
             clock: Arc::new(SystemClock::new()),
             warning_period: DEFAULT_WARNING_PERIOD,
             watch_threshold: DEFAULT_WATCH_FAILURE_THRESHOLD,
-            max_without_source: DEFAULT_MAX_ROOTS_WITHOUT_SOURCE,
         }
     }
 }
@@ -148,7 +136,6 @@ impl<T> LastGood<T> {
             clock,
             warning_period,
             watch_threshold,
-            max_without_source: _,
         } = settings;
         Self {
             current: ArcSwap::from_pointee(Served {
@@ -316,7 +303,6 @@ mod tests {
             clock: Arc::new(clock.clone()),
             warning_period: Duration::from_secs(60),
             watch_threshold: Duration::from_secs(60),
-            max_without_source: DEFAULT_MAX_ROOTS_WITHOUT_SOURCE,
         };
         (LastGood::new(Arc::new(value), version, settings), clock)
     }

@@ -42,6 +42,12 @@ pub(crate) trait Reporter<T> {
     /// What the recorder is shown of `value`.
     fn shown(value: &T) -> &Self::Value;
 
+    /// What the recorder is shown of a failure: the error itself, unless the half
+    /// wraps its source's public error in one of its own (then that public error).
+    fn recorded(error: &Self::Error) -> &(dyn std::error::Error + 'static) {
+        error
+    }
+
     /// A failed read admitted for a report (`suppressed` held back since the last
     /// one): log it, and record it (a stale warning is [`Reporter::record_stale`]).
     fn stale(&self, error: &Self::Error, failure: &Failure<T>, suppressed: u64);
@@ -60,7 +66,7 @@ pub(crate) trait Reporter<T> {
     fn record_stale(&self, error: &Self::Error, failure: &Failure<T>, suppressed: u64) {
         self.recorder().stale_warning(&StaleWarning {
             source: self.origin(),
-            error,
+            error: Self::recorded(error),
             serving: Self::shown(&failure.served.value),
             stale_for: failure.stale_for,
             suppressed,
@@ -113,7 +119,7 @@ pub(crate) trait Reporter<T> {
     fn fail(&self, error: &Self::Error) -> Failure<T> {
         let failure = self.core().fail();
         self.recorder()
-            .reload_failed(self.origin(), error, failure.failures);
+            .reload_failed(self.origin(), Self::recorded(error), failure.failures);
         if let Some(suppressed) = failure.report {
             self.stale(error, &failure, suppressed);
         }

@@ -14,7 +14,8 @@ use crate::origin::SourceHealth;
 /// How long the watch of a Secret (or the SPIFFE stream) may fail before the resolver
 /// or the verifier warns
 /// (default of
-/// [`IdentityResolverBuilder::watch_failure_threshold`](crate::watch::WatchedSecretBuilder::watch_failure_threshold)).
+/// [`IdentitySettings::watch_failure_threshold`](crate::identity::IdentitySettings::watch_failure_threshold)
+/// and [`TrustSettings::watch_failure_threshold`](crate::trust::TrustSettings::watch_failure_threshold)).
 /// Short outages (an API server rollout) heal on their own and only log at the
 /// watch layer.
 pub const DEFAULT_WATCH_FAILURE_THRESHOLD: Duration = Duration::from_secs(60);

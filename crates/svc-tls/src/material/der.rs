@@ -8,43 +8,44 @@
 
 /// DER tags used here.
 pub(crate) mod tag {
-    pub const INTEGER: u8 = 0x02;
-    pub const OCTET_STRING: u8 = 0x04;
-    pub const OID: u8 = 0x06;
-    pub const SEQUENCE: u8 = 0x30;
+    pub(crate) const INTEGER: u8 = 0x02;
+    pub(crate) const OCTET_STRING: u8 = 0x04;
+    pub(crate) const OID: u8 = 0x06;
+    pub(crate) const SEQUENCE: u8 = 0x30;
     /// `[0]` constructed, context-specific.
-    pub const CTX0: u8 = 0xa0;
+    pub(crate) const CTX0: u8 = 0xa0;
     /// `[1]` constructed, context-specific.
-    pub const CTX1: u8 = 0xa1;
+    pub(crate) const CTX1: u8 = 0xa1;
 }
 
 /// Object identifiers (DER content bytes).
 pub(crate) mod oid {
     /// 1.2.840.113549.1.1.1 rsaEncryption
-    pub const RSA_ENCRYPTION: &[u8] = &[0x2a, 0x86, 0x48, 0x86, 0xf7, 0x0d, 0x01, 0x01, 0x01];
+    pub(crate) const RSA_ENCRYPTION: &[u8] =
+        &[0x2a, 0x86, 0x48, 0x86, 0xf7, 0x0d, 0x01, 0x01, 0x01];
     /// 1.2.840.113549.1.1.10 id-RSASSA-PSS
-    pub const RSASSA_PSS: &[u8] = &[0x2a, 0x86, 0x48, 0x86, 0xf7, 0x0d, 0x01, 0x01, 0x0a];
+    pub(crate) const RSASSA_PSS: &[u8] = &[0x2a, 0x86, 0x48, 0x86, 0xf7, 0x0d, 0x01, 0x01, 0x0a];
     /// 1.2.840.10045.2.1 id-ecPublicKey
-    pub const EC_PUBLIC_KEY: &[u8] = &[0x2a, 0x86, 0x48, 0xce, 0x3d, 0x02, 0x01];
+    pub(crate) const EC_PUBLIC_KEY: &[u8] = &[0x2a, 0x86, 0x48, 0xce, 0x3d, 0x02, 0x01];
     /// 1.2.840.10045.3.1.7 prime256v1 (P-256)
-    pub const P256: &[u8] = &[0x2a, 0x86, 0x48, 0xce, 0x3d, 0x03, 0x01, 0x07];
+    pub(crate) const P256: &[u8] = &[0x2a, 0x86, 0x48, 0xce, 0x3d, 0x03, 0x01, 0x07];
     /// 1.3.132.0.34 secp384r1 (P-384)
-    pub const P384: &[u8] = &[0x2b, 0x81, 0x04, 0x00, 0x22];
+    pub(crate) const P384: &[u8] = &[0x2b, 0x81, 0x04, 0x00, 0x22];
     /// 1.3.132.0.35 secp521r1 (P-521)
-    pub const P521: &[u8] = &[0x2b, 0x81, 0x04, 0x00, 0x23];
+    pub(crate) const P521: &[u8] = &[0x2b, 0x81, 0x04, 0x00, 0x23];
     /// 1.3.132.0.10 secp256k1
-    pub const SECP256K1: &[u8] = &[0x2b, 0x81, 0x04, 0x00, 0x0a];
+    pub(crate) const SECP256K1: &[u8] = &[0x2b, 0x81, 0x04, 0x00, 0x0a];
     /// 1.3.101.112 Ed25519
-    pub const ED25519: &[u8] = &[0x2b, 0x65, 0x70];
+    pub(crate) const ED25519: &[u8] = &[0x2b, 0x65, 0x70];
     /// 1.3.101.113 Ed448
-    pub const ED448: &[u8] = &[0x2b, 0x65, 0x71];
+    pub(crate) const ED448: &[u8] = &[0x2b, 0x65, 0x71];
     /// 1.3.101.110 X25519
-    pub const X25519: &[u8] = &[0x2b, 0x65, 0x6e];
+    pub(crate) const X25519: &[u8] = &[0x2b, 0x65, 0x6e];
     /// 1.2.840.10040.4.1 DSA
-    pub const DSA: &[u8] = &[0x2a, 0x86, 0x48, 0xce, 0x38, 0x04, 0x01];
+    pub(crate) const DSA: &[u8] = &[0x2a, 0x86, 0x48, 0xce, 0x38, 0x04, 0x01];
 
     /// A readable name for an algorithm or curve OID (error paths only).
-    pub fn describe(oid: &[u8]) -> String {
+    pub(crate) fn describe(oid: &[u8]) -> String {
         let known = match oid {
             RSA_ENCRYPTION => Some("RSA"),
             RSASSA_PSS => Some("RSASSA-PSS"),
@@ -66,7 +67,7 @@ pub(crate) mod oid {
     }
 
     /// The dotted form of an OID's content bytes.
-    pub fn dotted(oid: &[u8]) -> String {
+    pub(crate) fn dotted(oid: &[u8]) -> String {
         let mut arcs: Vec<u128> = Vec::new();
         let mut acc: u128 = 0;
         for &b in oid {

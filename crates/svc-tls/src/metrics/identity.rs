@@ -12,7 +12,7 @@
 
 use super::counters::{MaterialResults, index_of};
 use super::source::CountedSource;
-use crate::identity::ReloadError;
+use crate::identity::IdentityReloadError;
 use crate::material::{Identity, MaterialErrorKind};
 use crate::origin::IdentityOrigin;
 use crate::spiffe::SpiffeError;
@@ -46,11 +46,11 @@ impl CountedSource for IdentityOrigin {
         const MATERIAL: MaterialResults = MaterialResults::of(&REFRESH_RESULTS);
         const UNAVAILABLE: usize = index_of(&REFRESH_RESULTS, "unavailable");
         const OTHER: usize = index_of(&REFRESH_RESULTS, "other");
-        match error.downcast_ref::<ReloadError>() {
-            Some(ReloadError::NotFound { .. }) => NOT_FOUND,
-            Some(ReloadError::Material(e)) => MATERIAL.index(e),
-            Some(ReloadError::Unavailable(_)) => UNAVAILABLE,
-            Some(ReloadError::OutsideValidity(inner)) => validity_index(inner.as_ref()),
+        match error.downcast_ref::<IdentityReloadError>() {
+            Some(IdentityReloadError::NotFound { .. }) => NOT_FOUND,
+            Some(IdentityReloadError::Material(e)) => MATERIAL.index(e),
+            Some(IdentityReloadError::Unavailable(_)) => UNAVAILABLE,
+            Some(IdentityReloadError::OutsideValidity(inner)) => validity_index(inner.as_ref()),
             _ => OTHER,
         }
     }

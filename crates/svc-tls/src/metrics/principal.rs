@@ -332,7 +332,7 @@ mod tests {
         // The strict mode refuses it, and counts it as refused, not accepted.
         let strict = ingress
             .clone()
-            .with_token_times(crate::principal::TokenTimes::Required);
+            .with_times(crate::principal::TokenTimes::Required);
         let refused = strict
             .verify_request::<Principal>(&headers(&rsa, &go))
             .unwrap_err();

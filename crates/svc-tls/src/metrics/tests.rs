@@ -10,8 +10,8 @@ use prometheus_client::registry::Registry;
 use test_support::pki::TestCa;
 
 use super::*;
-use crate::identity::{IdentitySource, ReloadError};
-use crate::last_good::{DEFAULT_WARNING_PERIOD, ReloadRecorder as _, SystemClock};
+use crate::identity::{IdentityReloadError, IdentitySource};
+use crate::last_good::ReloadRecorder as _;
 use crate::material::{Identity, crypto_provider, load_identity_from_pem};
 use crate::origin::SecretRef;
 
@@ -43,10 +43,10 @@ impl IdentitySource for Settable {
     fn origin(&self) -> &IdentityOrigin {
         &self.origin
     }
-    fn current(&self) -> Result<Identity, ReloadError> {
+    fn current(&self) -> Result<Identity, IdentityReloadError> {
         match &*self.answer.lock().unwrap() {
             Ok(identity) => Ok(identity.clone()),
-            Err(()) => Err(ReloadError::NotFound { secret: secret() }),
+            Err(()) => Err(IdentityReloadError::NotFound { secret: secret() }),
         }
     }
 }
@@ -73,13 +73,15 @@ fn identity_families_have_their_names_types_units_and_labels() {
         answer: Mutex::new(Ok(first.clone())),
     });
     let recorder = metrics.identity_recorder(source.origin(), None, None);
-    let resolver = IdentityResolver::from_identity_source(
-        source.clone(),
-        recorder,
-        Arc::new(SystemClock::new()),
-        DEFAULT_WARNING_PERIOD,
-    )
-    .unwrap();
+    let resolver = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap()
+        .block_on(
+            IdentityResolver::source_builder(source.clone())
+                .recorder(recorder)
+                .build(),
+        )
+        .unwrap();
     metrics.track_identity(&resolver, None);
     let labels = r#"source="secret",name="platform/billing-client-certificate",cluster="""#;
 
@@ -182,7 +184,7 @@ fn trust_and_watch_families_have_their_names_types_and_labels() {
     let recorder = metrics.trust_recorder(&origin, None);
     recorder.reload_failed(
         &origin,
-        &crate::trust::ReloadError::Withdrawn("de-federated".into()),
+        &crate::trust::TrustReloadError::Withdrawn("de-federated".into()),
         1,
     );
     let text = text(&registry);
@@ -218,7 +220,7 @@ fn a_result_label_never_carries_input_text() {
     // Errors whose text is the attacker's: their own type, and the crate's wrapping it.
     let foreign = std::io::Error::other(attacker);
     recorder.reload_failed(&origin, &foreign, 1);
-    let wrapped = ReloadError::Unavailable(attacker.into());
+    let wrapped = IdentityReloadError::Unavailable(attacker.into());
     recorder.reload_failed(&origin, &wrapped, 2);
     let text = text(&registry);
     assert!(!text.contains("evil"), "{text}");
@@ -271,7 +273,7 @@ fn an_svid_outside_its_validity_counts_as_expired_or_not_yet_valid() {
         )
         .unwrap();
         let svid = check_validity(&identity, SystemTime::now()).unwrap_err();
-        ReloadError::OutsideValidity(Box::new(SpiffeError::Svid(svid)))
+        IdentityReloadError::OutsideValidity(Box::new(SpiffeError::Svid(svid)))
     };
     assert_eq!(
         <IdentityOrigin as CountedSource>::failure_result(&refused(
@@ -290,8 +292,8 @@ fn an_svid_outside_its_validity_counts_as_expired_or_not_yet_valid() {
 }
 
 /// A CA Secret broken, then deleted, behind a verifier recording into the metrics:
-/// the verifier reports its failures wrapped (`TrustFailure`), and the counter
-/// classifies the source's error inside (`malformed`, then `not_found`), not `other`.
+/// the verifier hands its recorder the source's own error, and the counter classifies
+/// it (`malformed`, then `not_found`), not `other`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_verifiers_failures_are_counted_by_their_reason() {
     use rustls::client::danger::ServerCertVerifier as _;

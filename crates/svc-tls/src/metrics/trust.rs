@@ -13,7 +13,7 @@ use super::counters::{MaterialResults, index_of};
 use super::source::CountedSource;
 use crate::material::TrustAnchors;
 use crate::origin::TrustOrigin;
-use crate::trust::ReloadError;
+use crate::trust::TrustReloadError;
 
 /// The values of the `result` label of `svc_tls_trust_reloads_total`.
 pub const RELOAD_RESULTS: [&str; 9] = [
@@ -49,21 +49,15 @@ impl CountedSource for TrustOrigin {
         const WITHDRAWN: usize = index_of(&RELOAD_RESULTS, "withdrawn");
         const REFUSED: usize = index_of(&RELOAD_RESULTS, "refused");
         const OTHER: usize = index_of(&RELOAD_RESULTS, "other");
-        // The verifier reports its failures as a `TrustFailure`: classify the
-        // source's error inside it, not the wrapper (which would count as `other`).
-        let reload = error.downcast_ref::<ReloadError>().or_else(|| match error
-            .downcast_ref::<crate::trust::TrustFailure>(
-        ) {
-            Some(crate::trust::TrustFailure::Reload(reload)) => Some(reload),
-            _ => None,
-        });
+        // The verifier hands its recorder the source's own error.
+        let reload = error.downcast_ref::<TrustReloadError>();
         match reload {
-            Some(ReloadError::NotFound { .. }) => NOT_FOUND,
-            Some(ReloadError::Material(e)) => MATERIAL.index(e),
-            Some(ReloadError::Unavailable(_)) => UNAVAILABLE,
-            Some(ReloadError::Withdrawn(_)) => WITHDRAWN,
-            Some(ReloadError::Refused { .. }) => REFUSED,
-            Some(ReloadError::ConfigMap(e)) => match e.problem {
+            Some(TrustReloadError::NotFound { .. }) => NOT_FOUND,
+            Some(TrustReloadError::Material(e)) => MATERIAL.index(e),
+            Some(TrustReloadError::Unavailable(_)) => UNAVAILABLE,
+            Some(TrustReloadError::Withdrawn(_)) => WITHDRAWN,
+            Some(TrustReloadError::Refused { .. }) => REFUSED,
+            Some(TrustReloadError::ConfigMap(e)) => match e.problem {
                 crate::material::ConfigMapTrustProblem::NotFound => NOT_FOUND,
                 _ => MALFORMED,
             },

@@ -254,10 +254,7 @@ impl ClientIdentityOptions {
                     });
                 }
                 let Some(value) = server_id else {
-                    return Err(OptionsError::MissingSpiffeServerId {
-                        flag: server_id_flag,
-                        source_flag,
-                    });
+                    return Err(Self::missing_server_id(prefix));
                 };
                 match spiffe::SpiffeId::new(&value) {
                     Ok(id) => Some(id),
@@ -302,16 +299,26 @@ impl ClientIdentityOptions {
                 Some(secret) => IdentityConfig::Secret(secret),
                 None => IdentityConfig::None,
             }),
-            ClientCertificateSource::Spiffe => {
-                let prefix = self.prefix.as_deref();
-                let server_id = self.spiffe_server_id.clone().ok_or_else(|| {
-                    OptionsError::MissingSpiffeServerId {
-                        flag: Self::spiffe_server_id_flag(prefix),
-                        source_flag: Self::source_flag(prefix),
-                    }
-                })?;
-                Ok(IdentityConfig::Spiffe { server_id })
-            }
+            ClientCertificateSource::Spiffe => Ok(IdentityConfig::Spiffe {
+                server_id: self.required_spiffe_server_id()?,
+            }),
+        }
+    }
+
+    /// The SPIFFE ID servers must present, validated when the flags were read
+    /// ([`ClientIdentityOptions::from_matches`]) or given ([`ClientIdentityOptions::with_spiffe`]);
+    /// [`OptionsError::MissingSpiffeServerId`] when there is none.
+    pub(crate) fn required_spiffe_server_id(&self) -> Result<spiffe::SpiffeId, OptionsError> {
+        self.spiffe_server_id
+            .clone()
+            .ok_or_else(|| Self::missing_server_id(self.prefix.as_deref()))
+    }
+
+    /// The one place the missing-server-ID error is worded.
+    fn missing_server_id(prefix: Option<&str>) -> OptionsError {
+        OptionsError::MissingSpiffeServerId {
+            flag: Self::spiffe_server_id_flag(prefix),
+            source_flag: Self::source_flag(prefix),
         }
     }
 

@@ -289,7 +289,7 @@ impl Readiness {
                         // handshake does, and its error words the reason.
                         Probe::Identity(resolver, since) => {
                             let (_, error) = resolver.reload_reporting();
-                            let error = error.map(|e| watch_ready::excerpt::display(&e));
+                            let error = error.map(|e| watch_ready::excerpt::chain(&e));
                             let state = resolver.state();
                             let stale_for = since.observe(state.stale, now);
                             identity_verdict(&state, error, stale_for, self.stale_grace, now)
@@ -297,7 +297,7 @@ impl Readiness {
                         Probe::Trust(verifier, since) => {
                             let error = verifier
                                 .reload_reporting_error()
-                                .map(|e| watch_ready::excerpt::display(&e));
+                                .map(|e| watch_ready::excerpt::chain(&e));
                             let state = verifier.state();
                             let stale_for = since.observe(state.stale, now);
                             trust_verdict(&state, error, stale_for, self.stale_grace, now)

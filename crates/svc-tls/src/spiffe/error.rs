@@ -60,7 +60,7 @@ pub enum SpiffeStartError {
         last_error: Option<String>,
     },
     /// The agent sent an SVID that cannot be used.
-    #[error("SPIFFE Workload API at {endpoint}: {error}")]
+    #[error("SPIFFE Workload API at {endpoint} sent an unusable X509-SVID")]
     InvalidSvid {
         /// The address.
         endpoint: String,

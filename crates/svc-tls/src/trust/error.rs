@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use super::source::ReloadError;
+use super::source::TrustReloadError;
 use crate::origin::TrustOrigin;
 use crate::watch::{ConfigMapSourceError, SourceError};
 
@@ -22,9 +22,9 @@ pub enum TrustError {
     /// no usable root (naming the Secret and the data key), or there is no usable
     /// SPIFFE bundle; the same reasons a handshake-time reload fails for.
     #[error(transparent)]
-    Unusable(#[from] ReloadError),
+    Unusable(#[from] TrustReloadError),
     /// webpki's verifier could not be built for the roots.
-    #[error("building the server-certificate verifier for {origin} failed: {source}")]
+    #[error("building the server-certificate verifier for {origin} failed")]
     Verifier {
         /// Where the roots came from.
         origin: TrustOrigin,
@@ -37,12 +37,12 @@ pub enum TrustError {
 /// Why one handshake-time reload of the trust failed.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
-pub enum TrustFailure {
+pub(crate) enum TrustFailure {
     /// The source had no usable roots.
     #[error(transparent)]
-    Reload(#[from] ReloadError),
+    Reload(#[from] TrustReloadError),
     /// webpki's verifier could not be built for the new roots.
-    #[error("building the server-certificate verifier for {origin} failed: {source}")]
+    #[error("building the server-certificate verifier for {origin} failed")]
     Verifier {
         /// Where the roots came from.
         origin: TrustOrigin,
@@ -55,7 +55,7 @@ pub enum TrustFailure {
 impl TrustFailure {
     /// The source's error this failure was made of, if it was one (handed back to
     /// the readiness probe after the failure was reported).
-    pub(crate) fn into_reload(self) -> Option<ReloadError> {
+    pub(crate) fn into_reload(self) -> Option<TrustReloadError> {
         match self {
             Self::Reload(error) => Some(error),
             Self::Verifier { .. } => None,

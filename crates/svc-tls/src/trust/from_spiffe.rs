@@ -4,7 +4,7 @@
 use std::fmt;
 use std::sync::Arc;
 
-use super::source::{ReloadError, TrustSource};
+use super::source::{TrustReloadError, TrustSource};
 use crate::material::TrustAnchors;
 use crate::origin::{SourceHealth, TrustOrigin};
 use crate::spiffe::{BundleError, TrustDomain, WorkloadApiSource};
@@ -48,11 +48,11 @@ impl TrustSource for SpiffeTrustSource {
 
     /// The trust domain's anchors in the newest message. The Workload API is
     /// authoritative: a message without the trust domain's bundle, or with an empty
-    /// one, withdraws the trust ([`ReloadError::Withdrawn`]: the verifier refuses
+    /// one, withdraws the trust ([`TrustReloadError::Withdrawn`]: the verifier refuses
     /// the domain's servers at once), and it stays withdrawn while the stream is down
     /// or reconnecting (the newest message is the agent's last word). Only a bundle
     /// none of whose authorities parses leaves the last good roots in use.
-    fn current(&self) -> Result<Arc<TrustAnchors>, ReloadError> {
+    fn current(&self) -> Result<Arc<TrustAnchors>, TrustReloadError> {
         let shared = self.source.shared();
         let snapshot = shared.snapshot.load();
         let entry = snapshot
@@ -81,15 +81,15 @@ impl TrustSource for SpiffeTrustSource {
 }
 
 impl SpiffeTrustSource {
-    fn withdrawn(&self, reason: &'static str) -> ReloadError {
-        ReloadError::Withdrawn(Box::new(BundleError {
+    fn withdrawn(&self, reason: &'static str) -> TrustReloadError {
+        TrustReloadError::Withdrawn(Box::new(BundleError {
             trust_domain: self.trust_domain.clone(),
             reason,
         }))
     }
 
-    fn no_bundle(&self, reason: &'static str) -> ReloadError {
-        ReloadError::Unavailable(Box::new(BundleError {
+    fn no_bundle(&self, reason: &'static str) -> TrustReloadError {
+        TrustReloadError::Unavailable(Box::new(BundleError {
             trust_domain: self.trust_domain.clone(),
             reason,
         }))

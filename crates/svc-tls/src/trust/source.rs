@@ -25,7 +25,7 @@ use crate::watch::{ConfigMapSource, SecretSource};
 /// Why one handshake-time read of the roots failed (the last good roots were used).
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
-pub enum ReloadError {
+pub enum TrustReloadError {
     /// The CA Secret is not in the cache (deleted, or not yet recreated).
     #[error("CA Secret {secret} not found")]
     NotFound {
@@ -33,16 +33,16 @@ pub enum ReloadError {
         secret: SecretRef,
     },
     /// The CA Secret holds no usable root (the error names the Secret and data key).
-    #[error("CA {0}")]
+    #[error("CA trust material")]
     Material(#[source] MaterialError),
     /// The CA ConfigMap is missing, lacks its key, or holds no usable root (the
     /// error names the ConfigMap, the key and why).
-    #[error("{0}")]
+    #[error("CA ConfigMap trust")]
     ConfigMap(#[source] Box<ConfigMapTrustError>),
     /// The source gives no usable root set now: its stream is down, or it holds no
     /// usable bundle (the error says which source and why). The last good roots stay
     /// in use.
-    #[error("{0}")]
+    #[error("CA trust unavailable")]
     Unavailable(#[source] Box<dyn std::error::Error + Send + Sync + 'static>),
     /// The API server refuses the watch of the CA Secret or ConfigMap now (401: the
     /// credentials it runs under were revoked; 403: their read rights were removed),
@@ -63,7 +63,7 @@ pub enum ReloadError {
     /// domain removed from the Workload API's bundles, or emptied: de-federation).
     /// The verifier refuses every server until the source trusts roots again; the
     /// last good roots are not used.
-    #[error("{0}")]
+    #[error("trust withdrawn by its source")]
     Withdrawn(#[source] Box<dyn std::error::Error + Send + Sync + 'static>),
 }
 
@@ -79,13 +79,13 @@ pub trait TrustSource: Send + Sync + fmt::Debug {
     ///
     /// Called on the handshake path: it must not do I/O and must not hold a lock
     /// while parsing.
-    fn current(&self) -> Result<Arc<TrustAnchors>, ReloadError>;
+    fn current(&self) -> Result<Arc<TrustAnchors>, TrustReloadError>;
 
     /// [`TrustSource::current`] with the version of what it was read from, when the
     /// source has ordered versions (a Secret's `resourceVersion`). The verifier never
     /// replaces the roots it uses with ones read from an older version, so a handshake
     /// working from an older snapshot cannot undo a rotation.
-    fn current_versioned(&self) -> Result<(Arc<TrustAnchors>, Option<u64>), ReloadError> {
+    fn current_versioned(&self) -> Result<(Arc<TrustAnchors>, Option<u64>), TrustReloadError> {
         self.current().map(|anchors| (anchors, None))
     }
 

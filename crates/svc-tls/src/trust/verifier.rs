@@ -31,7 +31,7 @@ use crate::follow::Follower;
 use std::fmt;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 use watch_ready::excerpt;
 
 use rustls::client::WebPkiServerVerifier;
@@ -42,11 +42,12 @@ use rustls_pki_types::{CertificateDer, ServerName, UnixTime};
 
 use super::authorization::{ServerAuthorization, authorize_spiffe_id, verify_chain};
 use super::error::{TrustError, TrustFailure, TrustRefused, refusal};
-use super::source::{ReloadError, TrustSource};
+use super::settings::TrustSettings;
+use super::source::{TrustReloadError, TrustSource};
 use super::state::TrustState;
 use crate::last_good::{
-    Accepted, DEFAULT_WATCH_FAILURE_THRESHOLD, Episode, Failure, LastGood, MonotonicClock,
-    ReloadRecorder, Reporter, Served, Settings, WatchWords,
+    Accepted, Episode, Failure, LastGood, MonotonicClock, ReloadRecorder, Reporter, Served,
+    WatchWords,
 };
 use crate::material::TrustAnchors;
 use crate::origin::{SourceHealth, TrustOrigin};
@@ -70,8 +71,8 @@ struct Inner {
     authorization: ServerAuthorization,
     core: LastGood<Roots>,
     recorder: Arc<dyn ReloadRecorder<TrustOrigin, TrustAnchors>>,
-    /// How long the last good roots stay in use once the source is gone or broken.
-    max_without_source: Duration,
+    /// The settings it was built with (the bounds on roots without their source).
+    settings: TrustSettings,
     /// Whether the failing reads say the source is gone (deleted, malformed,
     /// refused), so that the bound applies.
     source_gone: AtomicBool,
@@ -108,11 +109,23 @@ impl Reporter<Roots> for Inner {
         &roots.anchors
     }
 
+    /// The source's [`TrustReloadError`] itself when the source failed (what a
+    /// recorder downcasts to), the crate's own failure otherwise.
+    fn recorded(failure: &TrustFailure) -> &(dyn std::error::Error + 'static) {
+        match failure {
+            TrustFailure::Reload(error) => error,
+            other => other,
+        }
+    }
+
     /// A withdrawal is an error of its own (every server is refused); any other
     /// failure is a stale-trust warning.
     fn stale(&self, failure: &TrustFailure, failed: &Failure<Roots>, suppressed: u64) {
         let origin = self.source.origin();
-        if matches!(failure, TrustFailure::Reload(ReloadError::Withdrawn(_))) {
+        if matches!(
+            failure,
+            TrustFailure::Reload(TrustReloadError::Withdrawn(_))
+        ) {
             tracing::error!(
                 source = %origin,
                 error = %excerpt::chain(failure),
@@ -185,48 +198,16 @@ impl TrustVerifier {
         Arc::ptr_eq(&self.inner, &other.inner)
     }
 
-    /// A verifier over any [`TrustSource`]: it must hold a usable root set now.
-    /// Servers are authorized by host name ([`ServerAuthorization::HostName`]).
-    pub fn from_trust_source(
-        source: Arc<dyn TrustSource>,
-        provider: Arc<CryptoProvider>,
-        recorder: Arc<dyn ReloadRecorder<TrustOrigin, TrustAnchors>>,
-        clock: Arc<dyn MonotonicClock>,
-        warning_period: Duration,
-    ) -> Result<Self, TrustError> {
-        Self::from_trust_source_authorizing(
-            source,
-            provider,
-            recorder,
-            clock,
-            warning_period,
-            ServerAuthorization::HostName,
-        )
-    }
-
-    /// [`TrustVerifier::from_trust_source`], authorizing servers as `authorization` says.
-    pub fn from_trust_source_authorizing(
-        source: Arc<dyn TrustSource>,
-        provider: Arc<CryptoProvider>,
-        recorder: Arc<dyn ReloadRecorder<TrustOrigin, TrustAnchors>>,
-        clock: Arc<dyn MonotonicClock>,
-        warning_period: Duration,
-        authorization: ServerAuthorization,
-    ) -> Result<Self, TrustError> {
-        let settings = Settings {
-            clock,
-            warning_period,
-            watch_threshold: DEFAULT_WATCH_FAILURE_THRESHOLD,
-            max_without_source: crate::last_good::DEFAULT_MAX_ROOTS_WITHOUT_SOURCE,
-        };
-        Self::with_settings(source, provider, recorder, settings, authorization)
-    }
-
+    /// A verifier over `source` (it must hold a usable root set now), reporting to
+    /// `recorder` and authorizing servers as `authorization` says: what
+    /// [`TrustVerifierBuilder::build`](super::TrustVerifierBuilder::build) and the
+    /// options-based constructors run.
     pub(crate) fn with_settings(
         source: Arc<dyn TrustSource>,
         provider: Arc<CryptoProvider>,
         recorder: Arc<dyn ReloadRecorder<TrustOrigin, TrustAnchors>>,
-        settings: Settings,
+        clock: Arc<dyn MonotonicClock>,
+        settings: &TrustSettings,
         authorization: ServerAuthorization,
     ) -> Result<Self, TrustError> {
         let (anchors, version) = source.current_versioned()?;
@@ -235,8 +216,7 @@ impl TrustVerifier {
                 origin: source.origin().clone(),
                 source: source_error,
             })?;
-        let max_without_source = settings.max_without_source;
-        let core = LastGood::new(Roots { anchors, verifier }, version, settings);
+        let core = LastGood::new(Roots { anchors, verifier }, version, settings.core(clock));
         let inner = Inner {
             withdrawn: AtomicBool::new(false),
             source,
@@ -244,7 +224,7 @@ impl TrustVerifier {
             authorization,
             core,
             recorder,
-            max_without_source,
+            settings: settings.clone(),
             source_gone: AtomicBool::new(false),
         };
         inner.loaded(&inner.core.served());
@@ -265,7 +245,7 @@ impl TrustVerifier {
         &self,
     ) -> (
         Result<Arc<Served<Roots>>, rustls::Error>,
-        Option<ReloadError>,
+        Option<TrustReloadError>,
     ) {
         let read = match self.inner.source.current_versioned() {
             Ok((anchors, version)) => {
@@ -273,7 +253,7 @@ impl TrustVerifier {
                 (self.serve(anchors, version), None)
             }
             Err(error) => {
-                if matches!(error, ReloadError::Withdrawn(_)) {
+                if matches!(error, TrustReloadError::Withdrawn(_)) {
                     self.inner.withdrawn.store(true, Ordering::Release);
                 }
                 let failure = TrustFailure::Reload(error);
@@ -333,22 +313,22 @@ impl TrustVerifier {
         let source_gone = matches!(
             failure,
             TrustFailure::Reload(
-                ReloadError::NotFound { .. }
-                    | ReloadError::Material(_)
-                    | ReloadError::ConfigMap(_)
-                    | ReloadError::Refused { .. }
+                TrustReloadError::NotFound { .. }
+                    | TrustReloadError::Material(_)
+                    | TrustReloadError::ConfigMap(_)
+                    | TrustReloadError::Refused { .. }
             )
         );
         inner.source_gone.store(source_gone, Ordering::Release);
-        if let TrustFailure::Reload(ReloadError::Refused { code, .. }) = failure
-            && failed.failing_for > inner.max_without_source
+        if let TrustFailure::Reload(TrustReloadError::Refused { code, .. }) = failure
+            && failed.failing_for > inner.settings.refused_bound()
         {
             if failed.report.is_some() {
                 tracing::error!(
                     source = %inner.source.origin(),
                     code,
                     failing_for_secs = failed.failing_for.as_secs(),
-                    limit_secs = inner.max_without_source.as_secs(),
+                    limit_secs = inner.settings.refused_bound().as_secs(),
                     "the API server has refused the watch of the CA Secret or ConfigMap for \
                      longer than its roots are kept; refusing every server until it is \
                      followed again",
@@ -357,22 +337,22 @@ impl TrustVerifier {
             return Err(refusal(TrustRefused::AccessRefused {
                 code: *code,
                 failing_for: failed.failing_for,
-                limit: inner.max_without_source,
+                limit: inner.settings.refused_bound(),
             }));
         }
-        if source_gone && failed.failing_for > inner.max_without_source {
+        if source_gone && failed.failing_for > inner.settings.max_roots_without_source {
             if failed.report.is_some() {
                 tracing::error!(
                     source = %inner.source.origin(),
                     failing_for_secs = failed.failing_for.as_secs(),
-                    limit_secs = inner.max_without_source.as_secs(),
+                    limit_secs = inner.settings.max_roots_without_source.as_secs(),
                     "CA Secret or ConfigMap missing or unreadable for longer than its roots are kept; \
                      refusing every server until it is readable again",
                 );
             }
             return Err(refusal(TrustRefused::SourceGone {
                 failing_for: failed.failing_for,
-                limit: inner.max_without_source,
+                limit: inner.settings.max_roots_without_source,
             }));
         }
         match failed.served.value.anchors.not_after() {
@@ -422,7 +402,7 @@ impl TrustVerifier {
     /// Reads the roots now, as [`TrustVerifier::roots_now`], and hands back why the
     /// source's read failed (`None` when it did not). Crate-internal: the readiness
     /// probe's one read.
-    pub(crate) fn reload_reporting_error(&self) -> Option<ReloadError> {
+    pub(crate) fn reload_reporting_error(&self) -> Option<TrustReloadError> {
         self.reload().1
     }
 
@@ -456,7 +436,12 @@ impl TrustVerifier {
         let Some(failing_for) = inner.core.failing_for() else {
             return false;
         };
-        if inner.source_gone.load(Ordering::Acquire) && failing_for > inner.max_without_source {
+        let limit = if inner.source.refused_now().is_some() {
+            inner.settings.refused_bound()
+        } else {
+            inner.settings.max_roots_without_source
+        };
+        if inner.source_gone.load(Ordering::Acquire) && failing_for > limit {
             return true;
         }
         inner

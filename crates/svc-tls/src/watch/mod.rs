@@ -1,10 +1,10 @@
 //! Secrets watched through the API server: the one watch-driven cache of a Secret
 //! ([`SecretSource`]) that the Secret adapters of both seams read on every handshake,
-//! and the one builder ([`WatchedSecretBuilder`]) for what follows such a Secret (the
+//! and the one builder shape ([`WatchedBuilder`]) for what follows such a Secret (the
 //! identity resolver and the trust verifier).
 //!
 //! Nothing here knows the seams: the identity and trust halves implement
-//! [`BuiltFromSecret`] and add their own `build`. What observes a registry from above (its
+//! [`BuiltFromWatch`] and add their own `build`. What observes a registry from above (its
 //! metrics) implements `RegistryObserver` (`observer.rs`).
 
 mod builder;
@@ -19,7 +19,7 @@ mod shared;
 mod shared_configmap;
 
 pub(crate) use builder::sealed;
-pub use builder::{BuiltFromSecret, LimitedWithoutSource, WatchedSecretBuilder};
+pub use builder::{BuiltFromWatch, WatchedBuilder};
 pub use configmap::{ConfigMapSource, ConfigMapSourceError, configmap_resource_version};
 pub(crate) use lease::Lease;
 #[cfg_attr(not(feature = "metrics"), allow(unused_imports))]

@@ -34,7 +34,7 @@ impl fmt::Debug for BackgroundRuntime {
 
 /// Why the background runtime could not be started (the OS refused a thread).
 #[derive(Debug, thiserror::Error)]
-#[error("could not start the watched Secrets' runtime thread: {0}")]
+#[error("could not start the watched Secrets' runtime thread")]
 pub(crate) struct RuntimeError(#[source] std::io::Error);
 
 impl BackgroundRuntime {

@@ -98,7 +98,9 @@ async fn client(server_ca: &TestCa, client_ca: &TestCa) -> Client {
     let leaf = client_ca.client_leaf("svc", SERIAL);
     testbed.upsert(tls_secret(NAME, &leaf.cert_pem, &leaf.key_pem));
     let resolver = IdentityResolver::builder(testbed.client(), SecretRef::new(NS, NAME))
-        .sync_timeout(Duration::from_secs(10))
+        .settings(
+            svc_tls::identity::IdentitySettings::default().sync_timeout(Duration::from_secs(10)),
+        )
         .build()
         .await
         .unwrap();

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use kube_testbed::Testbed;
 use support::*;
-use svc_tls::identity::{IdentityError, IdentityResolver, ReloadError};
+use svc_tls::identity::{IdentityError, IdentityReloadError, IdentityResolver};
 use svc_tls::last_good::{self, ManualClock, StaleWarning};
 use svc_tls::material::{CertificateValidity, Identity, MaterialError, MaterialErrorKind};
 use svc_tls::options::SecretRef;
@@ -139,7 +139,10 @@ async fn each_malformed_secret_fails_construction_with_its_error() {
         tb.delete("v1", "Secret", NS, NAME);
         tb.upsert(case.secret.clone());
         let built = IdentityResolver::builder(tb.client(), secret_ref())
-            .sync_timeout(Duration::from_secs(10))
+            .settings(
+                svc_tls::identity::IdentitySettings::default()
+                    .sync_timeout(Duration::from_secs(10)),
+            )
             .build()
             .await;
         if case.what == "expired certificate" {
@@ -156,14 +159,15 @@ async fn each_malformed_secret_fails_construction_with_its_error() {
             continue;
         }
         let err = built.expect_err(case.what);
-        let IdentityError::Unusable(ReloadError::Material(material)) = &err else {
+        let IdentityError::Unusable(IdentityReloadError::Material(material)) = &err else {
             panic!("{}: expected a material error, got {err:?}", case.what);
         };
         assert!((case.expect)(material), "{}: got {material:?}", case.what);
         assert_eq!(material.secret(), Some(&secret_ref()), "{}", case.what);
-        let text = err.to_string();
+        assert_eq!(err.to_string(), "client certificate", "{}", case.what);
+        let text = svc_tls::excerpt::chain(&err);
         assert!(
-            text.starts_with("client certificate ") && text.contains(&format!("{NS}/{NAME}")),
+            text.starts_with("client certificate: ") && text.contains(&format!("{NS}/{NAME}")),
             "{}: {text}",
             case.what
         );
@@ -182,7 +186,10 @@ impl last_good::ReloadRecorder<IdentityOrigin, Identity> for Warnings {
         self.failures.store(n, Ordering::SeqCst);
     }
     fn stale_warning(&self, w: &StaleWarning<'_, IdentityOrigin, Identity>) {
-        self.seen.lock().unwrap().push(w.error.to_string());
+        self.seen
+            .lock()
+            .unwrap()
+            .push(svc_tls::excerpt::chain(w.error));
     }
 }
 

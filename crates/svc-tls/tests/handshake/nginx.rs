@@ -69,7 +69,9 @@ async fn reqwest_client_goes_through_an_nginx_client_ca_rotation_without_restart
     );
 
     let resolver = IdentityResolver::builder(tb.client(), SecretRef::new(NS, NAME))
-        .sync_timeout(Duration::from_secs(10))
+        .settings(
+            svc_tls::identity::IdentitySettings::default().sync_timeout(Duration::from_secs(10)),
+        )
         .build()
         .await
         .unwrap();

@@ -132,7 +132,7 @@ fn ca_object(trust: Trust, ca: &TestCa) -> serde_json::Value {
 impl Setup {
     /// One construction from the options, as a reconcile does.
     async fn tls(&self) -> PeerTls {
-        PeerTls::from_options_with(
+        PeerTls::from_options_in(
             &self.watches,
             &WorkloadApiStreams::new(),
             &self.tb.cluster_client(),
@@ -569,7 +569,7 @@ async fn past_the_bound_for_a_deleted_ca_secret_the_warm_pool_takes_no_request()
     let gone = warm_pool_then_ca_deleted(&TestCa::new("server"), |builder| {
         builder
             .clock(Arc::new(clock.clone()))
-            .max_roots_without_source(bound)
+            .settings(svc_tls::trust::TrustSettings::default().max_roots_without_source(bound))
     })
     .await;
     clock.advance(bound + Duration::from_secs(1));

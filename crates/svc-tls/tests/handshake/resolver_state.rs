@@ -14,7 +14,7 @@ use std::time::{Duration, SystemTime};
 
 use kube_testbed::Testbed;
 use support::*;
-use svc_tls::identity::{IdentityResolver, IdentitySource, ReloadError};
+use svc_tls::identity::{IdentityReloadError, IdentityResolver, IdentitySource};
 use svc_tls::last_good::{
     ManualClock, NoopRecorder, OutsideValidity, Recovery, ReloadRecorder, StaleWarning,
     WatchHealthState,
@@ -92,7 +92,10 @@ impl Harness {
         let clock = ManualClock::new();
         let events = Arc::new(Events::default());
         let resolver = IdentityResolver::builder(tb.client(), secret_ref())
-            .sync_timeout(Duration::from_secs(10))
+            .settings(
+                svc_tls::identity::IdentitySettings::default()
+                    .sync_timeout(Duration::from_secs(10)),
+            )
             .clock(Arc::new(clock.clone()))
             .recorder(events.clone())
             .build()
@@ -322,10 +325,10 @@ impl IdentitySource for Scripted {
     fn origin(&self) -> &IdentityOrigin {
         &self.origin
     }
-    fn current(&self) -> Result<Identity, ReloadError> {
+    fn current(&self) -> Result<Identity, IdentityReloadError> {
         self.current_versioned().map(|(identity, _)| identity)
     }
-    fn current_versioned(&self) -> Result<(Identity, Option<u64>), ReloadError> {
+    fn current_versioned(&self) -> Result<(Identity, Option<u64>), IdentityReloadError> {
         let version = self.version.load(Ordering::SeqCst);
         if self.slow.load(Ordering::SeqCst) && version.is_multiple_of(3) {
             std::thread::yield_now();
@@ -359,13 +362,20 @@ fn scripted(count: usize) -> Arc<Scripted> {
 }
 
 fn resolver_over(source: Arc<Scripted>) -> IdentityResolver {
-    IdentityResolver::from_identity_source(
-        source,
-        Arc::new(NoopRecorder),
-        Arc::new(ManualClock::new()),
-        Duration::from_secs(60),
-    )
-    .unwrap()
+    tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap()
+        .block_on(
+            IdentityResolver::source_builder(source)
+                .recorder(Arc::new(NoopRecorder))
+                .clock(Arc::new(ManualClock::new()))
+                .settings(
+                    svc_tls::identity::IdentitySettings::default()
+                        .warning_period(Duration::from_secs(60)),
+                )
+                .build(),
+        )
+        .unwrap()
 }
 
 #[test]

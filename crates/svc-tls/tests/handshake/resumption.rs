@@ -75,7 +75,9 @@ async fn resumption_cannot_skip_the_reload() {
     let first = client_ca.client_leaf("svc", 1);
     tb.upsert(tls_secret(NAME, &first.cert_pem, &first.key_pem));
     let resolver = IdentityResolver::builder(tb.client(), SecretRef::new(NS, NAME))
-        .sync_timeout(Duration::from_secs(10))
+        .settings(
+            svc_tls::identity::IdentitySettings::default().sync_timeout(Duration::from_secs(10)),
+        )
         .build()
         .await
         .unwrap();

@@ -14,7 +14,7 @@ use rustls_pki_types::pem::PemObject;
 use kube_testbed::{Rule, Testbed};
 use support::*;
 use svc_tls::client::reqwest_client;
-use svc_tls::identity::{IdentityError, IdentityResolver, ReloadError};
+use svc_tls::identity::{IdentityError, IdentityReloadError, IdentityResolver};
 use svc_tls::last_good::{self, ManualClock, StaleWarning};
 use svc_tls::material::Identity;
 use svc_tls::options::SecretRef;
@@ -32,7 +32,9 @@ fn secret_ref() -> SecretRef {
 
 async fn resolver(tb: &Testbed) -> IdentityResolver {
     IdentityResolver::builder(tb.client(), secret_ref())
-        .sync_timeout(Duration::from_secs(10))
+        .settings(
+            svc_tls::identity::IdentitySettings::default().sync_timeout(Duration::from_secs(10)),
+        )
         .build()
         .await
         .unwrap()
@@ -306,7 +308,9 @@ async fn the_watch_needs_rights_on_the_one_secret_only() {
     );
     let client = kube::Client::try_from(tb.config_for_token("narrow")).unwrap();
     let resolver = IdentityResolver::builder(client, secret_ref())
-        .sync_timeout(Duration::from_secs(10))
+        .settings(
+            svc_tls::identity::IdentitySettings::default().sync_timeout(Duration::from_secs(10)),
+        )
         .build()
         .await
         .unwrap();
@@ -341,7 +345,10 @@ async fn construction_fails_on_a_missing_secret_naming_it() {
     let tb = Testbed::start().await;
     let err = build_error(tb.client(), Duration::from_secs(10)).await;
     assert!(
-        matches!(err, IdentityError::Unusable(ReloadError::NotFound { .. })),
+        matches!(
+            err,
+            IdentityError::Unusable(IdentityReloadError::NotFound { .. })
+        ),
         "{err:?}"
     );
     assert_eq!(
@@ -509,7 +516,7 @@ async fn peer_tls_from_options_calls_the_peer_with_the_watched_identity() {
 /// Builds a resolver of the test Secret that must fail, and returns why.
 async fn build_error(client: kube::Client, timeout: Duration) -> IdentityError {
     IdentityResolver::builder(client, secret_ref())
-        .sync_timeout(timeout)
+        .settings(svc_tls::identity::IdentitySettings::default().sync_timeout(timeout))
         .build()
         .await
         .unwrap_err()

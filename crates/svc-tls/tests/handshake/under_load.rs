@@ -118,12 +118,14 @@ async fn rotations_ca_overlap_outage_and_a_broken_secret_fail_no_request() {
     tb.upsert(tls_secret(NAME, &first_leaf.cert_pem, &first_leaf.key_pem));
 
     let resolver = IdentityResolver::builder(tb.client(), SecretRef::new(NS, NAME))
-        .sync_timeout(Duration::from_secs(10))
+        .settings(
+            svc_tls::identity::IdentitySettings::default().sync_timeout(Duration::from_secs(10)),
+        )
         .build()
         .await
         .unwrap();
     let trust = TrustVerifier::builder(tb.client(), SecretRef::new(NS, CA_NAME))
-        .sync_timeout(Duration::from_secs(10))
+        .settings(svc_tls::trust::TrustSettings::default().sync_timeout(Duration::from_secs(10)))
         .build()
         .await
         .unwrap();

@@ -51,7 +51,9 @@ async fn dropping_a_secret_source_ends_its_watch() {
 async fn dropping_an_identity_resolver_ends_its_watch() {
     let tb = testbed_with_identity().await;
     let resolver = IdentityResolver::builder(tb.client(), SecretRef::new(NS, NAME))
-        .sync_timeout(Duration::from_secs(10))
+        .settings(
+            svc_tls::identity::IdentitySettings::default().sync_timeout(Duration::from_secs(10)),
+        )
         .build()
         .await
         .unwrap();

@@ -110,7 +110,7 @@ fn ca_secret(name: &str, ca: &TestCa) -> serde_json::Value {
 /// CA Secret `name`.
 async fn verified_by_secret(tb: &Testbed, name: &str) -> IngressVerifier {
     let trust = TrustVerifier::builder(tb.client(), SecretRef::new(NS, name))
-        .sync_timeout(Duration::from_secs(10))
+        .settings(svc_tls::trust::TrustSettings::default().sync_timeout(Duration::from_secs(10)))
         .build()
         .await
         .unwrap();
@@ -126,7 +126,9 @@ fn verified_by(ca: &TestCa) -> IngressVerifier {
 
 async fn resolver_for(tb: &Testbed, name: &str) -> IdentityResolver {
     IdentityResolver::builder(tb.client(), SecretRef::new(NS, name))
-        .sync_timeout(Duration::from_secs(10))
+        .settings(
+            svc_tls::identity::IdentitySettings::default().sync_timeout(Duration::from_secs(10)),
+        )
         .build()
         .await
         .unwrap()

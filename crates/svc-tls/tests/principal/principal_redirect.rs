@@ -145,7 +145,9 @@ async fn peer_tls(tb: &Testbed, server_ca: &TestCa, client_ca: &TestCa) -> PeerT
     let leaf = client_ca.client_leaf("caller", 7);
     tb.upsert(tls_secret("caller", &leaf.cert_pem, &leaf.key_pem));
     let resolver = IdentityResolver::builder(tb.client(), SecretRef::new(NS, "caller"))
-        .sync_timeout(Duration::from_secs(10))
+        .settings(
+            svc_tls::identity::IdentitySettings::default().sync_timeout(Duration::from_secs(10)),
+        )
         .build()
         .await
         .unwrap();

@@ -87,7 +87,7 @@ where
 /// One reconcile: build the peer's TLS and an HTTP client from the options, make one
 /// request, drop both. Returns the client serial the server saw.
 async fn reconcile(s: &Setup, watches: &SecretWatches) -> Result<String, PeerClientError> {
-    let tls = PeerTls::from_options_with(
+    let tls = PeerTls::from_options_in(
         watches,
         &WorkloadApiStreams::new(),
         &s.tb.cluster_client(),
@@ -208,7 +208,7 @@ async fn a_secret_never_watched_still_fails_after_the_sync_timeout_naming_it() {
     let s = setup().await;
     let watches = SecretWatches::new();
     s.tb.stop().await;
-    let err = PeerTls::from_options_with(
+    let err = PeerTls::from_options_in(
         &watches,
         &WorkloadApiStreams::new(),
         &s.tb.cluster_client(),
@@ -231,7 +231,7 @@ async fn a_secret_never_watched_still_fails_after_the_sync_timeout_naming_it() {
 async fn a_scoped_registry_ends_its_watches_when_dropped() {
     let s = setup().await;
     let watches = SecretWatches::new();
-    let tls = PeerTls::from_options_with(
+    let tls = PeerTls::from_options_in(
         &watches,
         &WorkloadApiStreams::new(),
         &s.tb.cluster_client(),

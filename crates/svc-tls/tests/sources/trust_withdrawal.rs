@@ -260,7 +260,10 @@ async fn roots_of_a_deleted_ca_secret_fail_closed_after_the_limit() {
     let clock = ManualClock::new();
     let trust = TrustVerifier::builder(tb.client(), SecretRef::new("unikorn", "bounded-ca"))
         .clock(Arc::new(clock.clone()))
-        .max_roots_without_source(Duration::from_secs(600))
+        .settings(
+            svc_tls::trust::TrustSettings::default()
+                .max_roots_without_source(Duration::from_secs(600)),
+        )
         .build()
         .await
         .unwrap();

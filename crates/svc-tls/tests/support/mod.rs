@@ -65,7 +65,7 @@ pub async fn from_options_scoped(
     me: &svc_tls::options::ClientIdentityOptions,
     timeout: Duration,
 ) -> Result<svc_tls::client::PeerTls, svc_tls::client::PeerClientError> {
-    svc_tls::client::PeerTls::from_options_with(
+    svc_tls::client::PeerTls::from_options_in(
         &svc_tls::watch::SecretWatches::new(),
         &svc_tls::spiffe::WorkloadApiStreams::new(),
         client,

@@ -200,7 +200,7 @@ impl IngressVerifier {
     /// audience (`svc_tls_principal_accepted_without_times_total`,
     /// `svc_tls_principal_accepted_without_audience_total`) stay flat.
     #[must_use]
-    pub fn with_token_times(mut self, times: TokenTimes) -> Self {
+    pub fn with_times(mut self, times: TokenTimes) -> Self {
         self.times = times;
         self
     }
@@ -220,7 +220,7 @@ impl IngressVerifier {
     /// The longest token lifetime (`exp - iat`) accepted (default
     /// [`DEFAULT_MAX_PRINCIPAL_LIFETIME`](super::DEFAULT_MAX_PRINCIPAL_LIFETIME)).
     #[must_use]
-    pub fn with_max_token_lifetime(mut self, max: std::time::Duration) -> Self {
+    pub fn with_max_lifetime(mut self, max: std::time::Duration) -> Self {
         self.max_lifetime = max;
         self
     }
@@ -235,7 +235,7 @@ impl IngressVerifier {
 
     /// The cap on the `X-Principal` token (default [`DEFAULT_MAX_TOKEN_BYTES`]).
     #[must_use]
-    pub fn with_max_token_bytes(mut self, max: usize) -> Self {
+    pub fn with_max_len(mut self, max: usize) -> Self {
         self.max_token_bytes = max;
         self
     }

@@ -331,7 +331,7 @@ impl SecretWatches {
         if let Some(runtime) = self.inner.runtime.get() {
             return Ok(runtime.clone());
         }
-        let started = BackgroundRuntime::start().map_err(|e| e.to_string())?;
+        let started = BackgroundRuntime::start().map_err(|e| watch_ready::excerpt::chain(&e))?;
         let runtime = self.inner.runtime.get_or_init(|| started).clone();
         self.inner
             .reaper
