@@ -16,8 +16,9 @@
 //! Kubernetes client with caches proven synced, calls the identity service over mTLS
 //! presenting the identity re-read from its Secret on every handshake, sends a signed
 //! `X-Principal`, and prints its identity state. The audit peer is enabled only when
-//! `--audit-host` is non-empty, as the Go services decided, with its own prefixed
-//! identity when `--audit-client-certificate-*` is set.
+//! `--audit-host` is non-empty, as the Go services decided, presenting its own
+//! prefixed identity (`--audit-client-certificate-*`), or none when that is unset, as
+//! Go: never the platform identity.
 //!
 //! With `--metrics-bind-address` it serves its Prometheus metrics on `/metrics` (svc-tls's
 //! identity, trust, watched Secrets and principals, and kube-construct's caches,
@@ -292,16 +293,13 @@ async fn run(matches: &ArgMatches) -> Result<(), Error> {
         readiness.trust("identity-ca", trust);
     }
 
-    // Audit is enabled only when its host is set (Go: `audit.Host() != ""`), with
-    // its own identity when --audit-client-certificate-* is set.
+    // Audit is enabled only when its host is set (Go: `audit.Host() != ""`). It
+    // presents its own identity (--audit-client-certificate-*) and, when that is
+    // unset, none, as Go: never the platform identity, which is not the external
+    // collector's to see.
     if audit_peer.is_configured() {
-        let audit_identity = if me_towards_audit.secret()?.is_some() {
-            &me_towards_audit
-        } else {
-            &me
-        };
         let audit =
-            PeerTls::from_options(&cluster, &audit_peer, audit_identity, SYNC_TIMEOUT).await?;
+            PeerTls::from_options(&cluster, &audit_peer, &me_towards_audit, SYNC_TIMEOUT).await?;
         let presented = audit
             .identity()
             .map(|r| r.state().source.to_string())
