@@ -16,6 +16,7 @@
 //!   `upsert`;
 //! - [`hostile`]: a hostile server's text, and the check that an error shows only an
 //!   escaped excerpt of it;
+//! - [`nginx`]: Debian's nginx as the mTLS ingress, in a temp prefix;
 //! - [`prometheus`]: a real Prometheus server scraping a test's metrics, and its
 //!   answers.
 //!
@@ -26,6 +27,7 @@
 pub mod hostile;
 pub mod keys;
 pub mod logs;
+pub mod nginx;
 pub mod pki;
 mod poll;
 pub mod prometheus;

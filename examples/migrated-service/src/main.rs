@@ -20,6 +20,10 @@
 //! prefixed identity (`--audit-client-certificate-*`), or none when that is unset, as
 //! Go: never the platform identity.
 //!
+//! With `--receive-bind-address` it receives too: `GET /api/v1/whoami` behind the
+//! ingress, the forwarded client certificate and the `X-Principal` verified
+//! (`receive.rs`).
+//!
 //! With `--metrics-bind-address` it serves its Prometheus metrics on `/metrics` (svc-tls's
 //! identity, trust, watched Secrets and principals, and kube-construct's caches,
 //! registered once with `platform_client_compat::metrics::register`);
@@ -35,6 +39,7 @@
 
 mod metrics;
 mod probes;
+mod receive;
 
 use std::net::SocketAddr;
 use std::process::ExitCode;
@@ -137,6 +142,8 @@ fn command() -> Command {
                 .overrides_with("path")
                 .help("The path called on the identity service"),
         );
+    // --receive-bind-address and the receiving side's (receive.rs).
+    cmd = receive::augment(cmd);
     // --kubeconfig / --master / --context (in-cluster when none is given).
     cmd = KubeOptions::augment_args(cmd);
     for peer in PEERS {
@@ -278,6 +285,8 @@ async fn run(matches: &ArgMatches) -> Result<(), Error> {
     // The client with its cluster's identity: the shared Secret watches are keyed by
     // it (a provisioner would take `provision_scope::cluster_client_identified()`).
     let cluster = client.cluster_client()?;
+    // The receiving side, behind the ingress (with --receive-bind-address).
+    receive::start(matches, &cluster, SYNC_TIMEOUT).await?;
     // Go: client.TLSClientConfig(ctx, cli, identity, clientOptions). As in Go, the
     // --identity-host value does not stop this (an unusable one is logged once);
     // `identity.host()` below says what is wrong with it. The identity is watched
