@@ -164,7 +164,10 @@ fn a_derive_service_parses_the_deployed_renders_as_the_builder_service() {
     let read = by_derive(renders[7]).unwrap();
     assert_eq!(read.region.http_protocol(), HttpProtocol::Http2Preferred);
     assert_eq!(
-        by_derive(renders[5]).unwrap().me.deprecated_reload_interval(),
+        by_derive(renders[5])
+            .unwrap()
+            .me
+            .deprecated_reload_interval(),
         Some(GoDuration::from_secs(-1))
     );
 }
@@ -206,8 +209,14 @@ fn the_derived_command_refuses_what_the_builder_refuses() {
     assert_eq!(by_derive(unknown).unwrap_err(), ErrorKind::UnknownArgument);
     assert_eq!(by_builder(unknown).unwrap_err(), ErrorKind::UnknownArgument);
     let bad_duration: &[&str] = &["--client-certificate-reload-interval=soon"];
-    assert_eq!(by_derive(bad_duration).unwrap_err(), ErrorKind::ValueValidation);
-    assert_eq!(by_builder(bad_duration).unwrap_err(), ErrorKind::ValueValidation);
+    assert_eq!(
+        by_derive(bad_duration).unwrap_err(),
+        ErrorKind::ValueValidation
+    );
+    assert_eq!(
+        by_builder(bad_duration).unwrap_err(),
+        ErrorKind::ValueValidation
+    );
 
     // A value the builder reports from `from_matches` is a clap error naming the flag.
     let err = Cli::try_parse_from(argv(&["--client-certificate-source=vault"])).unwrap_err();
@@ -217,9 +226,13 @@ fn the_derived_command_refuses_what_the_builder_refuses() {
         err.to_string().contains("--client-certificate-source"),
         "{err}"
     );
-    let err = Cli::try_parse_from(argv(&["--region-client-certificate-source=spiffe"])).unwrap_err();
+    let err =
+        Cli::try_parse_from(argv(&["--region-client-certificate-source=spiffe"])).unwrap_err();
     assert_eq!(err.kind(), ErrorKind::MissingRequiredArgument);
-    assert!(err.to_string().contains("--region-spiffe-server-id"), "{err}");
+    assert!(
+        err.to_string().contains("--region-spiffe-server-id"),
+        "{err}"
+    );
 }
 
 /// `Default` is Go's zero value: a peer that is not configured, an identity that
@@ -235,5 +248,8 @@ fn defaults_are_the_zero_values() {
     assert_eq!(me.config().unwrap(), svc_tls::options::IdentityConfig::None);
     let towards = IdentityArgs::<peers::Audit>::default();
     assert_eq!(towards.prefix(), Some("audit"));
-    assert_eq!(by_derive(&[]).unwrap().identity, PeerOptions::new("identity"));
+    assert_eq!(
+        by_derive(&[]).unwrap().identity,
+        PeerOptions::new("identity")
+    );
 }

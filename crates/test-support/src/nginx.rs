@@ -6,6 +6,9 @@
 //! verified client certificate as it does:
 //! `proxy_pass http://127.0.0.1:PORT; proxy_set_header ssl-client-cert $ssl_client_escaped_cert; proxy_set_header ssl-client-verify $ssl_client_verify;`
 
+// Set-up failures panic, as everywhere in test support.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::Duration;

@@ -180,7 +180,10 @@ async fn principals_behind_nginx_in_the_go_compatible_and_the_strict_mode() {
         let deadline = Instant::now() + Duration::from_secs(30);
         let mut first = whoami(&http, &nginx, &unsigned("go-sender")).await;
         while first.0 == 502 {
-            assert!(Instant::now() < deadline, "{mode}: the service never answered");
+            assert!(
+                Instant::now() < deadline,
+                "{mode}: the service never answered"
+            );
             tokio::time::sleep(Duration::from_millis(100)).await;
             first = whoami(&http, &nginx, &unsigned("go-sender")).await;
         }
@@ -219,7 +222,8 @@ async fn principals_behind_nginx_in_the_go_compatible_and_the_strict_mode() {
         }
 
         // Signed for this service (the ingress's origin): verified in both modes.
-        let (status, body) = whoami(&http, &nginx, &signed(&go_sender, &audience, "rust-sender")).await;
+        let (status, body) =
+            whoami(&http, &nginx, &signed(&go_sender, &audience, "rust-sender")).await;
         assert_eq!(
             (status, body.as_str()),
             (200, "principal actor=rust-sender organization= project="),

@@ -352,7 +352,8 @@ mod tests {
         // A Go sender's unsigned form: accepted, counted as unsigned and as
         // without times and audience.
         use base64::Engine as _;
-        let unsigned = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(br#"{"actor":"go"}"#);
+        let unsigned =
+            base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(br#"{"actor":"go"}"#);
         let who: Principal = ingress.verify_request(&headers(&rsa, &unsigned)).unwrap();
         assert_eq!(who.actor.as_deref(), Some("go"));
         let text = exposition(&registry);

@@ -124,14 +124,20 @@ fn the_strict_mode_accepts_bound_signed_principals_only() {
         .verify_request::<Principal>(&request(&caller, &go_signed(&caller)))
         .unwrap_err();
     assert!(
-        matches!(err, RequestPrincipalError::Verify(VerifyError::MissingTimes { .. })),
+        matches!(
+            err,
+            RequestPrincipalError::Verify(VerifyError::MissingTimes { .. })
+        ),
         "{err:?}"
     );
     let err = strict
         .verify_request::<Principal>(&request(&caller, &ours(&caller, &elsewhere())))
         .unwrap_err();
     assert!(
-        matches!(err, RequestPrincipalError::Verify(VerifyError::AudienceMismatch { .. })),
+        matches!(
+            err,
+            RequestPrincipalError::Verify(VerifyError::AudienceMismatch { .. })
+        ),
         "{err:?}"
     );
 }
@@ -159,7 +165,10 @@ fn the_go_compatible_mode_accepts_what_go_senders_send_and_still_checks_what_is_
         .verify_request::<Principal>(&request(&caller, &ours(&caller, &elsewhere())))
         .unwrap_err();
     assert!(
-        matches!(err, RequestPrincipalError::Verify(VerifyError::AudienceMismatch { .. })),
+        matches!(
+            err,
+            RequestPrincipalError::Verify(VerifyError::AudienceMismatch { .. })
+        ),
         "{err:?}"
     );
     // The unsigned form needs the verified certificate as much as a signed one.
@@ -170,10 +179,16 @@ fn the_go_compatible_mode_accepts_what_go_senders_send_and_still_checks_what_is_
     assert!(matches!(err, RequestPrincipalError::Ingress(_)), "{err:?}");
     // Unsigned JSON of the wrong shape is a payload error, not a principal.
     let err = compatible
-        .verify_request::<Principal>(&request(&caller, &URL_SAFE_NO_PAD.encode(br#"{"actor":7}"#)))
+        .verify_request::<Principal>(&request(
+            &caller,
+            &URL_SAFE_NO_PAD.encode(br#"{"actor":7}"#),
+        ))
         .unwrap_err();
     assert!(
-        matches!(err, RequestPrincipalError::Verify(VerifyError::PayloadType(_))),
+        matches!(
+            err,
+            RequestPrincipalError::Verify(VerifyError::PayloadType(_))
+        ),
         "{err:?}"
     );
 }
@@ -207,7 +222,10 @@ fn accepted_unsigned_principals_are_logged_at_most_once_a_minute() {
         "{text}"
     );
     assert!(text.contains("WARN"), "{text}");
-    assert!(!text.contains("alice"), "no principal content in the log: {text}");
+    assert!(
+        !text.contains("alice"),
+        "no principal content in the log: {text}"
+    );
 }
 
 #[test]
@@ -246,7 +264,9 @@ fn a_receiver_without_audiences_is_refused_unless_it_opts_out() {
             .unwrap();
     }
     // The strict mode cannot opt out: it requires every token's audience.
-    let strict = unnamed.with_mode(ReceivingMode::Strict).without_audience_check();
+    let strict = unnamed
+        .with_mode(ReceivingMode::Strict)
+        .without_audience_check();
     assert_eq!(
         strict.check_configuration(),
         Err(ReceiverConfigError::StrictWithoutAudiences)
