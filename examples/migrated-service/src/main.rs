@@ -20,6 +20,9 @@
 //! prefixed identity (`--audit-client-certificate-*`), or none when that is unset, as
 //! Go: never the platform identity.
 //!
+//! With `--region-host` it also lists the region service's regions each round through
+//! a generated client built once at start-up (`region.rs`, crate `region-api`).
+//!
 //! With `--receive-bind-address` it receives too: `GET /api/v1/whoami` behind the
 //! ingress, the forwarded client certificate and the `X-Principal` verified
 //! (`receive.rs`).
@@ -40,6 +43,7 @@
 mod metrics;
 mod probes;
 mod receive;
+mod region;
 
 use std::net::SocketAddr;
 use std::process::ExitCode;
@@ -144,6 +148,8 @@ fn command() -> Command {
         );
     // --receive-bind-address and the receiving side's (receive.rs).
     cmd = receive::augment(cmd);
+    // --organization-id, for the region service's generated client (region.rs).
+    cmd = region::augment(cmd);
     // --kubeconfig / --master / --context (in-cluster when none is given).
     cmd = KubeOptions::augment_args(cmd);
     for peer in PEERS {
@@ -329,6 +335,11 @@ async fn run(matches: &ArgMatches) -> Result<(), Error> {
         actor: Some(actor),
         ..Principal::default()
     };
+    // The region service's generated client, built once (with --region-host).
+    let region_peer = PeerOptions::from_matches(matches, "region")?;
+    let region =
+        region::connect(&cluster, &region_peer, &me, principal.clone(), SYNC_TIMEOUT).await?;
+    let organization = region::organization(matches);
     // As a controller does per reconcile: a new peer construction for every request.
     // The first construction above watched the Secrets; these return at once from the
     // process's shared watches (no API request, no parse) and share its pooled client.
@@ -352,6 +363,9 @@ async fn run(matches: &ArgMatches) -> Result<(), Error> {
             "identity: GET {url} -> {status} over {version:?}: {}",
             body.trim()
         );
+        if let Some(region) = &region {
+            region::list(region, &organization).await;
+        }
         Ok((!status.is_success()).then(|| status.to_string()))
     };
     for _ in 0..requests {
