@@ -55,7 +55,10 @@ use svc_tls::principal::{PRINCIPAL_HEADER, Principal, PrincipalSigner};
 
 // Generated code: its lints are progenitor's. Its one `unwrap` is in `Client::new`,
 // which builds a reqwest client of its own; `connect` never calls it.
+// Left as progenitor wrote it: rustfmt would indent its block doc comments and
+// break their code fences.
 #[allow(clippy::all, clippy::unwrap_used, clippy::expect_used, missing_docs)]
+#[rustfmt::skip]
 mod generated;
 
 pub use generated::{Client, builder, types};
