@@ -82,6 +82,7 @@ enum Anchors {
 ///     .build()
 ///     .await?;
 /// let ingress = IngressVerifier::verified(ca)
+///     .with_audiences(["https://identity.example.com".parse()?])
 ///     .with_allowed_peers([AllowedPeer::uri("spiffe://example.org/ns/unikorn/sa/region")]);
 /// let who: Principal = ingress.verify_request(&headers)?;
 /// # let _ = who; Ok(()) }
