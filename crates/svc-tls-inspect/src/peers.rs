@@ -26,16 +26,26 @@ pub(crate) async fn handshakes(
     }
 }
 
-/// The identity a peer presents: the one prefixed with the peer's name when its
-/// flags are set (as the example's audit peer), else the unprefixed one.
+/// Peers that present their own prefixed identity only, never the platform's: the
+/// audit collector is outside the platform, and the Go services present it no
+/// certificate unless `--audit-client-certificate-*` is set.
+const OWN_IDENTITY_ONLY: [&str; 1] = ["audit"];
+
+/// The identity a peer presents: the one prefixed with the peer's name when the
+/// service declares it (as the example's audit peer; none when its flags are
+/// unset), else the unprefixed one, except for the peers of [`OWN_IDENTITY_ONLY`],
+/// which then present none, as Go.
 fn identity_for<'a>(
     options: &PeerOptions,
     identities: &'a [IdentityCheck],
 ) -> Option<&'a IdentityCheck> {
-    identities
+    let own = identities
         .iter()
-        .find(|c| c.options.prefix() == Some(options.service()))
-        .or_else(|| identities.iter().find(|c| c.options.prefix().is_none()))
+        .find(|c| c.options.prefix() == Some(options.service()));
+    if OWN_IDENTITY_ONLY.contains(&options.service()) {
+        return own.filter(|c| !matches!(c.config, IdentityConfig::None));
+    }
+    own.or_else(|| identities.iter().find(|c| c.options.prefix().is_none()))
 }
 
 /// One peer's report, with the host's userinfo (`user:password@`, a credential)

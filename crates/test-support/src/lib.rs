@@ -18,6 +18,7 @@
 //!   in `Display`; outside text escaped and short) checked over a whole chain;
 //! - [`hostile`]: a hostile server's text, and the check that an error shows only an
 //!   escaped excerpt of it;
+//! - [`nginx`]: Debian's nginx as the mTLS ingress, in a temp prefix;
 //! - [`prometheus`]: a real Prometheus server scraping a test's metrics, and its
 //!   answers.
 //!
@@ -29,6 +30,7 @@ pub mod error_rule;
 pub mod hostile;
 pub mod keys;
 pub mod logs;
+pub mod nginx;
 pub mod pki;
 mod poll;
 pub mod prometheus;

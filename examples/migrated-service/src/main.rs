@@ -16,8 +16,16 @@
 //! Kubernetes client with caches proven synced, calls the identity service over mTLS
 //! presenting the identity re-read from its Secret on every handshake, sends a signed
 //! `X-Principal`, and prints its identity state. The audit peer is enabled only when
-//! `--audit-host` is non-empty, as the Go services decided, with its own prefixed
-//! identity when `--audit-client-certificate-*` is set.
+//! `--audit-host` is non-empty, as the Go services decided, presenting its own
+//! prefixed identity (`--audit-client-certificate-*`), or none when that is unset, as
+//! Go: never the platform identity.
+//!
+//! With `--region-host` it also lists the region service's regions each round through
+//! a generated client built once at start-up (`region.rs`, crate `region-api`).
+//!
+//! With `--receive-bind-address` it receives too: `GET /api/v1/whoami` behind the
+//! ingress, the forwarded client certificate and the `X-Principal` verified
+//! (`receive.rs`).
 //!
 //! With `--metrics-bind-address` it serves its Prometheus metrics on `/metrics` (svc-tls's
 //! identity, trust, watched Secrets and principals, and kube-construct's caches,
@@ -34,6 +42,8 @@
 
 mod metrics;
 mod probes;
+mod receive;
+mod region;
 
 use std::net::SocketAddr;
 use std::process::ExitCode;
@@ -136,6 +146,10 @@ fn command() -> Command {
                 .overrides_with("path")
                 .help("The path called on the identity service"),
         );
+    // --receive-bind-address and the receiving side's (receive.rs).
+    cmd = receive::augment(cmd);
+    // --organization-id, for the region service's generated client (region.rs).
+    cmd = region::augment(cmd);
     // --kubeconfig / --master / --context (in-cluster when none is given).
     cmd = KubeOptions::augment_args(cmd);
     for peer in PEERS {
@@ -277,6 +291,8 @@ async fn run(matches: &ArgMatches) -> Result<(), Error> {
     // The client with its cluster's identity: the shared Secret watches are keyed by
     // it (a provisioner would take `provision_scope::cluster_client_identified()`).
     let cluster = client.cluster_client()?;
+    // The receiving side, behind the ingress (with --receive-bind-address).
+    receive::start(matches, &cluster, SYNC_TIMEOUT).await?;
     // Go: client.TLSClientConfig(ctx, cli, identity, clientOptions). As in Go, the
     // --identity-host value does not stop this (an unusable one is logged once);
     // `identity.host()` below says what is wrong with it. The identity is watched
@@ -292,16 +308,13 @@ async fn run(matches: &ArgMatches) -> Result<(), Error> {
         readiness.trust("identity-ca", trust);
     }
 
-    // Audit is enabled only when its host is set (Go: `audit.Host() != ""`), with
-    // its own identity when --audit-client-certificate-* is set.
+    // Audit is enabled only when its host is set (Go: `audit.Host() != ""`). It
+    // presents its own identity (--audit-client-certificate-*) and, when that is
+    // unset, none, as Go: never the platform identity, which is not the external
+    // collector's to see.
     if audit_peer.is_configured() {
-        let audit_identity = if me_towards_audit.secret()?.is_some() {
-            &me_towards_audit
-        } else {
-            &me
-        };
         let audit =
-            PeerTls::from_options(&cluster, &audit_peer, audit_identity, SYNC_TIMEOUT).await?;
+            PeerTls::from_options(&cluster, &audit_peer, &me_towards_audit, SYNC_TIMEOUT).await?;
         let presented = audit
             .identity()
             .map(|r| r.state().source.to_string())
@@ -322,6 +335,11 @@ async fn run(matches: &ArgMatches) -> Result<(), Error> {
         actor: Some(actor),
         ..Principal::default()
     };
+    // The region service's generated client, built once (with --region-host).
+    let region_peer = PeerOptions::from_matches(matches, "region")?;
+    let region =
+        region::connect(&cluster, &region_peer, &me, principal.clone(), SYNC_TIMEOUT).await?;
+    let organization = region::organization(matches);
     // As a controller does per reconcile: a new peer construction for every request.
     // The first construction above watched the Secrets; these return at once from the
     // process's shared watches (no API request, no parse) and share its pooled client.
@@ -345,6 +363,9 @@ async fn run(matches: &ArgMatches) -> Result<(), Error> {
             "identity: GET {url} -> {status} over {version:?}: {}",
             body.trim()
         );
+        if let Some(region) = &region {
+            region::list(region, &organization).await;
+        }
         Ok((!status.is_success()).then(|| status.to_string()))
     };
     for _ in 0..requests {

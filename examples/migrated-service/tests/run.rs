@@ -247,6 +247,28 @@ async fn a_prefixed_audit_identity_is_used_when_audit_is_configured() {
     );
 }
 
+/// Without `--audit-client-certificate-*` the audit peer presents no certificate,
+/// as Go: the platform identity is never offered to the external collector.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_audit_peer_without_its_own_identity_presents_none() {
+    let world = world().await;
+    for extra in [
+        vec!["--audit-host=https://audit.example".to_owned()],
+        vec![
+            "--audit-host=https://audit.example".to_owned(),
+            "--audit-client-certificate-namespace=".to_owned(),
+            "--audit-client-certificate-name=".to_owned(),
+        ],
+    ] {
+        let output = world.run(&extra).await;
+        let (stdout, _) = succeeded(&output);
+        assert!(
+            stdout.contains("audit: enabled at https://audit.example/ presenting none"),
+            "{extra:?}: {stdout}"
+        );
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_bare_host_port_starts_the_service_and_names_the_flag() {
     let world = world().await;

@@ -290,7 +290,7 @@ impl CachedClient {
     }
 
     /// The client with the identity of its cluster, for what keeps state per cluster
-    /// (`svc_tls::PeerTls::from_options`, `svc_tls::receiving::ingress_verifier`).
+    /// (`svc_tls::PeerTls::from_options`, `svc_tls::receiving::IngressBuilder`).
     ///
     /// # Errors
     /// [`UnidentifiedCluster`] when this client was adopted from a bare

@@ -62,3 +62,51 @@ async fn the_audit_peer_is_called_with_the_audit_identity() {
     assert_eq!(peer["client_certificate_accepted"], true, "{json:#}");
     assert_eq!(server.seen().last().and_then(|s| s.serial), Some(22));
 }
+
+/// The audit peer without `--audit-client-certificate-*`: as the Go services, it
+/// presents no certificate, and never the platform identity, even to an audit
+/// server that would accept it. The inspect command predicts exactly that.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_audit_peer_without_its_own_identity_presents_none() {
+    let tb = Testbed::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = write_kubeconfig(dir.path(), &tb);
+    let (server_ca, clients) = (TestCa::new("server-ca"), TestCa::new("platform-clients"));
+    // The platform identity is one the audit server trusts: presenting it would
+    // complete the handshake, and the server would record its serial.
+    let main = clients.client_leaf("svc", 31);
+    tb.upsert(tls_secret(NS, "svc-cert", &main.cert_pem, &main.key_pem));
+    tb.upsert(secret_with(
+        NS,
+        "server-ca",
+        "Opaque",
+        &[("ca.crt", &server_ca.pem())],
+    ));
+    let server = VerifyingServer::start(&server_ca, &clients).await;
+    for own_flags in [false, true] {
+        let mut args = identity_args(&kubeconfig, "svc-cert");
+        args.extend(crate::common::args(&[
+            ("audit-host", &server.url()),
+            ("audit-ca-secret-namespace", NS),
+            ("audit-ca-secret-name", "server-ca"),
+        ]));
+        if own_flags {
+            // Rendered empty, as a chart does for unset values.
+            args.extend(crate::common::args(&[
+                ("audit-client-certificate-namespace", ""),
+                ("audit-client-certificate-name", ""),
+            ]));
+        }
+        let key = main.key_pem.clone();
+        let run = tokio::task::spawn_blocking(move || run(&args, &[], &[&key]))
+            .await
+            .unwrap();
+        let json = run.json();
+        let peer = &json["peers"][0];
+        assert_eq!(peer["service"], "audit", "{json:#}");
+        assert_eq!(peer["identity"], "none", "{json:#}");
+        assert_eq!(peer["client_certificate_accepted"], false, "{json:#}");
+    }
+    assert!(server.leaves().is_empty(), "a certificate reached audit");
+    assert!(server.rejected() >= 2, "the handshakes were tried");
+}

@@ -34,7 +34,7 @@
 //! - counters of the principals signed and verified, by algorithm and bounded result
 //!   ([`principal`]), from the signers of
 //!   [`PeerTls::principal_signer`](crate::PeerTls::principal_signer), the verifiers
-//!   of [`receiving::ingress_verifier`](crate::receiving::ingress_verifier),
+//!   of [`receiving::IngressBuilder`](crate::receiving::IngressBuilder),
 //!   and any given [`Metrics::principal_recorder`];
 //! - counters of events, updated by the recorders on the handshake path with atomics
 //!   only: each recorder holds the counters of its own source, created once when it is
@@ -196,7 +196,7 @@ impl Metrics {
     /// [`PrincipalSigner`](crate::principal::PrincipalSigner) or an
     /// [`IngressVerifier`](crate::principal::IngressVerifier) built by hand
     /// (`with_recorder`). Those from [`PeerTls::principal_signer`](crate::PeerTls::principal_signer)
-    /// and [`receiving::ingress_verifier`](crate::receiving::ingress_verifier)
+    /// and [`receiving::IngressBuilder`](crate::receiving::IngressBuilder)
     /// have it already.
     pub fn principal_recorder(&self) -> Arc<dyn crate::principal::TokenRecorder> {
         self.inner.principal.clone()

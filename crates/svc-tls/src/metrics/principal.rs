@@ -6,12 +6,14 @@
 //! | `svc_tls_principal_verified_total` | counter | `algorithm`, `result` (`ok` or a reason of [`VERIFY_RESULTS`]) |
 //! | `svc_tls_principal_accepted_without_times_total` | counter | none |
 //! | `svc_tls_principal_accepted_without_audience_total` | counter | none |
+//! | `svc_tls_principal_accepted_unsigned_total` | counter | none |
 //!
-//! The last two count principals accepted (also counted `ok` above) that lacked
-//! `iat`/`exp`, or `aud`: what the strict mode
-//! ([`TokenTimes::Required`](crate::principal::TokenTimes::Required)) would refuse.
-//! Both flat for a while means every sender binds its tokens, and the receiver can
-//! switch. Created at construction, so they read 0 before the first token.
+//! The last three count principals accepted (also counted `ok` above) that lacked
+//! `iat`/`exp`, or `aud`, or were the unsigned form (counted in the two others too):
+//! what the strict mode ([`ReceivingMode::Strict`](crate::principal::ReceivingMode::Strict))
+//! refuses. All flat for a while means every sender signs and binds its tokens, and
+//! the receiver can switch. Created at construction, so they read 0 before the
+//! first token.
 //!
 //! Both labels come from fixed sets chosen by this crate: a token's `alg` that is
 //! not accepted counts as `unknown`, and no header or error text is ever a label.
@@ -36,6 +38,7 @@ pub(crate) struct PrincipalFamilies {
     verified: Family<AlgorithmResult, Counter>,
     without_times: Counter,
     without_audience: Counter,
+    unsigned: Counter,
 }
 
 impl PrincipalFamilies {
@@ -45,6 +48,7 @@ impl PrincipalFamilies {
             verified: Family::default(),
             without_times: Counter::default(),
             without_audience: Counter::default(),
+            unsigned: Counter::default(),
         };
         registry.register(
             "svc_tls_principal_signed",
@@ -65,6 +69,11 @@ impl PrincipalFamilies {
             "svc_tls_principal_accepted_without_audience",
             "X-Principal tokens accepted without aud (Go senders, older versions): the strict mode would refuse them",
             families.without_audience.clone(),
+        );
+        registry.register(
+            "svc_tls_principal_accepted_unsigned",
+            "Unsigned X-Principal values (a Go sender's base64url JSON) accepted in the go-compatible receiving mode: the strict mode would refuse them",
+            families.unsigned.clone(),
         );
         families
     }
@@ -122,6 +131,7 @@ pub struct PrincipalRecorder {
     verified: Cells<{ VERIFY_RESULTS.len() }>,
     without_times: Counter,
     without_audience: Counter,
+    unsigned: Counter,
 }
 
 impl fmt::Debug for PrincipalRecorder {
@@ -137,6 +147,7 @@ impl PrincipalRecorder {
             verified: Cells::new(&families.verified, &VERIFY_RESULTS),
             without_times: families.without_times.clone(),
             without_audience: families.without_audience.clone(),
+            unsigned: families.unsigned.clone(),
         }
     }
 }
@@ -156,6 +167,10 @@ impl TokenRecorder for PrincipalRecorder {
 
     fn accepted_without_audience(&self) {
         self.without_audience.inc();
+    }
+
+    fn accepted_unsigned(&self) {
+        self.unsigned.inc();
     }
 }
 
@@ -231,6 +246,7 @@ mod tests {
 
         let ingress = IngressVerifier::from_trust_anchors([ca.der()])
             .unwrap()
+            .with_audiences([peer_url()])
             .with_recorder(metrics.principal_recorder());
         let ok: Principal = ingress
             .verify_request(&headers(&rsa, rsa_token.as_str()))
@@ -292,10 +308,12 @@ mod tests {
         let ingress = IngressVerifier::from_trust_anchors([ca.der()])
             .unwrap()
             .with_audiences([peer_url()])
+            .with_mode(crate::principal::ReceivingMode::GoCompatible)
             .with_recorder(metrics.principal_recorder());
         let zero = [
             "svc_tls_principal_accepted_without_times_total 0\n",
             "svc_tls_principal_accepted_without_audience_total 0\n",
+            "svc_tls_principal_accepted_unsigned_total 0\n",
         ];
         let text = exposition(&registry);
         for expected in zero {
@@ -314,7 +332,8 @@ mod tests {
             assert!(text.contains(expected), "{expected}in:\n{text}");
         }
 
-        // A Go sender's token: accepted by default, counted twice over.
+        // A Go sender's signed token: accepted in the compatibility mode, counted
+        // twice over.
         let go = go_style_token(&rsa);
         for _ in 0..2 {
             let who: Principal = ingress.verify_request(&headers(&rsa, &go)).unwrap();
@@ -325,23 +344,48 @@ mod tests {
             "svc_tls_principal_accepted_without_times_total 2\n",
             "svc_tls_principal_accepted_without_audience_total 2\n",
             "svc_tls_principal_verified_total{algorithm=\"PS512\",result=\"ok\"} 3\n",
+            "svc_tls_principal_accepted_unsigned_total 0\n",
         ] {
             assert!(text.contains(expected), "{expected}in:\n{text}");
         }
 
-        // The strict mode refuses it, and counts it as refused, not accepted.
+        // A Go sender's unsigned form: accepted, counted as unsigned and as
+        // without times and audience.
+        use base64::Engine as _;
+        let unsigned =
+            base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(br#"{"actor":"go"}"#);
+        let who: Principal = ingress.verify_request(&headers(&rsa, &unsigned)).unwrap();
+        assert_eq!(who.actor.as_deref(), Some("go"));
+        let text = exposition(&registry);
+        for expected in [
+            "svc_tls_principal_accepted_without_times_total 3\n",
+            "svc_tls_principal_accepted_without_audience_total 3\n",
+            "svc_tls_principal_accepted_unsigned_total 1\n",
+            "svc_tls_principal_verified_total{algorithm=\"unknown\",result=\"ok\"} 1\n",
+        ] {
+            assert!(text.contains(expected), "{expected}in:\n{text}");
+        }
+
+        // The strict mode refuses both, and counts them as refused, not accepted.
         let strict = ingress
             .clone()
-            .with_times(crate::principal::TokenTimes::Required);
+            .with_mode(crate::principal::ReceivingMode::Strict);
         let refused = strict
             .verify_request::<Principal>(&headers(&rsa, &go))
             .unwrap_err();
         assert_eq!(refused.reason(), "times");
+        let refused = strict
+            .verify_request::<Principal>(&headers(&rsa, &unsigned))
+            .unwrap_err();
+        assert_eq!(refused.reason(), "unsigned");
         let text = exposition(&registry);
-        assert!(
-            text.contains("svc_tls_principal_accepted_without_times_total 2\n"),
-            "{text}"
-        );
+        for expected in [
+            "svc_tls_principal_accepted_without_times_total 3\n",
+            "svc_tls_principal_accepted_unsigned_total 1\n",
+            "svc_tls_principal_verified_total{algorithm=\"unknown\",result=\"unsigned\"} 1\n",
+        ] {
+            assert!(text.contains(expected), "{expected}in:\n{text}");
+        }
     }
 
     #[test]
@@ -352,6 +396,7 @@ mod tests {
         let leaf = ca.client_leaf("peer", 1);
         let ingress = IngressVerifier::from_trust_anchors([ca.der()])
             .unwrap()
+            .with_audiences([peer_url()])
             .with_recorder(metrics.principal_recorder());
         use base64::Engine as _;
         let b64 = |s: &str| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(s);
@@ -385,7 +430,7 @@ mod tests {
         // Every label value comes from the fixed sets (the two readiness counters
         // have no label at all).
         for line in text.lines().filter(|l| l.starts_with("svc_tls_principal_")) {
-            if line.starts_with("svc_tls_principal_accepted_without_") {
+            if line.starts_with("svc_tls_principal_accepted_") {
                 assert!(!line.contains('{'), "{line}");
                 continue;
             }

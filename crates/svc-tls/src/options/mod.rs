@@ -18,11 +18,14 @@
 //! mode `--[P-]spiffe-server-id` is required and the Secret flags must not be set
 //! (each problem is its own [`OptionsError`]).
 //!
-//! clap's derive API fixes flag names at compile time, so these option sets are
-//! built with the builder API: each set adds its arguments to a [`Command`]
-//! (`augment`) and reads them back from the [`ArgMatches`] (`from_matches`) under
-//! the same service name or prefix. Several sets coexist in one command; a name
-//! collision is caught by clap's [`Command::debug_assert`].
+//! Each set adds its arguments to a [`Command`] (`augment`) and reads them back from
+//! the [`ArgMatches`] (`from_matches`) under the same service name or prefix. Several
+//! sets coexist in one command; a name collision is caught by clap's
+//! [`Command::debug_assert`]. A clap-derive command flattens them instead
+//! (`#[command(flatten)]`): [`PeerArgs<P>`] and [`IdentityArgs<P>`] take the peer's
+//! name as a marker type ([`peers`], [`peer_name!`](crate::peer_name)), and the
+//! unprefixed [`ClientIdentityOptions`] is `clap::Args` itself (see [`derive`]'s
+//! example).
 //!
 //! ```
 //! use clap::Command;
@@ -100,9 +103,12 @@ pub use error::OptionsError;
 
 pub use crate::origin::{ConfigMapRef, SecretRef};
 
+pub mod derive;
 mod host;
 mod identity;
 mod peer;
+
+pub use derive::{IdentityArgs, PeerArgs, PeerName, peers};
 
 pub use host::{
     HostError, HostProblem, is_loopback, parse_host, refuse_plaintext_with_credentials,

@@ -45,9 +45,15 @@
 //! Present times are checked against the clock and a lifetime cap
 //! ([`DEFAULT_MAX_PRINCIPAL_LIFETIME`]); a present `aud` against the receiver's
 //! audiences when it names them ([`VerifyOptions::with_audiences`],
-//! [`IngressVerifier::with_audiences`]). Tokens without times or audience (Go
-//! senders) are accepted by default and counted ([`TokenRecorder`]); the strict mode
+//! [`IngressVerifier::with_audiences`]). [`PeerCertificate::verify`] accepts tokens
+//! without times or audience (Go senders'); [`VerifyOptions::with_times`]
 //! ([`TokenTimes::Required`]) refuses them.
+//!
+//! Behind the ingress a receiver names its audiences (or opts out explicitly) and
+//! says what it accepts ([`ReceivingMode`]): the strict mode, the default, accepts
+//! only signed tokens bound to it; the compatibility mode also what the deployed Go
+//! senders send (the unsigned base64url JSON form, and signed tokens without times
+//! or audience), each counted ([`TokenRecorder`]).
 //!
 //! Behind the nginx ingress, [`IngressVerifier`] turns the forwarded
 //! `ssl-client-cert` / `ssl-client-verify` headers into a [`PeerCertificate`],
@@ -59,7 +65,8 @@
 //! #               headers: reqwest::header::HeaderMap)
 //! # -> Result<(), Box<dyn std::error::Error>> {
 //! use svc_tls::principal::Principal;
-//! use svc_tls::receiving::ingress_verifier;
+//! use svc_tls::principal::ReceivingMode;
+//! use svc_tls::receiving::IngressBuilder;
 //! use svc_tls::SecretRef;
 //!
 //! // Sending side: the signer over the client's resolver (rotations followed, tokens
@@ -75,7 +82,10 @@
 //! // Receiving side, behind the ingress: the client CA Secret its auth-tls-secret
 //! // annotation names, watched once per process; build this once at start-up.
 //! let ca = SecretRef::new("unikorn", "client-ca");
-//! let ingress = ingress_verifier(&client, &ca, std::time::Duration::from_secs(30)).await?;
+//! let ingress = IngressBuilder::new(ca, ReceivingMode::Strict)
+//!     .audiences(["https://region.example.com".parse()?])
+//!     .build(&client)
+//!     .await?;
 //! let who: Principal = ingress.verify_request(&headers)?;
 //! # let _ = (response, who); Ok(()) }
 //! ```
@@ -93,7 +103,7 @@ use serde::{Deserialize, Deserializer, Serialize};
 pub use ingress::{
     AllowedPeer, AllowedPeerError, DEFAULT_MAX_CERT_HEADER_BYTES, INGRESS_CLIENT_CERT_HEADER,
     INGRESS_CLIENT_VERIFY_HEADER, INGRESS_VERIFY_SUCCESS, IngressError, IngressVerifier,
-    RequestPrincipalError, UNVERIFIED_WARNING_TEXT,
+    ReceiverConfigError, ReceivingMode, RequestPrincipalError, UNVERIFIED_WARNING_TEXT,
 };
 pub use jws::{
     Algorithm, AlgorithmPolicy, DEFAULT_CLOCK_SKEW, DEFAULT_MAX_PRINCIPAL_LIFETIME,

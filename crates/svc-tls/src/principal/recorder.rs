@@ -32,6 +32,12 @@ pub trait TokenRecorder: Send + Sync {
     /// before audiences): the strict mode would refuse it. The default does
     /// nothing.
     fn accepted_without_audience(&self) {}
+
+    /// An accepted principal was the unsigned form (a Go sender's base64url JSON,
+    /// accepted in [`ReceivingMode::GoCompatible`](super::ReceivingMode::GoCompatible)
+    /// only; it is counted as without times and without audience too). The strict
+    /// mode would refuse it. The default does nothing.
+    fn accepted_unsigned(&self) {}
 }
 
 impl TokenRecorder for NoopRecorder {
@@ -68,7 +74,7 @@ pub const SIGN_RESULTS: [&str; 9] = [
 
 /// Every `result` of verifying: `ok`, then the reasons of
 /// [`RequestPrincipalError::reason`](super::RequestPrincipalError::reason), then `other`.
-pub const VERIFY_RESULTS: [&str; 19] = [
+pub const VERIFY_RESULTS: [&str; 21] = [
     "ok",
     "certificate_missing",
     "certificate_not_verified",
@@ -87,5 +93,7 @@ pub const VERIFY_RESULTS: [&str; 19] = [
     "lifetime",
     "audience",
     "payload",
+    "unsigned",
+    "not_configured",
     "other",
 ];

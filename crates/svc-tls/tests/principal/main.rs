@@ -9,6 +9,7 @@ mod support;
 
 mod principal_ingress;
 mod principal_interop;
+mod principal_receiving;
 mod principal_redirect;
 mod principal_sign;
 mod principal_verify;

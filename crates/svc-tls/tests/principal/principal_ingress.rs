@@ -114,7 +114,9 @@ async fn verified_by_secret(tb: &Testbed, name: &str) -> IngressVerifier {
         .build()
         .await
         .unwrap();
-    IngressVerifier::verified(trust).with_policy(POLICY)
+    IngressVerifier::verified(trust)
+        .with_policy(POLICY)
+        .with_audiences([peer_url()])
 }
 
 /// Verified against fixed anchors (the CA that issued the test's leaves).
@@ -122,6 +124,7 @@ fn verified_by(ca: &TestCa) -> IngressVerifier {
     IngressVerifier::from_trust_anchors([ca.der()])
         .unwrap()
         .with_policy(POLICY)
+        .with_audiences([peer_url()])
 }
 
 async fn resolver_for(tb: &Testbed, name: &str) -> IdentityResolver {
@@ -183,12 +186,14 @@ async fn principal_signed_with_the_handshake_identity_verifies_behind_nginx_acro
     let watches = svc_tls::metrics::Metrics::new_watches(&mut registry);
     #[cfg(not(feature = "metrics"))]
     let watches = svc_tls::watch::SecretWatches::new();
-    let ingress = svc_tls::receiving::ingress_verifier_in(
-        &watches,
-        &tb.cluster_client(),
-        &SecretRef::new(NS, "clients-ca"),
-        Duration::from_secs(10),
+    // Strict: the principals below are signed for nginx's origin, this receiver's.
+    let ingress = svc_tls::receiving::IngressBuilder::new(
+        SecretRef::new(NS, "clients-ca"),
+        svc_tls::principal::ReceivingMode::Strict,
     )
+    .audiences([nginx.url("/").parse().unwrap()])
+    .sync_timeout(Duration::from_secs(10))
+    .build_in(&watches, &tb.cluster_client())
     .await
     .unwrap()
     .with_policy(POLICY);
@@ -642,6 +647,7 @@ fn a_self_signed_certificate_with_its_own_token_is_no_principal() {
         "{err:?}"
     );
     let believed: Principal = IngressVerifier::unverified_headers_only()
+        .with_audiences([peer_url()])
         .verify_request(&headers)
         .unwrap();
     assert_eq!(believed, who("root"));

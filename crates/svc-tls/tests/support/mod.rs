@@ -28,6 +28,7 @@ pub fn trusting(server_ca: &TestCa, resolver: Option<&IdentityResolver>) -> Clie
     client_config(provider(), TrustMode::Roots(server_ca.roots()), resolver).unwrap()
 }
 
+#[allow(unused_imports)] // not every test binary names a Leaf
 pub use test_support::pki::{Leaf, TestCa};
 #[allow(unused_imports)]
 pub use test_support::poll_until;

@@ -78,6 +78,16 @@ pub enum RequestPrincipalError {
     /// The principal token was rejected.
     #[error(transparent)]
     Verify(#[from] VerifyError),
+    /// The unsigned form (base64url JSON, what most Go senders send), refused in
+    /// the strict mode ([`ReceivingMode::Strict`](super::ReceivingMode::Strict)).
+    #[error(
+        "X-Principal is unsigned (a Go sender's base64url JSON form), and the strict receiving mode accepts signed principals only"
+    )]
+    Unsigned,
+    /// The receiver cannot judge any principal: it names no audience
+    /// ([`ReceiverConfigError`](super::ReceiverConfigError)).
+    #[error("the receiver is not configured to accept principals")]
+    Configuration(#[source] super::ReceiverConfigError),
 }
 
 impl IngressError {
@@ -104,6 +114,8 @@ impl RequestPrincipalError {
             Self::Ingress(e) => e.reason(),
             Self::MissingPrincipal => "principal_missing",
             Self::Verify(e) => e.reason(),
+            Self::Unsigned => "unsigned",
+            Self::Configuration(_) => "not_configured",
         }
     }
 }

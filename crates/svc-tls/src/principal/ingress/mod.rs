@@ -37,10 +37,12 @@ pub const DEFAULT_MAX_CERT_HEADER_BYTES: usize = 48 * 1024;
 
 mod allowed;
 mod error;
+mod mode;
 
 use allowed::PeerNames;
 pub use allowed::{AllowedPeer, AllowedPeerError};
 pub use error::{IngressError, RequestPrincipalError};
+pub use mode::{ReceiverConfigError, ReceivingMode};
 
 /// What the forwarded certificate is verified against.
 #[derive(Clone)]
@@ -80,6 +82,7 @@ enum Anchors {
 ///     .build()
 ///     .await?;
 /// let ingress = IngressVerifier::verified(ca)
+///     .with_audiences(["https://identity.example.com".parse()?])
 ///     .with_allowed_peers([AllowedPeer::uri("spiffe://example.org/ns/unikorn/sa/region")]);
 /// let who: Principal = ingress.verify_request(&headers)?;
 /// # let _ = who; Ok(()) }
@@ -97,6 +100,9 @@ pub struct IngressVerifier {
     intermediates: Vec<CertificateDer<'static>>,
     allowed: Option<Vec<AllowedPeer>>,
     recorder: Arc<dyn TokenRecorder>,
+    mode: ReceivingMode,
+    audience_unchecked: bool,
+    unsigned_log: Arc<crate::last_good::WarningLimiter>,
 }
 
 impl fmt::Debug for IngressVerifier {
@@ -107,11 +113,13 @@ impl fmt::Debug for IngressVerifier {
             Anchors::Watched(trust) => format!("watched {}", trust.trust_source().origin()),
         };
         f.debug_struct("IngressVerifier")
+            .field("mode", &self.mode)
             .field("policy", &self.policy)
             .field("max_token_bytes", &self.max_token_bytes)
             .field("times", &self.times)
             .field("max_lifetime", &self.max_lifetime)
             .field("audiences", &self.audiences)
+            .field("audience_unchecked", &self.audience_unchecked)
             .field("max_cert_header_bytes", &self.max_cert_header_bytes)
             .field("anchors", &anchors)
             .field("intermediates", &self.intermediates.len())
@@ -131,7 +139,7 @@ impl IngressVerifier {
         Self {
             policy: AlgorithmPolicy::default(),
             max_token_bytes: DEFAULT_MAX_TOKEN_BYTES,
-            times: TokenTimes::default(),
+            times: TokenTimes::Required,
             clock_skew: super::jws::DEFAULT_CLOCK_SKEW,
             max_lifetime: super::jws::DEFAULT_MAX_PRINCIPAL_LIFETIME,
             audiences: Arc::from(Vec::new()),
@@ -140,6 +148,9 @@ impl IngressVerifier {
             intermediates: Vec::new(),
             allowed: None,
             recorder: super::recorder::noop(),
+            mode: ReceivingMode::Strict,
+            audience_unchecked: false,
+            unsigned_log: mode::unsigned_log_limiter(),
         }
     }
 
@@ -147,7 +158,11 @@ impl IngressVerifier {
     /// holds at the time of each request (a watched CA Secret, built with
     /// [`TrustVerifier::builder`]; share one watch per Secret with
     /// `.watches(&SecretWatches)`), be within its validity period and be for client
-    /// authentication. Default caps and algorithm policy, no allow-list.
+    /// authentication. Default caps and algorithm policy, no allow-list, the strict
+    /// mode ([`ReceivingMode`]); give it its audiences
+    /// ([`IngressVerifier::with_audiences`]). Prefer
+    /// [`IngressBuilder`](crate::receiving::IngressBuilder), which refuses to build
+    /// without them.
     pub fn verified(trust: TrustVerifier) -> Self {
         Self::with_anchors(Anchors::Watched(trust))
     }
@@ -193,12 +208,11 @@ impl IngressVerifier {
         self
     }
 
-    /// Whether tokens must carry `iat`, `exp` and `aud` (default: checked when
-    /// present; [`TokenTimes::Required`], the strict mode, refuses tokens without
-    /// them, such as Go senders', and needs [`IngressVerifier::with_audiences`]).
-    /// Before switching, watch the metrics of tokens accepted without times or
-    /// audience (`svc_tls_principal_accepted_without_times_total`,
-    /// `svc_tls_principal_accepted_without_audience_total`) stay flat.
+    /// Whether tokens must carry `iat`, `exp` and `aud` (default
+    /// [`TokenTimes::Required`], as the strict mode; [`IngressVerifier::with_mode`]
+    /// sets it with the mode, which is what to call). Signed tokens without them
+    /// (Go senders') are accepted under [`TokenTimes::CheckedWhenPresent`]; the
+    /// unsigned form only in [`ReceivingMode::GoCompatible`].
     #[must_use]
     pub fn with_times(mut self, times: TokenTimes) -> Self {
         self.times = times;
@@ -209,8 +223,9 @@ impl IngressVerifier {
     /// ingress host `https://identity.example.com` (only the origin counts). A
     /// token signed for another origin is refused
     /// ([`VerifyError::AudienceMismatch`]): a principal captured on its way to
-    /// another service cannot be replayed here. Without audiences, a token's `aud`
-    /// is not checked.
+    /// another service cannot be replayed here. Without audiences every request is
+    /// refused ([`RequestPrincipalError::Configuration`]) unless the check is
+    /// opted out of ([`IngressVerifier::without_audience_check`]).
     #[must_use]
     pub fn with_audiences<I: IntoIterator<Item = url::Url>>(mut self, audiences: I) -> Self {
         self.audiences = audiences_of(audiences);
@@ -368,7 +383,7 @@ impl IngressVerifier {
     /// The same verifier reporting every request it judges in
     /// [`IngressVerifier::verify_request`] to `recorder` (e.g.
     /// `svc_tls::metrics::Metrics::principal_recorder`, feature `metrics`). A verifier
-    /// from [`receiving::ingress_verifier`](crate::receiving::ingress_verifier) already
+    /// from [`receiving::IngressBuilder`](crate::receiving::IngressBuilder) already
     /// reports to the metrics of the registry it was built over.
     #[must_use]
     pub fn with_recorder(mut self, recorder: Arc<dyn TokenRecorder>) -> Self {
@@ -398,6 +413,9 @@ impl IngressVerifier {
                 if settled.without_audience {
                     self.recorder.accepted_without_audience();
                 }
+                if settled.unsigned {
+                    self.recorder.accepted_unsigned();
+                }
             }
             Err(e) => self.recorder.verified(settled.algorithm, e.reason()),
         }
@@ -424,6 +442,11 @@ impl IngressVerifier {
         let token = token
             .to_str()
             .map_err(|_| RequestPrincipalError::MissingPrincipal)?;
+        self.check_configuration()
+            .map_err(RequestPrincipalError::Configuration)?;
+        if let Some(unsigned) = self.unsigned_principal(token, &certificate, settled) {
+            return unsigned;
+        }
         let mut options = VerifyOptions::new(self.policy)
             .with_max_len(self.max_token_bytes)
             .with_times(self.times)

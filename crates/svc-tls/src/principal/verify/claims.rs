@@ -82,6 +82,8 @@ pub(crate) struct Settled {
     pub(crate) without_times: bool,
     /// The accepted token lacked `aud` (the strict mode refuses it).
     pub(crate) without_audience: bool,
+    /// The accepted principal was the unsigned form (the compatibility mode only).
+    pub(crate) unsigned: bool,
 }
 
 /// The origins of `urls`, as audiences are compared.
