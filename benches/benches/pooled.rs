@@ -143,7 +143,7 @@ fn main() {
         );
         let (peer, me) = options(&format!("https://{}", server.https), &secret_name);
         let tls = rt
-            .block_on(PeerTls::from_options_with(
+            .block_on(PeerTls::from_options_in(
                 &watches,
                 &streams,
                 &client,

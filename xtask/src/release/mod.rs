@@ -11,6 +11,7 @@ mod consumer;
 mod features;
 mod metadata;
 mod msrv;
+mod rustdoc;
 mod semver;
 
 use crate::process::{cargo, run_checked, workspace_root};
