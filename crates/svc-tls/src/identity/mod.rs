@@ -19,6 +19,7 @@ mod state;
 
 pub use from_secret::{IdentityObject, IdentityResolverBuilder, SecretIdentitySource};
 pub use from_spiffe::SpiffeIdentitySource;
+#[cfg(feature = "metrics")]
 pub(crate) use resolver::WeakIdentityResolver;
 pub use resolver::{IdentityError, IdentityResolver};
 pub use settings::IdentitySettings;

@@ -324,6 +324,7 @@ impl IdentityResolver {
 
     /// A handle that does not keep it alive (what the metrics export while it
     /// lives).
+    #[cfg(feature = "metrics")]
     pub(crate) fn downgrade(&self) -> WeakIdentityResolver {
         WeakIdentityResolver(Arc::downgrade(&self.inner))
     }
@@ -371,9 +372,11 @@ impl ResolvesClientCert for IdentityResolver {
 }
 
 /// A [`IdentityResolver`] that does not keep it alive.
+#[cfg(feature = "metrics")]
 #[derive(Clone)]
 pub(crate) struct WeakIdentityResolver(std::sync::Weak<Inner>);
 
+#[cfg(feature = "metrics")]
 impl WeakIdentityResolver {
     /// The IdentityResolver, while a clone of it lives.
     pub(crate) fn upgrade(&self) -> Option<IdentityResolver> {

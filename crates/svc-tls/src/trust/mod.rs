@@ -31,4 +31,5 @@ pub use settings::{DEFAULT_MAX_ROOTS_WITHOUT_SOURCE, TrustSettings};
 pub use source::{TrustReloadError, TrustSource};
 pub use state::TrustState;
 pub use verifier::TrustVerifier;
+#[cfg(feature = "metrics")]
 pub(crate) use verifier::WeakTrustVerifier;

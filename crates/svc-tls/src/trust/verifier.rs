@@ -455,6 +455,7 @@ impl TrustVerifier {
 
     /// A handle that does not keep it alive (what the metrics export while it
     /// lives).
+    #[cfg(feature = "metrics")]
     pub(crate) fn downgrade(&self) -> WeakTrustVerifier {
         WeakTrustVerifier(Arc::downgrade(&self.inner))
     }
@@ -552,9 +553,11 @@ impl ServerCertVerifier for TrustVerifier {
 }
 
 /// A [`TrustVerifier`] that does not keep it alive.
+#[cfg(feature = "metrics")]
 #[derive(Clone)]
 pub(crate) struct WeakTrustVerifier(std::sync::Weak<Inner>);
 
+#[cfg(feature = "metrics")]
 impl WeakTrustVerifier {
     /// The TrustVerifier, while a clone of it lives.
     pub(crate) fn upgrade(&self) -> Option<TrustVerifier> {
