@@ -10,7 +10,8 @@
 //!   docs/alerts.test.yaml`), then the whole test suite.
 //! - `real-peers`: builds, once per machine and cached outside the repository by
 //!   version, the real `kube-apiserver` and `etcd` the real-server test tier runs
-//!   against (`test` does it first).
+//!   against and the real `spire-server` and `spire-agent` of the SPIRE tier (`test`
+//!   does it first).
 //! - `codegen`: regenerates kube-construct's built-in registry table (`--check`: fail
 //!   when the committed output is stale).
 //! - `layers`: checks the layering of crates' modules (which module may name which)
@@ -48,8 +49,8 @@ const USAGE: &str = "usage: cargo xtask <bench|test|ci|real-peers|codegen|layers
   test    install what the tests need (as root), run the alert rules' unit
           tests (promtool test rules docs/alerts.test.yaml), then the whole suite
   real-peers
-          build the real kube-apiserver and etcd (Go 1.26, the Go module
-          proxy) once per machine, cached under
+          build the real kube-apiserver, etcd, spire-server and spire-agent
+          (Go 1.26, the Go module proxy) once per machine, cached under
           $HOME/.cache/platform-client/real-peers/<component>-<version>/
   ci      fmt check, codegen --check, layers, clippy -D warnings, cargo-deny,
           test, then bench --quick
