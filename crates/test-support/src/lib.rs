@@ -17,7 +17,9 @@
 //! - [`hostile`]: a hostile server's text, and the check that an error shows only an
 //!   escaped excerpt of it;
 //! - [`prometheus`]: a real Prometheus server scraping a test's metrics, and its
-//!   answers.
+//!   answers;
+//! - [`supervised`]: a peer process (a real API server, a SPIRE agent) that never
+//!   outlives the test process.
 //!
 //! Set-up failures panic throughout: in test support a failure is a broken
 //! environment or test, not an outcome under test.
@@ -30,6 +32,7 @@ pub mod pki;
 mod poll;
 pub mod prometheus;
 pub mod secret;
+pub mod supervised;
 pub mod tls_server;
 
 pub use poll::{POLL_LIMIT, poll_until};
