@@ -3,8 +3,8 @@
 //! - `bench`: measures our side (`benches/`) and the legacy Go side (`benches/go/`) in
 //!   one run and prints one table with the targets judged on confidence intervals
 //!   (`--quick`: smoke run; `--check`: fail when a measured target is not met).
-//! - `test`: prepares what the tests need on a fresh machine (the real kube-apiserver
-//!   and etcd, kubectl, nginx, Prometheus, PyJWT, and Go 1.23 for one test's TLS
+//! - `test`: prepares what the tests need on a fresh machine (the real kube-apiserver,
+//!   etcd, spire-server and spire-agent, kubectl, nginx, Prometheus, PyJWT, and Go 1.23 for one test's TLS
 //!   server; the machine's Go 1.26 builds the other Go programs), runs the alert rules'
 //!   unit tests (`promtool test rules
 //!   docs/alerts.test.yaml`), then the whole test suite.
