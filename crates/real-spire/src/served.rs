@@ -1,7 +1,6 @@
 //! Waiting until the agent serves something, asked through the Workload API with the
 //! `spiffe` crate's client (what the code under test uses too).
 
-use std::future::Future;
 use std::time::{Duration, Instant};
 
 use spiffe::X509Context;
@@ -39,18 +38,16 @@ pub(crate) async fn until(
 
 /// One X.509 context, or why there is none (bounded: a call to a socket that hangs
 /// counts as a failure).
-pub(crate) fn fetch(endpoint: &str) -> impl Future<Output = Result<X509Context, String>> + '_ {
-    async move {
-        let call = async {
-            let client = WorkloadApiClient::connect_to(endpoint)
-                .await
-                .map_err(|e| e.to_string())?;
-            client.fetch_x509_context().await.map_err(|e| e.to_string())
-        };
-        tokio::time::timeout(Duration::from_secs(5), call)
+pub(crate) async fn fetch(endpoint: &str) -> Result<X509Context, String> {
+    let call = async {
+        let client = WorkloadApiClient::connect_to(endpoint)
             .await
-            .unwrap_or_else(|_| Err("no answer within 5 s".to_owned()))
-    }
+            .map_err(|e| e.to_string())?;
+        client.fetch_x509_context().await.map_err(|e| e.to_string())
+    };
+    tokio::time::timeout(Duration::from_secs(5), call)
+        .await
+        .unwrap_or_else(|_| Err("no answer within 5 s".to_owned()))
 }
 
 /// The SPIFFE ID of the default SVID and the trust domains of the bundles.
@@ -78,7 +75,7 @@ pub(crate) fn bundle_of(context: &X509Context, trust_domain: &str) -> Option<Vec
     context
         .bundle_set()
         .iter()
-        .find(|(td, _)| bare(&td.to_string()) == bare(trust_domain))
+        .find(|(td, _)| bare(td.as_ref()) == bare(trust_domain))
         .map(|(_, bundle)| {
             bundle
                 .authorities()

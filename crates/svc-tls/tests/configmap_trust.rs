@@ -1,8 +1,9 @@
 //! Trust anchors from a ConfigMap (issue 29, "trust without the CA key"): the PEM
 //! bundle under one key of a ConfigMap, as trust-manager's default Bundle target
 //! writes it, verifies server chains in real TLS 1.3 handshakes. The ConfigMap lives
-//! in the API emulator; the server is a `VerifyingServer` whose certificate moves
-//! between CAs. A service trusting this way needs no access to Secrets: the
+//! in the API emulator (the first two bodies run against the real kube-apiserver as
+//! well, through `ApiServerUnderTest`); the server is a `VerifyingServer` whose
+//! certificate moves between CAs. A service trusting this way needs no access to Secrets: the
 //! `from_options` test runs with a token allowed only get/list/watch on ConfigMaps.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
@@ -12,6 +13,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use kube_testbed::{Rule, Testbed};
+use real_apiserver::ApiServerUnderTest;
 use rustls::ClientConfig;
 use support::*;
 use svc_tls::client::{PeerClientError, TrustMode, client_config};
@@ -83,36 +85,86 @@ fn cached_bundle_is(verifier: &TrustVerifier, pem: &str) -> bool {
         .is_some_and(|v| v == pem)
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn configmap_anchors_verify_a_server_chain_in_a_handshake() {
-    let tb = Testbed::start().await;
+/// `body` against the emulator (in [`NS`]) and the real API server (in a namespace
+/// of its own: the server is shared by the binary's tests), as two tests.
+macro_rules! both {
+    ($body:ident) => {
+        mod $body {
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn kube_testbed() {
+                let tb = kube_testbed::Testbed::start().await;
+                super::$body(&tb, super::NS).await;
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn kube_apiserver() {
+                let ns = format!("cm-trust-{}", fastrand::u32(..));
+                super::$body(real_apiserver::shared(), &ns).await;
+            }
+        }
+    };
+}
+
+both!(configmap_anchors_verify_a_server_chain_in_a_handshake);
+both!(a_replaced_bundle_is_followed_on_the_next_handshake);
+
+async fn verifier_on(
+    api: &impl ApiServerUnderTest,
+    ns: &str,
+    key: &str,
+) -> Result<TrustVerifier, TrustError> {
+    let client = kube::Client::try_from(api.config_for(&api.admin_token())).unwrap();
+    TrustVerifier::from_configmap(client, ConfigMapRef::new(ns, BUNDLE), key)
+        .sync_timeout(TIMEOUT)
+        .build()
+        .await
+}
+
+/// A ConfigMap in `ns` with `data`.
+fn configmap_in(ns: &str, name: &str, data: &[(&str, &str)]) -> serde_json::Value {
+    let mut object = configmap(name, data);
+    object["metadata"]["namespace"] = serde_json::json!(ns);
+    object
+}
+
+async fn configmap_anchors_verify_a_server_chain_in_a_handshake(
+    api: &impl ApiServerUnderTest,
+    ns: &str,
+) {
     let (ca, other) = (TestCa::new("bundle CA"), TestCa::new("not in the bundle"));
     // A bundle of two CAs, as trust-manager concatenates its sources, beside a key
     // that is not read.
     let unrelated = TestCa::new("unrelated");
-    tb.upsert(configmap(
+    api.apply(configmap_in(
+        ns,
         BUNDLE,
         &[
             (KEY, &format!("{}{}", unrelated.pem(), ca.pem())),
             ("ca.crt", &other.pem()),
         ],
-    ));
+    ))
+    .await;
     let trusted = server(&ca).await;
     let untrusted = server(&other).await;
 
-    let verifier = verifier(&tb, KEY).await.unwrap();
+    let verifier = verifier_on(api, ns, KEY).await.unwrap();
     let state = verifier.state();
-    assert_eq!(state.roots, 2, "both CAs of the bundle are roots");
+    assert_eq!(
+        state.roots,
+        2,
+        "{}: both CAs of the bundle are roots",
+        api.name()
+    );
     assert_eq!(
         state.source,
         TrustOrigin::ConfigMap {
-            configmap: Box::new(bundle_ref()),
+            configmap: Box::new(ConfigMapRef::new(ns, BUNDLE)),
             key: KEY.to_owned(),
         }
     );
     assert_eq!(
         state.source.to_string(),
-        format!("CA ConfigMap {NS}/{BUNDLE} key {KEY}")
+        format!("CA ConfigMap {ns}/{BUNDLE} key {KEY}")
     );
 
     call(watched(&verifier), &trusted)
@@ -126,19 +178,22 @@ async fn configmap_anchors_verify_a_server_chain_in_a_handshake() {
     assert_eq!(untrusted.handshakes(), 0);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_replaced_bundle_is_followed_on_the_next_handshake() {
-    let tb = Testbed::start().await;
+async fn a_replaced_bundle_is_followed_on_the_next_handshake(
+    api: &impl ApiServerUnderTest,
+    ns: &str,
+) {
     let (old, new) = (TestCa::new("old CA"), TestCa::new("new CA"));
-    tb.upsert(configmap(BUNDLE, &[(KEY, &old.pem())]));
+    api.apply(configmap_in(ns, BUNDLE, &[(KEY, &old.pem())]))
+        .await;
     let server = server(&old).await;
-    let verifier = verifier(&tb, KEY).await.unwrap();
+    let verifier = verifier_on(api, ns, KEY).await.unwrap();
     let config = watched(&verifier);
     call(config.clone(), &server).await.unwrap();
 
     // The bundle is replaced by the new CA and the server moves to it: the next
     // handshake on the same client configuration follows, without a rebuild.
-    tb.upsert(configmap(BUNDLE, &[(KEY, &new.pem())]));
+    api.apply(configmap_in(ns, BUNDLE, &[(KEY, &new.pem())]))
+        .await;
     poll_until("the new bundle in the cache", || {
         cached_bundle_is(&verifier, &new.pem())
     })
@@ -155,7 +210,8 @@ async fn a_replaced_bundle_is_followed_on_the_next_handshake() {
 
     // A bundle that breaks after a good load keeps the last good roots (the
     // handshake still succeeds) and says why, naming the ConfigMap and the key.
-    tb.upsert(configmap(BUNDLE, &[(KEY, "not a bundle")]));
+    api.apply(configmap_in(ns, BUNDLE, &[(KEY, "not a bundle")]))
+        .await;
     poll_until("the broken bundle in the cache", || {
         cached_bundle_is(&verifier, "not a bundle")
     })
