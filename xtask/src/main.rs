@@ -3,14 +3,15 @@
 //! - `bench`: measures our side (`benches/`) and the legacy Go side (`benches/go/`) in
 //!   one run and prints one table with the targets judged on confidence intervals
 //!   (`--quick`: smoke run; `--check`: fail when a measured target is not met).
-//! - `test`: prepares what the tests need on a fresh machine (the real kube-apiserver
-//!   and etcd, kubectl, nginx, Prometheus, PyJWT, and Go 1.23 for one test's TLS
+//! - `test`: prepares what the tests need on a fresh machine (the real kube-apiserver,
+//!   etcd, spire-server and spire-agent, kubectl, nginx, Prometheus, PyJWT, and Go 1.23 for one test's TLS
 //!   server; the machine's Go 1.26 builds the other Go programs), runs the alert rules'
 //!   unit tests (`promtool test rules
 //!   docs/alerts.test.yaml`), then the whole test suite.
 //! - `real-peers`: builds, once per machine and cached outside the repository by
 //!   version, the real `kube-apiserver` and `etcd` the real-server test tier runs
-//!   against (`test` does it first).
+//!   against and the real `spire-server` and `spire-agent` of the SPIRE tier (`test`
+//!   does it first).
 //! - `codegen`: regenerates kube-construct's built-in registry table (`--check`: fail
 //!   when the committed output is stale).
 //! - `layers`: checks the layering of crates' modules (which module may name which)
@@ -54,8 +55,8 @@ const USAGE: &str =
   test    install what the tests need (as root), run the alert rules' unit
           tests (promtool test rules docs/alerts.test.yaml), then the whole suite
   real-peers
-          build the real kube-apiserver and etcd (Go 1.26, the Go module
-          proxy) once per machine, cached under
+          build the real kube-apiserver, etcd, spire-server and spire-agent
+          (Go 1.26, the Go module proxy) once per machine, cached under
           $HOME/.cache/platform-client/real-peers/<component>-<version>/
   ci      fmt check, codegen --check, layers, clippy -D warnings, cargo-deny,
           release-check, test, then bench --quick

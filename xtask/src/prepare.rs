@@ -104,8 +104,9 @@ fn go_for_tests() -> Result<(), String> {
 
 /// Installs what is missing (as root) or explains how to (otherwise).
 pub fn test_prerequisites() -> Result<(), String> {
-    // The real kube-apiserver and etcd of the real-server tier: built from source with
-    // Go 1.26 when not cached (`cargo xtask real-peers`); their tests fail without them.
+    // The real kube-apiserver and etcd of the real-server tier and SPIRE's server and
+    // agent of the SPIRE tier: built from source with Go 1.26 when not cached
+    // (`cargo xtask real-peers`); their tests fail without them.
     super::real_peers::ensure()?;
     go_for_tests()?;
     let missing: Vec<&Prerequisite> = PREREQUISITES

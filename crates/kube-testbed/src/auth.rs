@@ -175,9 +175,11 @@ impl Authenticator {
                 req.verb, req.group
             ),
         );
-        e.details = Some(
-            serde_json::json!({"name": req.name.unwrap_or(""), "group": req.group, "kind": res}),
-        );
+        e.details = Some(crate::store::details(
+            req.name.unwrap_or(""),
+            req.group,
+            res,
+        ));
         Err(e)
     }
 }

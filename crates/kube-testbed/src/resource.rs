@@ -259,7 +259,7 @@ pub(crate) async fn request(
             let pre_uid = opts.pointer("/preconditions/uid").and_then(Value::as_str);
             let dry = dry_run(&q, Some(&opts));
             let obj = lock(&shared.store).delete(kind, ns, name, pre_rv, pre_uid, dry)?;
-            Ok(json_response(200, &obj))
+            Ok(json_response(200, &deleted_answer(kind, name, obj)))
         }
         Verb::DeleteCollection => {
             let opts = delete_options(req).await?;
@@ -436,4 +436,33 @@ fn watch_request(
     resp.headers_mut()
         .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
     Ok(resp)
+}
+
+/// The core resources whose storage answers a DELETE with the deleted object
+/// (`ReturnDeletedObject` in kube-apiserver's registry); the others answer `Status`
+/// `Success` once the object is gone.
+const RETURN_DELETED_OBJECT: &[&str] = &[
+    "Namespace",
+    "Pod",
+    "PodTemplate",
+    "Service",
+    "ServiceAccount",
+    "PersistentVolume",
+    "PersistentVolumeClaim",
+    "ResourceQuota",
+];
+
+/// What a DELETE answers: the object while finalizers hold it (it has a
+/// `deletionTimestamp`) or for the resources that return it, else `Status` `Success`.
+fn deleted_answer(kind: &KindSpec, name: &str, obj: Value) -> Value {
+    let pending = obj.pointer("/metadata/deletionTimestamp").is_some();
+    let returns_object = RETURN_DELETED_OBJECT.iter().any(|k| kind.is_core(k));
+    if pending || returns_object {
+        return obj;
+    }
+    let uid = obj
+        .pointer("/metadata/uid")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    crate::store::deleted_status(kind, name, uid)
 }

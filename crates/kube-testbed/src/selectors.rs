@@ -9,9 +9,10 @@ pub enum SelectorError {
     /// The label selector does not follow the Kubernetes grammar.
     #[error("unable to parse requirement: {0}")]
     Label(String),
-    /// The field selector names a field this resource does not support.
-    #[error("field label not supported: {0}")]
-    UnsupportedField(String),
+    /// The field selector names a field this resource does not support; the message
+    /// is the apiserver's, naming the fields it does support.
+    #[error("\"{0}\" is not a known field selector: only {1}")]
+    UnsupportedField(String, String),
     /// The field selector does not follow `field=value`, `field==value`, `field!=value`.
     #[error("invalid field selector: {0}")]
     Field(String),
@@ -209,7 +210,11 @@ impl FieldSelector {
             };
             let field = field.trim();
             if !supported.contains(&field) {
-                return Err(SelectorError::UnsupportedField(field.to_string()));
+                let known: Vec<String> = supported.iter().map(|f| format!("\"{f}\"")).collect();
+                return Err(SelectorError::UnsupportedField(
+                    field.to_string(),
+                    known.join(", "),
+                ));
             }
             reqs.push(FieldReq {
                 field: field.to_string(),
@@ -281,7 +286,10 @@ mod tests {
         assert!(!m("metadata.name!=n"));
         assert_eq!(
             FieldSelector::parse("spec.x=1", &sup),
-            Err(SelectorError::UnsupportedField("spec.x".into()))
+            Err(SelectorError::UnsupportedField(
+                "spec.x".into(),
+                "\"metadata.name\", \"metadata.namespace\", \"type\"".into()
+            ))
         );
     }
 }

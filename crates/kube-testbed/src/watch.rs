@@ -113,10 +113,27 @@ impl WatchStream {
                     }
                     _ => return Render::Skip,
                 };
+                // An object changed out of the selector is DELETED as it was before
+                // the change, at the change's resourceVersion (as the apiserver's
+                // watch cache sends it).
+                let left = ev.ty == EventType::Modified && ty == "DELETED";
+                let object = match (&ev.old, left) {
+                    (Some(old), true) => {
+                        let mut old = old.clone();
+                        if let (Some(meta), Some(rv)) = (
+                            old.get_mut("metadata").and_then(Value::as_object_mut),
+                            ev.object.pointer("/metadata/resourceVersion"),
+                        ) {
+                            meta.insert("resourceVersion".into(), rv.clone());
+                        }
+                        std::borrow::Cow::Owned(old)
+                    }
+                    _ => std::borrow::Cow::Borrowed(&ev.object),
+                };
                 if self.metadata_only {
-                    Render::Line(line(ty, &partial_metadata(&ev.object)))
+                    Render::Line(line(ty, &partial_metadata(&object)))
                 } else {
-                    Render::Line(line(ty, &ev.object))
+                    Render::Line(line(ty, &object))
                 }
             }
             WatchMsg::Bookmark { rv, initial_end } => {

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use test_support::pki::TestCa;
 
 use crate::StartError;
-use crate::process::Supervised;
+use test_support::supervised::Supervised;
 
 /// What every API server of one [`crate::RealServer`] is started with.
 pub(crate) struct Flags {

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use base64::Engine as _;
 
 use crate::StartError;
-use crate::process::Supervised;
+use test_support::supervised::Supervised;
 
 pub(crate) struct Etcd {
     pub(crate) process: Supervised,

@@ -25,7 +25,6 @@ mod error;
 mod etcd;
 pub mod harness;
 mod peers;
-mod process;
 mod rbac;
 mod shared;
 

@@ -20,7 +20,9 @@
 //!   escaped excerpt of it;
 //! - [`nginx`]: Debian's nginx as the mTLS ingress, in a temp prefix;
 //! - [`prometheus`]: a real Prometheus server scraping a test's metrics, and its
-//!   answers.
+//!   answers;
+//! - [`supervised`]: a peer process (a real API server, a SPIRE agent) that never
+//!   outlives the test process.
 //!
 //! Set-up failures panic throughout: in test support a failure is a broken
 //! environment or test, not an outcome under test.
@@ -35,6 +37,7 @@ pub mod pki;
 mod poll;
 pub mod prometheus;
 pub mod secret;
+pub mod supervised;
 pub mod tls_server;
 
 pub use poll::{POLL_LIMIT, poll_until};

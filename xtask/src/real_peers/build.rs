@@ -36,7 +36,7 @@ pub(super) fn find_go() -> Result<PathBuf, String> {
     }
     Err(format!(
         "no Go 1.{MIN_MINOR} or newer (tried {candidates:?}): the real peers \
-         (kube-apiserver, etcd) are built from source with it; set GO to one"
+         (kube-apiserver, etcd, spire-server, spire-agent) are built from source with it; set GO to one"
     ))
 }
 
@@ -44,7 +44,7 @@ pub(super) fn find_go() -> Result<PathBuf, String> {
 pub(super) fn ensure(go: &Path, root: &Path, component: &Component) -> Result<(), String> {
     let module = workspace_root()
         .join("xtask/real-peers")
-        .join(component.name);
+        .join(component.module);
     let read = |name: &str| {
         std::fs::read_to_string(module.join(name))
             .map_err(|e| format!("{}: {e}", module.join(name).display()))
@@ -60,7 +60,12 @@ pub(super) fn ensure(go: &Path, root: &Path, component: &Component) -> Result<()
     let dir = root.join(format!("{}-{version}", component.name));
     let binary = dir.join("bin").join(component.name);
     let ldflags = (component.ldflags)(&version);
-    let stamp = format!("go.mod\n{go_mod}\ngo.sum\n{go_sum}\nldflags {ldflags}\n");
+    let cgo = if component.cgo { "1" } else { "0" };
+    let mut stamp = format!("go.mod\n{go_mod}\ngo.sum\n{go_sum}\nldflags {ldflags}\n");
+    if component.cgo {
+        // Only then: the pure-Go components' stamps stay what they were.
+        stamp.push_str("CGO_ENABLED=1\n");
+    }
     let stamp_path = dir.join("stamp");
     if binary.exists() && std::fs::read_to_string(&stamp_path).ok().as_ref() == Some(&stamp) {
         eprintln!(
@@ -70,11 +75,12 @@ pub(super) fn ensure(go: &Path, root: &Path, component: &Component) -> Result<()
         );
         return Ok(());
     }
+    // Each component builds in a copy of its own (two components may share a module).
     let src = dir.join("src");
     copy_module(&module, &src)?;
     eprintln!(
         "xtask: building {} {version} (once per machine; the first build of \
-         kube-apiserver takes tens of minutes on 2 cores)",
+         kube-apiserver takes tens of minutes on 2 cores, SPIRE's several minutes)",
         component.name
     );
     let started = Instant::now();
@@ -88,7 +94,7 @@ pub(super) fn ensure(go: &Path, root: &Path, component: &Component) -> Result<()
         .env("GOFLAGS", "-mod=mod")
         .env("GOMODCACHE", root.join("gomodcache"))
         .env("GOCACHE", root.join("gocache"))
-        .env("CGO_ENABLED", "0")
+        .env("CGO_ENABLED", cgo)
         .args(["build", "-trimpath", "-ldflags", &ldflags, "-o"])
         .arg(&partial)
         .arg(component.package);

@@ -4,29 +4,57 @@
 
 /// One Go program built from one of our Go modules.
 pub(crate) struct Component {
-    /// The binary's name and the module's directory under `xtask/real-peers/`.
+    /// The binary's name (and its cache directory's, with the version).
     pub(crate) name: &'static str,
+    /// The module's directory under `xtask/real-peers/` (one module may build several
+    /// programs: SPIRE's server and agent).
+    pub(crate) module: &'static str,
     /// The package `go build` builds, from the module's directory.
     pub(crate) package: &'static str,
     /// The module whose required version names the cache directory.
     pub(crate) versioned_by: &'static str,
     /// `-ldflags` for the version the binary reports, given that version.
     pub(crate) ldflags: fn(&str) -> String,
+    /// Built with cgo (`CGO_ENABLED=1`): SPIRE's server keeps its datastore in SQLite
+    /// through `github.com/mattn/go-sqlite3`, which is cgo (without it the server
+    /// refuses `database_type = "sqlite3"`); the others are pure Go.
+    pub(crate) cgo: bool,
 }
 
 pub(crate) const COMPONENTS: &[Component] = &[
     Component {
         name: "etcd",
+        module: "etcd",
         package: ".",
         versioned_by: "go.etcd.io/etcd/server/v3",
         ldflags: |_| String::new(),
+        cgo: false,
     },
     Component {
         name: "kube-apiserver",
+        module: "kube-apiserver",
         package: "k8s.io/kubernetes/cmd/kube-apiserver",
         versioned_by: "k8s.io/kubernetes",
         // What the release build stamps (hack/lib/version.sh): /version reports it.
         ldflags: kube_version_ldflags,
+        cgo: false,
+    },
+    Component {
+        name: "spire-server",
+        module: "spire",
+        package: "github.com/spiffe/spire/cmd/spire-server",
+        versioned_by: "github.com/spiffe/spire",
+        ldflags: spire_version_ldflags,
+        cgo: true,
+    },
+    Component {
+        name: "spire-agent",
+        module: "spire",
+        package: "github.com/spiffe/spire/cmd/spire-agent",
+        versioned_by: "github.com/spiffe/spire",
+        ldflags: spire_version_ldflags,
+        // Same flags as the server, so that the two builds share the Go build cache.
+        cgo: true,
     },
 ];
 
@@ -36,6 +64,15 @@ fn kube_version_ldflags(version: &str) -> String {
     let minor = parts.next().unwrap_or_default();
     let pkg = "k8s.io/component-base/version";
     format!("-X {pkg}.gitVersion={version} -X {pkg}.gitMajor={major} -X {pkg}.gitMinor={minor}")
+}
+
+/// What SPIRE's Makefile passes: symbols stripped (`-s -w`) and the tag without its `v`
+/// (`--version` prints `1.13.3`).
+fn spire_version_ldflags(version: &str) -> String {
+    format!(
+        "-s -w -X github.com/spiffe/spire/pkg/common/version.gittag={}",
+        version.trim_start_matches('v')
+    )
 }
 
 /// The version `go_mod` requires of `module` (`require module vX.Y.Z`, in a block or
@@ -78,6 +115,14 @@ mod tests {
             "-X k8s.io/component-base/version.gitVersion=v1.37.2 \
              -X k8s.io/component-base/version.gitMajor=1 \
              -X k8s.io/component-base/version.gitMinor=37"
+        );
+    }
+
+    #[test]
+    fn spire_reports_its_release_without_the_v() {
+        assert_eq!(
+            spire_version_ldflags("v1.13.3"),
+            "-s -w -X github.com/spiffe/spire/pkg/common/version.gittag=1.13.3"
         );
     }
 }

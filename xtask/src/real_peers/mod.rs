@@ -1,5 +1,7 @@
 //! `cargo xtask real-peers`: builds the real peers the real-server test tier runs
-//! against, `kube-apiserver` and `etcd`, from the Go modules under `xtask/real-peers/`
+//! against, `kube-apiserver` and `etcd`, and the SPIRE tier's `spire-server` and
+//! `spire-agent` (both from one module, built with cgo for SPIRE's SQLite datastore),
+//! from the Go modules under `xtask/real-peers/`
 //! with Go 1.26 and the Go module proxy. Each is built once per machine and kept
 //! outside the repository, by component and version, under
 //! `$HOME/.cache/platform-client/real-peers/<component>-<version>/bin/`
@@ -7,7 +9,7 @@
 //! live under that root too. A component whose binary exists and whose recorded
 //! `go.mod`/`go.sum` match ours is not rebuilt.
 //!
-//! The test support (`crates/real-apiserver`) finds the binaries at the same paths and
+//! The test support (`crates/real-apiserver`, `crates/real-spire`) finds the binaries at the same paths and
 //! fails, naming this task, when they are missing.
 
 mod build;

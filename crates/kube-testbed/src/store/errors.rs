@@ -24,7 +24,7 @@ impl ApiError {
     }
 
     fn with_details(mut self, kind: &KindSpec, name: &str) -> Self {
-        self.details = Some(json!({"name": name, "group": kind.group, "kind": kind.plural}));
+        self.details = Some(details(name, &kind.group, &kind.plural));
         self
     }
 
@@ -66,10 +66,9 @@ impl ApiError {
             "Invalid",
             format!("{} \"{}\" is invalid: {}: {}", kind.kind, name, field, why),
         );
-        e.details = Some(json!({
-            "name": name, "group": kind.group, "kind": kind.kind,
-            "causes": [{"reason": "FieldValueInvalid", "message": why, "field": field}]
-        }));
+        let mut d = details(name, &kind.group, &kind.kind);
+        d["causes"] = json!([{"reason": "FieldValueInvalid", "message": why, "field": field}]);
+        e.details = Some(d);
         e
     }
 
@@ -124,4 +123,33 @@ fn resource_label(kind: &KindSpec) -> String {
     } else {
         format!("{}.{}", kind.plural, kind.group)
     }
+}
+
+/// A `Status`'s `details`: the name and the group (each left out when empty, as the
+/// apiserver's `omitempty` leaves them out: a list, the core group) and the kind or
+/// resource.
+pub(crate) fn details(name: &str, group: &str, kind: &str) -> Value {
+    let mut d = json!({"kind": kind});
+    if !name.is_empty() {
+        d["name"] = json!(name);
+    }
+    if !group.is_empty() {
+        d["group"] = json!(group);
+    }
+    d
+}
+
+/// What the apiserver answers to a DELETE that removed the object at once, for the
+/// resources whose storage does not return the deleted object (ConfigMaps, Secrets,
+/// custom resources, ...): `Status` `Success` naming it.
+pub(crate) fn deleted_status(kind: &KindSpec, name: &str, uid: &str) -> Value {
+    let mut d = details(name, &kind.group, &kind.plural);
+    d["uid"] = json!(uid);
+    json!({
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Success",
+        "details": d,
+    })
 }

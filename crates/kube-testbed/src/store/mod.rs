@@ -21,7 +21,7 @@ use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 
 use crate::selectors::{FieldSelector, LabelSelector};
 
-pub(crate) use errors::ApiError;
+pub(crate) use errors::{ApiError, deleted_status, details};
 pub(crate) use ids::{now_rfc3339, random_hex};
 pub use kinds::KindSpec;
 pub(crate) use kinds::{ResKey, builtin_kinds};

@@ -115,6 +115,21 @@ pub(super) fn apply_defaults(
             "the request body must be a JSON object",
         ));
     };
+    // Empty labels, annotations and finalizers are not stored (the apiserver's
+    // `omitempty`), so an object reads back without them.
+    if let Some(meta) = o.get_mut("metadata").and_then(Value::as_object_mut) {
+        for field in ["labels", "annotations", "finalizers"] {
+            let empty = match meta.get(field) {
+                Some(Value::Object(m)) => m.is_empty(),
+                Some(Value::Array(a)) => a.is_empty(),
+                Some(Value::Null) => true,
+                _ => false,
+            };
+            if empty {
+                meta.remove(field);
+            }
+        }
+    }
     if kind.is_core("Secret") {
         o.entry("type")
             .or_insert_with(|| Value::String("Opaque".into()));

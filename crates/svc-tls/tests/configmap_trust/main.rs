@@ -1,12 +1,16 @@
 //! Trust anchors from a ConfigMap (issue 29, "trust without the CA key"): the PEM
 //! bundle under one key of a ConfigMap, as trust-manager's default Bundle target
 //! writes it, verifies server chains in real TLS 1.3 handshakes. The ConfigMap lives
-//! in the API emulator; the server is a `VerifyingServer` whose certificate moves
-//! between CAs. A service trusting this way needs no access to Secrets: the
+//! in the API emulator (the first two bodies run against the real kube-apiserver as
+//! well, through `ApiServerUnderTest`); the server is a `VerifyingServer` whose
+//! certificate moves between CAs. A service trusting this way needs no access to Secrets: the
 //! `from_options` test runs with a token allowed only get/list/watch on ConfigMaps.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
+#[path = "../support/mod.rs"]
 mod support;
+
+mod both;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -81,87 +85,6 @@ fn cached_bundle_is(verifier: &TrustVerifier, pem: &str) -> bool {
         .get()
         .and_then(|cm| cm.data.as_ref()?.get(KEY).cloned())
         .is_some_and(|v| v == pem)
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn configmap_anchors_verify_a_server_chain_in_a_handshake() {
-    let tb = Testbed::start().await;
-    let (ca, other) = (TestCa::new("bundle CA"), TestCa::new("not in the bundle"));
-    // A bundle of two CAs, as trust-manager concatenates its sources, beside a key
-    // that is not read.
-    let unrelated = TestCa::new("unrelated");
-    tb.upsert(configmap(
-        BUNDLE,
-        &[
-            (KEY, &format!("{}{}", unrelated.pem(), ca.pem())),
-            ("ca.crt", &other.pem()),
-        ],
-    ));
-    let trusted = server(&ca).await;
-    let untrusted = server(&other).await;
-
-    let verifier = verifier(&tb, KEY).await.unwrap();
-    let state = verifier.state();
-    assert_eq!(state.roots, 2, "both CAs of the bundle are roots");
-    assert_eq!(
-        state.source,
-        TrustOrigin::ConfigMap {
-            configmap: Box::new(bundle_ref()),
-            key: KEY.to_owned(),
-        }
-    );
-    assert_eq!(
-        state.source.to_string(),
-        format!("CA ConfigMap {NS}/{BUNDLE} key {KEY}")
-    );
-
-    call(watched(&verifier), &trusted)
-        .await
-        .expect("a server chaining to a CA of the bundle is trusted");
-    let refused = call(watched(&verifier), &untrusted).await.unwrap_err();
-    assert!(
-        refused.contains("handshake"),
-        "a server of a CA outside the bundle (even one under another key) is refused: {refused}"
-    );
-    assert_eq!(untrusted.handshakes(), 0);
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_replaced_bundle_is_followed_on_the_next_handshake() {
-    let tb = Testbed::start().await;
-    let (old, new) = (TestCa::new("old CA"), TestCa::new("new CA"));
-    tb.upsert(configmap(BUNDLE, &[(KEY, &old.pem())]));
-    let server = server(&old).await;
-    let verifier = verifier(&tb, KEY).await.unwrap();
-    let config = watched(&verifier);
-    call(config.clone(), &server).await.unwrap();
-
-    // The bundle is replaced by the new CA and the server moves to it: the next
-    // handshake on the same client configuration follows, without a rebuild.
-    tb.upsert(configmap(BUNDLE, &[(KEY, &new.pem())]));
-    poll_until("the new bundle in the cache", || {
-        cached_bundle_is(&verifier, &new.pem())
-    })
-    .await;
-    server.set_server_ca(&new);
-    call(config.clone(), &server)
-        .await
-        .expect("the server of the new CA is trusted on the next handshake");
-    assert_eq!(verifier.state().failures, 0);
-
-    // The old CA is no longer trusted.
-    let back = self::server(&old).await;
-    assert!(call(config.clone(), &back).await.is_err());
-
-    // A bundle that breaks after a good load keeps the last good roots (the
-    // handshake still succeeds) and says why, naming the ConfigMap and the key.
-    tb.upsert(configmap(BUNDLE, &[(KEY, "not a bundle")]));
-    poll_until("the broken bundle in the cache", || {
-        cached_bundle_is(&verifier, "not a bundle")
-    })
-    .await;
-    call(config.clone(), &server).await.unwrap();
-    assert!(verifier.state().failures > 0, "{:?}", verifier.state());
 }
 
 /// The typed error a build fails with when the ConfigMap cannot serve as trust.

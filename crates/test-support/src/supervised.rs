@@ -3,6 +3,9 @@
 //! lifeline). When the test process ends in any way (return, panic, abort, SIGKILL),
 //! the kernel closes the pipe, the guard reads end-of-file and stops the peer (TERM,
 //! then KILL). Dropping a [`Supervised`] kills the whole group at once.
+//!
+//! The real peers' test support (`real-apiserver`: etcd and kube-apiserver;
+//! `real-spire`: spire-server and spire-agent) runs every peer this way.
 
 use std::fs::File;
 use std::io::Read as _;
@@ -26,7 +29,7 @@ if [ -n "$cleanup" ]; then rm -rf "$cleanup"; fi
 exit $status"#;
 
 /// One running peer and its log.
-pub(crate) struct Supervised {
+pub struct Supervised {
     name: String,
     child: Child,
     /// Held open for the life of the peer; closed (by drop or by the process ending)
@@ -38,7 +41,7 @@ pub(crate) struct Supervised {
 impl Supervised {
     /// Starts `program args` with its output in `log`; `cleanup` (if any) is removed
     /// when the peer has stopped because this process ended.
-    pub(crate) fn start(
+    pub fn start(
         name: &str,
         program: &Path,
         args: &[String],
@@ -68,7 +71,7 @@ impl Supervised {
     }
 
     /// The peer's exit, if it has exited.
-    pub(crate) fn exited(&mut self) -> Option<String> {
+    pub fn exited(&mut self) -> Option<String> {
         match self.child.try_wait() {
             Ok(Some(status)) => Some(status.to_string()),
             Ok(None) => None,
@@ -77,7 +80,7 @@ impl Supervised {
     }
 
     /// The last `lines` lines of the peer's log.
-    pub(crate) fn log_tail(&self, lines: usize) -> String {
+    pub fn log_tail(&self, lines: usize) -> String {
         let mut text = String::new();
         if let Ok(mut file) = File::open(&self.log) {
             let _ = file.read_to_string(&mut text);
@@ -94,7 +97,7 @@ impl Supervised {
 
     /// Stops the peer as its supervisor would (TERM, up to `grace`, then KILL) and
     /// waits for it: its port is free again when this returns.
-    pub(crate) fn stop(mut self, grace: Duration) {
+    pub fn stop(mut self, grace: Duration) {
         self.signal("TERM");
         let deadline = Instant::now() + grace;
         while Instant::now() < deadline {

@@ -1,0 +1,95 @@
+//! WATCH from a list's resourceVersion (the events after it, in order), with a label
+//! selector (an object relabelled out of it is DELETED), and the streaming list
+//! (`sendInitialEvents`, ended by the initial-events-end BOOKMARK).
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::harness::{Pair, Target, assert_same, config_map};
+
+const LIMIT: Duration = Duration::from_secs(10);
+
+async fn list_rv(target: &Target, path: &str) -> String {
+    let (status, list) = target.send("GET", path, None, None).await;
+    assert_eq!(status, 200, "{}: {list}", target.name);
+    list["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_watch_from_a_list_sees_the_later_events_in_order() {
+    let pair = Pair::new().await;
+    let ns = pair.namespace.clone();
+    let path = format!("/api/v1/namespaces/{ns}/configmaps");
+    let (rv_e, rv_r) = (
+        list_rv(&pair.emulated, &path).await,
+        list_rv(&pair.actual, &path).await,
+    );
+
+    pair.same(
+        "POST",
+        &path,
+        Some(&config_map(&ns, "a", json!({"app": "a"}))),
+    )
+    .await;
+    pair.same(
+        "PATCH",
+        &format!("{path}/a"),
+        Some(&json!({"data": {"key": "changed"}})),
+    )
+    .await;
+    pair.same(
+        "POST",
+        &path,
+        Some(&config_map(&ns, "b", json!({"app": "b"}))),
+    )
+    .await;
+    // Relabelled out of `app=a`: a DELETED event for a selector watch.
+    pair.same(
+        "PATCH",
+        &format!("{path}/a"),
+        Some(&json!({"metadata": {"labels": {"app": "z"}}})),
+    )
+    .await;
+    pair.same("DELETE", &format!("{path}/a"), None).await;
+
+    for (query, count) in [("", 5), ("&labelSelector=app%3Da", 3)] {
+        let watch = |rv: &str| format!("{path}?watch=true&resourceVersion={rv}{query}");
+        let emulated = pair.emulated.watch(&watch(&rv_e), count, LIMIT).await;
+        let actual = pair.actual.watch(&watch(&rv_r), count, LIMIT).await;
+        assert_eq!(actual.len(), count, "{query}: {actual:#?}");
+        assert_same(
+            &format!("WATCH from the list's resourceVersion{query}"),
+            &(200, Value::Array(emulated)),
+            &(200, Value::Array(actual)),
+            &[&ns],
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_streaming_list_ends_with_the_initial_events_bookmark() {
+    let pair = Pair::new().await;
+    let ns = pair.namespace.clone();
+    let path = format!("/api/v1/namespaces/{ns}/configmaps");
+    for name in ["b", "a", "c"] {
+        pair.same("POST", &path, Some(&config_map(&ns, name, json!({}))))
+            .await;
+    }
+    let watch = format!(
+        "{path}?watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true"
+    );
+    let emulated = pair.emulated.watch(&watch, 4, LIMIT).await;
+    let actual = pair.actual.watch(&watch, 4, LIMIT).await;
+    assert_eq!(actual.len(), 4, "{actual:#?}");
+    assert_eq!(actual[3]["type"], "BOOKMARK");
+    assert_same(
+        "a streaming list",
+        &(200, Value::Array(emulated)),
+        &(200, Value::Array(actual)),
+        &[&ns],
+    );
+}
