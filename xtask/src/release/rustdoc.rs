@@ -22,7 +22,11 @@ pub(super) fn current(target: &Path, libraries: &[&String]) -> Result<PathBuf, S
 
 /// Builds the baseline's JSON once per baseline commit (kept under the target
 /// directory); returns its directory.
-pub(super) fn baseline(target: &Path, baseline: &Baseline, libraries: &[&String]) -> Result<PathBuf, String> {
+pub(super) fn baseline(
+    target: &Path,
+    baseline: &Baseline,
+    libraries: &[&String],
+) -> Result<PathBuf, String> {
     let out = target.join("semver-rustdoc").join(&baseline.commit);
     let done = out.join(".complete");
     if done.exists() {
@@ -37,7 +41,11 @@ pub(super) fn baseline(target: &Path, baseline: &Baseline, libraries: &[&String]
         .output()
         .map_err(|e| format!("could not run git archive: {e}"))?;
     if !archive.status.success() {
-        return Err(format!("git archive {} failed: {}", baseline.commit, String::from_utf8_lossy(&archive.stderr).trim()));
+        return Err(format!(
+            "git archive {} failed: {}",
+            baseline.commit,
+            String::from_utf8_lossy(&archive.stderr).trim()
+        ));
     }
     let mut untar = Command::new("tar")
         .arg("-xf")
@@ -101,7 +109,10 @@ fn wrapper(target: &Path) -> Result<PathBuf, String> {
     }
     std::fs::write(
         &path,
-        format!("#!/bin/sh\nRUSTC_BOOTSTRAP=1 exec '{}' \"$@\"\n", rustdoc.display()),
+        format!(
+            "#!/bin/sh\nRUSTC_BOOTSTRAP=1 exec '{}' \"$@\"\n",
+            rustdoc.display()
+        ),
     )
     .map_err(|e| format!("{}: {e}", path.display()))?;
     run_checked(Command::new("chmod").arg("+x").arg(&path))?;

@@ -38,8 +38,8 @@ async fn verifier_on(
     key: &str,
 ) -> Result<TrustVerifier, TrustError> {
     let client = kube::Client::try_from(api.config_for(&api.admin_token())).unwrap();
-    TrustVerifier::from_configmap(client, ConfigMapRef::new(ns, BUNDLE), key)
-        .sync_timeout(TIMEOUT)
+    TrustVerifier::configmap_builder(client, ConfigMapRef::new(ns, BUNDLE), key)
+        .settings(svc_tls::trust::TrustSettings::default().sync_timeout(TIMEOUT))
         .build()
         .await
 }
