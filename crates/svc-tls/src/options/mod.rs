@@ -24,7 +24,7 @@
 //! [`Command::debug_assert`]. A clap-derive command flattens them instead
 //! (`#[command(flatten)]`): [`PeerArgs<P>`] and [`IdentityArgs<P>`] take the peer's
 //! name as a marker type ([`peers`], [`peer_name!`](crate::peer_name)), and the
-//! unprefixed [`ClientIdentityOptions`] is `clap::Args` itself (see [`derive`]'s
+//! unprefixed [`ClientIdentityOptions`] is `clap::Args` itself (see [`derive`](mod@derive)'s
 //! example).
 //!
 //! ```
