@@ -42,7 +42,7 @@ pub enum ClientError {
         name: Option<String>,
     },
     /// No typed cache of the kind was declared with the selection asked for
-    /// ([`CachedClient::shared_watch`]).
+    /// ([`CachedClient::shared_watch`](super::CachedClient::shared_watch)).
     #[error(
         "no typed cache of {cache} was declared (declare it at construction to share its watch)"
     )]
