@@ -112,7 +112,9 @@ fn test(extra: &[String]) -> Result<(), String> {
     // in full here).
     run_checked(
         cargo()
-            .args(["test", "--workspace"])
+            // Every test binary runs even when one fails, so a run reports every
+            // failure at once; any failure still fails the task.
+            .args(["test", "--workspace", "--no-fail-fast"])
             .args(extra)
             .env("GO", go)
             .envs(golang::environment()),

@@ -35,7 +35,8 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
-/// Every name the crates declare `pub` (items, modules) or bring in with `pub use`.
+/// Every name the crates declare `pub` (items, modules), bring in with `pub use`, or
+/// export as a macro (`#[macro_export]`).
 fn public_names() -> BTreeSet<String> {
     let mut names = BTreeSet::new();
     for (_, dir) in CRATES {
@@ -43,7 +44,24 @@ fn public_names() -> BTreeSet<String> {
         rust_files(&root().join("crates").join(dir).join("src"), &mut files);
         for file in files {
             let text = std::fs::read_to_string(&file).unwrap();
+            let mut exported_macro = false;
             for line in text.lines().map(str::trim_start) {
+                // `#[macro_export] macro_rules! name`: public at the crate's root.
+                if line.starts_with("#[macro_export]") {
+                    exported_macro = true;
+                    continue;
+                }
+                if let Some(rest) = line.strip_prefix("macro_rules!")
+                    && std::mem::take(&mut exported_macro)
+                    && let Some(name) = rest
+                        .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+                        .find(|w| !w.is_empty())
+                {
+                    names.insert(name.to_owned());
+                }
+                if !line.starts_with("#[") && !line.starts_with("///") {
+                    exported_macro = false;
+                }
                 if let Some(rest) = line.strip_prefix("pub ") {
                     let mut words = rest.split(|c: char| !(c.is_alphanumeric() || c == '_'));
                     let mut kind = words.next().unwrap_or("");
