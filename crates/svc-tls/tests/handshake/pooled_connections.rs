@@ -261,11 +261,16 @@ async fn identity_rotation_under_load(http2: bool) {
         reqwest::Version::HTTP_11
     };
     assert!(late.iter().all(|a| a.version == version));
-    // Kept alive before and after: a handful of connections, not one per request.
+    // Kept alive before and after: a handful of connections, not one per request
+    // (about 250 requests). Two pools (before and after the rotation), each opening at
+    // most one connection per concurrent requester (4) before it knows the peer
+    // speaks h2 (ALPN), and a rotation can race a few more: 24 is generous; one per
+    // request would be hundreds. (12 were seen in a CI run where 10 was the bound.)
     assert!(
-        s.server.handshakes() <= 10,
-        "{} handshakes",
-        s.server.handshakes()
+        s.server.handshakes() <= 24,
+        "{} handshakes for {} requests",
+        s.server.handshakes(),
+        seen.len()
     );
     assert!(peer.retired_pools() >= 1);
 }
