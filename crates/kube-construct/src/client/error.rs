@@ -82,3 +82,11 @@ pub enum ClientError {
     #[error("Kubernetes API request failed")]
     Api(#[source] watch_ready::KubeError),
 }
+
+impl ClientError {
+    /// The API server's answer as [`ClientError::Api`]: kube's error kept only as an
+    /// escaped excerpt (the one conversion every write and status call uses).
+    pub(crate) fn api(error: kube::Error) -> Self {
+        Self::Api(watch_ready::KubeError::of(&error))
+    }
+}

@@ -38,7 +38,7 @@ impl CachedClient {
         self.api::<K>(namespace)
             .patch_status(name, params, patch)
             .await
-            .map_err(|e| ClientError::Api(watch_ready::KubeError::of(&e)))
+            .map_err(ClientError::api)
     }
 
     /// Replace an object's status (`PUT .../<name>/status`) with `obj`'s, by its
@@ -50,7 +50,7 @@ impl CachedClient {
         self.api::<K>(namespace)
             .replace_status(name, &PostParams::default(), obj)
             .await
-            .map_err(|e| ClientError::Api(watch_ready::KubeError::of(&e)))
+            .map_err(ClientError::api)
     }
 
     /// [`CachedClient::patch_status`] for a resource known only at run time.
@@ -65,6 +65,6 @@ impl CachedClient {
         self.dynamic_api(resource, namespace)
             .patch_status(name, params, patch)
             .await
-            .map_err(|e| ClientError::Api(watch_ready::KubeError::of(&e)))
+            .map_err(ClientError::api)
     }
 }

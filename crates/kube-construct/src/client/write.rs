@@ -53,7 +53,7 @@ impl CachedClient {
         self.api::<K>(namespace)
             .create(&PostParams::default(), obj)
             .await
-            .map_err(|e| ClientError::Api(watch_ready::KubeError::of(&e)))
+            .map_err(ClientError::api)
     }
 
     /// Replace an object (by its `metadata.namespace`/`name`; its
@@ -64,7 +64,7 @@ impl CachedClient {
         self.api::<K>(namespace)
             .replace(name, &PostParams::default(), obj)
             .await
-            .map_err(|e| ClientError::Api(watch_ready::KubeError::of(&e)))
+            .map_err(ClientError::api)
     }
 
     /// Patch an object through the API.
@@ -78,7 +78,7 @@ impl CachedClient {
         self.api::<K>(namespace)
             .patch(name, params, patch)
             .await
-            .map_err(|e| ClientError::Api(watch_ready::KubeError::of(&e)))
+            .map_err(ClientError::api)
     }
 
     /// Delete an object through the API.
@@ -91,7 +91,7 @@ impl CachedClient {
             .delete(name, &DeleteParams::default())
             .await
             .map(drop)
-            .map_err(|e| ClientError::Api(watch_ready::KubeError::of(&e)))
+            .map_err(ClientError::api)
     }
 
     /// Create a dynamic object (in its `metadata.namespace`, none for cluster-scoped kinds).
@@ -103,7 +103,7 @@ impl CachedClient {
         self.dynamic_api(resource, obj.metadata.namespace.as_deref())
             .create(&PostParams::default(), obj)
             .await
-            .map_err(|e| ClientError::Api(watch_ready::KubeError::of(&e)))
+            .map_err(ClientError::api)
     }
 
     /// Replace a dynamic object (by its `metadata.namespace`/`name`).
@@ -122,7 +122,7 @@ impl CachedClient {
         self.dynamic_api(resource, obj.metadata.namespace.as_deref())
             .replace(name, &PostParams::default(), obj)
             .await
-            .map_err(|e| ClientError::Api(watch_ready::KubeError::of(&e)))
+            .map_err(ClientError::api)
     }
 
     /// Patch a dynamic object.
@@ -137,7 +137,7 @@ impl CachedClient {
         self.dynamic_api(resource, namespace)
             .patch(name, params, patch)
             .await
-            .map_err(|e| ClientError::Api(watch_ready::KubeError::of(&e)))
+            .map_err(ClientError::api)
     }
 
     /// Delete a dynamic object.
@@ -151,6 +151,6 @@ impl CachedClient {
             .delete(name, &DeleteParams::default())
             .await
             .map(drop)
-            .map_err(|e| ClientError::Api(watch_ready::KubeError::of(&e)))
+            .map_err(ClientError::api)
     }
 }
