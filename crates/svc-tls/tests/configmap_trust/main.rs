@@ -580,6 +580,10 @@ async fn the_trust_builder_shares_a_registrys_configmap_watch() {
         lists,
         "the second build reads the shared watch"
     );
+    // The watch request follows the initial list: a built verifier may not have
+    // opened it yet (seen in CI), so wait for it, then check no second one came.
+    poll_until("the shared watch open", || tb.open_watches() >= 1).await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
     assert_eq!(tb.open_watches(), 1, "one watch for both verifiers");
 
     let server = server(&new).await;
