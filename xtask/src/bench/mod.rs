@@ -1,4 +1,4 @@
-//! `cargo xtask bench [--quick] [--check]`: measures our side (criterion benchmarks
+//! `cargo xtask bench [--quick] [--check] [--rejudge]`: measures our side (criterion benchmarks
 //! and interleaved samplers in `benches/`) and the legacy Go side (`benches/go/`) in
 //! the same run, on the same key material, and prints one table with the targets
 //! judged on confidence intervals. Writes the table and an SVG chart to
@@ -8,6 +8,11 @@
 //! Nothing from an earlier run can appear: the criterion home, the sample files and
 //! the key material are cleared first, and a figure that was not measured in this run
 //! shows as "not measured".
+//!
+//! `--rejudge` measures nothing: it renders the table and chart again from the figures
+//! the last run left in `<target dir>/bench-run` and `criterion` (and that run's saved
+//! header), for when a bar or a table's wording changed after the run. The header
+//! keeps the run's own time, load and build facts.
 //!
 //! The files: this one parses the options, runs the benchmarks and writes the table
 //! and chart (splicing the table into the hand-written page); `collect.rs` reads the
@@ -37,6 +42,7 @@ const END: &str = "<!-- bench:end -->";
 struct Options {
     quick: bool,
     check: bool,
+    rejudge: bool,
 }
 
 fn parse(args: &[String]) -> Result<Options, String> {
@@ -45,8 +51,16 @@ fn parse(args: &[String]) -> Result<Options, String> {
         match arg.as_str() {
             "--quick" => options.quick = true,
             "--check" => options.check = true,
-            other => return Err(format!("bench: unknown option {other} (--quick, --check)")),
+            "--rejudge" => options.rejudge = true,
+            other => {
+                return Err(format!(
+                    "bench: unknown option {other} (--quick, --check, --rejudge)"
+                ));
+            }
         }
+    }
+    if options.rejudge && options.quick {
+        return Err("bench: --rejudge renders the last run again; it takes no --quick".into());
     }
     Ok(options)
 }
@@ -82,6 +96,9 @@ pub fn run(args: &[String]) -> Result<(), String> {
     let work = target.join("bench-run");
     let material = work.join("material");
     let samples_dir = work.join("samples");
+    if options.rejudge {
+        return rejudge(&root, &target, &criterion, &samples_dir, options.check);
+    }
     reset(&criterion)?;
     reset(&work)?;
     // The material directory is created by the first benchmark that runs.
@@ -142,11 +159,74 @@ pub fn run(args: &[String]) -> Result<(), String> {
         started.elapsed(),
         &load_at_start,
     );
-    let body = report::render(&results);
-    let svg = super::chart::render(&results)?;
+    // What `--rejudge` needs of this run besides the figures.
+    let saved = work.join(HEADER_FILE);
+    std::fs::write(&saved, &header)
+        .map_err(|e| format!("cannot write {}: {e}", saved.display()))?;
+    write_report(&root, &target, &header, &results, options.quick, options.check)
+}
+
+/// The header a full run saves beside its figures, for `--rejudge`.
+const HEADER_FILE: &str = "header.md";
+
+/// `--rejudge`: the table and chart of the last run, judged by today's bars.
+fn rejudge(
+    root: &Path,
+    target: &Path,
+    criterion: &Path,
+    samples_dir: &Path,
+    check: bool,
+) -> Result<(), String> {
+    let work = target.join("bench-run");
+    let saved = work.join(HEADER_FILE);
+    let header = std::fs::read_to_string(&saved).map_err(|e| {
+        format!(
+            "bench --rejudge: no saved run ({}: {e}); run `cargo xtask bench` first",
+            saved.display()
+        )
+    })?;
+    if header.contains("--quick") {
+        return Err("bench --rejudge: the last run was a --quick smoke run; nothing to judge".into());
+    }
+    // The Go side's version and modules, read again from the binary the run built.
+    let go_facts = super::golang::ensure().and_then(|(go, version)| {
+        let info = super::golang::build_info(&go, &work.join("legacy"))?;
+        Ok((version, info))
+    });
+    let mut results = Results {
+        go: go_facts.as_ref().map(|(v, _)| v.clone()).map_err(Clone::clone),
+        go_modules: go_facts
+            .iter()
+            .flat_map(|(_, info)| info.modules.iter().cloned())
+            .collect(),
+        ..Default::default()
+    };
+    collect_criterion(criterion, &mut results.estimates)?;
+    collect_samples(samples_dir, &mut results)?;
+    if results.estimates.is_empty() {
+        return Err(format!(
+            "bench --rejudge: the last run left no results in {}",
+            criterion.display()
+        ));
+    }
+    write_report(root, target, &header, &results, false, check)
+}
+
+/// Prints the table, writes it (spliced into the page) and the chart, and with
+/// `check` fails on a target not met.
+fn write_report(
+    root: &Path,
+    target: &Path,
+    header: &str,
+    results: &Results,
+    quick: bool,
+    check: bool,
+) -> Result<(), String> {
+    let body = report::render(results);
+    let svg = super::chart::render(results)?;
     println!("{header}\n{body}");
 
-    let (dir, doc) = if options.quick {
+    let (dir, doc) = if quick {
         let dir = target.join("bench-report");
         std::fs::create_dir_all(&dir)
             .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
@@ -167,8 +247,8 @@ pub fn run(args: &[String]) -> Result<(), String> {
         chart.display()
     );
 
-    let rows = report::targets(&results);
-    if options.check && report::any_not_met(&rows) {
+    let rows = report::targets(results);
+    if check && report::any_not_met(&rows) {
         return Err("bench --check: a measured target is not met (see the table)".into());
     }
     Ok(())
@@ -202,6 +282,8 @@ mod tests {
         let both = parse(&["--quick".into(), "--check".into()]).unwrap();
         assert!(both.quick && both.check);
         assert!(parse(&["--table-only".into()]).is_err());
+        assert!(parse(&["--rejudge".into()]).unwrap().rejudge);
+        assert!(parse(&["--rejudge".into(), "--quick".into()]).is_err());
     }
 
     #[test]

@@ -14,6 +14,10 @@ pub const UNPAIRED: &str = "unpaired (not measured in the same rounds): no ratio
 /// so the bar of reload against static.
 const SPIFFE_BAR: f64 = 0.98;
 
+/// Our client's CPU per handshake over Go's against the same server: the mission's
+/// "at most 0.5x Go's" (it was 0.67x until 2026-12-05; the figures did not move).
+pub(super) const CLIENT_CPU_BAR: f64 = 0.5;
+
 /// Evaluates every target on the figures of this run. Every verdict comes from the
 /// figures alone ([`judge`] on the ratio's whole interval); a ratio between the
 /// languages is taken only from paired rounds.
@@ -132,7 +136,7 @@ pub fn targets(results: &Results) -> Vec<TargetRow> {
         for key in ["p256", "rsa2048"] {
             push(
                 format!(
-                    "{key}, X25519 on both sides, {}: our client's CPU per handshake <= 0.67x \
+                    "{key}, X25519 on both sides, {}: our client's CPU per handshake <= 0.5x \
                      Go's",
                     server_label(server)
                 ),
@@ -141,7 +145,7 @@ pub fn targets(results: &Results) -> Vec<TargetRow> {
                     &format!("go/client-cpu/{server}/{key}"),
                 ),
                 Bound::AtMost,
-                0.67,
+                CLIENT_CPU_BAR,
             );
         }
     }
