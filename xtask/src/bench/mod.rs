@@ -163,7 +163,14 @@ pub fn run(args: &[String]) -> Result<(), String> {
     let saved = work.join(HEADER_FILE);
     std::fs::write(&saved, &header)
         .map_err(|e| format!("cannot write {}: {e}", saved.display()))?;
-    write_report(&root, &target, &header, &results, options.quick, options.check)
+    write_report(
+        &root,
+        &target,
+        &header,
+        &results,
+        options.quick,
+        options.check,
+    )
 }
 
 /// The header a full run saves beside its figures, for `--rejudge`.
@@ -186,7 +193,9 @@ fn rejudge(
         )
     })?;
     if header.contains("--quick") {
-        return Err("bench --rejudge: the last run was a --quick smoke run; nothing to judge".into());
+        return Err(
+            "bench --rejudge: the last run was a --quick smoke run; nothing to judge".into(),
+        );
     }
     // The Go side's version and modules, read again from the binary the run built.
     let go_facts = super::golang::ensure().and_then(|(go, version)| {
@@ -194,7 +203,10 @@ fn rejudge(
         Ok((version, info))
     });
     let mut results = Results {
-        go: go_facts.as_ref().map(|(v, _)| v.clone()).map_err(Clone::clone),
+        go: go_facts
+            .as_ref()
+            .map(|(v, _)| v.clone())
+            .map_err(Clone::clone),
         go_modules: go_facts
             .iter()
             .flat_map(|(_, info)| info.modules.iter().cloned())
