@@ -119,10 +119,12 @@ async fn a_peer_that_refuses_the_certificate_exits_5() {
     assert_eq!(peer["client_certificate_accepted"], false, "{json:#}");
     assert_eq!(peer["error"]["kind"], "UnknownCA", "{json:#}");
     assert_eq!(peer["http_status"], serde_json::Value::Null);
-    assert!(
-        server.rejected() >= 1,
-        "the server saw no refused handshake"
-    );
+    // The server counts the refusal after it sent the alert the client acted on:
+    // under load the client can exit first (seen once), so wait for the count.
+    test_support::poll_until("the server counts the refused handshake", || {
+        server.rejected() >= 1
+    })
+    .await;
     // The principal is a check of its own: it still signs and verifies.
     assert_eq!(json["principal"]["verified"], true);
 }
