@@ -302,9 +302,13 @@ async fn roots_of_a_deleted_ca_secret_fail_closed_after_the_limit() {
 }
 
 /// A pooled client's kept-alive connection to a server of the withdrawn domain takes
-/// no request a second after the de-federation: callers get `TrustChanged`, withdrawn.
+/// no request once the de-federation reached the process: callers get
+/// `TrustChanged`, withdrawn. (On an idle machine the Workload API stream delivers it
+/// well within a second; the test waits for the delivery itself, not a fixed second,
+/// because a loaded CI machine once took longer: what the pool owes is to retire on
+/// the first request after it.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_pooled_connection_to_a_withdrawn_domain_takes_no_request_after_a_second() {
+async fn a_pooled_connection_to_a_withdrawn_domain_takes_no_request_once_it_is_delivered() {
     use svc_tls::client::PeerRequestError;
     let f = federation().await;
     let peer = f.tls.client().unwrap();
@@ -323,7 +327,11 @@ async fn a_pooled_connection_to_a_withdrawn_domain_takes_no_request_after_a_seco
     );
 
     f.home.set_federated_bundle("other.org", Vec::new());
-    tokio::time::sleep(Duration::from_secs(1)).await;
+    let verifier = f.tls.trust_verifier().unwrap();
+    poll_until("the withdrawal delivered by the stream", || {
+        verifier.is_withdrawn()
+    })
+    .await;
     for _ in 0..5 {
         match peer.send(peer.get(url.clone()).unwrap()).await {
             Err(PeerRequestError::TrustChanged {
@@ -332,9 +340,14 @@ async fn a_pooled_connection_to_a_withdrawn_domain_takes_no_request_after_a_seco
                 assert!(withdrawn, "{trust}");
                 assert!(trust.to_string().contains("other.org"), "{trust}");
             }
-            other => panic!("a request a second after the withdrawal: {other:?}"),
+            other => panic!("a request after the withdrawal: {other:?}"),
         }
     }
+    assert_eq!(
+        f._server.handshakes(),
+        1,
+        "no new connection to the withdrawn server"
+    );
 }
 
 /// Readiness in SPIFFE mode judges the trust bundle as well as the SVID: the workload
