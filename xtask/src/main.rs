@@ -38,6 +38,7 @@ mod release;
 mod report;
 mod soak;
 mod stats;
+mod test_summary;
 mod tools;
 
 use std::process::{Command, ExitCode};
@@ -110,7 +111,9 @@ fn test(extra: &[String]) -> Result<(), String> {
     // The default target set: libraries, binaries, integration tests, examples and
     // doctests. Benchmarks are left to `cargo xtask bench` (criterion would run them
     // in full here).
-    run_checked(
+    // The output passes through unchanged; at the end, the counts in all and in
+    // each real-peer tier (test_summary.rs says which tests those are).
+    test_summary::run_summarised(
         cargo()
             // Every test binary runs even when one fails, so a run reports every
             // failure at once; any failure still fails the task.
