@@ -474,9 +474,16 @@ async fn readiness_names_a_broken_ca_secrets_error_with_no_handshake() {
         "the probe's read is not a handshake's reload failure"
     );
     assert!(trust.state().stale, "but the roots are stale");
-    assert_eq!(recorded.probe_failures.load(Ordering::SeqCst), 1, "one read per report");
+    assert_eq!(
+        recorded.probe_failures.load(Ordering::SeqCst),
+        1,
+        "one read per report"
+    );
     assert_eq!(recorded.failures.load(Ordering::SeqCst), 0);
-    assert!(recorded.warnings.lock().unwrap().is_empty(), "no stale warning");
+    assert!(
+        recorded.warnings.lock().unwrap().is_empty(),
+        "no stale warning"
+    );
     match &report.checks[0].verdict {
         Verdict::NotReady { reason } => {
             assert!(reason.contains(&format!("{NS}/{CA_NAME}")), "{reason}");

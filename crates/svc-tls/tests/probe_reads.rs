@@ -114,7 +114,12 @@ async fn trust_half(tb: &Testbed, metrics: &Metrics, server_ca: &TestCa, ca: &Te
     let readiness = Readiness::new();
     readiness.trust("trust", &trust);
     let config = Arc::new(
-        client_config(provider(), TrustMode::Watched(trust.clone()), Some(&resolver)).unwrap(),
+        client_config(
+            provider(),
+            TrustMode::Watched(trust.clone()),
+            Some(&resolver),
+        )
+        .unwrap(),
     );
     let (seen, state) = (trust.clone(), trust);
     Half {

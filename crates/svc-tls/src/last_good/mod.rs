@@ -362,7 +362,10 @@ mod tests {
     fn a_probe_failure_opens_the_episode_but_is_neither_counted_nor_admitted() {
         let (core, clock) = core(1, None);
         let probe = core.fail(ReadBy::Probe);
-        assert_eq!(probe.report, None, "a probe's failure takes no warning slot");
+        assert_eq!(
+            probe.report, None,
+            "a probe's failure takes no warning slot"
+        );
         assert_eq!(probe.failures, 0);
         assert_eq!(core.failures(), 0, "not a reload failure");
         assert!(core.is_stale(), "the value is stale");
@@ -373,7 +376,11 @@ mod tests {
             "the episode began at the probe's read"
         );
         let handshake = core.fail(ReadBy::Handshake);
-        assert_eq!(handshake.report, Some(0), "the first handshake failure is warned");
+        assert_eq!(
+            handshake.report,
+            Some(0),
+            "the first handshake failure is warned"
+        );
         assert_eq!(handshake.failures, 1);
         assert_eq!(handshake.failing_for, Duration::from_secs(30));
     }
@@ -385,7 +392,11 @@ mod tests {
         assert_eq!(core.fail(ReadBy::Handshake).report, None);
         core.recover();
         clock.advance(Duration::from_secs(60));
-        assert_eq!(core.fail(ReadBy::Handshake).report, Some(0), "nothing carried over");
+        assert_eq!(
+            core.fail(ReadBy::Handshake).report,
+            Some(0),
+            "nothing carried over"
+        );
     }
 
     #[test]

@@ -9,12 +9,12 @@
 //! trailing data) is "not DER this crate understands" and left to the crypto provider
 //! to reject.
 
+use pkcs8::ObjectIdentifier;
 use pkcs8::der::asn1::{BitStringRef, ContextSpecific, OctetStringRef};
 use pkcs8::der::{
     self, Decode, DecodeValue, Encode, EncodeValue, Header, Length, Reader, Sequence, TagMode,
     TagNumber, Writer,
 };
-use pkcs8::ObjectIdentifier;
 
 /// Object identifiers.
 pub(crate) mod oid {
@@ -174,7 +174,10 @@ mod tests {
             (None, None),
             (Some(oid::P256), None),
             (None, Some(BitStringRef::from_bytes(&point).unwrap())),
-            (Some(oid::P384), Some(BitStringRef::from_bytes(&point).unwrap())),
+            (
+                Some(oid::P384),
+                Some(BitStringRef::from_bytes(&point).unwrap()),
+            ),
         ] {
             let key = EcPrivateKey {
                 private_key: OctetStringRef::new(&scalar).unwrap(),

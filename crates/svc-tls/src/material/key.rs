@@ -150,7 +150,10 @@ fn curve_kind(curve: &ObjectIdentifier) -> Result<KeyKind, Unsupported> {
         c if c == oid::P256 => Ok(KeyKind::EcdsaP256),
         c if c == oid::P384 => Ok(KeyKind::EcdsaP384),
         c if c == oid::P521 => Ok(KeyKind::EcdsaP521),
-        other => Err(Unsupported(format!("ECDSA curve {}", oid::describe(&other)))),
+        other => Err(Unsupported(format!(
+            "ECDSA curve {}",
+            oid::describe(&other)
+        ))),
     }
 }
 
@@ -174,8 +177,9 @@ pub(super) fn classify_der(key: &PrivateKeyDer<'_>) -> Result<Option<KeyKind>, U
 fn pkcs8_kind(info: &PrivateKeyInfoRef<'_>) -> Result<Option<KeyKind>, Unusable> {
     let algorithm = info.algorithm.oid;
     if algorithm == oid::RSA_ENCRYPTION {
-        return Ok(rsa_private_modulus_bits(info.private_key.as_bytes())
-            .map(|bits| KeyKind::Rsa { bits }));
+        return Ok(
+            rsa_private_modulus_bits(info.private_key.as_bytes()).map(|bits| KeyKind::Rsa { bits })
+        );
     }
     if algorithm == oid::ED25519 {
         return Ok(Some(KeyKind::Ed25519));
@@ -411,7 +415,11 @@ mod tests {
                 Some(KeyKind::EcdsaP521),
                 &[KeyFormat::Pkcs8, KeyFormat::Sec1][..],
             ),
-            (KeyAlg::Ed25519, Some(KeyKind::Ed25519), &[KeyFormat::Pkcs8][..]),
+            (
+                KeyAlg::Ed25519,
+                Some(KeyKind::Ed25519),
+                &[KeyFormat::Pkcs8][..],
+            ),
             // Without its curve a SEC1 key does not say: the provider decides.
             (KeyAlg::P256, None, &[KeyFormat::Sec1NoCurve][..]),
         ] {
@@ -446,8 +454,8 @@ mod tests {
     /// for an encrypted key) is left to the provider, which refuses it.
     #[test]
     fn only_the_whole_encrypted_shape_is_an_encrypted_key() {
-        use pkcs8::der::asn1::AnyRef;
         use pkcs8::der::Tag;
+        use pkcs8::der::asn1::AnyRef;
         let tlv = |tag, value: &[u8]| AnyRef::new(tag, value).unwrap().to_der().unwrap();
         let pbes2 = ObjectIdentifier::new_unwrap("1.2.840.113549.1.5.13");
         let algorithm = tlv(

@@ -189,7 +189,11 @@ fn identity_families_have_their_names_types_units_and_labels() {
         )),
         "{probed}"
     );
-    assert_eq!(resolver.state().failures, 2, "probes are not reload failures");
+    assert_eq!(
+        resolver.state().failures,
+        2,
+        "probes are not reload failures"
+    );
 
     // A rotation: a new expiry, one more ok.
     let second = identity(&ca, 8);

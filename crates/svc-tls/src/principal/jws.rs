@@ -291,7 +291,9 @@ impl<'de> Deserialize<'de> for RawHeader {
 pub(super) fn ecdsa_der_to_raw(der: &[u8], len: usize) -> Option<Vec<u8>> {
     let mut reader = SliceReader::new(der).ok()?;
     let (r, s) = reader
-        .sequence(|body| Ok::<_, pkcs8::der::Error>((UintRef::decode(body)?, UintRef::decode(body)?)))
+        .sequence(|body| {
+            Ok::<_, pkcs8::der::Error>((UintRef::decode(body)?, UintRef::decode(body)?))
+        })
         .ok()?;
     reader.finish().ok()?;
     let mut raw = vec![0u8; 2 * len];
@@ -370,8 +372,16 @@ mod tests {
         use aws_lc_rs::signature::{self, EcdsaKeyPair, KeyPair, UnparsedPublicKey};
         let rng = SystemRandom::new();
         for (signing, verifying, len) in [
-            (&signature::ECDSA_P256_SHA256_ASN1_SIGNING, &signature::ECDSA_P256_SHA256_FIXED, 32),
-            (&signature::ECDSA_P384_SHA384_ASN1_SIGNING, &signature::ECDSA_P384_SHA384_FIXED, 48),
+            (
+                &signature::ECDSA_P256_SHA256_ASN1_SIGNING,
+                &signature::ECDSA_P256_SHA256_FIXED,
+                32,
+            ),
+            (
+                &signature::ECDSA_P384_SHA384_ASN1_SIGNING,
+                &signature::ECDSA_P384_SHA384_FIXED,
+                48,
+            ),
         ] {
             let pkcs8 = EcdsaKeyPair::generate_pkcs8(signing, &rng).unwrap();
             let pair = EcdsaKeyPair::from_pkcs8(signing, pkcs8.as_ref()).unwrap();

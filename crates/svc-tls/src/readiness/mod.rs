@@ -298,7 +298,8 @@ impl Readiness {
                         // One read each, as a handshake's but recorded as the probe's
                         // (not a reload failure, no WARN); its error words the reason.
                         Probe::Identity(resolver, since) => {
-                            let (_, error) = resolver.reload_reporting(crate::last_good::ReadBy::Probe);
+                            let (_, error) =
+                                resolver.reload_reporting(crate::last_good::ReadBy::Probe);
                             let error = error.map(|e| watch_ready::excerpt::chain(&e));
                             let state = resolver.state();
                             let stale_for = since.observe(state.stale, now);
