@@ -447,7 +447,8 @@ async fn start_up_fails_on_a_missing_or_malformed_ca_secret_naming_it() {
 /// reason quotes that read's error: with the Secret broken and no handshake made, the
 /// check is degraded within the grace and not ready after it, naming the Secret and
 /// why its roots are unusable; restored, it is ready. The probe's failed read is
-/// recorded as the probe's, not as a reload failure, and warns nothing.
+/// recorded as the probe's, not as a reload failure, and warns nothing, but it begins
+/// the episode the bound on the last good roots counts from.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn readiness_names_a_broken_ca_secrets_error_with_no_handshake() {
     use svc_tls::readiness::{Readiness, Verdict};
@@ -492,6 +493,19 @@ async fn readiness_names_a_broken_ca_secrets_error_with_no_handshake() {
         }
         other => panic!("a broken CA Secret past the grace: {other:?}"),
     }
+    // The probe's read began the episode of failures: the bound on the last good roots
+    // counts from it, so the first handshake-time read a day later is refused.
+    clock.advance(svc_tls::trust::DEFAULT_MAX_ROOTS_WITHOUT_SOURCE + Duration::from_secs(1));
+    let refused = trust.roots_now().unwrap_err().to_string();
+    assert!(
+        refused.contains("SourceGone { failing_for: 86401s"),
+        "refused, gone since the probe's read: {refused}"
+    );
+    assert_eq!(
+        recorded.failures.load(Ordering::SeqCst),
+        1,
+        "that read counted"
+    );
 
     tb.upsert(ca_secret(&ca.pem(), &ca.pem()));
     poll_until("the cache sees the restored Secret", || {
