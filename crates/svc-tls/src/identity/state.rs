@@ -25,7 +25,8 @@ pub struct IdentityState {
     pub not_after: SystemTime,
     /// Wall-clock time of the last successful reload.
     pub last_good_reload: SystemTime,
-    /// Failed reloads since the resolver was built.
+    /// Failed reloads since the resolver was built (the readiness probe's failed
+    /// reads are not counted).
     pub failures: u64,
     /// Whether the most recent reload failed (the served identity is stale).
     pub stale: bool,
