@@ -28,7 +28,8 @@ pub struct IdentityState {
     /// Failed reloads since the resolver was built (the readiness probe's failed
     /// reads are not counted).
     pub failures: u64,
-    /// Whether the most recent reload failed (the served identity is stale).
+    /// Whether the most recent read failed, a reload or the readiness probe's (the
+    /// served identity is stale).
     pub stale: bool,
     /// Whether the served certificate is inside its validity period now.
     pub validity: CertificateValidity,
