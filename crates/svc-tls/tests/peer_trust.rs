@@ -89,6 +89,7 @@ fn cached_ca_is(verifier: &TrustVerifier, ca_crt: &str) -> bool {
 struct Recorded {
     loads: Mutex<Vec<usize>>,
     failures: AtomicU64,
+    probe_failures: AtomicU64,
     warnings: Mutex<Vec<(u64, Duration, usize)>>,
 }
 
@@ -98,6 +99,9 @@ impl ReloadRecorder<TrustOrigin, TrustAnchors> for Recorded {
     }
     fn reload_failed(&self, _: &TrustOrigin, _: &(dyn std::error::Error + 'static), n: u64) {
         self.failures.store(n, Ordering::SeqCst);
+    }
+    fn probe_read_failed(&self, _: &TrustOrigin, _: &(dyn std::error::Error + 'static)) {
+        self.probe_failures.fetch_add(1, Ordering::SeqCst);
     }
     fn stale_warning(&self, w: &StaleWarning<'_, TrustOrigin, TrustAnchors>) {
         self.warnings
@@ -442,7 +446,9 @@ async fn start_up_fails_on_a_missing_or_malformed_ca_secret_naming_it() {
 /// Readiness over a CA Secret reads it once per report, as a handshake does, and its
 /// reason quotes that read's error: with the Secret broken and no handshake made, the
 /// check is degraded within the grace and not ready after it, naming the Secret and
-/// why its roots are unusable; restored, it is ready.
+/// why its roots are unusable; restored, it is ready. The probe's failed read is
+/// recorded as the probe's, not as a reload failure, and warns nothing, but it begins
+/// the episode the bound on the last good roots counts from.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn readiness_names_a_broken_ca_secrets_error_with_no_handshake() {
     use svc_tls::readiness::{Readiness, Verdict};
@@ -450,7 +456,8 @@ async fn readiness_names_a_broken_ca_secrets_error_with_no_handshake() {
     let ca = TestCa::new("server CA");
     tb.upsert(ca_secret(&ca.pem(), &ca.pem()));
     let clock = ManualClock::new();
-    let trust = verifier(&tb, Arc::new(Recorded::default()), &clock).await;
+    let recorded = Arc::new(Recorded::default());
+    let trust = verifier(&tb, recorded.clone(), &clock).await;
     let readiness = Readiness::new().with_stale_grace(Duration::ZERO);
     readiness.trust("identity-ca", &trust);
     assert!(readiness.report().is_ready(), "{}", readiness.report());
@@ -464,8 +471,19 @@ async fn readiness_names_a_broken_ca_secrets_error_with_no_handshake() {
     let report = readiness.report();
     assert_eq!(
         trust.state().failures,
-        failures_before + 1,
-        "one read per report, counted as a handshake's"
+        failures_before,
+        "the probe's read is not a handshake's reload failure"
+    );
+    assert!(trust.state().stale, "but the roots are stale");
+    assert_eq!(
+        recorded.probe_failures.load(Ordering::SeqCst),
+        1,
+        "one read per report"
+    );
+    assert_eq!(recorded.failures.load(Ordering::SeqCst), 0);
+    assert!(
+        recorded.warnings.lock().unwrap().is_empty(),
+        "no stale warning"
     );
     match &report.checks[0].verdict {
         Verdict::NotReady { reason } => {
@@ -475,6 +493,19 @@ async fn readiness_names_a_broken_ca_secrets_error_with_no_handshake() {
         }
         other => panic!("a broken CA Secret past the grace: {other:?}"),
     }
+    // The probe's read began the episode of failures: the bound on the last good roots
+    // counts from it, so the first handshake-time read a day later is refused.
+    clock.advance(svc_tls::trust::DEFAULT_MAX_ROOTS_WITHOUT_SOURCE + Duration::from_secs(1));
+    let refused = trust.roots_now().unwrap_err().to_string();
+    assert!(
+        refused.contains("SourceGone { failing_for: 86401s"),
+        "refused, gone since the probe's read: {refused}"
+    );
+    assert_eq!(
+        recorded.failures.load(Ordering::SeqCst),
+        1,
+        "that read counted"
+    );
 
     tb.upsert(ca_secret(&ca.pem(), &ca.pem()));
     poll_until("the cache sees the restored Secret", || {

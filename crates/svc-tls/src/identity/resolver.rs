@@ -265,13 +265,17 @@ impl IdentityResolver {
     /// The served slot is written only when the identity changed, and never with an
     /// identity read from an older version of the source than the one served.
     pub fn reload(&self) -> Identity {
-        self.reload_reporting().0
+        self.reload_reporting(crate::last_good::ReadBy::Handshake).0
     }
 
-    /// [`IdentityResolver::reload`], also handing back why this read failed (`None`
-    /// when it did not, or when another caller is loading a new version): for the
-    /// readiness probe, which words its reason from the same read it counted.
-    pub(crate) fn reload_reporting(&self) -> (Identity, Option<IdentityReloadError>) {
+    /// [`IdentityResolver::reload`] by `by`, also handing back why this read failed
+    /// (`None` when it did not, or when another caller is loading a new version): for
+    /// the readiness probe, which words its reason from its own read, and whose failed
+    /// read is recorded apart from a handshake's (see `ReadBy`).
+    pub(crate) fn reload_reporting(
+        &self,
+        by: crate::last_good::ReadBy,
+    ) -> (Identity, Option<IdentityReloadError>) {
         let inner = &*self.inner;
         let read = match inner.source.current_on_handshake() {
             Ok((identity, version)) => match inner.serve(identity, version, same_identity) {
@@ -285,8 +289,9 @@ impl IdentityResolver {
             },
             // Another caller is loading the new version: present what is served.
             Err(IdentityReloadError::InProgress) => (self.current(), None),
-            // Counted, reported (rate-limited), the last good identity presented.
-            Err(error) => (inner.fail(&error).served.value.clone(), Some(error)),
+            // Recorded (a handshake's counted and reported, rate-limited), the last
+            // good identity presented.
+            Err(error) => (inner.fail(&error, by).served.value.clone(), Some(error)),
         };
         inner.check_watch_health();
         read

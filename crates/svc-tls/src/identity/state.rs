@@ -25,9 +25,11 @@ pub struct IdentityState {
     pub not_after: SystemTime,
     /// Wall-clock time of the last successful reload.
     pub last_good_reload: SystemTime,
-    /// Failed reloads since the resolver was built.
+    /// Failed reloads since the resolver was built (the readiness probe's failed
+    /// reads are not counted).
     pub failures: u64,
-    /// Whether the most recent reload failed (the served identity is stale).
+    /// Whether the most recent read failed, a reload or the readiness probe's (the
+    /// served identity is stale).
     pub stale: bool,
     /// Whether the served certificate is inside its validity period now.
     pub validity: CertificateValidity,

@@ -26,9 +26,18 @@ pub trait ReloadRecorder<O: ?Sized, T: ?Sized>: Send + Sync + fmt::Debug + 'stat
         let _ = (source, value, at);
     }
 
-    /// A reload failed; `failures` is the total number of failed reloads so far.
+    /// A handshake's reload failed; `failures` is the total number of failed reloads
+    /// so far (the readiness probe's are [`ReloadRecorder::probe_read_failed`]).
     fn reload_failed(&self, source: &O, error: &(dyn std::error::Error + 'static), failures: u64) {
         let _ = (source, error, failures);
+    }
+
+    /// The readiness probe's read of the source failed: the last good value is still
+    /// served and the episode of failures has begun (the bounds on a gone source count
+    /// from it), but it is not a handshake's reload failure, so
+    /// [`ReloadRecorder::reload_failed`]'s count and the stale warnings leave it out.
+    fn probe_read_failed(&self, source: &O, error: &(dyn std::error::Error + 'static)) {
+        let _ = (source, error);
     }
 
     /// A rate-limited stale warning was logged (at `WARN` through `tracing`): the last

@@ -38,6 +38,20 @@ pub(crate) use watch_health::{WatchEvent, WatchTracker, WatchWords};
 
 use crate::origin::SourceHealth;
 
+/// Who reads a source: a handshake (or a caller standing in for one: a follower, a
+/// pooled client, `roots_now`), or the readiness probe. A probe's failed read marks
+/// the value stale and opens the episode of failures as a handshake's does (so the
+/// bounds on a gone source count from it), but is neither counted as a reload failure
+/// nor warned about: the recorder hears of it through
+/// [`ReloadRecorder::probe_read_failed`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ReadBy {
+    /// A TLS handshake, or a caller standing in for one.
+    Handshake,
+    /// The readiness probe ([`crate::readiness::Readiness::report`]).
+    Probe,
+}
+
 /// A recorder that records nothing (the default of both halves).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct NoopRecorder;
@@ -89,7 +103,7 @@ pub(crate) enum Accepted<T> {
 
 /// A failed read: the last good value to present, and whether to say so.
 pub(crate) struct Failure<T> {
-    /// Failed reads since the core was built.
+    /// Failed handshake reads since the core was built.
     pub(crate) failures: u64,
     /// The last good value, still served.
     pub(crate) served: Arc<Served<T>>,
@@ -117,7 +131,8 @@ pub(crate) struct LastGood<T> {
     current: ArcSwap<Served<T>>,
     failures: AtomicU64,
     stale: AtomicBool,
-    /// Failed reads in the current episode (since the last good read).
+    /// Failed reads in the current episode (since the last good read), a probe's
+    /// included.
     episode_failures: AtomicU64,
     /// Monotonic nanoseconds of the episode's first failure.
     episode_start: AtomicU64,
@@ -206,9 +221,13 @@ impl<T> LastGood<T> {
         }
     }
 
-    /// A failed read: counted, an episode opened if none is, the last good value kept.
-    pub(crate) fn fail(&self) -> Failure<T> {
-        let failures = self.failures.fetch_add(1, Ordering::AcqRel) + 1;
+    /// A failed read: an episode opened if none is, the last good value kept; a
+    /// handshake's is also counted and admitted for a warning, a probe's is neither.
+    pub(crate) fn fail(&self, by: ReadBy) -> Failure<T> {
+        let failures = match by {
+            ReadBy::Handshake => self.failures.fetch_add(1, Ordering::AcqRel) + 1,
+            ReadBy::Probe => self.failures.load(Ordering::Acquire),
+        };
         if !self.stale.swap(true, Ordering::AcqRel) {
             self.episode_start
                 .store(nanos(self.clock.elapsed()), Ordering::Release);
@@ -222,7 +241,10 @@ impl<T> LastGood<T> {
         Failure {
             failures,
             served,
-            report: self.warnings.admit(),
+            report: match by {
+                ReadBy::Handshake => self.warnings.admit(),
+                ReadBy::Probe => None,
+            },
             stale_for,
             failing_for: now.saturating_sub(began),
         }
@@ -251,7 +273,7 @@ impl<T> LastGood<T> {
         self.warnings.admit()
     }
 
-    /// Failed reads since the core was built.
+    /// Failed handshake reads since the core was built (a probe's are not counted).
     pub(crate) fn failures(&self) -> u64 {
         self.failures.load(Ordering::Acquire)
     }
@@ -314,11 +336,11 @@ mod tests {
     #[test]
     fn a_failure_keeps_the_last_good_value_and_the_next_good_read_ends_the_episode() {
         let (core, clock) = core(1, Some(5));
-        let first = core.fail();
+        let first = core.fail(ReadBy::Handshake);
         assert_eq!(*first.served.value, 1, "the last good value is served");
         assert_eq!(first.report, Some(0), "the first failure is reported");
         clock.advance(Duration::from_secs(10));
-        let second = core.fail();
+        let second = core.fail(ReadBy::Handshake);
         assert_eq!(second.report, None, "within the period: held back");
         assert_eq!(second.stale_for, Duration::from_secs(10));
         assert!(core.is_stale());
@@ -337,13 +359,44 @@ mod tests {
     }
 
     #[test]
+    fn a_probe_failure_opens_the_episode_but_is_neither_counted_nor_admitted() {
+        let (core, clock) = core(1, None);
+        let probe = core.fail(ReadBy::Probe);
+        assert_eq!(
+            probe.report, None,
+            "a probe's failure takes no warning slot"
+        );
+        assert_eq!(probe.failures, 0);
+        assert_eq!(core.failures(), 0, "not a reload failure");
+        assert!(core.is_stale(), "the value is stale");
+        clock.advance(Duration::from_secs(30));
+        assert_eq!(
+            core.failing_for(),
+            Some(Duration::from_secs(30)),
+            "the episode began at the probe's read"
+        );
+        let handshake = core.fail(ReadBy::Handshake);
+        assert_eq!(
+            handshake.report,
+            Some(0),
+            "the first handshake failure is warned"
+        );
+        assert_eq!(handshake.failures, 1);
+        assert_eq!(handshake.failing_for, Duration::from_secs(30));
+    }
+
+    #[test]
     fn a_new_episode_does_not_carry_the_last_ones_suppressed_count() {
         let (core, clock) = core(1, None);
-        assert_eq!(core.fail().report, Some(0));
-        assert_eq!(core.fail().report, None);
+        assert_eq!(core.fail(ReadBy::Handshake).report, Some(0));
+        assert_eq!(core.fail(ReadBy::Handshake).report, None);
         core.recover();
         clock.advance(Duration::from_secs(60));
-        assert_eq!(core.fail().report, Some(0), "nothing carried over");
+        assert_eq!(
+            core.fail(ReadBy::Handshake).report,
+            Some(0),
+            "nothing carried over"
+        );
     }
 
     #[test]

@@ -7,7 +7,7 @@
 use std::fmt;
 
 use super::{
-    Accepted, Episode, Failure, LastGood, Recovery, ReloadRecorder, Served, StaleWarning,
+    Accepted, Episode, Failure, LastGood, ReadBy, Recovery, ReloadRecorder, Served, StaleWarning,
     WatchEvent, WatchHealthState, WatchWords,
 };
 use crate::origin::SourceHealth;
@@ -114,12 +114,22 @@ pub(crate) trait Reporter<T> {
         }
     }
 
-    /// A failed read: counted and recorded, reported when the limiter admits it; the
-    /// last good value is in the answer.
-    fn fail(&self, error: &Self::Error) -> Failure<T> {
-        let failure = self.core().fail();
-        self.recorder()
-            .reload_failed(self.origin(), Self::recorded(error), failure.failures);
+    /// A failed read: a handshake's counted and recorded as a reload failure, reported
+    /// when the limiter admits it; a probe's recorded as a probe read failure only
+    /// (see [`ReadBy`]). The last good value is in the answer.
+    fn fail(&self, error: &Self::Error, by: ReadBy) -> Failure<T> {
+        let failure = self.core().fail(by);
+        match by {
+            ReadBy::Handshake => self.recorder().reload_failed(
+                self.origin(),
+                Self::recorded(error),
+                failure.failures,
+            ),
+            ReadBy::Probe => self
+                .recorder()
+                .probe_read_failed(self.origin(), Self::recorded(error)),
+        }
+        // Never `Some` for a probe's read.
         if let Some(suppressed) = failure.report {
             self.stale(error, &failure, suppressed);
         }

@@ -1,6 +1,6 @@
-//! Key classification and loading: what a key's DER says it is, checked against
-//! the certificate before the provider loads it, and the loaded key checked
-//! against the certificate after.
+//! Key classification and loading: what a key's DER says it is (read with the
+//! `pkcs8` and `pkcs1` crates and `der`), checked against the certificate before the
+//! provider loads it, and the loaded key checked against the certificate after.
 
 use std::fmt;
 use std::sync::Arc;
@@ -11,7 +11,12 @@ use rustls_pki_types::pem::{self, PemObject};
 use rustls_pki_types::{PrivateKeyDer, PrivateSec1KeyDer};
 use x509_parser::x509::SubjectPublicKeyInfo;
 
-use super::der::{self, oid, tag};
+use pkcs1::{RsaPrivateKeyRef, RsaPublicKeyRef};
+use pkcs8::der::asn1::{OctetStringRef, UintRef};
+use pkcs8::der::{Decode, Encode, Reader, SliceReader};
+use pkcs8::{AlgorithmIdentifierRef, ObjectIdentifier, PrivateKeyInfoRef};
+
+use super::der::{EcPrivateKey, oid};
 use super::pem::{contains, pem_reason};
 use super::{MaterialError, MaterialErrorKind, TLS_CRT, TLS_KEY};
 use crate::origin::MaterialOrigin;
@@ -50,57 +55,49 @@ impl fmt::Display for KeyKind {
 /// The key kind of a certificate's SubjectPublicKeyInfo, or a description of the
 /// unsupported algorithm.
 pub(super) fn cert_key_kind(spki: &SubjectPublicKeyInfo<'_>) -> Result<KeyKind, String> {
-    let alg = spki.algorithm.algorithm.as_bytes();
-    match alg {
-        oid::RSA_ENCRYPTION => {
-            let bits = rsa_modulus_bits(&spki.subject_public_key.data)
-                .ok_or_else(|| "RSA (malformed public key)".to_owned())?;
-            if (2048..=8192).contains(&bits) {
-                Ok(KeyKind::Rsa { bits })
-            } else {
-                Err(format!("RSA-{bits}"))
-            }
-        }
-        oid::EC_PUBLIC_KEY => {
-            let curve = spki
-                .algorithm
-                .parameters
-                .as_ref()
-                .and_then(|p| p.as_oid().ok());
-            match curve.as_ref().map(|c| c.as_bytes()) {
-                Some(oid::P256) => Ok(KeyKind::EcdsaP256),
-                Some(oid::P384) => Ok(KeyKind::EcdsaP384),
-                Some(oid::P521) => Ok(KeyKind::EcdsaP521),
-                Some(other) => Err(format!("ECDSA curve {}", oid::describe(other))),
-                None => Err("ECDSA without a named curve".to_owned()),
-            }
-        }
-        oid::ED25519 => Ok(KeyKind::Ed25519),
-        other => Err(oid::describe(other)),
+    let Some(alg) = oid::from_content(spki.algorithm.algorithm.as_bytes()) else {
+        return Err(format!("algorithm {}", spki.algorithm.algorithm));
+    };
+    if alg == oid::RSA_ENCRYPTION {
+        let bits = RsaPublicKeyRef::from_der(&spki.subject_public_key.data)
+            .ok()
+            .and_then(|key| uint_bits(&key.modulus))
+            .ok_or_else(|| "RSA (malformed public key)".to_owned())?;
+        return if (2048..=8192).contains(&bits) {
+            Ok(KeyKind::Rsa { bits })
+        } else {
+            Err(format!("RSA-{bits}"))
+        };
     }
+    if alg == oid::EC_PUBLIC_KEY {
+        let curve = spki
+            .algorithm
+            .parameters
+            .as_ref()
+            .and_then(|p| p.as_oid().ok())
+            .and_then(|c| oid::from_content(c.as_bytes()));
+        return match curve {
+            Some(curve) => curve_kind(&curve).map_err(|Unsupported(what)| what),
+            None => Err("ECDSA without a named curve".to_owned()),
+        };
+    }
+    if alg == oid::ED25519 {
+        return Ok(KeyKind::Ed25519);
+    }
+    Err(oid::describe(&alg))
 }
 
-/// Bits of the modulus of a DER `RSAPublicKey`.
-fn rsa_modulus_bits(rsa_public_key: &[u8]) -> Option<usize> {
-    let (seq, _) = der::expect(rsa_public_key, tag::SEQUENCE)?;
-    let (modulus, _) = der::expect(seq, tag::INTEGER)?;
-    integer_bits(modulus)
+/// Significant bits of an unsigned DER INTEGER (`None` for zero).
+fn uint_bits(integer: &UintRef<'_>) -> Option<usize> {
+    // `UintRef` has dropped the sign byte and any leading zero.
+    let bytes = integer.as_bytes();
+    let (&top, _) = bytes.split_first()?;
+    (top != 0).then(|| bytes.len() * 8 - top.leading_zeros() as usize)
 }
 
-/// Bits of the modulus of a DER `RSAPrivateKey` (PKCS#1: version, then modulus).
+/// Bits of the modulus of a DER `RSAPrivateKey` (PKCS#1).
 fn rsa_private_modulus_bits(rsa_private_key: &[u8]) -> Option<usize> {
-    let (seq, _) = der::expect(rsa_private_key, tag::SEQUENCE)?;
-    let (_version, rest) = der::expect(seq, tag::INTEGER)?;
-    let (modulus, _) = der::expect(rest, tag::INTEGER)?;
-    integer_bits(modulus)
-}
-
-/// Significant bits of a DER INTEGER's content (a leading sign byte ignored).
-fn integer_bits(integer: &[u8]) -> Option<usize> {
-    let skip = integer.iter().take_while(|&&b| b == 0).count();
-    let significant = integer.get(skip..)?;
-    let (&top, _) = significant.split_first()?;
-    Some((significant.len() - 1) * 8 + (8 - top.leading_zeros() as usize))
+    uint_bits(&RsaPrivateKeyRef::from_der(rsa_private_key).ok()?.modulus)
 }
 
 /// Why a key's DER cannot be used, found before loading it.
@@ -111,53 +108,51 @@ pub(super) enum Unusable {
     Unsupported(String),
 }
 
-/// The parts of a PKCS#8 `PrivateKeyInfo` classification needs. This is the
-/// crate's one PKCS#8 reader.
-struct Pkcs8<'a> {
-    /// The algorithm OID (content bytes).
-    algorithm: &'a [u8],
-    /// The curve OID (content bytes) for EC keys, when present.
-    curve: Option<&'a [u8]>,
-    /// The `privateKey` OCTET STRING's content (PKCS#1, SEC1 or a raw key).
-    private_key: Option<&'a [u8]>,
+/// An algorithm or curve outside [`KeyKind`], described.
+struct Unsupported(String);
+
+impl From<Unsupported> for Unusable {
+    fn from(Unsupported(what): Unsupported) -> Self {
+        Self::Unsupported(what)
+    }
 }
 
-/// Reads a PKCS#8 key's algorithm and inner key; `Ok(None)` when it is not DER
-/// this reader understands (left to the provider to reject).
-fn read_pkcs8(der: &[u8]) -> Result<Option<Pkcs8<'_>>, Unusable> {
-    let Some((info, _)) = der::expect(der, tag::SEQUENCE) else {
-        return Ok(None);
-    };
-    // EncryptedPrivateKeyInfo starts with an AlgorithmIdentifier SEQUENCE;
-    // PrivateKeyInfo with the INTEGER version.
-    if info.first() == Some(&tag::SEQUENCE) {
-        return Err(Unusable::Encrypted);
+/// Reads a PKCS#8 key (the `pkcs8` crate's `PrivateKeyInfo`, v1 or v2); `Ok(None)`
+/// when it is neither that nor an `EncryptedPrivateKeyInfo` (left to the provider to
+/// reject).
+fn read_pkcs8(der: &[u8]) -> Result<Option<PrivateKeyInfoRef<'_>>, Unusable> {
+    match PrivateKeyInfoRef::from_der(der) {
+        Ok(info) => Ok(Some(info)),
+        Err(_) if is_encrypted(der) => Err(Unusable::Encrypted),
+        Err(_) => Ok(None),
     }
-    let Some((_version, rest)) = der::expect(info, tag::INTEGER) else {
-        return Ok(None);
+}
+
+/// Whether `der` has the shape of PKCS#8's `EncryptedPrivateKeyInfo`
+/// (`SEQUENCE { AlgorithmIdentifier, OCTET STRING }`, RFC 5208 section 6).
+fn is_encrypted(der: &[u8]) -> bool {
+    let Ok(mut reader) = SliceReader::new(der) else {
+        return false;
     };
-    let Some((alg_id, rest)) = der::expect(rest, tag::SEQUENCE) else {
-        return Ok(None);
-    };
-    let Some((algorithm, params)) = der::expect(alg_id, tag::OID) else {
-        return Ok(None);
-    };
-    Ok(Some(Pkcs8 {
-        algorithm,
-        curve: der::expect(params, tag::OID).map(|(curve, _)| curve),
-        private_key: der::expect(rest, tag::OCTET_STRING).map(|(inner, _)| inner),
-    }))
+    reader
+        .sequence(|body| {
+            AlgorithmIdentifierRef::decode(body)?;
+            <&OctetStringRef>::decode(body)?;
+            Ok::<_, pkcs8::der::Error>(())
+        })
+        .and_then(|()| reader.finish())
+        .is_ok()
 }
 
 /// The key kind a curve OID names, or why it is not supported.
-fn curve_kind(curve: &[u8]) -> Result<KeyKind, Unusable> {
-    match curve {
-        oid::P256 => Ok(KeyKind::EcdsaP256),
-        oid::P384 => Ok(KeyKind::EcdsaP384),
-        oid::P521 => Ok(KeyKind::EcdsaP521),
-        other => Err(Unusable::Unsupported(format!(
+fn curve_kind(curve: &ObjectIdentifier) -> Result<KeyKind, Unsupported> {
+    match *curve {
+        c if c == oid::P256 => Ok(KeyKind::EcdsaP256),
+        c if c == oid::P384 => Ok(KeyKind::EcdsaP384),
+        c if c == oid::P521 => Ok(KeyKind::EcdsaP521),
+        other => Err(Unsupported(format!(
             "ECDSA curve {}",
-            oid::describe(other)
+            oid::describe(&other)
         ))),
     }
 }
@@ -173,22 +168,29 @@ pub(super) fn classify_der(key: &PrivateKeyDer<'_>) -> Result<Option<KeyKind>, U
         PrivateKeyDer::Sec1(sec1) => Ok(sec1_curve(sec1.secret_sec1_der())),
         PrivateKeyDer::Pkcs8(pkcs8) => match read_pkcs8(pkcs8.secret_pkcs8_der())? {
             None => Ok(None),
-            Some(parts) => pkcs8_kind(&parts),
+            Some(info) => pkcs8_kind(&info),
         },
         _ => Ok(None),
     }
 }
 
-fn pkcs8_kind(parts: &Pkcs8<'_>) -> Result<Option<KeyKind>, Unusable> {
-    match parts.algorithm {
-        oid::RSA_ENCRYPTION => Ok(parts
-            .private_key
-            .and_then(rsa_private_modulus_bits)
-            .map(|bits| KeyKind::Rsa { bits })),
-        oid::ED25519 => Ok(Some(KeyKind::Ed25519)),
-        oid::EC_PUBLIC_KEY => parts.curve.map(curve_kind).transpose(),
-        other => Err(Unusable::Unsupported(oid::describe(other))),
+fn pkcs8_kind(info: &PrivateKeyInfoRef<'_>) -> Result<Option<KeyKind>, Unusable> {
+    let algorithm = info.algorithm.oid;
+    if algorithm == oid::RSA_ENCRYPTION {
+        return Ok(
+            rsa_private_modulus_bits(info.private_key.as_bytes()).map(|bits| KeyKind::Rsa { bits })
+        );
     }
+    if algorithm == oid::ED25519 {
+        return Ok(Some(KeyKind::Ed25519));
+    }
+    if algorithm == oid::EC_PUBLIC_KEY {
+        return Ok(match info.algorithm.parameters_oid() {
+            Ok(curve) => Some(curve_kind(&curve)?),
+            Err(_) => None,
+        });
+    }
+    Err(Unusable::Unsupported(oid::describe(&algorithm)))
 }
 
 /// [`classify_der`], also returning the key in the form the provider loads
@@ -199,12 +201,14 @@ fn classify(
     let PrivateKeyDer::Pkcs8(pkcs8) = &key else {
         return Ok((classify_der(&key)?, key));
     };
-    let Some(parts) = read_pkcs8(pkcs8.secret_pkcs8_der())? else {
+    let Some(info) = read_pkcs8(pkcs8.secret_pkcs8_der())? else {
         return Ok((None, key));
     };
-    let kind = pkcs8_kind(&parts)?;
-    let sec1 = match (parts.algorithm, parts.curve, parts.private_key) {
-        (oid::EC_PUBLIC_KEY, Some(curve), Some(inner)) => sec1_with_curve(inner, curve),
+    let kind = pkcs8_kind(&info)?;
+    let sec1 = match (info.algorithm.oid, info.algorithm.parameters_oid()) {
+        (algorithm, Ok(curve)) if algorithm == oid::EC_PUBLIC_KEY => {
+            sec1_with_curve(info.private_key.as_bytes(), curve)
+        }
         _ => None,
     };
     match sec1 {
@@ -215,39 +219,21 @@ fn classify(
 
 /// The curve named in a SEC1 `ECPrivateKey`'s parameters, when supported.
 fn sec1_curve(sec1: &[u8]) -> Option<KeyKind> {
-    let (body, _) = der::expect(sec1, tag::SEQUENCE)?;
-    let (_version, rest) = der::expect(body, tag::INTEGER)?;
-    let (_private, rest) = der::expect(rest, tag::OCTET_STRING)?;
-    let (params, _) = der::expect(rest, tag::CTX0)?;
-    let (curve, _) = der::expect(params, tag::OID)?;
-    curve_kind(curve).ok()
+    curve_kind(&EcPrivateKey::from_der(sec1).ok()?.curve?).ok()
 }
 
 /// The SEC1 `ECPrivateKey` inside a PKCS#8 key, with the named curve as
 /// parameters (PKCS#8 encoders usually omit them there). With the curve named,
 /// a provider trying curves in turn rejects the wrong ones without any
-/// arithmetic.
-fn sec1_with_curve(inner: &[u8], curve: &[u8]) -> Option<Vec<u8>> {
-    let (body, _) = der::expect(inner, tag::SEQUENCE)?;
-    let (version, rest) = der::expect(body, tag::INTEGER)?;
-    let (private, rest) = der::expect(rest, tag::OCTET_STRING)?;
-    let mut content = Vec::with_capacity(body.len() + curve.len() + 8);
-    der::write_tlv(&mut content, tag::INTEGER, version);
-    der::write_tlv(&mut content, tag::OCTET_STRING, private);
-    let rest = match der::read_tlv(rest) {
-        Some((tag::CTX0, _, after)) => after,
-        _ => rest,
-    };
-    let mut named = Vec::with_capacity(curve.len() + 2);
-    der::write_tlv(&mut named, tag::OID, curve);
-    der::write_tlv(&mut content, tag::CTX0, &named);
-    // The optional [1] public key (and anything after) is kept as is.
-    if let Some((tag::CTX1, _, _)) = der::read_tlv(rest) {
-        content.extend_from_slice(rest);
+/// arithmetic. The public key, when present, is kept.
+fn sec1_with_curve(inner: &[u8], curve: ObjectIdentifier) -> Option<Vec<u8>> {
+    let key = EcPrivateKey::from_der(inner).ok()?;
+    EcPrivateKey {
+        curve: Some(curve),
+        ..key
     }
-    let mut out = Vec::with_capacity(content.len() + 4);
-    der::write_tlv(&mut out, tag::SEQUENCE, &content);
-    Some(out)
+    .to_der()
+    .ok()
 }
 
 /// Whether a key of kind `key` can belong to a certificate with a `cert` key.
@@ -384,14 +370,112 @@ mod tests {
 
     #[test]
     fn rsa_bits_ignore_sign_byte() {
-        // SEQUENCE { INTEGER 0x00 0x80 .. (2048 bits), INTEGER 65537 }
-        let mut modulus = vec![0x00, 0x80];
-        modulus.resize(257, 0x01);
-        let mut content = Vec::new();
-        der::write_tlv(&mut content, tag::INTEGER, &modulus);
-        der::write_tlv(&mut content, tag::INTEGER, &[0x01, 0x00, 0x01]);
-        let mut key = Vec::new();
-        der::write_tlv(&mut key, tag::SEQUENCE, &content);
-        assert_eq!(rsa_modulus_bits(&key), Some(2048));
+        // The top byte 0x80 needs a leading zero in DER: 257 bytes, 2048 bits.
+        let mut modulus = vec![0x80];
+        modulus.resize(256, 0x01);
+        let key = RsaPublicKeyRef {
+            modulus: UintRef::new(&modulus).unwrap(),
+            public_exponent: UintRef::new(&[0x01, 0x00, 0x01]).unwrap(),
+        };
+        let der = key.to_der().unwrap();
+        let back = RsaPublicKeyRef::from_der(&der).unwrap();
+        assert_eq!(uint_bits(&back.modulus), Some(2048));
+        assert_eq!(uint_bits(&UintRef::new(&[0x00, 0x01]).unwrap()), Some(1));
+    }
+
+    fn der_of(pem: &str) -> PrivateKeyDer<'static> {
+        PrivateKeyDer::from_pem_slice(pem.as_bytes()).unwrap()
+    }
+
+    /// Each key type in each encoding a Secret carries, generated here, is classified
+    /// from its DER alone, and a PKCS#8 EC key is handed on as SEC1 naming its curve,
+    /// which the provider loads.
+    #[test]
+    fn generated_keys_are_classified_in_every_encoding() {
+        use test_support::keys::{KeyAlg, KeyFormat, key_pem};
+        let provider = super::super::crypto_provider();
+        for (alg, kind, formats) in [
+            (
+                KeyAlg::Rsa2048,
+                Some(KeyKind::Rsa { bits: 2048 }),
+                &[KeyFormat::Pkcs8, KeyFormat::Pkcs1][..],
+            ),
+            (
+                KeyAlg::P256,
+                Some(KeyKind::EcdsaP256),
+                &[KeyFormat::Pkcs8, KeyFormat::Sec1][..],
+            ),
+            (
+                KeyAlg::P384,
+                Some(KeyKind::EcdsaP384),
+                &[KeyFormat::Pkcs8, KeyFormat::Sec1][..],
+            ),
+            (
+                KeyAlg::P521,
+                Some(KeyKind::EcdsaP521),
+                &[KeyFormat::Pkcs8, KeyFormat::Sec1][..],
+            ),
+            (
+                KeyAlg::Ed25519,
+                Some(KeyKind::Ed25519),
+                &[KeyFormat::Pkcs8][..],
+            ),
+            // Without its curve a SEC1 key does not say: the provider decides.
+            (KeyAlg::P256, None, &[KeyFormat::Sec1NoCurve][..]),
+        ] {
+            let key = alg.generate();
+            for &format in formats {
+                let der = der_of(&key_pem(&key, format));
+                let what = format!("{alg:?} {format:?}");
+                assert_eq!(classify_der(&der).ok(), Some(kind), "{what}");
+                let (classified, handed_on) = classify(der).ok().unwrap();
+                assert_eq!(classified, kind, "{what}");
+                if matches!(alg, KeyAlg::P256 | KeyAlg::P384 | KeyAlg::P521) {
+                    if let PrivateKeyDer::Sec1(sec1) = &handed_on
+                        && format == KeyFormat::Pkcs8
+                    {
+                        let named = EcPrivateKey::from_der(sec1.secret_sec1_der()).unwrap();
+                        assert!(named.curve.is_some(), "{what}: the curve is named");
+                        assert!(named.public_key.is_some(), "{what}: the point is kept");
+                    } else if format == KeyFormat::Pkcs8 {
+                        panic!("{what}: a PKCS#8 EC key is handed on as SEC1");
+                    }
+                }
+                provider
+                    .key_provider
+                    .load_private_key(handed_on)
+                    .unwrap_or_else(|e| panic!("{what}: {e}"));
+            }
+        }
+    }
+
+    /// An `EncryptedPrivateKeyInfo` is recognised by its whole shape, so other DER
+    /// that merely opens with a nested SEQUENCE (which the hand-written reader took
+    /// for an encrypted key) is left to the provider, which refuses it.
+    #[test]
+    fn only_the_whole_encrypted_shape_is_an_encrypted_key() {
+        use pkcs8::der::Tag;
+        use pkcs8::der::asn1::AnyRef;
+        let tlv = |tag, value: &[u8]| AnyRef::new(tag, value).unwrap().to_der().unwrap();
+        let pbes2 = ObjectIdentifier::new_unwrap("1.2.840.113549.1.5.13");
+        let algorithm = tlv(
+            Tag::Sequence,
+            &[pbes2.to_der().unwrap(), tlv(Tag::Sequence, &[])].concat(),
+        );
+        let encrypted = tlv(
+            Tag::Sequence,
+            &[algorithm.clone(), tlv(Tag::OctetString, &[0xa5; 64])].concat(),
+        );
+        let pkcs8 = |der: Vec<u8>| PrivateKeyDer::Pkcs8(der.into());
+        assert!(matches!(
+            classify_der(&pkcs8(encrypted)),
+            Err(Unusable::Encrypted)
+        ));
+        // A nested SEQUENCE, then an INTEGER: neither shape.
+        let nested = tlv(
+            Tag::Sequence,
+            &[algorithm, tlv(Tag::Integer, &[0x01])].concat(),
+        );
+        assert!(matches!(classify_der(&pkcs8(nested)), Ok(None)));
     }
 }

@@ -1,6 +1,7 @@
 //! The counters of one source, under the one recorder of both halves: one per
-//! `result` value of a fixed list (created when the recorder is built) and one of
-//! suppressed warnings, so that a handshake only increments an atomic.
+//! `result` value of a fixed list (created when the recorder is built), one per failed
+//! `result` of the readiness probe's reads, and one of suppressed warnings, so that a
+//! handshake only increments an atomic.
 
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -12,6 +13,8 @@ use crate::material::{MaterialError, MaterialErrorKind};
 pub(crate) struct SourceCounters {
     pub(crate) labels: SourceLabels,
     by_result: Box<[Counter]>,
+    /// The probe's failed reads: `results[1..]` (a probe installs nothing, so no `ok`).
+    probe_failures: Box<[Counter]>,
     suppressed: Counter,
 }
 
@@ -19,11 +22,21 @@ impl SourceCounters {
     /// Creates the label sets of `labels` in both families. Construction path.
     pub(crate) fn new(
         by_result: &Family<LabelSet, Counter>,
+        probe_failures: &Family<LabelSet, Counter>,
         suppressed: &Family<LabelSet, Counter>,
         results: &'static [&'static str],
         labels: SourceLabels,
     ) -> Self {
         Self {
+            probe_failures: results
+                .iter()
+                .skip(1)
+                .map(|result| {
+                    probe_failures
+                        .get_or_create(&labels.with("result", result))
+                        .clone()
+                })
+                .collect(),
             by_result: results
                 .iter()
                 .map(|result| {
@@ -50,6 +63,17 @@ impl SourceCounters {
     pub(crate) fn failed_at(&self, index: usize) {
         let last = self.by_result.len().saturating_sub(1);
         if let Some(counter) = self.by_result.get(index.min(last)) {
+            counter.inc();
+        }
+    }
+
+    /// One more failed probe read of the result at `index` in the list (as
+    /// [`SourceCounters::failed_at`]; `ok`, at 0, is not a failure and counts as
+    /// `other`).
+    pub(crate) fn probe_failed_at(&self, index: usize) {
+        let last = self.probe_failures.len().saturating_sub(1);
+        let at = index.checked_sub(1).unwrap_or(last).min(last);
+        if let Some(counter) = self.probe_failures.get(at) {
             counter.inc();
         }
     }

@@ -4,11 +4,14 @@
 //! | family | type | labels |
 //! |---|---|---|
 //! | `svc_tls_identity_cert_refreshes_total` | counter | `source`, `name`, `result` (`ok`, `not_found`, `malformed`, `expired`, `not_yet_valid`, `unavailable`, `other`) |
+//! | `svc_tls_identity_probe_read_failures_total` | counter | `source`, `name`, `cluster`, `result` (those of `cert_refreshes` but `ok`) |
 //! | `svc_tls_identity_warnings_suppressed_total` | counter | `source`, `name` |
 //!
 //! `result="ok"` counts the identities installed (at start-up and at each rotation
 //! seen); every other result counts the handshake-time reloads that failed for that
-//! reason (the last good identity was served).
+//! reason (the last good identity was served). The readiness probe's reads that
+//! failed are counted apart, in `probe_read_failures`, by the same reasons: a probe
+//! every few seconds on a broken Secret does not move the reload failures.
 
 use super::counters::{MaterialResults, index_of};
 use super::source::CountedSource;
@@ -37,6 +40,10 @@ impl CountedSource for IdentityOrigin {
     const SUPPRESSED_FAMILY: (&'static str, &'static str) = (
         "svc_tls_identity_warnings_suppressed",
         "Stale or invalid identity reports held back by the rate limit",
+    );
+    const PROBE_FAMILY: (&'static str, &'static str) = (
+        "svc_tls_identity_probe_read_failures",
+        "Client identity reads by the readiness probe that failed, by reason (not counted as reloads; the last good identity was served)",
     );
     const RESULTS: &'static [&'static str] = &REFRESH_RESULTS;
 

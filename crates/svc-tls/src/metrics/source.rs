@@ -1,6 +1,7 @@
-//! The one recorder of both halves' sources, [`SourceRecorder`]: the same two
-//! counter families for an identity and for a trust (results by reason, suppressed
-//! warnings), named and classified by the half ([`identity`](super::identity),
+//! The one recorder of both halves' sources, [`SourceRecorder`]: the same three
+//! counter families for an identity and for a trust (results by reason, the readiness
+//! probe's failed reads by reason, suppressed warnings), named and classified by the
+//! half ([`identity`](super::identity),
 //! [`trust`](super::trust)).
 
 use std::fmt;
@@ -30,6 +31,9 @@ pub trait CountedSource: sealed::Sealed + Send + Sync + 'static {
     const RESULTS_FAMILY: (&'static str, &'static str);
     /// The suppressed-warnings family's name (without `_total`) and help.
     const SUPPRESSED_FAMILY: (&'static str, &'static str);
+    /// The readiness probe's failed reads' family's name (without `_total`) and help:
+    /// its `result` values are [`CountedSource::RESULTS`] but `ok`.
+    const PROBE_FAMILY: (&'static str, &'static str);
     /// Every value of the `result` label: `ok` first, `other` last.
     const RESULTS: &'static [&'static str];
     /// The position in [`CountedSource::RESULTS`] of a failed reload's result.
@@ -48,9 +52,10 @@ pub trait CountedSource: sealed::Sealed + Send + Sync + 'static {
 impl sealed::Sealed for crate::origin::IdentityOrigin {}
 impl sealed::Sealed for crate::origin::TrustOrigin {}
 
-/// A half's two counter families, registered once per Prometheus registry.
+/// A half's three counter families, registered once per Prometheus registry.
 pub(crate) struct SourceFamilies {
     by_result: Family<LabelSet, Counter>,
+    probe_failures: Family<LabelSet, Counter>,
     suppressed: Family<LabelSet, Counter>,
 }
 
@@ -58,10 +63,13 @@ impl SourceFamilies {
     pub(crate) fn register<K: CountedSource>(registry: &mut Registry) -> Self {
         let families = Self {
             by_result: Family::default(),
+            probe_failures: Family::default(),
             suppressed: Family::default(),
         };
         let (name, help) = K::RESULTS_FAMILY;
         registry.register(name, help, families.by_result.clone());
+        let (name, help) = K::PROBE_FAMILY;
+        registry.register(name, help, families.probe_failures.clone());
         let (name, help) = K::SUPPRESSED_FAMILY;
         registry.register(name, help, families.suppressed.clone());
         families
@@ -90,6 +98,7 @@ impl<K: CountedSource> SourceRecorder<K> {
         Self {
             counters: SourceCounters::new(
                 &families.by_result,
+                &families.probe_failures,
                 &families.suppressed,
                 K::RESULTS,
                 labels,
@@ -111,6 +120,10 @@ impl<K: CountedSource> ReloadRecorder<K, K::Value> for SourceRecorder<K> {
 
     fn reload_failed(&self, _source: &K, error: &(dyn std::error::Error + 'static), _: u64) {
         self.counters.failed_at(K::failure_index(error));
+    }
+
+    fn probe_read_failed(&self, _source: &K, error: &(dyn std::error::Error + 'static)) {
+        self.counters.probe_failed_at(K::failure_index(error));
     }
 
     fn stale_warning(&self, warning: &StaleWarning<'_, K, K::Value>) {

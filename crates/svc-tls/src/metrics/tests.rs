@@ -106,6 +106,7 @@ fn identity_families_have_their_names_types_units_and_labels() {
         ("svc_tls_identity_state", "gauge", None),
         ("svc_tls_identity_cert_refreshes", "counter", None),
         ("svc_tls_identity_warnings_suppressed", "counter", None),
+        ("svc_tls_identity_probe_read_failures", "counter", None),
     ] {
         assert!(
             fresh.contains(&format!("# TYPE {name} {kind}\n")),
@@ -160,6 +161,39 @@ fn identity_families_have_their_names_types_units_and_labels() {
     assert!(stale.contains(&format!(
         "svc_tls_identity_state{{{labels},state=\"fresh\"}} 0\n"
     )));
+
+    // The readiness probe's reads: counted apart, by the same reason, with no `ok`
+    // series; the reload counter does not move.
+    for _ in 0..3 {
+        let _ = resolver.reload_reporting(crate::last_good::ReadBy::Probe);
+    }
+    let probed = text(&registry);
+    assert_eq!(
+        samples(&probed, "svc_tls_identity_probe_read_failures_total")
+            .iter()
+            .filter(|line| !line.ends_with(" 0"))
+            .map(|line| line.to_string())
+            .collect::<Vec<_>>(),
+        [format!(
+            "svc_tls_identity_probe_read_failures_total{{{labels},result=\"not_found\"}} 3"
+        )],
+        "{probed}"
+    );
+    assert!(
+        !probed.contains("svc_tls_identity_probe_read_failures_total{source=\"secret\",name=\"platform/billing-client-certificate\",cluster=\"\",result=\"ok\"}"),
+        "{probed}"
+    );
+    assert!(
+        probed.contains(&format!(
+            "svc_tls_identity_cert_refreshes_total{{{labels},result=\"not_found\"}} 2\n"
+        )),
+        "{probed}"
+    );
+    assert_eq!(
+        resolver.state().failures,
+        2,
+        "probes are not reload failures"
+    );
 
     // A rotation: a new expiry, one more ok.
     let second = identity(&ca, 8);

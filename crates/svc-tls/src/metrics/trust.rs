@@ -4,10 +4,13 @@
 //! | family | type | labels |
 //! |---|---|---|
 //! | `svc_tls_trust_reloads_total` | counter | `source`, `name`, `result` (`ok`, `not_found`, `malformed`, `expired`, `not_yet_valid`, `unavailable`, `withdrawn`, `refused`, `other`) |
+//! | `svc_tls_trust_probe_read_failures_total` | counter | `source`, `name`, `cluster`, `result` (those of `reloads` but `ok`) |
 //! | `svc_tls_trust_warnings_suppressed_total` | counter | `source`, `name` |
 //!
 //! `result="ok"` counts the root sets installed (at start-up and at each change seen);
 //! every other result counts the handshake-time reloads that failed for that reason.
+//! The readiness probe's reads that failed are counted apart, in
+//! `probe_read_failures`, by the same reasons.
 
 use super::counters::{MaterialResults, index_of};
 use super::source::CountedSource;
@@ -37,6 +40,10 @@ impl CountedSource for TrustOrigin {
     const SUPPRESSED_FAMILY: (&'static str, &'static str) = (
         "svc_tls_trust_warnings_suppressed",
         "Stale trust warnings held back by the rate limit",
+    );
+    const PROBE_FAMILY: (&'static str, &'static str) = (
+        "svc_tls_trust_probe_read_failures",
+        "CA trust reads by the readiness probe that failed, by reason (not counted as reloads; the last good roots were used)",
     );
     const RESULTS: &'static [&'static str] = &RELOAD_RESULTS;
 

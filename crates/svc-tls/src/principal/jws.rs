@@ -1,6 +1,6 @@
 //! JWS compact encoding: the algorithms, the protected header, the token, and
-//! ECDSA signatures between DER (what the provider produces and verifies) and
-//! JWS `r||s`.
+//! ECDSA signatures from DER (what the provider signs) to JWS `r||s` (verification
+//! takes `r||s` as it is: the provider's fixed-length algorithms).
 
 use std::fmt;
 
@@ -10,7 +10,8 @@ use reqwest::header::HeaderValue;
 use serde::Deserialize;
 use serde::de::{Deserializer, MapAccess, Visitor};
 
-use crate::material::der::{self, tag};
+use pkcs8::der::asn1::UintRef;
+use pkcs8::der::{Decode, Reader, SliceReader};
 
 /// Which JWS algorithms may be produced and accepted.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -282,54 +283,27 @@ impl<'de> Deserialize<'de> for RawHeader {
     }
 }
 
-/// DER `SEQUENCE { INTEGER r, INTEGER s }` to JWS `r||s`, each `len` bytes.
+/// DER `SEQUENCE { INTEGER r, INTEGER s }` (what the provider signs) to JWS `r||s`,
+/// each `len` bytes (RFC 7518 section 3.4), read with the `der` crate: `None` for
+/// anything but that exact shape or an integer longer than `len`. (The other way is
+/// the provider's: verification takes `r||s` as it is, through the `*_FIXED`
+/// algorithms.)
 pub(super) fn ecdsa_der_to_raw(der: &[u8], len: usize) -> Option<Vec<u8>> {
-    let (body, rest) = der::expect(der, tag::SEQUENCE)?;
-    if !rest.is_empty() {
-        return None;
-    }
-    let (r, body) = der::expect(body, tag::INTEGER)?;
-    let (s, body) = der::expect(body, tag::INTEGER)?;
-    if !body.is_empty() {
-        return None;
-    }
+    let mut reader = SliceReader::new(der).ok()?;
+    let (r, s) = reader
+        .sequence(|body| {
+            Ok::<_, pkcs8::der::Error>((UintRef::decode(body)?, UintRef::decode(body)?))
+        })
+        .ok()?;
+    reader.finish().ok()?;
     let mut raw = vec![0u8; 2 * len];
     let (raw_r, raw_s) = raw.split_at_mut(len);
     for (integer, out) in [(r, raw_r), (s, raw_s)] {
-        let digits = strip_leading_zeros(integer);
+        let digits = integer.as_bytes();
         let start = len.checked_sub(digits.len())?;
-        out[start..].copy_from_slice(digits);
+        out.get_mut(start..)?.copy_from_slice(digits);
     }
     Some(raw)
-}
-
-/// JWS `r||s` (exactly `2 * len` bytes) to DER `SEQUENCE { INTEGER r, INTEGER s }`.
-pub(super) fn ecdsa_raw_to_der(raw: &[u8], len: usize) -> Option<Vec<u8>> {
-    if raw.len() != 2 * len {
-        return None;
-    }
-    let mut body = Vec::with_capacity(2 * len + 6);
-    let mut integer = Vec::with_capacity(len + 1);
-    for half in [&raw[..len], &raw[len..]] {
-        let digits = strip_leading_zeros(half);
-        integer.clear();
-        // A leading zero keeps the INTEGER positive (and encodes zero).
-        if digits.first().is_none_or(|b| b & 0x80 != 0) {
-            integer.push(0);
-        }
-        integer.extend_from_slice(digits);
-        der::write_tlv(&mut body, tag::INTEGER, &integer);
-    }
-    let mut out = Vec::with_capacity(body.len() + 3);
-    der::write_tlv(&mut out, tag::SEQUENCE, &body);
-    Some(out)
-}
-
-fn strip_leading_zeros(mut bytes: &[u8]) -> &[u8] {
-    while let [0, rest @ ..] = bytes {
-        bytes = rest;
-    }
-    bytes
 }
 
 #[cfg(test)]
@@ -357,8 +331,18 @@ mod tests {
         assert_eq!(decoded, br#"{"alg":"PS512"}"#);
     }
 
+    /// `r` and `s` as DER INTEGERs in a SEQUENCE, as a signer writes them.
+    fn signature_der(r: &[u8], s: &[u8]) -> Vec<u8> {
+        use pkcs8::der::Encode;
+        let (r, s) = (UintRef::new(r).unwrap(), UintRef::new(s).unwrap());
+        let body = [r.to_der().unwrap(), s.to_der().unwrap()].concat();
+        let mut der = vec![0x30, u8::try_from(body.len()).unwrap()];
+        der.extend_from_slice(&body);
+        der
+    }
+
     #[test]
-    fn ecdsa_conversion_round_trips_including_high_bit_and_short_integers() {
+    fn ecdsa_der_to_raw_pads_short_integers_and_drops_sign_bytes() {
         for len in [32usize, 48] {
             for (r0, s0) in [(0x80u8, 0x01u8), (0x00, 0x7f), (0xff, 0x00)] {
                 let mut raw = vec![0x11u8; 2 * len];
@@ -367,11 +351,47 @@ mod tests {
                 if s0 == 0 {
                     raw[len + 1] = 0; // two leading zero bytes in s
                 }
-                let der = ecdsa_raw_to_der(&raw, len).unwrap();
+                let der = signature_der(&raw[..len], &raw[len..]);
                 assert_eq!(ecdsa_der_to_raw(&der, len).unwrap(), raw);
             }
         }
-        assert!(ecdsa_raw_to_der(&[0u8; 63], 32).is_none());
+        let too_long = signature_der(&[0x11; 33], &[0x11; 32]);
+        assert!(ecdsa_der_to_raw(&too_long, 32).is_none());
+        let mut trailing = signature_der(&[0x11; 32], &[0x11; 32]);
+        trailing.push(0);
+        assert!(ecdsa_der_to_raw(&trailing, 32).is_none());
         assert!(ecdsa_der_to_raw(&[0x30, 0x03, 0x02, 0x01], 32).is_none());
+    }
+
+    /// What the provider signs (DER), converted, verifies as JWS `r||s` through the
+    /// provider's fixed-length algorithm: the two halves of the conversion agree, over
+    /// enough signatures that short `r` and `s` occur.
+    #[test]
+    fn provider_signatures_converted_verify_in_fixed_form() {
+        use aws_lc_rs::rand::SystemRandom;
+        use aws_lc_rs::signature::{self, EcdsaKeyPair, KeyPair, UnparsedPublicKey};
+        let rng = SystemRandom::new();
+        for (signing, verifying, len) in [
+            (
+                &signature::ECDSA_P256_SHA256_ASN1_SIGNING,
+                &signature::ECDSA_P256_SHA256_FIXED,
+                32,
+            ),
+            (
+                &signature::ECDSA_P384_SHA384_ASN1_SIGNING,
+                &signature::ECDSA_P384_SHA384_FIXED,
+                48,
+            ),
+        ] {
+            let pkcs8 = EcdsaKeyPair::generate_pkcs8(signing, &rng).unwrap();
+            let pair = EcdsaKeyPair::from_pkcs8(signing, pkcs8.as_ref()).unwrap();
+            let public = UnparsedPublicKey::new(verifying, pair.public_key().as_ref().to_vec());
+            for i in 0..600u32 {
+                let message = i.to_be_bytes();
+                let der = pair.sign(&rng, &message).unwrap();
+                let raw = ecdsa_der_to_raw(der.as_ref(), len).unwrap();
+                public.verify(&message, &raw).unwrap();
+            }
+        }
     }
 }

@@ -33,7 +33,9 @@
 //!   after a good load; the last good one is served): not ready, with the loader's
 //!   error as the reason, unless it has been stale for less than
 //!   [`Readiness::with_stale_grace`]. The probe reads the source as a handshake does,
-//!   so a Secret broken while no request is made is still seen. Note that every
+//!   so a Secret broken while no request is made is still seen; its failed read is
+//!   counted apart from handshakes' and not warned about ([`Readiness::report`]).
+//!   Note that every
 //!   replica reading the same Secret goes unready together; a grace keeps them
 //!   serving inbound traffic on the last good identity for that long.
 //! - **Trust withdrawn or its roots expired**: not ready. Every server is refused.
@@ -267,8 +269,16 @@ impl Readiness {
     }
 
     /// Runs every check now. Identities and trusts are read from their sources as a
-    /// handshake reads them (a failure is counted and warned about as for a
-    /// handshake), so the verdict is current even when no request is being made.
+    /// handshake reads them, so the verdict is current even when no request is being
+    /// made: a new value read is installed, and a failed read marks the value stale
+    /// and begins the episode of failures (the trust's bound on a gone source counts
+    /// from it). A probe's failed read is not a handshake's, though: it is not counted
+    /// as a reload failure (`failures` in the states, `reload_failed` and the reload
+    /// counters of [`crate::metrics`]) nor warned about; the recorder hears of it
+    /// through [`ReloadRecorder::probe_read_failed`](crate::last_good::ReloadRecorder::probe_read_failed)
+    /// (the metric `svc_tls_{identity,trust}_probe_read_failures_total`), and the
+    /// report's reason says why. So a probe every few seconds on a broken Secret
+    /// neither inflates the reload-failure rate alerts watch nor fills the log.
     pub fn report(&self) -> Report {
         // Probes are cloned out so that no lock is held while they run.
         let probes = self
@@ -285,10 +295,11 @@ impl Readiness {
                         Probe::Pending(what) => Verdict::NotReady {
                             reason: format!("waiting for {what} to load"),
                         },
-                        // One read each, as a handshake's: it counts and warns as a
-                        // handshake does, and its error words the reason.
+                        // One read each, as a handshake's but recorded as the probe's
+                        // (not a reload failure, no WARN); its error words the reason.
                         Probe::Identity(resolver, since) => {
-                            let (_, error) = resolver.reload_reporting();
+                            let (_, error) =
+                                resolver.reload_reporting(crate::last_good::ReadBy::Probe);
                             let error = error.map(|e| watch_ready::excerpt::chain(&e));
                             let state = resolver.state();
                             let stale_for = since.observe(state.stale, now);
@@ -296,7 +307,7 @@ impl Readiness {
                         }
                         Probe::Trust(verifier, since) => {
                             let error = verifier
-                                .reload_reporting_error()
+                                .reload_reporting_error(crate::last_good::ReadBy::Probe)
                                 .map(|e| watch_ready::excerpt::chain(&e));
                             let state = verifier.state();
                             let stale_for = since.observe(state.stale, now);

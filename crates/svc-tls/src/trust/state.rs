@@ -19,9 +19,11 @@ pub struct TrustState {
     pub not_after: Option<SystemTime>,
     /// Wall-clock time the roots used were loaded.
     pub last_good_reload: SystemTime,
-    /// Failed reloads since the verifier was built.
+    /// Failed reloads since the verifier was built (the readiness probe's failed
+    /// reads are not counted).
     pub failures: u64,
-    /// Whether the most recent reload failed (the roots used are stale).
+    /// Whether the most recent read failed, a reload or the readiness probe's (the
+    /// roots used are stale).
     pub stale: bool,
     /// The last error of the watch behind the source, if it is failing now.
     pub watch_error: Option<String>,

@@ -240,9 +240,11 @@ impl TrustVerifier {
     /// Refuses instead (an error for the handshake) when the source has withdrawn its
     /// trust, and when the last good roots it would fall back on have expired. Also
     /// hands back why the source's read failed (`None` when it did not), for the
-    /// readiness probe, which words its reason from the same read it counted.
+    /// readiness probe, which words its reason from its own read (`by`: a probe's
+    /// failure is recorded apart from a handshake's, see `ReadBy`).
     fn reload(
         &self,
+        by: crate::last_good::ReadBy,
     ) -> (
         Result<Arc<Served<Roots>>, rustls::Error>,
         Option<TrustReloadError>,
@@ -250,14 +252,14 @@ impl TrustVerifier {
         let read = match self.inner.source.current_versioned() {
             Ok((anchors, version)) => {
                 self.inner.withdrawn.store(false, Ordering::Release);
-                (self.serve(anchors, version), None)
+                (self.serve(anchors, version, by), None)
             }
             Err(error) => {
                 if matches!(error, TrustReloadError::Withdrawn(_)) {
                     self.inner.withdrawn.store(true, Ordering::Release);
                 }
                 let failure = TrustFailure::Reload(error);
-                let served = self.failed(&failure);
+                let served = self.failed(&failure, by);
                 // Withdrawn stays withdrawn: a source that cannot be read after it
                 // withdrew its trust (a stream down, an agent restarting) never brings
                 // back the roots it withdrew; only a successful read does.
@@ -278,6 +280,7 @@ impl TrustVerifier {
         &self,
         anchors: Arc<TrustAnchors>,
         version: Option<u64>,
+        by: crate::last_good::ReadBy,
     ) -> Result<Arc<Served<Roots>>, rustls::Error> {
         let inner = &*self.inner;
         let current = inner.core.served();
@@ -290,10 +293,13 @@ impl TrustVerifier {
         let verifier = match build_verifier(&anchors, &inner.provider) {
             Ok(verifier) => verifier,
             Err(source) => {
-                return self.failed(&TrustFailure::Verifier {
-                    origin: inner.source.origin().clone(),
-                    source,
-                });
+                return self.failed(
+                    &TrustFailure::Verifier {
+                        origin: inner.source.origin().clone(),
+                        source,
+                    },
+                    by,
+                );
             }
         };
         Ok(
@@ -305,11 +311,15 @@ impl TrustVerifier {
         )
     }
 
-    /// A failed read: count it, report it (rate-limited), use the last good roots
-    /// while they have not expired.
-    fn failed(&self, failure: &TrustFailure) -> Result<Arc<Served<Roots>>, rustls::Error> {
+    /// A failed read: record it (a handshake's counted and reported, rate-limited),
+    /// use the last good roots while they have not expired.
+    fn failed(
+        &self,
+        failure: &TrustFailure,
+        by: crate::last_good::ReadBy,
+    ) -> Result<Arc<Served<Roots>>, rustls::Error> {
         let inner = &*self.inner;
-        let failed = inner.fail(failure);
+        let failed = inner.fail(failure, by);
         let source_gone = matches!(
             failure,
             TrustFailure::Reload(
@@ -396,14 +406,19 @@ impl TrustVerifier {
     /// The handshake's refusal when the source has withdrawn its trust, or fails and
     /// the last good roots have expired.
     pub fn roots_now(&self) -> Result<Arc<TrustAnchors>, rustls::Error> {
-        self.reload().0.map(|served| served.value.anchors.clone())
+        self.reload(crate::last_good::ReadBy::Handshake)
+            .0
+            .map(|served| served.value.anchors.clone())
     }
 
-    /// Reads the roots now, as [`TrustVerifier::roots_now`], and hands back why the
-    /// source's read failed (`None` when it did not). Crate-internal: the readiness
-    /// probe's one read.
-    pub(crate) fn reload_reporting_error(&self) -> Option<TrustReloadError> {
-        self.reload().1
+    /// Reads the roots now, as [`TrustVerifier::roots_now`] but by `by`, and hands
+    /// back why the source's read failed (`None` when it did not). Crate-internal: the
+    /// readiness probe's one read.
+    pub(crate) fn reload_reporting_error(
+        &self,
+        by: crate::last_good::ReadBy,
+    ) -> Option<TrustReloadError> {
+        self.reload(by).1
     }
 
     /// The source the roots are read from.
@@ -431,7 +446,7 @@ impl TrustVerifier {
             return true;
         }
         if inner.source.refused_now().is_some() && !inner.core.is_stale() {
-            let _ = self.reload();
+            let _ = self.reload(crate::last_good::ReadBy::Handshake);
         }
         let Some(failing_for) = inner.core.failing_for() else {
             return false;
@@ -483,7 +498,7 @@ impl Follower for FollowingVerifier {
         let Some(inner) = self.0.upgrade() else {
             return false;
         };
-        let _ = TrustVerifier { inner }.reload();
+        let _ = TrustVerifier { inner }.reload(crate::last_good::ReadBy::Handshake);
         true
     }
 }
@@ -498,7 +513,7 @@ impl ServerCertVerifier for TrustVerifier {
         now: UnixTime,
     ) -> Result<ServerCertVerified, rustls::Error> {
         // One snapshot: the whole chain is verified against one root set.
-        let served = self.reload().0?;
+        let served = self.reload(crate::last_good::ReadBy::Handshake).0?;
         let roots = &served.value;
         match &self.inner.authorization {
             ServerAuthorization::HostName => roots.verifier.verify_server_cert(

@@ -95,12 +95,12 @@ pub(super) fn peer_key(der: &CertificateDer<'_>) -> Result<PeerKey, CertificateE
         let point = spki.subject_public_key.data.to_vec();
         return Ok(if curve == OID_EC_P256 {
             PeerKey::EcP256(ProviderKey::new(
-                &aws_lc_rs::signature::ECDSA_P256_SHA256_ASN1,
+                &aws_lc_rs::signature::ECDSA_P256_SHA256_FIXED,
                 point,
             ))
         } else if curve == OID_NIST_EC_P384 {
             PeerKey::EcP384(ProviderKey::new(
-                &aws_lc_rs::signature::ECDSA_P384_SHA384_ASN1,
+                &aws_lc_rs::signature::ECDSA_P384_SHA384_FIXED,
                 point,
             ))
         } else {
@@ -117,14 +117,15 @@ pub(super) fn peer_key(der: &CertificateDer<'_>) -> Result<PeerKey, CertificateE
     ))
 }
 
+/// A JWS ECDSA signature (`r||s`, RFC 7518 section 3.4) checked by the provider as
+/// it is: the key's algorithm is the fixed-length one, which refuses any other
+/// length.
 pub(super) fn verify_ecdsa(
     point: &ProviderKey,
     message: &[u8],
     raw: &[u8],
-    field_len: usize,
 ) -> Result<(), VerifyError> {
-    let der = ecdsa_raw_to_der(raw, field_len).ok_or(VerifyError::BadSignature)?;
-    point.verify(message, &der)
+    point.verify(message, raw)
 }
 
 /// PS512 through the aws-lc-rs provider: salt length equal to the hash length

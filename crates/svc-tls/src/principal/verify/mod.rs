@@ -31,7 +31,7 @@ use url::Url;
 
 use super::jws::{
     Algorithm, AlgorithmPolicy, DEFAULT_CLOCK_SKEW, DEFAULT_MAX_PRINCIPAL_LIFETIME, Part,
-    RawHeader, TokenTimes, ecdsa_raw_to_der, sender_text,
+    RawHeader, TokenTimes, sender_text,
 };
 
 mod claims;
@@ -219,10 +219,10 @@ impl PeerCertificate {
                 }
             }
             (PeerKey::EcP256(point), Algorithm::Es256) => {
-                verify_ecdsa(point, signing_input.as_bytes(), &signature, 32)?;
+                verify_ecdsa(point, signing_input.as_bytes(), &signature)?;
             }
             (PeerKey::EcP384(point), Algorithm::Es384) => {
-                verify_ecdsa(point, signing_input.as_bytes(), &signature, 48)?;
+                verify_ecdsa(point, signing_input.as_bytes(), &signature)?;
             }
             (PeerKey::Unsupported(key), _) => return Err(VerifyError::UnsupportedKeyType { key }),
             (key, alg) => {
