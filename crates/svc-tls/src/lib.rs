@@ -57,8 +57,9 @@
 mod follow;
 mod wiring;
 
-/// Where a credential comes from: the names states, errors, logs and recorders use.
 pub mod origin {
+    //! Where a credential comes from: the names states, errors, logs and recorders use.
+
     mod refs;
 
     pub use refs::{
