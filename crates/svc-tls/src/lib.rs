@@ -17,11 +17,16 @@
 //! | [`spiffe`] | the SPIFFE Workload API stream |
 //! | [`material`] | bytes to identities and root sets (no I/O) |
 //! | [`origin`] | where a credential comes from |
+//! | [`readiness`], [`duration`] | `/readyz` checks, Go's `time.Duration` as the flags spell it |
 //! | [`options`], [`client`], [`principal`] | flags, peer clients, signed principals |
 //! | [`receiving`] | the ingress verifier over the process's watched CA Secret |
 //! | `metrics` (feature `metrics`) | Prometheus metrics of identity, trust and watches |
 //!
-//! What a service names is re-exported here, as `kube` does for `Client` and `Config`:
+//! The public tree is written out below, in this file, as rustls writes its own: the
+//! files are private modules with one job each, and each public module is declared
+//! here naming exactly what it exports, so that moving a file never moves a public
+//! path. What a service names is re-exported here, as `kube` does for `Client` and
+//! `Config`:
 //!
 //! ```no_run
 //! # async fn f(client: svc_tls::ClusterClient) -> Result<(), Box<dyn std::error::Error>> {
@@ -48,29 +53,338 @@
 #![deny(missing_docs)]
 #![warn(unreachable_pub)]
 
-pub mod client;
-pub mod duration;
+// Private file modules that no public path leads into.
 mod follow;
+mod wiring;
+
+pub mod origin {
+    //! Where a credential comes from: the names states, errors, logs and recorders use.
+
+    mod refs;
+
+    pub use refs::{
+        ConfigMapRef, IdentityOrigin, MaterialOrigin, SecretRef, SourceHealth, TrustOrigin,
+    };
+}
+
+pub mod duration {
+    //! Go's `time.Duration` as the deployed flags spell it (negative and zero included).
+    //!
+    #![doc = include_str!("duration/overview.md")]
+
+    mod go;
+
+    pub use go::{GoDuration, parse_go_duration};
+}
+
+pub mod material {
+    //! Bytes to identities and root sets: pure functions of a Secret's data, no I/O.
+    //!
+    #![doc = include_str!("material/overview.md")]
+
+    mod anchors;
+    mod cache;
+    pub(crate) mod der;
+    mod error;
+    mod identity;
+    mod key;
+    mod limits;
+    mod pem;
+    mod provider;
+    mod secret;
+    mod trust;
+    mod validity;
+
+    pub(crate) use anchors::ConfigMapTrustCache;
+    pub use anchors::{TrustAnchors, TrustCache};
+    pub use cache::{HandshakeLoad, IdentityCache};
+    pub use error::{MaterialError, MaterialErrorKind};
+    pub use identity::{
+        Identity, load_identity, load_identity_at, load_identity_from_pem,
+        load_identity_from_pem_at,
+    };
+    pub(crate) use identity::{KeyInput, build_identity};
+    pub use key::KeyKind;
+    pub use limits::{
+        CA_CRT, MAX_CERTIFICATE_VALUE_BYTES, MAX_KEY_VALUE_BYTES, SECRET_TYPE_TLS, TLS_CRT, TLS_KEY,
+    };
+    pub use provider::crypto_provider;
+    pub use trust::{
+        ConfigMapTrustError, ConfigMapTrustProblem, TrustRoots, configmap_value,
+        load_configmap_trust, load_trust, load_trust_detailed,
+    };
+    pub use validity::CertificateValidity;
+    pub(crate) use validity::time_text;
+}
+
+pub mod last_good {
+    //! The one last-good core of both halves: the value served, failure episodes,
+    //! rate-limited warnings, watch health, and the recorder seam.
+    //!
+    #![doc = include_str!("last_good/overview.md")]
+
+    mod clock;
+    mod events;
+    mod limiter;
+    mod report;
+    mod slot;
+    mod watch_health;
+
+    pub use clock::{ManualClock, MonotonicClock, SystemClock};
+    pub use events::{OutsideValidity, Recovery, ReloadRecorder, StaleWarning};
+    pub use limiter::{DEFAULT_WARNING_PERIOD, MAX_WARNING_PERIOD, WarningLimiter};
+    pub(crate) use report::Reporter;
+    pub use slot::NoopRecorder;
+    pub(crate) use slot::{Accepted, Episode, Failure, LastGood, ReadBy, Served, Settings, nanos};
+    pub use watch_health::{DEFAULT_WATCH_FAILURE_THRESHOLD, WatchHealthState};
+    pub(crate) use watch_health::{WatchEvent, WatchTracker, WatchWords};
+}
+
+pub mod watch {
+    //! Secrets and ConfigMaps watched through the API server, the process's registry of
+    //! those watches, and the one builder of what follows a watched Secret.
+    //!
+    #![doc = include_str!("watch/overview.md")]
+
+    mod builder;
+    mod built;
+    mod configmap;
+    mod lease;
+    mod observer;
+    mod registry;
+    mod runtime;
+    mod secret;
+    mod shared;
+    mod shared_configmap;
+
+    pub(crate) use builder::sealed;
+    pub use builder::{BuiltFromWatch, WatchedBuilder};
+    pub(crate) use configmap::configmap_resource_version;
+    pub use configmap::{ConfigMapSource, ConfigMapSourceError};
+    pub(crate) use lease::Lease;
+    #[cfg_attr(not(feature = "metrics"), allow(unused_imports))]
+    pub(crate) use observer::RegistryObserver;
+    pub use registry::{DEFAULT_EVICTION_GRACE, RegistryCounts, SecretWatches};
+    pub(crate) use registry::{SharedValue, WeakSecretWatches};
+    pub(crate) use secret::resource_version;
+    pub use secret::{DEFAULT_SYNC_TIMEOUT, SecretSource, SourceError};
+    pub use shared::SharedSecret;
+    pub use shared_configmap::SharedConfigMap;
+}
+
+pub mod spiffe {
+    //! The SPIFFE Workload API stream: the X509-SVID and the trust bundles, rotated by the
+    //! node agent.
+    //!
+    #![doc = include_str!("spiffe/overview.md")]
+
+    mod error;
+    mod stream;
+    mod streams;
+    mod svid;
+
+    pub use ::spiffe::{SpiffeId, TrustDomain};
+    pub(crate) use error::BundleError;
+    pub use error::{SpiffeError, SpiffeStartError, SvidError};
+    pub use stream::{SPIFFE_ENDPOINT_SOCKET, SpiffeEndpoint, WorkloadApiSource};
+    pub use streams::WorkloadApiStreams;
+    pub(crate) use svid::check_validity;
+}
+
+pub mod identity {
+    //! The client identity: its seam, the handshake-time resolver, and its Secret and
+    //! SPIFFE sources.
+    //!
+    #![doc = include_str!("identity/overview.md")]
+
+    mod from_secret;
+    mod from_spiffe;
+    mod resolver;
+    mod settings;
+    mod source;
+    mod state;
+
+    pub use from_secret::{IdentityObject, IdentityResolverBuilder, SecretIdentitySource};
+    pub use from_spiffe::SpiffeIdentitySource;
+    #[cfg(feature = "metrics")]
+    pub(crate) use resolver::WeakIdentityResolver;
+    pub use resolver::{IdentityError, IdentityResolver};
+    pub use settings::IdentitySettings;
+    pub use source::{IdentityReloadError, IdentitySource};
+    pub use state::IdentityState;
+}
+
+pub mod trust {
+    //! Peer trust: its seam, the handshake-time verifier, server authorization, and its
+    //! Secret, ConfigMap and SPIFFE-bundle sources.
+    //!
+    #![doc = include_str!("trust/overview.md")]
+
+    mod authorization;
+    mod error;
+    mod from_configmap;
+    mod from_secret;
+    mod from_spiffe;
+    mod settings;
+    mod source;
+    mod state;
+    mod verifier;
+
+    pub use authorization::{ServerAuthorization, SpiffeIdMismatch};
+    pub use error::TrustError;
+    pub use from_configmap::ConfigMapTrustSource;
+    pub use from_secret::{SecretTrustSource, TrustObject, TrustVerifierBuilder};
+    pub use from_spiffe::SpiffeTrustSource;
+    pub use settings::{DEFAULT_MAX_ROOTS_WITHOUT_SOURCE, TrustSettings};
+    pub use source::{TrustReloadError, TrustSource};
+    pub use state::TrustState;
+    pub use verifier::TrustVerifier;
+    #[cfg(feature = "metrics")]
+    pub(crate) use verifier::WeakTrustVerifier;
+}
+
+pub mod options {
+    //! Command-line options: peer services and client identities (clap builder and
+    //! derive), and the one rule for Secret references.
+    //!
+    #![doc = include_str!("options/overview.md")]
+
+    mod derive;
+    mod error;
+    mod flags;
+    mod host;
+    mod identity;
+    mod peer;
+
+    pub use crate::origin::{ConfigMapRef, SecretRef};
+    pub use derive::{IdentityArgs, PeerArgs, PeerName, peers};
+    pub use error::OptionsError;
+    pub(crate) use flags::warn_once;
+    use flags::{
+        dash_prefix, get, non_empty, reference, value_arg, warn_deprecated_once, warn_ignored_once,
+    };
+    pub use host::{HostError, HostProblem};
+    pub(crate) use host::{parse_host, refuse_plaintext_with_credentials};
+    pub use identity::{ClientCertificateSource, ClientIdentityOptions, IdentityConfig};
+    pub use peer::{DEFAULT_CA_CONFIGMAP_KEY, HttpProtocol, PeerCa, PeerOptions};
+}
+
+pub mod principal {
+    //! Signed principals: the `X-Principal` header, signed and verified wire-compatibly
+    //! with the Go services.
+    //!
+    #![doc = include_str!("principal/overview.md")]
+
+    mod ingress;
+    mod jws;
+    mod payload;
+    mod recorder;
+    mod sign;
+    mod verify;
+
+    pub use ingress::{
+        AllowedPeer, AllowedPeerError, DEFAULT_MAX_CERT_HEADER_BYTES, INGRESS_CLIENT_CERT_HEADER,
+        INGRESS_CLIENT_VERIFY_HEADER, INGRESS_VERIFY_SUCCESS, IngressError, IngressVerifier,
+        ReceiverConfigError, ReceivingMode, RequestPrincipalError, UNVERIFIED_WARNING_TEXT,
+    };
+    pub use jws::{
+        Algorithm, AlgorithmPolicy, DEFAULT_CLOCK_SKEW, DEFAULT_MAX_PRINCIPAL_LIFETIME,
+        DEFAULT_PRINCIPAL_LIFETIME, Part, PrincipalToken, TokenTimes,
+    };
+    pub use payload::{PRINCIPAL_HEADER, Principal};
+    #[cfg_attr(not(feature = "metrics"), allow(unused_imports))]
+    pub(crate) use recorder::{ALGORITHMS, algorithm_label};
+    pub use recorder::{SIGN_RESULTS, TokenRecorder, VERIFY_RESULTS};
+    pub use sign::{
+        CurrentIdentity, PrincipalSigner, SignError, attach_principal, sign_with, sign_with_key,
+    };
+    /// The URL a principal is signed for (the `url` crate's type, which is also
+    /// `reqwest::Url`): re-exported so that callers of [`sign_with`] and
+    /// [`PrincipalSigner::sign`] need no dependency of their own.
+    pub use url::Url;
+    pub use verify::{
+        CertificateError, DEFAULT_MAX_TOKEN_BYTES, PeerCertificate, VerifyError, VerifyOptions,
+        verify,
+    };
+}
+
+pub mod client {
+    //! Peer clients: rustls client configurations and `reqwest` clients whose pooled
+    //! connections follow identity and trust rotations.
+    //!
+    #![doc = include_str!("client/overview.md")]
+
+    mod config;
+    mod error;
+    mod from_options;
+    mod peer;
+    mod pooled;
+    mod redirect;
+    #[cfg(test)]
+    mod spiffe_sharing;
+
+    pub use config::{
+        TrustMode, client_config, client_config_for, reqwest_builder, reqwest_client,
+        trust_from_secret,
+    };
+    pub use error::{PeerClientError, PeerRequestError};
+    pub use peer::PeerTls;
+    pub use pooled::PeerClient;
+    pub use redirect::{RedirectRefused, same_origin_policy};
+}
+
+pub mod receiving {
+    //! The receiving side: an ingress verifier over the process's watched client CA
+    //! Secret, built by [`IngressBuilder`].
+    //!
+    #![doc = include_str!("receiving/overview.md")]
+
+    mod builder;
+
+    pub use builder::{IngressBuilder, ReceivingError};
+}
+
+pub mod readiness {
+    //! Readiness checks of identity, trust and declared dependencies, for `/readyz`.
+    //!
+    #![doc = include_str!("readiness/overview.md")]
+
+    mod report;
+    mod verdict;
+
+    pub use report::{Check, Readiness, Report, Summary, Verdict};
+}
+
+#[cfg(feature = "metrics")]
+pub mod metrics {
+    //! Prometheus metrics of identity, trust, watches and principals (feature `metrics`).
+    //!
+    #![doc = include_str!("metrics/overview.md")]
+
+    mod collector;
+    mod counters;
+    mod identity;
+    mod install;
+    mod principal;
+    mod source;
+    #[cfg(test)]
+    mod tests;
+    mod trust;
+
+    pub use collector::IDENTITY_STATES;
+    pub use identity::REFRESH_RESULTS;
+    pub use install::{InstallError, Metrics, SourceLabels, register};
+    use install::{LabelSet, Shared, cluster_label, unix_seconds};
+    pub use source::{CountedSource, SourceRecorder};
+    pub use trust::RELOAD_RESULTS;
+}
+
 /// A kube client error as this crate's errors return it as their `source()`: an
 /// escaped excerpt with the status code kept for matching.
 pub use watch_ready::KubeError;
 /// Outside text cut and escaped for logs: log an error that may quote a Secret, a
 /// header or a plugin's output with `%svc_tls::excerpt::chain(&error)`.
 pub use watch_ready::excerpt;
-pub mod identity;
-pub mod last_good;
-pub mod material;
-#[cfg(feature = "metrics")]
-pub mod metrics;
-pub mod options;
-pub mod origin;
-pub mod principal;
-pub mod readiness;
-pub mod receiving;
-pub mod spiffe;
-pub mod trust;
-pub mod watch;
-mod wiring;
 
 pub use client::{PeerClient, PeerClientError, PeerRequestError, PeerTls, TrustMode};
 /// Which cluster a client reads: the shared watches are keyed by it.

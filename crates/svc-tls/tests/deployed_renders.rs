@@ -8,8 +8,9 @@ use std::time::Duration;
 use clap::{ArgAction, ArgMatches, Command};
 use kube_testbed::Testbed;
 use svc_tls::client::{PeerClientError, PeerTls};
+use svc_tls::duration::GoDuration;
 use svc_tls::options::{
-    ClientIdentityOptions, GoDuration, HostError, HostProblem, HttpProtocol, PeerOptions, SecretRef,
+    ClientIdentityOptions, HostError, HostProblem, HttpProtocol, PeerOptions, SecretRef,
 };
 use test_support::logs::CapturedLogs;
 use url::Url;

@@ -8,7 +8,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 use clap::Command;
-use svc_tls::options::{ClientIdentityOptions, GoDuration, SecretRef};
+use svc_tls::duration::GoDuration;
+use svc_tls::options::{ClientIdentityOptions, SecretRef};
 use test_support::logs::CapturedLogs;
 
 const WARNING: &str = "--client-certificate-reload-interval is deprecated and ignored";

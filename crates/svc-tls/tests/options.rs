@@ -3,8 +3,9 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use clap::Command;
+use svc_tls::duration::GoDuration;
 use svc_tls::options::{
-    ClientIdentityOptions, GoDuration, HostError, HostProblem, OptionsError, PeerOptions, SecretRef,
+    ClientIdentityOptions, HostError, HostProblem, OptionsError, PeerOptions, SecretRef,
 };
 
 /// A service command as a Unikorn service declares it: three peers, the default

@@ -5,9 +5,9 @@
 
 use clap::error::ErrorKind;
 use clap::{CommandFactory, Parser};
+use svc_tls::duration::GoDuration;
 use svc_tls::options::{
-    ClientIdentityOptions, GoDuration, HttpProtocol, IdentityArgs, PeerArgs, PeerOptions,
-    SecretRef, peers,
+    ClientIdentityOptions, HttpProtocol, IdentityArgs, PeerArgs, PeerOptions, SecretRef, peers,
 };
 
 /// Two prefixed peers, the unprefixed identity, and a prefixed identity towards one

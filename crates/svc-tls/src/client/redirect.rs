@@ -18,7 +18,7 @@
 use reqwest::redirect::{Attempt, Policy};
 
 /// How many redirects a request may follow (reqwest's own default).
-pub const MAX_REDIRECTS: usize = 10;
+const MAX_REDIRECTS: usize = 10;
 
 /// Why a redirect was not followed: the `source` of the `reqwest::Error` the
 /// request returns (`is_redirect()` is true; find this with
@@ -38,7 +38,7 @@ pub enum RedirectRefused {
         /// shown Debug-escaped).
         to: String,
     },
-    /// More than [`MAX_REDIRECTS`] redirects in a row.
+    /// More than 10 redirects in a row.
     #[error("refusing a redirect from {from}: more than {max} redirects")]
     TooMany {
         /// The origin the request was made for.
@@ -50,7 +50,7 @@ pub enum RedirectRefused {
 
 /// The redirect policy of the clients this crate builds: a redirect is followed
 /// when its target has the same origin (scheme, host, port) as the URL the
-/// request was made for, at most [`MAX_REDIRECTS`] times; any other redirect fails
+/// request was made for, at most 10 times; any other redirect fails
 /// the request with [`RedirectRefused`]. Install it on a client builder of your own
 /// with `.redirect(same_origin_policy())`.
 pub fn same_origin_policy() -> Policy {

@@ -200,7 +200,7 @@ fn dedupe(roots: &mut RootCertStore) {
 /// A failed load does not evict the last good entry; the failing bytes are
 /// remembered with their problem, so a bundle that stays broken is not parsed again.
 /// Lock-free (`ArcSwapOption`).
-pub struct ConfigMapTrustCache {
+pub(crate) struct ConfigMapTrustCache {
     key: String,
     last: arc_swap::ArcSwapOption<CachedBundle>,
     failed: arc_swap::ArcSwapOption<FailedBundle>,
@@ -219,7 +219,7 @@ struct FailedBundle {
 
 impl ConfigMapTrustCache {
     /// An empty cache of the bundle under `key`.
-    pub fn new(key: impl Into<String>) -> Self {
+    pub(crate) fn new(key: impl Into<String>) -> Self {
         Self {
             key: key.into(),
             last: arc_swap::ArcSwapOption::empty(),
@@ -229,18 +229,21 @@ impl ConfigMapTrustCache {
     }
 
     /// The data key read.
-    pub fn key(&self) -> &str {
+    pub(crate) fn key(&self) -> &str {
         &self.key
     }
 
     /// How many times a bundle was parsed (misses).
-    pub fn full_loads(&self) -> u64 {
+    pub(crate) fn full_loads(&self) -> u64 {
         self.full_loads.load(Ordering::Relaxed)
     }
 
     /// The roots of the bundle under this cache's key in `configmap`, reusing the last
     /// load when the bytes are unchanged.
-    pub fn load(&self, configmap: &ConfigMap) -> Result<Arc<TrustAnchors>, ConfigMapTrustError> {
+    pub(crate) fn load(
+        &self,
+        configmap: &ConfigMap,
+    ) -> Result<Arc<TrustAnchors>, ConfigMapTrustError> {
         let Some(value) = configmap_value(configmap, &self.key) else {
             // Names the keys present; no bytes to remember.
             return Err(missing_key(configmap, &self.key));

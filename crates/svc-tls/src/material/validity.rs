@@ -28,7 +28,7 @@ pub enum CertificateValidity {
 
 /// A time for logs and errors, as certificates write it (UTC), e.g.
 /// `Jan  1 00:00:00 2030 +00:00`.
-pub fn time_text(t: SystemTime) -> String {
+pub(crate) fn time_text(t: SystemTime) -> String {
     let secs = match t.duration_since(UNIX_EPOCH) {
         Ok(d) => i64::try_from(d.as_secs()).unwrap_or(i64::MAX),
         Err(e) => i64::try_from(e.duration().as_secs()).map_or(i64::MIN, |s| -s),

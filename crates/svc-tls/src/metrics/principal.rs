@@ -126,7 +126,7 @@ impl<const R: usize> Cells<R> {
 
 /// The recorder of the principals signed and verified in a process (or by the
 /// signers and verifiers given it): counts by algorithm and result.
-pub struct PrincipalRecorder {
+pub(crate) struct PrincipalRecorder {
     signed: Cells<{ SIGN_RESULTS.len() }>,
     verified: Cells<{ VERIFY_RESULTS.len() }>,
     without_times: Counter,

@@ -10,10 +10,13 @@ use prometheus_client::registry::Registry;
 use test_support::pki::TestCa;
 
 use super::*;
+use crate::identity::IdentityResolver;
 use crate::identity::{IdentityReloadError, IdentitySource};
 use crate::last_good::ReloadRecorder as _;
 use crate::material::{Identity, crypto_provider, load_identity_from_pem};
 use crate::origin::SecretRef;
+use crate::origin::{IdentityOrigin, TrustOrigin};
+use crate::watch::SecretWatches;
 
 fn text(registry: &Registry) -> String {
     let mut text = String::new();

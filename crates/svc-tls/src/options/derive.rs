@@ -1,53 +1,6 @@
-//! The option sets in a clap-derive command: `#[command(flatten)]`.
-//!
-//! clap's derive API fixes flag names at compile time, and a peer's flags carry its
-//! name (`--identity-host`, `--region-host`). So the name is a type: a marker that
-//! implements [`PeerName`] (one for each of the platform's peers is here, and
-//! [`peer_name!`](crate::peer_name) declares another), and [`PeerArgs<P>`] /
-//! [`IdentityArgs<P>`] are the peer's options and its prefixed client identity under
-//! that name. The unprefixed client identity (`--client-certificate-*`, which stays
-//! forever) is [`ClientIdentityOptions`] itself. Each registers exactly the flags of
-//! [`PeerOptions::augment`] / [`ClientIdentityOptions::augment`] and reads them with
-//! `from_matches`, so a derive service and a builder service parse every argument
-//! list alike.
-//!
-//! ```
-//! use clap::Parser;
-//! use svc_tls::options::{ClientIdentityOptions, IdentityArgs, PeerArgs, peers};
-//!
-//! #[derive(Parser)]
-//! struct Cli {
-//!     #[command(flatten)]
-//!     identity: PeerArgs<peers::Identity>,
-//!     #[command(flatten)]
-//!     audit: PeerArgs<peers::Audit>,
-//!     /// `--client-certificate-*`: the default identity.
-//!     #[command(flatten)]
-//!     me: ClientIdentityOptions,
-//!     /// `--audit-client-certificate-*`: the identity presented to audit.
-//!     #[command(flatten)]
-//!     me_towards_audit: IdentityArgs<peers::Audit>,
-//! }
-//!
-//! let cli = Cli::try_parse_from([
-//!     "svc",
-//!     "--identity-host=https://identity.example.com",
-//!     "--audit-host=",
-//!     "--client-certificate-namespace=unikorn",
-//!     "--client-certificate-name=unikorn-client-certificate",
-//! ])
-//! .unwrap();
-//! assert_eq!(cli.identity.service(), "identity");
-//! assert!(cli.identity.is_configured());
-//! assert!(!cli.audit.is_configured());
-//! assert_eq!(cli.me.secret().unwrap().unwrap().to_string(), "unikorn/unikorn-client-certificate");
-//! assert_eq!(cli.me_towards_audit.secret().unwrap(), None);
-//! ```
-//!
-//! A value the builder API reports from `from_matches` as an [`OptionsError`] (an
-//! unknown `--client-certificate-source`, SPIFFE mode without its server ID) is a
-//! parse error here: `Cli::parse()` prints it and exits 2, as clap does for any bad
-//! value.
+//! The option sets in a clap-derive command (`#[command(flatten)]`): the marker
+//! types that name a peer, and the option sets under such a name. The module docs
+//! (`options/overview.md`, "clap derive") show them in a command.
 
 use std::fmt;
 use std::marker::PhantomData;

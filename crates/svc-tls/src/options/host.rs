@@ -92,7 +92,7 @@ fn without_userinfo(value: &str) -> String {
 ///
 /// `value` must be non-empty (an empty value means "not configured" and never
 /// reaches this check).
-pub fn parse_host(flag: &str, value: &str) -> Result<Url, HostError> {
+pub(crate) fn parse_host(flag: &str, value: &str) -> Result<Url, HostError> {
     let invalid = |problem| HostError::Invalid {
         flag: flag.to_owned(),
         value: without_userinfo(value),
@@ -136,7 +136,7 @@ pub fn parse_host(flag: &str, value: &str) -> Result<Url, HostError> {
 }
 
 /// Whether `url`'s host is a loopback address (`localhost`, 127.0.0.0/8, `::1`).
-pub fn is_loopback(url: &Url) -> bool {
+fn is_loopback(url: &Url) -> bool {
     match url.host() {
         Some(url::Host::Domain(name)) => name.eq_ignore_ascii_case("localhost"),
         Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
@@ -148,7 +148,7 @@ pub fn is_loopback(url: &Url) -> bool {
 /// `url` unless it is `http://` to a non-loopback host, which is refused
 /// ([`HostProblem::PlaintextWithCredentials`], naming `flag`) when a client
 /// identity or a principal signer is configured.
-pub fn refuse_plaintext_with_credentials(flag: &str, url: Url) -> Result<Url, HostError> {
+pub(crate) fn refuse_plaintext_with_credentials(flag: &str, url: Url) -> Result<Url, HostError> {
     if url.scheme() == "http" && !is_loopback(&url) {
         return Err(HostError::Invalid {
             flag: flag.to_owned(),

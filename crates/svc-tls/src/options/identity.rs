@@ -1,18 +1,14 @@
 //! One client identity's options: where it comes from (a Secret or the SPIFFE
 //! Workload API), the Secret reference, the SPIFFE server ID, the deprecated interval.
 
-use std::time::Duration;
-
 use clap::parser::ValueSource;
 use clap::{ArgMatches, Command};
 
 use super::{
-    GoDuration, OptionsError, SecretRef, dash_prefix, get, non_empty, parse_go_duration, reference,
-    value_arg, warn_deprecated_once, warn_ignored_once,
+    OptionsError, SecretRef, dash_prefix, get, non_empty, reference, value_arg,
+    warn_deprecated_once, warn_ignored_once,
 };
-
-/// The default of the deprecated `--client-certificate-reload-interval` (24h).
-pub const DEPRECATED_RELOAD_INTERVAL_DEFAULT: Duration = Duration::from_secs(24 * 60 * 60);
+use crate::duration::{GoDuration, parse_go_duration};
 
 /// The deprecated interval's flag, registered for the unprefixed identity only.
 const RELOAD_INTERVAL_FLAG: &str = "client-certificate-reload-interval";

@@ -7,9 +7,10 @@ use clap::{Arg, ArgAction, ArgMatches, Command};
 use url::Url;
 
 use super::{
-    ConfigMapRef, HostError, OptionsError, SecretRef, get, non_empty, parse_go_duration,
-    parse_host, reference, value_arg,
+    ConfigMapRef, HostError, OptionsError, SecretRef, get, non_empty, parse_host, reference,
+    value_arg,
 };
+use crate::duration::parse_go_duration;
 
 /// The data key of a CA ConfigMap read when `--S-ca-configmap-key` is not given.
 pub const DEFAULT_CA_CONFIGMAP_KEY: &str = "ca.crt";

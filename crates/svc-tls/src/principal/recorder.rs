@@ -51,12 +51,14 @@ pub(super) fn noop() -> Arc<dyn TokenRecorder> {
 }
 
 /// The label of an algorithm, or `unknown`.
-pub fn algorithm_label(algorithm: Option<Algorithm>) -> &'static str {
+#[cfg_attr(not(feature = "metrics"), allow(dead_code))]
+pub(crate) fn algorithm_label(algorithm: Option<Algorithm>) -> &'static str {
     algorithm.map_or("unknown", Algorithm::name)
 }
 
 /// Every `algorithm` label value.
-pub const ALGORITHMS: [&str; 4] = ["PS512", "ES256", "ES384", "unknown"];
+#[cfg_attr(not(feature = "metrics"), allow(dead_code))]
+pub(crate) const ALGORITHMS: [&str; 4] = ["PS512", "ES256", "ES384", "unknown"];
 
 /// Every `result` of signing: `ok`, then the reasons of [`SignError::reason`](super::SignError::reason), then
 /// `other` (what a metrics recorder counts a result outside this list as).

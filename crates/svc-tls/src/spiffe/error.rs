@@ -163,9 +163,9 @@ impl std::error::Error for SvidError {}
 /// The Workload API holds no usable X.509 bundle for a trust domain.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("no usable SPIFFE bundle for trust domain {trust_domain}: {reason}")]
-pub struct BundleError {
+pub(crate) struct BundleError {
     /// The trust domain.
-    pub trust_domain: String,
+    pub(crate) trust_domain: String,
     /// Why (a fixed text).
-    pub reason: &'static str,
+    pub(crate) reason: &'static str,
 }

@@ -14,13 +14,9 @@ use crate::material::{
 use crate::origin::{SourceHealth, TrustOrigin};
 use crate::watch::{ConfigMapSource, Lease, configmap_resource_version};
 
-/// The data key [`TrustVerifier::configmap_builder`] callers usually name: what
-/// cert-manager and a trust-manager Bundle target with `key: ca.crt` write.
-pub const DEFAULT_CONFIGMAP_KEY: &str = "ca.crt";
-
 /// The roots in the PEM bundle under one key of a watched ConfigMap: the ConfigMap
 /// from the watch cache ([`ConfigMapSource`], a map read and an `Arc` clone), loaded
-/// through a [`ConfigMapTrustCache`] so that unchanged bytes cost a comparison.
+/// through a `ConfigMapTrustCache` so that unchanged bytes cost a comparison.
 pub struct ConfigMapTrustSource {
     origin: TrustOrigin,
     source: ConfigMapSource,

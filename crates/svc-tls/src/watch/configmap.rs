@@ -231,7 +231,7 @@ impl ConfigMapSource {
 }
 
 /// A ConfigMap's `resourceVersion` as a number, to order two snapshots of it.
-pub fn configmap_resource_version(configmap: &ConfigMap) -> Option<u64> {
+pub(crate) fn configmap_resource_version(configmap: &ConfigMap) -> Option<u64> {
     configmap
         .metadata
         .resource_version

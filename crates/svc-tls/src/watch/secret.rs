@@ -350,7 +350,7 @@ fn contains(haystack: &[u8], needle: &[u8]) -> bool {
 /// A Secret's `resourceVersion` as a number, to order two snapshots of it. It is an
 /// etcd revision in practice; when it is not a number the snapshots are simply not
 /// ordered.
-pub fn resource_version(secret: &Secret) -> Option<u64> {
+pub(crate) fn resource_version(secret: &Secret) -> Option<u64> {
     secret
         .metadata
         .resource_version

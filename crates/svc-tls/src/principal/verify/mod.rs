@@ -43,7 +43,8 @@ pub(crate) use claims::{Settled, audiences_of};
 use claims::{check_audience, check_times, header_audience, header_times};
 pub use error::{CertificateError, VerifyError};
 use key::{PeerKey, peer_key, verify_ecdsa, verify_ps512_fast, verify_ps512_general};
-pub use options::{DEFAULT_MAX_TOKEN_BYTES, MIN_RSA_BITS, VerifyOptions};
+pub(crate) use options::MIN_RSA_BITS;
+pub use options::{DEFAULT_MAX_TOKEN_BYTES, VerifyOptions};
 
 /// A peer's certificate (what it presented in the TLS handshake), with its public
 /// key parsed once for verifying any number of principals.

@@ -3,7 +3,7 @@
 use super::*;
 
 /// RSA keys shorter than this are refused when verifying.
-pub const MIN_RSA_BITS: usize = 2048;
+pub(crate) const MIN_RSA_BITS: usize = 2048;
 
 /// The default cap on a principal token's length, in bytes, checked before the
 /// token is split or decoded. A PS512 token for a [`Principal`](crate::principal::Principal)

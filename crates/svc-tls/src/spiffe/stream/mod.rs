@@ -13,7 +13,6 @@ use spiffe::workload_api::{WorkloadApiClient, WorkloadApiError};
 use spiffe::{X509Bundle, X509Context, X509Svid};
 use tokio::task::AbortHandle;
 
-use super::SPIFFE_ENDPOINT_SOCKET;
 use super::error::{SpiffeStartError, SvidError};
 use super::svid::{anchors_of, identity_of, same_bundle, same_svid};
 use crate::follow::{Follower, Followers};
@@ -23,6 +22,10 @@ use crate::origin::SourceHealth;
 mod backoff;
 
 use backoff::Backoff;
+
+/// The environment variable the SPIFFE specification defines for the Workload API
+/// address (`unix:` path or `tcp:` address).
+pub const SPIFFE_ENDPOINT_SOCKET: &str = "SPIFFE_ENDPOINT_SOCKET";
 
 /// A Workload API address as `SPIFFE_ENDPOINT_SOCKET` gives it (`unix:` path or
 /// `tcp:` address), checked to parse.

@@ -1,20 +1,4 @@
-//! Go's `time.Duration` as the deployed flags spell it.
-//!
-//! The Go services parsed `--client-certificate-reload-interval` with pflag's
-//! `DurationVar`, that is `time.ParseDuration`, and Helm charts render whatever that
-//! accepted: `24h`, `1h30m`, `1.5h`, `300ms`, `0`, and negative values such as `-1s`
-//! (the timer-based client documented "zero or negative disables periodic reload").
-//! A migrated binary must start with every one of those values, so this module
-//! accepts exactly the language `time.ParseDuration` accepts, with the same error
-//! texts (`time: invalid duration "x"`), and keeps the sign: a
-//! [`std::time::Duration`] cannot hold a negative value, so the parsed value is a
-//! [`GoDuration`] (signed nanoseconds, like Go's `int64`).
-//!
-//! The grammar, as in Go: `[-+]?([0-9]*(\.[0-9]*)?[a-z]+)+`, or the bare `0`, with
-//! the units `ns`, `us`, `µs` (U+00B5), `μs` (U+03BC), `ms`, `s`, `m`, `h`; the total
-//! must fit in an `i64` of nanoseconds. Fraction digits beyond what fits are ignored,
-//! and a fraction is scaled through a float, exactly as Go does, so the same text
-//! gives the same nanoseconds in both languages.
+//! The parser of Go's duration language and its signed value.
 
 use std::fmt;
 use std::time::Duration;
@@ -266,7 +250,7 @@ fn leading_fraction(digits: &str) -> (u64, f64) {
 
 /// Quotes as Go's `time` package quotes inside its errors: in double quotes, with `"`
 /// and `\` escaped and every byte of a non-ASCII or control character as `\xNN`.
-pub(crate) fn go_quote(s: &str) -> String {
+fn go_quote(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 2);
     out.push('"');
     for c in s.chars() {

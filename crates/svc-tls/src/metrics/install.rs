@@ -1,70 +1,8 @@
-//! Prometheus metrics (feature `metrics`): the identity, trust and watched Secrets of
-//! a service, on [`prometheus_client`] (the OpenMetrics crate of linkerd2-proxy and
-//! kubert), registered into a [`Registry`] the service owns and serves on its
-//! `/metrics` endpoint.
-//!
-//! Turn it on once, before the first peer client is built:
-//!
-//! ```no_run
-//! # async fn f(client: svc_tls::ClusterClient, peer: svc_tls::PeerOptions,
-//! #            me: svc_tls::ClientIdentityOptions) -> Result<(), Box<dyn std::error::Error>> {
-//! use prometheus_client::registry::Registry;
-//!
-//! let mut registry = Registry::default();
-//! // Every constructor over the process's registry of watched Secrets records into it.
-//! svc_tls::metrics::register(&mut registry)?;
-//! let tls = svc_tls::PeerTls::from_options(&client, &peer, &me, std::time::Duration::from_secs(30)).await?;
-//! let mut text = String::new();
-//! prometheus_client::encoding::text::encode(&mut text, &registry)?; // serve this
-//! # let _ = tls; Ok(()) }
-//! ```
-//!
-//! [`register`] installs the metrics into [`SecretWatches::process`], which
-//! [`PeerTls::from_options`](crate::PeerTls::from_options) and
-//! [`PeerTls::for_spiffe_id`](crate::PeerTls::for_spiffe_id) build from. A registry of
-//! the caller's gets them with [`Metrics::new_watches`] or [`Metrics::install`]. A
-//! resolver or verifier built over a registry before its metrics were installed keeps
-//! the no-op recorder it was built with (it is shared for the life of the registry):
-//! its counters stay absent, while its state gauges and its Secret's watch are still
-//! exported. Installing metrics twice into one registry is refused
-//! ([`InstallError::AlreadyInstalled`]).
-//!
-//! What is exported (every family, its type and its labels, is listed in
-//! `docs/operations.md`):
-//! - counters of the principals signed and verified, by algorithm and bounded result
-//!   ([`principal`]), from the signers of
-//!   [`PeerTls::principal_signer`](crate::PeerTls::principal_signer), the verifiers
-//!   of [`receiving::IngressBuilder`](crate::receiving::IngressBuilder),
-//!   and any given [`Metrics::principal_recorder`];
-//! - counters of events, updated by the recorders on the handshake path with atomics
-//!   only: each recorder holds the counters of its own source, created once when it is
-//!   built, so a handshake never looks up or creates a label set ([`identity`],
-//!   [`trust`]);
-//! - gauges of states (expiry, not-before, last refresh, state, stale age, roots, watch
-//!   health), read at scrape time from the resolvers', verifiers' and watches' own
-//!   snapshots by a collector ([`collector`]), so that a stale age grows while no event
-//!   fires.
-//!
-//! Labels are bounded: `source` is `secret` or `spiffe`, `name` is the Secret's
-//! `namespace/name` or the SPIFFE ID (configuration, never data read from a peer),
-//! `cluster` is the cluster a Secret is read from ([`ClusterId::metric_label`]: its
-//! [`ClusterId::label`], the API server's `host:port` by default, with the cluster's
-//! short fingerprint appended when another cluster of the process has that label
-//! already; one value per cluster, so two clusters' series never merge; empty for
-//! SPIFFE sources), and `result`/`state` take fixed values. No error text is ever a
-//! label. A cluster's series exist for the sources the process reads from it: their
-//! number is that of the Secrets it watches, which is bounded by the registry, not by
-//! the metrics (see `docs/decisions.md`, "Every cluster its own metric label").
+//! The metric families of one Prometheus registry, their installation into a
+//! registry of watched Secrets, and the labels of a source.
 
-pub mod collector;
-mod counters;
-pub mod identity;
-pub mod principal;
-mod source;
-pub mod trust;
-
-use source::SourceFamilies;
-pub use source::{CountedSource, SourceRecorder};
+use super::source::{SourceFamilies, SourceRecorder};
+use super::{collector, principal};
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -222,7 +160,7 @@ impl Metrics {
     }
 
     /// An empty registry of watched Secrets whose resolvers and verifiers record into
-    /// metrics registered into `registry` now (see the [module](self) documentation).
+    /// metrics registered into `registry` now (see the [module](crate::metrics) documentation).
     /// Register one [`Metrics`] per Prometheus registry: for several registries of
     /// watched Secrets exporting into one, make it with [`Metrics::new`] and
     /// [`Metrics::install`] it into each.
@@ -403,6 +341,3 @@ pub(crate) fn unix_seconds(t: std::time::SystemTime) -> i64 {
         Err(e) => i64::try_from(e.duration().as_secs()).map_or(i64::MIN, |s| -s),
     }
 }
-
-#[cfg(test)]
-mod tests;

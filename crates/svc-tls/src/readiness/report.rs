@@ -1,54 +1,4 @@
-//! Readiness: whether a process's client identity, its peers' trust and whatever else
-//! it declares are loaded and fresh, each with the reason when not, for a `/readyz`
-//! endpoint (the way controller-runtime's managers expose their readiness checks).
-//!
-//! ```no_run
-//! # fn f(tls: &svc_tls::PeerTls) {
-//! use svc_tls::readiness::Readiness;
-//!
-//! let readiness = Readiness::new();
-//! // At start-up, before anything is loaded: /readyz says what it waits for.
-//! readiness.expect("identity", "the client certificate Secret");
-//! // ... PeerTls::from_options(..) returned:
-//! if let Some(resolver) = tls.identity() {
-//!     readiness.identity("identity", resolver);
-//! }
-//! // On GET /readyz:
-//! let report = readiness.report();
-//! let status = if report.is_ready() { 200 } else { 503 };
-//! let body = report.to_string(); // one line per check, with its reason
-//! # let _ = (status, body); }
-//! ```
-//!
-//! ## What is judged, and why
-//!
-//! Kubernetes takes a pod that is not ready out of its Services' endpoints and holds a
-//! rollout until it is ready; it restarts a pod only on its *liveness* probe. So:
-//!
-//! - **Not loaded yet** ([`Readiness::expect`], until replaced): not ready. The pod
-//!   cannot make a peer call until its Secrets and caches are loaded.
-//! - **An identity outside its validity** (expired, not yet valid): not ready. Every
-//!   peer refuses its handshakes.
-//! - **A stale identity or trust** (the Secret or the agent's answer became unusable
-//!   after a good load; the last good one is served): not ready, with the loader's
-//!   error as the reason, unless it has been stale for less than
-//!   [`Readiness::with_stale_grace`]. The probe reads the source as a handshake does,
-//!   so a Secret broken while no request is made is still seen; its failed read is
-//!   counted apart from handshakes' and not warned about ([`Readiness::report`]).
-//!   Note that every
-//!   replica reading the same Secret goes unready together; a grace keeps them
-//!   serving inbound traffic on the last good identity for that long.
-//! - **Trust withdrawn or its roots expired**: not ready. Every server is refused.
-//! - **A failing watch or stream** (API server or agent unreachable) with a good,
-//!   fresh identity: *degraded*, which is ready. An API server outage must not take
-//!   every replica of every service out of its Service at once; the alerts
-//!   `SvcTlsSecretWatchUnhealthy` and `SvcTlsWorkloadApiUnreachable` report it.
-//!
-//! None of this belongs in a liveness probe: a restart fixes no Secret (the design
-//! notes counted 23 restarts in one rotation incident).
-//!
-//! Reasons quote the loaders' typed errors through [`crate::excerpt`] (cut, control
-//! characters escaped); they name Secrets, serials and times, never key material.
+//! The checks a process declares and the report `/readyz` serves.
 
 use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
@@ -57,9 +7,7 @@ use std::time::{Duration, SystemTime};
 use crate::identity::IdentityResolver;
 use crate::trust::TrustVerifier;
 
-mod verdict;
-
-use verdict::{Seconds, ago, identity_verdict, trust_verdict};
+use super::verdict::{Seconds, ago, identity_verdict, trust_verdict};
 
 /// One check's verdict.
 #[derive(Clone, Debug, PartialEq, Eq)]

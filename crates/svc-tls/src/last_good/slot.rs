@@ -1,27 +1,5 @@
-//! The one last-good core that both halves use: the identity resolver
-//! ([`crate::identity`]) and the trust verifier ([`crate::trust`]) each keep a small
-//! rustls adapter over a `LastGood`.
-//!
-//! A `LastGood` holds the value being served (an identity, or a root set with its
-//! verifier) in an [`ArcSwap`] slot, with the version of the source it was read from
-//! and when it was loaded. Each handshake reports what it read: a good value is
-//! installed unless it is the one served or comes from an older version than the one
-//! served; a failure keeps the last good value, counts, opens an episode of failures,
-//! and is admitted for a warning at most once per period (suppressed ones counted).
-//! The first good read after failures closes the episode (one rate-limited line). The
-//! watch behind the source is looked at by at most one handshake a second
-//! (`watch_health.rs`).
-//!
-//! Nothing here records, and only the watch lines are worded here (the halves pass
-//! their words): the order of events (serve, fail, watch health) is written once in
-//! `report.rs`, over a half's `Reporter`, which words its other lines and calls its
-//! recorder. Nothing waits on anything: atomics and one pointer swap.
-
-mod clock;
-mod events;
-mod limiter;
-mod report;
-mod watch_health;
+//! The slot of the value served, its failure episodes and its watch health: the
+//! `LastGood` both halves keep behind their rustls adapters.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -29,13 +7,12 @@ use std::time::{Duration, SystemTime};
 
 use arc_swap::{ArcSwap, Guard};
 
-pub use clock::{ManualClock, MonotonicClock, SystemClock};
-pub use events::{OutsideValidity, Recovery, ReloadRecorder, StaleWarning};
-pub use limiter::{DEFAULT_WARNING_PERIOD, MAX_WARNING_PERIOD, WarningLimiter};
-pub(crate) use report::Reporter;
-pub use watch_health::{DEFAULT_WATCH_FAILURE_THRESHOLD, WatchHealthState};
-pub(crate) use watch_health::{WatchEvent, WatchTracker, WatchWords};
-
+#[cfg(test)]
+use super::ManualClock;
+use super::{
+    DEFAULT_WARNING_PERIOD, DEFAULT_WATCH_FAILURE_THRESHOLD, MonotonicClock, SystemClock,
+    WarningLimiter, WatchEvent, WatchHealthState, WatchTracker,
+};
 use crate::origin::SourceHealth;
 
 /// Who reads a source: a handshake (or a caller standing in for one: a follower, a
