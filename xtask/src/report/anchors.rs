@@ -10,7 +10,7 @@ use std::fmt::Write as _;
 use super::format::{NOT_MEASURED, cell, paired_cell, rate, with_interval};
 use super::go::go_named;
 use super::results::{Results, TargetRow, Unpaired};
-use super::targets::UNPAIRED;
+use super::bars::{CLIENT_CPU_BAR, UNPAIRED};
 use crate::stats::{Bound, Estimate, judge};
 
 /// The go-spiffe module, as the header names it.
@@ -161,7 +161,7 @@ pub(super) fn anchor_targets(results: &Results) -> Vec<TargetRow> {
         &format!("client-cpu/{SVID_CLIENT}"),
         &format!("go/client-cpu/{SVID_CLIENT}"),
         Bound::AtMost,
-        super::targets::CLIENT_CPU_BAR,
+        CLIENT_CPU_BAR,
     )];
     for case in POOLED_CASES {
         rows.push(row(

@@ -40,6 +40,7 @@
 //! what the Go side ran; `fixtures.rs` is the made-up run the tests share.
 
 mod anchors;
+mod bars;
 mod counted;
 mod format;
 mod go;

@@ -7,16 +7,7 @@ use super::results::{Results, TargetRow, Unpaired};
 use super::{CLIENT_SERVERS, SECRET_CASE, SPIFFE_CASE, server_label};
 use crate::stats::{Bound, Estimate, Verdict, judge, ratio};
 
-/// What a ratio cell shows for figures measured in different rounds.
-pub const UNPAIRED: &str = "unpaired (not measured in the same rounds): no ratio";
-
-/// SPIFFE handshakes/s against Secret mode on the same server: no target in the issue,
-/// so the bar of reload against static.
-const SPIFFE_BAR: f64 = 0.98;
-
-/// Our client's CPU per handshake over Go's against the same server: the mission's
-/// "at most 0.5x Go's" (it was 0.67x until 2026-12-05; the figures did not move).
-pub(super) const CLIENT_CPU_BAR: f64 = 0.5;
+use super::bars::{CLIENT_CPU_BAR, SPIFFE_BAR, UNPAIRED};
 
 /// Evaluates every target on the figures of this run. Every verdict comes from the
 /// figures alone ([`judge`] on the ratio's whole interval); a ratio between the
