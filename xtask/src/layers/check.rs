@@ -559,12 +559,12 @@ mod tests {
         let (copy, rules) = svc_tls_copy();
         let fed = [
             (
-                "metrics/mod.rs",
+                "metrics/install.rs",
                 "impl crate::watch::SecretWatches {}",
                 "SecretWatches",
             ),
             (
-                "receiving.rs",
+                "receiving/builder.rs",
                 "impl IngressVerifier {\n    pub async fn watching() {}\n}",
                 "IngressVerifier",
             ),
@@ -600,14 +600,14 @@ mod tests {
             ("identity/resolver.rs", "use crate::metrics::Metrics;"),
             ("trust/verifier.rs", "use crate::metrics::SourceRecorder;"),
             (
-                "last_good/mod.rs",
+                "last_good/slot.rs",
                 "fn f() { let _ = crate::metrics::register; }",
             ),
-            ("material/mod.rs", "use crate::wiring as _;"),
-            ("spiffe/mod.rs", "use crate::metrics::Metrics;"),
-            ("watch/mod.rs", "use crate::metrics::Metrics;"),
-            ("principal/mod.rs", "use crate::metrics::Metrics;"),
-            ("metrics/mod.rs", "use crate::wiring as _;"),
+            ("material/limits.rs", "use crate::wiring as _;"),
+            ("spiffe/streams.rs", "use crate::metrics::Metrics;"),
+            ("watch/builder.rs", "use crate::metrics::Metrics;"),
+            ("principal/payload.rs", "use crate::metrics::Metrics;"),
+            ("metrics/install.rs", "use crate::wiring as _;"),
         ];
         for (file, line) in fed {
             let path = copy.path().join("crates/svc-tls/src").join(file);
