@@ -199,7 +199,12 @@ impl RealServer {
     /// The admin's dynamic API for `kind` in `namespace` (all namespaces for a
     /// cluster-scoped kind), found through discovery.
     #[allow(clippy::expect_used)] // test support
-    async fn dynamic_api(&self, api_version: &str, kind: &str, namespace: &str) -> Api<DynamicObject> {
+    async fn dynamic_api(
+        &self,
+        api_version: &str,
+        kind: &str,
+        namespace: &str,
+    ) -> Api<DynamicObject> {
         let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
         let gvk = GroupVersionKind::gvk(group, version, kind);
         let client = self.client();

@@ -3,7 +3,12 @@
 //! identity Secrets (different CAs, different leaves); each cluster has a TLS server
 //! that verifies client certificates against that cluster's client CA and records
 //! the serial presented. Constructions go through the process's registry
-//! (`PeerTls::from_options`), in both orders.
+//! (`PeerTls::from_options`), in both orders. (One emulated and one real cluster in
+//! one process: `real_server.rs`.)
+//!
+//! The single-cluster bodies that read trust from a Secret (an Opaque `ca.crt`-only
+//! Secret; a trust-only cache keeping no key however the Secret carries it) run
+//! against kube-testbed and the real kube-apiserver alike (`real_apiserver::both!`).
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 mod support;
@@ -11,6 +16,7 @@ mod support;
 use std::time::Duration;
 
 use kube_testbed::Testbed;
+use real_apiserver::{ApiServerUnderTest, both};
 use support::*;
 use svc_tls::client::PeerTls;
 use svc_tls::options::{ClientIdentityOptions, PeerOptions};
@@ -20,6 +26,9 @@ use svc_tls::{ClusterClient, ClusterId, SecretRef};
 const CA: &str = "identity-ca";
 const IDENTITY: &str = "region-client-certificate";
 const TIMEOUT: Duration = Duration::from_secs(10);
+
+both!(an_opaque_ca_crt_only_secret_is_trusted);
+both!(a_trust_only_cache_keeps_no_key_however_the_secret_carries_it);
 
 /// One cluster: its API emulator with the two Secrets, and the peer that trusts its
 /// client CA.
@@ -251,9 +260,14 @@ async fn a_failed_start_names_the_cluster_and_leaves_nothing() {
 
 /// The options of a peer trusting the CA Secret `ca` and presenting no identity.
 fn trusting(url: &str, ca: &str) -> (PeerOptions, ClientIdentityOptions) {
+    trusting_in(url, NS, ca)
+}
+
+/// [`trusting`] a CA Secret in `ns`.
+fn trusting_in(url: &str, ns: &str, ca: &str) -> (PeerOptions, ClientIdentityOptions) {
     let peer = PeerOptions::new("identity")
         .with_host_value(url)
-        .with_ca_secret(NS, ca)
+        .with_ca_secret(ns, ca)
         .with_pool_idle_timeout(Duration::ZERO);
     (peer, ClientIdentityOptions::new(None))
 }
@@ -333,15 +347,15 @@ async fn a_trust_secret_never_keeps_its_private_key() {
 
 /// Anchors without any key: an Opaque Secret with `ca.crt` alone verifies a chain,
 /// and refuses a server of another CA.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_opaque_ca_crt_only_secret_is_trusted() {
-    let tb = Testbed::start().await;
+async fn an_opaque_ca_crt_only_secret_is_trusted(api: &impl ApiServerUnderTest, ns: &str) {
     let server_ca = TestCa::new("opaque bundle");
-    tb.upsert(secret_with(
+    api.apply(test_support::secret::secret_with(
+        ns,
         "bundle",
         "Opaque",
         &[("ca.crt", &server_ca.pem())],
-    ));
+    ))
+    .await;
     let server = VerifyingServer::builder(&server_ca, &server_ca)
         .no_client_auth()
         .start()
@@ -351,11 +365,11 @@ async fn an_opaque_ca_crt_only_secret_is_trusted() {
         .no_client_auth()
         .start()
         .await;
-    let (peer, me) = trusting(&server.url(), "bundle");
+    let (peer, me) = trusting_in(&server.url(), ns, "bundle");
     let tls = PeerTls::from_options_in(
         &SecretWatches::new(),
         &svc_tls::spiffe::WorkloadApiStreams::new(),
-        &tb.cluster_client(),
+        &api.cluster_client_for(&api.admin_token()),
         &peer,
         &me,
         TIMEOUT,
@@ -367,16 +381,18 @@ async fn an_opaque_ca_crt_only_secret_is_trusted() {
     assert_eq!(server.handshakes(), 1);
 
     // An Opaque Secret without ca.crt is refused, naming the key.
-    tb.upsert(secret_with(
+    api.apply(test_support::secret::secret_with(
+        ns,
         "empty-bundle",
         "Opaque",
         &[("tls.crt", &server_ca.pem())],
-    ));
-    let (peer, me) = trusting(&server.url(), "empty-bundle");
+    ))
+    .await;
+    let (peer, me) = trusting_in(&server.url(), ns, "empty-bundle");
     let err = PeerTls::from_options_in(
         &SecretWatches::new(),
         &svc_tls::spiffe::WorkloadApiStreams::new(),
-        &tb.cluster_client(),
+        &api.cluster_client_for(&api.admin_token()),
         &peer,
         &me,
         TIMEOUT,
@@ -396,14 +412,16 @@ async fn an_opaque_ca_crt_only_secret_is_trusted() {
 /// bundle with `ca.key`: read as trust only, the cached object holds no key bytes
 /// anywhere (serialized whole and searched), one WARN each, the flag the metric
 /// reads set; the roots still verify.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_trust_only_cache_keeps_no_key_however_the_secret_carries_it() {
+async fn a_trust_only_cache_keeps_no_key_however_the_secret_carries_it(
+    api: &impl ApiServerUnderTest,
+    ns: &str,
+) {
     let logs = test_support::logs::CapturedLogs::global();
-    let tb = Testbed::start().await;
     let ca = TestCa::new("applied CA");
     let key = ca.client_leaf("unused", 9).key_pem;
     let key_line = key.lines().nth(1).unwrap().to_owned();
-    let mut applied = secret_with(
+    let mut applied = test_support::secret::secret_with(
+        ns,
         "applied-ca",
         "kubernetes.io/tls",
         &[
@@ -423,17 +441,27 @@ async fn a_trust_only_cache_keeps_no_key_however_the_secret_carries_it() {
         "fieldsType": "FieldsV1",
         "fieldsV1": {"f:data": {"f:tls.key": {}}},
     }]);
-    tb.upsert(applied);
-    tb.upsert(secret_with(
+    if api.name() != "kube-testbed" {
+        // The real server keeps managedFields to itself (it records its own, which
+        // name the keys, never their values).
+        applied["metadata"]
+            .as_object_mut()
+            .unwrap()
+            .remove("managedFields");
+    }
+    api.apply(applied).await;
+    api.apply(test_support::secret::secret_with(
+        ns,
         "opaque-ca",
         "Opaque",
         &[("ca.crt", &ca.pem()), ("ca.key", &key)],
-    ));
+    ))
+    .await;
     let watches = SecretWatches::new();
-    let client = tb.cluster_client();
+    let client = api.cluster_client_for(&api.admin_token());
     for name in ["applied-ca", "opaque-ca"] {
         let shared = watches
-            .watch_trust(&client, &SecretRef::new(NS, name), TIMEOUT)
+            .watch_trust(&client, &SecretRef::new(ns, name), TIMEOUT)
             .await
             .unwrap();
         let cached = serde_json::to_string(&*shared.source().get().unwrap()).unwrap();
@@ -458,9 +486,13 @@ async fn a_trust_only_cache_keeps_no_key_however_the_secret_carries_it() {
         let warnings = logs
             .text()
             .lines()
-            .filter(|l| l.contains("WARN") && l.contains("holds a private key") && l.contains(name))
+            .filter(|l| {
+                l.contains("WARN")
+                    && l.contains("holds a private key")
+                    && l.contains(&format!("{ns}/{name}"))
+            })
             .count();
-        assert_eq!(warnings, 1, "{name}: one WARN");
+        assert_eq!(warnings, 1, "{}: {name}: one WARN", api.name());
     }
 }
 

@@ -1,9 +1,14 @@
 //! Who may read what: the process's shared watches serve a caller only what its own
-//! credentials may read. One API emulator, one cluster, two tokens: the admin's, and
-//! a restricted one allowed the other kind only (ConfigMaps for the Secret cases,
-//! Secrets for the ConfigMap case). Constructions go through the process's registry
+//! credentials may read. One cluster, two tokens: the admin's, and a restricted one
+//! allowed the other kind only (ConfigMaps for the Secret cases, Secrets for the
+//! ConfigMap case). Constructions go through the process's registry
 //! (`PeerTls::from_options`), as a service's would, in both orders, for a cache hit
 //! and for an object nobody had watched yet.
+//!
+//! The refusal bodies run against kube-testbed and the real kube-apiserver alike
+//! (`real_apiserver::both!`: RBAC Roles on the real server, the emulator's rules on
+//! the other); the two that count requests or revoke a token mid-watch are the
+//! emulator's alone (see docs/testing.md, "One suite, two servers").
 //!
 //! Before the registry keyed its entries by credential, the restricted caller was
 //! served the admin's cached Secrets (private key included), its new watches ran
@@ -16,6 +21,7 @@ mod support;
 use std::time::Duration;
 
 use kube_testbed::{Rule, Testbed};
+use real_apiserver::{ApiServerUnderTest, both};
 use support::*;
 use svc_tls::ClusterClient;
 use svc_tls::client::{PeerClientError, PeerTls};
@@ -28,50 +34,72 @@ const OTHER_CA: &str = "other-ca";
 const OTHER_IDENTITY: &str = "other-client-certificate";
 const BUNDLE: &str = "platform-ca-bundle";
 const TIMEOUT: Duration = Duration::from_secs(10);
-/// Allowed ConfigMaps only: no Secret may be served to it.
-const CONFIGMAPS_ONLY: &str = "token-configmaps-only-7f3a";
-/// Allowed Secrets only: no ConfigMap may be served to it.
-const SECRETS_ONLY: &str = "token-secrets-only-91c2";
 
+both!(a_caller_without_read_rights_is_not_served_a_permitted_callers_secrets);
+both!(a_refused_caller_locks_nobody_out_of_the_cluster);
+both!(ca_configmaps_are_served_only_to_callers_that_may_read_them_in_either_order);
+
+/// One cluster's namespace `ns` holding two CA and identity Secret pairs and a CA
+/// bundle ConfigMap; two restricted tokens (ConfigMaps only, Secrets only); a TLS
+/// server that verifies the client certificate against the client CA and records the
+/// serial presented.
 struct Cluster {
-    tb: Testbed,
+    ns: String,
     server: VerifyingServer,
     serial: u64,
+    admin: ClusterClient,
+    admin_token: String,
+    /// Allowed ConfigMaps only: no Secret may be served to it.
+    configmaps_only: String,
+    /// Allowed Secrets only: no ConfigMap may be served to it.
+    secrets_only: String,
 }
 
-/// One API emulator holding two CA and identity Secret pairs and a CA bundle
-/// ConfigMap, the two restricted tokens, and a TLS server that verifies the client
-/// certificate against the client CA and records the serial presented.
-async fn cluster(serial: u64) -> Cluster {
-    let tb = Testbed::start().await;
+async fn cluster(api: &impl ApiServerUnderTest, ns: &str, serial: u64) -> Cluster {
     let server_ca = TestCa::new("server CA");
     let client_ca = TestCa::new("client CA");
     let leaf = client_ca.client_leaf("region", serial);
     for (ca, identity) in [(CA, IDENTITY), (OTHER_CA, OTHER_IDENTITY)] {
-        tb.upsert(secret_with(
+        // Opaque: the real API server refuses a `kubernetes.io/tls` Secret without a
+        // `tls.key` (422).
+        api.apply(test_support::secret::secret_with(
+            ns,
             ca,
-            "kubernetes.io/tls",
+            "Opaque",
             &[("tls.crt", &server_ca.pem()), ("ca.crt", &server_ca.pem())],
-        ));
-        tb.upsert(tls_secret(identity, &leaf.cert_pem, &leaf.key_pem));
+        ))
+        .await;
+        api.apply(test_support::secret::tls_secret(
+            ns,
+            identity,
+            &leaf.cert_pem,
+            &leaf.key_pem,
+        ))
+        .await;
     }
-    tb.upsert(serde_json::json!({
+    api.apply(serde_json::json!({
         "apiVersion": "v1",
         "kind": "ConfigMap",
-        "metadata": {"namespace": NS, "name": BUNDLE},
+        "metadata": {"namespace": ns, "name": BUNDLE},
         "data": {"ca.crt": server_ca.pem()},
-    }));
-    let verbs = &["get", "list", "watch"];
-    tb.add_token(
-        CONFIGMAPS_ONLY,
-        vec![Rule::new(verbs, "", "configmaps").namespace(NS)],
-    );
-    tb.add_token(
-        SECRETS_ONLY,
-        vec![Rule::new(verbs, "", "secrets").namespace(NS)],
-    );
+    }))
+    .await;
     let server = VerifyingServer::start(&server_ca, &client_ca).await;
-    Cluster { tb, server, serial }
+    Cluster {
+        ns: ns.to_owned(),
+        server,
+        serial,
+        admin: api.cluster_client_for(&api.admin_token()),
+        admin_token: api.admin_token(),
+        configmaps_only: api.reader_of(ns, "configmaps").await,
+        secrets_only: api.reader_of(ns, "secrets").await,
+    }
+}
+
+impl Cluster {
+    fn restricted(&self, api: &impl ApiServerUnderTest, token: &str) -> ClusterClient {
+        api.cluster_client_for(token)
+    }
 }
 
 fn client(tb: &Testbed, token: &str) -> ClusterClient {
@@ -83,9 +111,11 @@ fn admin(tb: &Testbed) -> ClusterClient {
 }
 
 /// The options of a peer at `url` trusting the CA Secret `ca` (or, with `ca` None,
-/// the bundle ConfigMap) and presenting the identity Secret `identity` (if any).
+/// the bundle ConfigMap) and presenting the identity Secret `identity` (if any), all
+/// in `ns`.
 fn options(
     url: &str,
+    ns: &str,
     ca: Option<&str>,
     identity: Option<&str>,
 ) -> (PeerOptions, ClientIdentityOptions) {
@@ -98,17 +128,17 @@ fn options(
     ];
     match ca {
         Some(ca) => args.extend([
-            format!("--identity-ca-secret-namespace={NS}"),
+            format!("--identity-ca-secret-namespace={ns}"),
             format!("--identity-ca-secret-name={ca}"),
         ]),
         None => args.extend([
-            format!("--identity-ca-configmap-namespace={NS}"),
+            format!("--identity-ca-configmap-namespace={ns}"),
             format!("--identity-ca-configmap-name={BUNDLE}"),
         ]),
     }
     if let Some(identity) = identity {
         args.extend([
-            format!("--client-certificate-namespace={NS}"),
+            format!("--client-certificate-namespace={ns}"),
             format!("--client-certificate-name={identity}"),
         ]);
     }
@@ -126,7 +156,7 @@ async fn build(
     ca: Option<&str>,
     identity: Option<&str>,
 ) -> Result<PeerTls, PeerClientError> {
-    let (peer, me) = options(&cluster.server.url(), ca, identity);
+    let (peer, me) = options(&cluster.server.url(), &cluster.ns, ca, identity);
     PeerTls::from_options(caller, &peer, &me, TIMEOUT).await
 }
 
@@ -151,83 +181,111 @@ fn chain_text(error: &dyn std::error::Error) -> String {
 
 /// The refusal a caller without read rights gets: the API server's 403, naming
 /// `object` and the cluster, never a token.
-fn assert_refused(result: Result<PeerTls, PeerClientError>, object: &str, cluster: &Cluster) {
+fn assert_refused(
+    api: &impl ApiServerUnderTest,
+    result: Result<PeerTls, PeerClientError>,
+    object: &str,
+    cluster: &Cluster,
+) {
+    let name = api.name();
     let error = match result {
-        Ok(_) => panic!("a caller without read rights on {object} was served it"),
+        Ok(_) => panic!("{name}: a caller without read rights on {object} was served it"),
         Err(error) => error,
     };
     let shown = chain_text(&error);
-    assert!(shown.contains(object), "the error names {object}: {shown}");
-    assert!(shown.contains("403"), "the API server's refusal: {shown}");
-    let label = admin(&cluster.tb).cluster().label().to_owned();
+    assert!(
+        shown.contains(object),
+        "{name}: the error names {object}: {shown}"
+    );
+    assert!(
+        shown.contains("403"),
+        "{name}: the API server's refusal: {shown}"
+    );
+    let label = cluster.admin.cluster().label().to_owned();
     assert!(
         shown.contains(&label),
-        "the error names the cluster {label}: {shown}"
+        "{name}: the error names the cluster {label}: {shown}"
     );
-    for token in [CONFIGMAPS_ONLY, SECRETS_ONLY, &cluster.tb.token()] {
-        assert!(!shown.contains(token), "a token in the error: {shown}");
+    for token in [
+        &cluster.configmaps_only,
+        &cluster.secrets_only,
+        &cluster.admin_token,
+    ] {
+        assert!(
+            !shown.contains(token.as_str()),
+            "{name}: a token in the error: {shown}"
+        );
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_caller_without_read_rights_is_not_served_a_permitted_callers_secrets() {
-    let cluster = cluster(11).await;
+async fn a_caller_without_read_rights_is_not_served_a_permitted_callers_secrets(
+    api: &impl ApiServerUnderTest,
+    ns: &str,
+) {
+    let cluster = cluster(api, ns, 11).await;
     let url = cluster.server.url();
-    let permitted = build(&cluster, &admin(&cluster.tb), Some(CA), Some(IDENTITY))
+    let permitted = build(&cluster, &cluster.admin, Some(CA), Some(IDENTITY))
         .await
         .unwrap();
     assert_eq!(
         serial_seen(&permitted, &url).await,
         cluster.serial.to_string()
     );
-    let restricted = client(&cluster.tb, CONFIGMAPS_ONLY);
+    let restricted = cluster.restricted(api, &cluster.configmaps_only);
 
     // A cache hit: the same Secrets, already watched under the admin's token.
     assert_refused(
+        api,
         build(&cluster, &restricted, Some(CA), Some(IDENTITY)).await,
         CA,
         &cluster,
     );
     // The identity Secret alone, with its private key: refused too.
     let identity_only = SecretWatches::process()
-        .watch(&restricted, &svc_tls::SecretRef::new(NS, IDENTITY), TIMEOUT)
+        .watch(&restricted, &svc_tls::SecretRef::new(ns, IDENTITY), TIMEOUT)
         .await;
     let refused =
         identity_only.expect_err("the identity Secret was served to a caller without rights");
-    assert!(refused.to_string().contains("403"), "{refused}");
+    assert!(
+        refused.to_string().contains("403"),
+        "{}: {refused}",
+        api.name()
+    );
 
     // Secrets nobody had watched yet: a new watch runs under the caller's own token.
     assert_refused(
+        api,
         build(&cluster, &restricted, Some(OTHER_CA), Some(OTHER_IDENTITY)).await,
         OTHER_CA,
         &cluster,
     );
 
     // The permitted caller is still served, from the same watches.
-    let again = build(&cluster, &admin(&cluster.tb), Some(CA), Some(IDENTITY))
+    let again = build(&cluster, &cluster.admin, Some(CA), Some(IDENTITY))
         .await
         .unwrap();
     assert_eq!(serial_seen(&again, &url).await, cluster.serial.to_string());
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_refused_caller_locks_nobody_out_of_the_cluster() {
-    let cluster = cluster(22).await;
+async fn a_refused_caller_locks_nobody_out_of_the_cluster(api: &impl ApiServerUnderTest, ns: &str) {
+    let cluster = cluster(api, ns, 22).await;
     let url = cluster.server.url();
-    let restricted = client(&cluster.tb, CONFIGMAPS_ONLY);
+    let restricted = cluster.restricted(api, &cluster.configmaps_only);
     assert_refused(
+        api,
         build(&cluster, &restricted, Some(CA), Some(IDENTITY)).await,
         CA,
         &cluster,
     );
     // Refused again: nothing was left behind that would serve it now.
     assert_refused(
+        api,
         build(&cluster, &restricted, Some(CA), Some(IDENTITY)).await,
         CA,
         &cluster,
     );
     // The permitted caller is served, and completes an mTLS request.
-    let permitted = build(&cluster, &admin(&cluster.tb), Some(CA), Some(IDENTITY))
+    let permitted = build(&cluster, &cluster.admin, Some(CA), Some(IDENTITY))
         .await
         .unwrap();
     assert_eq!(
@@ -236,35 +294,39 @@ async fn a_refused_caller_locks_nobody_out_of_the_cluster() {
     );
     // And the restricted one is still refused now that the Secrets are watched.
     assert_refused(
+        api,
         build(&cluster, &restricted, Some(CA), Some(IDENTITY)).await,
         CA,
         &cluster,
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn ca_configmaps_are_served_only_to_callers_that_may_read_them_in_either_order() {
+async fn ca_configmaps_are_served_only_to_callers_that_may_read_them_in_either_order(
+    api: &impl ApiServerUnderTest,
+    ns: &str,
+) {
     // Permitted first, then a caller allowed Secrets only.
-    let cluster = cluster(33).await;
-    build(&cluster, &admin(&cluster.tb), None, None)
-        .await
-        .unwrap();
+    let cluster = self::cluster(api, &format!("{ns}-a"), 33).await;
+    build(&cluster, &cluster.admin, None, None).await.unwrap();
+    let restricted = cluster.restricted(api, &cluster.secrets_only);
     assert_refused(
-        build(&cluster, &client(&cluster.tb, SECRETS_ONLY), None, None).await,
+        api,
+        build(&cluster, &restricted, None, None).await,
         BUNDLE,
         &cluster,
     );
 
-    // Refused first, then the permitted caller.
-    let cluster = self::cluster(34).await;
+    // Refused first (another namespace: a ConfigMap nobody watched yet), then the
+    // permitted caller.
+    let cluster = self::cluster(api, &format!("{ns}-b"), 34).await;
+    let restricted = cluster.restricted(api, &cluster.secrets_only);
     assert_refused(
-        build(&cluster, &client(&cluster.tb, SECRETS_ONLY), None, None).await,
+        api,
+        build(&cluster, &restricted, None, None).await,
         BUNDLE,
         &cluster,
     );
-    build(&cluster, &admin(&cluster.tb), None, None)
-        .await
-        .unwrap();
+    build(&cluster, &cluster.admin, None, None).await.unwrap();
 }
 
 /// Two callers with the same credentials share one watch per Secret (the registry's
@@ -272,42 +334,45 @@ async fn ca_configmaps_are_served_only_to_callers_that_may_read_them_in_either_o
 /// own token.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_watch_per_secret_and_credential() {
-    let cluster = cluster(44).await;
+    let tb = Testbed::start().await;
+    let ca = TestCa::new("server CA");
+    tb.upsert(secret_with(
+        CA,
+        "kubernetes.io/tls",
+        &[("tls.crt", &ca.pem()), ("ca.crt", &ca.pem())],
+    ));
     let watches = SecretWatches::new();
     let secret = svc_tls::SecretRef::new(NS, CA);
     let reader = "token-secrets-reader-2";
-    cluster.tb.add_token(
+    tb.add_token(
         reader,
         vec![Rule::new(&["get", "list", "watch"], "", "secrets").namespace(NS)],
     );
-    let lists = cluster.tb.requests("list");
+    let lists = tb.requests("list");
     for _ in 0..3 {
         watches
-            .watch_trust(&admin(&cluster.tb), &secret, TIMEOUT)
+            .watch_trust(&admin(&tb), &secret, TIMEOUT)
             .await
             .unwrap();
     }
     assert_eq!(
-        cluster.tb.requests("list"),
+        tb.requests("list"),
         lists + 1,
         "one watch for one credential"
     );
-    poll_until("the admin's watch is open", || {
-        cluster.tb.open_watches() == 1
-    })
-    .await;
+    poll_until("the admin's watch is open", || tb.open_watches() == 1).await;
     for _ in 0..3 {
         watches
-            .watch_trust(&client(&cluster.tb, reader), &secret, TIMEOUT)
+            .watch_trust(&client(&tb, reader), &secret, TIMEOUT)
             .await
             .unwrap();
     }
     assert_eq!(
-        cluster.tb.requests("list"),
+        tb.requests("list"),
         lists + 2,
         "a second credential, a second watch"
     );
-    poll_until("both watches are open", || cluster.tb.open_watches() == 2).await;
+    poll_until("both watches are open", || tb.open_watches() == 2).await;
 }
 
 /// The server certificate `ca` issued, checked by `trust` as a handshake would.

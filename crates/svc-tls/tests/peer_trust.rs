@@ -1,6 +1,9 @@
 //! Peer CA trust that follows its Secret: real TLS 1.3 servers whose certificate
-//! moves between CAs, the CA Secret held in the API emulator, and svc-tls's
-//! `TrustVerifier` verifying every handshake against the Secret's current roots.
+//! moves between CAs, the CA Secret held in the API server, and svc-tls's
+//! `TrustVerifier` verifying every handshake against the Secret's current roots. The
+//! rotation, broken-Secret and delete-and-recreate bodies run against kube-testbed
+//! and the real kube-apiserver alike (`real_apiserver::both!`); load and concurrent
+//! flips, and start-up errors, against the emulator.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 mod support;
@@ -11,6 +14,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use kube_testbed::Testbed;
+use real_apiserver::{ApiServerUnderTest, both};
 use rustls::ClientConfig;
 use support::*;
 use svc_tls::client::{PeerClientError, TrustMode, client_config};
@@ -23,15 +27,26 @@ use test_support::poll_until;
 
 const CA_NAME: &str = "identity-ca";
 
-fn ca_ref() -> SecretRef {
-    SecretRef::new(NS, CA_NAME)
-}
+both!(without_the_secret_update_the_new_server_is_refused);
+both!(a_broken_ca_secret_keeps_the_last_good_roots_with_one_limited_warning);
+both!(a_deleted_then_recreated_secret_keeps_old_roots_meanwhile);
 
 /// A CA Secret as cert-manager writes it: `tls.crt` and `ca.crt`, PEM.
 fn ca_secret(tls_crt: &str, ca_crt: &str) -> serde_json::Value {
     secret_with(
         CA_NAME,
         "kubernetes.io/tls",
+        &[("tls.crt", tls_crt), ("ca.crt", ca_crt)],
+    )
+}
+
+/// A CA Secret in `ns` for either server: `Opaque` (the real API server refuses a
+/// `kubernetes.io/tls` Secret without `tls.key`), `tls.crt` and `ca.crt`.
+fn ca_secret_in(ns: &str, tls_crt: &str, ca_crt: &str) -> serde_json::Value {
+    test_support::secret::secret_with(
+        ns,
+        CA_NAME,
+        "Opaque",
         &[("tls.crt", tls_crt), ("ca.crt", ca_crt)],
     )
 }
@@ -61,11 +76,12 @@ fn watched(verifier: &TrustVerifier) -> Arc<ClientConfig> {
 }
 
 async fn verifier(
-    tb: &Testbed,
+    api: &impl ApiServerUnderTest,
+    ns: &str,
     recorder: Arc<dyn ReloadRecorder<TrustOrigin, TrustAnchors>>,
     clock: &ManualClock,
 ) -> TrustVerifier {
-    TrustVerifier::builder(tb.client(), ca_ref())
+    TrustVerifier::builder(api.admin_client(), SecretRef::new(ns, CA_NAME))
         .settings(svc_tls::trust::TrustSettings::default().sync_timeout(Duration::from_secs(10)))
         .recorder(recorder)
         .clock(Arc::new(clock.clone()))
@@ -199,14 +215,15 @@ async fn overlap_rotation_under_continuous_load_fails_no_request() {
     call(config, server.addr).await.unwrap();
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn without_the_secret_update_the_new_server_is_refused() {
-    let tb = Testbed::start().await;
+async fn without_the_secret_update_the_new_server_is_refused(
+    api: &impl ApiServerUnderTest,
+    ns: &str,
+) {
     let (ca_a, ca_b) = (TestCa::new("server CA A"), TestCa::new("server CA B"));
-    tb.upsert(ca_secret(&ca_a.pem(), &ca_a.pem()));
+    api.apply(ca_secret_in(ns, &ca_a.pem(), &ca_a.pem())).await;
     let server = switching_server(&ca_a).await;
     let clock = ManualClock::new();
-    let trust = verifier(&tb, Arc::new(Recorded::default()), &clock).await;
+    let trust = verifier(api, ns, Arc::new(Recorded::default()), &clock).await;
     let config = watched(&trust);
     call(config.clone(), server.addr).await.unwrap();
 
@@ -218,26 +235,28 @@ async fn without_the_secret_update_the_new_server_is_refused() {
     assert_eq!(trust.state().failures, 0);
 
     // With the Secret update, the same configuration accepts it.
-    tb.upsert(ca_secret(&ca_b.pem(), &ca_b.pem()));
+    api.apply(ca_secret_in(ns, &ca_b.pem(), &ca_b.pem())).await;
     poll_until("the cache sees B", || cached_ca_is(&trust, &ca_b.pem())).await;
     call(config, server.addr).await.unwrap();
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_broken_ca_secret_keeps_the_last_good_roots_with_one_limited_warning() {
-    let tb = Testbed::start().await;
+async fn a_broken_ca_secret_keeps_the_last_good_roots_with_one_limited_warning(
+    api: &impl ApiServerUnderTest,
+    ns: &str,
+) {
     let ca_a = TestCa::new("server CA A");
-    tb.upsert(ca_secret(&ca_a.pem(), &ca_a.pem()));
+    api.apply(ca_secret_in(ns, &ca_a.pem(), &ca_a.pem())).await;
     let server = switching_server(&ca_a).await;
     let clock = ManualClock::new();
     let recorded = Arc::new(Recorded::default());
-    let trust = verifier(&tb, recorded.clone(), &clock).await;
+    let trust = verifier(api, ns, recorded.clone(), &clock).await;
     let config = watched(&trust);
     call(config.clone(), server.addr).await.unwrap();
     assert_eq!(recorded.loads.lock().unwrap().clone(), vec![1]);
 
     // Not PEM at all.
-    tb.upsert(ca_secret("not a certificate", "not a certificate"));
+    api.apply(ca_secret_in(ns, "not a certificate", "not a certificate"))
+        .await;
     poll_until("the cache sees the broken Secret", || {
         cached_ca_is(&trust, "not a certificate")
     })
@@ -257,7 +276,7 @@ async fn a_broken_ca_secret_keeps_the_last_good_roots_with_one_limited_warning()
 
     // PEM certificates, none usable as a root: never replaces the good roots.
     let junk = "-----BEGIN CERTIFICATE-----\nAAECAwQFBgcICQ==\n-----END CERTIFICATE-----\n";
-    tb.upsert(ca_secret(junk, junk));
+    api.apply(ca_secret_in(ns, junk, junk)).await;
     poll_until("the cache sees the unusable roots", || {
         cached_ca_is(&trust, junk)
     })
@@ -278,7 +297,7 @@ async fn a_broken_ca_secret_keeps_the_last_good_roots_with_one_limited_warning()
     );
 
     // Restored: used again, no longer stale.
-    tb.upsert(ca_secret(&ca_a.pem(), &ca_a.pem()));
+    api.apply(ca_secret_in(ns, &ca_a.pem(), &ca_a.pem())).await;
     poll_until("the cache sees the restored Secret", || {
         cached_ca_is(&trust, &ca_a.pem())
     })
@@ -287,18 +306,19 @@ async fn a_broken_ca_secret_keeps_the_last_good_roots_with_one_limited_warning()
     assert!(!trust.state().stale);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_deleted_then_recreated_secret_keeps_old_roots_meanwhile() {
-    let tb = Testbed::start().await;
+async fn a_deleted_then_recreated_secret_keeps_old_roots_meanwhile(
+    api: &impl ApiServerUnderTest,
+    ns: &str,
+) {
     let (ca_a, ca_b) = (TestCa::new("server CA A"), TestCa::new("server CA B"));
-    tb.upsert(ca_secret(&ca_a.pem(), &ca_a.pem()));
+    api.apply(ca_secret_in(ns, &ca_a.pem(), &ca_a.pem())).await;
     let server = switching_server(&ca_a).await;
     let clock = ManualClock::new();
     let recorded = Arc::new(Recorded::default());
-    let trust = verifier(&tb, recorded.clone(), &clock).await;
+    let trust = verifier(api, ns, recorded.clone(), &clock).await;
     let config = watched(&trust);
 
-    tb.delete("v1", "Secret", Some(NS), CA_NAME);
+    api.delete("v1", "Secret", ns, CA_NAME).await;
     poll_until("the cache sees the deletion", || {
         trust.secret_source().unwrap().get().is_none()
     })
@@ -309,7 +329,7 @@ async fn a_deleted_then_recreated_secret_keeps_old_roots_meanwhile() {
     assert_eq!(recorded.warnings.lock().unwrap().len(), 1);
 
     // Recreated with CA B: the next handshake uses it.
-    tb.upsert(ca_secret(&ca_b.pem(), &ca_b.pem()));
+    api.apply(ca_secret_in(ns, &ca_b.pem(), &ca_b.pem())).await;
     poll_until("the cache sees the recreated Secret", || {
         cached_ca_is(&trust, &ca_b.pem())
     })
@@ -338,7 +358,7 @@ async fn concurrent_handshakes_while_the_ca_secret_flips_verify_against_whole_ro
     let (server_a, server_b) = (switching_server(&ca_a).await, switching_server(&ca_b).await);
     let clock = ManualClock::new();
     let recorded = Arc::new(Recorded::default());
-    let trust = verifier(&tb, recorded.clone(), &clock).await;
+    let trust = verifier(&*tb, NS, recorded.clone(), &clock).await;
     let config = watched(&trust);
 
     let done = Arc::new(AtomicBool::new(false));
@@ -450,7 +470,7 @@ async fn readiness_names_a_broken_ca_secrets_error_with_no_handshake() {
     let ca = TestCa::new("server CA");
     tb.upsert(ca_secret(&ca.pem(), &ca.pem()));
     let clock = ManualClock::new();
-    let trust = verifier(&tb, Arc::new(Recorded::default()), &clock).await;
+    let trust = verifier(&tb, NS, Arc::new(Recorded::default()), &clock).await;
     let readiness = Readiness::new().with_stale_grace(Duration::ZERO);
     readiness.trust("identity-ca", &trust);
     assert!(readiness.report().is_ready(), "{}", readiness.report());

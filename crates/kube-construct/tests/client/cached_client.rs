@@ -12,9 +12,7 @@ use k8s_openapi::{
     api::core::v1::{ConfigMap, Secret},
     apimachinery::pkg::apis::meta::v1::ObjectMeta,
 };
-use kube::{
-    api::{ApiResource, GroupVersionKind},
-};
+use kube::api::{ApiResource, GroupVersionKind};
 use kube_construct::{
     cache::{CacheError, CacheState, Selection},
     client::{CachedClient, ClientError, ConstructError},
@@ -295,4 +293,3 @@ async fn a_registered_kind_is_cached_with_the_registry_plural() {
         "{err}"
     );
 }
-

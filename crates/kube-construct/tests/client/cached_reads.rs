@@ -391,12 +391,20 @@ async fn label_scoped_cache_holds_only_what_it_selects(api: &impl ApiServerUnder
             .is_some()
     );
     // Covered by the namespace, filtered out by the server-side selector.
-    assert!(client.get::<ConfigMap>(Some(ns), "plain").unwrap().is_none());
+    assert!(
+        client
+            .get::<ConfigMap>(Some(ns), "plain")
+            .unwrap()
+            .is_none()
+    );
 
     // An object gaining the label enters the cache; losing it, leaves.
     api.apply(plain(json!({"app": "demo"}))).await;
     poll_until("labelled object enters", || {
-        client.get::<ConfigMap>(Some(ns), "plain").unwrap().is_some()
+        client
+            .get::<ConfigMap>(Some(ns), "plain")
+            .unwrap()
+            .is_some()
     })
     .await;
     api.apply(json!({"apiVersion": "v1", "kind": "ConfigMap",

@@ -114,11 +114,16 @@ async fn a_periodic_bookmark_carries_the_kind_and_a_resource_version() {
         list_rv(&pair.emulated, &path).await,
         list_rv(&pair.actual, &path).await,
     );
-    let watch =
-        |rv: &str| format!("{path}?watch=true&resourceVersion={rv}&allowWatchBookmarks=true&timeoutSeconds=4");
+    let watch = |rv: &str| {
+        format!("{path}?watch=true&resourceVersion={rv}&allowWatchBookmarks=true&timeoutSeconds=4")
+    };
     let emulated = pair.emulated.watch(&watch(&rv_e), 1, LIMIT).await;
     let actual = pair.actual.watch(&watch(&rv_r), 1, LIMIT).await;
-    assert_eq!(actual.len(), 1, "a BOOKMARK before the 4 s deadline: {actual:#?}");
+    assert_eq!(
+        actual.len(),
+        1,
+        "a BOOKMARK before the 4 s deadline: {actual:#?}"
+    );
     assert_eq!(actual[0]["type"], "BOOKMARK", "{actual:#?}");
     assert_same(
         "a periodic bookmark",
