@@ -7,16 +7,19 @@
 //! one process: `real_server.rs`.)
 //!
 //! The single-cluster bodies that read trust from a Secret (an Opaque `ca.crt`-only
-//! Secret; a trust-only cache keeping no key however the Secret carries it) run
-//! against kube-testbed and the real kube-apiserver alike (`real_apiserver::both!`).
+//! Secret; a trust-only cache keeping no key however the Secret carries it) are in
+//! `both.rs` and run against kube-testbed and the real kube-apiserver alike
+//! (`real_apiserver::both!`).
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
+#[path = "../support/mod.rs"]
 mod support;
+
+mod both;
 
 use std::time::Duration;
 
 use kube_testbed::Testbed;
-use real_apiserver::{ApiServerUnderTest, both};
 use support::*;
 use svc_tls::client::PeerTls;
 use svc_tls::options::{ClientIdentityOptions, PeerOptions};
@@ -26,9 +29,6 @@ use svc_tls::{ClusterClient, ClusterId, SecretRef};
 const CA: &str = "identity-ca";
 const IDENTITY: &str = "region-client-certificate";
 const TIMEOUT: Duration = Duration::from_secs(10);
-
-both!(an_opaque_ca_crt_only_secret_is_trusted);
-both!(a_trust_only_cache_keeps_no_key_however_the_secret_carries_it);
 
 /// One cluster: its API emulator with the two Secrets, and the peer that trusts its
 /// client CA.
@@ -343,157 +343,6 @@ async fn a_trust_secret_never_keeps_its_private_key() {
         .count();
     assert_eq!(warnings, 1, "said once:\n{}", logs.text());
     assert!(!logs.text().contains("PRIVATE KEY"));
-}
-
-/// Anchors without any key: an Opaque Secret with `ca.crt` alone verifies a chain,
-/// and refuses a server of another CA.
-async fn an_opaque_ca_crt_only_secret_is_trusted(api: &impl ApiServerUnderTest, ns: &str) {
-    let server_ca = TestCa::new("opaque bundle");
-    api.apply(test_support::secret::secret_with(
-        ns,
-        "bundle",
-        "Opaque",
-        &[("ca.crt", &server_ca.pem())],
-    ))
-    .await;
-    let server = VerifyingServer::builder(&server_ca, &server_ca)
-        .no_client_auth()
-        .start()
-        .await;
-    let other_ca = TestCa::new("not in the bundle");
-    let other = VerifyingServer::builder(&other_ca, &other_ca)
-        .no_client_auth()
-        .start()
-        .await;
-    let (peer, me) = trusting_in(&server.url(), ns, "bundle");
-    let tls = PeerTls::from_options_in(
-        &SecretWatches::new(),
-        &svc_tls::spiffe::WorkloadApiStreams::new(),
-        &api.cluster_client_for(&api.admin_token()),
-        &peer,
-        &me,
-        TIMEOUT,
-    )
-    .await
-    .unwrap();
-    assert!(call(&tls, &server.url()).await.is_ok());
-    assert!(call(&tls, &other.url()).await.is_err());
-    assert_eq!(server.handshakes(), 1);
-
-    // An Opaque Secret without ca.crt is refused, naming the key.
-    api.apply(test_support::secret::secret_with(
-        ns,
-        "empty-bundle",
-        "Opaque",
-        &[("tls.crt", &server_ca.pem())],
-    ))
-    .await;
-    let (peer, me) = trusting_in(&server.url(), ns, "empty-bundle");
-    let err = PeerTls::from_options_in(
-        &SecretWatches::new(),
-        &svc_tls::spiffe::WorkloadApiStreams::new(),
-        &api.cluster_client_for(&api.admin_token()),
-        &peer,
-        &me,
-        TIMEOUT,
-    )
-    .await
-    .unwrap_err();
-    // The cause is in the chain, not in the top message (docs/decisions.md).
-    let err = svc_tls::excerpt::chain(&err);
-    assert!(
-        err.contains("empty-bundle") && err.contains("ca.crt"),
-        "{err}"
-    );
-}
-
-/// A CA Secret as `kubectl apply` leaves it (the whole Secret, `tls.key` included, in
-/// the last-applied-configuration annotation, plus managedFields), and an Opaque
-/// bundle with `ca.key`: read as trust only, the cached object holds no key bytes
-/// anywhere (serialized whole and searched), one WARN each, the flag the metric
-/// reads set; the roots still verify.
-async fn a_trust_only_cache_keeps_no_key_however_the_secret_carries_it(
-    api: &impl ApiServerUnderTest,
-    ns: &str,
-) {
-    let logs = test_support::logs::CapturedLogs::global();
-    let ca = TestCa::new("applied CA");
-    let key = ca.client_leaf("unused", 9).key_pem;
-    let key_line = key.lines().nth(1).unwrap().to_owned();
-    let mut applied = test_support::secret::secret_with(
-        ns,
-        "applied-ca",
-        "kubernetes.io/tls",
-        &[
-            ("tls.crt", &ca.pem()),
-            ("tls.key", &key),
-            ("ca.crt", &ca.pem()),
-        ],
-    );
-    applied["metadata"]["annotations"] = serde_json::json!({
-        "kubectl.kubernetes.io/last-applied-configuration":
-            serde_json::to_string(&applied).unwrap(),
-    });
-    applied["metadata"]["managedFields"] = serde_json::json!([{
-        "manager": "kubectl-client-side-apply",
-        "operation": "Update",
-        "apiVersion": "v1",
-        "fieldsType": "FieldsV1",
-        "fieldsV1": {"f:data": {"f:tls.key": {}}},
-    }]);
-    if api.name() != "kube-testbed" {
-        // The real server keeps managedFields to itself (it records its own, which
-        // name the keys, never their values).
-        applied["metadata"]
-            .as_object_mut()
-            .unwrap()
-            .remove("managedFields");
-    }
-    api.apply(applied).await;
-    api.apply(test_support::secret::secret_with(
-        ns,
-        "opaque-ca",
-        "Opaque",
-        &[("ca.crt", &ca.pem()), ("ca.key", &key)],
-    ))
-    .await;
-    let watches = SecretWatches::new();
-    let client = api.cluster_client_for(&api.admin_token());
-    for name in ["applied-ca", "opaque-ca"] {
-        let shared = watches
-            .watch_trust(&client, &SecretRef::new(ns, name), TIMEOUT)
-            .await
-            .unwrap();
-        let cached = serde_json::to_string(&*shared.source().get().unwrap()).unwrap();
-        let encoded = base64_of(&key);
-        for needle in [
-            key_line.as_str(),
-            "PRIVATE KEY",
-            "tls.key",
-            "ca.key",
-            encoded.as_str(),
-        ] {
-            assert!(
-                !cached.contains(needle),
-                "{name}: the cache holds {needle:?}: {cached}"
-            );
-        }
-        assert!(cached.contains("ca.crt"), "{name}: the roots are kept");
-        assert!(
-            shared.source().dropped_private_key(),
-            "{name}: the metric's flag"
-        );
-        let warnings = logs
-            .text()
-            .lines()
-            .filter(|l| {
-                l.contains("WARN")
-                    && l.contains("holds a private key")
-                    && l.contains(&format!("{ns}/{name}"))
-            })
-            .count();
-        assert_eq!(warnings, 1, "{}: {name}: one WARN", api.name());
-    }
 }
 
 fn base64_of(text: &str) -> String {
