@@ -304,6 +304,7 @@ async fn from_options_with_configmap_flags_calls_the_server_without_secret_acces
     );
 }
 
+/// The forwarded client certificate as the nginx ingress sends it (escaped PEM).
 fn ingress_headers(cert_pem: &str) -> reqwest::header::HeaderMap {
     let mut headers = reqwest::header::HeaderMap::new();
     headers.insert("ssl-client-verify", "SUCCESS".parse().unwrap());

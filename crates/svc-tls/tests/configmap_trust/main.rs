@@ -376,8 +376,6 @@ async fn same_named_configmaps_of_two_clusters_are_not_shared() {
     );
 }
 
-/// The forwarded client certificate as the nginx ingress sends it (escaped PEM).
-
 /// The one trust builder shares a registry's ConfigMap watch, as it does a Secret's:
 /// two verifiers built through `watches` make one watch (no second list), and both
 /// follow a replaced bundle without a handshake's help.
