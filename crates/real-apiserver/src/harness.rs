@@ -23,6 +23,17 @@ pub trait ApiServerUnderTest: Sync {
     /// A token allowed exactly `get`, `list` and `watch` on `resource` of the core
     /// group in `namespace`.
     fn reader_of(&self, namespace: &str, resource: &str) -> impl Future<Output = String> + Send;
+    /// A token allowed `get`, `list` and `watch` on the `names` objects of `resource`
+    /// of the core group in `namespace`, and nothing else (a list or watch only with a
+    /// `metadata.name` field selector naming one of them).
+    fn reader_of_names(
+        &self,
+        namespace: &str,
+        resource: &str,
+        names: &[&str],
+    ) -> impl Future<Output = String> + Send;
+    /// A token the server knows that may do nothing.
+    fn token_without_rights(&self) -> String;
 
     /// Deletes `namespace/name` of `kind` (`api_version` as in objects; `namespace`
     /// empty for a cluster-scoped kind) as the admin; an absent object is no error.
@@ -127,6 +138,25 @@ impl ApiServerUnderTest for kube_testbed::Testbed {
         let _ = kube_testbed::Testbed::delete(self, api_version, kind, namespace, name);
     }
 
+    async fn reader_of_names(&self, namespace: &str, resource: &str, names: &[&str]) -> String {
+        let token = format!("token-{resource}-named-reader-{}", fastrand::u64(..));
+        self.add_token(
+            &token,
+            vec![
+                kube_testbed::Rule::new(READ, "", resource)
+                    .namespace(namespace)
+                    .names(names),
+            ],
+        );
+        token
+    }
+
+    fn token_without_rights(&self) -> String {
+        let token = format!("token-without-rights-{}", fastrand::u64(..));
+        self.add_token(&token, Vec::new());
+        token
+    }
+
     async fn reader_of(&self, namespace: &str, resource: &str) -> String {
         let token = format!("token-{resource}-reader-{}", fastrand::u64(..));
         self.add_token(
@@ -138,6 +168,24 @@ impl ApiServerUnderTest for kube_testbed::Testbed {
 }
 
 impl ApiServerUnderTest for RealServer {
+    #[allow(clippy::expect_used)] // test support
+    async fn reader_of_names(&self, namespace: &str, resource: &str, names: &[&str]) -> String {
+        let user = self.new_user();
+        self.ensure_namespace(namespace)
+            .await
+            .expect("the namespace");
+        let mut named = rule(READ, "", resource);
+        named.resource_names = Some(names.iter().map(|n| (*n).to_owned()).collect());
+        self.grant(&user, namespace, vec![named])
+            .await
+            .expect("the grant");
+        user.token
+    }
+
+    fn token_without_rights(&self) -> String {
+        self.new_user().token
+    }
+
     fn name(&self) -> String {
         format!("kube-apiserver {}", crate::kube_version())
     }

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use rustls_pki_types::pem::PemObject;
 
-use kube_testbed::{Rule, Testbed};
+use kube_testbed::Testbed;
 use support::*;
 use svc_tls::identity::{IdentityError, IdentityReloadError, IdentityResolver};
 use svc_tls::last_good::{self, ManualClock, StaleWarning};
@@ -203,56 +203,6 @@ async fn concurrent_handshakes_while_the_secret_flips_present_whole_identities()
         "both identities, nothing else"
     );
     assert_eq!(resolver.state().failures, 0, "no snapshot was ever a mix");
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_watch_needs_rights_on_the_one_secret_only() {
-    let tb = Testbed::start().await;
-    let ca = TestCa::new("clients");
-    let leaf = ca.client_leaf("svc", 501);
-    let other = ca.client_leaf("other", 502);
-    tb.upsert(tls_secret(NAME, &leaf.cert_pem, &leaf.key_pem));
-    tb.upsert(tls_secret("someone-else", &other.cert_pem, &other.key_pem));
-    tb.add_token(
-        "narrow",
-        vec![
-            Rule::new(&["get", "list", "watch"], "", "secrets")
-                .namespace(NS)
-                .names(&[NAME]),
-        ],
-    );
-    let client = kube::Client::try_from(tb.config_for_token("narrow")).unwrap();
-    let resolver = IdentityResolver::builder(client, secret_ref())
-        .settings(
-            svc_tls::identity::IdentitySettings::default().sync_timeout(Duration::from_secs(10)),
-        )
-        .build()
-        .await
-        .unwrap();
-    assert_eq!(
-        resolver
-            .secret_source()
-            .unwrap()
-            .get()
-            .unwrap()
-            .metadata
-            .name
-            .as_deref(),
-        Some(NAME)
-    );
-
-    // Without the rights, construction fails fast with a refusal naming the Secret.
-    tb.add_token("none", vec![]);
-    let client = kube::Client::try_from(tb.config_for_token("none")).unwrap();
-    let err = build_error(client, Duration::from_secs(30)).await;
-    assert!(
-        matches!(
-            err,
-            IdentityError::Source(SourceError::Refused { code: 403, .. })
-        ),
-        "{err:?}"
-    );
-    assert!(err.to_string().contains(&format!("{NS}/{NAME}")), "{err}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

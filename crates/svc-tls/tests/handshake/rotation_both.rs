@@ -2,7 +2,8 @@
 //! kube-apiserver alike (`real_apiserver::both!`): a Secret rewritten through the API
 //! server reaches the next handshake of the same client configuration, with no
 //! restart and no new client (a renewed leaf, a P-521 identity rotating to P-256, a
-//! leaf of a new client CA).
+//! leaf of a new client CA). And the watch needs rights on its one Secret only (an
+//! RBAC rule naming it, on the real server a Role with `resourceNames`).
 
 use crate::support;
 
@@ -12,14 +13,16 @@ use std::time::Duration;
 use real_apiserver::{ApiServerUnderTest, both};
 use support::*;
 use svc_tls::client::reqwest_client;
-use svc_tls::identity::IdentityResolver;
+use svc_tls::identity::{IdentityError, IdentityResolver};
 use svc_tls::options::SecretRef;
+use svc_tls::watch::SourceError;
 
 const NAME: &str = "region-client-certificate";
 
 both!(secret_update_makes_the_next_connection_present_the_new_leaf);
 both!(a_p521_identity_completes_mtls_and_rotates_to_p256);
 both!(ca_rotation_needs_no_client_restart);
+both!(the_watch_needs_rights_on_the_one_secret_only);
 
 fn identity(ns: &str, leaf: &Leaf) -> serde_json::Value {
     test_support::secret::tls_secret(ns, NAME, &leaf.cert_pem, &leaf.key_pem)
@@ -139,4 +142,58 @@ async fn ca_rotation_needs_no_client_restart(api: &impl ApiServerUnderTest, ns: 
         "{}",
         api.name()
     );
+}
+
+async fn the_watch_needs_rights_on_the_one_secret_only(api: &impl ApiServerUnderTest, ns: &str) {
+    let ca = TestCa::new("clients");
+    let leaf = ca.client_leaf("svc", 501);
+    let other = ca.client_leaf("other", 502);
+    api.apply(identity(ns, &leaf)).await;
+    api.apply(test_support::secret::tls_secret(
+        ns,
+        "someone-else",
+        &other.cert_pem,
+        &other.key_pem,
+    ))
+    .await;
+    let narrow = api.reader_of_names(ns, "secrets", &[NAME]).await;
+    let build = |token: &str| {
+        let client = kube::Client::try_from(api.config_for(token)).unwrap();
+        IdentityResolver::builder(client, SecretRef::new(ns, NAME))
+            .settings(
+                svc_tls::identity::IdentitySettings::default()
+                    .sync_timeout(Duration::from_secs(10)),
+            )
+            .build()
+    };
+    let resolver = build(&narrow)
+        .await
+        .unwrap_or_else(|e| panic!("{}: {e}", api.name()));
+    assert_eq!(
+        resolver
+            .secret_source()
+            .unwrap()
+            .get()
+            .unwrap()
+            .metadata
+            .name
+            .as_deref(),
+        Some(NAME)
+    );
+
+    // Without the rights, construction fails fast with a refusal naming the Secret.
+    let err = tokio::time::timeout(Duration::from_secs(30), build(&api.token_without_rights()))
+        .await
+        .expect("a refusal is not waited out")
+        .err()
+        .expect("a caller without rights was served the Secret");
+    assert!(
+        matches!(
+            err,
+            IdentityError::Source(SourceError::Refused { code: 403, .. })
+        ),
+        "{}: {err:?}",
+        api.name()
+    );
+    assert!(err.to_string().contains(&format!("{ns}/{NAME}")), "{err}");
 }
