@@ -1,5 +1,6 @@
 //! The single-cluster trust bodies that run against kube-testbed and the real
-//! kube-apiserver alike: an Opaque `ca.crt`-only Secret trusted (and one without
+//! kube-apiserver alike: a CA Secret holding its CA's key (the key never cached, one
+//! WARN, the roots verify), an Opaque `ca.crt`-only Secret trusted (and one without
 //! `ca.crt` refused, naming the key), and a trust-only cache that keeps no key however
 //! the Secret carries it (on the real server: its own managedFields, which name
 //! `tls.key`, dropped too).
@@ -12,6 +13,7 @@ use svc_tls::watch::SecretWatches;
 use crate::support::*;
 use crate::{TIMEOUT, base64_of, call, trusting_in};
 
+both!(a_trust_secret_never_keeps_its_private_key);
 both!(an_opaque_ca_crt_only_secret_is_trusted);
 both!(a_trust_only_cache_keeps_no_key_however_the_secret_carries_it);
 
@@ -164,4 +166,78 @@ async fn a_trust_only_cache_keeps_no_key_however_the_secret_carries_it(
             .count();
         assert_eq!(warnings, 1, "{}: {name}: one WARN", api.name());
     }
+}
+
+/// A CA Secret that also holds the CA's private key (the issuer's Secret, as docs once
+/// suggested): the key never reaches the cache, one WARN and the metric say so, and
+/// the roots still verify a handshake.
+async fn a_trust_secret_never_keeps_its_private_key(api: &impl ApiServerUnderTest, ns: &str) {
+    let logs = test_support::logs::CapturedLogs::global();
+    let server_ca = TestCa::new("issuer with key");
+    let key = server_ca.client_leaf("stand-in key", 5).key_pem;
+    let with_key = |version: &str| {
+        test_support::secret::secret_with(
+            ns,
+            "issuer-ca",
+            "kubernetes.io/tls",
+            &[
+                ("tls.crt", &server_ca.pem()),
+                ("tls.key", &key),
+                ("ca.crt", &server_ca.pem()),
+                ("version", version),
+            ],
+        )
+    };
+    api.apply(with_key("1")).await;
+    let server = VerifyingServer::builder(&server_ca, &server_ca)
+        .no_client_auth()
+        .start()
+        .await;
+    let watches = SecretWatches::new();
+    let client = api.cluster_client_for(&api.admin_token());
+    let (peer, me) = trusting_in(&server.url(), ns, "issuer-ca");
+    let tls = PeerTls::from_options_in(
+        &watches,
+        &svc_tls::spiffe::WorkloadApiStreams::new(),
+        &client,
+        &peer,
+        &me,
+        TIMEOUT,
+    )
+    .await
+    .unwrap();
+    assert!(call(&tls, &server.url()).await.is_ok(), "the roots verify");
+
+    let shared = watches
+        .watch_trust(&client, &SecretRef::new(ns, "issuer-ca"), TIMEOUT)
+        .await
+        .unwrap();
+    let cached = shared.source().get().unwrap();
+    let data = cached.data.as_ref().unwrap();
+    assert!(data.contains_key("ca.crt"));
+    assert!(!data.contains_key("tls.key"), "the CA key is not cached");
+    assert!(shared.source().dropped_private_key());
+
+    let first_version = cached.metadata.resource_version.clone();
+    api.apply(with_key("2")).await;
+    poll_until("the new version is cached", || {
+        shared
+            .source()
+            .get()
+            .is_some_and(|s| s.metadata.resource_version != first_version)
+    })
+    .await;
+    let cached = shared.source().get().unwrap();
+    assert!(!cached.data.as_ref().unwrap().contains_key("tls.key"));
+    let warnings = logs
+        .text()
+        .lines()
+        .filter(|l| {
+            l.contains("WARN")
+                && l.contains("holds a private key")
+                && l.contains(&format!("{ns}/issuer-ca"))
+        })
+        .count();
+    assert_eq!(warnings, 1, "said once:\n{}", logs.text());
+    assert!(!logs.text().contains("PRIVATE KEY"));
 }

@@ -258,91 +258,13 @@ async fn a_failed_start_names_the_cluster_and_leaves_nothing() {
     );
 }
 
-/// The options of a peer trusting the CA Secret `ca` and presenting no identity.
-fn trusting(url: &str, ca: &str) -> (PeerOptions, ClientIdentityOptions) {
-    trusting_in(url, NS, ca)
-}
-
-/// [`trusting`] a CA Secret in `ns`.
+/// The options of a peer trusting the CA Secret `ns/ca` and presenting no identity.
 fn trusting_in(url: &str, ns: &str, ca: &str) -> (PeerOptions, ClientIdentityOptions) {
     let peer = PeerOptions::new("identity")
         .with_host_value(url)
         .with_ca_secret(ns, ca)
         .with_pool_idle_timeout(Duration::ZERO);
     (peer, ClientIdentityOptions::new(None))
-}
-
-/// A CA Secret that also holds the CA's private key (the issuer's Secret, as docs once
-/// suggested): the key never reaches the cache, one WARN and the metric say so, and
-/// the roots still verify a handshake.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_trust_secret_never_keeps_its_private_key() {
-    let logs = test_support::logs::CapturedLogs::global();
-    let tb = Testbed::start().await;
-    let server_ca = TestCa::new("issuer with key");
-    let key = server_ca.client_leaf("stand-in key", 5).key_pem;
-    let with_key = |version: &str| {
-        secret_with(
-            "issuer-ca",
-            "kubernetes.io/tls",
-            &[
-                ("tls.crt", &server_ca.pem()),
-                ("tls.key", &key),
-                ("ca.crt", &server_ca.pem()),
-                ("version", version),
-            ],
-        )
-    };
-    tb.upsert(with_key("1"));
-    let server = VerifyingServer::builder(&server_ca, &server_ca)
-        .no_client_auth()
-        .start()
-        .await;
-    let watches = SecretWatches::new();
-    let client = tb.cluster_client();
-    let (peer, me) = trusting(&server.url(), "issuer-ca");
-    let tls = PeerTls::from_options_in(
-        &watches,
-        &svc_tls::spiffe::WorkloadApiStreams::new(),
-        &client,
-        &peer,
-        &me,
-        TIMEOUT,
-    )
-    .await
-    .unwrap();
-    assert!(call(&tls, &server.url()).await.is_ok(), "the roots verify");
-
-    let shared = watches
-        .watch_trust(&client, &SecretRef::new(NS, "issuer-ca"), TIMEOUT)
-        .await
-        .unwrap();
-    let cached = shared.source().get().unwrap();
-    let data = cached.data.as_ref().unwrap();
-    assert!(data.contains_key("ca.crt"));
-    assert!(!data.contains_key("tls.key"), "the CA key is not cached");
-    assert!(shared.source().dropped_private_key());
-
-    let first_version = cached.metadata.resource_version.clone();
-    tb.upsert(with_key("2"));
-    poll_until("the new version is cached", || {
-        shared
-            .source()
-            .get()
-            .is_some_and(|s| s.metadata.resource_version != first_version)
-    })
-    .await;
-    let cached = shared.source().get().unwrap();
-    assert!(!cached.data.as_ref().unwrap().contains_key("tls.key"));
-    let warnings = logs
-        .text()
-        .lines()
-        .filter(|l| {
-            l.contains("WARN") && l.contains("holds a private key") && l.contains("issuer-ca")
-        })
-        .count();
-    assert_eq!(warnings, 1, "said once:\n{}", logs.text());
-    assert!(!logs.text().contains("PRIVATE KEY"));
 }
 
 fn base64_of(text: &str) -> String {
