@@ -185,8 +185,7 @@ async fn the_watch_needs_rights_on_the_one_secret_only(api: &impl ApiServerUnder
     let err = tokio::time::timeout(Duration::from_secs(30), build(&api.token_without_rights()))
         .await
         .expect("a refusal is not waited out")
-        .err()
-        .expect("a caller without rights was served the Secret");
+        .expect_err("a caller without rights was served the Secret");
     assert!(
         matches!(
             err,
