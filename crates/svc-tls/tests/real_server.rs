@@ -6,7 +6,7 @@
 //! - A kube-construct cache proven synced at construction, and a peer's trust and
 //!   identity read from Secrets through svc-tls (`PeerTls::from_options`, the process's
 //!   `SecretWatches`), following a rotated identity.
-//! - RBAC refusals run against both servers in `credentials.rs`; a periodic
+//! - RBAC refusals run against both servers in `credentials/`; a periodic
 //!   BOOKMARK in `handshake/bookmark.rs`.
 //! - Two clusters in one process, one emulated and one real, holding same-named
 //!   Secrets: each caller is served its own cluster's.
