@@ -283,7 +283,14 @@ impl RealServer {
 
     /// Starts API server `index` again on its port, over the same etcd, and waits for
     /// `/readyz`.
+    ///
+    /// The stopped server's port may still be held for a moment after
+    /// [`RealServer::stop_apiserver`] returns (the supervisor's guard exits on TERM at
+    /// once and the group is killed without waiting for the peer), and a new
+    /// kube-apiserver exits at once on `bind: address already in use`: so this first
+    /// waits (up to 10 s) until the port can be bound.
     pub async fn start_apiserver(&self, index: usize) -> Result<(), StartError> {
+        port_free(self.ports[index], Duration::from_secs(10)).await;
         let started = self.launch(index).await?;
         *lock(&self.apiservers[index]) = Some(started);
         Ok(())
@@ -304,6 +311,18 @@ impl RealServer {
             .as_ref()
             .map(|s| s.process.log_tail(lines))
             .unwrap_or_else(|| format!("kube-apiserver {index} is stopped"))
+    }
+}
+
+/// Waits until `port` on loopback can be bound (as kube-apiserver will bind it, with
+/// `SO_REUSEADDR`, which std sets on Unix), or `limit` passed (the start then reports
+/// the API server's own error).
+async fn port_free(port: u16, limit: Duration) {
+    let deadline = tokio::time::Instant::now() + limit;
+    while std::net::TcpListener::bind(("127.0.0.1", port)).is_err()
+        && tokio::time::Instant::now() < deadline
+    {
+        tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
 

@@ -96,8 +96,19 @@ impl RealServer {
                 .as_ref()
                 .and_then(|r| r.first().cloned())
                 .unwrap_or_default();
-            self.await_allowed(&client, user, namespace, &verb, &group, &resource)
-                .await?;
+            // A rule naming its objects allows nothing unnamed: ask about the first.
+            let name = rule
+                .resource_names
+                .as_ref()
+                .and_then(|n| n.first().cloned());
+            let access = Access {
+                namespace,
+                verb: &verb,
+                group: &group,
+                resource: &resource,
+                name: name.as_deref(),
+            };
+            self.await_allowed(&client, user, &access).await?;
         }
         Ok(())
     }
@@ -129,8 +140,16 @@ impl RealServer {
             .resources
             .and_then(|r| r.into_iter().next())
             .unwrap_or_default();
+        let name = rule.resource_names.and_then(|n| n.into_iter().next());
+        let access = Access {
+            namespace,
+            verb: &verb,
+            group: &group,
+            resource: &resource,
+            name: name.as_deref(),
+        };
         let deadline = Instant::now() + Duration::from_secs(10);
-        while review(&client, user, namespace, &verb, &group, &resource).await? {
+        while review(&client, user, &access).await? {
             if Instant::now() > deadline {
                 return Err(format!(
                     "{} was still allowed to {verb} {resource} in {namespace} 10 s after its RoleBinding went",
@@ -152,21 +171,31 @@ impl RealServer {
         group: &str,
         resource: &str,
     ) -> Result<bool, String> {
-        review(&self.client(), user, namespace, verb, group, resource).await
+        let access = Access {
+            namespace,
+            verb,
+            group,
+            resource,
+            name: None,
+        };
+        review(&self.client(), user, &access).await
     }
 
     async fn await_allowed(
         &self,
         client: &kube::Client,
         user: &User,
-        namespace: &str,
-        verb: &str,
-        group: &str,
-        resource: &str,
+        access: &Access<'_>,
     ) -> Result<(), String> {
         let deadline = Instant::now() + Duration::from_secs(10);
-        while !review(client, user, namespace, verb, group, resource).await? {
+        while !review(client, user, access).await? {
             if Instant::now() > deadline {
+                let Access {
+                    verb,
+                    resource,
+                    namespace,
+                    ..
+                } = access;
                 return Err(format!(
                     "{} was not allowed to {verb} {resource} in {namespace} within 10 s of its RoleBinding",
                     user.name
@@ -178,23 +207,27 @@ impl RealServer {
     }
 }
 
-async fn review(
-    client: &kube::Client,
-    user: &User,
-    namespace: &str,
-    verb: &str,
-    group: &str,
-    resource: &str,
-) -> Result<bool, String> {
+/// One access a SubjectAccessReview asks about.
+struct Access<'a> {
+    namespace: &'a str,
+    verb: &'a str,
+    group: &'a str,
+    resource: &'a str,
+    /// The object's name, for a rule that names its objects.
+    name: Option<&'a str>,
+}
+
+async fn review(client: &kube::Client, user: &User, access: &Access<'_>) -> Result<bool, String> {
     let review = SubjectAccessReview {
         spec: SubjectAccessReviewSpec {
             user: Some(user.name.clone()),
             groups: Some(vec!["system:authenticated".to_owned()]),
             resource_attributes: Some(ResourceAttributes {
-                namespace: Some(namespace.to_owned()),
-                verb: Some(verb.to_owned()),
-                group: Some(group.to_owned()),
-                resource: Some(resource.to_owned()),
+                namespace: Some(access.namespace.to_owned()),
+                verb: Some(access.verb.to_owned()),
+                group: Some(access.group.to_owned()),
+                resource: Some(access.resource.to_owned()),
+                name: access.name.map(str::to_owned),
                 ..ResourceAttributes::default()
             }),
             ..SubjectAccessReviewSpec::default()

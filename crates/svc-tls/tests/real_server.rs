@@ -6,11 +6,8 @@
 //! - A kube-construct cache proven synced at construction, and a peer's trust and
 //!   identity read from Secrets through svc-tls (`PeerTls::from_options`, the process's
 //!   `SecretWatches`), following a rotated identity.
-//! - RBAC, the same body against the emulator and the real server: a token allowed
-//!   ConfigMaps only is refused the Secrets (a typed 403 naming the Secret and the
-//!   cluster, never a token) while the admin is served, in both orders (as
-//!   `credentials.rs` runs against the emulator alone); and a CA bundle ConfigMap
-//!   served only to callers that may read ConfigMaps.
+//! - RBAC refusals run against both servers in `credentials/`; a periodic
+//!   BOOKMARK in `handshake/bookmark.rs`.
 //! - Two clusters in one process, one emulated and one real, holding same-named
 //!   Secrets: each caller is served its own cluster's.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
@@ -46,18 +43,6 @@ fn options(url: &str, ca: &str, identity: &str) -> (PeerOptions, ClientIdentityO
     )
 }
 
-/// The options of a peer at `url` trusting the CA bundle ConfigMap `bundle` (in
-/// [`NS`]), presenting no identity.
-fn bundle_options(url: &str, bundle: &str) -> (PeerOptions, ClientIdentityOptions) {
-    options_with(
-        url,
-        &[
-            format!("--identity-ca-configmap-namespace={NS}"),
-            format!("--identity-ca-configmap-name={bundle}"),
-        ],
-    )
-}
-
 fn options_with(url: &str, source: &[String]) -> (PeerOptions, ClientIdentityOptions) {
     let cmd = PeerOptions::augment(clap::Command::new("svc"), "identity");
     let cmd = ClientIdentityOptions::augment(cmd, None);
@@ -80,7 +65,6 @@ struct Peer {
     ca: String,
     identity: String,
     server: VerifyingServer,
-    server_ca: TestCa,
     client_ca: TestCa,
 }
 
@@ -103,7 +87,6 @@ async fn peer(api: &impl ApiServerUnderTest, tag: &str, serial: u64) -> Peer {
         ca,
         identity,
         server,
-        server_ca,
         client_ca,
     }
 }
@@ -118,149 +101,6 @@ async fn serial_seen(tls: &PeerTls, url: &str) -> String {
     let http = tls.private_client().unwrap();
     let response = http.send(http.get(url).unwrap()).await.unwrap();
     response.text().await.unwrap().trim().to_owned()
-}
-
-fn chain_text(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut next = error.source();
-    while let Some(source) = next {
-        text.push('\n');
-        text.push_str(&source.to_string());
-        next = source.source();
-    }
-    text
-}
-
-/// The refusal a caller without read rights gets: the API server's 403, naming
-/// `object` and the cluster, never a token.
-fn assert_refused(
-    api: &impl ApiServerUnderTest,
-    result: Result<PeerTls, PeerClientError>,
-    object: &str,
-    tokens: &[&str],
-) {
-    let name = api.name();
-    let error = match result {
-        Ok(_) => panic!("{name}: a caller without read rights on {object} was served it"),
-        Err(error) => error,
-    };
-    let shown = chain_text(&error);
-    assert!(
-        shown.contains(object),
-        "{name}: the error names {object}: {shown}"
-    );
-    assert!(
-        shown.contains("403"),
-        "{name}: the API server's refusal: {shown}"
-    );
-    let label = api
-        .cluster_client_for(&api.admin_token())
-        .cluster()
-        .label()
-        .to_owned();
-    assert!(
-        shown.contains(&label),
-        "{name}: the error names the cluster {label}: {shown}"
-    );
-    for token in tokens {
-        assert!(
-            !shown.contains(token),
-            "{name}: a token in the error: {shown}"
-        );
-    }
-}
-
-/// RBAC in both orders, on any API server: permitted first (the restricted caller
-/// then hits the watches the admin opened), and refused first (nothing it leaves
-/// behind may lock the admin out).
-async fn refused_in_both_orders(api: &impl ApiServerUnderTest, tag: &str) {
-    let admin = api.cluster_client_for(&api.admin_token());
-    let configmaps_only = api.reader_of(NS, "configmaps").await;
-    let restricted = api.cluster_client_for(&configmaps_only);
-    let tokens = [configmaps_only.as_str(), &api.admin_token()];
-
-    // Permitted first.
-    let first = peer(api, &format!("{tag}-permitted-first"), 11).await;
-    let url = first.server.url();
-    let permitted = build(&first, &admin).await.unwrap();
-    assert_eq!(serial_seen(&permitted, &url).await, "11", "{}", api.name());
-    assert_refused(api, build(&first, &restricted).await, &first.ca, &tokens);
-    let identity_only = SecretWatches::process()
-        .watch(
-            &restricted,
-            &svc_tls::SecretRef::new(NS, &first.identity),
-            TIMEOUT,
-        )
-        .await;
-    let refused =
-        identity_only.expect_err("the identity Secret was served to a caller without rights");
-    assert!(
-        refused.to_string().contains("403"),
-        "{}: {refused}",
-        api.name()
-    );
-    let again = build(&first, &admin).await.unwrap();
-    assert_eq!(serial_seen(&again, &url).await, "11", "{}", api.name());
-
-    // Refused first.
-    let second = peer(api, &format!("{tag}-refused-first"), 22).await;
-    assert_refused(api, build(&second, &restricted).await, &second.ca, &tokens);
-    let permitted = build(&second, &admin).await.unwrap();
-    assert_eq!(
-        serial_seen(&permitted, &second.server.url()).await,
-        "22",
-        "{}",
-        api.name()
-    );
-    assert_refused(api, build(&second, &restricted).await, &second.ca, &tokens);
-}
-
-/// A CA bundle ConfigMap is served only to callers that may read ConfigMaps, in
-/// either order: the admin, then a caller allowed Secrets only; and the other way.
-async fn bundles_refused_in_both_orders(api: &impl ApiServerUnderTest, tag: &str) {
-    let admin = api.cluster_client_for(&api.admin_token());
-    let secrets_only = api.reader_of(NS, "secrets").await;
-    let restricted = api.cluster_client_for(&secrets_only);
-    let tokens = [secrets_only.as_str(), &api.admin_token()];
-    for (order, permitted_first) in [("permitted-first", true), ("refused-first", false)] {
-        let peer = peer(api, &format!("{tag}-bundle-{order}"), 1).await;
-        let bundle = format!("{tag}-bundle-{order}");
-        api.apply(serde_json::json!({
-            "apiVersion": "v1",
-            "kind": "ConfigMap",
-            "metadata": {"namespace": NS, "name": bundle},
-            "data": {"ca.crt": peer.server_ca.pem()},
-        }))
-        .await;
-        let (options, me) = bundle_options(&peer.server.url(), &bundle);
-        let (first, second) = if permitted_first {
-            (&admin, &restricted)
-        } else {
-            (&restricted, &admin)
-        };
-        for caller in [first, second] {
-            let built = PeerTls::from_options(caller, &options, &me, TIMEOUT).await;
-            if std::ptr::eq(caller, &admin) {
-                built.unwrap();
-            } else {
-                assert_refused(api, built, &bundle, &tokens);
-            }
-        }
-    }
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn rbac_refusals_on_the_emulator() {
-    let testbed = kube_testbed::Testbed::start().await;
-    refused_in_both_orders(&testbed, "emulated").await;
-    bundles_refused_in_both_orders(&testbed, "emulated").await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn rbac_refusals_on_the_real_server() {
-    let api = real_apiserver::shared();
-    refused_in_both_orders(api, "real").await;
-    bundles_refused_in_both_orders(api, "real").await;
 }
 
 /// One process reading two clusters, the emulator and the real server, which hold

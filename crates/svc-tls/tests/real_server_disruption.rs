@@ -1,6 +1,8 @@
 //! What only a real control plane shows: its API server restarted under a running
 //! watch, and etcd compacted so the resumed watch is answered `410 Gone` and must
-//! relist. One etcd with two kube-apiservers over it (an HA control plane's shape): the
+//! relist (a kube-construct cache of the same Secret riding the same restart and
+//! compaction: the real counterpart of the emulator's `drop_watches` and
+//! `expire_history` in kube-construct's tests). One etcd with two kube-apiservers over it (an HA control plane's shape): the
 //! watch reads through the first, and the second takes writes while the first is down.
 //! And a grant withdrawn from a caller whose watch is open: a real API server
 //! authorizes a request when it starts, so the open watch goes on serving it until
@@ -18,6 +20,8 @@ use std::time::Duration;
 use futures::StreamExt as _;
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, Patch, PatchParams, WatchEvent, WatchParams};
+use kube_construct::cache::Selection;
+use kube_construct::client::CachedClient;
 use real_apiserver::{ApiServerUnderTest, Options, RealServer};
 use support::*;
 use svc_tls::SecretRef;
@@ -120,6 +124,13 @@ async fn a_watch_resumed_after_compaction_gets_410_and_relists() {
         .unwrap();
     let seen = resource_version(&source);
     let relists = source.relists();
+    // A kube-construct cache of the same Secret rides the same restart (what the
+    // emulator's `drop_watches` and `expire_history` stand for in its own tests).
+    let cache = CachedClient::builder()
+        .cache::<Secret>(Selection::object(Some(NS), "compacted"))
+        .from_client(server.client())
+        .await
+        .unwrap();
 
     // While the watch's API server is down: a rotation through the other one, then
     // etcd compacted past everything the watch has seen.
@@ -157,6 +168,20 @@ async fn a_watch_resumed_after_compaction_gets_410_and_relists() {
         "the watch relisted after 410 Gone ({} relists; last error {:?})",
         source.relists(),
         source.last_watch_error()
+    );
+    within_a_minute("kube-construct's cache serves the rotation, ready", || {
+        cache.health().is_ready()
+            && cache
+                .get::<Secret>(Some(NS), "compacted")
+                .unwrap()
+                .and_then(|s| s.data.as_ref()?.get("tls.crt").cloned())
+                .is_some_and(|c| c.0 == second.cert_pem.as_bytes())
+    })
+    .await;
+    assert!(
+        cache.health().caches[0].errors >= 1,
+        "the cache counted its watch's failure while the API server was down: {}",
+        cache.health()
     );
 }
 

@@ -86,7 +86,7 @@ fn version(text: &str) -> SemanticVersion {
     SemanticVersion::parse(text).unwrap()
 }
 
-fn full_helm_application() -> HelmApplication {
+pub(crate) fn full_helm_application() -> HelmApplication {
     let mut app = HelmApplication::new(
         "cilium",
         HelmApplicationSpec {

@@ -108,7 +108,12 @@ pub struct Pair {
 
 impl Pair {
     pub async fn new() -> Pair {
-        let testbed = Testbed::start().await;
+        Pair::with(kube_testbed::TestbedOptions::default()).await
+    }
+
+    /// [`Pair::new`] with the emulator started with `options`.
+    pub async fn with(options: kube_testbed::TestbedOptions) -> Pair {
+        let testbed = Testbed::start_with(options).await;
         let real = real_apiserver::shared();
         let emulated = Target::new(
             "kube-testbed",

@@ -1,6 +1,7 @@
 //! WATCH from a list's resourceVersion (the events after it, in order), with a label
 //! selector (an object relabelled out of it is DELETED), and the streaming list
-//! (`sendInitialEvents`, ended by the initial-events-end BOOKMARK).
+//! (`sendInitialEvents`, ended by the initial-events-end BOOKMARK), and a periodic
+//! BOOKMARK.
 
 use std::time::Duration;
 
@@ -88,6 +89,44 @@ async fn a_streaming_list_ends_with_the_initial_events_bookmark() {
     assert_eq!(actual[3]["type"], "BOOKMARK");
     assert_same(
         "a streaming list",
+        &(200, Value::Array(emulated)),
+        &(200, Value::Array(actual)),
+        &[&ns],
+    );
+}
+
+/// A periodic BOOKMARK on a watch that allows them. The real server sends its first a
+/// minute after the watch started or 2 s before the watch's deadline, whichever comes
+/// first (kube-apiserver's watch cache): a 4 s watch gets it after about 2 s. The
+/// emulator sends them every `bookmark_interval` (1 s here).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_periodic_bookmark_carries_the_kind_and_a_resource_version() {
+    let pair = Pair::with(kube_testbed::TestbedOptions {
+        bookmark_interval: Duration::from_secs(1),
+        ..Default::default()
+    })
+    .await;
+    let ns = pair.namespace.clone();
+    let path = format!("/api/v1/namespaces/{ns}/configmaps");
+    pair.same("POST", &path, Some(&config_map(&ns, "a", json!({}))))
+        .await;
+    let (rv_e, rv_r) = (
+        list_rv(&pair.emulated, &path).await,
+        list_rv(&pair.actual, &path).await,
+    );
+    let watch = |rv: &str| {
+        format!("{path}?watch=true&resourceVersion={rv}&allowWatchBookmarks=true&timeoutSeconds=4")
+    };
+    let emulated = pair.emulated.watch(&watch(&rv_e), 1, LIMIT).await;
+    let actual = pair.actual.watch(&watch(&rv_r), 1, LIMIT).await;
+    assert_eq!(
+        actual.len(),
+        1,
+        "a BOOKMARK before the 4 s deadline: {actual:#?}"
+    );
+    assert_eq!(actual[0]["type"], "BOOKMARK", "{actual:#?}");
+    assert_same(
+        "a periodic bookmark",
         &(200, Value::Array(emulated)),
         &(200, Value::Array(actual)),
         &[&ns],

@@ -1,10 +1,12 @@
 //! Trust anchors from a ConfigMap (issue 29, "trust without the CA key"): the PEM
 //! bundle under one key of a ConfigMap, as trust-manager's default Bundle target
-//! writes it, verifies server chains in real TLS 1.3 handshakes. The ConfigMap lives
-//! in the API emulator (the first two bodies run against the real kube-apiserver as
-//! well, through `ApiServerUnderTest`); the server is a `VerifyingServer` whose
-//! certificate moves between CAs. A service trusting this way needs no access to Secrets: the
-//! `from_options` test runs with a token allowed only get/list/watch on ConfigMaps.
+//! writes it, verifies server chains in real TLS 1.3 handshakes. The bodies that read
+//! a ConfigMap through an API server are in `both.rs` and run against kube-testbed and
+//! the real kube-apiserver alike (`ApiServerUnderTest`); the ones here need only the
+//! flags, or the emulator's request counters and two emulated clusters. The server is
+//! a `VerifyingServer` whose certificate moves between CAs. A service trusting this
+//! way needs no access to Secrets: the `from_options` body runs with a token allowed
+//! only get/list/watch on ConfigMaps.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 #[path = "../support/mod.rs"]
@@ -15,15 +17,13 @@ mod both;
 use std::sync::Arc;
 use std::time::Duration;
 
-use kube_testbed::{Rule, Testbed};
+use kube_testbed::Testbed;
 use rustls::ClientConfig;
 use support::*;
 use svc_tls::client::{PeerClientError, TrustMode, client_config};
-use svc_tls::material::{ConfigMapTrustError, ConfigMapTrustProblem};
 use svc_tls::options::{ClientIdentityOptions, OptionsError, PeerCa, PeerOptions};
-use svc_tls::origin::{ConfigMapRef, TrustOrigin};
-use svc_tls::trust::{TrustError, TrustReloadError, TrustVerifier};
-use svc_tls::{ClusterClient, SecretRef};
+use svc_tls::origin::ConfigMapRef;
+use svc_tls::trust::TrustVerifier;
 
 const BUNDLE: &str = "platform-ca-bundle";
 /// trust-manager's usual target key (not the default, so the key is really read).
@@ -70,13 +70,6 @@ async fn call(config: Arc<ClientConfig>, server: &VerifyingServer) -> Result<(),
     }
 }
 
-async fn verifier(tb: &Testbed, key: &str) -> Result<TrustVerifier, TrustError> {
-    TrustVerifier::configmap_builder(tb.client(), bundle_ref(), key)
-        .settings(svc_tls::trust::TrustSettings::default().sync_timeout(TIMEOUT))
-        .build()
-        .await
-}
-
 /// Whether the verifier's ConfigMap cache holds exactly this bundle under [`KEY`].
 fn cached_bundle_is(verifier: &TrustVerifier, pem: &str) -> bool {
     verifier
@@ -85,79 +78,6 @@ fn cached_bundle_is(verifier: &TrustVerifier, pem: &str) -> bool {
         .get()
         .and_then(|cm| cm.data.as_ref()?.get(KEY).cloned())
         .is_some_and(|v| v == pem)
-}
-
-/// The typed error a build fails with when the ConfigMap cannot serve as trust.
-async fn build_error(tb: &Testbed, key: &str) -> ConfigMapTrustError {
-    match verifier(tb, key).await {
-        Err(TrustError::Unusable(TrustReloadError::ConfigMap(error))) => {
-            let text = error.to_string();
-            assert!(
-                text.contains(&format!("{NS}/{BUNDLE}")) && text.contains(key),
-                "the error names the ConfigMap and the key: {text}"
-            );
-            assert_eq!(error.configmap, bundle_ref());
-            assert_eq!(error.key, key);
-            *error
-        }
-        other => panic!("expected a ConfigMap trust error, got {other:?}"),
-    }
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn unusable_configmaps_give_typed_errors_naming_the_configmap_and_key() {
-    let tb = Testbed::start().await;
-    let ca = TestCa::new("CA");
-
-    // No ConfigMap at all.
-    assert_eq!(
-        build_error(&tb, KEY).await.problem,
-        ConfigMapTrustProblem::NotFound
-    );
-
-    // The ConfigMap without the key: the error lists the keys it does hold.
-    tb.upsert(configmap(BUNDLE, &[("ca.crt", &ca.pem())]));
-    let missing = build_error(&tb, KEY).await;
-    assert_eq!(
-        missing.problem,
-        ConfigMapTrustProblem::MissingKey {
-            present: vec!["ca.crt".to_owned()]
-        }
-    );
-    assert!(missing.to_string().contains("ca.crt"), "{missing}");
-
-    // PEM, but no CERTIFICATE section (a key pasted by mistake).
-    let leaf = ca.server_leaf();
-    tb.upsert(configmap(BUNDLE, &[(KEY, &leaf.key_pem)]));
-    assert_eq!(
-        build_error(&tb, KEY).await.problem,
-        ConfigMapTrustProblem::NoCertificate
-    );
-
-    // Not PEM at all, and a CERTIFICATE section that does not parse.
-    tb.upsert(configmap(BUNDLE, &[(KEY, "hello")]));
-    assert!(matches!(
-        build_error(&tb, KEY).await.problem,
-        ConfigMapTrustProblem::NotPem { .. }
-    ));
-    tb.upsert(configmap(
-        BUNDLE,
-        &[(
-            KEY,
-            "-----BEGIN CERTIFICATE-----\n!!! not base64 !!!\n-----END CERTIFICATE-----\n",
-        )],
-    ));
-    assert!(matches!(
-        build_error(&tb, KEY).await.problem,
-        ConfigMapTrustProblem::NotPem { .. }
-    ));
-
-    // Empty.
-    tb.upsert(configmap(BUNDLE, &[(KEY, "")]));
-    assert_eq!(
-        build_error(&tb, KEY).await.problem,
-        ConfigMapTrustProblem::EmptyKey
-    );
 }
 
 fn command() -> clap::Command {
@@ -290,74 +210,6 @@ async fn from_options_with_both_ca_sources_is_refused() {
         ),
         "{err:?}"
     );
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn from_options_with_configmap_flags_calls_the_server_without_secret_access() {
-    let tb = Testbed::start().await;
-    let (ca, other) = (TestCa::new("bundle CA"), TestCa::new("other CA"));
-    tb.upsert(configmap(BUNDLE, &[(KEY, &ca.pem())]));
-    // A CA Secret of another CA, which the client must not be able to read.
-    tb.upsert(secret_with(
-        "identity-ca",
-        "kubernetes.io/tls",
-        &[("tls.crt", &other.pem()), ("ca.crt", &other.pem())],
-    ));
-    let server = server(&ca).await;
-    // The service account: get, list and watch on ConfigMaps of its namespace; no
-    // Secret access at all.
-    tb.add_token(
-        "configmaps-only",
-        vec![Rule::new(&["get", "list", "watch"], "", "configmaps").namespace(NS)],
-    );
-    let client = ClusterClient::try_from_config(tb.config_for_token("configmaps-only")).unwrap();
-
-    let (peer, me) = parse(&[
-        format!("--identity-host={}", server.url()),
-        format!("--identity-ca-configmap-namespace={NS}"),
-        format!("--identity-ca-configmap-name={BUNDLE}"),
-        format!("--identity-ca-configmap-key={KEY}"),
-        "--identity-pool-idle-timeout=0s".to_owned(),
-    ])
-    .unwrap();
-    let tls = from_options_scoped(&client, &peer, &me, TIMEOUT)
-        .await
-        .unwrap();
-    match tls.trust() {
-        TrustMode::Watched(verifier) => assert_eq!(
-            verifier.state().source,
-            TrustOrigin::ConfigMap {
-                configmap: Box::new(bundle_ref()),
-                key: KEY.to_owned(),
-            }
-        ),
-        other => panic!("a ConfigMap CA is watched trust, got {other:?}"),
-    }
-    let http = tls.reqwest_client().unwrap();
-    let response = http
-        .get(tls.host().unwrap().clone())
-        .send()
-        .await
-        .expect("the peer's server, issued by the bundle's CA, is trusted");
-    assert!(response.status().is_success(), "{response:?}");
-    assert_eq!(server.handshakes(), 1);
-
-    // The control: the same service account cannot read the CA Secret, so the
-    // call above needed no Secret.
-    let (secret_peer, me) = parse(&[
-        format!("--identity-host={}", server.url()),
-        format!("--identity-ca-secret-namespace={NS}"),
-        "--identity-ca-secret-name=identity-ca".to_owned(),
-    ])
-    .unwrap();
-    let refused = from_options_scoped(&client, &secret_peer, &me, TIMEOUT)
-        .await
-        .unwrap_err();
-    assert!(
-        refused.to_string().contains("refused"),
-        "the token has no Secret access: {refused}"
-    );
-    let _ = SecretRef::new(NS, "identity-ca");
 }
 
 fn configmap_options(url: &str) -> (PeerOptions, ClientIdentityOptions) {
@@ -521,38 +373,6 @@ async fn same_named_configmaps_of_two_clusters_are_not_shared() {
     assert!(
         call(watched(trust_b), &server_a).await.is_err(),
         "cluster B's verifier trusts only cluster B's bundle"
-    );
-}
-
-/// The forwarded client certificate as the nginx ingress sends it (escaped PEM).
-fn ingress_headers(cert_pem: &str) -> reqwest::header::HeaderMap {
-    let mut headers = reqwest::header::HeaderMap::new();
-    headers.insert("ssl-client-verify", "SUCCESS".parse().unwrap());
-    let escaped = cert_pem.replace('\n', "%0A").replace(' ', "%20");
-    headers.insert("ssl-client-cert", escaped.parse().unwrap());
-    headers
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_receiving_service_verifies_callers_against_a_configmap_bundle() {
-    use svc_tls::principal::{IngressError, IngressVerifier};
-    let tb = Testbed::start().await;
-    let (clients, other) = (TestCa::new("client CA"), TestCa::new("other CA"));
-    tb.upsert(configmap(BUNDLE, &[(KEY, &clients.pem())]));
-    let ingress = IngressVerifier::verified(verifier(&tb, KEY).await.unwrap());
-
-    let caller = clients.client_leaf("region", 7);
-    let verified = ingress
-        .peer_certificate(&ingress_headers(&caller.cert_pem))
-        .expect("a caller under the bundle's CA is verified");
-    assert_eq!(verified.der(), &caller.der);
-    let stranger = other.client_leaf("region", 8);
-    let refused = ingress
-        .peer_certificate(&ingress_headers(&stranger.cert_pem))
-        .unwrap_err();
-    assert!(
-        matches!(refused, IngressError::Untrusted(_)),
-        "a caller outside the bundle is refused: {refused:?}"
     );
 }
 

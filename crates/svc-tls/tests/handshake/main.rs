@@ -1,4 +1,8 @@
-//! Handshakes against real TLS servers that verify client certificates (in-process rustls and nginx), with the Secrets in the API emulator: rotation, resolver state, malformed Secrets, resumption, HTTP versions, key exchange, load, watch lifetime, pooled connections.
+//! Handshakes against real TLS servers that verify client certificates (in-process
+//! rustls and nginx), with the Secrets in the API emulator: rotation, resolver state,
+//! malformed Secrets, resumption, HTTP versions, key exchange, load, watch lifetime,
+//! pooled connections. The rotations in `rotation_both` run against the real
+//! kube-apiserver as well, and `bookmark` against it alone (a periodic BOOKMARK).
 //!
 //! One test binary per concern (one link instead of one per file); each module is
 //! the file of the same name beside this one.
@@ -7,6 +11,7 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod bookmark;
 mod http_protocol;
 mod key_exchange;
 mod malformed;
@@ -15,5 +20,6 @@ mod pooled_connections;
 mod resolver_state;
 mod resumption;
 mod rotation;
+mod rotation_both;
 mod under_load;
 mod watch_lifetime;

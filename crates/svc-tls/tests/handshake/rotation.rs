@@ -1,5 +1,7 @@
 //! Per-handshake identity reload against a real TLS 1.3 server that requires and
-//! verifies client certificates, with the Secret held in the API emulator.
+//! verifies client certificates, with the Secret held in the API emulator: what needs
+//! the emulator's cues (faults, a stopped API, a deleted Secret's warnings, many quick
+//! flips). The rotations that read through either server are in `rotation_both.rs`.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 use crate::support;
@@ -11,9 +13,8 @@ use std::time::Duration;
 
 use rustls_pki_types::pem::PemObject;
 
-use kube_testbed::{Rule, Testbed};
+use kube_testbed::Testbed;
 use support::*;
-use svc_tls::client::reqwest_client;
 use svc_tls::identity::{IdentityError, IdentityReloadError, IdentityResolver};
 use svc_tls::last_good::{self, ManualClock, StaleWarning};
 use svc_tls::material::Identity;
@@ -43,92 +44,6 @@ async fn resolver(tb: &Testbed) -> IdentityResolver {
 async fn get_serial(http: &reqwest::Client, url: &str) -> u64 {
     let body = http.get(url).send().await.unwrap().text().await.unwrap();
     body.trim().parse().unwrap()
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn secret_update_makes_the_next_connection_present_the_new_leaf() {
-    let tb = Testbed::start().await;
-    let (server_ca, client_ca) = (TestCa::new("server"), TestCa::new("clients"));
-    let (one, two) = (
-        client_ca.client_leaf("svc", 101),
-        client_ca.client_leaf("svc", 102),
-    );
-    tb.upsert(tls_secret(NAME, &one.cert_pem, &one.key_pem));
-    let server = VerifyingServer::start(&server_ca, &client_ca).await;
-
-    let resolver = resolver(&tb).await;
-    let config = trusting(&server_ca, Some(&resolver));
-    let http = reqwest_client(config).unwrap();
-    assert_eq!(get_serial(&http, &server.url()).await, 101);
-
-    tb.upsert(tls_secret(NAME, &two.cert_pem, &two.key_pem));
-    poll_until("the cache sees the new Secret", || {
-        cached_cert_is(resolver.secret_source().unwrap(), &two.cert_pem)
-    })
-    .await;
-    // The server closes every connection, so this is a new connection: no restart,
-    // no new client, the new leaf.
-    assert_eq!(get_serial(&http, &server.url()).await, 102);
-    assert_eq!(server.last_leaf(), Some(two.der.clone()));
-    let state = resolver.state();
-    assert_eq!(state.failures, 0);
-    assert!(!state.stale);
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_p521_identity_completes_mtls_and_rotates_to_p256() {
-    // Go accepts P-521 client identities; rustls signs with ecdsa_secp521r1_sha512.
-    let tb = Testbed::start().await;
-    let (server_ca, client_ca) = (TestCa::new("server"), TestCa::new("clients"));
-    let p521 = client_ca.client_leaf_with(
-        "svc",
-        151,
-        rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P521_SHA512).unwrap(),
-    );
-    let p256 = client_ca.client_leaf("svc", 152);
-    tb.upsert(tls_secret(NAME, &p521.cert_pem, &p521.key_pem));
-    let server = VerifyingServer::start(&server_ca, &client_ca).await;
-    let resolver = resolver(&tb).await;
-    assert_eq!(
-        resolver.current().key_kind(),
-        svc_tls::material::KeyKind::EcdsaP521
-    );
-    let config = Arc::new(trusting(&server_ca, Some(&resolver)));
-    assert_eq!(handshake_serial(config.clone(), server.addr).await, Ok(151));
-    assert_eq!(server.last_leaf(), Some(p521.der.clone()));
-
-    tb.upsert(tls_secret(NAME, &p256.cert_pem, &p256.key_pem));
-    poll_until("the cache sees the P-256 Secret", || {
-        cached_cert_is(resolver.secret_source().unwrap(), &p256.cert_pem)
-    })
-    .await;
-    assert_eq!(handshake_serial(config, server.addr).await, Ok(152));
-    assert_eq!(resolver.state().failures, 0);
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn ca_rotation_needs_no_client_restart() {
-    let tb = Testbed::start().await;
-    let server_ca = TestCa::new("server");
-    let (ca_a, ca_b) = (TestCa::new("clients A"), TestCa::new("clients B"));
-    let (leaf_a, leaf_b) = (ca_a.client_leaf("svc", 201), ca_b.client_leaf("svc", 202));
-    tb.upsert(tls_secret(NAME, &leaf_a.cert_pem, &leaf_a.key_pem));
-    let server = VerifyingServer::start(&server_ca, &ca_a).await;
-
-    let resolver = resolver(&tb).await;
-    let config = Arc::new(trusting(&server_ca, Some(&resolver)));
-    assert_eq!(handshake_serial(config.clone(), server.addr).await, Ok(201));
-
-    // The ingress now trusts only CA B: the old leaf is refused...
-    server.set_client_ca(&ca_b);
-    assert!(handshake_serial(config.clone(), server.addr).await.is_err());
-    // ...until cert-manager writes the B-issued leaf; the same config then works.
-    tb.upsert(tls_secret(NAME, &leaf_b.cert_pem, &leaf_b.key_pem));
-    poll_until("the cache sees the B-issued leaf", || {
-        cached_cert_is(resolver.secret_source().unwrap(), &leaf_b.cert_pem)
-    })
-    .await;
-    assert_eq!(handshake_serial(config, server.addr).await, Ok(202));
 }
 
 /// Records warnings and failures for assertions.
@@ -288,56 +203,6 @@ async fn concurrent_handshakes_while_the_secret_flips_present_whole_identities()
         "both identities, nothing else"
     );
     assert_eq!(resolver.state().failures, 0, "no snapshot was ever a mix");
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_watch_needs_rights_on_the_one_secret_only() {
-    let tb = Testbed::start().await;
-    let ca = TestCa::new("clients");
-    let leaf = ca.client_leaf("svc", 501);
-    let other = ca.client_leaf("other", 502);
-    tb.upsert(tls_secret(NAME, &leaf.cert_pem, &leaf.key_pem));
-    tb.upsert(tls_secret("someone-else", &other.cert_pem, &other.key_pem));
-    tb.add_token(
-        "narrow",
-        vec![
-            Rule::new(&["get", "list", "watch"], "", "secrets")
-                .namespace(NS)
-                .names(&[NAME]),
-        ],
-    );
-    let client = kube::Client::try_from(tb.config_for_token("narrow")).unwrap();
-    let resolver = IdentityResolver::builder(client, secret_ref())
-        .settings(
-            svc_tls::identity::IdentitySettings::default().sync_timeout(Duration::from_secs(10)),
-        )
-        .build()
-        .await
-        .unwrap();
-    assert_eq!(
-        resolver
-            .secret_source()
-            .unwrap()
-            .get()
-            .unwrap()
-            .metadata
-            .name
-            .as_deref(),
-        Some(NAME)
-    );
-
-    // Without the rights, construction fails fast with a refusal naming the Secret.
-    tb.add_token("none", vec![]);
-    let client = kube::Client::try_from(tb.config_for_token("none")).unwrap();
-    let err = build_error(client, Duration::from_secs(30)).await;
-    assert!(
-        matches!(
-            err,
-            IdentityError::Source(SourceError::Refused { code: 403, .. })
-        ),
-        "{err:?}"
-    );
-    assert!(err.to_string().contains(&format!("{NS}/{NAME}")), "{err}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -9,5 +9,6 @@
 mod support;
 
 mod ca_secret_read;
+mod reconciles_both;
 mod shared_sources;
 mod trust_withdrawal;

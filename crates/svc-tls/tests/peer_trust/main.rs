@@ -1,9 +1,15 @@
 //! Peer CA trust that follows its Secret: real TLS 1.3 servers whose certificate
-//! moves between CAs, the CA Secret held in the API emulator, and svc-tls's
-//! `TrustVerifier` verifying every handshake against the Secret's current roots.
+//! moves between CAs, the CA Secret held in the API server, and svc-tls's
+//! `TrustVerifier` verifying every handshake against the Secret's current roots. The
+//! rotation, broken-Secret and delete-and-recreate bodies (`both.rs`) run against
+//! kube-testbed and the real kube-apiserver alike (`real_apiserver::both!`); load and concurrent
+//! flips, and start-up errors, against the emulator.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
+#[path = "../support/mod.rs"]
 mod support;
+
+mod both;
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -11,6 +17,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use kube_testbed::Testbed;
+use real_apiserver::ApiServerUnderTest;
 use rustls::ClientConfig;
 use support::*;
 use svc_tls::client::{PeerClientError, TrustMode, client_config};
@@ -22,10 +29,6 @@ use svc_tls::trust::{TrustError, TrustReloadError, TrustVerifier};
 use test_support::poll_until;
 
 const CA_NAME: &str = "identity-ca";
-
-fn ca_ref() -> SecretRef {
-    SecretRef::new(NS, CA_NAME)
-}
 
 /// A CA Secret as cert-manager writes it: `tls.crt` and `ca.crt`, PEM.
 fn ca_secret(tls_crt: &str, ca_crt: &str) -> serde_json::Value {
@@ -61,11 +64,12 @@ fn watched(verifier: &TrustVerifier) -> Arc<ClientConfig> {
 }
 
 async fn verifier(
-    tb: &Testbed,
+    api: &impl ApiServerUnderTest,
+    ns: &str,
     recorder: Arc<dyn ReloadRecorder<TrustOrigin, TrustAnchors>>,
     clock: &ManualClock,
 ) -> TrustVerifier {
-    TrustVerifier::builder(tb.client(), ca_ref())
+    TrustVerifier::builder(api.admin_client(), SecretRef::new(ns, CA_NAME))
         .settings(svc_tls::trust::TrustSettings::default().sync_timeout(Duration::from_secs(10)))
         .recorder(recorder)
         .clock(Arc::new(clock.clone()))
@@ -204,132 +208,6 @@ async fn overlap_rotation_under_continuous_load_fails_no_request() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn without_the_secret_update_the_new_server_is_refused() {
-    let tb = Testbed::start().await;
-    let (ca_a, ca_b) = (TestCa::new("server CA A"), TestCa::new("server CA B"));
-    tb.upsert(ca_secret(&ca_a.pem(), &ca_a.pem()));
-    let server = switching_server(&ca_a).await;
-    let clock = ManualClock::new();
-    let trust = verifier(&tb, Arc::new(Recorded::default()), &clock).await;
-    let config = watched(&trust);
-    call(config.clone(), server.addr).await.unwrap();
-
-    server.set_server_ca(&ca_b);
-    let err = call(config.clone(), server.addr).await.unwrap_err();
-    assert!(err.starts_with("handshake:"), "{err}");
-    assert!(err.contains("UnknownIssuer"), "{err}");
-    // Refusing an untrusted server is not a trust reload failure.
-    assert_eq!(trust.state().failures, 0);
-
-    // With the Secret update, the same configuration accepts it.
-    tb.upsert(ca_secret(&ca_b.pem(), &ca_b.pem()));
-    poll_until("the cache sees B", || cached_ca_is(&trust, &ca_b.pem())).await;
-    call(config, server.addr).await.unwrap();
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_broken_ca_secret_keeps_the_last_good_roots_with_one_limited_warning() {
-    let tb = Testbed::start().await;
-    let ca_a = TestCa::new("server CA A");
-    tb.upsert(ca_secret(&ca_a.pem(), &ca_a.pem()));
-    let server = switching_server(&ca_a).await;
-    let clock = ManualClock::new();
-    let recorded = Arc::new(Recorded::default());
-    let trust = verifier(&tb, recorded.clone(), &clock).await;
-    let config = watched(&trust);
-    call(config.clone(), server.addr).await.unwrap();
-    assert_eq!(recorded.loads.lock().unwrap().clone(), vec![1]);
-
-    // Not PEM at all.
-    tb.upsert(ca_secret("not a certificate", "not a certificate"));
-    poll_until("the cache sees the broken Secret", || {
-        cached_ca_is(&trust, "not a certificate")
-    })
-    .await;
-    for _ in 0..5 {
-        clock.advance(Duration::from_secs(5));
-        call(config.clone(), server.addr).await.unwrap();
-    }
-    assert_eq!(recorded.failures.load(Ordering::SeqCst), 5);
-    assert_eq!(
-        recorded.warnings.lock().unwrap().clone(),
-        vec![(0, Duration::from_secs(5), 1)],
-        "one warning for five failures within a minute"
-    );
-    let state = trust.state();
-    assert_eq!((state.roots, state.failures, state.stale), (1, 5, true));
-
-    // PEM certificates, none usable as a root: never replaces the good roots.
-    let junk = "-----BEGIN CERTIFICATE-----\nAAECAwQFBgcICQ==\n-----END CERTIFICATE-----\n";
-    tb.upsert(ca_secret(junk, junk));
-    poll_until("the cache sees the unusable roots", || {
-        cached_ca_is(&trust, junk)
-    })
-    .await;
-    clock.advance(Duration::from_secs(60));
-    call(config.clone(), server.addr).await.unwrap();
-    let warnings = recorded.warnings.lock().unwrap().clone();
-    assert_eq!(
-        warnings.last().copied(),
-        Some((4, Duration::from_secs(85), 1)),
-        "after the window the next failure warns, counting the suppressed ones"
-    );
-    assert_eq!(trust.state().failures, 6);
-    assert_eq!(
-        recorded.loads.lock().unwrap().clone(),
-        vec![1],
-        "no new roots"
-    );
-
-    // Restored: used again, no longer stale.
-    tb.upsert(ca_secret(&ca_a.pem(), &ca_a.pem()));
-    poll_until("the cache sees the restored Secret", || {
-        cached_ca_is(&trust, &ca_a.pem())
-    })
-    .await;
-    call(config, server.addr).await.unwrap();
-    assert!(!trust.state().stale);
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_deleted_then_recreated_secret_keeps_old_roots_meanwhile() {
-    let tb = Testbed::start().await;
-    let (ca_a, ca_b) = (TestCa::new("server CA A"), TestCa::new("server CA B"));
-    tb.upsert(ca_secret(&ca_a.pem(), &ca_a.pem()));
-    let server = switching_server(&ca_a).await;
-    let clock = ManualClock::new();
-    let recorded = Arc::new(Recorded::default());
-    let trust = verifier(&tb, recorded.clone(), &clock).await;
-    let config = watched(&trust);
-
-    tb.delete("v1", "Secret", Some(NS), CA_NAME);
-    poll_until("the cache sees the deletion", || {
-        trust.secret_source().unwrap().get().is_none()
-    })
-    .await;
-    call(config.clone(), server.addr).await.unwrap();
-    let state = trust.state();
-    assert_eq!((state.failures, state.stale), (1, true));
-    assert_eq!(recorded.warnings.lock().unwrap().len(), 1);
-
-    // Recreated with CA B: the next handshake uses it.
-    tb.upsert(ca_secret(&ca_b.pem(), &ca_b.pem()));
-    poll_until("the cache sees the recreated Secret", || {
-        cached_ca_is(&trust, &ca_b.pem())
-    })
-    .await;
-    server.set_server_ca(&ca_b);
-    call(config.clone(), server.addr).await.unwrap();
-    assert!(!trust.state().stale);
-    assert_eq!(recorded.loads.lock().unwrap().clone(), vec![1, 1]);
-    server.set_server_ca(&ca_a);
-    assert!(
-        call(config, server.addr).await.is_err(),
-        "A is no longer trusted"
-    );
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_handshakes_while_the_ca_secret_flips_verify_against_whole_root_sets() {
     let tb = Arc::new(Testbed::start().await);
     let (ca_a, ca_b) = (TestCa::new("server CA A"), TestCa::new("server CA B"));
@@ -342,7 +220,7 @@ async fn concurrent_handshakes_while_the_ca_secret_flips_verify_against_whole_ro
     let (server_a, server_b) = (switching_server(&ca_a).await, switching_server(&ca_b).await);
     let clock = ManualClock::new();
     let recorded = Arc::new(Recorded::default());
-    let trust = verifier(&tb, recorded.clone(), &clock).await;
+    let trust = verifier(&*tb, NS, recorded.clone(), &clock).await;
     let config = watched(&trust);
 
     let done = Arc::new(AtomicBool::new(false));
@@ -457,7 +335,7 @@ async fn readiness_names_a_broken_ca_secrets_error_with_no_handshake() {
     tb.upsert(ca_secret(&ca.pem(), &ca.pem()));
     let clock = ManualClock::new();
     let recorded = Arc::new(Recorded::default());
-    let trust = verifier(&tb, recorded.clone(), &clock).await;
+    let trust = verifier(&tb, NS, recorded.clone(), &clock).await;
     let readiness = Readiness::new().with_stale_grace(Duration::ZERO);
     readiness.trust("identity-ca", &trust);
     assert!(readiness.report().is_ready(), "{}", readiness.report());

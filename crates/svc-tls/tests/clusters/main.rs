@@ -3,10 +3,19 @@
 //! identity Secrets (different CAs, different leaves); each cluster has a TLS server
 //! that verifies client certificates against that cluster's client CA and records
 //! the serial presented. Constructions go through the process's registry
-//! (`PeerTls::from_options`), in both orders.
+//! (`PeerTls::from_options`), in both orders. (One emulated and one real cluster in
+//! one process: `real_server.rs`.)
+//!
+//! The single-cluster bodies that read trust from a Secret (an Opaque `ca.crt`-only
+//! Secret; a trust-only cache keeping no key however the Secret carries it) are in
+//! `both.rs` and run against kube-testbed and the real kube-apiserver alike
+//! (`real_apiserver::both!`).
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
+#[path = "../support/mod.rs"]
 mod support;
+
+mod both;
 
 use std::time::Duration;
 
@@ -249,219 +258,13 @@ async fn a_failed_start_names_the_cluster_and_leaves_nothing() {
     );
 }
 
-/// The options of a peer trusting the CA Secret `ca` and presenting no identity.
-fn trusting(url: &str, ca: &str) -> (PeerOptions, ClientIdentityOptions) {
+/// The options of a peer trusting the CA Secret `ns/ca` and presenting no identity.
+fn trusting_in(url: &str, ns: &str, ca: &str) -> (PeerOptions, ClientIdentityOptions) {
     let peer = PeerOptions::new("identity")
         .with_host_value(url)
-        .with_ca_secret(NS, ca)
+        .with_ca_secret(ns, ca)
         .with_pool_idle_timeout(Duration::ZERO);
     (peer, ClientIdentityOptions::new(None))
-}
-
-/// A CA Secret that also holds the CA's private key (the issuer's Secret, as docs once
-/// suggested): the key never reaches the cache, one WARN and the metric say so, and
-/// the roots still verify a handshake.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_trust_secret_never_keeps_its_private_key() {
-    let logs = test_support::logs::CapturedLogs::global();
-    let tb = Testbed::start().await;
-    let server_ca = TestCa::new("issuer with key");
-    let key = server_ca.client_leaf("stand-in key", 5).key_pem;
-    let with_key = |version: &str| {
-        secret_with(
-            "issuer-ca",
-            "kubernetes.io/tls",
-            &[
-                ("tls.crt", &server_ca.pem()),
-                ("tls.key", &key),
-                ("ca.crt", &server_ca.pem()),
-                ("version", version),
-            ],
-        )
-    };
-    tb.upsert(with_key("1"));
-    let server = VerifyingServer::builder(&server_ca, &server_ca)
-        .no_client_auth()
-        .start()
-        .await;
-    let watches = SecretWatches::new();
-    let client = tb.cluster_client();
-    let (peer, me) = trusting(&server.url(), "issuer-ca");
-    let tls = PeerTls::from_options_in(
-        &watches,
-        &svc_tls::spiffe::WorkloadApiStreams::new(),
-        &client,
-        &peer,
-        &me,
-        TIMEOUT,
-    )
-    .await
-    .unwrap();
-    assert!(call(&tls, &server.url()).await.is_ok(), "the roots verify");
-
-    let shared = watches
-        .watch_trust(&client, &SecretRef::new(NS, "issuer-ca"), TIMEOUT)
-        .await
-        .unwrap();
-    let cached = shared.source().get().unwrap();
-    let data = cached.data.as_ref().unwrap();
-    assert!(data.contains_key("ca.crt"));
-    assert!(!data.contains_key("tls.key"), "the CA key is not cached");
-    assert!(shared.source().dropped_private_key());
-
-    let first_version = cached.metadata.resource_version.clone();
-    tb.upsert(with_key("2"));
-    poll_until("the new version is cached", || {
-        shared
-            .source()
-            .get()
-            .is_some_and(|s| s.metadata.resource_version != first_version)
-    })
-    .await;
-    let cached = shared.source().get().unwrap();
-    assert!(!cached.data.as_ref().unwrap().contains_key("tls.key"));
-    let warnings = logs
-        .text()
-        .lines()
-        .filter(|l| {
-            l.contains("WARN") && l.contains("holds a private key") && l.contains("issuer-ca")
-        })
-        .count();
-    assert_eq!(warnings, 1, "said once:\n{}", logs.text());
-    assert!(!logs.text().contains("PRIVATE KEY"));
-}
-
-/// Anchors without any key: an Opaque Secret with `ca.crt` alone verifies a chain,
-/// and refuses a server of another CA.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_opaque_ca_crt_only_secret_is_trusted() {
-    let tb = Testbed::start().await;
-    let server_ca = TestCa::new("opaque bundle");
-    tb.upsert(secret_with(
-        "bundle",
-        "Opaque",
-        &[("ca.crt", &server_ca.pem())],
-    ));
-    let server = VerifyingServer::builder(&server_ca, &server_ca)
-        .no_client_auth()
-        .start()
-        .await;
-    let other_ca = TestCa::new("not in the bundle");
-    let other = VerifyingServer::builder(&other_ca, &other_ca)
-        .no_client_auth()
-        .start()
-        .await;
-    let (peer, me) = trusting(&server.url(), "bundle");
-    let tls = PeerTls::from_options_in(
-        &SecretWatches::new(),
-        &svc_tls::spiffe::WorkloadApiStreams::new(),
-        &tb.cluster_client(),
-        &peer,
-        &me,
-        TIMEOUT,
-    )
-    .await
-    .unwrap();
-    assert!(call(&tls, &server.url()).await.is_ok());
-    assert!(call(&tls, &other.url()).await.is_err());
-    assert_eq!(server.handshakes(), 1);
-
-    // An Opaque Secret without ca.crt is refused, naming the key.
-    tb.upsert(secret_with(
-        "empty-bundle",
-        "Opaque",
-        &[("tls.crt", &server_ca.pem())],
-    ));
-    let (peer, me) = trusting(&server.url(), "empty-bundle");
-    let err = PeerTls::from_options_in(
-        &SecretWatches::new(),
-        &svc_tls::spiffe::WorkloadApiStreams::new(),
-        &tb.cluster_client(),
-        &peer,
-        &me,
-        TIMEOUT,
-    )
-    .await
-    .unwrap_err();
-    // The cause is in the chain, not in the top message (docs/decisions.md).
-    let err = svc_tls::excerpt::chain(&err);
-    assert!(
-        err.contains("empty-bundle") && err.contains("ca.crt"),
-        "{err}"
-    );
-}
-
-/// A CA Secret as `kubectl apply` leaves it (the whole Secret, `tls.key` included, in
-/// the last-applied-configuration annotation, plus managedFields), and an Opaque
-/// bundle with `ca.key`: read as trust only, the cached object holds no key bytes
-/// anywhere (serialized whole and searched), one WARN each, the flag the metric
-/// reads set; the roots still verify.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_trust_only_cache_keeps_no_key_however_the_secret_carries_it() {
-    let logs = test_support::logs::CapturedLogs::global();
-    let tb = Testbed::start().await;
-    let ca = TestCa::new("applied CA");
-    let key = ca.client_leaf("unused", 9).key_pem;
-    let key_line = key.lines().nth(1).unwrap().to_owned();
-    let mut applied = secret_with(
-        "applied-ca",
-        "kubernetes.io/tls",
-        &[
-            ("tls.crt", &ca.pem()),
-            ("tls.key", &key),
-            ("ca.crt", &ca.pem()),
-        ],
-    );
-    applied["metadata"]["annotations"] = serde_json::json!({
-        "kubectl.kubernetes.io/last-applied-configuration":
-            serde_json::to_string(&applied).unwrap(),
-    });
-    applied["metadata"]["managedFields"] = serde_json::json!([{
-        "manager": "kubectl-client-side-apply",
-        "operation": "Update",
-        "apiVersion": "v1",
-        "fieldsType": "FieldsV1",
-        "fieldsV1": {"f:data": {"f:tls.key": {}}},
-    }]);
-    tb.upsert(applied);
-    tb.upsert(secret_with(
-        "opaque-ca",
-        "Opaque",
-        &[("ca.crt", &ca.pem()), ("ca.key", &key)],
-    ));
-    let watches = SecretWatches::new();
-    let client = tb.cluster_client();
-    for name in ["applied-ca", "opaque-ca"] {
-        let shared = watches
-            .watch_trust(&client, &SecretRef::new(NS, name), TIMEOUT)
-            .await
-            .unwrap();
-        let cached = serde_json::to_string(&*shared.source().get().unwrap()).unwrap();
-        let encoded = base64_of(&key);
-        for needle in [
-            key_line.as_str(),
-            "PRIVATE KEY",
-            "tls.key",
-            "ca.key",
-            encoded.as_str(),
-        ] {
-            assert!(
-                !cached.contains(needle),
-                "{name}: the cache holds {needle:?}: {cached}"
-            );
-        }
-        assert!(cached.contains("ca.crt"), "{name}: the roots are kept");
-        assert!(
-            shared.source().dropped_private_key(),
-            "{name}: the metric's flag"
-        );
-        let warnings = logs
-            .text()
-            .lines()
-            .filter(|l| l.contains("WARN") && l.contains("holds a private key") && l.contains(name))
-            .count();
-        assert_eq!(warnings, 1, "{name}: one WARN");
-    }
 }
 
 fn base64_of(text: &str) -> String {
