@@ -534,16 +534,19 @@ async fn warm_pool_then_ca_deleted(
     let tls = PeerTls::new(provider(), TrustMode::Watched(verifier.clone()), None);
     let peer = tls.private_client().unwrap();
     let url: reqwest::Url = server.url().parse().unwrap();
-    let first = call(&peer, &url).await.unwrap();
+    call(&peer, &url).await.unwrap();
 
     tb.delete("v1", "Secret", Some(NS), CA);
     poll_until("the deletion is a failed read", || verifier.state().stale).await;
-    let within = call(&peer, &url).await.unwrap();
-    assert_eq!(
-        within.connection, first.connection,
-        "the last good roots, kept alive"
-    );
-    assert_eq!(peer.retired_pools(), 0);
+    // Within the bound the last good roots serve, and the pool is not retired. (Not
+    // asserted: that this request reuses the first one's connection. hyper hands a
+    // connection back to its pool from the connection's own task once the body is
+    // read; on a loaded machine that can come after this request starts, which then
+    // dials a second connection: seen once in five runs, and not ours to decide.)
+    call(&peer, &url)
+        .await
+        .expect("within the bound, the last good roots serve");
+    assert_eq!(peer.retired_pools(), 0, "the last good roots, kept alive");
     DeletedCa {
         _tb: tb,
         _server: server,
