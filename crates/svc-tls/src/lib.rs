@@ -154,6 +154,7 @@ pub mod watch {
     mod registry;
     mod runtime;
     mod secret;
+    mod shareable;
     mod shared;
     mod shared_configmap;
 
@@ -164,10 +165,11 @@ pub mod watch {
     pub(crate) use lease::Lease;
     #[cfg_attr(not(feature = "metrics"), allow(unused_imports))]
     pub(crate) use observer::RegistryObserver;
+    pub(crate) use registry::WeakSecretWatches;
     pub use registry::{DEFAULT_EVICTION_GRACE, RegistryCounts, SecretWatches};
-    pub(crate) use registry::{SharedValue, WeakSecretWatches};
     pub(crate) use secret::resource_version;
     pub use secret::{DEFAULT_SYNC_TIMEOUT, SecretSource, SourceError};
+    pub(crate) use shareable::SharedValue;
     pub use shared::SharedSecret;
     pub use shared_configmap::SharedConfigMap;
 }

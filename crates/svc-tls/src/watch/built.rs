@@ -6,7 +6,7 @@ use std::any::{Any, TypeId};
 use std::collections::HashMap;
 use std::sync::{Mutex, PoisonError};
 
-use super::registry::SharedValue;
+use super::shareable::SharedValue;
 
 struct Item {
     value: Box<dyn Any + Send + Sync>,

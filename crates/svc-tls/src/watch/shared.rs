@@ -14,9 +14,9 @@ use rustls::crypto::CryptoProvider;
 
 use super::built::Built;
 use super::lease::{Lease, Leases};
-use super::registry::{EntryValue, SharedValue};
 use super::runtime::RuntimeLiveness;
 use super::secret::SecretSource;
+use super::shareable::{EntryValue, SharedValue};
 use crate::follow::{Follower, Followers};
 use crate::material::{IdentityCache, TrustCache};
 use crate::origin::SecretRef;

@@ -10,8 +10,8 @@ use cluster_id::ClusterId;
 use super::built::Built;
 use super::configmap::ConfigMapSource;
 use super::lease::{Lease, Leases};
-use super::registry::{EntryValue, SharedValue};
 use super::runtime::RuntimeLiveness;
+use super::shareable::{EntryValue, SharedValue};
 use crate::follow::{Follower, Followers};
 use crate::origin::ConfigMapRef;
 

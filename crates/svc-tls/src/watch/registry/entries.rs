@@ -8,6 +8,7 @@ use std::hash::Hash;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
+use crate::watch::shareable::EntryValue;
 use cluster_id::{ClusterClient, ClusterId, CredentialId};
 use tokio::sync::OnceCell;
 
@@ -45,15 +46,6 @@ pub(super) enum Use {
     Identity,
     /// Trust anchors only: key material is dropped before caching.
     TrustOnly,
-}
-
-/// What a registry entry holds, as the registry needs to see it.
-pub(crate) trait EntryValue: Clone + Send + Sync + 'static {
-    /// Whether its watch can still run (false once the runtime of the caller's client
-    /// it runs through has ended).
-    fn is_alive(&self) -> bool;
-    /// Whether anything outside the registry holds it or what was built over it.
-    fn in_use(&self) -> bool;
 }
 
 struct Entry<V> {

@@ -56,6 +56,7 @@ use super::configmap::{ConfigMapSource, ConfigMapSourceError};
 use super::observer::RegistryObserver;
 use super::runtime::{AbortOnDrop, BackgroundRuntime, RuntimeLiveness};
 use super::secret::{SecretSource, SourceError};
+use super::shareable::{EntryValue, SharedValue};
 use super::shared::SharedSecret;
 use super::shared_configmap::SharedConfigMap;
 use crate::material::crypto_provider;
@@ -65,9 +66,7 @@ mod entries;
 mod shared_values;
 mod weak;
 
-pub(crate) use entries::EntryValue;
 use entries::{Entries, EntryKey, Use};
-pub(crate) use shared_values::SharedValue;
 use shared_values::SharedValues;
 pub(crate) use weak::WeakSecretWatches;
 

@@ -6,11 +6,7 @@ use std::any::Any;
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-/// A value shared through a registry ([`SecretWatches::shared_value`](super::SecretWatches::shared_value)).
-pub(crate) trait SharedValue: Clone + Send + Sync + 'static {
-    /// Whether anything outside the registry holds it now (a clone handed out).
-    fn in_use(&self) -> bool;
-}
+use crate::watch::shareable::SharedValue;
 
 struct Slot {
     value: Box<dyn Any + Send + Sync>,
