@@ -277,6 +277,7 @@ pub mod principal {
     //!
     #![doc = include_str!("principal/overview.md")]
 
+    mod current_identity;
     mod ingress;
     mod jws;
     mod payload;
@@ -284,6 +285,7 @@ pub mod principal {
     mod sign;
     mod verify;
 
+    pub use current_identity::CurrentIdentity;
     pub use ingress::{
         AllowedPeer, AllowedPeerError, DEFAULT_MAX_CERT_HEADER_BYTES, INGRESS_CLIENT_CERT_HEADER,
         INGRESS_CLIENT_VERIFY_HEADER, INGRESS_VERIFY_SUCCESS, IngressError, IngressVerifier,
@@ -297,9 +299,7 @@ pub mod principal {
     #[cfg_attr(not(feature = "metrics"), allow(unused_imports))]
     pub(crate) use recorder::{ALGORITHMS, algorithm_label};
     pub use recorder::{SIGN_RESULTS, TokenRecorder, VERIFY_RESULTS};
-    pub use sign::{
-        CurrentIdentity, PrincipalSigner, SignError, attach_principal, sign_with, sign_with_key,
-    };
+    pub use sign::{PrincipalSigner, SignError, attach_principal, sign_with, sign_with_key};
     /// The URL a principal is signed for (the `url` crate's type, which is also
     /// `reqwest::Url`): re-exported so that callers of [`sign_with`] and
     /// [`PrincipalSigner::sign`] need no dependency of their own.

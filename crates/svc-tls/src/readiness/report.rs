@@ -222,7 +222,7 @@ impl Readiness {
     /// and begins the episode of failures (the trust's bound on a gone source counts
     /// from it). A probe's failed read is not a handshake's, though: it is not counted
     /// as a reload failure (`failures` in the states, `reload_failed` and the reload
-    /// counters of [`crate::metrics`]) nor warned about; the recorder hears of it
+    /// counters of the `metrics` module) nor warned about; the recorder hears of it
     /// through [`ReloadRecorder::probe_read_failed`](crate::last_good::ReloadRecorder::probe_read_failed)
     /// (the metric `svc_tls_{identity,trust}_probe_read_failures_total`), and the
     /// report's reason says why. So a probe every few seconds on a broken Secret

@@ -1,6 +1,6 @@
 //! The handshake-time server-certificate verifier: peer trust that follows its Secret.
 //!
-//! [`TrustVerifier`] implements rustls's [`ServerCertVerifier`]. On **every**
+//! [`TrustVerifier`] implements rustls's [`ServerCertVerifier`](rustls::client::danger::ServerCertVerifier). On **every**
 //! handshake it asks its [`TrustSource`] (the trust seam) for the root set it holds
 //! now, and verifies the server's
 //! chain with webpki's verifier ([`WebPkiServerVerifier`]) for exactly those roots.
@@ -35,12 +35,9 @@ use std::time::SystemTime;
 use watch_ready::excerpt;
 
 use rustls::client::WebPkiServerVerifier;
-use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::crypto::CryptoProvider;
-use rustls::{DigitallySignedStruct, SignatureScheme};
-use rustls_pki_types::{CertificateDer, ServerName, UnixTime};
 
-use super::authorization::{ServerAuthorization, authorize_spiffe_id, verify_chain};
+use super::authorization::ServerAuthorization;
 use super::error::{TrustError, TrustFailure, TrustRefused, refusal};
 use super::settings::TrustSettings;
 use super::source::{TrustReloadError, TrustSource};
@@ -51,6 +48,15 @@ use crate::last_good::{
 };
 use crate::material::TrustAnchors;
 use crate::origin::{SourceHealth, TrustOrigin};
+
+/// Handles that do not keep a verifier alive.
+mod handles;
+/// rustls's seam: the handshake's verification, in a file of its own.
+mod handshake;
+
+use handles::FollowingVerifier;
+#[cfg(feature = "metrics")]
+pub(crate) use handles::WeakTrustVerifier;
 
 /// The roots being used and webpki's verifier for them.
 #[derive(Debug, Clone)]
@@ -485,97 +491,5 @@ impl TrustVerifier {
     /// [`crate::follow`]), holding it weakly.
     pub(crate) fn follower(&self) -> Box<dyn Follower> {
         Box::new(FollowingVerifier(Arc::downgrade(&self.inner)))
-    }
-}
-
-/// Reloads a verifier when its source changed, so its state, its recorder and the
-/// pooled connections that follow it see new roots (or a withdrawal) without a
-/// handshake.
-struct FollowingVerifier(std::sync::Weak<Inner>);
-
-impl Follower for FollowingVerifier {
-    fn source_changed(&self) -> bool {
-        let Some(inner) = self.0.upgrade() else {
-            return false;
-        };
-        let _ = TrustVerifier { inner }.reload(crate::last_good::ReadBy::Handshake);
-        true
-    }
-}
-
-impl ServerCertVerifier for TrustVerifier {
-    fn verify_server_cert(
-        &self,
-        end_entity: &CertificateDer<'_>,
-        intermediates: &[CertificateDer<'_>],
-        server_name: &ServerName<'_>,
-        ocsp_response: &[u8],
-        now: UnixTime,
-    ) -> Result<ServerCertVerified, rustls::Error> {
-        // One snapshot: the whole chain is verified against one root set.
-        let served = self.reload(crate::last_good::ReadBy::Handshake).0?;
-        let roots = &served.value;
-        match &self.inner.authorization {
-            ServerAuthorization::HostName => roots.verifier.verify_server_cert(
-                end_entity,
-                intermediates,
-                server_name,
-                ocsp_response,
-                now,
-            ),
-            ServerAuthorization::SpiffeId(expected) => {
-                verify_chain(
-                    &roots.anchors,
-                    &self.inner.provider,
-                    end_entity,
-                    intermediates,
-                    now,
-                )?;
-                authorize_spiffe_id(end_entity, expected)?;
-                Ok(ServerCertVerified::assertion())
-            }
-        }
-    }
-
-    // Signatures depend on the provider only, not on the roots: checked directly with
-    // its algorithms, as webpki's verifier does.
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        let algorithms = &self.inner.provider.signature_verification_algorithms;
-        rustls::crypto::verify_tls12_signature(message, cert, dss, algorithms)
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        let algorithms = &self.inner.provider.signature_verification_algorithms;
-        rustls::crypto::verify_tls13_signature(message, cert, dss, algorithms)
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.inner
-            .provider
-            .signature_verification_algorithms
-            .supported_schemes()
-    }
-}
-
-/// A [`TrustVerifier`] that does not keep it alive.
-#[cfg(feature = "metrics")]
-#[derive(Clone)]
-pub(crate) struct WeakTrustVerifier(std::sync::Weak<Inner>);
-
-#[cfg(feature = "metrics")]
-impl WeakTrustVerifier {
-    /// The TrustVerifier, while a clone of it lives.
-    pub(crate) fn upgrade(&self) -> Option<TrustVerifier> {
-        self.0.upgrade().map(|inner| TrustVerifier { inner })
     }
 }

@@ -46,7 +46,7 @@
 use std::fmt;
 use std::future::Future;
 use std::sync::{Arc, LazyLock, Mutex, OnceLock, PoisonError};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use cluster_id::{ClusterClient, ClusterId, CredentialId};
 use rustls::crypto::CryptoProvider;
@@ -63,10 +63,13 @@ use crate::material::crypto_provider;
 use crate::origin::{ConfigMapRef, SecretRef};
 
 mod entries;
+mod eviction;
 mod shared_values;
 mod weak;
 
 use entries::{Entries, EntryKey, Use};
+pub use eviction::RegistryCounts;
+use eviction::reap;
 use shared_values::SharedValues;
 pub(crate) use weak::WeakSecretWatches;
 
@@ -96,20 +99,6 @@ pub const DEFAULT_EVICTION_GRACE: Duration = Duration::from_secs(600);
 #[derive(Clone)]
 pub struct SecretWatches {
     inner: Arc<Registry>,
-}
-
-/// How many entries a registry holds now ([`SecretWatches::counts`]).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct RegistryCounts {
-    /// Secrets watched (started), per cluster, credential and use.
-    pub secrets: usize,
-    /// ConfigMaps watched (started), per cluster and credential.
-    pub configmaps: usize,
-    /// API clients, one per cluster and credential with an entry.
-    pub kube_clients: usize,
-    /// Values shared among the registry's users (the peers' pooled HTTP clients).
-    pub shared_values: usize,
 }
 
 struct Registry {
@@ -457,56 +446,6 @@ impl SecretWatches {
         clients.insert(key, built.clone());
         Ok(built)
     }
-
-    /// Evicts what nothing has used for the grace: shared values first, then the
-    /// entries (whose users they were), then the API clients no entry reads through.
-    /// Returns how many entries were evicted.
-    pub(crate) fn evict_idle(&self, now: Instant) -> usize {
-        let grace = self.inner.grace;
-        self.inner.shared_values.evict_idle(now, grace);
-        let evicted = self.inner.secrets.evict_idle(now, grace)
-            + self.inner.configmaps.evict_idle(now, grace);
-        let mut clients = self
-            .inner
-            .kube_clients
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        clients.retain(|(cluster, credential), _| {
-            self.inner.secrets.reads(cluster, credential)
-                || self.inner.configmaps.reads(cluster, credential)
-        });
-        evicted
-    }
-
-    /// How many entries, API clients and shared values the registry holds now.
-    pub fn counts(&self) -> RegistryCounts {
-        RegistryCounts {
-            secrets: self.inner.secrets.started_keys().len(),
-            configmaps: self.inner.configmaps.started_keys().len(),
-            kube_clients: self
-                .inner
-                .kube_clients
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .len(),
-            shared_values: self.inner.shared_values.len(),
-        }
-    }
-
-    /// The Secrets watched (started and synced) now, with the cluster each is read
-    /// from (one row per cluster and Secret, whatever the credentials).
-    pub fn watched(&self) -> Vec<(ClusterId, SecretRef)> {
-        let mut watched: Vec<(ClusterId, SecretRef)> = self
-            .inner
-            .secrets
-            .started_keys()
-            .into_iter()
-            .map(|key| (key.cluster, key.object))
-            .collect();
-        watched.sort();
-        watched.dedup();
-        watched
-    }
 }
 
 /// The entry of `key` in `entries`: started by `start` on the first call, shared by
@@ -537,62 +476,5 @@ fn caller_runtime(client: &ClusterClient) -> Option<RuntimeLiveness> {
     }
 }
 
-/// The reaper of one registry: every quarter of the grace (between 50 ms and a
-/// minute), evicts what has been unused for the grace. Ends with the registry.
-async fn reap(registry: WeakSecretWatches, grace: Duration) {
-    let period = (grace / 4).clamp(Duration::from_millis(50), Duration::from_secs(60));
-    let mut tick = tokio::time::interval(period);
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
-        tick.tick().await;
-        let Some(registry) = registry.upgrade() else {
-            return;
-        };
-        registry.evict_idle(Instant::now());
-    }
-}
-
 #[cfg(test)]
-mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used)]
-    use super::*;
-    use test_support::pki::TestCa;
-
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn watches_of_one_cluster_share_one_api_client() {
-        let (one, two) = (
-            kube_testbed::Testbed::start().await,
-            kube_testbed::Testbed::start().await,
-        );
-        let ca = TestCa::new("ca");
-        for tb in [&one, &two] {
-            for name in ["a", "b", "c"] {
-                tb.upsert(test_support::secret::secret_with(
-                    "ns",
-                    name,
-                    "kubernetes.io/tls",
-                    &[("tls.crt", &ca.pem())],
-                ));
-            }
-        }
-        let watches = SecretWatches::new();
-        let timeout = Duration::from_secs(10);
-        for tb in [&one, &two] {
-            // A new ClusterClient (and config) for every Secret, as per-reconcile code
-            // hands over.
-            for name in ["a", "b", "c"] {
-                let secret = SecretRef::new("ns", name);
-                watches
-                    .watch_trust(&tb.cluster_client(), &secret, timeout)
-                    .await
-                    .unwrap();
-            }
-        }
-        assert_eq!(watches.watched().len(), 6);
-        assert_eq!(
-            watches.counts().kube_clients,
-            2,
-            "one API client per cluster and credential"
-        );
-    }
-}
+mod tests;
