@@ -79,8 +79,8 @@ pub(super) fn ensure(go: &Path, root: &Path, component: &Component) -> Result<()
     let src = dir.join("src");
     copy_module(&module, &src)?;
     eprintln!(
-        "xtask: building {} {version} (once per machine; the first build of \
-         kube-apiserver takes tens of minutes on 2 cores, SPIRE's several minutes)",
+        "xtask: building {} {version} (once per machine; about 10 minutes for all four \
+         on an idle 2-core machine, much longer while other builds run)",
         component.name
     );
     let started = Instant::now();
