@@ -7,10 +7,10 @@
 
 use std::fmt::Write as _;
 
+use super::bars::{CLIENT_CPU_BAR, UNPAIRED};
 use super::format::{NOT_MEASURED, cell, paired_cell, rate, with_interval};
 use super::go::go_named;
 use super::results::{Results, TargetRow, Unpaired};
-use super::bars::{CLIENT_CPU_BAR, UNPAIRED};
 use crate::stats::{Bound, Estimate, judge};
 
 /// The go-spiffe module, as the header names it.
