@@ -165,12 +165,12 @@ impl fmt::Display for KubeconfigEntry {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum UntrustedKubeconfigError {
-    /// Larger than [`MAX_KUBECONFIG_BYTES`].
+    /// Larger than [`MAX_KUBECONFIG_BYTES`](super::MAX_KUBECONFIG_BYTES).
     #[error("kubeconfig read from a cluster is {size} bytes; at most {max} are read")]
     TooLarge {
         /// Its size in bytes.
         size: usize,
-        /// [`MAX_KUBECONFIG_BYTES`].
+        /// [`MAX_KUBECONFIG_BYTES`](super::MAX_KUBECONFIG_BYTES).
         max: usize,
     },
     /// Not UTF-8 text.
@@ -179,7 +179,7 @@ pub enum UntrustedKubeconfigError {
     /// kube's kubeconfig parser refused it.
     #[error("kubeconfig read from a cluster does not parse: {message}")]
     Parse {
-        /// kube's message, escaped and cut to [`MESSAGE_CHARS`] characters.
+        /// kube's message, escaped and cut to [`MESSAGE_CHARS`](super::MESSAGE_CHARS) characters.
         message: String,
     },
     /// No context was asked for and `current-context` is absent or empty.
@@ -242,7 +242,7 @@ pub enum UntrustedKubeconfigError {
     /// `certificate-authority-data` that is not base64 PEM).
     #[error("kubeconfig read from a cluster: kube cannot use it: {message}")]
     Kube {
-        /// kube's message, escaped and cut to [`MESSAGE_CHARS`] characters.
+        /// kube's message, escaped and cut to [`MESSAGE_CHARS`](super::MESSAGE_CHARS) characters.
         message: String,
     },
 }
