@@ -99,6 +99,14 @@ async fn a_streaming_list_ends_with_the_initial_events_bookmark() {
 /// minute after the watch started or 2 s before the watch's deadline, whichever comes
 /// first (kube-apiserver's watch cache): a 4 s watch gets it after about 2 s. The
 /// emulator sends them every `bookmark_interval` (1 s here).
+///
+/// The watch cache's bookmark carries the last resourceVersion its resource's cache
+/// processed, and a watcher is sent only one newer than where it started (or equal,
+/// once): a LIST's resourceVersion is etcd's, which any other resource's write (the
+/// API server's own leases) moves past the ConfigMaps' last event, and then no
+/// bookmark comes until a ConfigMap changes (a CI run saw none in 4 s). So a ConfigMap
+/// outside the watch's label selector is written while both watches are open: it
+/// moves the cache on and sends the watch no event.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_periodic_bookmark_carries_the_kind_and_a_resource_version() {
     let pair = Pair::with(kube_testbed::TestbedOptions {
@@ -108,17 +116,36 @@ async fn a_periodic_bookmark_carries_the_kind_and_a_resource_version() {
     .await;
     let ns = pair.namespace.clone();
     let path = format!("/api/v1/namespaces/{ns}/configmaps");
-    pair.same("POST", &path, Some(&config_map(&ns, "a", json!({}))))
-        .await;
+    pair.same(
+        "POST",
+        &path,
+        Some(&config_map(&ns, "a", json!({"app": "a"}))),
+    )
+    .await;
     let (rv_e, rv_r) = (
         list_rv(&pair.emulated, &path).await,
         list_rv(&pair.actual, &path).await,
     );
     let watch = |rv: &str| {
-        format!("{path}?watch=true&resourceVersion={rv}&allowWatchBookmarks=true&timeoutSeconds=4")
+        format!(
+            "{path}?watch=true&resourceVersion={rv}&labelSelector=app%3Da&allowWatchBookmarks=true&timeoutSeconds=4"
+        )
     };
-    let emulated = pair.emulated.watch(&watch(&rv_e), 1, LIMIT).await;
-    let actual = pair.actual.watch(&watch(&rv_r), 1, LIMIT).await;
+    let outside_the_selector = async {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        pair.same(
+            "POST",
+            &path,
+            Some(&config_map(&ns, "z", json!({"app": "z"}))),
+        )
+        .await;
+    };
+    let (watch_e, watch_r) = (watch(&rv_e), watch(&rv_r));
+    let (emulated, actual, ()) = tokio::join!(
+        pair.emulated.watch(&watch_e, 1, LIMIT),
+        pair.actual.watch(&watch_r, 1, LIMIT),
+        outside_the_selector,
+    );
     assert_eq!(
         actual.len(),
         1,
