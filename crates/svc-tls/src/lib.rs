@@ -19,6 +19,7 @@
 //! | [`origin`] | where a credential comes from |
 //! | [`readiness`], [`duration`] | `/readyz` checks, Go's `time.Duration` as the flags spell it |
 //! | [`options`], [`client`], [`principal`] | flags, peer clients, signed principals |
+//! | [`serving`] | the serving half: a rustls server over the same identity and a watched client CA, the caller from the connection |
 //! | [`receiving`] | the ingress verifier over the process's watched CA Secret |
 //! | `metrics` (feature `metrics`) | Prometheus metrics of identity, trust and watches |
 //!
@@ -48,8 +49,8 @@
 //! by it, so a client of a remote cluster never receives this cluster's Secrets, nor
 //! this cluster's clients a remote one's.
 //!
-//! It deliberately does not own: building the service's general Kubernetes client
-//! (`kube-construct`), or server-side TLS.
+//! It deliberately does not own building the service's general Kubernetes client
+//! (`kube-construct`).
 #![deny(missing_docs)]
 #![warn(unreachable_pub)]
 
@@ -202,6 +203,7 @@ pub mod identity {
     mod from_secret;
     mod from_spiffe;
     mod resolver;
+    mod server_cert;
     mod settings;
     mod source;
     mod state;
@@ -333,6 +335,25 @@ pub mod client {
     pub use peer::PeerTls;
     pub use pooled::PeerClient;
     pub use redirect::{RedirectRefused, same_origin_policy};
+}
+
+pub mod serving {
+    //! The serving half: a rustls server presenting the watched identity and verifying
+    //! callers against the watched client CA, and the caller taken from the connection.
+    //!
+    #![doc = include_str!("serving/overview.md")]
+
+    mod caller;
+    mod caller_verifier;
+    mod config;
+    mod layer;
+    mod serve;
+
+    pub use caller::{Caller, CallerError, CallerPrincipalError, request_principal};
+    pub use caller_verifier::CallerVerifier;
+    pub use config::{ClientAuth, ServerTls, ServerTlsBuilder, ServerTlsError};
+    pub use layer::{CallerLayer, CallerService, FORWARDED_CERTIFICATE_HEADERS};
+    pub use serve::{CLOSE_GRACE, HANDSHAKE_TIMEOUT, TRUST_CHECK_INTERVAL, serve};
 }
 
 pub mod receiving {

@@ -51,6 +51,14 @@ impl TrustAnchors {
         self.roots.is_empty()
     }
 
+    /// Whether `other` holds the same roots: the same `Arc`, or another `Arc` of the
+    /// same anchors (a source that broke its "same `Arc` for the same content"
+    /// contract). Compared only when the pointers differ, which a conforming source
+    /// makes happen once per change.
+    pub fn same_roots_as(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.roots, &other.roots) || self.roots.roots == other.roots.roots
+    }
+
     /// Certificates found in the source but not usable as trust anchors.
     pub fn ignored(&self) -> usize {
         self.ignored
@@ -155,14 +163,21 @@ impl TrustCache {
         // A non-TLS Secret's roots come from `ca.crt` alone.
         let read_tls_crt = tls_crt.filter(|_| secret.type_.as_deref() == Some(SECRET_TYPE_TLS));
         let not_after = earliest_not_after(&[read_tls_crt, ca_crt]);
-        let anchors = Arc::new(TrustAnchors::new(roots, ignored, not_after));
-        self.last.store(Some(Arc::new(CachedRoots {
+        let loaded = CachedRoots {
             type_: secret.type_.clone(),
             tls_crt: tls_crt.map(Into::into),
             ca_crt: ca_crt.map(Into::into),
-            anchors: anchors.clone(),
-        })));
-        Ok(anchors)
+            anchors: Arc::new(TrustAnchors::new(roots, ignored, not_after)),
+        };
+        Ok(install(&self.last, loaded, CachedRoots::same_bytes)
+            .anchors
+            .clone())
+    }
+}
+
+impl CachedRoots {
+    fn same_bytes(&self, other: &Self) -> bool {
+        self.type_ == other.type_ && self.tls_crt == other.tls_crt && self.ca_crt == other.ca_crt
     }
 }
 
@@ -273,12 +288,41 @@ impl ConfigMapTrustCache {
         };
         dedupe(&mut roots);
         let not_after = earliest_not_after(&[Some(value)]);
-        let anchors = Arc::new(TrustAnchors::new(roots, ignored, not_after));
-        self.last.store(Some(Arc::new(CachedBundle {
+        let loaded = CachedBundle {
             value: value.into(),
-            anchors: anchors.clone(),
-        })));
-        Ok(anchors)
+            anchors: Arc::new(TrustAnchors::new(roots, ignored, not_after)),
+        };
+        Ok(install(&self.last, loaded, |a, b| a.value == b.value)
+            .anchors
+            .clone())
+    }
+}
+
+/// Makes a full load the last good one of `slot` and returns it, unless a load of the
+/// same bytes was installed while it ran: then that one, so that every caller of the
+/// same bytes holds one `Arc<TrustAnchors>`. The verifier and the pooled client rely
+/// on that (two `Arc`s of one content would look like a trust change and retire the
+/// connection pools built on it), and the watch's loader and a builder's first read
+/// can both miss on the same new version at once.
+fn install<C>(slot: &arc_swap::ArcSwapOption<C>, loaded: C, same: fn(&C, &C) -> bool) -> Arc<C> {
+    let loaded = Arc::new(loaded);
+    let mut current = slot.load_full();
+    loop {
+        if let Some(current) = &current
+            && same(current, &loaded)
+        {
+            return current.clone();
+        }
+        let before = slot.compare_and_swap(&current, Some(loaded.clone()));
+        let swapped = match (&*before, &current) {
+            (Some(before), Some(current)) => Arc::ptr_eq(before, current),
+            (None, None) => true,
+            _ => false,
+        };
+        if swapped {
+            return loaded;
+        }
+        current = arc_swap::Guard::into_inner(before);
     }
 }
 
@@ -333,6 +377,35 @@ mod tests {
             data: Some(data),
             ..Default::default()
         }
+    }
+
+    /// The watch's loader and a builder's first read both miss on one new version:
+    /// the load that finishes second must hand out the roots the first installed
+    /// (before, it installed its own `Arc` of the same roots, which the verifier took
+    /// for a trust change, retiring the pooled client's warm pool: issue 48).
+    #[test]
+    fn a_load_finishing_after_another_of_the_same_bytes_gets_the_installed_roots() {
+        let a = TestCa::new("A");
+        let secret = ca_secret(&a.pem(), Some(&a.pem()));
+        let cache = TrustCache::new();
+        // The second miss: parsed before the first is installed, installed after.
+        let racing = CachedRoots {
+            type_: secret.type_.clone(),
+            tls_crt: Some(a.pem().into_bytes().into()),
+            ca_crt: Some(a.pem().into_bytes().into()),
+            anchors: Arc::new(TrustAnchors::new(
+                load_trust_detailed(&secret).unwrap().roots,
+                0,
+                None,
+            )),
+        };
+        let first = cache.load(&secret).unwrap();
+        let second = install(&cache.last, racing, CachedRoots::same_bytes);
+        assert!(
+            Arc::ptr_eq(&first, &second.anchors),
+            "two Arcs for one content"
+        );
+        assert!(Arc::ptr_eq(&first, &cache.load(&secret).unwrap()));
     }
 
     #[test]

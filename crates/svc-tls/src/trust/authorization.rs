@@ -42,6 +42,26 @@ pub(super) fn verify_chain(
     intermediates: &[CertificateDer<'_>],
     now: UnixTime,
 ) -> Result<(), rustls::Error> {
+    verify_chain_for(
+        anchors,
+        provider,
+        end_entity,
+        intermediates,
+        now,
+        webpki::KeyUsage::server_auth(),
+    )
+}
+
+/// [`verify_chain`] for `usage`: server authentication for the servers this
+/// service calls, client authentication for the callers it serves.
+pub(super) fn verify_chain_for(
+    anchors: &TrustAnchors,
+    provider: &CryptoProvider,
+    end_entity: &CertificateDer<'_>,
+    intermediates: &[CertificateDer<'_>],
+    now: UnixTime,
+    usage: webpki::KeyUsage,
+) -> Result<(), rustls::Error> {
     use rustls::CertificateError as C;
     let cert = webpki::EndEntityCert::try_from(end_entity).map_err(pki_error)?;
     cert.verify_for_usage(
@@ -49,7 +69,7 @@ pub(super) fn verify_chain(
         &anchors.roots().roots,
         intermediates,
         now,
-        webpki::KeyUsage::server_auth(),
+        usage,
         None,
         None,
     )

@@ -49,6 +49,8 @@ use crate::last_good::{
 use crate::material::TrustAnchors;
 use crate::origin::{SourceHealth, TrustOrigin};
 
+/// The serving half's use: a caller's certificate verified against the same roots.
+mod client_auth;
 /// Handles that do not keep a verifier alive.
 mod handles;
 /// rustls's seam: the handshake's verification, in a file of its own.
@@ -65,8 +67,12 @@ struct Roots {
     verifier: Arc<WebPkiServerVerifier>,
 }
 
+/// One trust decision: the same `Arc`, or the same anchors re-wrapped. A re-wrap is
+/// no trust change: it must neither rebuild webpki's verifier nor retire the pooled
+/// connections made under these roots (issue 48: a loader's and a builder's racing
+/// loads of one version once made two `Arc`s of it).
 fn same_roots(a: &Roots, b: &Roots) -> bool {
-    Arc::ptr_eq(&a.anchors, &b.anchors)
+    Arc::ptr_eq(&a.anchors, &b.anchors) || a.anchors.same_roots_as(&b.anchors)
 }
 
 struct Inner {
@@ -290,7 +296,9 @@ impl TrustVerifier {
     ) -> Result<Arc<Served<Roots>>, rustls::Error> {
         let inner = &*self.inner;
         let current = inner.core.served();
-        if Arc::ptr_eq(&current.value.anchors, &anchors) {
+        if Arc::ptr_eq(&current.value.anchors, &anchors)
+            || current.value.anchors.same_roots_as(&anchors)
+        {
             let served = arc_swap::Guard::into_inner(current);
             inner.end_episode(&served.value);
             return Ok(served);

@@ -594,3 +594,70 @@ async fn once_the_last_good_roots_expire_the_warm_pool_takes_no_request() {
     tokio::time::sleep(Duration::from_secs(4)).await;
     assert_refused_for(call(&gone.peer, &gone.url).await, "Expired");
 }
+
+/// A trust source that hands out a new `Arc` of the same roots on every read: what a
+/// CA Secret's cache did when the watch's loader and the builder's first read missed
+/// on one version at once (each installed its own load; issue 48's warm pool retired
+/// one run in five). The same roots re-wrapped are no trust change.
+#[derive(Debug)]
+struct Rewrapping {
+    origin: svc_tls::origin::TrustOrigin,
+    roots: rustls::RootCertStore,
+}
+
+impl svc_tls::trust::TrustSource for Rewrapping {
+    fn origin(&self) -> &svc_tls::origin::TrustOrigin {
+        &self.origin
+    }
+
+    fn current(
+        &self,
+    ) -> Result<Arc<svc_tls::material::TrustAnchors>, svc_tls::trust::TrustReloadError> {
+        Ok(Arc::new(svc_tls::material::TrustAnchors::new(
+            self.roots.clone(),
+            0,
+            None,
+        )))
+    }
+}
+
+/// Every read of the source re-wraps the same roots: the warm pool keeps its one
+/// connection and is never retired (deterministic: on the old code, which compared
+/// only the `Arc`s, the second request retired the pool every time).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_same_roots_re_wrapped_by_their_source_retire_no_pool() {
+    use svc_tls::client::TrustMode;
+    use svc_tls::trust::{ServerAuthorization, TrustVerifier};
+
+    let server_ca = TestCa::new("server");
+    let server = VerifyingServer::builder(&server_ca, &server_ca)
+        .no_client_auth()
+        .keep_alive(true)
+        .start()
+        .await;
+    let source = Rewrapping {
+        origin: svc_tls::origin::TrustOrigin::SpiffeBundle {
+            trust_domain: "rewrapping.example".into(),
+        },
+        roots: server_ca.roots(),
+    };
+    let verifier = TrustVerifier::source_builder(Arc::new(source), ServerAuthorization::HostName)
+        .build()
+        .await
+        .unwrap();
+    let served = verifier.current();
+    let tls = PeerTls::new(provider(), TrustMode::Watched(verifier.clone()), None);
+    let peer = tls.private_client().unwrap();
+    let url: reqwest::Url = server.url().parse().unwrap();
+    for _ in 0..3 {
+        call(&peer, &url).await.unwrap();
+        assert_eq!(
+            verifier
+                .roots_now()
+                .map(|roots| Arc::ptr_eq(&roots, &served)),
+            Ok(true),
+            "a re-wrap of the served roots replaced them"
+        );
+    }
+    assert_eq!(peer.retired_pools(), 0, "a re-wrap retired the warm pool");
+}
