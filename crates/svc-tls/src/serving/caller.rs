@@ -94,7 +94,7 @@ impl Caller {
             (Some(cn), None) => cn.as_str().ok().map(str::to_owned),
             _ => None,
         };
-        let serial = cert.raw_serial_as_string().replace(':', "");
+        let serial = serial_hex(cert.raw_serial());
         let issuer = cert.issuer().to_string();
         let certificate =
             PeerCertificate::from_der(leaf.clone().into_owned()).map_err(CallerError::Key)?;
@@ -132,7 +132,8 @@ impl Caller {
         &self.inner.chain
     }
 
-    /// The leaf's serial number, lower-case hex without separators.
+    /// The leaf's serial number: its bytes in lower-case hex, big-endian, without
+    /// separators or leading zero bytes (`07` for 7, `0100` for 256).
     pub fn serial(&self) -> &str {
         &self.inner.serial
     }
@@ -196,6 +197,19 @@ impl Caller {
             .map_err(|_| CallerPrincipalError::MissingPrincipal)?;
         Ok(self.inner.certificate.verify_with_options(token, options)?)
     }
+}
+
+/// A serial's DER bytes as lower-case hex, leading zero bytes dropped.
+fn serial_hex(raw: &[u8]) -> String {
+    use std::fmt::Write as _;
+    let significant = match raw.iter().position(|b| *b != 0) {
+        Some(first) => &raw[first..],
+        None => &raw[raw.len().saturating_sub(1)..],
+    };
+    significant.iter().fold(String::new(), |mut out, byte| {
+        let _ = write!(out, "{byte:02x}");
+        out
+    })
 }
 
 /// Why a request's principal was refused on the serving half.
