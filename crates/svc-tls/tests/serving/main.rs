@@ -13,6 +13,7 @@
 //!   connections.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
+mod go_peer;
 mod rotation;
 
 use std::sync::Arc;
@@ -420,8 +421,8 @@ async fn curl_with_a_client_certificate_is_served_as_its_caller() {
         let _dir = dir;
         (curl(true), curl(false))
     })
-        .await
-        .unwrap();
+    .await
+    .unwrap();
     assert!(
         out.0.status.success(),
         "{}",

@@ -1,0 +1,3 @@
+module serving-go-client
+
+go 1.26
