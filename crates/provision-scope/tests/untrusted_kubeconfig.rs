@@ -161,7 +161,8 @@ async fn exec_is_refused_and_its_command_never_runs() {
     let err = refusal(&kc).await;
     assert_refused(&err, RefusedField::Exec, EntryKind::User, "u");
     assert!(err.to_string().contains("command"), "says why: {err}");
-    // Give a stray plugin time to have run, then look.
+    // Give a stray plugin time to have run, then look. A negative check: a plugin that
+    // never runs leaves no event to wait for, so this one wait is fixed.
     tokio::time::sleep(Duration::from_millis(200)).await;
     assert!(
         !marker.exists(),

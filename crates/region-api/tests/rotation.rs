@@ -17,6 +17,7 @@ use svc_tls::client::PeerTls;
 use svc_tls::options::{ClientIdentityOptions, PeerOptions};
 use svc_tls::principal::{PRINCIPAL_HEADER, PeerCertificate, Principal};
 use test_support::pki::TestCa;
+use test_support::poll_until;
 use test_support::secret::{secret_with, tls_secret};
 use test_support::tls_server::{Reply, VerifyingServer};
 
@@ -95,12 +96,18 @@ fn seen_origin(parts: &hyper::http::request::Parts) -> reqwest::Url {
 /// error.
 type Sent = (Instant, Result<(u64, u64), String>);
 
-async fn steady(client: Arc<region_api::Client>, stop: Arc<AtomicBool>) -> Vec<Sent> {
+/// Requests from four tasks, one every 25 ms each (pacing), until `stop`; each
+/// recorded in `sent` as it completes, so that the test waits for the requests it
+/// needs rather than for a fixed time.
+async fn steady(
+    client: Arc<region_api::Client>,
+    stop: Arc<AtomicBool>,
+    sent: Arc<Mutex<Vec<Sent>>>,
+) {
     let mut handles = Vec::new();
     for _ in 0..4 {
-        let (client, stop) = (client.clone(), stop.clone());
+        let (client, stop, sent) = (client.clone(), stop.clone(), sent.clone());
         handles.push(tokio::spawn(async move {
-            let mut sent = Vec::new();
             while !stop.load(Ordering::SeqCst) {
                 let at = Instant::now();
                 let result = client
@@ -116,17 +123,23 @@ async fn steady(client: Arc<region_api::Client>, stop: Arc<AtomicBool>) -> Vec<S
                             region.metadata.name.parse().unwrap(),
                         )
                     });
-                sent.push((at, result));
+                sent.lock().unwrap().push((at, result));
                 tokio::time::sleep(Duration::from_millis(25)).await;
             }
-            sent
         }));
     }
-    let mut all = Vec::new();
     for handle in handles {
-        all.extend(handle.await.unwrap());
+        handle.await.unwrap();
     }
-    all
+}
+
+/// How many of the requests recorded so far were answered and sent after `from`.
+fn answered_after(sent: &Mutex<Vec<Sent>>, from: Instant) -> usize {
+    sent.lock()
+        .unwrap()
+        .iter()
+        .filter(|(at, result)| *at > from && result.is_ok())
+        .count()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -156,8 +169,17 @@ async fn the_generated_client_follows_an_identity_rotation_and_a_ca_change_under
     let client = Arc::new(region_api::connect(&tls, who).unwrap());
 
     let stop = Arc::new(AtomicBool::new(false));
-    let load = tokio::spawn(steady(client.clone(), stop.clone()));
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    let sent = Arc::new(Mutex::new(Vec::new()));
+    let load = tokio::spawn(steady(client.clone(), stop.clone(), sent.clone()));
+    poll_until("more than 10 requests answered before the rotation", || {
+        sent.lock()
+            .unwrap()
+            .iter()
+            .filter(|(_, r)| r.is_ok())
+            .count()
+            > 10
+    })
+    .await;
 
     // 1. The identity rotates.
     let renewed = client_ca.client_leaf("kubernetes", 2);
@@ -168,20 +190,37 @@ async fn the_generated_client_follows_an_identity_rotation_and_a_ca_change_under
         &renewed.cert_pem,
         &renewed.key_pem,
     ));
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    poll_until(
+        "more than 40 requests sent over 1 s after the rotation answered",
+        || answered_after(&sent, rotated + WITHIN) > 40,
+    )
+    .await;
 
-    // 2. The CA changes: the new server CA is added, the server re-issued under it,
-    //    then the old CA removed.
+    // 2. The CA changes: the new server CA is added, the server re-issued under it
+    //    once the client trusts it (its pool retired for it), then the old CA removed.
+    let pooled = tls.client().unwrap();
+    let verifier = tls.trust_verifier().unwrap();
+    let retired = pooled.retired_pools();
     tb.upsert(ca_secret(&[&old_server_ca, &new_server_ca]));
-    tokio::time::sleep(Duration::from_secs(1)).await;
+    poll_until("the client trusts both server CAs", || {
+        verifier.state().roots == 2 && pooled.retired_pools() > retired
+    })
+    .await;
     server.set_server_ca(&new_server_ca);
+    // Half a second of load on the re-issued server before the removal: a window,
+    // not a wait for an event.
     tokio::time::sleep(Duration::from_millis(500)).await;
     let connections_before_removal = server.handshakes();
     let removed = Instant::now();
     tb.upsert(ca_secret(&[&new_server_ca]));
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    poll_until(
+        "more than 20 requests sent over 1 s after the removal answered",
+        || answered_after(&sent, removed + WITHIN) > 20,
+    )
+    .await;
     stop.store(true, Ordering::SeqCst);
-    let sent = load.await.unwrap();
+    load.await.unwrap();
+    let sent = std::mem::take(&mut *sent.lock().unwrap());
 
     let failed: Vec<_> = sent.iter().filter(|(_, r)| r.is_err()).collect();
     assert!(failed.is_empty(), "failed requests: {failed:?}");

@@ -102,6 +102,9 @@ async fn entries_watches_api_clients_and_peer_clients_go_after_the_grace() {
         poll_until("six watches per cluster", || tb.open_watches() == 6).await;
     }
 
+    // A negative check, so a fixed wait: held entries are never evicted, and a reaper
+    // pass that keeps them leaves no event to wait for. Four graces is sixteen of the
+    // reaper's passes (one every quarter of the grace).
     tokio::time::sleep(GRACE * 4).await;
     assert_eq!(watches.counts(), counts(18, 9, 9), "held: nothing evicted");
 

@@ -19,7 +19,7 @@ use common::{Running, free_port, have, workspace, write_kubeconfig};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use kube_testbed::Testbed;
 use test_support::pki::TestCa;
@@ -183,12 +183,46 @@ impl Prometheus {
         );
     }
 
+    /// The start of each rule group's last evaluation (seconds since the epoch), as
+    /// Prometheus exports it on its own `/metrics`; empty when it did not answer.
+    async fn last_evaluations(&self) -> Vec<f64> {
+        let Ok(response) = self.http.get(format!("{}/metrics", self.url)).send().await else {
+            return Vec::new();
+        };
+        let text = response.text().await.unwrap_or_default();
+        text.lines()
+            .filter(|line| {
+                line.starts_with("prometheus_rule_group_last_evaluation_timestamp_seconds{")
+            })
+            .filter_map(|line| line.rsplit(' ').next()?.parse().ok())
+            .collect()
+    }
+
+    /// Waits (60 s at most) until each of the `groups` rule groups has started an
+    /// evaluation at `at` or later.
+    async fn wait_evaluated_from(&self, groups: usize, at: SystemTime) {
+        let at = at.duration_since(UNIX_EPOCH).unwrap().as_secs_f64();
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let mut last = Vec::new();
+        while Instant::now() < deadline {
+            last = self.last_evaluations().await;
+            if last.len() == groups && last.iter().all(|started| *started >= at) {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(250)).await;
+        }
+        panic!(
+            "timed out waiting for {groups} rule groups to be evaluated from {at}: their last evaluations started at {last:?}"
+        );
+    }
+
     /// Waits until the rules of `docs/alerts.yaml` are loaded and have been
     /// evaluated on `ready` (a query that has a sample once the service has been
     /// scraped healthy), then a few rounds more; returns the active alerts then.
     async fn settled_alerts(&self, ready: &str) -> Vec<BTreeMap<String, String>> {
         self.wait_for(ready, "the service's first healthy scrape")
             .await;
+        let healthy_seen = SystemTime::now();
         let rules = self
             .http
             .get(format!("{}/api/v1/rules", self.url))
@@ -198,15 +232,18 @@ impl Prometheus {
             .json::<serde_json::Value>()
             .await
             .unwrap();
-        let loaded: usize = rules["data"]["groups"]
-            .as_array()
-            .unwrap()
+        let groups = rules["data"]["groups"].as_array().unwrap();
+        let loaded: usize = groups
             .iter()
             .map(|group| group["rules"].as_array().map_or(0, Vec::len))
             .sum();
         assert_eq!(loaded, 9, "docs/alerts.yaml's rules are loaded: {rules}");
-        // Three evaluations (one a second) on at least one healthy scrape.
-        tokio::time::sleep(Duration::from_secs(3)).await;
+        // Three evaluations (one a second) on at least one healthy scrape, as
+        // Prometheus reports them: every group has started one 3 s or more after the
+        // healthy sample was seen (an evaluation's timestamp is at most one interval
+        // before its start, so those three all read it or later samples).
+        self.wait_evaluated_from(groups.len(), healthy_seen + Duration::from_secs(3))
+            .await;
         self.query("ALERTS").await.unwrap()
     }
 }

@@ -11,6 +11,45 @@ use crate::harness::{Pair, Target, assert_same, config_map};
 
 const LIMIT: Duration = Duration::from_secs(10);
 
+/// A WATCH (`path` with its query) on the server at `base`, as the harness's
+/// [`Target::watch`] makes it, returned once its response has begun: both servers
+/// register a watch before they send its response's headers, so a write made after
+/// this returns is made while the watch is open.
+async fn open_watch(base: &str, ca_pem: &str, token: &str, path: &str) -> reqwest::Response {
+    reqwest::Client::builder()
+        .tls_certs_only([reqwest::Certificate::from_pem(ca_pem.as_bytes()).unwrap()])
+        .timeout(LIMIT + Duration::from_secs(5))
+        .build()
+        .unwrap()
+        .get(format!("{base}{path}"))
+        .bearer_auth(token)
+        .send()
+        .await
+        .unwrap()
+}
+
+/// The first `count` events of an opened WATCH, or those that came within `limit`
+/// (read as [`Target::watch`] reads them).
+async fn events(mut response: reqwest::Response, count: usize, limit: Duration) -> Vec<Value> {
+    let mut events = Vec::new();
+    let mut buffer = Vec::new();
+    let deadline = tokio::time::Instant::now() + limit;
+    while events.len() < count {
+        let chunk = match tokio::time::timeout_at(deadline, response.chunk()).await {
+            Ok(Ok(Some(chunk))) => chunk,
+            _ => break,
+        };
+        buffer.extend_from_slice(&chunk);
+        while let Some(end) = buffer.iter().position(|b| *b == b'\n') {
+            let line: Vec<u8> = buffer.drain(..=end).collect();
+            if let Ok(event) = serde_json::from_slice::<Value>(&line) {
+                events.push(event);
+            }
+        }
+    }
+    events
+}
+
 async fn list_rv(target: &Target, path: &str) -> String {
     let (status, list) = target.send("GET", path, None, None).await;
     assert_eq!(status, 200, "{}: {list}", target.name);
@@ -105,8 +144,9 @@ async fn a_streaming_list_ends_with_the_initial_events_bookmark() {
 /// once): a LIST's resourceVersion is etcd's, which any other resource's write (the
 /// API server's own leases) moves past the ConfigMaps' last event, and then no
 /// bookmark comes until a ConfigMap changes (a CI run saw none in 4 s). So a ConfigMap
-/// outside the watch's label selector is written while both watches are open: it
-/// moves the cache on and sends the watch no event.
+/// outside the watch's label selector is written once both watches are open (their
+/// responses begun, not after a fixed wait): it moves the cache on and sends the watch
+/// no event.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_periodic_bookmark_carries_the_kind_and_a_resource_version() {
     let pair = Pair::with(kube_testbed::TestbedOptions {
@@ -131,21 +171,21 @@ async fn a_periodic_bookmark_carries_the_kind_and_a_resource_version() {
             "{path}?watch=true&resourceVersion={rv}&labelSelector=app%3Da&allowWatchBookmarks=true&timeoutSeconds=4"
         )
     };
-    let outside_the_selector = async {
-        tokio::time::sleep(Duration::from_millis(500)).await;
-        pair.same(
-            "POST",
-            &path,
-            Some(&config_map(&ns, "z", json!({"app": "z"}))),
-        )
-        .await;
-    };
-    let (watch_e, watch_r) = (watch(&rv_e), watch(&rv_r));
-    let (emulated, actual, ()) = tokio::join!(
-        pair.emulated.watch(&watch_e, 1, LIMIT),
-        pair.actual.watch(&watch_r, 1, LIMIT),
-        outside_the_selector,
+    let (tb, real) = (&pair.testbed, pair.real);
+    let (base_e, ca_e, token_e, watch_e) = (tb.base_url(), tb.ca_pem(), tb.token(), watch(&rv_e));
+    let (base_r, ca_r, token_r, watch_r) =
+        (real.base_url(), real.ca_pem(), real.token(), watch(&rv_r));
+    let (open_e, open_r) = tokio::join!(
+        open_watch(&base_e, &ca_e, &token_e, &watch_e),
+        open_watch(&base_r, &ca_r, &token_r, &watch_r),
     );
+    pair.same(
+        "POST",
+        &path,
+        Some(&config_map(&ns, "z", json!({"app": "z"}))),
+    )
+    .await;
+    let (emulated, actual) = tokio::join!(events(open_e, 1, LIMIT), events(open_r, 1, LIMIT));
     assert_eq!(
         actual.len(),
         1,

@@ -403,6 +403,8 @@ async fn the_trust_builder_shares_a_registrys_configmap_watch() {
     // The watch request follows the initial list: a built verifier may not have
     // opened it yet (seen in CI), so wait for it, then check no second one came.
     poll_until("the shared watch open", || tb.open_watches() >= 1).await;
+    // A negative check, so a fixed wait: a second watch that never opens leaves no
+    // event to wait for.
     tokio::time::sleep(Duration::from_millis(200)).await;
     assert_eq!(tb.open_watches(), 1, "one watch for both verifiers");
 

@@ -102,7 +102,10 @@ async fn the_identity_and_a_cache_are_served_across_a_real_periodic_bookmark() {
     let (bookmark, waited) = first_periodic_bookmark(api.client(), &ns, NAME).await;
     assert!(!bookmark.is_empty(), "a BOOKMARK carries a resourceVersion");
     // The bookmark went out on the same one-second tick to every watch whose minute
-    // was up; give kube-runtime a moment to take it.
+    // was up; give kube-runtime a moment to take it. A negative check, so a fixed
+    // wait: what follows asserts that nothing happened (no relist, no error), and a
+    // bookmark taken quietly leaves no event to wait for (neither kube-runtime's
+    // watcher nor the sources count bookmarks).
     tokio::time::sleep(Duration::from_secs(1)).await;
     eprintln!("the real server's first periodic BOOKMARK came after {waited:?}");
 

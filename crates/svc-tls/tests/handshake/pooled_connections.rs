@@ -16,9 +16,9 @@
 
 use crate::support;
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime};
 
 use kube_testbed::Testbed;
 use support::*;
@@ -170,32 +170,43 @@ async fn call(peer: &PeerClient, url: &reqwest::Url) -> Result<Answer, PeerReque
     })
 }
 
-/// Requests from `tasks` tasks, one every 50 ms each, until `stop`: when each was
-/// sent, and what it got.
+/// One request of [`load`]: when it was sent, and what it got.
+type Sent = (Instant, Result<Answer, PeerRequestError>);
+
+/// Requests from `tasks` tasks, one every 50 ms each (pacing), until `stop`; each
+/// recorded in `seen` as it completes, so that a test waits for the requests it needs
+/// rather than for a fixed time.
 async fn load(
     peer: PeerClient,
     url: reqwest::Url,
     tasks: usize,
     stop: Arc<AtomicBool>,
-) -> Vec<(Instant, Result<Answer, PeerRequestError>)> {
+    seen: Arc<Mutex<Vec<Sent>>>,
+) {
     let mut handles = Vec::new();
     for _ in 0..tasks {
-        let (peer, url, stop) = (peer.clone(), url.clone(), stop.clone());
+        let (peer, url, stop, seen) = (peer.clone(), url.clone(), stop.clone(), seen.clone());
         handles.push(tokio::spawn(async move {
-            let mut seen = Vec::new();
             while !stop.load(Ordering::SeqCst) {
                 let sent = Instant::now();
-                seen.push((sent, call(&peer, &url).await));
+                let answer = call(&peer, &url).await;
+                seen.lock().unwrap().push((sent, answer));
                 tokio::time::sleep(Duration::from_millis(50)).await;
             }
-            seen
         }));
     }
-    let mut all = Vec::new();
     for handle in handles {
-        all.extend(handle.await.unwrap());
+        handle.await.unwrap();
     }
-    all
+}
+
+/// How many of the requests recorded so far `count` counts.
+fn recorded(seen: &Mutex<Vec<Sent>>, count: impl Fn(&Sent) -> bool) -> usize {
+    seen.lock()
+        .unwrap()
+        .iter()
+        .filter(|sent| count(sent))
+        .count()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -230,15 +241,24 @@ async fn identity_rotation_under_load(http2: bool) {
     let peer = tls.client().unwrap();
     let url = tls.host().unwrap().clone();
     let stop = Arc::new(AtomicBool::new(false));
-    let requests = tokio::spawn(load(peer.clone(), url, 4, stop.clone()));
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let requests = tokio::spawn(load(peer.clone(), url, 4, stop.clone(), seen.clone()));
+    poll_until("more than 10 requests before the rotation", || {
+        recorded(&seen, |_| true) > 10
+    })
+    .await;
 
     let renewed = s.client_ca.client_leaf("region", 2);
     let written = Instant::now();
     s.tb.upsert(tls_secret(IDENTITY, &renewed.cert_pem, &renewed.key_pem));
-    tokio::time::sleep(Duration::from_secs(3)).await;
+    poll_until(
+        "more than 40 requests sent over 1 s after the rotation",
+        || recorded(&seen, |(sent, _)| *sent > written + WITHIN) > 40,
+    )
+    .await;
     stop.store(true, Ordering::SeqCst);
-    let seen = requests.await.unwrap();
+    requests.await.unwrap();
+    let seen = std::mem::take(&mut *seen.lock().unwrap());
 
     let failed: Vec<_> = seen.iter().filter(|(_, r)| r.is_err()).collect();
     assert!(failed.is_empty(), "failed across the rotation: {failed:?}");
@@ -262,10 +282,11 @@ async fn identity_rotation_under_load(http2: bool) {
     };
     assert!(late.iter().all(|a| a.version == version));
     // Kept alive before and after: a handful of connections, not one per request
-    // (about 250 requests). Two pools (before and after the rotation), each opening at
-    // most one connection per concurrent requester (4) before it knows the peer
-    // speaks h2 (ALPN), and a rotation can race a few more: 24 is generous; one per
-    // request would be hundreds. (12 were seen in a CI run where 10 was the bound.)
+    // (over a hundred requests: ten before the rotation, a second's worth, forty
+    // after). Two pools (before and after the rotation), each opening at most one
+    // connection per concurrent requester (4) before it knows the peer speaks h2
+    // (ALPN), and a rotation can race a few more: 24 is generous; one per request
+    // would be over a hundred. (12 were seen in a CI run where 10 was the bound.)
     assert!(
         s.server.handshakes() <= 24,
         "{} handshakes for {} requests",
@@ -291,16 +312,25 @@ async fn trust_withdrawn_under_load(http2: bool, trust: Trust) {
     let peer = tls.client().unwrap();
     let url = tls.host().unwrap().clone();
     let stop = Arc::new(AtomicBool::new(false));
-    let requests = tokio::spawn(load(peer.clone(), url, 2, stop.clone()));
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let requests = tokio::spawn(load(peer.clone(), url, 2, stop.clone(), seen.clone()));
+    poll_until("more than 5 requests answered before the change", || {
+        recorded(&seen, |(_, r)| r.is_ok()) > 5
+    })
+    .await;
 
     // The CA Secret (or bundle) now holds another CA: the server no longer chains
     // to it.
     let written = Instant::now();
     s.tb.upsert(ca_object(trust, &TestCa::new("another server CA")));
-    tokio::time::sleep(Duration::from_secs(3)).await;
+    poll_until(
+        "more than 20 requests sent over 1 s after the change",
+        || recorded(&seen, |(sent, _)| *sent > written + WITHIN) > 20,
+    )
+    .await;
     stop.store(true, Ordering::SeqCst);
-    let seen = requests.await.unwrap();
+    requests.await.unwrap();
+    let seen = std::mem::take(&mut *seen.lock().unwrap());
 
     let before = seen
         .iter()
@@ -508,6 +538,7 @@ struct DeletedCa {
     _tb: Testbed,
     _server: VerifyingServer,
     _watches: SecretWatches,
+    verifier: svc_tls::trust::TrustVerifier,
     peer: PeerClient,
     url: reqwest::Url,
 }
@@ -551,6 +582,7 @@ async fn warm_pool_then_ca_deleted(
         _tb: tb,
         _server: server,
         _watches: watches,
+        verifier,
         peer,
         url,
     }
@@ -591,7 +623,17 @@ async fn past_the_bound_for_a_deleted_ca_secret_the_warm_pool_takes_no_request()
 async fn once_the_last_good_roots_expire_the_warm_pool_takes_no_request() {
     let server_ca = TestCa::expiring_in("short-lived server CA", Duration::from_secs(3));
     let gone = warm_pool_then_ca_deleted(&server_ca, |builder| builder).await;
-    tokio::time::sleep(Duration::from_secs(4)).await;
+    let not_after = gone
+        .verifier
+        .state()
+        .not_after
+        .expect("the last good roots' notAfter");
+    // The clock past the roots' notAfter, by the second certificate times are
+    // counted in (whatever the machine's speed, not a fixed wait).
+    poll_until("the clock past the last good roots' notAfter", || {
+        SystemTime::now() > not_after + Duration::from_secs(1)
+    })
+    .await;
     assert_refused_for(call(&gone.peer, &gone.url).await, "Expired");
 }
 

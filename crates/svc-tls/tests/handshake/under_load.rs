@@ -169,6 +169,9 @@ async fn rotations_ca_overlap_outage_and_a_broken_secret_fail_no_request() {
             })
         })
         .collect();
+    // A second of load in each state, after each step's own event has been waited
+    // for: a window for failures to show in (counted and asserted at the end), not a
+    // wait for anything to happen.
     let pause = || tokio::time::sleep(Duration::from_secs(1));
 
     let mut updates = Vec::new();
@@ -196,7 +199,8 @@ async fn rotations_ca_overlap_outage_and_a_broken_secret_fail_no_request() {
     pause().await;
 
     // 3. The API goes away for four seconds; a rotation is written into the store
-    //    while it is down, and arrives when the watch comes back.
+    //    while it is down, and arrives when the watch comes back. (The two sleeps are
+    //    the outage itself, under load, not waits for an event.)
     phase.store(3, Ordering::SeqCst);
     tb.stop().await;
     tokio::time::sleep(Duration::from_secs(2)).await;

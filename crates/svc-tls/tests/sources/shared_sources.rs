@@ -182,6 +182,9 @@ async fn a_renewal_written_during_an_outage_is_served_within_two_seconds_of_the_
     s.tb.stop().await;
     let renewed = s.client_ca.client_leaf("region", 2);
     s.tb.upsert(tls_secret(IDENTITY, &renewed.cert_pem, &renewed.key_pem));
+    // The outage itself, not a wait for an event: 8 s, long enough that kube-runtime's
+    // default backoff (what this test rules out) would have grown past the 2 s
+    // asserted below.
     tokio::time::sleep(Duration::from_secs(8)).await;
     assert_eq!(
         reconcile(&s, &watches).await.unwrap(),
