@@ -49,6 +49,12 @@ const PREREQUISITES: &[Prerequisite] = &[
         pip_packages: &[],
     },
     Prerequisite {
+        what: "HAProxy (a gateway in front of svc-tls's serving half)",
+        present: || succeeds("haproxy", &["-v"]) || succeeds("/usr/sbin/haproxy", &["-v"]),
+        apt_packages: &["haproxy"],
+        pip_packages: &[],
+    },
+    Prerequisite {
         what: "Prometheus and promtool (scrape the example's /metrics; check and unit-test docs/alerts.yaml)",
         present: || succeeds("prometheus", &["--version"]) && succeeds("promtool", &["--version"]),
         apt_packages: &["prometheus"],

@@ -346,12 +346,14 @@ pub mod serving {
     mod caller;
     mod caller_verifier;
     mod config;
+    mod gateway;
     mod layer;
     mod serve;
 
     pub use caller::{Caller, CallerError, CallerPrincipalError, request_principal};
     pub use caller_verifier::CallerVerifier;
     pub use config::{ClientAuth, ServerTls, ServerTlsBuilder, ServerTlsError};
+    pub use gateway::{ForwardedError, ForwardedFormat, Gateways, XFCC_HEADER};
     pub use layer::{CallerLayer, CallerService, FORWARDED_CERTIFICATE_HEADERS};
     pub use serve::{CLOSE_GRACE, HANDSHAKE_TIMEOUT, TRUST_CHECK_INTERVAL, serve};
 }

@@ -9,6 +9,7 @@
 // Set-up failures panic, as everywhere in test support.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::Duration;
@@ -82,9 +83,15 @@ http {{
 "#
         );
         std::fs::write(dir.join("nginx.conf"), conf).unwrap();
+        // Its own process group, so that dropping it ends the workers too, and no
+        // inherited output: a worker left behind must never hold the test runner's
+        // (or CI's) pipes open. It logs to error.log.
         let child = Command::new(&binary)
             .args(Self::prefix_args(dir))
             .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .process_group(0)
             .spawn()
             .unwrap();
         let nginx = Self {
@@ -158,10 +165,15 @@ impl Drop for Nginx {
         let _ = self.control("stop");
         for _ in 0..100 {
             if matches!(self.child.try_wait(), Ok(Some(_))) {
-                return;
+                break;
             }
             std::thread::sleep(Duration::from_millis(20));
         }
+        // The master and any worker it left behind: the whole process group.
+        let _ = Command::new("kill")
+            .args(["-KILL", "--", &format!("-{}", self.child.id())])
+            .stderr(Stdio::null())
+            .status();
         let _ = self.child.kill();
         let _ = self.child.wait();
     }

@@ -32,6 +32,8 @@ struct Inner {
     uris: Vec<String>,
     spiffe_id: Option<spiffe::SpiffeId>,
     issuer: String,
+    /// The gateway whose connection forwarded this caller's certificate.
+    via: Option<Caller>,
 }
 
 impl fmt::Debug for Caller {
@@ -44,6 +46,7 @@ impl fmt::Debug for Caller {
                 &self.inner.spiffe_id.as_ref().map(ToString::to_string),
             )
             .field("issuer", &self.inner.issuer)
+            .field("via", &self.inner.via)
             .finish_non_exhaustive()
     }
 }
@@ -108,8 +111,48 @@ impl Caller {
                 uris,
                 spiffe_id,
                 issuer,
+                via: None,
             }),
         }))
+    }
+
+    /// This caller, forwarded by `gateway`'s connection.
+    pub(super) fn via_gateway(self, gateway: Caller) -> Self {
+        let inner = Inner {
+            chain: self.inner.chain.clone(),
+            certificate: self.inner.certificate.clone(),
+            serial: self.inner.serial.clone(),
+            common_name: self.inner.common_name.clone(),
+            dns_names: self.inner.dns_names.clone(),
+            uris: self.inner.uris.clone(),
+            spiffe_id: self.inner.spiffe_id.clone(),
+            issuer: self.inner.issuer.clone(),
+            via: Some(gateway),
+        };
+        Self {
+            inner: Arc::new(inner),
+        }
+    }
+
+    /// The gateway that forwarded this caller's certificate over its own verified
+    /// connection; `None` for a caller that connected directly.
+    pub fn via(&self) -> Option<&Caller> {
+        self.inner.via.as_ref()
+    }
+
+    /// Whether this caller's certificate names `peer` (a URI SAN exactly, a DNS SAN
+    /// ASCII case-insensitively, or the one subject common name exactly).
+    pub fn is(&self, peer: &crate::principal::AllowedPeer) -> bool {
+        use crate::principal::AllowedPeer;
+        match peer {
+            AllowedPeer::Uri(uri) => self.inner.uris.iter().any(|u| u == uri),
+            AllowedPeer::Dns(name) => self
+                .inner
+                .dns_names
+                .iter()
+                .any(|n| n.eq_ignore_ascii_case(name)),
+            AllowedPeer::CommonName(name) => self.inner.common_name.as_deref() == Some(name),
+        }
     }
 
     /// The caller of a server connection whose handshake is done.

@@ -3,12 +3,15 @@
 
 use std::fmt;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 
 use rustls::ServerConfig;
 use rustls::server::NoServerSessionStorage;
 
+use super::caller::Caller;
 use super::caller_verifier::CallerVerifier;
+use super::gateway::{ForwardedCounts, Gateways};
+use super::layer::{CallerLayer, Forwarding};
 use crate::identity::IdentityResolver;
 use crate::trust::TrustVerifier;
 
@@ -67,7 +70,7 @@ pub enum ServerTlsError {
 pub struct ServerTls {
     config: Arc<ServerConfig>,
     callers: CallerVerifier,
-    removed: Arc<AtomicU64>,
+    forwarding: Arc<Forwarding>,
 }
 
 impl fmt::Debug for ServerTls {
@@ -88,6 +91,7 @@ impl ServerTls {
             callers: None,
             client_auth: ClientAuth::Required,
             alpn: vec![b"h2".to_vec(), b"http/1.1".to_vec()],
+            gateways: None,
         }
     }
 
@@ -112,11 +116,24 @@ impl ServerTls {
     /// removed before the handler saw them: on a direct connection anyone can write
     /// them, so a count above zero is a caller trying (or a gateway misconfigured).
     pub fn removed_forwarded_headers(&self) -> u64 {
-        self.removed.load(Ordering::Relaxed)
+        self.forwarding.counts.removed.load(Ordering::Relaxed)
     }
 
-    pub(super) fn removed_headers_counter(&self) -> Arc<AtomicU64> {
-        self.removed.clone()
+    /// How many certificates allowed gateways forwarded were taken as the caller.
+    pub fn accepted_forwarded_certificates(&self) -> u64 {
+        self.forwarding.counts.accepted.load(Ordering::Relaxed)
+    }
+
+    /// How many certificates allowed gateways forwarded were refused (malformed,
+    /// repeated, over the cap, or not verifying against the client CA).
+    pub fn refused_forwarded_certificates(&self) -> u64 {
+        self.forwarding.counts.refused.load(Ordering::Relaxed)
+    }
+
+    /// The layer for one connection whose verified caller is `caller` (from
+    /// [`Caller::of_connection`]), for servers with their own accept loop.
+    pub fn layer(&self, caller: Option<Caller>) -> CallerLayer {
+        CallerLayer::new(caller, self.forwarding.clone())
     }
 }
 
@@ -130,7 +147,10 @@ impl ServerTls {
 ///    server that verifies nobody cannot know its callers.
 /// 3. **Whether a certificate is required**: [`ServerTlsBuilder::client_auth`],
 ///    [`ClientAuth::Required`] by default.
-/// 4. **ALPN**: `h2` and `http/1.1` by default ([`ServerTlsBuilder::alpn`]).
+/// 4. **Gateways**: none by default; [`ServerTlsBuilder::gateways`] names the
+///    gateway identities whose connections may forward their caller's certificate,
+///    and the format they forward it in.
+/// 5. **ALPN**: `h2` and `http/1.1` by default ([`ServerTlsBuilder::alpn`]).
 ///
 /// Fixed, not choices: TLS 1.2 and 1.3 from the identity's crypto provider; no
 /// session resumption (no tickets, no session cache), because a resumed handshake
@@ -142,6 +162,7 @@ pub struct ServerTlsBuilder {
     callers: Option<TrustVerifier>,
     client_auth: ClientAuth,
     alpn: Vec<Vec<u8>>,
+    gateways: Option<Gateways>,
 }
 
 impl fmt::Debug for ServerTlsBuilder {
@@ -163,6 +184,13 @@ impl ServerTlsBuilder {
     /// Whether callers must present a certificate (default [`ClientAuth::Required`]).
     pub fn client_auth(mut self, client_auth: ClientAuth) -> Self {
         self.client_auth = client_auth;
+        self
+    }
+
+    /// The gateways whose connections may forward their caller's certificate (none
+    /// by default: every request's caller is its own connection's).
+    pub fn gateways(mut self, gateways: Gateways) -> Self {
+        self.gateways = Some(gateways);
         self
     }
 
@@ -191,10 +219,15 @@ impl ServerTlsBuilder {
         config.session_storage = Arc::new(NoServerSessionStorage {});
         config.send_tls13_tickets = 0;
         config.alpn_protocols = self.alpn;
+        let forwarding = Arc::new(Forwarding {
+            gateways: self.gateways,
+            trust: callers.trust().clone(),
+            counts: ForwardedCounts::default(),
+        });
         Ok(ServerTls {
             config: Arc::new(config),
             callers,
-            removed: Arc::new(AtomicU64::new(0)),
+            forwarding,
         })
     }
 }

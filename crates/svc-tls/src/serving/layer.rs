@@ -1,38 +1,87 @@
 //! [`CallerLayer`]: the tower layer that puts a connection's verified [`Caller`] into
-//! each of its requests and removes the headers a gateway would forward a client
-//! certificate in, which on a direct connection anyone could have written.
+//! each of its requests: the connection's own, or, on an allowed gateway's
+//! connection, the caller whose certificate the gateway forwarded. Elsewhere the
+//! headers a gateway would forward a certificate in, which anyone could have written
+//! on a direct connection, are removed and counted.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::task::{Context, Poll};
 
 use super::caller::Caller;
+use super::gateway::{ForwardedCounts, Gateways, XFCC_HEADER};
+use crate::trust::TrustVerifier;
 
 /// The headers gateways forward a caller's certificate or its verification in
-/// (ingress-nginx, Envoy, HAProxy and Caddy configurations): removed from every
-/// request served directly, so no handler can mistake one for the connection's caller.
+/// (ingress-nginx, Envoy, and the names HAProxy and Caddy configurations use most):
+/// removed from every request before a handler sees it, besides the header of the
+/// configured [`ForwardedFormat`](super::ForwardedFormat).
 pub const FORWARDED_CERTIFICATE_HEADERS: [&str; 4] = [
     crate::principal::INGRESS_CLIENT_CERT_HEADER,
     crate::principal::INGRESS_CLIENT_VERIFY_HEADER,
-    "x-forwarded-client-cert",
+    XFCC_HEADER,
     "x-ssl-client-cert",
 ];
 
-/// Puts one connection's [`Caller`] (if its handshake verified one) into the
-/// extensions of each request on it, and removes the
-/// [`FORWARDED_CERTIFICATE_HEADERS`], counting requests that carried one. Built per
-/// connection, as [`serve`](super::serve) does; usable with axum and plain hyper.
+/// What every connection's layer of one serving configuration shares.
+#[derive(Debug)]
+pub(crate) struct Forwarding {
+    pub(crate) gateways: Option<Gateways>,
+    pub(crate) trust: TrustVerifier,
+    pub(crate) counts: ForwardedCounts,
+}
+
+/// Puts one connection's caller into the extensions of each request on it and
+/// removes the forwarded-certificate headers. Get one per connection from
+/// [`ServerTls::layer`](super::ServerTls::layer) ([`serve`](super::serve) does);
+/// usable with axum and plain hyper.
 #[derive(Clone, Debug)]
 pub struct CallerLayer {
     caller: Option<Caller>,
-    removed: Arc<AtomicU64>,
+    /// Whether `caller` is an allowed gateway.
+    gateway: bool,
+    forwarding: Arc<Forwarding>,
 }
 
 impl CallerLayer {
-    /// The layer of a connection whose caller is `caller`, counting removed
-    /// forwarded-certificate headers into `removed`.
-    pub fn new(caller: Option<Caller>, removed: Arc<AtomicU64>) -> Self {
-        Self { caller, removed }
+    pub(crate) fn new(caller: Option<Caller>, forwarding: Arc<Forwarding>) -> Self {
+        let gateway = match (&caller, &forwarding.gateways) {
+            (Some(caller), Some(gateways)) => gateways.admits(caller),
+            _ => false,
+        };
+        Self {
+            caller,
+            gateway,
+            forwarding,
+        }
+    }
+
+    /// The caller of a request on this connection with `headers`.
+    fn caller_of(&self, headers: &http::HeaderMap) -> Option<Caller> {
+        let connection = self.caller.as_ref()?;
+        let gateways = match &self.forwarding.gateways {
+            Some(gateways) if self.gateway => gateways,
+            _ => return Some(connection.clone()),
+        };
+        let counts = &self.forwarding.counts;
+        match gateways.forwarded(headers, connection, &self.forwarding.trust) {
+            Ok(forwarded) => {
+                if forwarded.is_some() {
+                    counts.accepted.fetch_add(1, Ordering::Relaxed);
+                }
+                forwarded
+            }
+            Err(error) => {
+                counts.refused.fetch_add(1, Ordering::Relaxed);
+                tracing::warn!(
+                    gateway = ?connection.common_name(),
+                    error = %watch_ready::excerpt::chain(&error),
+                    "serving: a gateway's forwarded client certificate was refused; the \
+                     request has no caller"
+                );
+                None
+            }
+        }
     }
 }
 
@@ -67,20 +116,32 @@ where
     }
 
     fn call(&mut self, mut request: http::Request<B>) -> Self::Future {
+        let caller = self.layer.caller_of(request.headers());
+        let configured = self
+            .layer
+            .forwarding
+            .gateways
+            .as_ref()
+            .map(|g| g.format().header().to_owned());
         let headers = request.headers_mut();
-        let mut forged = false;
-        for name in FORWARDED_CERTIFICATE_HEADERS {
-            forged |= headers.remove(name).is_some();
-            // A repeated header leaves more values behind `remove`'s first.
-            while headers.remove(name).is_some() {}
+        let mut present = false;
+        for name in FORWARDED_CERTIFICATE_HEADERS
+            .iter()
+            .copied()
+            .chain(configured.as_deref())
+        {
+            while headers.remove(name).is_some() {
+                present = true;
+            }
         }
-        if forged {
-            self.layer.removed.fetch_add(1, Ordering::Relaxed);
+        if present && !self.layer.gateway {
+            let counts = &self.layer.forwarding.counts;
+            counts.removed.fetch_add(1, Ordering::Relaxed);
         }
         // A handler must never see a caller that this connection did not verify.
         request.extensions_mut().remove::<Caller>();
-        if let Some(caller) = &self.layer.caller {
-            request.extensions_mut().insert(caller.clone());
+        if let Some(caller) = caller {
+            request.extensions_mut().insert(caller);
         }
         self.inner.call(request)
     }

@@ -3,7 +3,6 @@
 //! verifies closed.
 
 use std::sync::Arc;
-use std::sync::atomic::AtomicU64;
 use std::time::Duration;
 
 use hyper_util::rt::{TokioExecutor, TokioIo};
@@ -16,7 +15,6 @@ use tower::Layer as _;
 
 use super::caller::Caller;
 use super::config::ServerTls;
-use super::layer::CallerLayer;
 use crate::trust::TrustVerifier;
 
 /// How long a caller has to finish its TLS handshake.
@@ -66,7 +64,6 @@ where
     let revisions = Arc::new(revisions);
     let _watcher = AbortOnDrop(tokio::spawn(follow_trust(trust.clone(), revisions.clone())));
     let acceptor = tls.acceptor();
-    let removed = tls.removed_headers_counter();
     loop {
         let tcp = match listener.accept().await {
             Ok((tcp, _)) => tcp,
@@ -77,7 +74,7 @@ where
             acceptor.clone(),
             tcp,
             service.clone(),
-            removed.clone(),
+            tls.clone(),
             trust.clone(),
             revisions.subscribe(),
         ));
@@ -122,7 +119,7 @@ async fn connection<S, B>(
     acceptor: tokio_rustls::TlsAcceptor,
     tcp: TcpStream,
     service: S,
-    removed: Arc<AtomicU64>,
+    tls: ServerTls,
     trust: TrustVerifier,
     mut revisions: watch::Receiver<u64>,
 ) where
@@ -155,7 +152,7 @@ async fn connection<S, B>(
         }
     };
     let chain: Option<Vec<CertificateDer<'static>>> = caller.as_ref().map(|c| c.chain().to_vec());
-    let service = CallerLayer::new(caller, removed).layer(service);
+    let service = tls.layer(caller).layer(service);
     let builder = auto::Builder::new(TokioExecutor::new());
     let connection =
         builder.serve_connection(TokioIo::new(stream), TowerToHyperService::new(service));

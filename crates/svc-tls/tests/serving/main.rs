@@ -13,6 +13,7 @@
 //!   connections.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
+mod gateways;
 mod go_peer;
 mod rotation;
 
@@ -54,9 +55,11 @@ impl Drop for Served {
     }
 }
 
-/// A server leaf for 127.0.0.1 with `serial`.
+/// A server leaf for 127.0.0.1 and localhost with `serial`.
 pub(crate) fn server_leaf(ca: &TestCa, serial: u64) -> Leaf {
-    let mut params = rcgen::CertificateParams::new(vec!["127.0.0.1".to_owned()]).unwrap();
+    let mut params =
+        rcgen::CertificateParams::new(vec!["127.0.0.1".to_owned(), "localhost".to_owned()])
+            .unwrap();
     params.serial_number = Some(rcgen::SerialNumber::from(serial));
     params.extended_key_usages = vec![rcgen::ExtendedKeyUsagePurpose::ServerAuth];
     test_support::pki::valid_around_now(
@@ -91,8 +94,12 @@ async fn whoami(
         .iter()
         .any(|name| request.headers().contains_key(*name));
     let body = format!(
-        "serial={} spiffe={} principal={principal} forwarded={forwarded}",
+        "serial={} via={} spiffe={} principal={principal} forwarded={forwarded}",
         caller.as_ref().map_or("none", |c| c.serial()),
+        caller
+            .as_ref()
+            .and_then(|c| c.via().map(|g| g.serial().to_owned()))
+            .unwrap_or_else(|| "none".to_owned()),
         caller
             .as_ref()
             .and_then(|c| c.spiffe_id().map(ToString::to_string))
@@ -102,6 +109,15 @@ async fn whoami(
 }
 
 pub(crate) async fn serve(client_auth: ClientAuth) -> Served {
+    serve_with(client_auth, None).await
+}
+
+/// A server as [`serve`], whose clients CA also issued the gateways' certificates
+/// (`gateways`: which of them may forward their caller's).
+pub(crate) async fn serve_with(
+    client_auth: ClientAuth,
+    gateways: Option<svc_tls::serving::Gateways>,
+) -> Served {
     let tb = Testbed::start().await;
     let server_ca = TestCa::new("server CA");
     let client_ca = TestCa::new("client CA");
@@ -126,11 +142,13 @@ pub(crate) async fn serve(client_auth: ClientAuth) -> Served {
         .build()
         .await
         .unwrap();
-    let tls = ServerTls::builder(identity)
+    let mut builder = ServerTls::builder(identity)
         .callers(callers)
-        .client_auth(client_auth)
-        .build()
-        .unwrap();
+        .client_auth(client_auth);
+    if let Some(gateways) = gateways {
+        builder = builder.gateways(gateways);
+    }
+    let tls = builder.build().unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = listener.local_addr().unwrap().port();
     let task = tokio::spawn({
@@ -283,7 +301,7 @@ pub(crate) fn signed_principal(leaf: &Leaf, actor: &str) -> String {
 
 /// The forged request of issue 49: a caller holding no key names a platform
 /// service's certificate in ingress-nginx's headers and an unsigned principal.
-fn forged_headers(victim: &Leaf) -> Vec<(&'static str, String)> {
+pub(crate) fn forged_headers(victim: &Leaf) -> Vec<(&'static str, String)> {
     let escaped: String =
         percent_encoding::utf8_percent_encode(&victim.cert_pem, percent_encoding::NON_ALPHANUMERIC)
             .to_string();
