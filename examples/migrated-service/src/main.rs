@@ -44,6 +44,7 @@ mod metrics;
 mod probes;
 mod receive;
 mod region;
+mod serve_mtls;
 
 use std::net::SocketAddr;
 use std::process::ExitCode;
@@ -148,6 +149,7 @@ fn command() -> Command {
         );
     // --receive-bind-address and the receiving side's (receive.rs).
     cmd = receive::augment(cmd);
+    cmd = serve_mtls::augment(cmd);
     // --organization-id, for the region service's generated client (region.rs).
     cmd = region::augment(cmd);
     // --kubeconfig / --master / --context (in-cluster when none is given).
@@ -304,6 +306,8 @@ async fn run(matches: &ArgMatches) -> Result<(), Error> {
         );
     };
     readiness.identity("identity", &resolver);
+    // Serving mTLS itself (with --serve-bind-address), with the identity it calls with.
+    serve_mtls::start(matches, &cluster, &resolver, SYNC_TIMEOUT).await?;
     if let Some(trust) = identity.trust_verifier() {
         readiness.trust("identity-ca", trust);
     }

@@ -15,49 +15,20 @@
 mod common;
 
 use std::process::{Command, Stdio};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use common::{Running, free_port, write_kubeconfig};
+use common::{Running, caller, free_port, signed, write_kubeconfig};
 use kube_testbed::Testbed;
-use platform_client_compat::tls::principal::{
-    AlgorithmPolicy, PRINCIPAL_HEADER, Principal, sign_with_key,
-};
-use rustls_pki_types::PrivateKeyDer;
-use rustls_pki_types::pem::PemObject as _;
+use platform_client_compat::tls::principal::{PRINCIPAL_HEADER, Principal};
 use test_support::nginx::Nginx;
-use test_support::pki::{Leaf, TestCa};
+use test_support::pki::TestCa;
 
 const NS: &str = "unikorn";
 
 fn secret(name: &str, type_: &str, data: &[(&str, &str)]) -> serde_json::Value {
     test_support::secret::secret_with(NS, name, type_, data)
-}
-
-/// A caller of the service through the ingress, presenting `leaf` (or nothing).
-fn caller(server_ca: &TestCa, leaf: Option<&Leaf>) -> reqwest::Client {
-    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
-    let mut roots = rustls::RootCertStore::empty();
-    roots.add(server_ca.der()).unwrap();
-    let builder = rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_root_certificates(roots);
-    let config = match leaf {
-        Some(leaf) => builder
-            .with_client_auth_cert(
-                vec![leaf.der.clone()],
-                PrivateKeyDer::from_pem_slice(leaf.key_pem.as_bytes()).unwrap(),
-            )
-            .unwrap(),
-        None => builder.with_no_client_auth(),
-    };
-    reqwest::Client::builder()
-        .tls_backend_preconfigured(config)
-        .build()
-        .unwrap()
 }
 
 /// What a Go sender puts in `X-Principal`: the JSON, base64url, unsigned.
@@ -68,25 +39,6 @@ fn unsigned(actor: &str) -> String {
         ..Principal::default()
     };
     URL_SAFE_NO_PAD.encode(serde_json::to_vec(&who).unwrap())
-}
-
-/// A principal signed with `leaf`'s key for `to` (its audience is `to`'s origin).
-fn signed(leaf: &Leaf, to: &str, actor: &str) -> String {
-    let key = PrivateKeyDer::from_pem_slice(leaf.key_pem.as_bytes()).unwrap();
-    let key = rustls::crypto::aws_lc_rs::sign::any_supported_type(&key).unwrap();
-    let who = Principal {
-        actor: Some(actor.into()),
-        ..Principal::default()
-    };
-    sign_with_key(
-        key.as_ref(),
-        &to.parse().unwrap(),
-        &who,
-        AlgorithmPolicy::default(),
-    )
-    .unwrap()
-    .as_str()
-    .to_owned()
 }
 
 /// `GET /api/v1/whoami` through the ingress: the status and the body.

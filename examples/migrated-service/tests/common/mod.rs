@@ -9,6 +9,11 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
 use kube_testbed::Testbed;
+use platform_client_compat::tls::principal::{AlgorithmPolicy, Principal, sign_with_key};
+use rustls_pki_types::PrivateKeyDer;
+use rustls_pki_types::pem::PemObject as _;
+use std::sync::Arc;
+use test_support::pki::{Leaf, TestCa};
 
 /// Writes a kubeconfig for `tb` (its CA and admin token) into `dir`.
 pub fn write_kubeconfig(dir: &Path, tb: &Testbed) -> PathBuf {
@@ -65,4 +70,47 @@ impl Drop for Running {
         let _ = self.0.kill();
         let _ = self.0.wait();
     }
+}
+
+/// A caller of the service through the ingress, presenting `leaf` (or nothing).
+pub fn caller(server_ca: &TestCa, leaf: Option<&Leaf>) -> reqwest::Client {
+    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add(server_ca.der()).unwrap();
+    let builder = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(roots);
+    let config = match leaf {
+        Some(leaf) => builder
+            .with_client_auth_cert(
+                vec![leaf.der.clone()],
+                PrivateKeyDer::from_pem_slice(leaf.key_pem.as_bytes()).unwrap(),
+            )
+            .unwrap(),
+        None => builder.with_no_client_auth(),
+    };
+    reqwest::Client::builder()
+        .tls_backend_preconfigured(config)
+        .build()
+        .unwrap()
+}
+
+/// A principal signed with `leaf`'s key for `to` (its audience is `to`'s origin).
+pub fn signed(leaf: &Leaf, to: &str, actor: &str) -> String {
+    let key = PrivateKeyDer::from_pem_slice(leaf.key_pem.as_bytes()).unwrap();
+    let key = rustls::crypto::aws_lc_rs::sign::any_supported_type(&key).unwrap();
+    let who = Principal {
+        actor: Some(actor.into()),
+        ..Principal::default()
+    };
+    sign_with_key(
+        key.as_ref(),
+        &to.parse().unwrap(),
+        &who,
+        AlgorithmPolicy::default(),
+    )
+    .unwrap()
+    .as_str()
+    .to_owned()
 }
