@@ -16,6 +16,7 @@
 mod gateways;
 mod go_peer;
 mod rotation;
+mod spiffe;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -80,7 +81,7 @@ pub(crate) fn server_leaf(ca: &TestCa, serial: u64) -> Leaf {
 
 /// The handler: who called (from the connection), the principal it signed, and
 /// whether any forwarded-certificate header reached it.
-async fn whoami(
+pub(crate) async fn whoami_handler(
     request: http::Request<hyper::body::Incoming>,
 ) -> Result<http::Response<Full<Bytes>>, std::convert::Infallible> {
     let caller = request.extensions().get::<Caller>().cloned();
@@ -154,7 +155,7 @@ pub(crate) async fn serve_with(
     let task = tokio::spawn({
         let tls = tls.clone();
         async move {
-            svc_tls::serving::serve(listener, tls, tower::service_fn(whoami))
+            svc_tls::serving::serve(listener, tls, tower::service_fn(whoami_handler))
                 .await
                 .unwrap();
         }

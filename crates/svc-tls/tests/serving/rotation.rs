@@ -138,7 +138,9 @@ async fn a_client_ca_change_refuses_the_removed_cas_callers_and_closes_their_con
 
 /// Runs `future` to completion on a helper thread's runtime: for a condition that
 /// needs I/O inside `poll_until`'s synchronous check.
-fn futures_ready<F: std::future::Future<Output = bool> + Send + 'static>(future: F) -> bool {
+pub(crate) fn futures_ready<F: std::future::Future<Output = bool> + Send + 'static>(
+    future: F,
+) -> bool {
     std::thread::spawn(move || {
         tokio::runtime::Builder::new_current_thread()
             .enable_all()
