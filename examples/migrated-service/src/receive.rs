@@ -9,10 +9,11 @@
 //! - `--principal-audience` (repeatable): the URLs senders call this service at; a
 //!   principal signed for another origin is refused. Required: svc-tls refuses to
 //!   build a receiver without audiences.
-//! - `--principal-receiving-mode`: `go-compatible` (the default here, while Go
-//!   senders call the service: their unsigned and unbound principals are accepted,
-//!   counted in `svc_tls_principal_accepted_unsigned_total` and logged at most once
-//!   a minute) or `strict` (signed principals bound to this service only).
+//! - `--principal-receiving-mode`: `strict` (the default: signed principals bound to
+//!   this service only) or, as an explicit choice while Go senders still call the
+//!   service, `go-compatible` (their unsigned and unbound principals are accepted,
+//!   counted in `svc_tls_principal_accepted_unsigned_total` and logged at most once a
+//!   minute).
 //!
 //! The answer is `200 principal actor=... organization=... project=...`, or `401`
 //! with the refusal's bounded reason (never the sender's text).
@@ -68,10 +69,10 @@ pub fn augment(cmd: Command) -> Command {
     .arg(
         Arg::new("principal-receiving-mode")
             .long("principal-receiving-mode")
-            .default_value("go-compatible")
+            .default_value("strict")
             .overrides_with("principal-receiving-mode")
             .value_parser(|v: &str| v.parse::<ReceivingMode>().map_err(|e| e.to_string()))
-            .help("go-compatible: also the Go senders' unsigned and unbound principals, counted; strict: signed principals bound to this service only"),
+            .help("strict (the default): signed principals bound to this service only; go-compatible: also the Go senders' unsigned and unbound principals, counted (an explicit, temporary choice)"),
     )
 }
 
@@ -103,7 +104,7 @@ pub async fn start(
     let mode = matches
         .get_one::<ReceivingMode>("principal-receiving-mode")
         .copied()
-        .unwrap_or(ReceivingMode::GoCompatible);
+        .unwrap_or(ReceivingMode::Strict);
     let audiences: Vec<Url> = matches
         .get_many::<Url>("principal-audience")
         .map(|values| values.cloned().collect())
