@@ -300,3 +300,60 @@ async fn an_allowed_gateways_forwarded_certificate_must_verify_against_the_clien
     assert!(answer.body.starts_with("serial=none "), "{}", answer.body);
     assert_eq!(s.tls.refused_forwarded_certificates(), 1);
 }
+
+/// Envoy's `x-forwarded-client-cert` (Envoy Gateway, Istio), in the shape Envoy's
+/// documentation gives (`By`, `Hash`, `Cert` URL-escaped, a quoted `Subject` with
+/// commas, `URI`), with an earlier hop's element before the nearest hop's: the
+/// caller is the nearest hop's `Cert`. No Envoy binary is served here, so the
+/// gateway's connection is ours, presenting the allowed gateway identity.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn behind_envoy_the_caller_is_the_nearest_hops_xfcc_certificate() {
+    let s = serve_with(
+        ClientAuth::Required,
+        allowing("gateway", ForwardedFormat::EnvoyXfcc),
+    )
+    .await;
+    let gateway = gateway_identity(&s, "gateway");
+    let earlier = s.client_ca.client_leaf("earlier-hop", 0x11);
+    let caller = s.client_ca.client_leaf("region", 7);
+    let escape = |leaf: &Leaf| {
+        percent_encoding::utf8_percent_encode(&leaf.cert_pem, percent_encoding::NON_ALPHANUMERIC)
+            .to_string()
+    };
+    let xfcc = format!(
+        "By=spiffe://cluster.local/ns/edge/sa/gw;Hash=468ed33be74eee6556d90c0149c1309e9ba61d6425303443c0748a02dd8de688;\
+         Cert=\"{}\";Subject=\"/C=US/ST=CA/L=San Francisco/OU=Lyft/CN=earlier, hop\";URI=spiffe://lyft.com/earlier,\
+         By=spiffe://cluster.local/ns/unikorn/sa/identity;Hash=00;Cert=\"{}\";Subject=\"CN=region\";URI=",
+        escape(&earlier),
+        escape(&caller)
+    );
+    let signed = signed_principal(&caller, "alice");
+    let answer = request(
+        s.port,
+        client_config(&s.server_ca, Some(&gateway)),
+        &[
+            ("x-forwarded-client-cert", xfcc.as_str()),
+            ("X-Principal", signed.as_str()),
+        ],
+    )
+    .await
+    .unwrap();
+    assert!(
+        answer.body.starts_with("serial=07 via=70 ") && answer.body.contains("principal=ok:alice"),
+        "{}",
+        answer.body
+    );
+    // An element without a Cert field: refused and counted, no caller.
+    let answer = request(
+        s.port,
+        client_config(&s.server_ca, Some(&gateway)),
+        &[(
+            "x-forwarded-client-cert",
+            "By=spiffe://x;Hash=00;Subject=\"CN=admin\"",
+        )],
+    )
+    .await
+    .unwrap();
+    assert!(answer.body.starts_with("serial=none "), "{}", answer.body);
+    assert_eq!(s.tls.refused_forwarded_certificates(), 1);
+}
