@@ -36,7 +36,7 @@ pub(super) fn find_go() -> Result<PathBuf, String> {
     }
     Err(format!(
         "no Go 1.{MIN_MINOR} or newer (tried {candidates:?}): the real peers \
-         (kube-apiserver, etcd, spire-server, spire-agent) are built from source with it; set GO to one"
+         (kube-apiserver, etcd, spire-server, spire-agent, caddy) are built from source with it; set GO to one"
     ))
 }
 
@@ -79,7 +79,7 @@ pub(super) fn ensure(go: &Path, root: &Path, component: &Component) -> Result<()
     let src = dir.join("src");
     copy_module(&module, &src)?;
     eprintln!(
-        "xtask: building {} {version} (once per machine; about 10 minutes for all four \
+        "xtask: building {} {version} (once per machine; about 11 minutes for all five \
          on an idle 2-core machine, much longer while other builds run)",
         component.name
     );

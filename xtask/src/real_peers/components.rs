@@ -56,6 +56,15 @@ pub(crate) const COMPONENTS: &[Component] = &[
         // Same flags as the server, so that the two builds share the Go build cache.
         cgo: true,
     },
+    Component {
+        name: "caddy",
+        module: "caddy",
+        package: ".",
+        versioned_by: "github.com/caddyserver/caddy/v2",
+        // caddy reports the main module's version itself (debug.ReadBuildInfo).
+        ldflags: |_| String::new(),
+        cgo: false,
+    },
 ];
 
 fn kube_version_ldflags(version: &str) -> String {

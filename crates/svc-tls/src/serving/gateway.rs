@@ -137,8 +137,9 @@ impl fmt::Debug for ForwardedCounts {
 }
 
 impl Gateways {
-    /// The caller `gateway` forwarded in `headers` (`None`: it forwarded none, its
-    /// caller presented no certificate), verified against `trust` now.
+    /// The caller `gateway` forwarded in `headers` (`None`: it forwarded none, or an
+    /// empty value: its caller presented no certificate), verified against `trust`
+    /// now.
     pub(crate) fn forwarded(
         &self,
         headers: &http::HeaderMap,
@@ -151,6 +152,11 @@ impl Gateways {
             (Some(value), None) => value,
             (Some(_), Some(_)) => return Err(ForwardedError::Repeated),
         };
+        // Empty: the gateway's caller presented no certificate (Caddy's placeholder
+        // and HAProxy's sample fetch are empty then).
+        if value.as_bytes().iter().all(u8::is_ascii_whitespace) {
+            return Ok(None);
+        }
         if value.len() > self.max_header_bytes {
             return Err(ForwardedError::TooLarge {
                 len: value.len(),

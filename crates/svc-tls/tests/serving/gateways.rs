@@ -20,15 +20,18 @@ struct Gateway {
     port: u16,
     _dir: tempfile::TempDir,
     _nginx: Option<test_support::nginx::Nginx>,
+    /// The gateway's log file, when it is not nginx.
+    log: Option<std::path::PathBuf>,
 }
 
 impl Gateway {
     /// The gateway's own log, for failure messages.
     fn log(&self) -> String {
-        self._nginx
-            .as_ref()
-            .map(test_support::nginx::Nginx::error_log)
-            .unwrap_or_default()
+        match (&self._nginx, &self.log) {
+            (Some(nginx), _) => nginx.error_log(),
+            (None, Some(path)) => std::fs::read_to_string(path).unwrap_or_default(),
+            (None, None) => String::new(),
+        }
     }
 }
 
@@ -94,6 +97,7 @@ fn nginx(s: &Served, identity: &Leaf) -> Gateway {
         port,
         _dir: dir,
         _nginx: Some(nginx),
+        log: None,
     }
 }
 
@@ -139,9 +143,12 @@ backend be
         .into_iter()
         .find(|p| Path::new(p).exists())
         .expect("HAProxy is installed (Debian's haproxy; cargo xtask test installs it)");
+    let log = std::fs::File::create(d.join("gateway.log")).unwrap();
     let child = Command::new(binary)
         .args(["-db", "-f", &config_path])
         .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(log)
         .spawn()
         .unwrap();
     poll_until("HAProxy listens", || {
@@ -151,6 +158,7 @@ backend be
     Gateway {
         child,
         port,
+        log: Some(dir.path().join("gateway.log")),
         _dir: dir,
         _nginx: None,
     }
@@ -181,8 +189,11 @@ async fn through(s: &Served, gateway: &Gateway) {
     .unwrap();
     assert!(
         answer.body.starts_with("serial=07 via=70 ") && answer.body.contains("principal=ok:alice"),
-        "{}\n{}",
+        "{} (forwarded certificates: {} accepted, {} refused, {} removed)\n{}",
         answer.body,
+        s.tls.accepted_forwarded_certificates(),
+        s.tls.refused_forwarded_certificates(),
+        s.tls.removed_forwarded_headers(),
         gateway.log()
     );
     assert!(answer.body.ends_with("forwarded=false"), "{}", answer.body);
@@ -356,4 +367,120 @@ async fn behind_envoy_the_caller_is_the_nearest_hops_xfcc_certificate() {
     .unwrap();
     assert!(answer.body.starts_with("serial=none "), "{}", answer.body);
     assert_eq!(s.tls.refused_forwarded_certificates(), 1);
+}
+
+/// The Caddy `cargo xtask real-peers` built (Caddy v2 with its standard modules).
+fn caddy_binary() -> std::path::PathBuf {
+    const GO_MOD: &str = include_str!("../../../../xtask/real-peers/caddy/go.mod");
+    let version = GO_MOD
+        .lines()
+        .find_map(|line| {
+            let mut words = line.trim().trim_start_matches("require").split_whitespace();
+            (words.next()? == "github.com/caddyserver/caddy/v2").then(|| words.next())?
+        })
+        .expect("xtask/real-peers/caddy/go.mod requires Caddy");
+    let root = std::env::var_os("PLATFORM_CLIENT_REAL_PEERS").map_or_else(
+        || {
+            std::path::PathBuf::from(std::env::var_os("HOME").unwrap_or_default())
+                .join(".cache/platform-client/real-peers")
+        },
+        std::path::PathBuf::from,
+    );
+    let path = root.join(format!("caddy-{version}/bin/caddy"));
+    assert!(
+        path.is_file(),
+        "Caddy {version} is not built on this machine (no {}): run `cargo xtask real-peers` \
+         (cargo xtask test does)",
+        path.display()
+    );
+    path
+}
+
+/// Caddy terminating the caller's mTLS, forwarding its certificate as base64 DER in
+/// `X-SSL-Client-Cert`, and calling the service over mTLS with `identity`. (The test
+/// callers connect to an IP address, which TLS sends no SNI for: `default_sni` makes
+/// Caddy apply the site's connection policy, client authentication included, to
+/// them, and strict SNI-Host checking is off.)
+async fn caddy(s: &Served, identity: &Leaf) -> Gateway {
+    let dir = readable_dir();
+    let d = dir.path();
+    let front = server_leaf(&s.server_ca, 0x62);
+    let (front_crt, front_key, gw_crt, gw_key, client_ca, upstream_ca) = (
+        write(d, "front.crt", &front.cert_pem),
+        write(d, "front.key", &front.key_pem),
+        write(d, "gw.crt", &identity.cert_pem),
+        write(d, "gw.key", &identity.key_pem),
+        write(d, "client-ca.crt", &s.client_ca.pem()),
+        write(d, "upstream-ca.crt", &s.server_ca.pem()),
+    );
+    let port = free_port();
+    let caddyfile = format!(
+        "{{
+    admin off
+    auto_https off
+    storage file_system {data}
+    default_sni 127.0.0.1
+    servers {{
+        strict_sni_host insecure_off
+    }}
+}}
+https://127.0.0.1:{port} {{
+    tls {front_crt} {front_key} {{
+        client_auth {{
+            mode verify_if_given
+            trust_pool file {client_ca}
+        }}
+    }}
+    reverse_proxy https://127.0.0.1:{upstream} {{
+        header_up X-SSL-Client-Cert {{http.request.tls.client.certificate_der_base64}}
+        transport http {{
+            tls_client_auth {gw_crt} {gw_key}
+            tls_trust_pool file {upstream_ca}
+            tls_server_name localhost
+        }}
+    }}
+}}
+",
+        data = d.join("data").display(),
+        upstream = s.port
+    );
+    let config = write(d, "Caddyfile", &caddyfile);
+    let log = std::fs::File::create(d.join("gateway.log")).unwrap();
+    let child = Command::new(caddy_binary())
+        .args(["run", "--adapter", "caddyfile", "--config", &config])
+        .env("HOME", d)
+        .env("XDG_DATA_HOME", d.join("data"))
+        .env("XDG_CONFIG_HOME", d.join("config"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(log)
+        .spawn()
+        .unwrap();
+    poll_until("Caddy listens", || {
+        std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
+    })
+    .await;
+    Gateway {
+        child,
+        port,
+        log: Some(dir.path().join("gateway.log")),
+        _dir: dir,
+        _nginx: None,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn behind_caddy_the_caller_is_the_certificate_caddy_verified_and_forwarded() {
+    let s = serve_with(
+        ClientAuth::Required,
+        allowing(
+            "gateway",
+            ForwardedFormat::Base64Der {
+                header: "x-ssl-client-cert".into(),
+            },
+        ),
+    )
+    .await;
+    let gateway = caddy(&s, &gateway_identity(&s, "gateway")).await;
+    through(&s, &gateway).await;
 }
