@@ -15,7 +15,7 @@ use crate::principal::{
 
 /// The verified caller of a connection: the client certificate its handshake
 /// presented and [`CallerVerifier`](super::CallerVerifier) verified. Requests served
-/// by [`serve`](super::serve) (or through [`CallerLayer`]) carry it in their
+/// by [`serve`](super::serve) (or through [`CallerLayer`](super::CallerLayer)) carry it in their
 /// extensions; a request on a connection without a verified certificate carries
 /// none, whatever its headers say. Cheap to clone.
 #[derive(Clone)]
