@@ -284,6 +284,7 @@ pub mod principal {
     mod jws;
     mod payload;
     mod recorder;
+    mod replay;
     mod sign;
     mod verify;
 
@@ -301,6 +302,7 @@ pub mod principal {
     #[cfg_attr(not(feature = "metrics"), allow(unused_imports))]
     pub(crate) use recorder::{ALGORITHMS, algorithm_label};
     pub use recorder::{SIGN_RESULTS, TokenRecorder, VERIFY_RESULTS};
+    pub use replay::{DEFAULT_REPLAY_CAPACITY, MAX_JTI_BYTES, ReplayCache};
     pub use sign::{PrincipalSigner, SignError, attach_principal, sign_with, sign_with_key};
     /// The URL a principal is signed for (the `url` crate's type, which is also
     /// `reqwest::Url`): re-exported so that callers of [`sign_with`] and

@@ -6,7 +6,7 @@
 //! `--client-ca-secret-namespace`/`-name` (watched; a removed CA's connections are
 //! closed). The caller is the connection's verified certificate, never a header, and
 //! `X-Principal` is verified against that certificate for one of
-//! `--principal-audience`: signed principals only.
+//! `--principal-audience`: signed principals only, each accepted once.
 //!
 //! The answer is `200 principal actor=... caller=<CN>`, or `401` with the refusal's
 //! reason.
@@ -18,7 +18,9 @@ use bytes::Bytes;
 use clap::{Arg, ArgMatches, Command};
 use http_body_util::Full;
 use hyper::{Request, Response, StatusCode};
-use platform_client_compat::tls::principal::{AlgorithmPolicy, Principal, Url, VerifyOptions};
+use platform_client_compat::tls::principal::{
+    AlgorithmPolicy, Principal, ReplayCache, Url, VerifyOptions,
+};
 use platform_client_compat::tls::serving::{Caller, ServerTls, request_principal};
 use platform_client_compat::tls::trust::TrustVerifier;
 use platform_client_compat::tls::watch::SecretWatches;
@@ -98,7 +100,10 @@ pub async fn start(
     let tls = ServerTls::builder(identity.clone())
         .callers(callers)
         .build()?;
-    let options = VerifyOptions::new(AlgorithmPolicy::default()).with_audiences(audiences);
+    // Each signed principal is accepted once (a captured token is refused).
+    let options = VerifyOptions::new(AlgorithmPolicy::default())
+        .with_audiences(audiences)
+        .with_replay_cache(std::sync::Arc::new(ReplayCache::default()));
     let listener = TcpListener::bind(address).await?;
     let bound = listener.local_addr()?;
     let service = tower::service_fn(move |request: Request<hyper::body::Incoming>| {

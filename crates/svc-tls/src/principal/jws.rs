@@ -74,11 +74,18 @@ impl Algorithm {
     /// epoch; `aud` the receiver's origin, a JSON string). go-jose keeps header
     /// members it does not know (none is listed in `crit`), so Go verifiers accept
     /// it; the payload is unchanged.
-    pub(super) fn encoded_header_with_times(self, iat: u64, exp: u64, aud: &str) -> String {
+    pub(super) fn encoded_header_with_times(
+        self,
+        iat: u64,
+        exp: u64,
+        aud: &str,
+        jti: &str,
+    ) -> String {
         // A `String` always serializes; the fallback is never taken.
         let aud = serde_json::to_string(aud).unwrap_or_else(|_| "\"\"".to_owned());
+        // `jti` is base64url (no character JSON escapes).
         URL_SAFE_NO_PAD.encode(format!(
-            r#"{{"alg":"{}","iat":{iat},"exp":{exp},"aud":{aud}}}"#,
+            r#"{{"alg":"{}","iat":{iat},"exp":{exp},"aud":{aud},"jti":"{jti}"}}"#,
             self.name()
         ))
     }
@@ -230,6 +237,7 @@ pub(super) struct RawHeader {
     pub(super) iat: Option<serde_json::Value>,
     pub(super) exp: Option<serde_json::Value>,
     pub(super) aud: Option<serde_json::Value>,
+    pub(super) jti: Option<serde_json::Value>,
 }
 
 impl<'de> Deserialize<'de> for RawHeader {
@@ -250,6 +258,7 @@ impl<'de> Deserialize<'de> for RawHeader {
                     iat: None,
                     exp: None,
                     aud: None,
+                    jti: None,
                 };
                 while let Some(name) = map.next_key::<String>()? {
                     let value: serde_json::Value = map.next_value()?;
@@ -258,6 +267,7 @@ impl<'de> Deserialize<'de> for RawHeader {
                         "iat" => header.iat = Some(value),
                         "exp" => header.exp = Some(value),
                         "aud" => header.aud = Some(value),
+                        "jti" => header.jti = Some(value),
                         "crit" => {
                             header.crit = Some(match value {
                                 serde_json::Value::Array(names) => names
@@ -314,11 +324,16 @@ mod tests {
     #[test]
     fn header_with_times_keeps_alg_first() {
         let decoded = URL_SAFE_NO_PAD
-            .decode(Algorithm::Es256.encoded_header_with_times(10, 70, "https://peer:8443"))
+            .decode(Algorithm::Es256.encoded_header_with_times(
+                10,
+                70,
+                "https://peer:8443",
+                "AAECAwQFBgcICQoLDA0ODw",
+            ))
             .unwrap();
         assert_eq!(
             decoded,
-            br#"{"alg":"ES256","iat":10,"exp":70,"aud":"https://peer:8443"}"#
+            br#"{"alg":"ES256","iat":10,"exp":70,"aud":"https://peer:8443","jti":"AAECAwQFBgcICQoLDA0ODw"}"#
         );
     }
 

@@ -76,7 +76,7 @@ pub const SIGN_RESULTS: [&str; 9] = [
 
 /// Every `result` of verifying: `ok`, then the reasons of
 /// [`RequestPrincipalError::reason`](super::RequestPrincipalError::reason), then `other`.
-pub const VERIFY_RESULTS: [&str; 21] = [
+pub const VERIFY_RESULTS: [&str; 22] = [
     "ok",
     "certificate_missing",
     "certificate_not_verified",
@@ -96,6 +96,7 @@ pub const VERIFY_RESULTS: [&str; 21] = [
     "audience",
     "payload",
     "unsigned",
+    "replayed",
     "not_configured",
     "other",
 ];

@@ -413,7 +413,12 @@ fn sign_payload(
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |since| since.as_secs());
     let exp = iat.saturating_add(lifetime.as_secs().max(1));
-    let mut token = algorithm.encoded_header_with_times(iat, exp, &audience);
+    // A unique id per token (128 random bits), for the receivers' replay caches.
+    let mut id = [0u8; 16];
+    aws_lc_rs::rand::fill(&mut id)
+        .map_err(|_| SignError::Provider(rustls::Error::FailedToGetRandomBytes))?;
+    let jti = URL_SAFE_NO_PAD.encode(id);
+    let mut token = algorithm.encoded_header_with_times(iat, exp, &audience, &jti);
     token.push('.');
     URL_SAFE_NO_PAD.encode_string(payload, &mut token);
     let signature = signer.sign(token.as_bytes()).map_err(SignError::Provider)?;

@@ -56,11 +56,14 @@ def verify(item: dict) -> dict:
 
     header_b64, payload_b64, signature_b64 = token.split(".")
     raw_header = json.loads(b64d(header_b64))
-    # {"alg":...,"iat":...,"exp":...,"aud":...}: PyJWT (like go-jose) accepts the
-    # extra members of the protected header; the times are integers, exp after
-    # iat; the audience is the receiver's origin, a string.
+    # {"alg":...,"iat":...,"exp":...,"aud":...,"jti":...}: PyJWT (like go-jose)
+    # accepts the extra members of the protected header; the times are integers,
+    # exp after iat; the audience is the receiver's origin, a string; the jti 128
+    # random bits, base64url (22 characters).
     if (
-        sorted(raw_header) != ["alg", "aud", "exp", "iat"]
+        sorted(raw_header) != ["alg", "aud", "exp", "iat", "jti"]
+        or not isinstance(raw_header["jti"], str)
+        or len(raw_header["jti"]) != 22
         or raw_header["alg"] != alg
         or not isinstance(raw_header["iat"], int)
         or not isinstance(raw_header["exp"], int)
@@ -68,7 +71,7 @@ def verify(item: dict) -> dict:
         or not isinstance(raw_header["aud"], str)
         or not raw_header["aud"].startswith("https://")
     ):
-        fail(f"{name}: protected header is not {{alg, iat, exp, aud}}: {b64d(header_b64)!r}")
+        fail(f"{name}: protected header is not {{alg, iat, exp, aud, jti}}: {b64d(header_b64)!r}")
     if alg == "PS512":
         try:
             public_key.verify(

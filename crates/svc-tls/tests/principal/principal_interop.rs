@@ -269,8 +269,8 @@ async fn svid_keys_sign_es256_that_pyjwt_verifies_and_the_reverse() {
     );
 }
 
-/// The header PyJWT read: `alg`, the issue and expiry times and the audience we
-/// sign (PyJWT accepts the extra members; the payload is unchanged).
+/// The header PyJWT read: `alg`, the issue and expiry times, the audience and the
+/// token id we sign (PyJWT accepts the extra members; the payload is unchanged).
 fn assert_header(header: &Value, alg: &str) {
     assert_eq!(header["alg"], alg, "{header}");
     let (iat, exp) = (header["iat"].as_u64(), header["exp"].as_u64());
@@ -279,7 +279,11 @@ fn assert_header(header: &Value, alg: &str) {
         "{header}"
     );
     assert_eq!(header["aud"], "https://peer.svc.test", "{header}");
-    assert_eq!(header.as_object().map(|o| o.len()), Some(4), "{header}");
+    assert!(
+        header["jti"].as_str().is_some_and(|j| j.len() == 22),
+        "{header}"
+    );
+    assert_eq!(header.as_object().map(|o| o.len()), Some(5), "{header}");
 }
 
 // ---------------------------------------------------------------------------------

@@ -371,18 +371,20 @@ fn signer_refuses_plain_http_to_non_loopback_hosts() {
     }
 }
 
-/// The protected header is exactly `{"alg":...,"iat":...,"exp":...,"aud":...}`:
+/// The protected header is exactly `{"alg":...,"iat":...,"exp":...,"aud":...,"jti":...}`:
 /// `iat` now, `exp` the default lifetime later, `aud` the origin the token was
-/// signed for (the payload is untouched by them).
+/// signed for, `jti` 128 random bits in base64url (the payload is untouched by them).
 fn assert_header_with_times(encoded: &str, alg: &str) {
     let raw = URL_SAFE_NO_PAD.decode(encoded).unwrap();
     let header: serde_json::Value = serde_json::from_slice(&raw).unwrap();
     let object = header.as_object().unwrap();
     assert_eq!(
         object.keys().map(String::as_str).collect::<Vec<_>>(),
-        ["alg", "aud", "exp", "iat"],
+        ["alg", "aud", "exp", "iat", "jti"],
         "{header}"
     );
+    let jti = header["jti"].as_str().unwrap();
+    assert_eq!(URL_SAFE_NO_PAD.decode(jti).unwrap().len(), 16, "{header}");
     assert_eq!(header["alg"], alg);
     // The receiver it was signed for: the origin of the URL, not the path.
     assert_eq!(header["aud"], PEER_AUDIENCE);

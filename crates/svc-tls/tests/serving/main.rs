@@ -79,6 +79,10 @@ pub(crate) fn server_leaf(ca: &TestCa, serial: u64) -> Leaf {
     }
 }
 
+/// The handlers' one replay cache (tokens carry random ids: the tests' never collide).
+static REPLAY: std::sync::LazyLock<Arc<svc_tls::principal::ReplayCache>> =
+    std::sync::LazyLock::new(|| Arc::new(svc_tls::principal::ReplayCache::default()));
+
 /// The handler: who called (from the connection), the principal it signed, and
 /// whether any forwarded-certificate header reached it.
 pub(crate) async fn whoami_handler(
@@ -86,7 +90,8 @@ pub(crate) async fn whoami_handler(
 ) -> Result<http::Response<Full<Bytes>>, std::convert::Infallible> {
     let caller = request.extensions().get::<Caller>().cloned();
     let options = VerifyOptions::new(AlgorithmPolicy::Ps512OrEcdsa)
-        .with_audiences([AUDIENCE.parse().unwrap()]);
+        .with_audiences([AUDIENCE.parse().unwrap()])
+        .with_replay_cache(REPLAY.clone());
     let principal = match request_principal::<Principal, _>(&request, &options) {
         Ok(p) => format!("ok:{}", p.actor.unwrap_or_default()),
         Err(e) => format!("refused:{e:?}"),
@@ -453,4 +458,81 @@ async fn curl_with_a_client_certificate_is_served_as_its_caller() {
         !out.1.status.success(),
         "curl without a certificate was served"
     );
+}
+
+/// A signed principal captured on its way (the same token sent again, on the
+/// caller's own connection): refused the second time; a signed token without a
+/// `jti` (an older or a Go sender's) is refused by a receiver that checks replays.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_signed_principal_is_accepted_once() {
+    let s = serve(ClientAuth::Required).await;
+    let leaf = s.client_ca.client_leaf("region", 7);
+    let token = signed_principal(&leaf, "alice");
+    let config = client_config(&s.server_ca, Some(&leaf));
+    let first = request(s.port, config.clone(), &[("X-Principal", token.as_str())])
+        .await
+        .unwrap();
+    assert!(first.body.contains("principal=ok:alice"), "{}", first.body);
+    let again = request(s.port, config.clone(), &[("X-Principal", token.as_str())])
+        .await
+        .unwrap();
+    assert!(
+        again.body.contains("principal=refused:Verify(Replayed)"),
+        "a replayed token was accepted: {}",
+        again.body
+    );
+    // The header without its jti, re-signed with the caller's own key.
+    let key = rustls::pki_types::PrivateKeyDer::from_pem_slice(leaf.key_pem.as_bytes()).unwrap();
+    let key = svc_tls::material::crypto_provider()
+        .key_provider
+        .load_private_key(key)
+        .unwrap();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    let b64 = |bytes: &[u8]| {
+        base64::Engine::encode(&base64::engine::general_purpose::URL_SAFE_NO_PAD, bytes)
+    };
+    let signer = key
+        .choose_scheme(&[rustls::SignatureScheme::ECDSA_NISTP256_SHA256])
+        .unwrap();
+    let input = format!(
+        "{}.{}",
+        b64(format!(
+            r#"{{"alg":"ES256","iat":{now},"exp":{},"aud":"{AUDIENCE}"}}"#,
+            now + 60
+        )
+        .as_bytes()),
+        b64(br#"{"actor":"mallory"}"#)
+    );
+    let der = signer.sign(input.as_bytes()).unwrap();
+    let (r, s_) = raw_ecdsa(&der);
+    let mut raw = r;
+    raw.extend(s_);
+    let untagged = format!("{input}.{}", b64(&raw));
+    let answer = request(s.port, config, &[("X-Principal", untagged.as_str())])
+        .await
+        .unwrap();
+    assert!(
+        answer.body.contains("principal=refused:Verify(MissingJti)"),
+        "{}",
+        answer.body
+    );
+}
+
+/// An ECDSA DER signature's r and s, 32 bytes each.
+fn raw_ecdsa(der: &[u8]) -> (Vec<u8>, Vec<u8>) {
+    let (_, sequence) = x509_parser::der_parser::parse_der(der).unwrap();
+    let items = sequence.as_sequence().unwrap();
+    let fixed = |bytes: &[u8]| {
+        let bytes = bytes.strip_prefix(&[0]).unwrap_or(bytes);
+        let mut out = vec![0u8; 32 - bytes.len()];
+        out.extend_from_slice(bytes);
+        out
+    };
+    (
+        fixed(items[0].as_slice().unwrap()),
+        fixed(items[1].as_slice().unwrap()),
+    )
 }

@@ -103,6 +103,7 @@ pub struct IngressVerifier {
     mode: ReceivingMode,
     audience_unchecked: bool,
     unsigned_log: Arc<crate::last_good::WarningLimiter>,
+    replay: Option<Arc<super::ReplayCache>>,
 }
 
 impl fmt::Debug for IngressVerifier {
@@ -151,6 +152,7 @@ impl IngressVerifier {
             mode: ReceivingMode::Strict,
             audience_unchecked: false,
             unsigned_log: mode::unsigned_log_limiter(),
+            replay: None,
         }
     }
 
@@ -199,6 +201,16 @@ impl IngressVerifier {
     /// Whether the forwarded certificate is believed on the headers alone.
     pub fn is_unverified(&self) -> bool {
         matches!(self.anchors, Anchors::UnverifiedHeadersOnly)
+    }
+
+    /// Refuses a second use of any signed principal, remembering accepted ones in
+    /// `cache` until they expire ([`ReplayCache`](super::ReplayCache): its bound and
+    /// eviction). Signed tokens must then carry a `jti` (this crate's signers write
+    /// one; Go senders' signed tokens have none and are refused).
+    #[must_use]
+    pub fn with_replay_cache(mut self, cache: Arc<super::ReplayCache>) -> Self {
+        self.replay = Some(cache);
+        self
     }
 
     /// The JWS algorithms accepted (default [`AlgorithmPolicy::Ps512OrEcdsa`]).
@@ -453,6 +465,7 @@ impl IngressVerifier {
             .with_clock_skew(self.clock_skew)
             .with_max_lifetime(self.max_lifetime);
         options.audiences = self.audiences.clone();
+        options.replay = self.replay.clone();
         Ok(certificate.verify_settling(token, &options, settled)?)
     }
 }

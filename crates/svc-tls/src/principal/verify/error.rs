@@ -6,6 +6,23 @@ use super::*;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum VerifyError {
+    /// The token's `jti` was accepted before: a captured token presented again.
+    #[error("principal token was already used (its jti was accepted before)")]
+    Replayed,
+    /// The replay cache holds its bound of unexpired tokens: refused rather than
+    /// evicting one early (which would let it be replayed).
+    #[error("principal replay cache is full ({capacity} unexpired tokens)")]
+    ReplayCacheFull {
+        /// The bound.
+        capacity: usize,
+    },
+    /// The receiver checks replays and the token carries no `jti` (a Go sender's, or
+    /// an older sender's).
+    #[error("principal token has no jti and this receiver refuses replays")]
+    MissingJti,
+    /// The `jti` is not a string of 1 to 64 visible ASCII characters.
+    #[error("principal token's jti is malformed")]
+    MalformedJti,
     /// The token is empty.
     #[error("principal token is empty")]
     Empty,
@@ -212,6 +229,8 @@ impl VerifyError {
             | Self::MissingAudience
             | Self::AudienceNotConfigured => "audience",
             Self::PayloadNotJson(_) | Self::PayloadType(_) => "payload",
+            Self::Replayed | Self::ReplayCacheFull { .. } => "replayed",
+            Self::MissingJti | Self::MalformedJti => "malformed",
         }
     }
 }

@@ -237,10 +237,44 @@ impl PeerCertificate {
         // token (a replay, here or from another receiver).
         check_times(times, options)?;
         check_audience(audience, options)?;
+        if let Some(replay) = &options.replay {
+            check_replay(replay, &header, times, options)?;
+        }
         settled.without_times = times.0.is_none() || times.1.is_none();
         settled.without_audience = header.aud.is_none();
         Ok(payload)
     }
+}
+
+/// A token's `jti` against the receiver's replay cache, kept until the token's `exp`
+/// plus the skew (an untimed token, which the strict mode refuses before this, is
+/// kept for the longest lifetime).
+fn check_replay(
+    replay: &super::ReplayCache,
+    header: &super::jws::RawHeader,
+    (_, exp): (Option<u64>, Option<u64>),
+    options: &VerifyOptions,
+) -> Result<(), VerifyError> {
+    let jti = match &header.jti {
+        None => return Err(VerifyError::MissingJti),
+        Some(serde_json::Value::String(jti))
+            if !jti.is_empty()
+                && jti.len() <= super::replay::MAX_JTI_BYTES
+                && jti.bytes().all(|b| b.is_ascii_graphic()) =>
+        {
+            jti
+        }
+        Some(_) => return Err(VerifyError::MalformedJti),
+    };
+    let now = options
+        .now
+        .unwrap_or_else(std::time::SystemTime::now)
+        .duration_since(std::time::SystemTime::UNIX_EPOCH)
+        .map_or(0, |since| since.as_secs());
+    let until = exp
+        .unwrap_or_else(|| now.saturating_add(options.max_lifetime.as_secs()))
+        .saturating_add(options.clock_skew.as_secs());
+    replay.accept(jti, until, now)
 }
 
 /// Verifies `token` against `certificate` and decodes its payload into `T`.

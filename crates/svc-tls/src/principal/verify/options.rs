@@ -35,6 +35,10 @@ pub struct VerifyOptions {
     /// call it at. Empty: a token's `aud` is not checked (and the strict mode
     /// refuses every token).
     pub audiences: Arc<[String]>,
+    /// The receiver's replay cache: when set, a token must carry a `jti` not
+    /// accepted before (a token without one is refused), and is remembered until
+    /// it expires. `None` (the default): no replay check.
+    pub replay: Option<Arc<super::super::ReplayCache>>,
 }
 
 impl Default for VerifyOptions {
@@ -55,7 +59,17 @@ impl VerifyOptions {
             now: None,
             max_lifetime: DEFAULT_MAX_PRINCIPAL_LIFETIME,
             audiences: Arc::from(Vec::new()),
+            replay: None,
         }
+    }
+
+    /// Refuses a second use of any token, with `cache` (share one per receiver; see
+    /// [`ReplayCache`](super::super::ReplayCache) for its bound). Tokens must then
+    /// carry a `jti`, as this crate's signers write since 0.2.0; Go senders' do not.
+    #[must_use]
+    pub fn with_replay_cache(mut self, cache: Arc<super::super::ReplayCache>) -> Self {
+        self.replay = Some(cache);
+        self
     }
 
     /// Another lifetime cap: tokens whose `exp - iat` is longer are refused
