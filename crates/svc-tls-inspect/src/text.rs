@@ -7,11 +7,11 @@
 //! common name holding ESC sequences would recolour or rewrite the operator's
 //! terminal, one holding a newline could print a fake `result: ok (exit 0)` line.
 //! [`shown`] escapes such characters (`\u{1b}`, `\n`) and cuts long values with
-//! `…`, reusing the workspace's one escaping helper (`svc_tls::excerpt::escaped`,
-//! from watch-ready) for control characters and the cut; before it, the other
-//! characters Rust's `Debug` escapes as unprintable (bidirectional overrides such
-//! as U+202E, zero-width and format characters, line and paragraph separators,
-//! unassigned code points) are written as `\u{…}` too. The JSON output keeps the
+//! `…`: it is the workspace's one escaping helper (`svc_tls::excerpt::escaped`,
+//! from watch-ready), which also writes the other characters Rust's `Debug`
+//! escapes as unprintable (bidirectional overrides such as U+202E, zero-width and
+//! format characters, line and paragraph separators, unassigned code points) as
+//! `\u{…}`, in every log excerpt as here. The JSON output keeps the
 //! exact values (serde_json escapes control characters itself).
 
 use svc_tls::excerpt;
@@ -27,20 +27,10 @@ pub const MESSAGE_CHARS: usize = excerpt::LOGGED_CHAIN_CHARS;
 pub const MAX_SANS: usize = 16;
 
 /// `text` with control and other unprintable characters escaped, cut to
-/// `max_chars` characters of output (then `…`).
+/// `max_chars` characters of output (then `…`): the workspace's one escaping
+/// helper.
 pub fn shown(text: &str, max_chars: usize) -> String {
-    if !text.chars().any(unprintable) {
-        return excerpt::escaped(text, max_chars);
-    }
-    let mut visible = String::with_capacity(text.len() + 16);
-    for c in text.chars() {
-        if unprintable(c) {
-            visible.extend(c.escape_unicode());
-        } else {
-            visible.push(c);
-        }
-    }
-    excerpt::escaped(&visible, max_chars)
+    excerpt::escaped(text, max_chars)
 }
 
 /// A value, escaped and cut to [`VALUE_CHARS`].
@@ -51,16 +41,6 @@ pub fn value(text: &str) -> String {
 /// A message, escaped and cut to [`MESSAGE_CHARS`].
 pub fn message(text: &str) -> String {
     shown(text, MESSAGE_CHARS)
-}
-
-/// A character that is not a control character (the excerpt helper escapes those)
-/// and that Rust's `Debug` would still escape: not printable.
-fn unprintable(c: char) -> bool {
-    if c.is_control() || matches!(c, '\\' | '\'' | '"') {
-        return false;
-    }
-    let mut escaped = c.escape_debug();
-    !(escaped.next() == Some(c) && escaped.next().is_none())
 }
 
 #[cfg(test)]

@@ -38,27 +38,45 @@ pub fn cut(text: &str, max_chars: usize) -> String {
 }
 
 /// `text` escaped and cut to at most `max_chars` characters of output (then `…`).
+///
+/// Escaped: control characters (`\n`, ESC, C1 controls) and every other character
+/// Rust's `Debug` writes as unprintable, which is what terminals and log viewers
+/// interpret or hide: bidirectional controls (U+202A-U+202E, U+2066-U+2069), line
+/// and paragraph separators (U+2028, U+2029), zero-width and other format
+/// characters, unassigned code points. Each becomes its visible escape (`\n`,
+/// `\u{202e}`); every other character is kept. Escaping an escaped text again
+/// changes nothing.
 pub fn escaped(text: &str, max_chars: usize) -> String {
     let mut out = String::with_capacity(text.len().min(max_chars) + 3);
     let mut used = 0usize;
     for c in text.chars() {
-        let len = if c.is_control() {
-            c.escape_debug().len()
-        } else {
-            1
-        };
+        let escape = needs_escape(c);
+        let len = if escape { c.escape_debug().len() } else { 1 };
         if used + len > max_chars {
             out.push('…');
             return out;
         }
         used += len;
-        if c.is_control() {
+        if escape {
             let _ = write!(out, "{}", c.escape_debug());
         } else {
             out.push(c);
         }
     }
     out
+}
+
+/// Whether `c` is written as an escape: a control character, or one `Debug` would
+/// not print as itself (quotes and the backslash excepted, which are harmless).
+fn needs_escape(c: char) -> bool {
+    if c.is_control() {
+        return true;
+    }
+    if matches!(c, '\\' | '\'' | '"') || c.is_ascii() {
+        return false;
+    }
+    let mut escaped = c.escape_debug();
+    !(escaped.next() == Some(c) && escaped.next().is_none())
 }
 
 /// `error` and its sources joined with `: `, escaped and cut to
@@ -166,6 +184,24 @@ pub fn credential_failure(error: &(dyn Error + 'static)) -> Option<&'static str>
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// What terminals and log viewers interpret or hide is escaped (issue 50): bidi
+    /// controls, line and paragraph separators, zero-width characters; letters of
+    /// any script are kept, and escaping twice changes nothing.
+    #[test]
+    fn bidi_separators_and_zero_width_characters_are_escaped() {
+        for (raw, shown) in [
+            ("a\u{202e}b", "a\\u{202e}b"),
+            ("a\u{2066}b\u{2069}", "a\\u{2066}b\\u{2069}"),
+            ("x\u{2028}y\u{2029}", "x\\u{2028}y\\u{2029}"),
+            ("zero\u{200b}width\u{feff}", "zero\\u{200b}width\\u{feff}"),
+            ("CN=café, O=Ümlaut, 日本", "CN=café, O=Ümlaut, 日本"),
+            ("say \"hi\" \\ 'x'", "say \"hi\" \\ 'x'"),
+        ] {
+            assert_eq!(escaped(raw, 64), shown, "{raw:?}");
+            assert_eq!(escaped(&escaped(raw, 64), 64), shown);
+        }
+    }
 
     #[derive(Debug)]
     struct Layer(String, Option<Box<Layer>>);
