@@ -66,6 +66,11 @@ pub enum HostProblem {
         "http:// to a non-loopback host would skip mTLS and send the X-Principal in clear text, and a client identity is configured: use https://"
     )]
     PlaintextWithCredentials,
+    /// The URL carries user information (`user:password@`): credentials do not
+    /// belong in a host flag, where they would be sent nowhere useful and shown in
+    /// errors, logs and `Debug` (the value is quoted with them redacted).
+    #[error("the URL carries user information (user:password@): put no credentials in a host flag")]
+    UserInfo,
     /// The value cannot be parsed as a URL at all.
     #[error("not a URL: {reason}")]
     NotAUrl {
@@ -132,6 +137,9 @@ pub(crate) fn parse_host(flag: &str, value: &str) -> Result<Url, HostError> {
     if url.host_str().is_none_or(str::is_empty) {
         return Err(invalid(HostProblem::MissingHost));
     }
+    if !url.username().is_empty() || url.password().is_some() {
+        return Err(invalid(HostProblem::UserInfo));
+    }
     Ok(url)
 }
 
@@ -182,5 +190,31 @@ mod userinfo_tests {
             without_userinfo("https://identity.example/a@b"),
             "https://identity.example/a@b"
         );
+    }
+
+    /// A valid https:// host with user information is refused too (issue 50), and
+    /// neither its error's `Display` nor its `Debug` shows the password.
+    #[test]
+    fn a_valid_host_with_userinfo_is_refused_without_showing_the_password() {
+        for value in [
+            "https://admin:s3cr3t-pw@identity.example",
+            "https://admin@identity.example/api",
+        ] {
+            let error = parse_host("identity-host", value).expect_err(value);
+            assert!(
+                matches!(
+                    &error,
+                    HostError::Invalid {
+                        problem: HostProblem::UserInfo,
+                        ..
+                    }
+                ),
+                "{error:?}"
+            );
+            for shown in [error.to_string(), format!("{error:?}")] {
+                assert!(!shown.contains("s3cr3t-pw"), "{shown}");
+                assert!(shown.contains("identity-host"), "{shown}");
+            }
+        }
     }
 }
