@@ -6,8 +6,6 @@ use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError};
 
-use super::verify::VerifyError;
-
 /// The default bound on the `jti`s a [`ReplayCache`] remembers at once. An entry
 /// lives until its token's `exp` plus the clock skew (at most
 /// [`DEFAULT_MAX_PRINCIPAL_LIFETIME`](super::DEFAULT_MAX_PRINCIPAL_LIFETIME) plus
@@ -18,13 +16,25 @@ pub const DEFAULT_REPLAY_CAPACITY: usize = 100_000;
 /// The longest `jti` accepted, in bytes (this crate's senders write 22).
 pub const MAX_JTI_BYTES: usize = 64;
 
+/// Why [`ReplayCache::accept`] refused a token.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Refused {
+    /// Its `jti` was accepted before.
+    Replayed,
+    /// `capacity` unexpired entries are held.
+    Full {
+        /// The bound.
+        capacity: usize,
+    },
+}
+
 /// The `jti`s of accepted signed principals, each kept until its token expires (with
 /// the clock skew), at most `capacity` at once.
 ///
 /// **Bound and eviction**: an entry goes when its token's `exp` (plus the skew) has
 /// passed, checked on each insertion, oldest expiry first. When `capacity`
 /// unexpired entries are held, a new token is refused
-/// ([`VerifyError::ReplayCacheFull`], counted) rather than an entry evicted early:
+/// ([`VerifyError::ReplayCacheFull`](super::VerifyError::ReplayCacheFull), counted) rather than an entry evicted early:
 /// evicting would let the evicted token be replayed while it is still valid. Only a
 /// sender holding a trusted key can fill it (tokens are checked here after their
 /// signature, times and audience), and the count says so.
@@ -89,9 +99,10 @@ impl ReplayCache {
     /// check.
     ///
     /// # Errors
-    /// [`VerifyError::Replayed`] when it was accepted before and has not expired;
-    /// [`VerifyError::ReplayCacheFull`] when `capacity` unexpired entries are held.
-    pub(crate) fn accept(&self, jti: &str, until: u64, now: u64) -> Result<(), VerifyError> {
+    /// [`Refused::Replayed`] when it was accepted before and has not expired;
+    /// [`Refused::Full`] when `capacity` unexpired entries are held (the verifier
+    /// turns them into its `VerifyError`s).
+    pub(crate) fn accept(&self, jti: &str, until: u64, now: u64) -> Result<(), Refused> {
         let mut seen = self.seen.lock().unwrap_or_else(PoisonError::into_inner);
         while let Some(first) = seen.by_expiry.first()
             && first.0 < now
@@ -102,11 +113,11 @@ impl ReplayCache {
         }
         if seen.by_jti.contains_key(jti) {
             self.replays.fetch_add(1, Ordering::Relaxed);
-            return Err(VerifyError::Replayed);
+            return Err(Refused::Replayed);
         }
         if seen.by_jti.len() >= self.capacity {
             self.full.fetch_add(1, Ordering::Relaxed);
-            return Err(VerifyError::ReplayCacheFull {
+            return Err(Refused::Full {
                 capacity: self.capacity,
             });
         }
@@ -155,10 +166,7 @@ mod tests {
     fn a_second_use_is_refused_until_the_token_expires() {
         let cache = ReplayCache::new(10);
         cache.accept("a", 100, 50).unwrap();
-        assert!(matches!(
-            cache.accept("a", 100, 60),
-            Err(VerifyError::Replayed)
-        ));
+        assert!(matches!(cache.accept("a", 100, 60), Err(Refused::Replayed)));
         assert_eq!(cache.replays(), 1);
         // Past its expiry the entry is gone (the token itself is refused as expired
         // by the time checks before it gets here).
@@ -176,7 +184,7 @@ mod tests {
         for i in 0..5_000 {
             assert!(matches!(
                 cache.accept(&format!("flood-{i}"), 10_000, 10),
-                Err(VerifyError::ReplayCacheFull { capacity: 1_000 })
+                Err(Refused::Full { capacity: 1_000 })
             ));
         }
         assert_eq!(cache.len(), 1_000);

@@ -274,7 +274,12 @@ fn check_replay(
     let until = exp
         .unwrap_or_else(|| now.saturating_add(options.max_lifetime.as_secs()))
         .saturating_add(options.clock_skew.as_secs());
-    replay.accept(jti, until, now)
+    replay
+        .accept(jti, until, now)
+        .map_err(|refused| match refused {
+            super::replay::Refused::Replayed => VerifyError::Replayed,
+            super::replay::Refused::Full { capacity } => VerifyError::ReplayCacheFull { capacity },
+        })
 }
 
 /// Verifies `token` against `certificate` and decodes its payload into `T`.
