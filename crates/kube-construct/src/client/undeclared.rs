@@ -63,6 +63,18 @@ impl fmt::Display for Target<'_> {
 #[derive(Default)]
 pub(super) struct UndeclaredReads {
     seen: Mutex<BTreeMap<UndeclaredRead, u64>>,
+    /// Lines logged for reads past [`MAX_UNDECLARED_READS`] (at most one).
+    overflow_lines: std::sync::atomic::AtomicU64,
+}
+
+/// What the WARN shows of `read`: its names come from the caller's data (a
+/// namespace or name a request carried), so they are escaped and cut like any
+/// outside text.
+fn shown(read: &UndeclaredRead) -> String {
+    watch_ready::excerpt::escaped(
+        &read.to_string(),
+        2 * watch_ready::excerpt::SENDER_TEXT_CHARS,
+    )
 }
 
 impl UndeclaredReads {
@@ -74,18 +86,69 @@ impl UndeclaredReads {
             *count += 1;
             return;
         }
-        tracing::warn!(
-            read = %read,
-            "read refused: no declared cache covers it (declare one at construction; \
-             a test lists these with CachedClient::undeclared_reads)"
-        );
         if seen.len() < MAX_UNDECLARED_READS {
+            tracing::warn!(
+                read = %shown(&read),
+                "read refused: no declared cache covers it (declare one at construction; \
+                 a test lists these with CachedClient::undeclared_reads)"
+            );
             seen.insert(read, 1);
+        } else if self
+            .overflow_lines
+            .compare_exchange(
+                0,
+                1,
+                std::sync::atomic::Ordering::AcqRel,
+                std::sync::atomic::Ordering::Acquire,
+            )
+            .is_ok()
+        {
+            // Names can come from data: past the bound, one line, not one per name.
+            tracing::warn!(
+                limit = MAX_UNDECLARED_READS,
+                "more than {MAX_UNDECLARED_READS} distinct undeclared reads: further ones \
+                 are refused without a log line each"
+            );
         }
     }
 
     pub(super) fn snapshot(&self) -> Vec<(UndeclaredRead, u64)> {
         let seen = self.seen.lock().unwrap_or_else(PoisonError::into_inner);
         seen.iter().map(|(read, n)| (read.clone(), *n)).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(name: &str) -> UndeclaredRead {
+        UndeclaredRead {
+            resource: "secrets.v1.".into(),
+            namespace: Some("ns".into()),
+            name: Some(name.into()),
+        }
+    }
+
+    /// A name from data is escaped in the WARN, and a flood of distinct names logs one
+    /// line past the bound, not one per name (issue 50).
+    #[test]
+    fn names_are_escaped_and_a_flood_is_one_line() {
+        let shown = shown(&read("x\n2026-12-06 INFO forged\u{202e}"));
+        assert!(
+            !shown.chars().any(|c| c.is_control() || c == '\u{202e}'),
+            "{shown}"
+        );
+        let reads = UndeclaredReads::default();
+        for i in 0..3 * MAX_UNDECLARED_READS {
+            reads.record(read(&format!("n{i}")));
+        }
+        assert_eq!(reads.snapshot().len(), MAX_UNDECLARED_READS);
+        assert_eq!(
+            reads
+                .overflow_lines
+                .load(std::sync::atomic::Ordering::Acquire),
+            1
+        );
     }
 }
