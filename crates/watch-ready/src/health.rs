@@ -270,23 +270,49 @@ mod tests {
 
     use super::*;
 
-    /// Records the level of every event.
+    /// Records the level of every event with the thread that emitted it, as this test
+    /// binary's one global subscriber. A scoped subscriber (`with_default`) was not
+    /// enough: tracing caches each callsite's interest when the callsite is first
+    /// hit, and another test thread hitting `failed`'s WARN for the first time while
+    /// this test's scoped dispatcher registered could cache "never" after the
+    /// registration's rebuild (the WARN this test counts was dropped: 1 run of
+    /// `cargo xtask test` in 3 on a loaded 2-core machine, issue 48). Every test here
+    /// that reaches `failed` installs this first ([`Levels::global`]; the others
+    /// wait for it on the `OnceLock`), so no callsite of this module registers
+    /// before the subscriber exists.
     #[derive(Clone, Default)]
-    struct Levels(Arc<Mutex<Vec<Level>>>);
+    struct Levels(Arc<Mutex<Vec<(std::thread::ThreadId, Level)>>>);
 
     impl<S: Subscriber> Layer<S> for Levels {
         fn on_event(&self, event: &tracing::Event<'_>, _: Context<'_, S>) {
             if let Ok(mut levels) = self.0.lock() {
-                levels.push(*event.metadata().level());
+                levels.push((std::thread::current().id(), *event.metadata().level()));
             }
         }
     }
 
     impl Levels {
+        /// The binary's one recorder, installed as the global default on first use.
+        fn global() -> &'static Levels {
+            static GLOBAL: std::sync::OnceLock<Levels> = std::sync::OnceLock::new();
+            GLOBAL.get_or_init(|| {
+                let levels = Levels::default();
+                let subscriber = tracing_subscriber::registry().with(levels.clone());
+                let _ = tracing::subscriber::set_global_default(subscriber);
+                levels
+            })
+        }
+
+        /// WARN and ERROR events emitted on the calling thread so far.
         fn warnings(&self) -> usize {
+            let me = std::thread::current().id();
             self.0
                 .lock()
-                .map(|l| l.iter().filter(|l| **l <= Level::WARN).count())
+                .map(|l| {
+                    l.iter()
+                        .filter(|(thread, level)| *thread == me && *level <= Level::WARN)
+                        .count()
+                })
                 .unwrap_or(usize::MAX)
         }
     }
@@ -299,9 +325,8 @@ mod tests {
 
     #[test]
     fn a_410_relist_is_routine_and_other_errors_degrade() {
-        let levels = Levels::default();
-        let subscriber = tracing_subscriber::registry().with(levels.clone());
-        tracing::subscriber::with_default(subscriber, || {
+        let levels = Levels::global();
+        {
             let health = Health::new("test/watch");
             health.synced();
             health.failed(&status_error(410));
@@ -319,11 +344,12 @@ mod tests {
             assert_eq!(health.status().state, WatchState::Degraded);
             assert_eq!(health.status().relists, 1, "a 500 is no relist");
             assert_eq!(levels.warnings(), 1);
-        });
+        }
     }
 
     #[test]
     fn a_synced_watch_refused_401_or_403_says_so_until_it_recovers() {
+        Levels::global();
         let health = Health::new("test/watch");
         health.failed(&status_error(403));
         assert_eq!(
@@ -344,6 +370,7 @@ mod tests {
 
     #[test]
     fn an_ended_stream_leaves_a_synced_watch_degraded() {
+        Levels::global();
         let health = Health::new("test/watch");
         health.synced();
         health.ended();
