@@ -1,7 +1,7 @@
 //! [`CallerVerifier`]: rustls's client-certificate verifier over a watched trust, so
 //! a caller is checked against the client CA served now on every handshake.
 
-use rustls::client::danger::HandshakeSignatureValid;
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerifier};
 use rustls::server::danger::{ClientCertVerified, ClientCertVerifier};
 use rustls::{DigitallySignedStruct, DistinguishedName, SignatureScheme};
 use rustls_pki_types::{CertificateDer, UnixTime};
@@ -78,14 +78,15 @@ impl ClientCertVerifier for CallerVerifier {
             .map(|()| ClientCertVerified::assertion())
     }
 
+    // Signatures depend on the provider only: the client half's verifier checks them,
+    // with the same provider's algorithms, for both directions.
     fn verify_tls12_signature(
         &self,
         message: &[u8],
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        let algorithms = &self.trust.provider().signature_verification_algorithms;
-        rustls::crypto::verify_tls12_signature(message, cert, dss, algorithms)
+        ServerCertVerifier::verify_tls12_signature(&self.trust, message, cert, dss)
     }
 
     fn verify_tls13_signature(
@@ -94,14 +95,10 @@ impl ClientCertVerifier for CallerVerifier {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        let algorithms = &self.trust.provider().signature_verification_algorithms;
-        rustls::crypto::verify_tls13_signature(message, cert, dss, algorithms)
+        ServerCertVerifier::verify_tls13_signature(&self.trust, message, cert, dss)
     }
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.trust
-            .provider()
-            .signature_verification_algorithms
-            .supported_schemes()
+        ServerCertVerifier::supported_verify_schemes(&self.trust)
     }
 }
