@@ -71,6 +71,14 @@ impl Caller {
     /// # Errors
     /// [`CallerError`] when the leaf cannot be read.
     pub fn from_chain(chain: &[CertificateDer<'_>]) -> Result<Option<Self>, CallerError> {
+        Self::from_chain_via(chain, None)
+    }
+
+    /// As [`Caller::from_chain`], forwarded by `via`'s connection when given.
+    pub(super) fn from_chain_via(
+        chain: &[CertificateDer<'_>],
+        via: Option<Caller>,
+    ) -> Result<Option<Self>, CallerError> {
         let Some(leaf) = chain.first() else {
             return Ok(None);
         };
@@ -111,27 +119,9 @@ impl Caller {
                 uris,
                 spiffe_id,
                 issuer,
-                via: None,
+                via,
             }),
         }))
-    }
-
-    /// This caller, forwarded by `gateway`'s connection.
-    pub(super) fn via_gateway(self, gateway: Caller) -> Self {
-        let inner = Inner {
-            chain: self.inner.chain.clone(),
-            certificate: self.inner.certificate.clone(),
-            serial: self.inner.serial.clone(),
-            common_name: self.inner.common_name.clone(),
-            dns_names: self.inner.dns_names.clone(),
-            uris: self.inner.uris.clone(),
-            spiffe_id: self.inner.spiffe_id.clone(),
-            issuer: self.inner.issuer.clone(),
-            via: Some(gateway),
-        };
-        Self {
-            inner: Arc::new(inner),
-        }
     }
 
     /// The gateway that forwarded this caller's certificate over its own verified

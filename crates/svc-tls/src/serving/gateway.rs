@@ -167,9 +167,7 @@ impl Gateways {
         trust
             .verify_caller_chain(&der, &[], UnixTime::now())
             .map_err(ForwardedError::Untrusted)?;
-        Caller::from_chain(&[der])
-            .map_err(ForwardedError::Caller)
-            .map(|caller| caller.map(|caller| caller.via_gateway(gateway.clone())))
+        Caller::from_chain_via(&[der], Some(gateway.clone())).map_err(ForwardedError::Caller)
     }
 }
 
