@@ -28,6 +28,14 @@ pub(crate) struct Faults {
     pub fail_status: u16,
     /// The `Status.message` of the failures (`None`: the emulator's own words).
     pub fail_message: Option<String>,
+    /// Requests still to answer with [`Faults::reply_body`].
+    pub reply_next: usize,
+    /// The status of those answers.
+    pub reply_status: u16,
+    /// Their raw body.
+    pub reply_body: Bytes,
+    /// Ignore the `fieldSelector` of LIST and WATCH requests (after authorizing).
+    pub ignore_field_selectors: bool,
 }
 
 /// State shared by the server tasks and the [`crate::Testbed`] handle.

@@ -300,6 +300,14 @@ impl Testbed {
                 message,
             } => self.fail_next_with(count, status, message),
             Fault::ExpireHistory => self.expire_history(),
+            Fault::ReplyNextWith {
+                count,
+                status,
+                body,
+            } => self.reply_next_with(count, status, body),
+            Fault::IgnoreFieldSelectors(ignore) => {
+                lock(&self.shared.faults).ignore_field_selectors = ignore;
+            }
         }
     }
 
@@ -362,6 +370,15 @@ impl Testbed {
         f.fail_next = n;
         f.fail_status = status;
         f.fail_message = Some(message.into());
+    }
+
+    /// Answer the next `n` requests with `status` and `body`, sent as given (see
+    /// [`Fault::ReplyNextWith`]).
+    pub fn reply_next_with(&self, n: usize, status: u16, body: impl Into<Vec<u8>>) {
+        let mut f = lock(&self.shared.faults);
+        f.reply_next = n;
+        f.reply_status = status;
+        f.reply_body = body.into().into();
     }
 
     /// Forget the event history: open watches get a 410 ERROR event and end, and a

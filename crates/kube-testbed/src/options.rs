@@ -58,6 +58,21 @@ pub enum Fault {
     /// Forget the event history: open watches get a 410 ERROR event, and a WATCH
     /// from any resourceVersion before now gets 410 Gone (clients must relist).
     ExpireHistory,
+    /// Answer the next `count` requests with this status and these raw bytes as the
+    /// body, sent as given (not JSON, any length, any characters): a hostile API
+    /// server's body, for tests of what a client logs or keeps of it.
+    ReplyNextWith {
+        /// How many requests.
+        count: usize,
+        /// Which status, e.g. 200.
+        status: u16,
+        /// The body, sent as given.
+        body: Vec<u8>,
+    },
+    /// Ignore (`true`) or honour again (`false`) the `fieldSelector` of LIST and
+    /// WATCH requests after authorizing them: a hostile API server that sends a
+    /// client watching one object by name every object of the namespace.
+    IgnoreFieldSelectors(bool),
 }
 
 /// The values for `KUBERNETES_SERVICE_HOST` / `KUBERNETES_SERVICE_PORT` that go with

@@ -196,6 +196,11 @@ pub(crate) async fn request(
     )
     .map_err(|e| ApiError::bad_request(e.to_string()))?;
     authorize(shared, user, &t, verb, &fields)?;
+    let fields = if lock(&shared.faults).ignore_field_selectors {
+        FieldSelector::default()
+    } else {
+        fields
+    };
     let mut resource = t.kind.plural.clone();
     if !t.kind.group.is_empty() {
         resource = format!("{resource}.{}", t.kind.group);

@@ -87,7 +87,7 @@ pub(crate) async fn serve(shared: Arc<Shared>, listener: TcpListener) {
 }
 
 async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Response<Body>, Infallible> {
-    let (delay, fail) = {
+    let (delay, fail, reply) = {
         let mut f = lock(&shared.faults);
         let fail = if f.fail_next > 0 {
             f.fail_next -= 1;
@@ -95,10 +95,25 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Result<Response<
         } else {
             None
         };
-        (f.delay, fail)
+        let reply = if fail.is_none() && f.reply_next > 0 {
+            f.reply_next -= 1;
+            Some((f.reply_status, f.reply_body.clone()))
+        } else {
+            None
+        };
+        (f.delay, fail, reply)
     };
     if !delay.is_zero() {
         tokio::time::sleep(delay).await;
+    }
+    if let Some((code, body)) = reply {
+        let mut response = Response::new(crate::http::full(body));
+        *response.status_mut() = hyper::StatusCode::from_u16(code).unwrap_or(hyper::StatusCode::OK);
+        response.headers_mut().insert(
+            hyper::header::CONTENT_TYPE,
+            hyper::header::HeaderValue::from_static("application/json"),
+        );
+        return Ok(response);
     }
     tracing::debug!(method = %req.method(), path = %req.uri().path(), "request");
     if let Some((code, message)) = fail {

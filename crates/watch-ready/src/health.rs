@@ -8,6 +8,7 @@ use kube::Client;
 use kube_runtime::watcher;
 use tokio::sync::watch;
 
+use crate::limits::LimitError;
 use crate::refusal::{Refusal, RefusalReason};
 
 /// The state of one watched store.
@@ -45,6 +46,17 @@ pub struct WatchStatus {
     /// A refusal seen before the first sync; it stays until the sync, so that a
     /// waiter cannot miss it.
     pub refusal: Option<Refusal>,
+    /// Objects the API server sent that are not the one watched (another name or
+    /// namespace, to a watch of one object): ignored, never kept.
+    pub foreign_ignored: u64,
+    /// Objects and response bodies refused by a cap of the watch's
+    /// [`WatchLimits`](crate::WatchLimits).
+    pub over_limit: u64,
+    /// The last of those refusals, naming the object and the cap.
+    pub last_limit_error: Option<LimitError>,
+    /// Versions never applied because a newer one replaced them within the watch's
+    /// coalescing interval ([`WatchLimits::coalesce`](crate::WatchLimits::coalesce)).
+    pub coalesced: u64,
 }
 
 impl Default for WatchStatus {
@@ -55,6 +67,10 @@ impl Default for WatchStatus {
             errors: 0,
             relists: 0,
             refusal: None,
+            foreign_ignored: 0,
+            over_limit: 0,
+            last_limit_error: None,
+            coalesced: 0,
         }
     }
 }
@@ -210,6 +226,47 @@ impl Health {
 }
 
 impl Health {
+    /// A cap refused an object or a body: counted, kept as the last limit error, and
+    /// logged at WARN for the 1st, 2nd, 4th, 8th, ... refusal (a hostile server
+    /// repeating it cannot flood the log), at DEBUG otherwise.
+    pub(crate) fn limit_exceeded(&self, error: &LimitError) {
+        let label = &self.label;
+        let mut count = 0;
+        self.tx.send_modify(|status| {
+            status.over_limit = status.over_limit.saturating_add(1);
+            status.last_limit_error = Some(error.clone());
+            count = status.over_limit;
+        });
+        if count.is_power_of_two() {
+            tracing::warn!(watch = %label, refused = count, error = %error, "watch: over a cap");
+        } else {
+            tracing::debug!(watch = %label, refused = count, error = %error, "watch: over a cap");
+        }
+    }
+
+    /// The API server sent an object other than the one watched (`object`, escaped):
+    /// ignored and counted, logged as [`Health::limit_exceeded`] is.
+    pub(crate) fn foreign_ignored(&self, object: &str) {
+        let label = &self.label;
+        let mut count = 0;
+        self.tx.send_modify(|status| {
+            status.foreign_ignored = status.foreign_ignored.saturating_add(1);
+            count = status.foreign_ignored;
+        });
+        if count.is_power_of_two() {
+            tracing::warn!(watch = %label, object, ignored = count, "watch: the API server sent an object that is not the one watched (it ignores the field selector?): ignored");
+        } else {
+            tracing::debug!(watch = %label, object, ignored = count, "watch: ignored an object that is not the one watched");
+        }
+    }
+
+    /// A version was replaced by a newer one before it was applied.
+    pub(crate) fn coalesced(&self) {
+        self.tx.send_modify(|status| {
+            status.coalesced = status.coalesced.saturating_add(1);
+        });
+    }
+
     /// The watch stream ended (it is not restarted): the store keeps the last
     /// state seen but receives nothing more, so a synced watch is `Degraded`.
     pub(crate) fn ended(&self) {
@@ -247,10 +304,7 @@ pub fn observe(client: &Client, health: &Health) -> Client {
         let inner = inner.clone();
         let health = health.clone();
         async move {
-            let is_watch = request
-                .uri()
-                .query()
-                .is_some_and(|query| query.split('&').any(|pair| pair == "watch=true"));
+            let is_watch = is_watch(&request);
             let response = inner.send(request).await?;
             if is_watch && response.status().is_success() {
                 health.recovered("watch re-established");
@@ -259,6 +313,14 @@ pub fn observe(client: &Client, health: &Health) -> Client {
         }
     });
     Client::new(service, default_namespace)
+}
+
+/// Whether `request` is a WATCH (`watch=true` in its query).
+pub(crate) fn is_watch<B>(request: &http::Request<B>) -> bool {
+    request
+        .uri()
+        .query()
+        .is_some_and(|query| query.split('&').any(|pair| pair == "watch=true"))
 }
 
 #[cfg(test)]

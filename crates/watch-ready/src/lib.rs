@@ -38,6 +38,8 @@
 pub mod excerpt;
 mod health;
 mod kube_error;
+mod limits;
+mod log_filter;
 mod refusal;
 mod subscribe;
 mod watched;
@@ -45,6 +47,11 @@ mod watched;
 pub use health::{Health, WatchState, WatchStatus, observe};
 pub use kube_error::KubeError;
 pub use kube_runtime::reflector::Store;
+pub use limits::{
+    DEFAULT_MAX_EVENT_BYTES, DEFAULT_MAX_LIST_BYTES, DEFAULT_MAX_OBJECT_BYTES, DEFAULT_MAX_OBJECTS,
+    LimitError, WatchLimits, observe_bounded,
+};
+pub use log_filter::{KUBE_CLIENT_RAW_BODY_TARGET, RAW_BODY_DIRECTIVE, RawBodyFilter};
 pub use refusal::{Refusal, RefusalReason};
 pub use watched::{QUICK_RETRY_MAX, Unsynced, WaitError, Watched, all_synced};
 

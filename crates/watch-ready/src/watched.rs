@@ -1,6 +1,7 @@
 //! One watched store and the readiness wait.
 
 use std::{
+    collections::HashMap,
     fmt,
     future::Future,
     hash::Hash,
@@ -13,7 +14,7 @@ use kube::{Api, Resource};
 use kube_runtime::utils::{Backoff, ResetTimerBackoff};
 use kube_runtime::{
     WatchStreamExt,
-    reflector::{self, Store},
+    reflector::{self, ObjectRef, Store},
     watcher,
 };
 use serde::de::DeserializeOwned;
@@ -21,6 +22,7 @@ use tokio::sync::broadcast;
 use tokio::task::JoinHandle;
 
 use crate::health::Health;
+use crate::limits::{LimitError, WatchLimits};
 use crate::refusal::Refusal;
 use crate::subscribe::{CHANGE_BUFFER, Change};
 use kube_runtime::reflector::Lookup as _;
@@ -122,7 +124,15 @@ where
         dynamic_type: K::DynamicType,
         health: Health,
     ) -> Self {
-        Self::start(api, config, dynamic_type, health, |_: &mut K| {}, false)
+        Self::start(
+            api,
+            config,
+            dynamic_type.clone(),
+            health,
+            |_: &mut K| {},
+            false,
+            Gate::unbounded(dynamic_type.clone()),
+        )
     }
 
     /// [`Watched::spawn`], with `modify` applied to every object before the store
@@ -140,7 +150,74 @@ where
         health: Health,
         modify: impl FnMut(&mut K) + Send + 'static,
     ) -> Self {
-        Self::start(api, config, dynamic_type, health, modify, true)
+        Self::start(
+            api,
+            config,
+            dynamic_type.clone(),
+            health,
+            modify,
+            true,
+            Gate::unbounded(dynamic_type.clone()),
+        )
+    }
+
+    /// [`Watched::spawn`] within `limits`: an object larger than
+    /// [`WatchLimits::max_object_bytes`] is refused (its last good version kept), the
+    /// store keeps at most [`WatchLimits::max_objects`], and versions are coalesced
+    /// per [`WatchLimits::coalesce`]; each refusal is a [`LimitError`] counted in the
+    /// [`Health`]. Build `api` on [`crate::observe_bounded`] for the body caps.
+    pub fn spawn_bounded(
+        api: Api<K>,
+        config: watcher::Config,
+        dynamic_type: K::DynamicType,
+        health: Health,
+        limits: WatchLimits,
+    ) -> Self
+    where
+        K: serde::Serialize,
+    {
+        Self::start(
+            api,
+            config,
+            dynamic_type.clone(),
+            health,
+            |_: &mut K| {},
+            false,
+            Gate::bounded(dynamic_type.clone(), None, limits),
+        )
+    }
+
+    /// A watch of the one object `name` in `namespace` (a Secret, a ConfigMap),
+    /// within `limits`, with quick retries and `modify` as [`Watched::spawn_modified`].
+    ///
+    /// The API server is asked for that object only (`fieldSelector=metadata.name=`),
+    /// and anything else it sends anyway (another name or namespace: a server that
+    /// ignores the selector, or a hostile one) is dropped before the store, counted in
+    /// [`WatchStatus::foreign_ignored`](crate::WatchStatus::foreign_ignored). Build
+    /// `api` on [`crate::observe_bounded`] for the body caps.
+    pub fn spawn_one(
+        api: Api<K>,
+        namespace: &str,
+        name: &str,
+        dynamic_type: K::DynamicType,
+        health: Health,
+        limits: WatchLimits,
+        modify: impl FnMut(&mut K) + Send + 'static,
+    ) -> Self
+    where
+        K: serde::Serialize,
+    {
+        let config = watcher::Config::default().fields(&format!("metadata.name={name}"));
+        let only = ObjectRef::new_with(name, dynamic_type.clone()).within(namespace);
+        Self::start(
+            api,
+            config,
+            dynamic_type.clone(),
+            health,
+            modify,
+            true,
+            Gate::bounded(dynamic_type.clone(), Some(only), limits),
+        )
     }
 
     fn start(
@@ -148,54 +225,107 @@ where
         config: watcher::Config,
         dynamic_type: K::DynamicType,
         health: Health,
-        modify: impl FnMut(&mut K) + Send + 'static,
+        mut modify: impl FnMut(&mut K) + Send + 'static,
         quick_retry: bool,
+        mut gate: Gate<K>,
     ) -> Self {
-        let writer = reflector::store::Writer::new(dynamic_type.clone());
+        let mut writer = reflector::store::Writer::new(dynamic_type.clone());
         let store = writer.as_reader();
         let backoff: Box<dyn Backoff> = if quick_retry {
             Box::new(quick_backoff())
         } else {
             Box::new(watcher::DefaultBackoff::default())
         };
-        let stream = reflector::reflector(
-            writer,
-            watcher::watcher(api, config)
-                .backoff(backoff)
-                .modify(modify),
-        );
+        let stream = watcher::watcher(api, config).backoff(backoff);
         let task_health = health.clone();
         let (applied_tx, applied) = tokio::sync::watch::channel(0u64);
         let changed: Arc<OnceLock<broadcast::Sender<Change<K>>>> = Arc::default();
         let changed_tx = changed.clone();
+        let task_store = store.clone();
         let task = tokio::spawn(async move {
             let mut stream = std::pin::pin!(stream);
-            while let Some(item) = stream.next().await {
-                match item {
-                    Ok(watcher::Event::InitDone) => {
+            // Tells the store's followers of an applied object.
+            let applied_one = |object: &K| {
+                applied_tx.send_modify(|n| *n += 1);
+                if let Some(tx) = changed_tx.get() {
+                    // No subscriber left is not an error.
+                    let key = object.to_object_ref(dynamic_type.clone());
+                    let _ = tx.send(Change::Applied(key));
+                }
+            };
+            loop {
+                let flush_at = gate.flush_at();
+                let item = tokio::select! {
+                    biased;
+                    () = sleep_until(flush_at), if flush_at.is_some() => {
+                        for object in gate.flush() {
+                            writer.apply_watcher_event(&watcher::Event::Apply(object.clone()));
+                            applied_one(&object);
+                        }
+                        continue;
+                    }
+                    item = stream.next() => item,
+                };
+                let Some(item) = item else { break };
+                let event = match item {
+                    Ok(event) => event,
+                    Err(error) => {
+                        task_health.failed(&error);
+                        continue;
+                    }
+                };
+                match event {
+                    watcher::Event::InitDone => {
+                        writer.apply_watcher_event(&watcher::Event::InitDone);
+                        gate.relisted();
                         task_health.synced();
                         applied_tx.send_modify(|n| *n += 1);
                         if let Some(tx) = changed_tx.get() {
-                            // No subscriber left is not an error.
                             let _ = tx.send(Change::Relisted);
                         }
                     }
-                    Ok(watcher::Event::Init | watcher::Event::InitApply(_)) => {
+                    watcher::Event::Init => {
                         task_health.recovered("event delivered");
+                        gate.list_started(&task_health);
+                        writer.apply_watcher_event(&watcher::Event::Init);
                     }
-                    Ok(watcher::Event::Apply(object)) => {
+                    watcher::Event::InitApply(mut object) => {
                         task_health.recovered("event delivered");
-                        applied_tx.send_modify(|n| *n += 1);
-                        if let Some(tx) = changed_tx.get() {
-                            let key = object.to_object_ref(dynamic_type.clone());
-                            let _ = tx.send(Change::Applied(key));
+                        match gate.admit(&object, true, &task_store, &task_health) {
+                            Admit::Keep => {
+                                modify(&mut object);
+                                writer.apply_watcher_event(&watcher::Event::InitApply(object));
+                            }
+                            Admit::KeepPrevious(previous) => {
+                                writer.apply_watcher_event(&watcher::Event::InitApply(previous));
+                            }
+                            Admit::Drop => {}
                         }
                     }
-                    Ok(watcher::Event::Delete(_)) => {
+                    watcher::Event::Apply(mut object) => {
                         task_health.recovered("event delivered");
+                        match gate.admit(&object, false, &task_store, &task_health) {
+                            Admit::Keep => {
+                                modify(&mut object);
+                                if let Some(object) = gate.defer(object, &task_health) {
+                                    writer.apply_watcher_event(&watcher::Event::Apply(
+                                        object.clone(),
+                                    ));
+                                    applied_one(&object);
+                                }
+                            }
+                            Admit::KeepPrevious(_) | Admit::Drop => {}
+                        }
+                    }
+                    watcher::Event::Delete(object) => {
+                        task_health.recovered("event delivered");
+                        if gate.is_foreign(&object, &task_health) {
+                            continue;
+                        }
+                        gate.forget_pending(&object, &task_health);
+                        writer.apply_watcher_event(&watcher::Event::Delete(object));
                         applied_tx.send_modify(|n| *n += 1);
                     }
-                    Err(error) => task_health.failed(&error),
                 }
             }
             task_health.ended();
@@ -206,6 +336,209 @@ where
             applied,
             changed,
             _task: AbortOnDrop(task),
+        }
+    }
+}
+
+/// Sleeps until `at`, or for ever without one (the branch is disabled then).
+async fn sleep_until(at: Option<tokio::time::Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// What becomes of an object the watch delivered.
+enum Admit<K> {
+    /// Keep it.
+    Keep,
+    /// Keep the version the store holds instead (the new one is over a cap).
+    KeepPrevious(K),
+    /// Drop it.
+    Drop,
+}
+
+/// The checks and the coalescing between the watch stream and the store.
+struct Gate<K: Resource>
+where
+    K::DynamicType: Eq + Hash + Clone,
+{
+    dyntype: K::DynamicType,
+    /// The one object a single-object watch keeps.
+    only: Option<ObjectRef<K>>,
+    limits: Option<WatchLimits>,
+    size: Option<fn(&K) -> usize>,
+    /// Objects kept from the list in progress.
+    listed: usize,
+    /// Whether the list in progress already refused an object past the cap.
+    list_capped: bool,
+    /// Versions waiting for the coalescing interval's end, by object.
+    pending: HashMap<ObjectRef<K>, K>,
+    /// When a version was last applied.
+    last_applied: Option<tokio::time::Instant>,
+}
+
+impl<K> Gate<K>
+where
+    K: Resource + Clone,
+    K::DynamicType: Eq + Hash + Clone,
+{
+    fn unbounded(dyntype: K::DynamicType) -> Self {
+        Self {
+            dyntype,
+            only: None,
+            limits: None,
+            size: None,
+            listed: 0,
+            list_capped: false,
+            pending: HashMap::new(),
+            last_applied: None,
+        }
+    }
+
+    fn bounded(dyntype: K::DynamicType, only: Option<ObjectRef<K>>, limits: WatchLimits) -> Self
+    where
+        K: serde::Serialize,
+    {
+        Self {
+            only,
+            limits: Some(limits),
+            size: Some(crate::limits::json_size::<K>),
+            ..Self::unbounded(dyntype)
+        }
+    }
+
+    /// The store's key of `object`.
+    fn key(&self, object: &K) -> ObjectRef<K> {
+        let key = ObjectRef::new_with(
+            object.meta().name.as_deref().unwrap_or(""),
+            self.dyntype.clone(),
+        );
+        match object.meta().namespace.as_deref() {
+            Some(namespace) => key.within(namespace),
+            None => key,
+        }
+    }
+
+    fn name_of(object: &K) -> String {
+        crate::limits::object_name(
+            object.meta().namespace.as_deref(),
+            object.meta().name.as_deref(),
+        )
+    }
+
+    /// Whether `object` is not the one object watched (then ignored and counted).
+    fn is_foreign(&self, object: &K, health: &Health) -> bool {
+        let Some(only) = &self.only else {
+            return false;
+        };
+        let meta = object.meta();
+        let same = meta.name.as_deref() == Some(only.name.as_str())
+            && meta.namespace.as_deref() == only.namespace.as_deref();
+        if !same {
+            health.foreign_ignored(&Self::name_of(object));
+        }
+        !same
+    }
+
+    /// A new list starts.
+    fn list_started(&mut self, health: &Health) {
+        self.listed = 0;
+        self.list_capped = false;
+        // The list supersedes every version waiting.
+        for _ in self.pending.drain() {
+            health.coalesced();
+        }
+    }
+
+    /// A list completed: the store was replaced now.
+    fn relisted(&mut self) {
+        self.last_applied = Some(tokio::time::Instant::now());
+    }
+
+    /// Whether `object` (of a list when `listing`) may be kept.
+    fn admit(&mut self, object: &K, listing: bool, store: &Store<K>, health: &Health) -> Admit<K> {
+        if self.is_foreign(object, health) {
+            return Admit::Drop;
+        }
+        let Some(limits) = &self.limits else {
+            return Admit::Keep;
+        };
+        let size = self.size.map_or(0, |size| size(object));
+        if size > limits.max_object_bytes {
+            health.limit_exceeded(&LimitError::ObjectTooLarge {
+                object: Self::name_of(object),
+                size,
+                cap: limits.max_object_bytes,
+            });
+            return match store.get(&self.key(object)) {
+                Some(previous) if listing => Admit::KeepPrevious(K::clone(&previous)),
+                _ => Admit::Drop,
+            };
+        }
+        let over_cap = if listing {
+            self.listed >= limits.max_objects
+        } else {
+            store.len() >= limits.max_objects && store.get(&self.key(object)).is_none()
+        };
+        if over_cap {
+            if !(listing && self.list_capped) {
+                health.limit_exceeded(&LimitError::TooManyObjects {
+                    object: Self::name_of(object),
+                    cap: limits.max_objects,
+                });
+            }
+            self.list_capped |= listing;
+            return Admit::Drop;
+        }
+        if listing {
+            self.listed += 1;
+        }
+        Admit::Keep
+    }
+
+    /// `object` to apply now, or `None` when it waits for the coalescing interval's
+    /// end (replacing any version of it waiting already, which is counted).
+    fn defer(&mut self, object: K, health: &Health) -> Option<K> {
+        let interval = self.limits.as_ref().and_then(|l| l.coalesce);
+        let now = tokio::time::Instant::now();
+        let Some(interval) = interval else {
+            self.last_applied = Some(now);
+            return Some(object);
+        };
+        let due = self.last_applied.is_some_and(|at| now < at + interval);
+        if !due && self.pending.is_empty() {
+            self.last_applied = Some(now);
+            return Some(object);
+        }
+        if self.pending.insert(self.key(&object), object).is_some() {
+            health.coalesced();
+        }
+        None
+    }
+
+    /// When the versions waiting are due.
+    fn flush_at(&self) -> Option<tokio::time::Instant> {
+        if self.pending.is_empty() {
+            return None;
+        }
+        let interval = self.limits.as_ref().and_then(|l| l.coalesce)?;
+        Some(
+            self.last_applied
+                .map_or_else(tokio::time::Instant::now, |at| at + interval),
+        )
+    }
+
+    /// The versions waiting, now due.
+    fn flush(&mut self) -> Vec<K> {
+        self.last_applied = Some(tokio::time::Instant::now());
+        self.pending.drain().map(|(_, object)| object).collect()
+    }
+
+    /// `object` was deleted: a version of it waiting is never applied.
+    fn forget_pending(&mut self, object: &K, health: &Health) {
+        if self.pending.remove(&self.key(object)).is_some() {
+            health.coalesced();
         }
     }
 }
