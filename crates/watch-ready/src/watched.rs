@@ -451,10 +451,9 @@ where
         }
     }
 
-    /// A list completed: the store was replaced now.
-    fn relisted(&mut self) {
-        self.last_applied = Some(tokio::time::Instant::now());
-    }
+    /// A list completed: the store was replaced now. Not counted as an applied
+    /// version: a rotation written right after a (re)start is applied at once.
+    fn relisted(&mut self) {}
 
     /// Whether `object` (of a list when `listing`) may be kept.
     fn admit(&mut self, object: &K, listing: bool, store: &Store<K>, health: &Health) -> Admit<K> {
