@@ -113,6 +113,33 @@ impl GoChild {
             .to_owned()
     }
 
+    /// Starts, in this process, a crypto/tls server whose `GetCertificate` reads the
+    /// identity Secret `bench/<name>` through controller-runtime's cache and parses
+    /// it on every handshake (after [`cluster`](Self::cluster)); its address.
+    pub fn serve_secret(&mut self, name: &str) -> SocketAddr {
+        self.command(&format!("serve-secret {name}"))["addr"]
+            .as_str()
+            .unwrap()
+            .parse()
+            .unwrap()
+    }
+
+    /// Starts, in this process, go-spiffe's `MTLSServerConfig` over an `X509Source`
+    /// on the Workload API at `endpoint`, callers authorized as members of
+    /// `trust_domain`; its address.
+    pub fn serve_spiffe(&mut self, endpoint: &str, trust_domain: &str) -> SocketAddr {
+        self.command(&format!("serve-spiffe {endpoint} {trust_domain}"))["addr"]
+            .as_str()
+            .unwrap()
+            .parse()
+            .unwrap()
+    }
+
+    /// This process's CPU time (user + system, `getrusage`), nanoseconds.
+    pub fn cpu_ns(&mut self) -> f64 {
+        self.command("cpu")["cpu_ns"].as_f64().unwrap()
+    }
+
     /// The group the client of handshake operation `id` offers first.
     pub fn group(&mut self, id: &str) -> String {
         self.command(&format!("group {id}"))["group"]

@@ -116,13 +116,13 @@ fn load(dir: &Path) -> Material {
 
 /// A P-256 CA with rcgen's default subject and no key usages (the shape the Go
 /// program and the committed benchmark runs were measured with).
-fn ca() -> TestCa {
+pub fn ca() -> TestCa {
     let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
     params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
     TestCa::from_params(params)
 }
 
-fn generate_key(key: &str) -> KeyPair {
+pub fn generate_key(key: &str) -> KeyPair {
     KeyAlg::from_name(key)
         .unwrap_or_else(|| panic!("unknown key type {key}"))
         .generate()

@@ -60,6 +60,12 @@ func serve() net.Addr {
 			return nil, nil
 		},
 	}
+	return listen(config)
+}
+
+// listen accepts mTLS connections with config on a loopback port: an explicit
+// handshake (the client certificate is verified in it), one byte, close.
+func listen(config *tls.Config) net.Addr {
 	listener, err := tls.Listen("tcp", "127.0.0.1:0", config)
 	if err != nil {
 		fail("listen: %v", err)

@@ -24,6 +24,11 @@
 //	group <id>
 //	    the key exchange group the client hello of operation <id> offers first
 //	    (checked on one handshake against the in-process server).
+//	serve-secret <name>, serve-spiffe <endpoint> <trust-domain>
+//	    starts a server in this process whose CPU time per handshake is measured
+//	    (serving.go); answers {"addr": "host:port"}.
+//	cpu
+//	    answers {"cpu_ns": this process's CPU time (getrusage, user + system)}.
 //	spiffe <endpoint> <server-id>
 //	    opens go-spiffe's X509Source on the Workload API at endpoint (unix://...) and
 //	    builds its mTLS client configuration authorizing exactly server-id (the
@@ -257,6 +262,12 @@ func child() {
 			answer(map[string]any{"ok": true})
 		case fields[0] == "group" && len(fields) == 2:
 			group(fields[1])
+		case fields[0] == "serve-secret" && len(fields) == 2:
+			answer(map[string]any{"addr": serveSecret(fields[1]).String()})
+		case fields[0] == "serve-spiffe" && len(fields) == 3:
+			answer(map[string]any{"addr": serveSpiffe(fields[1], fields[2]).String()})
+		case fields[0] == "cpu" && len(fields) == 1:
+			answer(map[string]any{"cpu_ns": cpuNow()})
 		default:
 			fail("bad command %q", scanner.Text())
 		}

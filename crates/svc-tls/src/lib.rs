@@ -169,7 +169,11 @@ pub mod watch {
     pub(crate) use registry::WeakSecretWatches;
     pub use registry::{DEFAULT_EVICTION_GRACE, RegistryCounts, SecretWatches};
     pub(crate) use secret::resource_version;
-    pub use secret::{DEFAULT_SYNC_TIMEOUT, SecretSource, SourceError};
+    pub use secret::{
+        DEFAULT_COALESCE_INTERVAL, DEFAULT_SINGLE_LIST_BYTES, DEFAULT_SYNC_TIMEOUT, SecretSource,
+        SourceError, default_limits,
+    };
+    pub use watch_ready::{LimitError, WatchLimits, WatchStatus};
     pub(crate) use shareable::SharedValue;
     pub use shared::SharedSecret;
     pub use shared_configmap::SharedConfigMap;

@@ -29,6 +29,24 @@ pub(super) fn counted_rows(results: &Results) -> Vec<TargetRow> {
             shown: Some(format!("{paid} of {} handshakes", parses.len())),
         });
     }
+    for (id, parses) in &results.counts {
+        let Some(key) = id.strip_prefix("server-rotation-parses/") else {
+            continue;
+        };
+        let paid = parses.iter().filter(|n| **n > 0.0).count();
+        rows.push(TargetRow {
+            target: format!(
+                "{key} server identity: no server handshake pays a key parse after a rotation"
+            ),
+            measured: None,
+            verdict: Some(if paid == 0 {
+                Verdict::Met
+            } else {
+                Verdict::NotMet
+            }),
+            shown: Some(format!("{paid} of {} handshakes", parses.len())),
+        });
+    }
     for (id, loads) in &results.counts {
         let Some(case) = id.strip_prefix("identity-racing-loads/") else {
             continue;

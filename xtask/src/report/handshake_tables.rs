@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 use super::format::{NOT_MEASURED, cell, paired_cell, rate, show_ratio, with_interval};
 use super::go::{go_hybrid, go_named, like_for_like};
 use super::results::Results;
-use super::{CLIENT_SERVERS, server_label};
+use super::{CLIENT_SERVERS, SERVER_ROWS, server_label};
 use crate::stats::Estimate;
 
 /// Our client and Go's against the same servers: handshakes/s and CPU per handshake.
@@ -59,6 +59,65 @@ pub(super) fn render_clients(results: &Results, out: &mut String) {
                 ),
             );
         }
+    }
+}
+
+/// Our server and Go's dialled by the same client: handshakes/s and the server's CPU
+/// per handshake.
+pub(super) fn render_servers(results: &Results, out: &mut String) {
+    if !SERVER_ROWS
+        .iter()
+        .any(|(row, _)| results.get(&format!("server-cpu/{row}")).is_some())
+    {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "\n### Server against the same client (the serving half)\n"
+    );
+    let _ = writeln!(
+        out,
+        "One rustls client (a fixed certificate, `X25519MLKEM768` negotiated with both) \
+         dials our server and Go's ({}) in alternating batches, one connection at a time. \
+         Ours: svc-tls's `ServerTls` (the identity resolved from its watched Secret or \
+         SVID on every handshake, callers verified against the watched client CA or \
+         SPIFFE bundle) on one thread, its CPU time from that thread's schedstat (the \
+         watches' idle tasks on other threads not counted). Go: a process serving nothing \
+         else, its CPU time from `getrusage` (the runtime, the GC and the informer \
+         included). Secret rows: Go's `GetCertificate` reads the Secret through \
+         controller-runtime's cache and runs `tls.X509KeyPair` on every handshake, its \
+         client CAs a static pool. SPIFFE row: go-spiffe's `tlsconfig.MTLSServerConfig` \
+         over an `X509Source`, callers authorized as trust-domain members, as ours.\n",
+        go_named(results)
+    );
+    let _ = writeln!(
+        out,
+        "| server identity | ours handshakes/s | Go handshakes/s | ours server CPU per handshake | Go server CPU per handshake | CPU ours / Go (paired) |"
+    );
+    let _ = writeln!(out, "|---|---:|---:|---:|---:|---:|");
+    let go = results.go.is_ok();
+    for (row, _) in SERVER_ROWS {
+        let go_cell = |id: String, show: fn(Estimate) -> String| {
+            if go {
+                cell(results.get(&id), show)
+            } else {
+                NOT_MEASURED.to_owned()
+            }
+        };
+        let _ = writeln!(
+            out,
+            "| {row} | {} | {} | {} | {} | {} |",
+            cell(results.get(&format!("server/{row}")), rate),
+            go_cell(format!("go/server/{row}"), rate),
+            cell(results.get(&format!("server-cpu/{row}")), with_interval),
+            go_cell(format!("go/server-cpu/{row}"), with_interval),
+            paired_cell(
+                results,
+                &format!("server-cpu/{row}"),
+                &format!("go/server-cpu/{row}"),
+                true
+            ),
+        );
     }
 }
 

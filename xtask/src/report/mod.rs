@@ -11,6 +11,9 @@
 //!   stack), `client/<server>/<key>` and `client-cpu/<server>/<key>` (the client
 //!   alone against the same `rustls-server` or `go-server`),
 //!   `principal/{sign,verify}/<key>`, `reconcile/<case>`, `reconcile-request/<case>`, `reconcile-request-cpu/<case>`;
+//!   the serving half: `server/<row>` and `server-cpu/<row>` (`secret/<key>`,
+//!   `spiffe/p256`; the server's CPU per handshake, one client dialling ours and Go's)
+//!   with the counts `server-rotation-parses/<key>`;
 //!   SPIFFE mode against Secret mode: `identity-{unchanged,rotation}/spiffe-p256`
 //!   (next to `.../p256-pkcs8`) and
 //!   `handshake/{secret-on-svid-server,spiffe}/p256/<clients>` (one server presenting
@@ -19,7 +22,8 @@
 //!   `go/reconcile/<case>`, `go/reconcile-request/<case>`, `go/reconcile-request-cpu/<case>`,
 //!   `go/ps512-{sign,verify}/<rsaN>`,
 //!   `go/handshake/{static,reload,reload-x25519}/<key>/<clients>`,
-//!   `go/client/<server>/<key>`, `go/client-cpu/<server>/<key>`;
+//!   `go/client/<server>/<key>`, `go/client-cpu/<server>/<key>`,
+//!   `go/server/<row>`, `go/server-cpu/<row>`;
 //! - the Go anchors (`anchors.rs`): go-spiffe's `go/handshake/spiffe/p256/<clients>`,
 //!   and the client alone on the SVID server, `{,go/}client{,-cpu}/svid-server/spiffe-p256`
 //!   (ours beside it); client-go's certificate rotation
@@ -66,6 +70,25 @@ const SECRET_CASE: &str = "p256-pkcs8";
 
 /// The servers the client rows dial (ids `client/<server>/<key>`).
 const CLIENT_SERVERS: [&str; 2] = ["rustls-server", "go-server"];
+
+/// The server rows (ids `server{,-cpu}/<row>`, Go's `go/server{,-cpu}/<row>`) and
+/// what each compares: ours against the Go server named.
+const SERVER_ROWS: [(&str, &str); 3] = [
+    (
+        "secret/p256",
+        "p256 identity Secret: ours against crypto/tls with GetCertificate reading the \
+         Secret through controller-runtime's cache",
+    ),
+    (
+        "secret/rsa2048",
+        "rsa2048 identity Secret: ours against crypto/tls with GetCertificate reading the \
+         Secret through controller-runtime's cache",
+    ),
+    (
+        "spiffe/p256",
+        "p256 SVID: ours against go-spiffe's MTLSServerConfig",
+    ),
+];
 
 /// How a row names the server its client dialled.
 fn server_label(server: &str) -> &'static str {

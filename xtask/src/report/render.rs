@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 use super::anchors::{render_pooled, render_spiffe_anchor};
 use super::format::{NOT_MEASURED, cell, paired_cell, rate, show_ratio, with_interval};
 use super::go::{go_hybrid, go_named};
-use super::handshake_tables::{render_clients, render_like_for_like};
+use super::handshake_tables::{render_clients, render_like_for_like, render_servers};
 use super::identity_tables::{render_metrics, render_racing, render_spiffe};
 use super::results::{Results, key_order};
 use super::targets::targets;
@@ -136,6 +136,7 @@ pub fn render(results: &Results) -> String {
 
     render_pooled(results, &mut out);
     render_clients(results, &mut out);
+    render_servers(results, &mut out);
 
     let _ = writeln!(
         out,

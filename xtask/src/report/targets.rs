@@ -4,10 +4,10 @@ use super::anchors::anchor_targets;
 use super::counted::counted_rows;
 use super::go::like_for_like;
 use super::results::{Results, TargetRow, Unpaired};
-use super::{CLIENT_SERVERS, SECRET_CASE, SPIFFE_CASE, server_label};
+use super::{CLIENT_SERVERS, SECRET_CASE, SERVER_ROWS, SPIFFE_CASE, server_label};
 use crate::stats::{Bound, Estimate, Verdict, judge, ratio};
 
-use super::bars::{CLIENT_CPU_BAR, SPIFFE_BAR, UNPAIRED};
+use super::bars::{CLIENT_CPU_BAR, SERVER_CPU_BAR, SPIFFE_BAR, UNPAIRED};
 
 /// Evaluates every target on the figures of this run. Every verdict comes from the
 /// figures alone ([`judge`] on the ratio's whole interval); a ratio between the
@@ -139,6 +139,21 @@ pub fn targets(results: &Results) -> Vec<TargetRow> {
                 CLIENT_CPU_BAR,
             );
         }
+    }
+    // The server alone, one client dialling ours and Go's: CPU per handshake.
+    for (row, what) in SERVER_ROWS {
+        if results.get(&format!("server-cpu/{row}")).is_none() {
+            continue;
+        }
+        push(
+            format!("{what}: our server's CPU per handshake <= 0.5x Go's"),
+            versus_go(
+                &format!("server-cpu/{row}"),
+                &format!("go/server-cpu/{row}"),
+            ),
+            Bound::AtMost,
+            SERVER_CPU_BAR,
+        );
     }
     // Against Go's whole stack only like for like: the same key exchange on both sides.
     for (mode, kx) in like_for_like(results) {

@@ -20,6 +20,9 @@
 //! | `svc_tls_registry_entries` | gauge | `kind` (`secret`, `configmap`, `api_client`, `peer_pool`) |
 //! | `svc_tls_secret_watch_errors_total` | counter | `secret`, `cluster` |
 //! | `svc_tls_secret_watch_relists_total` | counter | `secret`, `cluster` |
+//! | `svc_tls_secret_watch_ignored_objects_total` | counter | `secret`, `cluster` |
+//! | `svc_tls_secret_watch_over_limit_total` | counter | `secret`, `cluster` |
+//! | `svc_tls_secret_watch_coalesced_total` | counter | `secret`, `cluster` |
 //! | `svc_tls_trust_secret_private_key_dropped` | gauge (1 when it held one) | `secret`, `cluster` |
 //!
 //! Every `cluster` value is one cluster's ([`ClusterId::metric_label`](cluster_id::ClusterId::metric_label)),
@@ -278,6 +281,8 @@ impl Collector for StateCollector {
                 let source = secret.source();
                 let health = source.watch_health();
                 errors.get_or_create(&labels).inc_by(health.errors);
+        let (ignored, over_limit, coalesced) =
+            (Counters::default(), Counters::default(), Counters::default());
                 relists.get_or_create(&labels).inc_by(source.relists());
                 if source.dropped_private_key() {
                     set(&key_dropped, &labels, 1);
@@ -290,6 +295,12 @@ impl Collector for StateCollector {
         }
         emit(
             &mut encoder,
+                let status = source.watch_status();
+                ignored
+                    .get_or_create(&labels)
+                    .inc_by(status.foreign_ignored);
+                over_limit.get_or_create(&labels).inc_by(status.over_limit);
+                coalesced.get_or_create(&labels).inc_by(status.coalesced);
             "svc_tls_secret_watch_healthy",
             "Whether the watch of a Secret is synced and receiving changes (1) or failing (0; the last state seen is served)",
             None,
@@ -324,6 +335,27 @@ impl Collector for StateCollector {
         for watches in watches.iter().filter_map(|w| w.upgrade()) {
             let counts = watches.counts();
             totals.secrets += counts.secrets;
+        emit(
+            &mut encoder,
+            "svc_tls_secret_watch_ignored_objects",
+            "Objects the API server sent to the watch of a Secret that are not that Secret (another name or namespace): ignored, never cached",
+            None,
+            &ignored,
+        )?;
+        emit(
+            &mut encoder,
+            "svc_tls_secret_watch_over_limit",
+            "Versions of a Secret, LIST bodies and WATCH events refused by a cap of the watch (object size, object count, body size): the last good version is kept",
+            None,
+            &over_limit,
+        )?;
+        emit(
+            &mut encoder,
+            "svc_tls_secret_watch_coalesced",
+            "Versions of a Secret never applied because a newer one replaced them within the coalescing interval",
+            None,
+            &coalesced,
+        )?;
             totals.configmaps += counts.configmaps;
             totals.kube_clients += counts.kube_clients;
             totals.shared_values += counts.shared_values;

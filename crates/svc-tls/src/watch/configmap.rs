@@ -29,8 +29,7 @@ use cluster_id::ClusterId;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::Api;
 use kube_runtime::reflector::ObjectRef;
-use kube_runtime::watcher;
-use watch_ready::{Health, WaitError, WatchState, Watched};
+use watch_ready::{Health, WaitError, WatchLimits, WatchState, Watched};
 
 use super::runtime::BackgroundRuntime;
 use crate::origin::{ConfigMapRef, SourceHealth};
@@ -123,7 +122,7 @@ impl ConfigMapSource {
         configmap: ConfigMapRef,
         timeout: Duration,
     ) -> Result<Self, ConfigMapSourceError> {
-        Self::watch_of(client, None, configmap, timeout).await
+        Self::watch_of(client, None, configmap, timeout, &super::default_limits()).await
     }
 
     /// [`ConfigMapSource::watch`], naming `cluster` in its errors.
@@ -132,14 +131,22 @@ impl ConfigMapSource {
         cluster: Option<ClusterId>,
         configmap: ConfigMapRef,
         timeout: Duration,
+        limits: &WatchLimits,
     ) -> Result<Self, ConfigMapSourceError> {
         let health = Health::new(format!("ConfigMap {configmap}"));
-        let client = watch_ready::observe(&client, &health);
+        let client = watch_ready::observe_bounded(&client, &health, limits);
         let api: Api<ConfigMap> = Api::namespaced(client, &configmap.namespace);
-        let config =
-            watcher::Config::default().fields(&format!("metadata.name={}", configmap.name));
-        // Quick retries, as for a Secret: one small object.
-        let watched = Watched::spawn_modified(api, config, (), health, |_: &mut ConfigMap| {});
+        // Quick retries, as for a Secret: one small object, by name on the server,
+        // whatever else a server sends dropped here.
+        let watched = Watched::spawn_one(
+            api,
+            &configmap.namespace,
+            &configmap.name,
+            (),
+            health,
+            limits.clone(),
+            |_: &mut ConfigMap| {},
+        );
         match watched.synced_within(timeout).await {
             Ok(()) => {}
             Err(Some(WaitError::Refused(refusal))) => {
@@ -179,8 +186,10 @@ impl ConfigMapSource {
         configmap: ConfigMapRef,
         timeout: Duration,
         runtime: BackgroundRuntime,
+        limits: &WatchLimits,
     ) -> Result<Self, ConfigMapSourceError> {
-        let source = Self::watch_of(client, Some(cluster), configmap.clone(), timeout).await?;
+        let source =
+            Self::watch_of(client, Some(cluster), configmap.clone(), timeout, limits).await?;
         let inner =
             Arc::into_inner(source.inner).ok_or(ConfigMapSourceError::Stopped { configmap })?;
         Ok(Self {
@@ -217,6 +226,12 @@ impl ConfigMapSource {
     /// The last error of the watch, if it is currently failing.
     pub fn last_watch_error(&self) -> Option<String> {
         self.inner.watched.health().last_error()
+    }
+
+    /// The watch's counts and state (as
+    /// [`SecretSource::watch_status`](super::SecretSource::watch_status)).
+    pub fn watch_status(&self) -> watch_ready::WatchStatus {
+        self.inner.watched.health().status()
     }
 
     /// The watch's health (as [`SecretSource::watch_health`](super::SecretSource::watch_health)).

@@ -36,14 +36,36 @@ use cluster_id::ClusterId;
 use k8s_openapi::api::core::v1::Secret;
 use kube::Api;
 use kube_runtime::reflector::ObjectRef;
-use kube_runtime::watcher;
-use watch_ready::{Health, WaitError, WatchState, Watched};
+use watch_ready::{Health, WaitError, WatchLimits, WatchState, Watched};
 
 use crate::origin::{SecretRef, SourceHealth};
 
 /// Default bound on waiting for the first sync of a Secret's cache: the workspace's one
 /// sync-timeout default (see `docs/decisions.md`, "One watch layer").
 pub use watch_ready::DEFAULT_SYNC_TIMEOUT;
+
+/// How long the watch of one Secret or ConfigMap waits after applying a version
+/// before it applies the next one (the versions between are coalesced into the
+/// newest): a Secret rewritten in a loop costs at most one parse and one pool
+/// retirement per interval, and its last version is applied within it.
+pub const DEFAULT_COALESCE_INTERVAL: Duration = Duration::from_secs(1);
+
+/// The largest LIST response body a watch of one Secret or ConfigMap reads: 8 MiB
+/// (the one object is at most [`watch_ready::DEFAULT_MAX_OBJECT_BYTES`], 1 MiB).
+pub const DEFAULT_SINGLE_LIST_BYTES: usize = 8 * 1024 * 1024;
+
+/// The limits of the watch of one Secret or ConfigMap unless configured otherwise:
+/// objects up to [`watch_ready::DEFAULT_MAX_OBJECT_BYTES`] (1 MiB, Kubernetes' own
+/// limit), at most 16 objects kept (one is: the others are not the one watched),
+/// LIST bodies up to [`DEFAULT_SINGLE_LIST_BYTES`], WATCH events up to
+/// [`watch_ready::DEFAULT_MAX_EVENT_BYTES`], versions coalesced per
+/// [`DEFAULT_COALESCE_INTERVAL`].
+pub fn default_limits() -> WatchLimits {
+    WatchLimits::default()
+        .max_objects(16)
+        .max_list_bytes(DEFAULT_SINGLE_LIST_BYTES)
+        .coalesce(Some(DEFAULT_COALESCE_INTERVAL))
+}
 
 /// Why a Secret's cache could not be started.
 #[derive(Debug, thiserror::Error)]
@@ -144,7 +166,28 @@ impl SecretSource {
         secret: SecretRef,
         timeout: Duration,
     ) -> Result<Self, SourceError> {
-        Self::start(client, None, secret, timeout, false, None).await
+        Self::start(
+            client,
+            None,
+            secret,
+            timeout,
+            false,
+            None,
+            &default_limits(),
+        )
+        .await
+    }
+
+    /// [`SecretSource::watch`] within `limits` (default [`default_limits`]): the
+    /// Secret's size, the LIST and WATCH bodies, and how often a new version is
+    /// applied (see [`WatchLimits`]).
+    pub async fn watch_within(
+        client: kube::Client,
+        secret: SecretRef,
+        timeout: Duration,
+        limits: &WatchLimits,
+    ) -> Result<Self, SourceError> {
+        Self::start(client, None, secret, timeout, false, None, limits).await
     }
 
     /// [`SecretSource::watch`] of a Secret read as a CA only: its `tls.key` is dropped
@@ -154,7 +197,7 @@ impl SecretSource {
         secret: SecretRef,
         timeout: Duration,
     ) -> Result<Self, SourceError> {
-        Self::start(client, None, secret, timeout, true, None).await
+        Self::start(client, None, secret, timeout, true, None, &default_limits()).await
     }
 
     /// [`SecretSource::watch`] of a Secret of `cluster` (named in errors and health).
@@ -168,6 +211,7 @@ impl SecretSource {
         timeout: Duration,
         trust_only: bool,
         runtime: super::runtime::BackgroundRuntime,
+        limits: &WatchLimits,
     ) -> Result<Self, SourceError> {
         Self::start(
             client,
@@ -176,6 +220,7 @@ impl SecretSource {
             timeout,
             trust_only,
             Some(runtime),
+            limits,
         )
         .await
     }
@@ -187,22 +232,29 @@ impl SecretSource {
         timeout: Duration,
         trust_only: bool,
         runtime: Option<super::runtime::BackgroundRuntime>,
+        limits: &WatchLimits,
     ) -> Result<Self, SourceError> {
         let health = Health::new(match &cluster {
             Some(cluster) => format!("Secret {secret} of cluster {cluster}"),
             None => format!("Secret {secret}"),
         });
-        let client = watch_ready::observe(&client, &health);
+        let client = watch_ready::observe_bounded(&client, &health, limits);
         let api: Api<Secret> = Api::namespaced(client, &secret.namespace);
-        let config = watcher::Config::default().fields(&format!("metadata.name={}", secret.name));
         let dropped_private_key = Arc::new(AtomicBool::new(false));
         let dropped = dropped_private_key.clone();
         let named = match &cluster {
             Some(cluster) => format!("{secret} of cluster {cluster}"),
             None => secret.to_string(),
         };
-        let watched =
-            Watched::spawn_modified(api, config, (), health, move |object: &mut Secret| {
+        // By name on the server, and whatever else a server sends dropped here.
+        let watched = Watched::spawn_one(
+            api,
+            &secret.namespace,
+            &secret.name,
+            (),
+            health,
+            limits.clone(),
+            move |object: &mut Secret| {
                 if trust_only && keep_trust_only(object) && !dropped.swap(true, Ordering::AcqRel) {
                     tracing::warn!(
                         secret = %named,
@@ -213,7 +265,8 @@ impl SecretSource {
                          the CA key)"
                     );
                 }
-            });
+            },
+        );
         match watched.synced_within(timeout).await {
             Ok(()) => {}
             Err(Some(WaitError::Refused(refusal))) => {
@@ -288,6 +341,19 @@ impl SecretSource {
     /// the resourceVersion it resumed from; routine, counted in the health's errors).
     pub fn relists(&self) -> u64 {
         self.inner.watched.health().status().relists
+    }
+
+    /// How many objects the watch's cache holds: at most one (the Secret watched),
+    /// whatever the API server sends.
+    pub fn cached_objects(&self) -> usize {
+        self.inner.watched.store().len()
+    }
+
+    /// The watch's counts and state: objects ignored (not the Secret watched),
+    /// refused by a cap (with the last refusal, naming the object and the cap), and
+    /// versions coalesced away; and the errors and relists.
+    pub fn watch_status(&self) -> watch_ready::WatchStatus {
+        self.inner.watched.health().status()
     }
 
     /// The watch's health: connected (synced and not failing), the last error while it

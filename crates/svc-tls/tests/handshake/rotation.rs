@@ -41,6 +41,25 @@ async fn resolver(tb: &Testbed) -> IdentityResolver {
         .unwrap()
 }
 
+/// [`resolver`] over a watch that applies every version at once (no coalescing):
+/// for a test of handshakes racing each version of a Secret rewritten in a loop.
+async fn uncoalesced_resolver(tb: &Testbed) -> IdentityResolver {
+    let limits = svc_tls::watch::default_limits().coalesce(None);
+    let source = svc_tls::watch::SecretSource::watch_within(
+        tb.client(),
+        secret_ref(),
+        Duration::from_secs(10),
+        &limits,
+    )
+    .await
+    .unwrap();
+    let source = svc_tls::identity::SecretIdentitySource::new(source, provider());
+    IdentityResolver::source_builder(Arc::new(source))
+        .build()
+        .await
+        .unwrap()
+}
+
 async fn get_serial(http: &reqwest::Client, url: &str) -> u64 {
     let body = http.get(url).send().await.unwrap().text().await.unwrap();
     body.trim().parse().unwrap()
@@ -155,7 +174,7 @@ async fn concurrent_handshakes_while_the_secret_flips_present_whole_identities()
     );
     tb.upsert(tls_secret(NAME, &a.cert_pem, &a.key_pem));
     let server = VerifyingServer::start(&server_ca, &client_ca).await;
-    let resolver = resolver(&tb).await;
+    let resolver = uncoalesced_resolver(&tb).await;
     let config = Arc::new(trusting(&server_ca, Some(&resolver)));
 
     let done = Arc::new(AtomicBool::new(false));

@@ -9,6 +9,7 @@
 mod support;
 
 mod ca_secret_read;
+mod hostile_api_server;
 mod reconciles_both;
 mod shared_sources;
 mod trust_withdrawal;

@@ -105,6 +105,8 @@ struct Registry {
     provider: Arc<CryptoProvider>,
     /// How long an unused entry is kept.
     grace: Duration,
+    /// The limits of every watch started here.
+    limits: watch_ready::WatchLimits,
     secrets: Entries<SecretRef, SharedSecret>,
     configmaps: Entries<ConfigMapRef, SharedConfigMap>,
     /// Where the watches and loaders run; started with the first watch.
@@ -173,6 +175,7 @@ impl SecretWatches {
             inner: Arc::new(Registry {
                 provider,
                 grace,
+                limits: super::default_limits(),
                 secrets: Entries::new("Secret"),
                 configmaps: Entries::new("ConfigMap"),
                 runtime: OnceLock::new(),
@@ -182,6 +185,32 @@ impl SecretWatches {
                 kube_clients: Mutex::new(std::collections::HashMap::new()),
             }),
         }
+    }
+
+    /// An empty registry whose watches run within `limits` instead of
+    /// [`default_limits`](super::default_limits) (the size of a Secret or ConfigMap,
+    /// the LIST and WATCH bodies, the coalescing interval; see
+    /// [`WatchLimits`](watch_ready::WatchLimits)).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use svc_tls::watch::{SecretWatches, default_limits};
+    ///
+    /// let limits = default_limits().coalesce(Some(Duration::from_millis(200)));
+    /// let watches = SecretWatches::with_watch_limits(limits.clone());
+    /// assert_eq!(watches.watch_limits(), &limits);
+    /// ```
+    pub fn with_watch_limits(limits: watch_ready::WatchLimits) -> Self {
+        let mut watches = Self::new();
+        if let Some(registry) = Arc::get_mut(&mut watches.inner) {
+            registry.limits = limits;
+        }
+        watches
+    }
+
+    /// The limits of the watches started here.
+    pub fn watch_limits(&self) -> &watch_ready::WatchLimits {
+        &self.inner.limits
     }
 
     /// How long an unused entry is kept before its watch stops.
@@ -364,6 +393,7 @@ impl SecretWatches {
                     timeout,
                     use_ == Use::TrustOnly,
                     task_runtime,
+                    &registry.inner.limits,
                 )
                 .await?;
                 Ok(SharedSecret::start(
@@ -411,6 +441,7 @@ impl SecretWatches {
                     target,
                     timeout,
                     task_runtime,
+                    &registry.inner.limits,
                 )
                 .await?;
                 Ok(SharedConfigMap::new(
