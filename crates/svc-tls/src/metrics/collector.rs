@@ -270,6 +270,8 @@ impl Collector for StateCollector {
             Counters::default(),
             Gauges::default(),
         );
+        let (ignored, over_limit, coalesced) =
+            (Counters::default(), Counters::default(), Counters::default());
         // Healthy while every watch of the series is (see the module documentation).
         let mut connected = BTreeMap::<LabelSet, bool>::new();
         for watches in watches.iter().filter_map(|w| w.upgrade()) {
@@ -281,9 +283,13 @@ impl Collector for StateCollector {
                 let source = secret.source();
                 let health = source.watch_health();
                 errors.get_or_create(&labels).inc_by(health.errors);
-        let (ignored, over_limit, coalesced) =
-            (Counters::default(), Counters::default(), Counters::default());
                 relists.get_or_create(&labels).inc_by(source.relists());
+                let status = source.watch_status();
+                ignored
+                    .get_or_create(&labels)
+                    .inc_by(status.foreign_ignored);
+                over_limit.get_or_create(&labels).inc_by(status.over_limit);
+                coalesced.get_or_create(&labels).inc_by(status.coalesced);
                 if source.dropped_private_key() {
                     set(&key_dropped, &labels, 1);
                 }
@@ -295,12 +301,6 @@ impl Collector for StateCollector {
         }
         emit(
             &mut encoder,
-                let status = source.watch_status();
-                ignored
-                    .get_or_create(&labels)
-                    .inc_by(status.foreign_ignored);
-                over_limit.get_or_create(&labels).inc_by(status.over_limit);
-                coalesced.get_or_create(&labels).inc_by(status.coalesced);
             "svc_tls_secret_watch_healthy",
             "Whether the watch of a Secret is synced and receiving changes (1) or failing (0; the last state seen is served)",
             None,
@@ -322,21 +322,6 @@ impl Collector for StateCollector {
         )?;
         emit(
             &mut encoder,
-            "svc_tls_trust_secret_private_key_dropped",
-            "1 when a Secret read only as a CA held a private key (tls.key), dropped before caching: give the service a ca.crt-only Secret or ConfigMap",
-            None,
-            &key_dropped,
-        )?;
-
-        // The registry's size: entries per kind, API clients and shared pools, each
-        // evicted once unused for the grace.
-        let entries = Gauges::default();
-        let mut totals = crate::watch::RegistryCounts::default();
-        for watches in watches.iter().filter_map(|w| w.upgrade()) {
-            let counts = watches.counts();
-            totals.secrets += counts.secrets;
-        emit(
-            &mut encoder,
             "svc_tls_secret_watch_ignored_objects",
             "Objects the API server sent to the watch of a Secret that are not that Secret (another name or namespace): ignored, never cached",
             None,
@@ -356,6 +341,21 @@ impl Collector for StateCollector {
             None,
             &coalesced,
         )?;
+        emit(
+            &mut encoder,
+            "svc_tls_trust_secret_private_key_dropped",
+            "1 when a Secret read only as a CA held a private key (tls.key), dropped before caching: give the service a ca.crt-only Secret or ConfigMap",
+            None,
+            &key_dropped,
+        )?;
+
+        // The registry's size: entries per kind, API clients and shared pools, each
+        // evicted once unused for the grace.
+        let entries = Gauges::default();
+        let mut totals = crate::watch::RegistryCounts::default();
+        for watches in watches.iter().filter_map(|w| w.upgrade()) {
+            let counts = watches.counts();
+            totals.secrets += counts.secrets;
             totals.configmaps += counts.configmaps;
             totals.kube_clients += counts.kube_clients;
             totals.shared_values += counts.shared_values;
