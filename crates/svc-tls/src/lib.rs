@@ -173,10 +173,10 @@ pub mod watch {
         DEFAULT_COALESCE_INTERVAL, DEFAULT_SINGLE_LIST_BYTES, DEFAULT_SYNC_TIMEOUT, SecretSource,
         SourceError, default_limits,
     };
-    pub use watch_ready::{LimitError, WatchLimits, WatchStatus};
     pub(crate) use shareable::SharedValue;
     pub use shared::SharedSecret;
     pub use shared_configmap::SharedConfigMap;
+    pub use watch_ready::{LimitError, WatchLimits, WatchStatus};
 }
 
 pub mod spiffe {
@@ -293,10 +293,13 @@ pub mod principal {
     mod verify;
 
     pub use current_identity::CurrentIdentity;
+    #[cfg_attr(not(feature = "metrics"), allow(unused_imports))]
+    pub(crate) use ingress::ModeState;
     pub use ingress::{
-        AllowedPeer, AllowedPeerError, DEFAULT_MAX_CERT_HEADER_BYTES, INGRESS_CLIENT_CERT_HEADER,
-        INGRESS_CLIENT_VERIFY_HEADER, INGRESS_VERIFY_SUCCESS, IngressError, IngressVerifier,
-        ReceiverConfigError, ReceivingMode, RequestPrincipalError, UNVERIFIED_WARNING_TEXT,
+        AllowedPeer, AllowedPeerError, CompatibilityWindow, DEFAULT_MAX_CERT_HEADER_BYTES,
+        INGRESS_CLIENT_CERT_HEADER, INGRESS_CLIENT_VERIFY_HEADER, INGRESS_VERIFY_SUCCESS,
+        IngressError, IngressVerifier, ReceiverConfigError, ReceivingMode, RequestPrincipalError,
+        UNVERIFIED_WARNING_TEXT,
     };
     pub use jws::{
         Algorithm, AlgorithmPolicy, DEFAULT_CLOCK_SKEW, DEFAULT_MAX_PRINCIPAL_LIFETIME,
@@ -354,6 +357,7 @@ pub mod serving {
     mod config;
     mod gateway;
     mod layer;
+    mod names;
     mod serve;
 
     pub use caller::{Caller, CallerError, CallerPrincipalError, request_principal};
@@ -361,6 +365,7 @@ pub mod serving {
     pub use config::{ClientAuth, ServerTls, ServerTlsBuilder, ServerTlsError};
     pub use gateway::{ForwardedError, ForwardedFormat, Gateways, XFCC_HEADER};
     pub use layer::{CallerLayer, CallerService, FORWARDED_CERTIFICATE_HEADERS};
+    pub use names::ServerNameError;
     pub use serve::{CLOSE_GRACE, HANDSHAKE_TIMEOUT, TRUST_CHECK_INTERVAL, serve};
 }
 

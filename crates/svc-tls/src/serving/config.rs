@@ -12,6 +12,7 @@ use super::caller::Caller;
 use super::caller_verifier::CallerVerifier;
 use super::gateway::{ForwardedCounts, Gateways};
 use super::layer::{CallerLayer, Forwarding};
+use super::names::{ServerNameError, ServerNames};
 use crate::identity::IdentityResolver;
 use crate::trust::TrustVerifier;
 
@@ -87,7 +88,7 @@ impl ServerTls {
     /// A builder presenting `identity`.
     pub fn builder(identity: IdentityResolver) -> ServerTlsBuilder {
         ServerTlsBuilder {
-            identity,
+            names: ServerNames::new(identity),
             callers: None,
             client_auth: ClientAuth::Required,
             alpn: vec![b"h2".to_vec(), b"http/1.1".to_vec()],
@@ -141,7 +142,9 @@ impl ServerTls {
 ///
 /// 1. **The identity presented**: the [`IdentityResolver`] given to
 ///    [`ServerTls::builder`] (a Secret or a SPIFFE X509-SVID), asked on every
-///    handshake.
+///    handshake; where a service is reached by names with certificates of their
+///    own, [`ServerTlsBuilder::identity_for`] gives a name (or `*.` wildcard) its
+///    identity, chosen by the caller's SNI (the default for any other name or none).
 /// 2. **The callers' trust**: [`ServerTlsBuilder::callers`], a [`TrustVerifier`] over
 ///    the client CA (Secret, ConfigMap bundle or SPIFFE bundle); required, since a
 ///    server that verifies nobody cannot know its callers.
@@ -158,7 +161,7 @@ impl ServerTls {
 /// current client CA.
 #[must_use]
 pub struct ServerTlsBuilder {
-    identity: IdentityResolver,
+    names: ServerNames,
     callers: Option<TrustVerifier>,
     client_auth: ClientAuth,
     alpn: Vec<Vec<u8>>,
@@ -168,6 +171,7 @@ pub struct ServerTlsBuilder {
 impl fmt::Debug for ServerTlsBuilder {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ServerTlsBuilder")
+            .field("names", &self.names)
             .field("client_auth", &self.client_auth)
             .field("alpn", &self.alpn.len())
             .finish_non_exhaustive()
@@ -175,6 +179,23 @@ impl fmt::Debug for ServerTlsBuilder {
 }
 
 impl ServerTlsBuilder {
+    /// Presents `identity`, not the default one, to callers asking (by SNI) for
+    /// `name`: a DNS name or a one-label wildcard (`*.example.org`), compared
+    /// without case, exact names before wildcards. For a service reached by several
+    /// names whose certificates differ; one certificate naming them all needs none.
+    ///
+    /// # Errors
+    /// [`ServerNameError`] for a name no SNI can carry (an IP address, say) or one
+    /// given twice.
+    pub fn identity_for(
+        mut self,
+        name: &str,
+        identity: IdentityResolver,
+    ) -> Result<Self, ServerNameError> {
+        self.names = self.names.with(name, identity)?;
+        Ok(self)
+    }
+
     /// The trust callers' certificates are verified against.
     pub fn callers(mut self, trust: TrustVerifier) -> Self {
         self.callers = Some(trust);
@@ -215,7 +236,7 @@ impl ServerTlsBuilder {
             .with_safe_default_protocol_versions()
             .map_err(ServerTlsError::Protocol)?
             .with_client_cert_verifier(Arc::new(callers.clone()))
-            .with_cert_resolver(Arc::new(self.identity));
+            .with_cert_resolver(Arc::new(self.names));
         config.session_storage = Arc::new(NoServerSessionStorage {});
         config.send_tls13_tickets = 0;
         config.alpn_protocols = self.alpn;

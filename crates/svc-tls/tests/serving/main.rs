@@ -16,6 +16,7 @@
 mod gateways;
 mod go_peer;
 mod rotation;
+mod sni;
 mod spiffe;
 
 use std::sync::Arc;
