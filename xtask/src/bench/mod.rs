@@ -24,6 +24,7 @@
 mod check;
 mod collect;
 mod header;
+mod progress;
 
 use std::path::{Path, PathBuf};
 
@@ -118,19 +119,34 @@ pub fn run(args: &[String]) -> Result<(), String> {
     }
 
     // The benchmarks run the Go program themselves, as a long-lived child whose
-    // batches alternate with theirs (and as a separate server process).
-    let mut command = super::process::cargo();
-    command
-        .args(["bench", "--package", "platform-benches", "--benches"])
-        .env("CRITERION_HOME", &criterion)
-        .env("BENCH_MATERIAL_DIR", &material)
-        .env("BENCH_RESULTS_DIR", &samples_dir)
-        .env("BENCH_QUICK", if options.quick { "1" } else { "0" });
-    match &go {
-        Ok((binary, _, _)) => command.env("BENCH_GO_BINARY", binary),
-        Err(_) => command.env_remove("BENCH_GO_BINARY"),
+    // batches alternate with theirs (and as a separate server process). Built first,
+    // then run one binary at a time, each announced with the time left.
+    let bench = |args: &[&str]| {
+        let mut command = super::process::cargo();
+        command
+            .args(["bench", "--package", "platform-benches"])
+            .args(args)
+            .env("CRITERION_HOME", &criterion)
+            .env("BENCH_MATERIAL_DIR", &material)
+            .env("BENCH_RESULTS_DIR", &samples_dir)
+            .env("BENCH_QUICK", if options.quick { "1" } else { "0" });
+        match &go {
+            Ok((binary, _, _)) => command.env("BENCH_GO_BINARY", binary),
+            Err(_) => command.env_remove("BENCH_GO_BINARY"),
+        };
+        command
     };
-    super::process::run_checked(&mut command)?;
+    super::process::run_checked(&mut bench(&["--benches", "--no-run"]))?;
+    let names = progress::bench_targets(&root)?;
+    let mut timings = progress::Timings::load(&target, options.quick);
+    for (index, name) in names.iter().enumerate() {
+        eprintln!("{}", timings.announce(&names, index));
+        let began = std::time::Instant::now();
+        super::process::run_checked(&mut bench(&["--bench", name]))?;
+        timings.record(name, began.elapsed());
+    }
+    eprintln!("{}", timings.summary());
+    timings.save();
     let go_build = go.as_ref().ok().map(|(_, _, info)| info.clone());
     let go = go.map(|(_, version, _)| version);
 

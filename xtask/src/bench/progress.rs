@@ -1,0 +1,174 @@
+//! Progress of a bench run: the benchmarks run one binary at a time, each announced
+//! with its place in the run and an estimate of the time left, taken from the
+//! durations the last run of the same kind (full or `--quick`) recorded; the total
+//! at the end.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// The `[[bench]]` targets of `benches/Cargo.toml`, in the order written (the order
+/// they run in).
+pub(super) fn bench_targets(root: &Path) -> Result<Vec<String>, String> {
+    let path = root.join("benches/Cargo.toml");
+    let text = std::fs::read_to_string(&path)
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    Ok(parse_bench_targets(&text))
+}
+
+fn parse_bench_targets(manifest: &str) -> Vec<String> {
+    let mut names = Vec::new();
+    let mut in_bench = false;
+    for line in manifest.lines().map(str::trim) {
+        if line.starts_with('[') {
+            in_bench = line == "[[bench]]";
+            continue;
+        }
+        if !in_bench {
+            continue;
+        }
+        if let Some(value) = line
+            .strip_prefix("name")
+            .map(str::trim_start)
+            .and_then(|rest| rest.strip_prefix('='))
+        {
+            names.push(value.trim().trim_matches('"').to_owned());
+        }
+    }
+    names
+}
+
+/// The durations of the last run of one kind, per benchmark, kept across runs.
+pub(super) struct Timings {
+    path: PathBuf,
+    last: BTreeMap<String, f64>,
+    this: BTreeMap<String, f64>,
+}
+
+impl Timings {
+    /// The last `quick` (or full) run's durations, kept under `target`.
+    pub(super) fn load(target: &Path, quick: bool) -> Self {
+        let path = target.join(if quick {
+            "bench-timings-quick.json"
+        } else {
+            "bench-timings.json"
+        });
+        let last = std::fs::read_to_string(&path)
+            .ok()
+            .and_then(|text| serde_json::from_str(&text).ok())
+            .unwrap_or_default();
+        Self {
+            path,
+            last,
+            this: BTreeMap::new(),
+        }
+    }
+
+    /// The line announcing benchmark `index` (from 0) of `names`.
+    pub(super) fn announce(&self, names: &[String], index: usize) -> String {
+        let left: Option<f64> = names[index..]
+            .iter()
+            .map(|name| self.last.get(name).copied())
+            .sum();
+        let estimate = match left {
+            Some(seconds) => format!("about {} left", show(Duration::from_secs_f64(seconds))),
+            None => "no estimate (no earlier run measured them all)".to_owned(),
+        };
+        format!(
+            "xtask: bench [{}/{}] {}: {estimate}",
+            index + 1,
+            names.len(),
+            names[index]
+        )
+    }
+
+    /// Records how long `name` took in this run.
+    pub(super) fn record(&mut self, name: &str, took: Duration) {
+        self.this.insert(name.to_owned(), took.as_secs_f64());
+    }
+
+    /// The closing line: the total and each benchmark's share.
+    pub(super) fn summary(&self) -> String {
+        let total: f64 = self.this.values().sum();
+        let each: Vec<String> = self
+            .this
+            .iter()
+            .map(|(name, seconds)| format!("{name} {}", show(Duration::from_secs_f64(*seconds))))
+            .collect();
+        format!(
+            "xtask: bench: measured in {} ({})",
+            show(Duration::from_secs_f64(total)),
+            each.join(", ")
+        )
+    }
+
+    /// Keeps this run's durations for the next run's estimates.
+    pub(super) fn save(&self) {
+        if let Ok(text) = serde_json::to_string_pretty(&self.this) {
+            let _ = std::fs::write(&self.path, text);
+        }
+    }
+}
+
+/// `1m05s`, `42s`.
+fn show(d: Duration) -> String {
+    let secs = d.as_secs();
+    if secs >= 60 {
+        format!("{}m{:02}s", secs / 60, secs % 60)
+    } else {
+        format!("{secs}s")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_bench_targets_are_read_in_order_and_only_from_bench_tables() {
+        let manifest = "[package]\nname = \"platform-benches\"\n\n[[bench]]\nname = \"handshake\"\nharness = false\n\n[dependencies]\nname = \"x\"\n\n[[bench]]\nharness = false\nname = \"serving\"\n";
+        assert_eq!(parse_bench_targets(manifest), ["handshake", "serving"]);
+    }
+
+    #[test]
+    fn the_estimate_is_what_the_last_run_took_for_those_left() {
+        let names: Vec<String> = ["a", "b", "c"].iter().map(|s| (*s).to_owned()).collect();
+        let mut timings = Timings {
+            path: PathBuf::new(),
+            last: [("a", 10.0), ("b", 50.0), ("c", 20.0)]
+                .into_iter()
+                .map(|(n, s)| (n.to_owned(), s))
+                .collect(),
+            this: BTreeMap::new(),
+        };
+        assert_eq!(
+            timings.announce(&names, 0),
+            "xtask: bench [1/3] a: about 1m20s left"
+        );
+        assert_eq!(
+            timings.announce(&names, 2),
+            "xtask: bench [3/3] c: about 20s left"
+        );
+        timings.last.remove("b");
+        assert!(timings.announce(&names, 0).contains("no estimate"));
+        assert_eq!(
+            timings.announce(&names, 2),
+            "xtask: bench [3/3] c: about 20s left"
+        );
+        timings.record("a", Duration::from_secs(65));
+        timings.record("c", Duration::from_secs(5));
+        assert_eq!(
+            timings.summary(),
+            "xtask: bench: measured in 1m10s (a 1m05s, c 5s)"
+        );
+    }
+
+    #[test]
+    fn the_workspaces_benches_are_all_found() {
+        let root = crate::process::workspace_root();
+        let names = bench_targets(&root).unwrap();
+        for name in ["handshake", "identity", "serving"] {
+            assert!(names.iter().any(|n| n == name), "{names:?}");
+        }
+    }
+}
