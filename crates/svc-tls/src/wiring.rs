@@ -79,6 +79,15 @@ pub(crate) fn track_trust(
     let _ = (watches, verifier, cluster);
 }
 
+/// Exports `verifier`'s mode in force when this registry has metrics.
+pub(crate) fn track_receiver(watches: &SecretWatches, verifier: &principal::IngressVerifier) {
+    #[cfg(feature = "metrics")]
+    if let Some(metrics) = Metrics::installed_in(watches) {
+        metrics.track_receiver(verifier);
+    }
+    let _ = (watches, verifier);
+}
+
 /// The principal recorder of signers and verifiers built over `watches` (a no-op
 /// without metrics). Construction path.
 pub(crate) fn principal_recorder(watches: &SecretWatches) -> PrincipalRecording {

@@ -13,7 +13,12 @@
 //!   this service only) or, as an explicit choice while Go senders still call the
 //!   service, `go-compatible` (their unsigned and unbound principals are accepted,
 //!   counted in `svc_tls_principal_accepted_unsigned_total` and logged at most once a
-//!   minute).
+//!   minute), bounded by two flags it requires:
+//! - `--principal-compat-until`: the end of the compatibility mode (an RFC 3339 time
+//!   or a `YYYY-MM-DD` date, midnight UTC); from then on the service acts as strict
+//!   and says so.
+//! - `--principal-compat-sender` (repeatable): a sender allowed to send the Go forms
+//!   (`spiffe://…`, `uri:…`, `dns:…` or `cn:…`); other callers are judged strictly.
 //!
 //! The answer is `200 principal actor=... organization=... project=...`, or `401`
 //! with the refusal's bounded reason (never the sender's text).
@@ -30,7 +35,9 @@ use hyper::{Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
 use platform_client_compat::tls::ClusterClient;
 use platform_client_compat::tls::SecretRef;
-use platform_client_compat::tls::principal::{IngressVerifier, Principal, ReceivingMode, Url};
+use platform_client_compat::tls::principal::{
+    AllowedPeer, CompatibilityWindow, IngressVerifier, Principal, ReceivingMode, Url,
+};
 use platform_client_compat::tls::receiving::IngressBuilder;
 use tokio::net::TcpListener;
 
@@ -72,7 +79,21 @@ pub fn augment(cmd: Command) -> Command {
             .default_value("strict")
             .overrides_with("principal-receiving-mode")
             .value_parser(|v: &str| v.parse::<ReceivingMode>().map_err(|e| e.to_string()))
-            .help("strict (the default): signed principals bound to this service only; go-compatible: also the Go senders' unsigned and unbound principals, counted (an explicit, temporary choice)"),
+            .help("strict (the default): signed principals bound to this service only; go-compatible: also the Go senders' unsigned and unbound principals, counted (an explicit, temporary choice: needs --principal-compat-until and --principal-compat-sender)"),
+    )
+    .arg(
+        Arg::new("principal-compat-until")
+            .long("principal-compat-until")
+            .overrides_with("principal-compat-until")
+            .value_parser(|v: &str| CompatibilityWindow::parse_until(v).map_err(|e| e.to_string()))
+            .help("The end of the go-compatible mode, an RFC 3339 time or a date (2027-03-01, midnight UTC): from then on the service acts as strict (required in that mode)"),
+    )
+    .arg(
+        Arg::new("principal-compat-sender")
+            .long("principal-compat-sender")
+            .action(ArgAction::Append)
+            .value_parser(|v: &str| v.parse::<AllowedPeer>().map_err(|e| e.to_string()))
+            .help("A sender allowed to send the Go forms in the go-compatible mode (repeatable): spiffe://..., uri:URI, dns:NAME or cn:NAME (at least one required in that mode)"),
     )
 }
 
@@ -109,12 +130,20 @@ pub async fn start(
         .get_many::<Url>("principal-audience")
         .map(|values| values.cloned().collect())
         .unwrap_or_default();
-    // Refused without audiences, before anything is watched.
-    let ingress = IngressBuilder::new(SecretRef::new(namespace, name), mode)
+    let senders: Vec<AllowedPeer> = matches
+        .get_many::<AllowedPeer>("principal-compat-sender")
+        .map(|values| values.cloned().collect())
+        .unwrap_or_default();
+    let mut builder = IngressBuilder::new(SecretRef::new(namespace, name), mode)
         .audiences(audiences)
-        .sync_timeout(sync_timeout)
-        .build(cluster)
-        .await?;
+        .compatible_senders(senders)
+        .sync_timeout(sync_timeout);
+    if let Some(until) = matches.get_one::<std::time::SystemTime>("principal-compat-until") {
+        builder = builder.compatible_until(*until);
+    }
+    // Refused without audiences (and, in the go-compatible mode, without its end and
+    // its senders), before anything is watched.
+    let ingress = builder.build(cluster).await?;
     let listener = TcpListener::bind(address).await?;
     let bound = listener.local_addr()?;
     let ingress = Arc::new(ingress);

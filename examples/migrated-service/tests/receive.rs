@@ -88,6 +88,39 @@ async fn principals_behind_nginx_in_the_go_compatible_and_the_strict_mode() {
     let go_sender = clients.client_leaf("go-sender", 2);
     let http = caller(&ingress_ca, Some(&go_sender));
 
+    // The go-compatible mode without its end date or its senders does not start,
+    // and says which flag is missing (issue 50).
+    for (flags, missing) in [
+        (vec!["--principal-compat-sender=cn:go-sender"], "end date"),
+        (
+            vec!["--principal-compat-until=2999-01-01"],
+            "names no sender",
+        ),
+    ] {
+        let output = Command::new(env!("CARGO_BIN_EXE_migrated-service"))
+            .args([
+                format!("--kubeconfig={}", kubeconfig.display()),
+                format!("--client-certificate-namespace={NS}"),
+                "--client-certificate-name=svc-client-certificate".to_owned(),
+                "--identity-host=https://identity.invalid".to_owned(),
+                "--requests=0".to_owned(),
+                format!("--receive-bind-address=127.0.0.1:{}", free_port()),
+                format!("--ingress-ca-secret-namespace={NS}"),
+                "--ingress-ca-secret-name=ingress-client-ca".to_owned(),
+                "--principal-audience=https://region.example.com".to_owned(),
+                "--principal-receiving-mode=go-compatible".to_owned(),
+            ])
+            .args(flags)
+            .env_remove("KUBECONFIG")
+            .env("HOME", dir.path())
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(!output.status.success(), "{stderr}");
+        assert!(stderr.contains(missing), "{missing}: {stderr}");
+    }
+
     for mode in ["go-compatible", "strict"] {
         let (receive_port, metrics_port) = (free_port(), free_port());
         // The ingress: verifies client certificates of the platform's clients CA
@@ -117,6 +150,8 @@ async fn principals_behind_nginx_in_the_go_compatible_and_the_strict_mode() {
                     "--ingress-ca-secret-name=ingress-client-ca".to_owned(),
                     format!("--principal-audience={audience}"),
                     format!("--principal-receiving-mode={mode}"),
+                    "--principal-compat-until=2999-01-01".to_owned(),
+                    "--principal-compat-sender=cn:go-sender".to_owned(),
                     format!("--metrics-bind-address=127.0.0.1:{metrics_port}"),
                     "--serve-for=5m".to_owned(),
                     "--request-interval=1h".to_owned(),
@@ -156,6 +191,10 @@ async fn principals_behind_nginx_in_the_go_compatible_and_the_strict_mode() {
                     text.contains("svc_tls_principal_accepted_unsigned_total 1\n"),
                     "{text}"
                 );
+                assert!(
+                    text.contains("svc_tls_principal_receiving_mode{mode=\"go-compatible\"} 1\n"),
+                    "{text}"
+                );
             }
             _ => {
                 assert_eq!(first, (401, "refused unsigned".to_owned()), "{mode}");
@@ -170,15 +209,25 @@ async fn principals_behind_nginx_in_the_go_compatible_and_the_strict_mode() {
                     ),
                     "{text}"
                 );
+                assert!(
+                    text.contains("svc_tls_principal_receiving_mode{mode=\"strict\"} 1\n"),
+                    "{text}"
+                );
             }
         }
 
-        // Signed for this service (the ingress's origin): verified in both modes.
-        let (status, body) =
-            whoami(&http, &nginx, &signed(&go_sender, &audience, "rust-sender")).await;
+        // Signed for this service (the ingress's origin): verified in both modes,
+        // once: the same token again is a replay.
+        let ours = signed(&go_sender, &audience, "rust-sender");
+        let (status, body) = whoami(&http, &nginx, &ours).await;
         assert_eq!(
             (status, body.as_str()),
             (200, "principal actor=rust-sender organization= project="),
+            "{mode}"
+        );
+        assert_eq!(
+            whoami(&http, &nginx, &ours).await,
+            (401, "refused replayed".to_owned()),
             "{mode}"
         );
         // Signed for another service: a captured principal replayed here.

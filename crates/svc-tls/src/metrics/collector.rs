@@ -24,6 +24,7 @@
 //! | `svc_tls_secret_watch_over_limit_total` | counter | `secret`, `cluster` |
 //! | `svc_tls_secret_watch_coalesced_total` | counter | `secret`, `cluster` |
 //! | `svc_tls_trust_secret_private_key_dropped` | gauge (1 when it held one) | `secret`, `cluster` |
+//! | `svc_tls_principal_receiving_mode` | gauge (receivers acting in each mode now) | `mode` (`strict`, `go-compatible`) |
 //!
 //! Every `cluster` value is one cluster's ([`ClusterId::metric_label`](cluster_id::ClusterId::metric_label)),
 //! so no two clusters' values share a series. One Secret of one cluster watched
@@ -91,7 +92,7 @@ impl Collector for StateCollector {
         let Some(shared) = self.shared.upgrade() else {
             return Ok(());
         };
-        let (identities, trusts, watches) = {
+        let (identities, trusts, watches, receivers) = {
             let mut tracked = shared
                 .tracked
                 .lock()
@@ -113,6 +114,14 @@ impl Collector for StateCollector {
                     .filter_map(|(labels, weak)| Some((labels.clone(), weak.upgrade()?)))
                     .collect::<Vec<_>>(),
                 tracked.watches.clone(),
+                {
+                    tracked.receivers.retain(|weak| weak.strong_count() > 0);
+                    tracked
+                        .receivers
+                        .iter()
+                        .filter_map(Weak::upgrade)
+                        .collect::<Vec<_>>()
+                },
             )
         };
         let now = SystemTime::now();
@@ -270,8 +279,11 @@ impl Collector for StateCollector {
             Counters::default(),
             Gauges::default(),
         );
-        let (ignored, over_limit, coalesced) =
-            (Counters::default(), Counters::default(), Counters::default());
+        let (ignored, over_limit, coalesced) = (
+            Counters::default(),
+            Counters::default(),
+            Counters::default(),
+        );
         // Healthy while every watch of the series is (see the module documentation).
         let mut connected = BTreeMap::<LabelSet, bool>::new();
         for watches in watches.iter().filter_map(|w| w.upgrade()) {
@@ -347,6 +359,31 @@ impl Collector for StateCollector {
             "1 when a Secret read only as a CA held a private key (tls.key), dropped before caching: give the service a ca.crt-only Secret or ConfigMap",
             None,
             &key_dropped,
+        )?;
+
+        // The mode each tracked receiver acts in now: a compatibility mode past its
+        // end counts as strict.
+        let modes = Gauges::default();
+        for mode in [
+            crate::principal::ReceivingMode::Strict,
+            crate::principal::ReceivingMode::GoCompatible,
+        ] {
+            let count = receivers
+                .iter()
+                .filter(|receiver| receiver.in_force(now) == mode)
+                .count();
+            set(
+                &modes,
+                &vec![("mode", mode.as_str().to_owned())],
+                i64::try_from(count).unwrap_or(i64::MAX),
+            );
+        }
+        emit(
+            &mut encoder,
+            "svc_tls_principal_receiving_mode",
+            "Principal receivers acting in each mode now (strict, go-compatible); a go-compatible receiver past its end date counts as strict",
+            None,
+            &modes,
         )?;
 
         // The registry's size: entries per kind, API clients and shared pools, each

@@ -61,6 +61,8 @@ pub(crate) struct Tracked {
     pub(crate) identities: BTreeMap<SourceLabels, crate::identity::WeakIdentityResolver>,
     pub(crate) trusts: BTreeMap<SourceLabels, crate::trust::WeakTrustVerifier>,
     pub(crate) watches: Vec<WeakSecretWatches>,
+    /// The receivers whose mode in force is exported.
+    pub(crate) receivers: Vec<Weak<crate::principal::ModeState>>,
 }
 
 impl fmt::Debug for Metrics {
@@ -157,6 +159,33 @@ impl Metrics {
         let labels = SourceLabels::trust(verifier.trust_source().origin())
             .in_cluster(self.cluster_label(cluster));
         self.tracked().trusts.insert(labels, verifier.downgrade());
+    }
+
+    /// Exports `verifier`'s mode in force (`svc_tls_principal_receiving_mode`, read at
+    /// scrape time) while it or a clone lives. A verifier from
+    /// [`IngressBuilder`](crate::receiving::IngressBuilder) over a registry with
+    /// metrics is tracked already. Construction path.
+    ///
+    /// ```
+    /// use prometheus_client::registry::Registry;
+    /// use svc_tls::metrics::Metrics;
+    /// use svc_tls::principal::IngressVerifier;
+    ///
+    /// let mut registry = Registry::default();
+    /// let metrics = Metrics::new(&mut registry);
+    /// let ingress = IngressVerifier::from_trust_anchors([])?;
+    /// metrics.track_receiver(&ingress);
+    /// let mut text = String::new();
+    /// prometheus_client::encoding::text::encode(&mut text, &registry)?;
+    /// assert!(text.contains(r#"svc_tls_principal_receiving_mode{mode="strict"} 1"#));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn track_receiver(&self, verifier: &crate::principal::IngressVerifier) {
+        let mut tracked = self.tracked();
+        tracked.receivers.retain(|weak| weak.strong_count() > 0);
+        tracked
+            .receivers
+            .push(Arc::downgrade(verifier.mode_state()));
     }
 
     /// An empty registry of watched Secrets whose resolvers and verifiers record into

@@ -308,7 +308,13 @@ mod tests {
         let ingress = IngressVerifier::from_trust_anchors([ca.der()])
             .unwrap()
             .with_audiences([peer_url()])
-            .with_mode(crate::principal::ReceivingMode::GoCompatible)
+            .with_compatibility(
+                crate::principal::CompatibilityWindow::new(
+                    std::time::SystemTime::now() + std::time::Duration::from_secs(3600),
+                    [crate::principal::AllowedPeer::common_name("rsa peer")],
+                )
+                .unwrap(),
+            )
             .with_recorder(metrics.principal_recorder());
         let zero = [
             "svc_tls_principal_accepted_without_times_total 0\n",
@@ -389,6 +395,46 @@ mod tests {
     }
 
     #[test]
+    fn the_receiving_mode_in_force_is_a_gauge_read_at_scrape_time() {
+        use crate::principal::{AllowedPeer, CompatibilityWindow};
+        use std::time::{Duration, SystemTime};
+        let mut registry = Registry::default();
+        let metrics = Metrics::new(&mut registry);
+        let ca = TestCa::new("clients");
+        let base = IngressVerifier::from_trust_anchors([ca.der()])
+            .unwrap()
+            .with_audiences([peer_url()]);
+        let window = |until| {
+            CompatibilityWindow::new(until, [AllowedPeer::common_name("go sender")]).unwrap()
+        };
+        let strict = base.clone();
+        let open = base
+            .clone()
+            .with_compatibility(window(SystemTime::now() + Duration::from_secs(3600)));
+        let ended = base.with_compatibility(window(SystemTime::now() - Duration::from_secs(1)));
+        for receiver in [&strict, &open, &ended] {
+            metrics.track_receiver(receiver);
+        }
+        let text = exposition(&registry);
+        for expected in [
+            "# TYPE svc_tls_principal_receiving_mode gauge\n",
+            "svc_tls_principal_receiving_mode{mode=\"strict\"} 2\n",
+            "svc_tls_principal_receiving_mode{mode=\"go-compatible\"} 1\n",
+        ] {
+            assert!(text.contains(expected), "{expected}in:\n{text}");
+        }
+        // A receiver that is gone is no longer counted.
+        drop((strict, open, ended));
+        let text = exposition(&registry);
+        for expected in [
+            "svc_tls_principal_receiving_mode{mode=\"strict\"} 0\n",
+            "svc_tls_principal_receiving_mode{mode=\"go-compatible\"} 0\n",
+        ] {
+            assert!(text.contains(expected), "{expected}in:\n{text}");
+        }
+    }
+
+    #[test]
     fn a_principal_result_or_algorithm_label_never_carries_token_text() {
         let mut registry = Registry::default();
         let metrics = Metrics::new(&mut registry);
@@ -432,6 +478,16 @@ mod tests {
         for line in text.lines().filter(|l| l.starts_with("svc_tls_principal_")) {
             if line.starts_with("svc_tls_principal_accepted_") {
                 assert!(!line.contains('{'), "{line}");
+                continue;
+            }
+            if line.starts_with("svc_tls_principal_receiving_mode") {
+                assert!(
+                    line.starts_with("svc_tls_principal_receiving_mode{mode=\"strict\"}")
+                        || line.starts_with(
+                            "svc_tls_principal_receiving_mode{mode=\"go-compatible\"}"
+                        ),
+                    "{line}"
+                );
                 continue;
             }
             let value = |key: &str| {

@@ -1,11 +1,15 @@
 //! [`IngressBuilder`]: the verified receiving side, with its audiences and its mode.
 
-use std::time::Duration;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
 
 use url::Url;
 
 use crate::origin::SecretRef;
-use crate::principal::{AllowedPeer, IngressVerifier, ReceiverConfigError, ReceivingMode};
+use crate::principal::{
+    AllowedPeer, CompatibilityWindow, IngressVerifier, ReceiverConfigError, ReceivingMode,
+    ReplayCache,
+};
 use crate::trust::TrustError;
 use crate::watch::{DEFAULT_SYNC_TIMEOUT, SecretWatches};
 
@@ -39,7 +43,19 @@ pub enum ReceivingError {
 ///   compatibility mode only;
 /// - **the mode** ([`ReceivingMode`], given to [`IngressBuilder::new`]): the strict
 ///   mode accepts signed principals bound to this receiver only; the compatibility
-///   mode also what the deployed Go senders send, counted.
+///   mode also what the deployed Go senders send, counted, and only as bounded
+///   ([`IngressBuilder::compatible_until`], [`IngressBuilder::compatible_senders`]:
+///   both required in that mode).
+///
+/// **Replay**: the verifier it builds refuses a second use of a signed principal
+/// (by its `jti`): a [`ReplayCache`] of [`DEFAULT_REPLAY_CAPACITY`](crate::principal::DEFAULT_REPLAY_CAPACITY)
+/// entries, each kept until its token's `exp` plus the clock skew (at most the
+/// lifetime cap plus the skew, 6 minutes by default), is on by default. When it
+/// holds that many unexpired tokens it refuses new ones
+/// ([`VerifyError::ReplayCacheFull`](crate::principal::VerifyError::ReplayCacheFull),
+/// result `replayed`) rather than forget one early. Share or size it with
+/// [`IngressBuilder::replay_cache`]; opt out with
+/// [`IngressBuilder::without_replay_cache`].
 ///
 /// ```no_run
 /// # async fn f(client: cluster_id::ClusterClient, headers: reqwest::header::HeaderMap)
@@ -49,7 +65,7 @@ pub enum ReceivingError {
 /// use svc_tls::SecretRef;
 ///
 /// // Once, at start-up.
-/// let ingress = IngressBuilder::new(SecretRef::new("unikorn", "client-ca"), ReceivingMode::GoCompatible)
+/// let ingress = IngressBuilder::new(SecretRef::new("unikorn", "client-ca"), ReceivingMode::Strict)
 ///     .audiences(["https://region.example.com".parse()?])
 ///     .build(&client)
 ///     .await?;
@@ -65,6 +81,20 @@ pub struct IngressBuilder {
     audience_unchecked: bool,
     allowed: Option<Vec<AllowedPeer>>,
     sync_timeout: Duration,
+    compatible_until: Option<SystemTime>,
+    compatible_senders: Vec<AllowedPeer>,
+    replay: Replay,
+}
+
+/// The replay cache a builder gives its verifier.
+#[derive(Debug, Clone)]
+enum Replay {
+    /// A new [`ReplayCache::default`] per verifier built.
+    Default,
+    /// The caller's.
+    Given(Arc<ReplayCache>),
+    /// None: explicitly opted out.
+    Off,
 }
 
 impl IngressBuilder {
@@ -78,7 +108,60 @@ impl IngressBuilder {
             audience_unchecked: false,
             allowed: None,
             sync_timeout: DEFAULT_SYNC_TIMEOUT,
+            compatible_until: None,
+            compatible_senders: Vec::new(),
+            replay: Replay::Default,
         }
+    }
+
+    /// The end of the compatibility mode: from `until` on the receiver acts as
+    /// strict (and says so). Required in [`ReceivingMode::GoCompatible`]; parse
+    /// configuration text with [`CompatibilityWindow::parse_until`].
+    ///
+    /// ```
+    /// use svc_tls::principal::{AllowedPeer, CompatibilityWindow, ReceivingMode};
+    /// use svc_tls::receiving::IngressBuilder;
+    /// use svc_tls::SecretRef;
+    ///
+    /// let builder = IngressBuilder::new(SecretRef::new("unikorn", "client-ca"), ReceivingMode::GoCompatible)
+    ///     .audiences(["https://region.example.com".parse()?])
+    ///     .compatible_until(CompatibilityWindow::parse_until("2027-03-01")?)
+    ///     .compatible_senders([AllowedPeer::uri("spiffe://example.org/ns/unikorn/sa/go-sender")]);
+    /// builder.check()?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[must_use]
+    pub fn compatible_until(mut self, until: SystemTime) -> Self {
+        self.compatible_until = Some(until);
+        self
+    }
+
+    /// The senders that may still send the Go forms in the compatibility mode
+    /// (typed certificate names; adds to those given before). Required in
+    /// [`ReceivingMode::GoCompatible`]; other verified callers are judged as in the
+    /// strict mode.
+    #[must_use]
+    pub fn compatible_senders<I: IntoIterator<Item = AllowedPeer>>(mut self, senders: I) -> Self {
+        self.compatible_senders.extend(senders);
+        self
+    }
+
+    /// The replay cache to use instead of a new default one (to share one between
+    /// receivers of the same service, or to size it: [`ReplayCache::new`]).
+    #[must_use]
+    pub fn replay_cache(mut self, cache: Arc<ReplayCache>) -> Self {
+        self.replay = Replay::Given(cache);
+        self
+    }
+
+    /// No replay cache: a captured principal is accepted again until it expires
+    /// (at most the lifetime cap plus the skew). An explicit opt-out, for a receiver
+    /// whose replicas cannot share one and that would rather take the risk than
+    /// refuse retries it cannot tell apart.
+    #[must_use]
+    pub fn without_replay_cache(mut self) -> Self {
+        self.replay = Replay::Off;
+        self
     }
 
     /// This service's audiences: every URL its senders call it at (its ingress
@@ -117,6 +200,16 @@ impl IngressBuilder {
         let mut verifier = verifier
             .with_mode(self.mode)
             .with_audiences(self.audiences.iter().cloned());
+        if let Some(window) = self.window()? {
+            verifier = verifier.with_compatibility(window);
+        }
+        match &self.replay {
+            Replay::Default => {
+                verifier = verifier.with_replay_cache(Arc::new(ReplayCache::default()));
+            }
+            Replay::Given(cache) => verifier = verifier.with_replay_cache(cache.clone()),
+            Replay::Off => {}
+        }
         if self.audience_unchecked {
             verifier = verifier.without_audience_check();
         }
@@ -135,12 +228,26 @@ impl IngressBuilder {
     /// # Errors
     /// [`ReceivingError::Configuration`].
     pub fn check(&self) -> Result<(), ReceivingError> {
+        self.window()?;
         ReceiverConfigError::check(
             self.mode == ReceivingMode::Strict,
             !self.audiences.is_empty(),
             self.audience_unchecked,
         )
         .map_err(ReceivingError::Configuration)
+    }
+
+    /// The compatibility window, in that mode: both its parts are required.
+    fn window(&self) -> Result<Option<CompatibilityWindow>, ReceivingError> {
+        if self.mode != ReceivingMode::GoCompatible {
+            return Ok(None);
+        }
+        let until = self.compatible_until.ok_or(ReceivingError::Configuration(
+            ReceiverConfigError::CompatibilityWithoutEnd,
+        ))?;
+        CompatibilityWindow::new(until, self.compatible_senders.iter().cloned())
+            .map(Some)
+            .map_err(ReceivingError::Configuration)
     }
 
     /// Builds over the process's Secret watches.
@@ -170,6 +277,9 @@ impl IngressBuilder {
             .await
             .map_err(ReceivingError::Trust)?;
         let recorder = crate::wiring::principal_recorder(watches);
-        self.configure(IngressVerifier::verified(trust).with_recorder(recorder.0))
+        let verifier =
+            self.configure(IngressVerifier::verified(trust).with_recorder(recorder.0))?;
+        crate::wiring::track_receiver(watches, &verifier);
+        Ok(verifier)
     }
 }

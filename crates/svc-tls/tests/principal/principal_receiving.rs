@@ -3,7 +3,9 @@
 //! only; the Go-compatible mode also the deployed Go senders' unsigned base64url
 //! JSON and their unbound signed tokens, logged at most once a minute. A receiver
 //! without audiences is refused at build time (`IngressBuilder`) or judges no
-//! request (`IngressVerifier`), unless it opts out explicitly.
+//! request (`IngressVerifier`), unless it opts out explicitly. The compatibility
+//! mode is bounded (issue 50): an end date and the senders that may use the Go
+//! forms, both required; past the end it acts as strict and says so.
 
 use base64::Engine as _;
 use base64::engine::general_purpose::{URL_SAFE, URL_SAFE_NO_PAD};
@@ -11,10 +13,13 @@ use percent_encoding::{NON_ALPHANUMERIC, utf8_percent_encode};
 use reqwest::header::HeaderMap;
 use rustls_pki_types::PrivateKeyDer;
 use rustls_pki_types::pem::PemObject as _;
+use std::time::{Duration, SystemTime};
 use svc_tls::options::SecretRef;
+
 use svc_tls::principal::{
-    AlgorithmPolicy, IngressVerifier, PRINCIPAL_HEADER, Principal, ReceiverConfigError,
-    ReceivingMode, RequestPrincipalError, VerifyError, sign_with_key,
+    AlgorithmPolicy, AllowedPeer, CompatibilityWindow, IngressVerifier, PRINCIPAL_HEADER,
+    Principal, ReceiverConfigError, ReceivingMode, RequestPrincipalError, TokenTimes, VerifyError,
+    sign_with_key,
 };
 use svc_tls::receiving::{IngressBuilder, ReceivingError};
 use test_support::logs::CapturedLogs;
@@ -97,6 +102,15 @@ fn ecdsa_der_to_raw(der: &[u8]) -> (Vec<u8>, Vec<u8>) {
     (r, int())
 }
 
+/// A window open for an hour, for the caller `region` (its leaf's common name).
+fn window() -> CompatibilityWindow {
+    CompatibilityWindow::new(
+        SystemTime::now() + Duration::from_secs(3600),
+        [AllowedPeer::common_name("region")],
+    )
+    .unwrap()
+}
+
 fn verifier(ca: &TestCa) -> IngressVerifier {
     IngressVerifier::from_trust_anchors([ca.der()])
         .unwrap()
@@ -146,7 +160,7 @@ fn the_strict_mode_accepts_bound_signed_principals_only() {
 fn the_go_compatible_mode_accepts_what_go_senders_send_and_still_checks_what_is_there() {
     let ca = TestCa::new("clients");
     let caller = ca.client_leaf("region", 1);
-    let compatible = verifier(&ca).with_mode(ReceivingMode::GoCompatible);
+    let compatible = verifier(&ca).with_compatibility(window());
 
     for principal in [
         go_unsigned(&who()),
@@ -197,7 +211,7 @@ fn the_go_compatible_mode_accepts_what_go_senders_send_and_still_checks_what_is_
 fn accepted_unsigned_principals_are_logged_at_most_once_a_minute() {
     let ca = TestCa::new("clients");
     let caller = ca.client_leaf("region", 1);
-    let compatible = verifier(&ca).with_mode(ReceivingMode::GoCompatible);
+    let compatible = verifier(&ca).with_compatibility(window());
     let captured = CapturedLogs::new();
     let writer = captured.clone();
     let subscriber = tracing_subscriber::fmt()
@@ -234,7 +248,10 @@ fn a_receiver_without_audiences_is_refused_unless_it_opts_out() {
     let caller = ca.client_leaf("region", 1);
     let unnamed = IngressVerifier::from_trust_anchors([ca.der()]).unwrap();
     for mode in [ReceivingMode::Strict, ReceivingMode::GoCompatible] {
-        let unnamed = unnamed.clone().with_mode(mode);
+        let unnamed = match mode {
+            ReceivingMode::GoCompatible => unnamed.clone().with_compatibility(window()),
+            _ => unnamed.clone().with_mode(mode),
+        };
         assert_eq!(
             unnamed.check_configuration(),
             Err(ReceiverConfigError::NoAudiences)
@@ -256,7 +273,7 @@ fn a_receiver_without_audiences_is_refused_unless_it_opts_out() {
     // The explicit opt-out, in the compatibility mode: any audience, none.
     let opted_out = unnamed
         .clone()
-        .with_mode(ReceivingMode::GoCompatible)
+        .with_compatibility(window())
         .without_audience_check();
     for principal in [ours(&caller, &elsewhere()), go_unsigned(&who())] {
         let _: Principal = opted_out
@@ -277,7 +294,9 @@ fn a_receiver_without_audiences_is_refused_unless_it_opts_out() {
     let ca_secret = SecretRef::new("unikorn", "client-ca");
     for (builder, want) in [
         (
-            IngressBuilder::new(ca_secret.clone(), ReceivingMode::GoCompatible),
+            IngressBuilder::new(ca_secret.clone(), ReceivingMode::GoCompatible)
+                .compatible_until(SystemTime::now())
+                .compatible_senders([AllowedPeer::common_name("region")]),
             Some(ReceiverConfigError::NoAudiences),
         ),
         (
@@ -286,6 +305,8 @@ fn a_receiver_without_audiences_is_refused_unless_it_opts_out() {
         ),
         (
             IngressBuilder::new(ca_secret.clone(), ReceivingMode::GoCompatible)
+                .compatible_until(SystemTime::now())
+                .compatible_senders([AllowedPeer::common_name("region")])
                 .without_audience_check(),
             None,
         ),
@@ -303,4 +324,358 @@ fn a_receiver_without_audiences_is_refused_unless_it_opts_out() {
     assert_eq!("go-compatible".parse(), Ok(ReceivingMode::GoCompatible));
     assert_eq!("strict".parse(), Ok(ReceivingMode::Strict));
     assert!("lenient".parse::<ReceivingMode>().is_err());
+}
+
+#[test]
+fn the_go_compatible_mode_refuses_to_build_without_its_end_its_senders_or_verified_headers() {
+    let ca_secret = SecretRef::new("unikorn", "client-ca");
+    let compatible =
+        || IngressBuilder::new(ca_secret.clone(), ReceivingMode::GoCompatible).audiences([here()]);
+    let until = SystemTime::now() + Duration::from_secs(3600);
+    let senders = [AllowedPeer::common_name("region")];
+    for (builder, want) in [
+        (
+            compatible(),
+            Some(ReceiverConfigError::CompatibilityWithoutEnd),
+        ),
+        (
+            compatible().compatible_senders(senders.clone()),
+            Some(ReceiverConfigError::CompatibilityWithoutEnd),
+        ),
+        (
+            compatible().compatible_until(until),
+            Some(ReceiverConfigError::CompatibilityWithoutSenders),
+        ),
+        (
+            compatible()
+                .compatible_until(until)
+                .compatible_senders(senders.clone()),
+            None,
+        ),
+    ] {
+        match (builder.check(), want) {
+            (Ok(()), None) => {}
+            (Err(ReceivingError::Configuration(got)), Some(want)) => assert_eq!(got, want),
+            (got, want) => panic!("{builder:?}: {got:?}, want {want:?}"),
+        }
+    }
+    let text = ReceivingError::Configuration(ReceiverConfigError::CompatibilityWithoutSenders)
+        .source_text();
+    assert!(text.contains("names no sender"), "{text}");
+    assert_eq!(
+        CompatibilityWindow::new(until, []),
+        Err(ReceiverConfigError::CompatibilityWithoutSenders)
+    );
+
+    // By hand: the mode without its window, or over unverified headers, judges no
+    // request.
+    let ca = TestCa::new("clients");
+    let caller = ca.client_leaf("region", 1);
+    let unbounded = verifier(&ca).with_mode(ReceivingMode::GoCompatible);
+    assert_eq!(
+        unbounded.check_configuration(),
+        Err(ReceiverConfigError::CompatibilityWithoutEnd)
+    );
+    let err = unbounded
+        .verify_request::<Principal>(&request(&caller, &go_unsigned(&who())))
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            RequestPrincipalError::Configuration(ReceiverConfigError::CompatibilityWithoutEnd)
+        ),
+        "{err:?}"
+    );
+    let headers_only = IngressVerifier::unverified_headers_only()
+        .with_audiences([here()])
+        .with_compatibility(window());
+    let err = headers_only
+        .verify_request::<Principal>(&request(&caller, &go_unsigned(&who())))
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            RequestPrincipalError::Configuration(
+                ReceiverConfigError::CompatibilityWithUnverifiedHeaders
+            )
+        ),
+        "{err:?}"
+    );
+
+    // The end date as configuration text.
+    let parsed = CompatibilityWindow::parse_until("2027-03-01T00:00:00Z").unwrap();
+    assert_eq!(
+        CompatibilityWindow::parse_until("2027-03-01").unwrap(),
+        parsed
+    );
+    assert_eq!(
+        CompatibilityWindow::parse_until("2027-03-01T01:00:00+01:00").unwrap(),
+        parsed
+    );
+    let err = CompatibilityWindow::parse_until("next\nspring").unwrap_err();
+    assert!(
+        matches!(err, ReceiverConfigError::InvalidUntil { .. }),
+        "{err:?}"
+    );
+}
+
+/// `Display` of an error and its sources, for matching texts.
+trait SourceText {
+    fn source_text(&self) -> String;
+}
+
+impl<E: std::error::Error> SourceText for E {
+    fn source_text(&self) -> String {
+        let mut text = self.to_string();
+        let mut source = self.source();
+        while let Some(cause) = source {
+            text.push_str(": ");
+            text.push_str(&cause.to_string());
+            source = cause.source();
+        }
+        text
+    }
+}
+
+#[test]
+fn the_go_forms_are_accepted_from_the_listed_senders_only() {
+    let ca = TestCa::new("clients");
+    let (listed, other) = (ca.client_leaf("region", 1), ca.client_leaf("compute", 2));
+    let compatible = verifier(&ca)
+        .with_compatibility(window())
+        .with_replay_cache(std::sync::Arc::new(svc_tls::principal::ReplayCache::new(
+            10,
+        )));
+    // Go's signed form has no jti: from a listed sender, within the window, the
+    // replay cache lets it through (it cannot tell its uses apart).
+    for principal in [go_unsigned(&who()), go_signed(&listed), go_signed(&listed)] {
+        let _: Principal = compatible
+            .verify_request(&request(&listed, &principal))
+            .unwrap();
+    }
+    // Ours still has one, and is accepted once.
+    let token = ours(&listed, &here());
+    let _: Principal = compatible
+        .verify_request(&request(&listed, &token))
+        .unwrap();
+    let err = compatible
+        .verify_request::<Principal>(&request(&listed, &token))
+        .unwrap_err();
+    assert!(
+        matches!(err, RequestPrincipalError::Verify(VerifyError::Replayed)),
+        "{err:?}"
+    );
+    // A verified caller not on the list: judged as in the strict mode.
+    let err = compatible
+        .verify_request::<Principal>(&request(&other, &go_unsigned(&who())))
+        .unwrap_err();
+    assert!(matches!(err, RequestPrincipalError::Unsigned), "{err:?}");
+    let err = compatible
+        .verify_request::<Principal>(&request(&other, &go_signed(&other)))
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            RequestPrincipalError::Verify(VerifyError::MissingTimes { .. })
+        ),
+        "{err:?}"
+    );
+    let _: Principal = compatible
+        .verify_request(&request(&other, &ours(&other, &here())))
+        .unwrap();
+}
+
+#[test]
+fn past_its_end_the_go_compatible_mode_acts_as_strict_and_says_so_once_a_minute() {
+    let ca = TestCa::new("clients");
+    let caller = ca.client_leaf("region", 1);
+    let ended = verifier(&ca).with_compatibility(
+        CompatibilityWindow::new(
+            SystemTime::now() - Duration::from_secs(1),
+            [AllowedPeer::common_name("region")],
+        )
+        .unwrap(),
+    );
+    assert_eq!(ended.mode(), ReceivingMode::GoCompatible);
+    assert_eq!(ended.mode_in_force(), ReceivingMode::Strict);
+    let open = verifier(&ca).with_compatibility(window());
+    assert_eq!(open.mode_in_force(), ReceivingMode::GoCompatible);
+
+    let captured = CapturedLogs::new();
+    let writer = captured.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_ansi(false)
+        .with_writer(move || writer.clone())
+        .finish();
+    tracing::subscriber::with_default(subscriber, || {
+        for _ in 0..3 {
+            let err = ended
+                .verify_request::<Principal>(&request(&caller, &go_unsigned(&who())))
+                .unwrap_err();
+            assert!(matches!(err, RequestPrincipalError::Unsigned), "{err:?}");
+            let err = ended
+                .verify_request::<Principal>(&request(&caller, &go_signed(&caller)))
+                .unwrap_err();
+            assert!(
+                matches!(
+                    err,
+                    RequestPrincipalError::Verify(VerifyError::MissingTimes { .. })
+                ),
+                "{err:?}"
+            );
+        }
+        let _: Principal = ended
+            .verify_request(&request(&caller, &ours(&caller, &here())))
+            .unwrap();
+    });
+    let text = captured.text();
+    assert_eq!(
+        text.matches("the go-compatible receiving mode ended")
+            .count(),
+        1,
+        "{text}"
+    );
+    assert!(text.contains("WARN"), "{text}");
+}
+
+#[test]
+fn with_times_cannot_make_the_strict_mode_accept_unbound_tokens() {
+    let ca = TestCa::new("clients");
+    let caller = ca.client_leaf("region", 1);
+    let loosened = verifier(&ca)
+        .with_mode(ReceivingMode::Strict)
+        .with_times(TokenTimes::CheckedWhenPresent);
+    let err = loosened
+        .verify_request::<Principal>(&request(&caller, &go_signed(&caller)))
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            RequestPrincipalError::Verify(VerifyError::MissingTimes { .. })
+        ),
+        "{err:?}"
+    );
+    // Nor drop the audience requirement.
+    let unnamed = IngressVerifier::from_trust_anchors([ca.der()])
+        .unwrap()
+        .with_times(TokenTimes::CheckedWhenPresent)
+        .without_audience_check();
+    assert_eq!(
+        unnamed.check_configuration(),
+        Err(ReceiverConfigError::StrictWithoutAudiences)
+    );
+    let err = unnamed
+        .verify_request::<Principal>(&request(&caller, &go_signed(&caller)))
+        .unwrap_err();
+    assert!(
+        matches!(err, RequestPrincipalError::Configuration(_)),
+        "{err:?}"
+    );
+    // Nor accept the unsigned form.
+    let err = loosened
+        .verify_request::<Principal>(&request(&caller, &go_unsigned(&who())))
+        .unwrap_err();
+    assert!(matches!(err, RequestPrincipalError::Unsigned), "{err:?}");
+}
+
+/// What the builder builds refuses a second use of a principal, without being asked
+/// (issue 50); a flood of distinct tokens leaves its cache at its bound, refusing
+/// new ones (fail closed) and still every replay of a recent one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_built_receiver_refuses_replays_by_default_and_stays_bounded_under_a_flood() {
+    use std::sync::Arc;
+    use svc_tls::principal::ReplayCache;
+
+    let tb = kube_testbed::Testbed::start().await;
+    let ca = TestCa::new("clients");
+    tb.upsert(test_support::secret::secret_with(
+        "unikorn",
+        "clients-ca",
+        "Opaque",
+        &[("ca.crt", &ca.pem())],
+    ));
+    let watches = svc_tls::watch::SecretWatches::new();
+    let builder = IngressBuilder::new(
+        SecretRef::new("unikorn", "clients-ca"),
+        ReceivingMode::Strict,
+    )
+    .audiences([here()])
+    .sync_timeout(Duration::from_secs(10));
+    let caller = ca.client_leaf("region", 1);
+    let key = PrivateKeyDer::from_pem_slice(caller.key_pem.as_bytes()).unwrap();
+    let key = rustls::crypto::aws_lc_rs::sign::any_supported_type(&key).unwrap();
+    let sign = || {
+        sign_with_key(key.as_ref(), &here(), &who(), AlgorithmPolicy::default())
+            .unwrap()
+            .as_str()
+            .to_owned()
+    };
+
+    // The default: a replay cache, with the default bound.
+    let ingress = builder
+        .clone()
+        .build_in(&watches, &tb.cluster_client())
+        .await
+        .unwrap();
+    let cache = ingress.replay_cache().expect("a replay cache by default");
+    assert_eq!(
+        cache.capacity(),
+        svc_tls::principal::DEFAULT_REPLAY_CAPACITY
+    );
+    let token = sign();
+    let _: Principal = ingress.verify_request(&request(&caller, &token)).unwrap();
+    let err = ingress
+        .verify_request::<Principal>(&request(&caller, &token))
+        .unwrap_err();
+    assert!(
+        matches!(err, RequestPrincipalError::Verify(VerifyError::Replayed)),
+        "{err:?}"
+    );
+    assert_eq!(err.reason(), "replayed");
+
+    // The explicit opt-out.
+    let off = builder
+        .clone()
+        .without_replay_cache()
+        .build_in(&watches, &tb.cluster_client())
+        .await
+        .unwrap();
+    assert!(off.replay_cache().is_none());
+    for _ in 0..2 {
+        let _: Principal = off.verify_request(&request(&caller, &token)).unwrap();
+    }
+
+    // A flood of distinct tokens against a cache of 200.
+    let cache = Arc::new(ReplayCache::new(200));
+    let bounded = builder
+        .replay_cache(cache.clone())
+        .build_in(&watches, &tb.cluster_client())
+        .await
+        .unwrap();
+    let mut recent = String::new();
+    for _ in 0..200 {
+        recent = sign();
+        let _: Principal = bounded.verify_request(&request(&caller, &recent)).unwrap();
+    }
+    for _ in 0..2_000 {
+        let err = bounded
+            .verify_request::<Principal>(&request(&caller, &sign()))
+            .unwrap_err();
+        assert!(
+            matches!(
+                err,
+                RequestPrincipalError::Verify(VerifyError::ReplayCacheFull { capacity: 200 })
+            ),
+            "{err:?}"
+        );
+    }
+    assert_eq!(cache.len(), 200, "the bound holds under the flood");
+    assert_eq!(cache.refused_full(), 2_000);
+    let err = bounded
+        .verify_request::<Principal>(&request(&caller, &recent))
+        .unwrap_err();
+    assert!(
+        matches!(err, RequestPrincipalError::Verify(VerifyError::Replayed)),
+        "a recent token is still refused: {err:?}"
+    );
 }

@@ -42,7 +42,8 @@ mod mode;
 use allowed::PeerNames;
 pub use allowed::{AllowedPeer, AllowedPeerError};
 pub use error::{IngressError, RequestPrincipalError};
-pub use mode::{ReceiverConfigError, ReceivingMode};
+pub(crate) use mode::ModeState;
+pub use mode::{CompatibilityWindow, ReceiverConfigError, ReceivingMode};
 
 /// What the forwarded certificate is verified against.
 #[derive(Clone)]
@@ -100,7 +101,7 @@ pub struct IngressVerifier {
     intermediates: Vec<CertificateDer<'static>>,
     allowed: Option<Vec<AllowedPeer>>,
     recorder: Arc<dyn TokenRecorder>,
-    mode: ReceivingMode,
+    mode: Arc<ModeState>,
     audience_unchecked: bool,
     unsigned_log: Arc<crate::last_good::WarningLimiter>,
     replay: Option<Arc<super::ReplayCache>>,
@@ -114,7 +115,8 @@ impl fmt::Debug for IngressVerifier {
             Anchors::Watched(trust) => format!("watched {}", trust.trust_source().origin()),
         };
         f.debug_struct("IngressVerifier")
-            .field("mode", &self.mode)
+            .field("mode", &self.mode.mode)
+            .field("compatibility", &self.mode.window)
             .field("policy", &self.policy)
             .field("max_token_bytes", &self.max_token_bytes)
             .field("times", &self.times)
@@ -125,6 +127,7 @@ impl fmt::Debug for IngressVerifier {
             .field("anchors", &anchors)
             .field("intermediates", &self.intermediates.len())
             .field("allowed", &self.allowed)
+            .field("replay", &self.replay)
             .finish_non_exhaustive()
     }
 }
@@ -140,7 +143,7 @@ impl IngressVerifier {
         Self {
             policy: AlgorithmPolicy::default(),
             max_token_bytes: DEFAULT_MAX_TOKEN_BYTES,
-            times: TokenTimes::Required,
+            times: TokenTimes::CheckedWhenPresent,
             clock_skew: super::jws::DEFAULT_CLOCK_SKEW,
             max_lifetime: super::jws::DEFAULT_MAX_PRINCIPAL_LIFETIME,
             audiences: Arc::from(Vec::new()),
@@ -149,7 +152,7 @@ impl IngressVerifier {
             intermediates: Vec::new(),
             allowed: None,
             recorder: super::recorder::noop(),
-            mode: ReceivingMode::Strict,
+            mode: ModeState::new(ReceivingMode::Strict, None),
             audience_unchecked: false,
             unsigned_log: mode::unsigned_log_limiter(),
             replay: None,
@@ -198,6 +201,11 @@ impl IngressVerifier {
         Self::with_anchors(Anchors::UnverifiedHeadersOnly)
     }
 
+    /// The replay cache, when there is one.
+    pub fn replay_cache(&self) -> Option<&Arc<super::ReplayCache>> {
+        self.replay.as_ref()
+    }
+
     /// Whether the forwarded certificate is believed on the headers alone.
     pub fn is_unverified(&self) -> bool {
         matches!(self.anchors, Anchors::UnverifiedHeadersOnly)
@@ -206,7 +214,9 @@ impl IngressVerifier {
     /// Refuses a second use of any signed principal, remembering accepted ones in
     /// `cache` until they expire ([`ReplayCache`](super::ReplayCache): its bound and
     /// eviction). Signed tokens must then carry a `jti` (this crate's signers write
-    /// one; Go senders' signed tokens have none and are refused).
+    /// one; Go senders' signed tokens have none and are refused, except from the
+    /// senders of an open [`CompatibilityWindow`]). A verifier from
+    /// [`IngressBuilder`](crate::receiving::IngressBuilder) has one by default.
     #[must_use]
     pub fn with_replay_cache(mut self, cache: Arc<super::ReplayCache>) -> Self {
         self.replay = Some(cache);
@@ -220,11 +230,13 @@ impl IngressVerifier {
         self
     }
 
-    /// Whether tokens must carry `iat`, `exp` and `aud` (default
-    /// [`TokenTimes::Required`], as the strict mode; [`IngressVerifier::with_mode`]
-    /// sets it with the mode, which is what to call). Signed tokens without them
-    /// (Go senders') are accepted under [`TokenTimes::CheckedWhenPresent`]; the
-    /// unsigned form only in [`ReceivingMode::GoCompatible`].
+    /// Whether the compatibility mode's senders must sign with `iat`, `exp` and
+    /// `aud` too (default [`TokenTimes::CheckedWhenPresent`]: Go's signed form is
+    /// accepted from them within the [`CompatibilityWindow`]). It can only tighten:
+    /// the strict mode, any sender not in the window and any request after its end
+    /// require times and audience whatever is set here ([`TokenTimes::Required`]);
+    /// the mode decides ([`IngressVerifier::with_mode`],
+    /// [`IngressVerifier::with_compatibility`]).
     #[must_use]
     pub fn with_times(mut self, times: TokenTimes) -> Self {
         self.times = times;
@@ -456,16 +468,24 @@ impl IngressVerifier {
             .map_err(|_| RequestPrincipalError::MissingPrincipal)?;
         self.check_configuration()
             .map_err(RequestPrincipalError::Configuration)?;
-        if let Some(unsigned) = self.unsigned_principal(token, &certificate, settled) {
+        // The Go forms only from the compatibility window's senders, before its
+        // end; everything else is judged strictly, whatever `with_times` said.
+        let go = self
+            .mode
+            .admits_go_forms(&certificate, std::time::SystemTime::now());
+        if let Some(unsigned) = self.unsigned_principal(token, &certificate, go, settled) {
             return unsigned;
         }
         let mut options = VerifyOptions::new(self.policy)
             .with_max_len(self.max_token_bytes)
-            .with_times(self.times)
+            .with_times(if go { self.times } else { TokenTimes::Required })
             .with_clock_skew(self.clock_skew)
             .with_max_lifetime(self.max_lifetime);
         options.audiences = self.audiences.clone();
         options.replay = self.replay.clone();
+        // A Go sender's signed token has no `jti` to remember: within the window it
+        // is accepted without (one that has a `jti` is still accepted once only).
+        options.jti_optional = go;
         Ok(certificate.verify_settling(token, &options, settled)?)
     }
 }

@@ -256,6 +256,7 @@ fn check_replay(
     options: &VerifyOptions,
 ) -> Result<(), VerifyError> {
     let jti = match &header.jti {
+        None if options.jti_optional => return Ok(()),
         None => return Err(VerifyError::MissingJti),
         Some(serde_json::Value::String(jti))
             if !jti.is_empty()

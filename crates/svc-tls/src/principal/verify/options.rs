@@ -39,6 +39,10 @@ pub struct VerifyOptions {
     /// accepted before (a token without one is refused), and is remembered until
     /// it expires. `None` (the default): no replay check.
     pub replay: Option<Arc<super::super::ReplayCache>>,
+    /// A token without `jti` passes the replay check (the compatibility mode's
+    /// senders, within its window: Go's signed tokens carry none). Set by the
+    /// ingress verifier only.
+    pub(crate) jti_optional: bool,
 }
 
 impl Default for VerifyOptions {
@@ -60,6 +64,7 @@ impl VerifyOptions {
             max_lifetime: DEFAULT_MAX_PRINCIPAL_LIFETIME,
             audiences: Arc::from(Vec::new()),
             replay: None,
+            jti_optional: false,
         }
     }
 
