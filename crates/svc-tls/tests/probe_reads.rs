@@ -130,13 +130,22 @@ async fn trust_half(tb: &Testbed, metrics: &Metrics, server_ca: &TestCa, ca: &Te
         readiness,
         config,
         serial: 19,
-        // The CA Secret loses `tls.crt`: `malformed`.
-        broken: secret_with(NAME, "kubernetes.io/tls", &[("ca.crt", &server_ca.pem())]),
+        // The CA Secret's ca.crt, the one key read when present, is broken: `malformed`.
+        broken: secret_with(
+            NAME,
+            "kubernetes.io/tls",
+            &[
+                ("tls.crt", &server_ca.pem()),
+                ("ca.crt", "not a certificate"),
+            ],
+        ),
         cached: Box::new(move || {
-            seen.secret_source()
-                .unwrap()
-                .get()
-                .is_some_and(|s| s.data.as_ref().is_some_and(|d| !d.contains_key("tls.crt")))
+            seen.secret_source().unwrap().get().is_some_and(|s| {
+                s.data
+                    .as_ref()
+                    .and_then(|d| d.get("ca.crt"))
+                    .is_some_and(|v| v.0 == b"not a certificate")
+            })
         }),
         state: Box::new(move || {
             let s = state.state();

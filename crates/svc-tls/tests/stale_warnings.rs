@@ -124,18 +124,27 @@ async fn trust_half(tb: &Testbed, server_ca: &TestCa, client_ca: &TestCa) -> Hal
     let (seen, state) = (trust.clone(), trust);
     Half {
         name: NAME,
-        key: "tls.crt",
+        key: "ca.crt",
         warning: "CA trust reload failed",
         config,
         clock,
         serial: 9,
-        // The CA Secret loses tls.crt.
-        broken: secret_with(NAME, "kubernetes.io/tls", &[("ca.crt", &server_ca.pem())]),
+        // The CA Secret's ca.crt, the one key read when present, is broken.
+        broken: secret_with(
+            NAME,
+            "kubernetes.io/tls",
+            &[
+                ("tls.crt", &server_ca.pem()),
+                ("ca.crt", "not a certificate"),
+            ],
+        ),
         cached: Box::new(move || {
-            seen.secret_source()
-                .unwrap()
-                .get()
-                .is_some_and(|s| s.data.as_ref().is_some_and(|d| !d.contains_key("tls.crt")))
+            seen.secret_source().unwrap().get().is_some_and(|s| {
+                s.data
+                    .as_ref()
+                    .and_then(|d| d.get("ca.crt"))
+                    .is_some_and(|v| v.0 == b"not a certificate")
+            })
         }),
         state: Box::new(move || {
             let s = state.state();

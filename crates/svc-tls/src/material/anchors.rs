@@ -158,10 +158,13 @@ impl TrustCache {
                 return Err(error);
             }
         };
-        // cert-manager writes the CA to both tls.crt and ca.crt: one root, not two.
+        // A bundle may hold a CA twice: one root, not two.
         dedupe(&mut roots);
-        // A non-TLS Secret's roots come from `ca.crt` alone.
-        let read_tls_crt = tls_crt.filter(|_| secret.type_.as_deref() == Some(SECRET_TYPE_TLS));
+        // A non-TLS Secret's roots come from `ca.crt` alone, and so do a TLS
+        // Secret's when it has a `ca.crt`.
+        let read_tls_crt = tls_crt.filter(|_| {
+            secret.type_.as_deref() == Some(SECRET_TYPE_TLS) && ca_crt.is_none_or(<[u8]>::is_empty)
+        });
         let not_after = earliest_not_after(&[read_tls_crt, ca_crt]);
         let loaded = CachedRoots {
             type_: secret.type_.clone(),

@@ -12,20 +12,23 @@ use crate::origin::{ConfigMapRef, MaterialOrigin, SecretRef};
 /// The trust roots in a CA Secret, with how many certificates were not usable.
 #[derive(Debug, Clone)]
 pub struct TrustRoots {
-    /// Every usable certificate of `tls.crt` and `ca.crt`, as a root.
+    /// Every usable certificate of `ca.crt` (or, without it, of `tls.crt`), as a root.
     pub roots: RootCertStore,
     /// Certificates found but not usable as trust anchors.
     pub ignored: usize,
 }
 
 /// Loads CA trust from a Secret. A `kubernetes.io/tls` Secret: every certificate in
-/// `tls.crt` and, when present, `ca.crt` (the cert-manager convention) becomes a
-/// root; `tls.crt` must be present (as in the Go code); an empty `tls.crt` is
-/// accepted when `ca.crt` supplies certificates. A Secret of any other type (an
-/// `Opaque` bundle, what trust-manager and hand-made CA Secrets are): `ca.crt` alone,
-/// which must be present and non-empty; its other keys are not read. The private key
-/// is never read here, so a receiving service can be given anchors without it. Unusable certificates among
-/// usable ones are skipped with a warning; none usable is an error.
+/// `ca.crt` (the cert-manager convention) when it is present and not empty, and
+/// only then; else every certificate in `tls.crt`, which must then be present (as in
+/// the Go code, whose CA Secrets hold `tls.crt` only). When `ca.crt` is there,
+/// `tls.crt` is not a root: in the Secret of an intermediate or a leaf it is not the
+/// CA the operator chose to trust. A Secret of any other type (an `Opaque` bundle,
+/// what trust-manager and hand-made CA Secrets are): `ca.crt` alone, which must be
+/// present and non-empty; its other keys are not read. Only `CERTIFICATE` blocks are
+/// read: a private key is never parsed here (a `ca.crt` that embeds one is flagged by
+/// the trust-only watch, which drops the key before caching). Unusable certificates
+/// among usable ones are skipped with a warning; none usable is an error.
 pub fn load_trust(secret: &Secret) -> Result<RootCertStore, MaterialError> {
     let trust = load_trust_detailed(secret)?;
     if trust.ignored > 0 {
@@ -46,42 +49,32 @@ pub fn load_trust_detailed(secret: &Secret) -> Result<TrustRoots, MaterialError>
     if check_type(secret, &name).is_err() {
         return anchors_only(secret, &name);
     }
-    let tls_crt = data
-        .and_then(|d| d.get(TLS_CRT))
-        .ok_or_else(|| MaterialError::new(name(), Some(TLS_CRT), MaterialErrorKind::MissingKey))?;
     let ca_crt = data.and_then(|d| d.get(CA_CRT)).filter(|v| !v.0.is_empty());
-    within_cap(&tls_crt.0, TLS_CRT, &name)?;
-    if let Some(ca) = ca_crt {
-        within_cap(&ca.0, CA_CRT, &name)?;
-    }
-    let mut certs = Vec::new();
-    if !tls_crt.0.is_empty() {
-        certs.extend(read_certificates(&name, TLS_CRT, &tls_crt.0)?);
-    }
-    if let Some(ca) = ca_crt {
-        certs.extend(read_certificates(&name, CA_CRT, &ca.0)?);
-    }
-    if certs.is_empty() {
+    let (key, pem) = match ca_crt {
+        Some(ca) => (CA_CRT, ca),
+        None => (
+            TLS_CRT,
+            data.and_then(|d| d.get(TLS_CRT)).ok_or_else(|| {
+                MaterialError::new(name(), Some(TLS_CRT), MaterialErrorKind::MissingKey)
+            })?,
+        ),
+    };
+    within_cap(&pem.0, key, &name)?;
+    if pem.0.is_empty() {
         return Err(MaterialError::new(
             name(),
             Some(TLS_CRT),
             MaterialErrorKind::EmptyKey,
         ));
     }
+    let certs = read_certificates(&name, key, &pem.0)?;
     let mut roots = RootCertStore::empty();
     let (added, ignored) = roots.add_parsable_certificates(certs);
     if added == 0 {
         return Err(MaterialError::new(
             name(),
-            Some(TLS_CRT),
-            MaterialErrorKind::NoUsableRoot {
-                keys: if ca_crt.is_some() {
-                    "tls.crt, ca.crt"
-                } else {
-                    TLS_CRT
-                },
-                ignored,
-            },
+            Some(key),
+            MaterialErrorKind::NoUsableRoot { keys: key, ignored },
         ));
     }
     Ok(TrustRoots { roots, ignored })

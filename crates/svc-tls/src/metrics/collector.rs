@@ -24,6 +24,7 @@
 //! | `svc_tls_secret_watch_over_limit_total` | counter | `secret`, `cluster` |
 //! | `svc_tls_secret_watch_coalesced_total` | counter | `secret`, `cluster` |
 //! | `svc_tls_trust_secret_private_key_dropped` | gauge (1 when it held one) | `secret`, `cluster` |
+//! | `svc_tls_trust_secret_ca_crt_private_keys_dropped_total` | counter (versions whose `ca.crt` embedded a private key, dropped before caching) | `secret`, `cluster` |
 //! | `svc_tls_principal_receiving_mode` | gauge (receivers acting in each mode now) | `mode` (`strict`, `go-compatible`) |
 //!
 //! Every `cluster` value is one cluster's ([`ClusterId::metric_label`](cluster_id::ClusterId::metric_label)),
@@ -273,11 +274,12 @@ impl Collector for StateCollector {
             &healthy,
         )?;
 
-        let (watch_healthy, errors, relists, key_dropped) = (
+        let (watch_healthy, errors, relists, key_dropped, ca_crt_keys) = (
             Gauges::default(),
             Counters::default(),
             Counters::default(),
             Gauges::default(),
+            Counters::default(),
         );
         let (ignored, over_limit, coalesced) = (
             Counters::default(),
@@ -304,6 +306,10 @@ impl Collector for StateCollector {
                 coalesced.get_or_create(&labels).inc_by(status.coalesced);
                 if source.dropped_private_key() {
                     set(&key_dropped, &labels, 1);
+                }
+                let in_ca_crt = source.ca_crt_private_keys_dropped();
+                if in_ca_crt > 0 {
+                    ca_crt_keys.get_or_create(&labels).inc_by(in_ca_crt);
                 }
                 *connected.entry(labels).or_insert(true) &= health.connected;
             }
@@ -359,6 +365,13 @@ impl Collector for StateCollector {
             "1 when a Secret read only as a CA held a private key (tls.key), dropped before caching: give the service a ca.crt-only Secret or ConfigMap",
             None,
             &key_dropped,
+        )?;
+        emit(
+            &mut encoder,
+            "svc_tls_trust_secret_ca_crt_private_keys_dropped",
+            "Versions of a Secret read only as a CA whose ca.crt embedded a private key (a PEM PRIVATE KEY block), dropped before caching (its certificates kept)",
+            None,
+            &ca_crt_keys,
         )?;
 
         // The mode each tracked receiver acts in now: a compatibility mode past its

@@ -29,7 +29,7 @@
 
 use std::fmt;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 use cluster_id::ClusterId;
@@ -38,6 +38,7 @@ use kube::Api;
 use kube_runtime::reflector::ObjectRef;
 use watch_ready::{Health, WaitError, WatchLimits, WatchState, Watched};
 
+use crate::material::CA_CRT;
 use crate::origin::{SecretRef, SourceHealth};
 
 /// Default bound on waiting for the first sync of a Secret's cache: the workspace's one
@@ -134,6 +135,9 @@ struct Inner {
     /// Set when a version of the Secret held a `tls.key` that was dropped before
     /// caching (a Secret watched for trust only).
     dropped_private_key: Arc<AtomicBool>,
+    /// How many versions of the Secret had a private key inside `ca.crt`, dropped
+    /// before caching (a Secret watched for trust only).
+    ca_crt_private_keys: Arc<AtomicU64>,
     /// The runtime the watch runs on, when it is a registry's: kept while any user
     /// of the source (a resolver, a verifier) lives.
     _runtime: Option<super::runtime::BackgroundRuntime>,
@@ -242,6 +246,9 @@ impl SecretSource {
         let api: Api<Secret> = Api::namespaced(client, &secret.namespace);
         let dropped_private_key = Arc::new(AtomicBool::new(false));
         let dropped = dropped_private_key.clone();
+        let ca_crt_private_keys = Arc::new(AtomicU64::new(0));
+        let counted = ca_crt_private_keys.clone();
+        let (warned_ca_crt, warned_elsewhere) = (AtomicBool::new(false), AtomicBool::new(false));
         let named = match &cluster {
             Some(cluster) => format!("{secret} of cluster {cluster}"),
             None => secret.to_string(),
@@ -255,14 +262,34 @@ impl SecretSource {
             health,
             limits.clone(),
             move |object: &mut Secret| {
-                if trust_only && keep_trust_only(object) && !dropped.swap(true, Ordering::AcqRel) {
+                if !trust_only {
+                    return;
+                }
+                let found = keep_trust_only(object);
+                if found.in_ca_crt {
+                    counted.fetch_add(1, Ordering::Relaxed);
+                    if !warned_ca_crt.swap(true, Ordering::AcqRel) {
+                        tracing::warn!(
+                            secret = %named,
+                            key = CA_CRT,
+                            "a CA Secret's ca.crt embeds a private key (a PEM PRIVATE KEY \
+                             block): the key was dropped before caching and only the \
+                             certificates of ca.crt are kept as roots; remove the key from \
+                             ca.crt (docs/operations.md, trust without the CA key)"
+                        );
+                    }
+                }
+                if found.any() {
+                    dropped.store(true, Ordering::Release);
+                }
+                if found.elsewhere && !warned_elsewhere.swap(true, Ordering::AcqRel) {
                     tracing::warn!(
                         secret = %named,
                         "a Secret used only as a CA holds a private key (a tls.key or other key \
                          entry, or one inside its last-applied-configuration annotation): only \
-                         ca.crt (and tls.crt of a TLS Secret) was cached; give this service a \
-                         Secret or ConfigMap with ca.crt only (docs/operations.md, trust without \
-                         the CA key)"
+                         ca.crt (or tls.crt of a TLS Secret without ca.crt) was cached; give \
+                         this service a Secret or ConfigMap with ca.crt only \
+                         (docs/operations.md, trust without the CA key)"
                     );
                 }
             },
@@ -295,6 +322,7 @@ impl SecretSource {
                 key,
                 watched,
                 dropped_private_key,
+                ca_crt_private_keys,
                 _runtime: runtime,
             }),
         })
@@ -310,6 +338,14 @@ impl SecretSource {
     /// before caching: a trust-only watch of a Secret that should not hold one.
     pub fn dropped_private_key(&self) -> bool {
         self.inner.dropped_private_key.load(Ordering::Acquire)
+    }
+
+    /// How many versions of the Secret had a private key embedded in `ca.crt` (a PEM
+    /// `PRIVATE KEY` block), dropped before caching while its certificates were kept
+    /// (a Secret watched for trust only). Exported as
+    /// `svc_tls_trust_secret_ca_crt_private_keys_dropped_total` (feature `metrics`).
+    pub fn ca_crt_private_keys_dropped(&self) -> u64 {
+        self.inner.ca_crt_private_keys.load(Ordering::Relaxed)
     }
 
     /// The Secret this source watches.
@@ -369,42 +405,103 @@ impl SecretSource {
     }
 }
 
-/// Removes `tls.key` from `secret`'s data (and any `stringData`); true when there
-/// was one.
+/// What [`keep_trust_only`] dropped that looked like key material.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct DroppedKeys {
+    /// A key under another data key, in `stringData` or in an annotation.
+    pub(crate) elsewhere: bool,
+    /// A PEM private-key block inside `ca.crt` itself (its certificates are kept).
+    pub(crate) in_ca_crt: bool,
+}
+
+impl DroppedKeys {
+    pub(crate) fn any(self) -> bool {
+        self.elsewhere || self.in_ca_crt
+    }
+}
+
 /// Keeps of `secret` only what trust is read from, so that a service that only
-/// trusts a CA never holds its private key in memory: `ca.crt` always, `tls.crt` for
-/// a `kubernetes.io/tls` Secret; every other data key, all of `stringData`, the
-/// annotations (`kubectl.kubernetes.io/last-applied-configuration` holds the whole
-/// Secret, `tls.key` included, whenever it was `kubectl apply`-ed) and
-/// `managedFields` are dropped. Labels, name, namespace and `resourceVersion` stay.
-/// Returns whether anything dropped looked like key material (a key name ending in
-/// `.key`, or a value holding `PRIVATE KEY`), for the WARN and the metric.
-fn keep_trust_only(secret: &mut Secret) -> bool {
-    use crate::material::{CA_CRT, SECRET_TYPE_TLS, TLS_CRT};
+/// trusts a CA never holds its private key in memory: `ca.crt` when it is present
+/// and not empty, else `tls.crt` of a `kubernetes.io/tls` Secret (Go's CA Secrets
+/// hold `tls.crt` only; when `ca.crt` is there, `tls.crt` is not a root: for a
+/// leaf's or an intermediate's Secret it is no trust anchor of the caller's choice).
+/// Every other data key, all of `stringData`, the annotations
+/// (`kubectl.kubernetes.io/last-applied-configuration` holds the whole Secret,
+/// `tls.key` included, whenever it was `kubectl apply`-ed) and `managedFields` are
+/// dropped. A `ca.crt` that embeds a private key (a PEM `PRIVATE KEY` block) keeps
+/// its `CERTIFICATE` blocks only: the received value is overwritten with zeros and
+/// dropped here, before the cache stores the object. Labels, name, namespace and
+/// `resourceVersion` stay. Returns what dropped looked like key material (a key
+/// name ending in `.key`, or a value holding `PRIVATE KEY`), for the WARN, the
+/// counter and the metric.
+pub(crate) fn keep_trust_only(secret: &mut Secret) -> DroppedKeys {
+    use crate::material::{SECRET_TYPE_TLS, TLS_CRT};
     let is_tls = secret.type_.as_deref() == Some(SECRET_TYPE_TLS);
-    let kept = |key: &str| key == CA_CRT || (is_tls && key == TLS_CRT);
+    let has_ca_crt = secret
+        .data
+        .as_ref()
+        .and_then(|data| data.get(CA_CRT))
+        .is_some_and(|value| !value.0.is_empty());
+    let kept = |key: &str| key == CA_CRT || (is_tls && !has_ca_crt && key == TLS_CRT);
     let looks_like_key =
         |name: &str, value: &[u8]| name.ends_with(".key") || contains(value, b"PRIVATE KEY");
-    let mut dropped_key = false;
+    let mut dropped = DroppedKeys::default();
     if let Some(data) = secret.data.as_mut() {
         data.retain(|name, value| {
             let keep = kept(name);
-            dropped_key |= !keep && looks_like_key(name, &value.0);
+            dropped.elsewhere |= !keep && looks_like_key(name, &value.0);
             keep
         });
+        if let Some(ca) = data.get_mut(CA_CRT)
+            && contains(&ca.0, b"PRIVATE KEY")
+        {
+            let certificates = certificate_blocks(&ca.0);
+            let mut received = std::mem::replace(&mut ca.0, certificates);
+            received.fill(0);
+            dropped.in_ca_crt = true;
+        }
     }
     if let Some(data) = secret.string_data.take() {
-        dropped_key |= data
+        dropped.elsewhere |= data
             .iter()
             .any(|(name, value)| looks_like_key(name, value.as_bytes()));
     }
     if let Some(annotations) = secret.metadata.annotations.take() {
-        dropped_key |= annotations.iter().any(|(name, value)| {
+        dropped.elsewhere |= annotations.iter().any(|(name, value)| {
             looks_like_key(name, value.as_bytes()) || value.contains("tls.key")
         });
     }
     secret.metadata.managed_fields = None;
-    dropped_key
+    dropped
+}
+
+/// The `-----BEGIN CERTIFICATE-----` ... `-----END CERTIFICATE-----` blocks of a PEM
+/// text, each on its own lines; everything else (a private key, text between
+/// blocks, an unterminated block) is left out. Textual: nothing is decoded.
+fn certificate_blocks(pem: &[u8]) -> Vec<u8> {
+    const BEGIN: &[u8] = b"-----BEGIN CERTIFICATE-----";
+    const END: &[u8] = b"-----END CERTIFICATE-----";
+    let mut out = Vec::with_capacity(pem.len());
+    let mut rest = pem;
+    while let Some(start) = find(rest, BEGIN) {
+        let block = &rest[start..];
+        let Some(end) = find(block, END) else {
+            break;
+        };
+        let Some(block) = block.get(..end + END.len()) else {
+            break;
+        };
+        out.extend_from_slice(block);
+        out.push(b'\n');
+        rest = &rest[start + block.len()..];
+    }
+    out
+}
+
+fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    haystack
+        .windows(needle.len())
+        .position(|window| window == needle)
 }
 
 fn contains(haystack: &[u8], needle: &[u8]) -> bool {
@@ -422,4 +519,81 @@ pub(crate) fn resource_version(secret: &Secret) -> Option<u64> {
         .resource_version
         .as_deref()
         .and_then(|v| v.parse::<u64>().ok())
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use std::collections::BTreeMap;
+
+    use k8s_openapi::ByteString;
+
+    use super::*;
+
+    fn secret(type_: &str, data: &[(&str, &str)]) -> Secret {
+        Secret {
+            type_: Some(type_.to_owned()),
+            data: Some(
+                data.iter()
+                    .map(|(k, v)| ((*k).to_owned(), ByteString(v.as_bytes().to_vec())))
+                    .collect::<BTreeMap<_, _>>(),
+            ),
+            ..Secret::default()
+        }
+    }
+
+    fn keys(secret: &Secret) -> Vec<&str> {
+        secret
+            .data
+            .as_ref()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect()
+    }
+
+    const CERT: &str = "-----BEGIN CERTIFICATE-----\nQ0VSVA==\n-----END CERTIFICATE-----\n";
+    const KEY: &str = "-----BEGIN PRIVATE KEY-----\nU0VDUkVU\n-----END PRIVATE KEY-----\n";
+
+    #[test]
+    fn tls_crt_is_kept_only_without_a_ca_crt() {
+        let mut go = secret("kubernetes.io/tls", &[("tls.crt", CERT), ("tls.key", KEY)]);
+        assert_eq!(
+            keep_trust_only(&mut go),
+            DroppedKeys {
+                elsewhere: true,
+                in_ca_crt: false
+            }
+        );
+        assert_eq!(keys(&go), ["tls.crt"], "Go's CA Secrets: tls.crt only");
+
+        let mut both = secret("kubernetes.io/tls", &[("tls.crt", CERT), ("ca.crt", CERT)]);
+        assert!(!keep_trust_only(&mut both).any());
+        assert_eq!(keys(&both), ["ca.crt"], "with ca.crt, tls.crt is no root");
+
+        // An empty ca.crt is no ca.crt.
+        let mut empty = secret("kubernetes.io/tls", &[("tls.crt", CERT), ("ca.crt", "")]);
+        keep_trust_only(&mut empty);
+        assert_eq!(keys(&empty), ["ca.crt", "tls.crt"]);
+    }
+
+    #[test]
+    fn a_private_key_inside_ca_crt_is_dropped_and_its_certificates_kept() {
+        for type_ in ["kubernetes.io/tls", "Opaque"] {
+            let bundle = format!("{CERT}{KEY}{CERT}");
+            let mut with_key = secret(type_, &[("ca.crt", &bundle)]);
+            let dropped = keep_trust_only(&mut with_key);
+            assert!(dropped.in_ca_crt, "{type_}");
+            assert!(!dropped.elsewhere, "{type_}");
+            let kept = &with_key.data.as_ref().unwrap()["ca.crt"].0;
+            let kept = std::str::from_utf8(kept).unwrap();
+            assert_eq!(kept, format!("{CERT}{CERT}"), "{type_}");
+            assert!(!kept.contains("PRIVATE KEY") && !kept.contains("U0VDUkVU"));
+        }
+        // An RSA or EC key block is a private key too.
+        let rsa = KEY.replace("PRIVATE KEY", "RSA PRIVATE KEY");
+        let mut with_rsa = secret("Opaque", &[("ca.crt", &format!("{rsa}{CERT}"))]);
+        assert!(keep_trust_only(&mut with_rsa).in_ca_crt);
+        assert_eq!(with_rsa.data.as_ref().unwrap()["ca.crt"].0, CERT.as_bytes());
+    }
 }

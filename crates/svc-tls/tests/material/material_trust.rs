@@ -30,23 +30,44 @@ fn verify_with(roots: RootCertStore, ca: &TestCa) -> Result<(), rustls::Error> {
 }
 
 #[test]
-fn trust_takes_every_certificate_of_tls_crt_and_ca_crt() {
+fn trust_takes_every_certificate_of_ca_crt_and_of_tls_crt_only_without_it() {
     let a = TestCa::new("issuer a");
     let b = TestCa::new("issuer b");
     let c = TestCa::new("issuer c");
+    let d = TestCa::new("issuer d");
     let tls_crt = format!("{}{}", a.pem(), b.pem());
+    let ca_crt = format!("{}{}", c.pem(), d.pem());
+    // With ca.crt, tls.crt is no root (issue 50): in an intermediate's or a leaf's
+    // Secret it is not the CA chosen to be trusted.
     let secret = tls_secret(&[
         (TLS_CRT, tls_crt.as_bytes()),
         (TLS_KEY, b"ignored for trust"),
-        ("ca.crt", c.pem().as_bytes()),
+        ("ca.crt", ca_crt.as_bytes()),
     ]);
     let roots = load_trust(&secret).unwrap();
-    assert_eq!(roots.len(), 3);
-    for ca in [&a, &b, &c] {
+    assert_eq!(roots.len(), 2);
+    for ca in [&c, &d] {
         verify_with(roots.clone(), ca).unwrap();
+    }
+    for ca in [&a, &b] {
+        assert!(
+            verify_with(roots.clone(), ca).is_err(),
+            "tls.crt is no root"
+        );
     }
     let stranger = TestCa::new("stranger");
     assert!(verify_with(roots, &stranger).is_err());
+
+    // Without ca.crt (Go's CA Secrets), every certificate of tls.crt is.
+    let secret = tls_secret(&[(TLS_CRT, tls_crt.as_bytes()), (TLS_KEY, b"ignored")]);
+    let roots = load_trust(&secret).unwrap();
+    assert_eq!(roots.len(), 2);
+    for ca in [&a, &b] {
+        verify_with(roots.clone(), ca).unwrap();
+    }
+    // An empty ca.crt is no ca.crt.
+    let secret = tls_secret(&[(TLS_CRT, a.pem().as_bytes()), ("ca.crt", b"")]);
+    verify_with(load_trust(&secret).unwrap(), &a).unwrap();
 
     // cert-manager's CA issuer Secret: tls.crt and ca.crt are the same CA.
     let secret = tls_secret(&[
@@ -68,7 +89,14 @@ fn trust_errors_name_the_secret_and_key() {
         assert!(msg.contains("unikorn/unikorn-client-certificate"), "{msg}");
     };
 
-    let err = load_trust(&tls_secret(&[("ca.crt", a.pem().as_bytes())])).unwrap_err();
+    // With ca.crt, tls.crt is not read, so it need not be there (the trust-only
+    // watch drops it before caching).
+    verify_with(
+        load_trust(&tls_secret(&[("ca.crt", a.pem().as_bytes())])).unwrap(),
+        &a,
+    )
+    .unwrap();
+    let err = load_trust(&tls_secret(&[(TLS_KEY, b"key")])).unwrap_err();
     check(&err);
     assert!(
         matches!(
