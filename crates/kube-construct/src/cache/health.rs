@@ -4,7 +4,7 @@
 use std::{fmt, time::Duration};
 
 use thiserror::Error;
-use watch_ready::{Refusal, RefusalReason};
+use watch_ready::{LimitError, Refusal, RefusalReason};
 
 use super::CacheName;
 use crate::display::Joined;
@@ -28,6 +28,12 @@ pub struct CacheHealth {
     pub errors: u64,
     /// Objects currently held.
     pub objects: usize,
+    /// Versions, objects and bodies the API server sent past the cache's
+    /// [`WatchLimits`](watch_ready::WatchLimits) and that were refused (each counted
+    /// once; the cache kept its last good state).
+    pub over_limit: u64,
+    /// The last such refusal: the object or body and the cap it was over.
+    pub last_limit_error: Option<LimitError>,
 }
 
 /// A health/readiness report over every declared cache.
@@ -63,6 +69,13 @@ impl fmt::Display for HealthReport {
             )?;
             if let Some(err) = &cache.last_error {
                 write!(f, ", last error: {err}")?;
+            }
+            if let Some(err) = &cache.last_limit_error {
+                write!(
+                    f,
+                    ", {} refused over a limit, last: {err}",
+                    cache.over_limit
+                )?;
             }
             writeln!(f)?;
         }

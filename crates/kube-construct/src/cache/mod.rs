@@ -23,6 +23,14 @@
 //! again as soon as the API server accepts its WATCH again (each cache's requests
 //! pass through a thin observer on the one shared client, because kube-runtime's
 //! watcher resumes a watch silently), or the watch delivers an event.
+//!
+//! An API server is not always trusted (a tenant cluster's), so each cache is held
+//! within [`WatchLimits`] (set with
+//! [`ClientBuilder::watch_limits`](crate::client::ClientBuilder::watch_limits);
+//! `watch-ready`'s defaults otherwise): an object over the size cap, objects past the
+//! count cap, a LIST body or WATCH event over its cap are refused with a typed
+//! [`LimitError`], counted in [`CacheHealth::over_limit`], and the cache keeps
+//! serving its last good state.
 
 //!
 //! The watching, the readiness wait, the error classification and the timeout
@@ -50,3 +58,8 @@ pub(crate) use start::{Caches, dedupe};
 /// the workspace's one sync-timeout default (see `docs/decisions.md`, "One watch
 /// layer").
 pub use watch_ready::DEFAULT_SYNC_TIMEOUT;
+
+/// The bounds on what the API server can make a cache hold, and what a bound
+/// refused: `watch-ready`'s, set per client with
+/// [`ClientBuilder::watch_limits`](crate::client::ClientBuilder::watch_limits).
+pub use watch_ready::{LimitError, WatchLimits};

@@ -15,7 +15,7 @@ use kube::{
     Api, Client, Resource,
     api::{ApiResource, DynamicObject, GroupVersionKind},
 };
-use watch_ready::{Health, Unsynced, WaitError, Watched};
+use watch_ready::{Health, Unsynced, WaitError, WatchLimits, Watched};
 
 use super::{
     CacheError, CacheHealth, CacheName, CachedType, HealthReport, KnownScope, NotReady, Reader,
@@ -23,7 +23,7 @@ use super::{
 };
 use crate::registry::{Registry, RegistryError};
 
-type Launch = Box<dyn FnOnce(Client, Health) -> Box<dyn Reader> + Send>;
+type Launch = Box<dyn FnOnce(Client, Health, WatchLimits) -> Box<dyn Reader> + Send>;
 
 /// One declared cache: a resource and a [`Selection`].
 pub struct CacheDeclaration {
@@ -49,10 +49,10 @@ impl CacheDeclaration {
         Self {
             name,
             namespaced: <K::Scope as KnownScope>::NAMESPACED,
-            launch: Box::new(move |client, health| {
+            launch: Box::new(move |client, health, limits| {
                 let api = <K::Scope as KnownScope>::api::<K>(client, namespace.as_deref());
                 Box::new(StoreReader::new(
-                    Watched::spawn(api, config, (), health),
+                    Watched::spawn_bounded(api, config, (), health, limits),
                     (),
                 ))
             }),
@@ -96,12 +96,12 @@ impl CacheDeclaration {
         Self {
             name,
             namespaced,
-            launch: Box::new(move |client, health| {
+            launch: Box::new(move |client, health, limits| {
                 let api: Api<DynamicObject> = match namespace.as_deref() {
                     Some(ns) => Api::namespaced_with(client, ns, &resource),
                     None => Api::all_with(client, &resource),
                 };
-                let watched = Watched::spawn(api, config, resource.clone(), health);
+                let watched = Watched::spawn_bounded(api, config, resource.clone(), health, limits);
                 Box::new(StoreReader::new(watched, resource))
             }),
         }
@@ -127,11 +127,14 @@ pub(crate) struct Caches {
 
 impl Caches {
     /// Start every declared cache and return once all have synced, or fail: at once
-    /// on a refusal (401, 403, 404) of any cache, or after `timeout`.
+    /// on a refusal (401, 403, 404) of any cache, or after `timeout`. Each cache's
+    /// watch is held within `limits` (object size and count, LIST and WATCH event
+    /// bodies), each refusal a typed `LimitError` counted in its health.
     pub(crate) async fn start(
         client: &Client,
         declarations: Vec<CacheDeclaration>,
         timeout: Duration,
+        limits: &WatchLimits,
     ) -> Result<Self, CacheError> {
         for declaration in &declarations {
             if declaration.namespaced == Some(false)
@@ -148,10 +151,11 @@ impl Caches {
             .map(|declaration| {
                 let health = Health::new(declaration.name.to_string());
                 // Each cache's requests pass through an observer on the one client,
-                // so that an accepted WATCH marks it ready again.
-                let observed = watch_ready::observe(client, &health);
+                // so that an accepted WATCH marks it ready again, and whose response
+                // bodies are capped (a LIST, each WATCH event).
+                let observed = watch_ready::observe_bounded(client, &health, limits);
                 CacheEntry {
-                    reader: (declaration.launch)(observed, health),
+                    reader: (declaration.launch)(observed, health, limits.clone()),
                     name: declaration.name,
                     synced_after: Arc::default(),
                 }
@@ -220,6 +224,8 @@ impl Caches {
                         last_error: status.last_error,
                         errors: status.errors,
                         objects: entry.reader.len(),
+                        over_limit: status.over_limit,
+                        last_limit_error: status.last_limit_error,
                     }
                 })
                 .collect(),

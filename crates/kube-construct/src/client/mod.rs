@@ -37,7 +37,7 @@ use undeclared::UndeclaredReads;
 use crate::{
     cache::{
         CacheDeclaration, CacheName, CacheObject, CachedType, Caches, DEFAULT_SYNC_TIMEOUT,
-        HealthReport, Query, Selection, StoreReader, dedupe, resource_name,
+        HealthReport, Query, Selection, StoreReader, WatchLimits, dedupe, resource_name,
     },
     config::{ConfigSource, Environment, InClusterSource, KubeOptions},
     registry::{Registry, RegistryError},
@@ -52,6 +52,7 @@ use kube::{
 pub struct ClientBuilder {
     declarations: Vec<CacheDeclaration>,
     sync_timeout: Duration,
+    watch_limits: WatchLimits,
     #[cfg(feature = "metrics")]
     metrics: Option<crate::metrics::CacheMetrics>,
 }
@@ -61,6 +62,7 @@ impl Default for ClientBuilder {
         Self {
             declarations: Vec::new(),
             sync_timeout: DEFAULT_SYNC_TIMEOUT,
+            watch_limits: WatchLimits::default(),
             #[cfg(feature = "metrics")]
             metrics: None,
         }
@@ -107,6 +109,27 @@ impl ClientBuilder {
     #[must_use]
     pub fn sync_timeout(mut self, timeout: Duration) -> Self {
         self.sync_timeout = timeout;
+        self
+    }
+
+    /// The bounds on what the API server can make each cache hold (default
+    /// [`WatchLimits::default`]: objects of at most 1 MiB as JSON, at most 10,000
+    /// objects per cache, LIST bodies of at most 64 MiB, WATCH events of at most
+    /// 4 MiB, no coalescing). What is over a limit is refused, the cache keeping its
+    /// last good state, and counted in [`CacheHealth::over_limit`] with the
+    /// typed [`CacheHealth::last_limit_error`]. Raise
+    /// [`WatchLimits::max_objects`] for a cache of more objects than that.
+    ///
+    /// ```
+    /// use kube_construct::cache::WatchLimits;
+    /// use kube_construct::client::CachedClient;
+    ///
+    /// let builder = CachedClient::builder().watch_limits(WatchLimits::default().max_objects(50_000));
+    /// # let _ = builder;
+    /// ```
+    #[must_use]
+    pub fn watch_limits(mut self, limits: WatchLimits) -> Self {
+        self.watch_limits = limits;
         self
     }
 
@@ -216,9 +239,14 @@ impl ClientBuilder {
             .metrics
             .clone()
             .or_else(|| crate::metrics::CacheMetrics::process().cloned());
-        let started = Caches::start(&client, self.declarations, self.sync_timeout)
-            .await
-            .map(Arc::new);
+        let started = Caches::start(
+            &client,
+            self.declarations,
+            self.sync_timeout,
+            &self.watch_limits,
+        )
+        .await
+        .map(Arc::new);
         #[cfg(feature = "metrics")]
         if let Some(metrics) = metrics {
             metrics.constructed(

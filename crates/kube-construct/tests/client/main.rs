@@ -9,6 +9,7 @@ mod cached_client;
 mod cached_reads;
 mod controllers;
 mod flag_repeat;
+mod hostile;
 mod options;
 mod platform_types;
 mod watch_lifetime;
