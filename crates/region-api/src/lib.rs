@@ -32,12 +32,28 @@
 //!     ..Principal::default()
 //! })?;
 //! // Per call, as long as the process lives: rotations are followed.
-//! let regions = region.list_regions().organization_id("org-1").send().await?;
+//! let regions = region
+//!     .list_regions()
+//!     .organization_id("org-1")
+//!     .send()
+//!     .await
+//!     .map_err(region_api::RegionError::from)?;
 //! for region in regions.iter() {
 //!     println!("{} ({:?})", region.metadata.name, region.spec.type_);
 //! }
 //! # Ok(()) }
 //! ```
+//!
+//! - **Bounded**: each request has the peer's request timeout (30 s unless
+//!   [`PeerTls::with_request_timeout`] says otherwise) and each response body its cap
+//!   (4 MiB unless [`PeerTls::with_max_response_body`]), applied under the generated
+//!   code, which reads bodies whole: an endless or huge body fails once over the cap,
+//!   having held at most the cap and one chunk.
+//! - **Errors that say what, not everything**: progenitor's [`Error`] prints whole
+//!   response headers (`Unexpected Response: Response { headers: … }`) and whole
+//!   bodies (`Invalid Response Payload (b"…")`). Convert it into a [`RegionError`]
+//!   (`.map_err(RegionError::from)`) before logging or returning it: the peer, the
+//!   status, what went wrong, and of a body only a short escaped excerpt.
 //!
 //! What is lost against [`PeerClient::send`]: a request refused because the CA trust
 //! changed is reported as progenitor's `Error::CommunicationError` carrying the
@@ -48,7 +64,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use progenitor_client::{ClientHooks, ClientInfo, OperationInfo};
-use svc_tls::client::{PeerClient, PeerClientError, PeerTls};
+use svc_tls::client::{PeerClient, PeerClientError, PeerTls, ResponseBodyTooLarge};
 use svc_tls::identity::IdentityResolver;
 use svc_tls::options::HostError;
 use svc_tls::principal::{PRINCIPAL_HEADER, Principal, PrincipalSigner};
@@ -161,21 +177,128 @@ impl ClientHooks<PeerApi> for Client {
         request: reqwest::Request,
         _info: &OperationInfo,
     ) -> reqwest::Result<reqwest::Response> {
-        match self.inner().peer.current() {
-            Ok(client) => client.execute(request).await,
-            // Checked in `pre` an instant ago: a new generation that cannot be built
-            // now fails the request without touching the network or an old pool.
-            Err(_) => refuse(self.client(), request).await,
+        // On the current generation, with its request timeout, and the response
+        // body capped (progenitor reads bodies whole): a new generation that cannot
+        // be built now (checked in `pre` an instant ago) fails the request without
+        // touching the network or an old pool.
+        self.inner().peer.execute(request).await
+    }
+}
+
+/// How many characters of a response body a [`RegionError`] quotes.
+pub const BODY_EXCERPT_CHARS: usize = 128;
+
+/// Why a call of the region service failed: progenitor's [`Error`] without the
+/// whole headers and bodies it prints, each variant naming the peer where known and
+/// quoting at most a short escaped excerpt of what the peer sent
+/// ([`BODY_EXCERPT_CHARS`]).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RegionError {
+    /// The response body was longer than the peer's cap
+    /// ([`PeerTls::with_max_response_body`]): not read further.
+    #[error(transparent)]
+    BodyTooLarge(ResponseBodyTooLarge),
+    /// No complete answer within the peer's request timeout
+    /// ([`PeerTls::with_request_timeout`], 30 s by default).
+    #[error("no answer from {host} within the request timeout")]
+    Timeout {
+        /// The peer (host and port), or `the region service` when the error did not
+        /// say.
+        host: String,
+        /// reqwest's error.
+        #[source]
+        source: reqwest::Error,
+    },
+    /// The service answered with an error status (its body is not read, nor its
+    /// headers shown).
+    #[error("{host} answered {status}")]
+    Status {
+        /// The peer (host and port).
+        host: String,
+        /// The status.
+        status: reqwest::StatusCode,
+    },
+    /// The answer is not the JSON described by the document.
+    #[error("the region service's answer is not the JSON expected; it starts {excerpt}")]
+    InvalidPayload {
+        /// The body's start, escaped and cut to [`BODY_EXCERPT_CHARS`].
+        excerpt: String,
+        /// Where the JSON failed (line and column).
+        #[source]
+        source: serde_json::Error,
+    },
+    /// The request failed in transport (connection, TLS, redirect refused, a body
+    /// cut short).
+    #[error("the request to {host} failed")]
+    Transport {
+        /// The peer (host and port), or `the region service` when the error did not
+        /// say.
+        host: String,
+        /// reqwest's error.
+        #[source]
+        source: reqwest::Error,
+    },
+    /// The request could not be made (a parameter, the client, the principal).
+    #[error("the request to the region service could not be made: {message}")]
+    Request {
+        /// What went wrong, escaped and cut.
+        message: String,
+    },
+}
+
+impl<E> From<Error<E>> for RegionError {
+    fn from(error: Error<E>) -> Self {
+        match error {
+            Error::CommunicationError(source) | Error::ResponseBodyError(source) => {
+                Self::from_reqwest(source)
+            }
+            Error::InvalidUpgrade(source) => Self::Transport {
+                host: host_of(source.url()),
+                source,
+            },
+            Error::ErrorResponse(response) => Self::Status {
+                // progenitor keeps neither the URL nor the host of an error answer.
+                host: "the region service".to_owned(),
+                status: response.status(),
+            },
+            Error::UnexpectedResponse(response) => Self::Status {
+                host: host_of(Some(response.url())),
+                status: response.status(),
+            },
+            Error::InvalidResponsePayload(body, source) => Self::InvalidPayload {
+                excerpt: svc_tls::excerpt::escaped(
+                    &String::from_utf8_lossy(&body[..body.len().min(4 * BODY_EXCERPT_CHARS)]),
+                    BODY_EXCERPT_CHARS,
+                ),
+                source,
+            },
+            Error::InvalidRequest(message) | Error::Custom(message) => Self::Request {
+                message: svc_tls::excerpt::escaped(&message, 2 * BODY_EXCERPT_CHARS),
+            },
         }
     }
 }
 
-/// Fails `request` without sending it: reqwest refuses a URL whose scheme is not
-/// `http` or `https` before it picks a connection.
-async fn refuse(
-    client: &reqwest::Client,
-    mut request: reqwest::Request,
-) -> reqwest::Result<reqwest::Response> {
-    let _ = request.url_mut().set_scheme("ftp");
-    client.execute(request).await
+impl RegionError {
+    fn from_reqwest(source: reqwest::Error) -> Self {
+        if let Some(too_large) = ResponseBodyTooLarge::find(&source) {
+            return Self::BodyTooLarge(too_large.clone());
+        }
+        let host = host_of(source.url());
+        if source.is_timeout() {
+            Self::Timeout { host, source }
+        } else {
+            Self::Transport { host, source }
+        }
+    }
+}
+
+/// `host:port` of `url`, or `the region service` without one.
+fn host_of(url: Option<&reqwest::Url>) -> String {
+    match url.and_then(|url| Some((url.host_str()?, url.port_or_known_default()))) {
+        Some((host, Some(port))) => format!("{host}:{port}"),
+        Some((host, None)) => host.to_owned(),
+        None => "the region service".to_owned(),
+    }
 }

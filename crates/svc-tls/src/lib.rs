@@ -330,6 +330,7 @@ pub mod client {
     mod config;
     mod error;
     mod from_options;
+    mod limits;
     mod peer;
     mod pooled;
     mod redirect;
@@ -341,6 +342,7 @@ pub mod client {
         trust_from_secret,
     };
     pub use error::{PeerClientError, PeerRequestError};
+    pub use limits::{DEFAULT_MAX_RESPONSE_BODY, DEFAULT_REQUEST_TIMEOUT, ResponseBodyTooLarge};
     pub use peer::PeerTls;
     pub use pooled::PeerClient;
     pub use redirect::{RedirectRefused, same_origin_policy};

@@ -26,6 +26,10 @@ pub struct PeerTls {
     pub(super) host: Result<Url, HostError>,
     pub(super) protocol: HttpProtocol,
     pub(super) pool_idle_timeout: Option<Duration>,
+    /// The timeout of each request, body included (`None`: none).
+    pub(super) request_timeout: Option<Duration>,
+    /// The cap on each response body a [`PeerClient`] returns.
+    pub(super) max_response_body: usize,
     /// What the principal signer reports to (the registry's metrics, if any).
     pub(super) principal: crate::wiring::PrincipalRecording,
     /// The registry this was built over, where [`PeerTls::client`] finds the shared
@@ -49,6 +53,8 @@ impl PeerTls {
             }),
             protocol: HttpProtocol::default(),
             pool_idle_timeout: None,
+            request_timeout: Some(super::DEFAULT_REQUEST_TIMEOUT),
+            max_response_body: super::DEFAULT_MAX_RESPONSE_BODY,
             principal: crate::wiring::PrincipalRecording(Arc::new(NoopRecorder)),
             registry: None,
         }
@@ -81,6 +87,38 @@ impl PeerTls {
     pub fn with_pool_idle_timeout(mut self, timeout: Duration) -> Self {
         self.pool_idle_timeout = Some(timeout);
         self
+    }
+
+    /// Sets the timeout of each request of clients built from this, from its start
+    /// (connecting included) to the end of its response body (default
+    /// [`DEFAULT_REQUEST_TIMEOUT`](super::DEFAULT_REQUEST_TIMEOUT), 30 s); `None`
+    /// sets none (a long poll that bounds itself). A request past it fails with a
+    /// `reqwest::Error` whose `is_timeout()` is true.
+    #[must_use]
+    pub fn with_request_timeout(mut self, timeout: Option<Duration>) -> Self {
+        self.request_timeout = timeout;
+        self
+    }
+
+    /// Sets the cap on each response body a [`PeerClient`] built from this returns
+    /// (default [`DEFAULT_MAX_RESPONSE_BODY`](super::DEFAULT_MAX_RESPONSE_BODY),
+    /// 4 MiB): a longer body fails its read with a
+    /// [`ResponseBodyTooLarge`](super::ResponseBodyTooLarge) naming the peer and the
+    /// cap, and at most the cap and one chunk of it is held.
+    #[must_use]
+    pub fn with_max_response_body(mut self, bytes: usize) -> Self {
+        self.max_response_body = bytes;
+        self
+    }
+
+    /// The timeout of each request (see [`PeerTls::with_request_timeout`]).
+    pub fn request_timeout(&self) -> Option<Duration> {
+        self.request_timeout
+    }
+
+    /// The cap on each response body (see [`PeerTls::with_max_response_body`]).
+    pub fn max_response_body(&self) -> usize {
+        self.max_response_body
     }
 
     /// The peer's base URL; [`HostError::NotConfigured`] naming the flag when the
@@ -143,12 +181,17 @@ impl PeerTls {
     }
 
     /// A new `reqwest` client builder on [`PeerTls::config`], with the pool idle
-    /// timeout applied; add timeouts and the like, then `build()`. Redirects are
+    /// timeout and the request timeout ([`PeerTls::with_request_timeout`]) applied;
+    /// add what else you need, then `build()`. The response-body cap is
+    /// [`PeerClient`]'s: a plain `reqwest` client has none. Redirects are
     /// followed within the request's origin only, and with a client identity the
     /// client is `https_only` (even to a loopback `http://` host, which
     /// [`PeerTls::with_host`] accepts): see [`reqwest_builder`](super::reqwest_builder).
     pub fn reqwest_builder(&self) -> Result<reqwest::ClientBuilder, PeerClientError> {
-        let builder = reqwest_builder(self.config()?);
+        let mut builder = reqwest_builder(self.config()?);
+        if let Some(timeout) = self.request_timeout {
+            builder = builder.timeout(timeout);
+        }
         Ok(match self.pool_idle_timeout {
             Some(Duration::ZERO) => builder.pool_max_idle_per_host(0),
             Some(timeout) => builder.pool_idle_timeout(timeout),

@@ -158,11 +158,16 @@ impl PeerClient {
             && trust
             && mine.protocol == tls.protocol
             && mine.pool_idle_timeout == tls.pool_idle_timeout
+            && mine.request_timeout == tls.request_timeout
+            && mine.max_response_body == tls.max_response_body
     }
 
     /// The `reqwest::Client` for a request now: the current generation's, or a new
     /// one when the identity or trust served changed since it was built. Take a new
     /// one per request (it is an `Arc` clone); one held on to keeps its connections.
+    /// It has the request timeout ([`PeerTls::with_request_timeout`]) but not the
+    /// response-body cap: pass what it returns through [`PeerClient::cap_body`], or
+    /// use [`PeerClient::send`] / [`PeerClient::execute`].
     pub fn current(&self) -> Result<reqwest::Client, PeerClientError> {
         Ok(self.generation()?.client.clone())
     }
@@ -243,6 +248,9 @@ impl PeerClient {
     /// request built before an identity or trust change (or cloned by a retry
     /// helper) never rides a connection made under the old identity or trust.
     ///
+    /// Its timeout is [`PeerTls::with_request_timeout`]'s (30 s by default) and its
+    /// response body is capped ([`PeerClient::cap_body`]).
+    ///
     /// A server refused because the CA trust changed (new roots it does not chain
     /// to, or trust withdrawn) is [`PeerRequestError::TrustChanged`], naming the trust
     /// and when it changed, until a request under the new trust succeeds; nothing
@@ -257,10 +265,38 @@ impl PeerClient {
         match generation.client.execute(request).await {
             Ok(response) => {
                 generation.confirmed.store(true, Ordering::Release);
-                Ok(response)
+                Ok(self.cap_body(response))
             }
             Err(error) => Err(self.classify(&generation, error)),
         }
+    }
+
+    /// Executes `request` on the current generation, its response body capped
+    /// ([`PeerClient::cap_body`]): for callers whose seam is a `reqwest::Request` and
+    /// a `reqwest::Result` (a generated client's hook). [`PeerClient::send`] says more
+    /// when it fails (a trust change); this one fails with the client-building error
+    /// flattened into a `reqwest::Error` that sent nothing.
+    pub async fn execute(&self, request: reqwest::Request) -> reqwest::Result<reqwest::Response> {
+        let client = self
+            .generation()
+            .map(|generation| generation.client.clone());
+        match client {
+            Ok(client) => {
+                let response = client.execute(request).await?;
+                Ok(self.cap_body(response))
+            }
+            Err(_) => refuse(&self.inner.generation.load().client, request).await,
+        }
+    }
+
+    /// `response` with its body capped at [`PeerTls::max_response_body`] (4 MiB by
+    /// default): a body announced longer fails at its first read, one that grows
+    /// longer fails at the chunk that crosses the cap, each with a `reqwest::Error`
+    /// whose source chain holds a
+    /// [`ResponseBodyTooLarge`](super::ResponseBodyTooLarge) naming the peer and the
+    /// cap. Status, headers and URL are kept.
+    pub fn cap_body(&self, response: reqwest::Response) -> reqwest::Response {
+        super::limits::cap_response(response, self.inner.tls.max_response_body)
     }
 
     fn classify(&self, generation: &Generation, error: reqwest::Error) -> PeerRequestError {
@@ -296,6 +332,16 @@ impl PeerClient {
     pub fn tls(&self) -> &PeerTls {
         &self.inner.tls
     }
+}
+
+/// Fails `request` without sending it: reqwest refuses a URL whose scheme is not
+/// `http` or `https` before it picks a connection.
+async fn refuse(
+    client: &reqwest::Client,
+    mut request: reqwest::Request,
+) -> reqwest::Result<reqwest::Response> {
+    let _ = request.url_mut().set_scheme("ftp");
+    client.execute(request).await
 }
 
 fn build(tls: &PeerTls, customize: Option<&Customize>) -> Result<reqwest::Client, PeerClientError> {
