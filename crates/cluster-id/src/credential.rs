@@ -87,7 +87,13 @@ impl CredentialId {
     /// A credential the caller names: for adopted clients the caller vouches
     /// authenticate alike (the same service account's client adopted per
     /// reconcile). Two ids named alike are one credential, so the name must tell
-    /// apart every credential of the process that reads one cluster.
+    /// apart every credential of the process that reads one cluster, and must be
+    /// named from what the client **really** authenticates as (its service account,
+    /// the kubeconfig user it was built from), never from the caller's intent: a
+    /// name shared by two clients with different credentials serves one's watched
+    /// Secrets to the other. Named so, a client adopted again per reconcile reuses
+    /// the watches of the first adoption (svc-tls's registry keys by cluster and
+    /// credential) instead of starting new ones.
     ///
     /// ```
     /// use cluster_id::CredentialId;

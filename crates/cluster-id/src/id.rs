@@ -82,6 +82,7 @@ impl ClusterId {
     }
 
     fn from_parts(fingerprint: [u8; 32], label: &str) -> Self {
+        crate::label::acquired(fingerprint);
         Self {
             inner: Arc::new(Inner {
                 fingerprint,
@@ -98,7 +99,8 @@ impl ClusterId {
     }
 
     /// The value of this cluster's `cluster` label in metrics: distinct among the
-    /// clusters of the process, stable for its life.
+    /// clusters the process names now, stable while any `ClusterId` of the cluster
+    /// lives.
     ///
     /// It is [`label`](Self::label) for the first cluster of the process with that
     /// label, and `label@` followed by the [`short_fingerprint`](Self::short_fingerprint)
@@ -106,10 +108,15 @@ impl ClusterId {
     /// `host:port`, two kubeconfigs of one URL with different CAs), so the values of
     /// two clusters never merge into one series. `@` never appears in a
     /// [`label`](Self::label), so a suffixed value cannot be another cluster's plain
-    /// one. The number of values is the number of clusters the process has labelled:
-    /// each is a cluster it reads from, chosen by its configuration, never by data
-    /// read from a peer; the table keeps one short entry per cluster for the life of
-    /// the process.
+    /// one. The table holds one short entry per cluster that a live `ClusterId`
+    /// names (a clone, or another id of the same cluster, [`ClusterId::with_label`]
+    /// included): once the last of them is dropped (the provisioner let go of the
+    /// cluster, and svc-tls's registry evicted its entries, whose series went with
+    /// them), the entry goes, and the value may be handed to another cluster. So the
+    /// table is bounded by the clusters the process holds now, not by every cluster
+    /// it ever reached; a cluster named again later may get another value (counters
+    /// restart, as after a restart of the process). See
+    /// [`ClusterId::labelled_clusters`].
     ///
     /// ```
     /// use cluster_id::ClusterId;
@@ -121,6 +128,19 @@ impl ClusterId {
     /// ```
     pub fn metric_label(&self) -> String {
         crate::label::metric_label(self)
+    }
+
+    /// How many clusters hold a value in the table of [`ClusterId::metric_label`]
+    /// now: those a live `ClusterId` names that asked for their value.
+    ///
+    /// ```
+    /// use cluster_id::ClusterId;
+    /// let id = ClusterId::named("doc-labelled-clusters");
+    /// let _ = id.metric_label();
+    /// assert!(ClusterId::labelled_clusters() >= 1);
+    /// ```
+    pub fn labelled_clusters() -> usize {
+        crate::label::labelled()
     }
 
     /// The whole fingerprint (what the identity compares by).
@@ -135,6 +155,14 @@ impl ClusterId {
             .iter()
             .map(|b| format!("{b:02x}"))
             .collect()
+    }
+}
+
+/// The last handle of this value: the label table forgets the cluster once no
+/// `ClusterId` names it ([`ClusterId::metric_label`]).
+impl Drop for Inner {
+    fn drop(&mut self) {
+        crate::label::released(self.fingerprint);
     }
 }
 

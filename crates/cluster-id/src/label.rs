@@ -6,10 +6,13 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use crate::ClusterId;
 
-/// The values handed out so far: by fingerprint, and the set of values taken.
+/// The values handed out to the clusters a live [`ClusterId`] names: by
+/// fingerprint, the set of values taken, and how many `ClusterId` values (distinct
+/// allocations; clones share one) name each cluster.
 struct Table {
     by_cluster: BTreeMap<[u8; 32], Arc<str>>,
     taken: BTreeSet<Arc<str>>,
+    live: BTreeMap<[u8; 32], usize>,
 }
 
 /// One table per process, so that a cluster has the same value in every family of
@@ -17,11 +20,45 @@ struct Table {
 static TABLE: Mutex<Table> = Mutex::new(Table {
     by_cluster: BTreeMap::new(),
     taken: BTreeSet::new(),
+    live: BTreeMap::new(),
 });
+
+fn table() -> std::sync::MutexGuard<'static, Table> {
+    TABLE.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// A `ClusterId` value of the cluster `fingerprint` was made.
+pub(crate) fn acquired(fingerprint: [u8; 32]) {
+    *table().live.entry(fingerprint).or_insert(0) += 1;
+}
+
+/// A `ClusterId` value of the cluster `fingerprint` was dropped: the last one takes
+/// the cluster's value out of the table.
+pub(crate) fn released(fingerprint: [u8; 32]) {
+    let mut table = table();
+    let left = match table.live.get_mut(&fingerprint) {
+        Some(count) => {
+            *count = count.saturating_sub(1);
+            *count
+        }
+        None => 0,
+    };
+    if left == 0 {
+        table.live.remove(&fingerprint);
+        if let Some(value) = table.by_cluster.remove(&fingerprint) {
+            table.taken.remove(&value);
+        }
+    }
+}
+
+/// How many clusters hold a value now.
+pub(crate) fn labelled() -> usize {
+    table().by_cluster.len()
+}
 
 /// See [`ClusterId::metric_label`].
 pub(crate) fn metric_label(cluster: &ClusterId) -> String {
-    let mut table = TABLE.lock().unwrap_or_else(PoisonError::into_inner);
+    let mut table = table();
     if let Some(value) = table.by_cluster.get(&cluster.fingerprint()) {
         return value.to_string();
     }
@@ -67,6 +104,34 @@ mod tests {
             ids[1].with_label("renamed").metric_label(),
             ids[1].metric_label()
         );
+    }
+
+    /// The table holds the clusters live ids name, not every cluster ever labelled:
+    /// once the last id of a cluster is dropped, its value is free again.
+    #[test]
+    fn a_cluster_no_live_id_names_leaves_the_table() {
+        let first = ClusterId::named("unit-leaving-a").with_label("unit-leaving");
+        let clone = first.clone();
+        let relabelled = first.with_label("unit-leaving-shown");
+        assert_eq!(first.metric_label(), "unit-leaving");
+        drop(first);
+        // A clone and another id of the cluster keep its value.
+        let second = ClusterId::named("unit-leaving-b").with_label("unit-leaving");
+        assert!(second.metric_label().starts_with("unit-leaving@"));
+        assert_eq!(clone.metric_label(), "unit-leaving");
+        drop((clone, second));
+        assert_eq!(relabelled.metric_label(), "unit-leaving");
+        drop(relabelled);
+        // Nothing names either cluster now: both left the table, and the plain
+        // value goes to the next cluster that asks.
+        let third = ClusterId::named("unit-leaving-c").with_label("unit-leaving");
+        assert_eq!(third.metric_label(), "unit-leaving");
+        let (a, b) = (
+            ClusterId::named("unit-leaving-a").fingerprint(),
+            ClusterId::named("unit-leaving-b").fingerprint(),
+        );
+        let table = table();
+        assert!(!table.by_cluster.contains_key(&a) && !table.by_cluster.contains_key(&b));
     }
 
     #[test]

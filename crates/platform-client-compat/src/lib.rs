@@ -31,6 +31,7 @@
 //! | `NewContext` / `FromContext` | [`scope::with_provisioner`] / [`scope::provisioner`] | Go's generic names carry the provisioner client; "context invalid" is [`scope::ScopeError`] naming the missing value |
 //! | `NewContextWithCluster` / `ClusterFromContext` | [`scope::with_cluster`] / [`scope::cluster`] | as above; task-locals do not cross `tokio::spawn`: use [`scope::spawn`] |
 //! | `NewContextWithNamespace` / `NamespaceFromContext` | [`scope::with_namespace`] / [`scope::namespace`] | as above |
+//! | the remote-cluster provisioner's kubeconfig | [`scope::config_from_untrusted_kubeconfig`] → [`scope::RemoteConfig`] → [`scope::with_remote_cluster`] | vetted by type: only the untrusted parser makes an untrusted `RemoteConfig` ([`scope::RemoteConfig::trusted`] for the operator's own); its destination checked against [`scope::with_destinations`]' [`scope::Destinations`] (loopback, link-local and the management API server refused unless allowed) |
 //! | `HTTPOptions` | [`tls::options::PeerOptions`] | also `--S-http2` and `--S-pool-idle-timeout` (new, optional) |
 //! | `NewHTTPOptions(service)` | [`tls::options::PeerOptions::new`] | none |
 //! | `HTTPOptions.AddFlags` | [`tls::options::PeerOptions::augment`] + [`tls::options::PeerOptions::from_matches`] | clap instead of pflag; same names; values as pflag took them (any host string, empty = unset, last repeat wins) |

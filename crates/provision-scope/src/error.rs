@@ -72,6 +72,23 @@ pub enum RemoteError {
     /// The server URL has no host.
     #[error("remote cluster server URL has no host")]
     MissingHost,
+    /// The remote cluster's API server, from an untrusted kubeconfig, is a
+    /// destination the scope's [`Destinations`](crate::Destinations) refuse.
+    #[error(
+        "remote cluster {cluster}: the {kubeconfig} points at {host}:{port}, refused: {problem}"
+    )]
+    Destination {
+        /// The remote cluster's CD name (see [`ResourceIdentifier::cluster_name`](crate::ResourceIdentifier::cluster_name)).
+        cluster: String,
+        /// The kubeconfig's context and cluster entry (escaped and cut).
+        kubeconfig: String,
+        /// The API server's host (escaped and cut; never the whole URL).
+        host: String,
+        /// The API server's port.
+        port: u16,
+        /// Why it is refused.
+        problem: crate::DestinationProblem,
+    },
     /// kube could not build a client from the remote cluster's configuration.
     #[error("cannot build a client for remote cluster {cluster}")]
     Client {

@@ -73,7 +73,7 @@
 //!
 //! /// Reads a remote cluster's kubeconfig through the *current* cluster's client. It
 //! /// comes from a cluster, so it is untrusted: inline data only, no `exec`, no file.
-//! async fn remote_config(secret: &str) -> Result<kube::Config, Error> {
+//! async fn remote_config(secret: &str) -> Result<scope::RemoteConfig, Error> {
 //!     let secrets: Api<Secret> = Api::namespaced(scope::cluster_client()?, &scope::namespace()?);
 //!     let data = secrets.get(secret).await?.data.unwrap_or_default();
 //!     let yaml = data.get("value").ok_or("kubeconfig Secret has no value")?;
@@ -134,6 +134,7 @@ mod remote;
 mod scope;
 mod spawn;
 mod untrusted;
+mod vetted;
 
 pub use error::{RemoteError, ScopeError, ScopeValue};
 pub use identifier::{
@@ -143,14 +144,15 @@ pub use identifier::{
 pub use remote::{Endpoint, endpoint, remote_cluster, with_remote_cluster};
 pub use scope::{
     Cluster, cluster, cluster_client, cluster_client_identified, namespace, provisioner,
-    sync_with_cluster, sync_with_namespace, sync_with_provisioner, with_cluster, with_namespace,
-    with_provisioner, with_root,
+    sync_with_cluster, sync_with_namespace, sync_with_provisioner, with_cluster, with_destinations,
+    with_namespace, with_provisioner, with_root,
 };
 pub use spawn::{carry, spawn, spawn_in};
 pub use untrusted::{
     EntryKind, KubeconfigEntry, MAX_KUBECONFIG_BYTES, MESSAGE_CHARS, NAME_CHARS, RefusedField,
     UntrustedKubeconfigError, config_from_untrusted_kubeconfig,
 };
+pub use vetted::{DestinationProblem, Destinations, RemoteConfig};
 
 /// Which cluster a client reads ([`cluster_client_identified`], [`Cluster::identified`]).
 pub use cluster_id::{ClusterClient, ClusterId};

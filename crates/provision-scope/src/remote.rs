@@ -3,9 +3,10 @@
 //! The caller obtains the remote cluster's `kube::Config` *using the parent scope's
 //! client* (for a virtual cluster inside a workload cluster, that is the workload
 //! cluster's client, from [`cluster_client`](crate::cluster_client)), then calls
-//! [`with_remote_cluster`]. A kubeconfig read from a Secret is untrusted: make the
-//! `kube::Config` with
-//! [`config_from_untrusted_kubeconfig`](crate::config_from_untrusted_kubeconfig).
+//! [`with_remote_cluster`]. Both take a [`RemoteConfig`]: a kubeconfig read from a
+//! Secret is untrusted and becomes one only through
+//! [`config_from_untrusted_kubeconfig`](crate::config_from_untrusted_kubeconfig); a
+//! configuration the operator chose through [`RemoteConfig::trusted`].
 
 use std::future::Future;
 
@@ -15,6 +16,7 @@ use url::{Host, Url};
 use crate::error::RemoteError;
 use crate::identifier::ResourceIdentifier;
 use crate::scope::{Cluster, with_cluster};
+use crate::vetted::RemoteConfig;
 
 /// Host and port of a cluster's API server.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -62,18 +64,66 @@ pub fn endpoint(server: &str) -> Result<Endpoint, RemoteError> {
 }
 
 /// Builds the [`Cluster`] for a remote cluster: its endpoint from
-/// `config.cluster_url`, its client from `config` with kube's standard client stack
+/// `config.cluster_url` (for an untrusted `config`, checked against the scope's
+/// [`Destinations`](crate::Destinations), set with
+/// [`with_destinations`](crate::with_destinations), else the strict default), its
+/// client from `config` with kube's standard client stack
 /// (`kube::Client::try_from`; with this workspace's features, rustls with the
 /// aws-lc-rs provider, which kube installs as the process default only if none is
 /// set). To use another stack, build the client yourself and combine [`endpoint`],
 /// [`Cluster::remote`] and [`with_cluster`].
 ///
 /// Needs a Tokio runtime (kube's client spawns its request buffer).
+///
+/// # Errors
+/// [`RemoteError::Destination`] when an untrusted `config` points where the scope's
+/// destinations refuse (naming the kubeconfig's context and cluster, the host and
+/// why); the other [`RemoteError`]s when the endpoint cannot be derived or the client
+/// cannot be built.
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// use provision_scope::{DestinationProblem, RemoteConfig, RemoteError, ResourceIdentifier};
+/// use provision_scope::config_from_untrusted_kubeconfig;
+///
+/// let yaml = "\
+/// apiVersion: v1
+/// kind: Config
+/// clusters: [{name: c, cluster: {server: 'https://169.254.169.254'}}]
+/// users: [{name: u, user: {token: t}}]
+/// contexts: [{name: x, context: {cluster: c, user: u}}]
+/// current-context: x
+/// ";
+/// let config = config_from_untrusted_kubeconfig(yaml.as_bytes(), None).await.unwrap();
+/// let id = ResourceIdentifier::new("tenant");
+/// match provision_scope::remote_cluster(config, id) {
+///     Err(RemoteError::Destination { problem, .. }) => {
+///         assert_eq!(problem, DestinationProblem::LinkLocal)
+///     }
+///     other => panic!("{other:?}"),
+/// }
+/// # }
+/// ```
 pub fn remote_cluster(
-    config: kube::Config,
+    config: RemoteConfig,
     id: ResourceIdentifier,
 ) -> Result<Cluster, RemoteError> {
-    let Endpoint { host, port } = endpoint(&config.cluster_url.to_string())?;
+    let found = endpoint(&config.config().cluster_url.to_string())?;
+    if config.is_untrusted() {
+        let (destinations, root) = crate::scope::destinations();
+        destinations
+            .check_with_root(&found, root.as_ref())
+            .map_err(|problem| RemoteError::Destination {
+                cluster: id.cluster_name(),
+                kubeconfig: config.described(),
+                host: crate::untrusted::excerpt(&found.host, crate::NAME_CHARS),
+                port: found.port,
+                problem,
+            })?;
+    }
+    let Endpoint { host, port } = found;
+    let config = config.into_config();
     let client = ClusterClient::try_from_config(config)
         .map_err(|source| RemoteError::Client {
             cluster: id.cluster_name(),
@@ -87,11 +137,11 @@ pub fn remote_cluster(
 /// [`remote_cluster`]) and runs `children` with it as the current cluster. The
 /// provisioner client and namespace are inherited from the parent scope.
 ///
-/// Fails, without running `children`, when the endpoint cannot be derived or the
-/// client cannot be built. A caller that builds its client another way can do the
+/// Fails, without running `children`, when the endpoint cannot be derived, is
+/// refused ([`RemoteError::Destination`]), or the client cannot be built. A caller that builds its client another way can do the
 /// same with [`endpoint`], [`Cluster::remote`] and [`with_cluster`].
 pub async fn with_remote_cluster<F: Future>(
-    config: kube::Config,
+    config: RemoteConfig,
     id: ResourceIdentifier,
     children: F,
 ) -> Result<F::Output, RemoteError> {

@@ -19,6 +19,8 @@ use tracing::Instrument;
 
 use crate::error::{ScopeError, ScopeValue};
 use crate::identifier::ResourceIdentifier;
+use crate::remote::{Endpoint, endpoint};
+use crate::vetted::Destinations;
 
 tokio::task_local! {
     /// The one task-local. Never mutated in place: runners install a new `Arc`.
@@ -31,6 +33,19 @@ pub(crate) struct Scope {
     provisioner: Option<kube::Client>,
     cluster: Option<Arc<Cluster>>,
     namespace: Option<Arc<str>>,
+    /// Where untrusted remote clusters may point ([`with_destinations`]).
+    destinations: Option<Arc<Destinations>>,
+    /// The management cluster's API server, as the root's configuration says.
+    root: Option<Endpoint>,
+}
+
+/// The destinations in force and the root's API server (see [`with_destinations`]).
+pub(crate) fn destinations() -> (Arc<Destinations>, Option<Endpoint>) {
+    let scope = current();
+    (
+        scope.destinations.clone().unwrap_or_default(),
+        scope.root.clone(),
+    )
 }
 
 /// The scope installed on this task, or an empty one.
@@ -256,13 +271,38 @@ pub async fn with_namespace<F: Future>(namespace: impl Into<Arc<str>>, fut: F) -
 /// ```
 pub async fn with_root<F: Future>(client: ClusterClient, fut: F) -> F::Output {
     let provisioner = client.kube().clone();
+    let root = client
+        .config()
+        .and_then(|config| endpoint(&config.cluster_url.to_string()).ok());
     let cluster = Cluster::identified(client);
     let span = cluster.span();
     let next = derive(|s| {
         s.provisioner = Some(provisioner);
         s.cluster = Some(Arc::new(cluster));
+        s.root = root;
     });
     SCOPE.scope(next, fut).instrument(span).await
+}
+
+/// Runs `fut` with `destinations` deciding where remote clusters from untrusted
+/// kubeconfigs may point ([`remote_cluster`](crate::remote_cluster),
+/// [`with_remote_cluster`](crate::with_remote_cluster)); without it, the strict
+/// default ([`Destinations::new`]) applies.
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// use provision_scope::{self as scope, Destinations};
+/// // A test whose API emulators listen on 127.0.0.1.
+/// scope::with_destinations(Destinations::new().allow_loopback(), async {
+///     // scope::with_remote_cluster(config, id, children).await ...
+/// })
+/// .await;
+/// # }
+/// ```
+pub async fn with_destinations<F: Future>(destinations: Destinations, fut: F) -> F::Output {
+    let next = derive(|s| s.destinations = Some(Arc::new(destinations)));
+    SCOPE.scope(next, fut).await
 }
 
 /// Runs `f` with `client` as the provisioner client.

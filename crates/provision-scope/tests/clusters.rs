@@ -64,7 +64,7 @@ fn store_kubeconfig(holder: &Testbed, name: &str, target: &Testbed) {
 }
 
 /// Reads a remote cluster's kubeconfig Secret through the *current* cluster's client.
-async fn remote_config(secret: &str) -> Result<kube::Config, Error> {
+async fn remote_config(secret: &str) -> Result<scope::RemoteConfig, Error> {
     let secrets: Api<Secret> = Api::namespaced(scope::cluster_client()?, &scope::namespace()?);
     let data = secrets.get(secret).await?.data.unwrap_or_default();
     let yaml = data.get("value").ok_or("no kubeconfig in the Secret")?;
@@ -111,37 +111,41 @@ async fn writes_land_in_the_scoped_cluster_three_deep() {
     store_kubeconfig(&vc, "wl-kubeconfig", &wl);
 
     let wl_port = wl.port();
+    // The emulators listen on 127.0.0.1: allowed here, refused by default.
     scope::with_root(
         cp.cluster_client(),
-        scope::with_namespace(NS, async {
-            install("at-cp".into()).await?;
-            let vc_config = remote_config("vc-kubeconfig").await?;
-            scope::with_remote_cluster(vc_config, vc_id(), async {
-                install("at-vc".into()).await?;
-                // The workload kubeconfig lives in the vcluster: reading it with the local
-                // client would fail.
-                let wl_config = remote_config("wl-kubeconfig").await?;
-                scope::with_remote_cluster(wl_config, wl_id(), async {
-                    let cluster = scope::cluster()?;
-                    assert_eq!(cluster.id, Some(wl_id()));
-                    assert_eq!(
-                        (cluster.host.as_deref(), cluster.port),
-                        (Some("127.0.0.1"), Some(wl_port))
-                    );
-                    install("at-wl".into()).await?;
-                    // Reach back: bookkeeping goes to the provisioner (local) cluster.
-                    write_with(scope::provisioner()?, "wl-done").await?;
+        scope::with_destinations(
+            scope::Destinations::new().allow_loopback(),
+            Box::pin(scope::with_namespace(NS, async {
+                install("at-cp".into()).await?;
+                let vc_config = remote_config("vc-kubeconfig").await?;
+                scope::with_remote_cluster(vc_config, vc_id(), async {
+                    install("at-vc".into()).await?;
+                    // The workload kubeconfig lives in the vcluster: reading it with the local
+                    // client would fail.
+                    let wl_config = remote_config("wl-kubeconfig").await?;
+                    scope::with_remote_cluster(wl_config, wl_id(), async {
+                        let cluster = scope::cluster()?;
+                        assert_eq!(cluster.id, Some(wl_id()));
+                        assert_eq!(
+                            (cluster.host.as_deref(), cluster.port),
+                            (Some("127.0.0.1"), Some(wl_port))
+                        );
+                        install("at-wl".into()).await?;
+                        // Reach back: bookkeeping goes to the provisioner (local) cluster.
+                        write_with(scope::provisioner()?, "wl-done").await?;
+                        Ok::<(), Error>(())
+                    })
+                    .await??;
+                    // Back in the vcluster once the workload step is done.
+                    install("at-vc-after".into()).await?;
                     Ok::<(), Error>(())
                 })
                 .await??;
-                // Back in the vcluster once the workload step is done.
-                install("at-vc-after".into()).await?;
+                install("at-cp-after".into()).await?;
                 Ok::<(), Error>(())
-            })
-            .await??;
-            install("at-cp-after".into()).await?;
-            Ok::<(), Error>(())
-        }),
+            })),
+        ),
     )
     .await
     .unwrap();
@@ -174,8 +178,10 @@ async fn writes_land_in_the_scoped_cluster_three_deep() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_children_write_to_their_own_clusters() {
     let (cp, vc, wl) = clusters().await;
-    let vc_cluster = || scope::remote_cluster(vc.kube_config(), vc_id()).unwrap();
-    let wl_cluster = || scope::remote_cluster(wl.kube_config(), wl_id()).unwrap();
+    let vc_cluster =
+        || scope::remote_cluster(scope::RemoteConfig::trusted(vc.kube_config()), vc_id()).unwrap();
+    let wl_cluster =
+        || scope::remote_cluster(scope::RemoteConfig::trusted(wl.kube_config()), wl_id()).unwrap();
 
     scope::with_root(
         cp.cluster_client(),

@@ -323,7 +323,8 @@ async fn join_set_children_each_see_their_own_scope() {
 
 #[tokio::test]
 async fn remote_step_derives_the_endpoint_and_inherits_the_rest() {
-    let config = kube::Config::new("https://[fd00::1]".parse().unwrap());
+    let config =
+        scope::RemoteConfig::trusted(kube::Config::new("https://[fd00::1]".parse().unwrap()));
     let seen = scope::with_root(
         root("cp"),
         scope::with_namespace("ns", async {
@@ -349,7 +350,8 @@ async fn remote_step_derives_the_endpoint_and_inherits_the_rest() {
 
 #[tokio::test]
 async fn remote_step_with_a_bad_server_does_not_run_the_children() {
-    let config = kube::Config::new("ftp://files.example".parse().unwrap());
+    let config =
+        scope::RemoteConfig::trusted(kube::Config::new("ftp://files.example".parse().unwrap()));
     let mut ran = false;
     let result = scope::with_remote_cluster(config, vc_id(), async { ran = true }).await;
     assert!(

@@ -69,7 +69,9 @@ fn with_cluster(mut kc: Value, field: &str, value: Value) -> Value {
 }
 
 async fn construct(kc: &Value) -> Result<kube::Config, UntrustedKubeconfigError> {
-    config_from_untrusted_kubeconfig(kc.to_string().as_bytes(), None).await
+    config_from_untrusted_kubeconfig(kc.to_string().as_bytes(), None)
+        .await
+        .map(scope::RemoteConfig::into_config)
 }
 
 async fn refusal(kc: &Value) -> UntrustedKubeconfigError {
@@ -600,35 +602,40 @@ async fn an_inline_kubeconfig_works_against_the_emulator() {
     let config = config_from_untrusted_kubeconfig(yaml.as_bytes(), None)
         .await
         .unwrap();
-    assert_eq!(config.default_namespace, "org-proj");
-    assert_eq!(config.root_cert.as_ref().map(Vec::len), Some(1));
+    assert!(config.is_untrusted());
+    assert_eq!(config.config().default_namespace, "org-proj");
+    assert_eq!(config.config().root_cert.as_ref().map(Vec::len), Some(1));
 
     let id = ResourceIdentifier::new("vcluster")
         .with_label(PROJECT_LABEL, "proj")
         .with_label(ORGANIZATION_LABEL, "org");
     let port = tb.port();
-    let listed = scope::with_namespace(
-        "org-proj",
-        scope::with_remote_cluster(config, id, async move {
-            let cluster = scope::cluster().unwrap();
-            assert_eq!(cluster.port, Some(port));
-            assert!(scope::cluster_client_identified().is_ok());
-            let client = scope::cluster_client().unwrap();
-            let namespaces: Api<Namespace> = Api::all(client.clone());
-            let names: Vec<String> = namespaces
-                .list(&ListParams::default())
-                .await
-                .unwrap()
-                .items
-                .into_iter()
-                .filter_map(|ns| ns.metadata.name)
-                .collect();
-            let cms: Api<ConfigMap> = Api::default_namespaced(client);
-            let mut cm = ConfigMap::default();
-            cm.metadata.name = Some("through-untrusted".into());
-            cms.create(&PostParams::default(), &cm).await.unwrap();
-            names
-        }),
+    // The emulator listens on 127.0.0.1: allowed here, refused by default.
+    let listed = scope::with_destinations(
+        scope::Destinations::new().allow_loopback(),
+        scope::with_namespace(
+            "org-proj",
+            scope::with_remote_cluster(config, id, async move {
+                let cluster = scope::cluster().unwrap();
+                assert_eq!(cluster.port, Some(port));
+                assert!(scope::cluster_client_identified().is_ok());
+                let client = scope::cluster_client().unwrap();
+                let namespaces: Api<Namespace> = Api::all(client.clone());
+                let names: Vec<String> = namespaces
+                    .list(&ListParams::default())
+                    .await
+                    .unwrap()
+                    .items
+                    .into_iter()
+                    .filter_map(|ns| ns.metadata.name)
+                    .collect();
+                let cms: Api<ConfigMap> = Api::default_namespaced(client);
+                let mut cm = ConfigMap::default();
+                cm.metadata.name = Some("through-untrusted".into());
+                cms.create(&PostParams::default(), &cm).await.unwrap();
+                names
+            }),
+        ),
     )
     .await
     .unwrap();

@@ -249,3 +249,61 @@ async fn metrics_count_the_entries_and_keep_none_alive() {
     assert_eq!(gauge(&registry, "secret"), "0");
     poll_until("the emulator's watches closed", || tb.open_watches() == 0).await;
 }
+
+/// Once the last user of a cluster is dropped and its entries evicted, nothing in the
+/// encoded registry names that cluster (neither the gauges read at scrape time nor
+/// the counters created with each recorder), and the cluster's metric label is free
+/// again: the label table holds only the clusters a live `ClusterId` names.
+#[cfg(feature = "metrics")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_evicted_clusters_series_and_label_go_with_it() {
+    use prometheus_client::encoding::text::encode;
+    use prometheus_client::registry::Registry;
+
+    const LABEL: &str = "evicted-cluster-series-7d3a";
+    let tb = cluster("series").await;
+    let mut registry = Registry::default();
+    let watches = SecretWatches::with_eviction_grace(GRACE);
+    svc_tls::metrics::Metrics::new(&mut registry)
+        .install(&watches)
+        .unwrap();
+    let naming = |registry: &Registry| -> Vec<String> {
+        let mut text = String::new();
+        encode(&mut text, registry).unwrap();
+        text.lines()
+            .filter(|l| l.contains(&format!("cluster=\"{LABEL}")))
+            .map(str::to_owned)
+            .collect()
+    };
+    let streams = svc_tls::spiffe::WorkloadApiStreams::new();
+    let (peer, me) = options();
+    let caller = ClusterClient::try_from_config(tb.kube_config())
+        .unwrap()
+        .with_label(LABEL);
+    assert_eq!(caller.cluster().metric_label(), LABEL);
+    let tls = PeerTls::from_options_in(&watches, &streams, &caller, &peer, &me, TIMEOUT)
+        .await
+        .unwrap();
+    let held = (tls.client().unwrap(), tls);
+    let shown = naming(&registry);
+    assert!(
+        shown.iter().any(|l| l.contains("_total{")),
+        "counters name the cluster while it is used: {shown:#?}"
+    );
+    assert!(
+        shown
+            .iter()
+            .any(|l| l.starts_with("svc_tls_secret_watch_healthy")),
+        "{shown:#?}"
+    );
+
+    drop(held);
+    drop(caller);
+    poll_until("evicted", || watches.counts() == RegistryCounts::default()).await;
+    let left = naming(&registry);
+    assert!(left.is_empty(), "series of an evicted cluster: {left:#?}");
+    // No live ClusterId names the cluster: another cluster shown with the same
+    // label gets the plain value, not a suffixed one.
+    let other = ClusterId::named("another-cluster-7d3a").with_label(LABEL);
+    assert_eq!(other.metric_label(), LABEL);
+}

@@ -77,6 +77,10 @@ pub struct Settings {
     pub path: String,
     /// How long a construction waits for its watches to sync.
     pub sync_timeout: Duration,
+    /// Where the remote clusters' (untrusted) kubeconfigs may point:
+    /// `provision_scope::Destinations::new()` in production (loopback, link-local
+    /// and this cluster's own API server refused); tests allow loopback.
+    pub destinations: provision_scope::Destinations,
 }
 
 /// What every reconcile shares.

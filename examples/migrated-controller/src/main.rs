@@ -24,6 +24,18 @@ fn command() -> Command {
                 .help("The namespace whose ManagedResources are reconciled"),
         )
         .arg(
+            Arg::new("remote-allow")
+                .long("remote-allow")
+                .action(clap::ArgAction::Append)
+                .help("A destination remote clusters' kubeconfigs may point at (host, host:port or *.domain; repeatable); with none, any but loopback, link-local and this cluster's API server"),
+        )
+        .arg(
+            Arg::new("remote-deny")
+                .long("remote-deny")
+                .action(clap::ArgAction::Append)
+                .help("A destination remote clusters' kubeconfigs may not point at (repeatable)"),
+        )
+        .arg(
             Arg::new("path")
                 .long("path")
                 .default_value("api/v1/regions")
@@ -34,6 +46,26 @@ fn command() -> Command {
     ClientIdentityOptions::augment(cmd, None)
 }
 
+/// `--remote-allow` and `--remote-deny`.
+fn destinations(matches: &ArgMatches) -> provision_scope::Destinations {
+    let values = |id: &str| {
+        matches
+            .get_many::<String>(id)
+            .into_iter()
+            .flatten()
+            .cloned()
+            .collect::<Vec<_>>()
+    };
+    let mut destinations = provision_scope::Destinations::new();
+    for entry in values("remote-allow") {
+        destinations = destinations.allow(&entry);
+    }
+    for entry in values("remote-deny") {
+        destinations = destinations.deny(&entry);
+    }
+    destinations
+}
+
 fn settings(matches: &ArgMatches) -> Result<Settings, Error> {
     let text = |id: &str| matches.get_one::<String>(id).cloned().unwrap_or_default();
     Ok(Settings {
@@ -42,6 +74,7 @@ fn settings(matches: &ArgMatches) -> Result<Settings, Error> {
         identity: ClientIdentityOptions::from_matches(matches, None)?,
         path: text("path"),
         sync_timeout: Duration::from_secs(30),
+        destinations: destinations(matches),
     })
 }
 

@@ -166,9 +166,12 @@ async fn provision(
     let remote = ResourceIdentifier::new(cluster.as_str());
     scope::with_root(
         root,
-        scope::with_namespace(namespace, async {
-            scope::with_remote_cluster(config, remote, call_peer(&context.settings)).await?
-        }),
+        scope::with_destinations(
+            context.settings.destinations.clone(),
+            Box::pin(scope::with_namespace(namespace, async {
+                scope::with_remote_cluster(config, remote, call_peer(&context.settings)).await?
+            })),
+        ),
     )
     .await
 }

@@ -127,6 +127,8 @@ async fn provisioned(remote: &impl ApiServerUnderTest, remote_ns: &str) -> Provi
         identity: ClientIdentityOptions::new(None).with_secret(remote_ns, IDENTITY),
         path: "api/v1/regions".to_owned(),
         sync_timeout: Duration::from_secs(30),
+        // The emulators listen on 127.0.0.1.
+        destinations: provision_scope::Destinations::new().allow_loopback(),
     };
     // A client adopted from elsewhere, identified in one step.
     let client = client_builder(&settings)
@@ -278,6 +280,7 @@ async fn a_missing_kubeconfig_is_reported_in_the_condition() {
         identity: ClientIdentityOptions::new(None).with_secret(NS, IDENTITY),
         path: "api/v1/regions".to_owned(),
         sync_timeout: Duration::from_secs(5),
+        destinations: provision_scope::Destinations::new().allow_loopback(),
     };
     let client = client_builder(&settings)
         .from_client_identified(local.client(), ClusterId::named("local"))
@@ -331,6 +334,8 @@ async fn the_binary_takes_the_deployed_flags() {
             format!("--kubeconfig={}", config.display()),
             format!("--namespace={NS}"),
             format!("--region-host={}", server.url()),
+            // The remote emulator listens on 127.0.0.1: refused unless named.
+            "--remote-allow=127.0.0.1".to_owned(),
             format!("--region-ca-secret-namespace={NS}"),
             format!("--region-ca-secret-name={PEER_CA}"),
             format!("--client-certificate-namespace={NS}"),

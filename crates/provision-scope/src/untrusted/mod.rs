@@ -23,12 +23,15 @@ mod error;
 mod text;
 mod vet;
 
-use text::{chain, excerpt};
+use text::chain;
+pub(crate) use text::excerpt;
 use vet::vet;
 
 pub use error::{EntryKind, KubeconfigEntry, RefusedField, UntrustedKubeconfigError};
 
 use kube::config::KubeConfigOptions;
+
+use crate::vetted::RemoteConfig;
 
 /// The largest kubeconfig read, in bytes: a Secret holds at most 1 MiB.
 pub const MAX_KUBECONFIG_BYTES: usize = 1024 * 1024;
@@ -41,8 +44,12 @@ pub const NAME_CHARS: usize = 64;
 /// an error keeps.
 pub const MESSAGE_CHARS: usize = 200;
 
-/// A `kube::Config` for a kubeconfig read from a cluster (a Secret's value), after
-/// refusing everything that is not inline data.
+/// A [`RemoteConfig`] (a `kube::Config` marked untrusted) for a kubeconfig read from
+/// a cluster (a Secret's value), after refusing everything that is not inline data.
+/// It is the only maker of an untrusted [`RemoteConfig`], which
+/// [`remote_cluster`](crate::remote_cluster) checks against the scope's
+/// [`Destinations`](crate::Destinations) (loopback, link-local and the management
+/// cluster's own API server refused unless allowed).
 ///
 /// Whoever can write that Secret writes this process's client configuration, and
 /// kube honours everything a kubeconfig can say: `exec` and `auth-provider` run
@@ -130,7 +137,7 @@ pub const MESSAGE_CHARS: usize = 200;
 pub async fn config_from_untrusted_kubeconfig(
     kubeconfig: &[u8],
     context: Option<&str>,
-) -> Result<kube::Config, UntrustedKubeconfigError> {
+) -> Result<RemoteConfig, UntrustedKubeconfigError> {
     let vetted = vet(kubeconfig, context)?;
     let context = vetted.current_context.clone();
     let cluster = vetted
@@ -149,8 +156,9 @@ pub async fn config_from_untrusted_kubeconfig(
         })?;
     match (context, cluster) {
         (Some(context), Some(cluster)) => {
-            check_built(&config, &excerpt(&context, NAME_CHARS), &cluster)?;
-            Ok(config)
+            let context = excerpt(&context, NAME_CHARS);
+            check_built(&config, &context, &cluster)?;
+            Ok(RemoteConfig::untrusted(config, context, cluster.name))
         }
         // `vet` always returns one context and one cluster.
         _ => Err(UntrustedKubeconfigError::NoCurrentContext),

@@ -29,7 +29,7 @@ pub(super) fn chain(error: &(dyn std::error::Error + 'static)) -> String {
 
 /// `text` with control characters escaped (`\n`, `\u{1b}`), cut to at most
 /// `max_chars` characters of output, then `…`.
-pub(super) fn excerpt(text: &str, max_chars: usize) -> String {
+pub(crate) fn excerpt(text: &str, max_chars: usize) -> String {
     let mut out = String::with_capacity(text.len().min(max_chars) + 3);
     let mut used = 0usize;
     for c in text.chars() {

@@ -3,30 +3,94 @@
 //! `result` of the readiness probe's reads, and one of suppressed warnings, so that a
 //! handshake only increments an atomic.
 
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use cluster_id::ClusterId;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 
 use super::{LabelSet, SourceLabels};
 use crate::material::{MaterialError, MaterialErrorKind};
 
+/// How many recorders hold each labelled source's series in one half's families:
+/// the last one dropped removes them (see [`SourceCounters`]'s `Drop`).
+pub(crate) type Holders = Arc<Mutex<HashMap<SourceLabels, usize>>>;
+
+/// The families one source's counters live in, kept to remove its label sets.
+#[derive(Clone)]
+pub(crate) struct CounterFamilies {
+    pub(crate) by_result: Family<LabelSet, Counter>,
+    pub(crate) probe_failures: Family<LabelSet, Counter>,
+    pub(crate) suppressed: Family<LabelSet, Counter>,
+    pub(crate) holders: Holders,
+}
+
 /// The counters of one labelled source. `results[0]` is `ok`, the last is `other`.
+///
+/// Its label sets live while a recorder of the source does: the last one dropped
+/// (its resolver or verifier went, with the registry entry it was built over)
+/// removes them from the families, so a cluster the process let go of leaves no
+/// counter series behind. A recorder built again later starts them at zero.
 pub(crate) struct SourceCounters {
     pub(crate) labels: SourceLabels,
     by_result: Box<[Counter]>,
     /// The probe's failed reads: `results[1..]` (a probe installs nothing, so no `ok`).
     probe_failures: Box<[Counter]>,
     suppressed: Counter,
+    results: &'static [&'static str],
+    families: CounterFamilies,
+    /// Keeps the cluster's [`ClusterId::metric_label`] its own while these series
+    /// carry it.
+    _cluster: Option<ClusterId>,
+}
+
+impl Drop for SourceCounters {
+    fn drop(&mut self) {
+        let mut holders = self
+            .families
+            .holders
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let left = holders.get_mut(&self.labels).map_or(0, |count| {
+            *count = count.saturating_sub(1);
+            *count
+        });
+        if left > 0 {
+            return;
+        }
+        holders.remove(&self.labels);
+        for (i, result) in self.results.iter().enumerate() {
+            let set = self.labels.with("result", result);
+            self.families.by_result.remove(&set);
+            if i > 0 {
+                self.families.probe_failures.remove(&set);
+            }
+        }
+        self.families.suppressed.remove(&self.labels.set());
+    }
 }
 
 impl SourceCounters {
     /// Creates the label sets of `labels` in both families. Construction path.
     pub(crate) fn new(
-        by_result: &Family<LabelSet, Counter>,
-        probe_failures: &Family<LabelSet, Counter>,
-        suppressed: &Family<LabelSet, Counter>,
+        families: &CounterFamilies,
         results: &'static [&'static str],
         labels: SourceLabels,
+        cluster: Option<&ClusterId>,
     ) -> Self {
+        // Held across the creation, so that a last recorder dropped now does not
+        // remove the sets this one just took.
+        let mut holders = families
+            .holders
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        *holders.entry(labels.clone()).or_insert(0) += 1;
+        let (by_result, probe_failures, suppressed) = (
+            &families.by_result,
+            &families.probe_failures,
+            &families.suppressed,
+        );
         Self {
             probe_failures: results
                 .iter()
@@ -47,6 +111,9 @@ impl SourceCounters {
                 .collect(),
             suppressed: suppressed.get_or_create(&labels.set()).clone(),
             labels,
+            results,
+            families: families.clone(),
+            _cluster: cluster.cloned(),
         }
     }
 

@@ -109,6 +109,7 @@ impl Metrics {
         Arc::new(SourceRecorder::new(
             &self.inner.identity,
             SourceLabels::identity(origin, spiffe_id).in_cluster(self.cluster_label(cluster)),
+            cluster,
         ))
     }
 
@@ -121,6 +122,7 @@ impl Metrics {
         Arc::new(SourceRecorder::new(
             &self.inner.trust,
             SourceLabels::trust(origin).in_cluster(self.cluster_label(cluster)),
+            cluster,
         ))
     }
 

@@ -12,7 +12,7 @@ use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::registry::Registry;
 
-use super::counters::SourceCounters;
+use super::counters::{CounterFamilies, SourceCounters};
 use super::{LabelSet, SourceLabels};
 use crate::last_good::{OutsideValidity, ReloadRecorder, StaleWarning};
 
@@ -53,18 +53,15 @@ impl sealed::Sealed for crate::origin::IdentityOrigin {}
 impl sealed::Sealed for crate::origin::TrustOrigin {}
 
 /// A half's three counter families, registered once per Prometheus registry.
-pub(crate) struct SourceFamilies {
-    by_result: Family<LabelSet, Counter>,
-    probe_failures: Family<LabelSet, Counter>,
-    suppressed: Family<LabelSet, Counter>,
-}
+pub(crate) struct SourceFamilies(CounterFamilies);
 
 impl SourceFamilies {
     pub(crate) fn register<K: CountedSource>(registry: &mut Registry) -> Self {
-        let families = Self {
-            by_result: Family::default(),
+        let families = CounterFamilies {
+            by_result: Family::<LabelSet, Counter>::default(),
             probe_failures: Family::default(),
             suppressed: Family::default(),
+            holders: Default::default(),
         };
         let (name, help) = K::RESULTS_FAMILY;
         registry.register(name, help, families.by_result.clone());
@@ -72,7 +69,7 @@ impl SourceFamilies {
         registry.register(name, help, families.probe_failures.clone());
         let (name, help) = K::SUPPRESSED_FAMILY;
         registry.register(name, help, families.suppressed.clone());
-        families
+        Self(families)
     }
 }
 
@@ -94,15 +91,16 @@ impl<K: CountedSource> fmt::Debug for SourceRecorder<K> {
 }
 
 impl<K: CountedSource> SourceRecorder<K> {
-    pub(crate) fn new(families: &SourceFamilies, labels: SourceLabels) -> Self {
+    /// The recorder of the source `labels` names; `cluster` is the cluster its
+    /// Secret is read from (kept, so that its label stays its own while the series
+    /// exist).
+    pub(crate) fn new(
+        families: &SourceFamilies,
+        labels: SourceLabels,
+        cluster: Option<&cluster_id::ClusterId>,
+    ) -> Self {
         Self {
-            counters: SourceCounters::new(
-                &families.by_result,
-                &families.probe_failures,
-                &families.suppressed,
-                K::RESULTS,
-                labels,
-            ),
+            counters: SourceCounters::new(&families.0, K::RESULTS, labels, cluster),
             half: PhantomData,
         }
     }
