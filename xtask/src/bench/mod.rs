@@ -119,13 +119,23 @@ pub fn run(args: &[String]) -> Result<(), String> {
     }
 
     // The benchmarks run the Go program themselves, as a long-lived child whose
-    // batches alternate with theirs (and as a separate server process). Built first,
-    // then run one binary at a time, each announced with the time left.
-    let bench = |args: &[&str]| {
-        let mut command = super::process::cargo();
+    // batches alternate with theirs (and as a separate server process). Built once,
+    // then the built executables run one at a time (as `cargo bench` runs them: from
+    // the package's directory, with `--bench`), each announced with the time left: an
+    // edit to the sources during the run changes nothing measured.
+    let executables = progress::build_benches(&root)?;
+    let names = progress::bench_targets(&root)?;
+    let mut timings = progress::Timings::load(&target, options.quick);
+    for (index, name) in names.iter().enumerate() {
+        let executable = executables
+            .get(name)
+            .ok_or_else(|| format!("bench: cargo built no executable for the bench {name}"))?;
+        eprintln!("{}", timings.announce(&names, index));
+        let began = std::time::Instant::now();
+        let mut command = std::process::Command::new(executable);
         command
-            .args(["bench", "--package", "platform-benches"])
-            .args(args)
+            .arg("--bench")
+            .current_dir(root.join("benches"))
             .env("CRITERION_HOME", &criterion)
             .env("BENCH_MATERIAL_DIR", &material)
             .env("BENCH_RESULTS_DIR", &samples_dir)
@@ -134,15 +144,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
             Ok((binary, _, _)) => command.env("BENCH_GO_BINARY", binary),
             Err(_) => command.env_remove("BENCH_GO_BINARY"),
         };
-        command
-    };
-    super::process::run_checked(&mut bench(&["--benches", "--no-run"]))?;
-    let names = progress::bench_targets(&root)?;
-    let mut timings = progress::Timings::load(&target, options.quick);
-    for (index, name) in names.iter().enumerate() {
-        eprintln!("{}", timings.announce(&names, index));
-        let began = std::time::Instant::now();
-        super::process::run_checked(&mut bench(&["--bench", name]))?;
+        super::process::run_checked(&mut command)?;
         timings.record(name, began.elapsed());
     }
     eprintln!("{}", timings.summary());

@@ -7,6 +7,54 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+/// Builds the benchmarks (`cargo bench --no-run`): each bench target's executable.
+pub(super) fn build_benches(root: &Path) -> Result<BTreeMap<String, PathBuf>, String> {
+    let mut command = super::super::process::cargo();
+    command
+        .args([
+            "bench",
+            "--package",
+            "platform-benches",
+            "--benches",
+            "--no-run",
+        ])
+        .args(["--message-format", "json-render-diagnostics"])
+        .current_dir(root)
+        .stderr(std::process::Stdio::inherit());
+    eprintln!("xtask: running {command:?}");
+    let output = command
+        .output()
+        .map_err(|e| format!("could not start cargo bench --no-run: {e}"))?;
+    if !output.status.success() {
+        return Err(format!(
+            "cargo bench --no-run failed with {}",
+            output.status
+        ));
+    }
+    Ok(bench_executables(&String::from_utf8_lossy(&output.stdout)))
+}
+
+/// The bench executables named in cargo's JSON messages.
+fn bench_executables(messages: &str) -> BTreeMap<String, PathBuf> {
+    let mut found = BTreeMap::new();
+    for line in messages.lines() {
+        let Ok(message) = serde_json::from_str::<serde_json::Value>(line) else {
+            continue;
+        };
+        let is_bench = message["target"]["kind"]
+            .as_array()
+            .is_some_and(|kinds| kinds.iter().any(|k| k == "bench"));
+        if let (true, Some(name), Some(executable)) = (
+            is_bench,
+            message["target"]["name"].as_str(),
+            message["executable"].as_str(),
+        ) {
+            found.insert(name.to_owned(), PathBuf::from(executable));
+        }
+    }
+    found
+}
+
 /// The `[[bench]]` targets of `benches/Cargo.toml`, in the order written (the order
 /// they run in).
 pub(super) fn bench_targets(root: &Path) -> Result<Vec<String>, String> {
@@ -128,6 +176,17 @@ mod tests {
     fn the_bench_targets_are_read_in_order_and_only_from_bench_tables() {
         let manifest = "[package]\nname = \"platform-benches\"\n\n[[bench]]\nname = \"handshake\"\nharness = false\n\n[dependencies]\nname = \"x\"\n\n[[bench]]\nharness = false\nname = \"serving\"\n";
         assert_eq!(parse_bench_targets(manifest), ["handshake", "serving"]);
+    }
+
+    #[test]
+    fn bench_executables_are_read_from_cargos_messages() {
+        let messages = r#"{"reason":"compiler-artifact","target":{"kind":["lib"],"name":"svc_tls"},"executable":null}
+{"reason":"compiler-artifact","target":{"kind":["bench"],"name":"serving"},"executable":"/t/release/deps/serving-1"}
+not json
+{"reason":"build-finished","success":true}"#;
+        let found = bench_executables(messages);
+        assert_eq!(found.len(), 1);
+        assert_eq!(found["serving"], PathBuf::from("/t/release/deps/serving-1"));
     }
 
     #[test]
