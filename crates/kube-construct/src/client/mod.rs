@@ -116,8 +116,8 @@ impl ClientBuilder {
     /// [`WatchLimits::default`]: objects of at most 1 MiB as JSON, at most 10,000
     /// objects per cache, LIST bodies of at most 64 MiB, WATCH events of at most
     /// 4 MiB, no coalescing). What is over a limit is refused, the cache keeping its
-    /// last good state, and counted in [`CacheHealth::over_limit`] with the
-    /// typed [`CacheHealth::last_limit_error`]. Raise
+    /// last good state, and counted in [`CacheHealth::over_limit`](crate::cache::CacheHealth::over_limit) with the
+    /// typed [`CacheHealth::last_limit_error`](crate::cache::CacheHealth::last_limit_error). Raise
     /// [`WatchLimits::max_objects`] for a cache of more objects than that.
     ///
     /// ```
