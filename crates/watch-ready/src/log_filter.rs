@@ -36,7 +36,9 @@ pub const RAW_BODY_DIRECTIVE: &str = "kube_client::client=off";
 
 /// A per-layer `tracing` filter that drops every event of
 /// [`KUBE_CLIENT_RAW_BODY_TARGET`] (exactly that target) and lets everything else
-/// through: see the [module](self) for why.
+/// through. kube-client 5 logs a body it could not decode whole and unescaped
+/// (`tracing::warn!("{}, {:?}", text, e)` in `Client::request`), text a hostile API
+/// server controls; the watch layer reports such a failure itself, escaped and cut.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct RawBodyFilter;
 
