@@ -28,25 +28,32 @@
 //!    ([`CachedClient::patch_status`]), only when the condition changed (a write
 //!    that changes nothing would trigger the next reconcile for nothing).
 //!
+//! Around the reconcile, what the Go manager did ([`run_with`], [`Manager`]): leader
+//! election through a `coordination.k8s.io/v1` Lease ([`leader`]), a bound on
+//! concurrent reconciles, and panic recovery; the binary takes the Go manager's flags
+//! ([`flags`]).
+//!
 //! The Go cache started an informer for any type on first use; here every read is
 //! declared up front ([`client_builder`]) and an undeclared one is an error, listed by
 //! [`CachedClient::undeclared_reads`] (docs/decisions.md, "Undeclared reads stay
 //! errors").
 
+pub mod flags;
+pub mod leader;
+mod manager;
 mod reconcile;
 
 use std::{future::Future, sync::Arc, time::Duration};
 
-use futures::StreamExt as _;
 use k8s_openapi::api::core::v1::Secret;
 use kube_construct::{
     cache::Selection,
-    client::{CachedClient, ClientBuilder, ClientError},
+    client::{CachedClient, ClientBuilder},
     types::fake::ManagedResource,
 };
-use kube_runtime::Controller;
 use svc_tls::options::{ClientIdentityOptions, PeerOptions};
 
+pub use manager::{Counters, DEFAULT_MAX_CONCURRENCY, Manager, RunError, run_with};
 pub use reconcile::{ReconcileError, error_policy, reconcile};
 
 /// The label of a `ManagedResource` that names the remote cluster it is provisioned
@@ -89,6 +96,8 @@ pub struct Context {
     pub client: CachedClient,
     /// The settings.
     pub settings: Settings,
+    /// What the manager counts (reconciles, recovered panics).
+    pub counters: Arc<Counters>,
 }
 
 /// The resources the controller reconciles.
@@ -113,29 +122,23 @@ pub fn client_builder(settings: &Settings) -> ClientBuilder {
 /// Runs the controller until `shutdown` resolves (then lets running reconciles
 /// finish): over the `ManagedResource` cache's watch of `client`, which must have
 /// been built from [`client_builder`] (and identified: its cluster is the root of the
-/// provisioning scope).
+/// provisioning scope). No leader election and the Go manager's default bound on
+/// concurrent reconciles: [`run_with`] for the rest.
 ///
 /// # Errors
-/// [`ClientError::NotDeclared`] when `client` has no cache of the resources.
+/// [`RunError::Client`] when `client` has no cache of the resources.
 pub async fn run(
     client: CachedClient,
     settings: Settings,
     shutdown: impl Future<Output = ()> + Send + Sync + 'static,
-) -> Result<(), ClientError> {
-    let watch = client.shared_watch::<ManagedResource>(&resources(&settings))?;
-    let context = Arc::new(Context { client, settings });
-    Controller::for_shared_stream(watch.subscribe(), watch.store())
-        .graceful_shutdown_on(shutdown)
-        .run(reconcile, error_policy, context)
-        .for_each(|result| async move {
-            match result {
-                Ok((object, _)) => tracing::info!(%object, "reconciled"),
-                Err(error) => tracing::warn!(
-                    error = %svc_tls::excerpt::chain(&error),
-                    "reconcile failed"
-                ),
-            }
-        })
-        .await;
-    Ok(())
+) -> Result<(), RunError> {
+    run_with(
+        client,
+        settings,
+        Manager::default(),
+        Arc::new(Counters::default()),
+        shutdown,
+        reconcile,
+    )
+    .await
 }

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use clap::{Arg, ArgMatches, Args as _, Command, FromArgMatches as _};
 use kube_construct::config::KubeOptions;
-use migrated_controller::{Settings, client_builder, run};
+use migrated_controller::{Counters, Settings, client_builder, flags, reconcile, run_with};
 use svc_tls::options::{ClientIdentityOptions, PeerOptions};
 
 type Error = Box<dyn std::error::Error + Send + Sync>;
@@ -41,6 +41,7 @@ fn command() -> Command {
                 .default_value("api/v1/regions")
                 .help("The path called on the peer per reconcile"),
         );
+    let cmd = flags::augment(cmd);
     let cmd = KubeOptions::augment_args(cmd);
     let cmd = PeerOptions::augment(cmd, PEER);
     ClientIdentityOptions::augment(cmd, None)
@@ -78,25 +79,63 @@ fn settings(matches: &ArgMatches) -> Result<Settings, Error> {
     })
 }
 
-async fn main_async(matches: &ArgMatches) -> Result<(), Error> {
+async fn main_async(matches: &ArgMatches, manager: flags::ManagerFlags) -> Result<(), Error> {
     let kube = KubeOptions::from_arg_matches(matches)?;
     let settings = settings(matches)?;
     // Built from flags or in-cluster, so the client knows its cluster: the root of
     // the provisioning scope is identified.
     let client = client_builder(&settings).from_options(&kube).await?;
-    let shutdown = async {
-        let _ = tokio::signal::ctrl_c().await;
+    // SIGINT or SIGTERM (what Kubernetes sends): running reconciles finish, then the
+    // Lease is released.
+    let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+    let (signalled, signal) = tokio::sync::oneshot::channel::<()>();
+    tokio::spawn(async move {
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = terminate.recv() => {}
+        }
+        let _ = signalled.send(());
+    });
+    let shutdown = async move {
+        let _ = signal.await;
     };
-    run(client, settings, shutdown).await?;
+    let counters = std::sync::Arc::new(Counters::default());
+    run_with(
+        client,
+        settings,
+        manager.manager,
+        counters,
+        shutdown,
+        reconcile,
+    )
+    .await?;
     Ok(())
 }
 
 fn main() -> ExitCode {
+    let matches = command().get_matches();
+    let namespace = matches
+        .get_one::<String>("namespace")
+        .cloned()
+        .unwrap_or_default();
+    let manager = match flags::from_matches(&matches, &namespace) {
+        Ok(manager) => manager,
+        Err(e) => {
+            eprintln!("migrated-controller: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    // RUST_LOG, when set, wins over zap's flags.
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(manager.log_level.directive()));
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_ansi(false)
+        .with_env_filter(filter)
         .init();
-    let matches = command().get_matches();
+    for warning in &manager.ignored {
+        tracing::warn!("{warning}");
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -107,7 +146,7 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match runtime.block_on(main_async(&matches)) {
+    match runtime.block_on(main_async(&matches, manager)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("migrated-controller: {}", svc_tls::excerpt::chain(&*e));

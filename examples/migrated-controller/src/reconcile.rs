@@ -78,11 +78,24 @@ pub enum ReconcileError {
         /// The HTTP status.
         status: u16,
     },
+    /// The reconcile panicked; the manager recovered it (and requeues the object).
+    #[error("the reconcile of ManagedResource {object} panicked: {message}")]
+    Panicked {
+        /// `namespace/name`.
+        object: String,
+        /// The panic's text.
+        message: String,
+    },
 }
 
-/// After a failure: try again in 10 seconds (the condition says why meanwhile).
-pub fn error_policy(_: Arc<ManagedResource>, _: &ReconcileError, _: Arc<Context>) -> Action {
-    Action::requeue(std::time::Duration::from_secs(10))
+/// After a failure: try again in 10 seconds (the condition says why meanwhile); after
+/// a recovered panic, in 1 second (controller-runtime requeues it at once, rate
+/// limited).
+pub fn error_policy(_: Arc<ManagedResource>, error: &ReconcileError, _: Arc<Context>) -> Action {
+    match error {
+        ReconcileError::Panicked { .. } => Action::requeue(std::time::Duration::from_secs(1)),
+        _ => Action::requeue(std::time::Duration::from_secs(10)),
+    }
 }
 
 /// One reconcile of `object`: see the crate documentation.

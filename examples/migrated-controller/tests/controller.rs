@@ -10,14 +10,16 @@ use std::time::Duration;
 use base64::Engine as _;
 use kube_construct::{
     ClusterId,
-    client::{CachedClient, ClientError},
+    client::CachedClient,
     types::{
         Condition, ConditionReason, ConditionStatus, ConditionType, StatusConditionReader as _,
         fake::ManagedResource,
     },
 };
 use kube_testbed::{KindSpec, Testbed};
-use migrated_controller::{CLUSTER_LABEL, KUBECONFIG_LABEL, Settings, client_builder, run};
+use migrated_controller::{
+    CLUSTER_LABEL, KUBECONFIG_LABEL, RunError, Settings, client_builder, run,
+};
 use real_apiserver::ApiServerUnderTest;
 use serde_json::json;
 use svc_tls::options::{ClientIdentityOptions, PeerOptions};
@@ -75,6 +77,11 @@ async fn local_cluster() -> Testbed {
         "ManagedResource",
         "managedresources",
     ));
+    // The binary elects its leader through a Lease (the Go manager's default).
+    local.register_kind(
+        KindSpec::namespaced("coordination.k8s.io", "v1", "Lease", "leases")
+            .status_subresource(false),
+    );
     namespace(&local);
     local
 }
@@ -100,7 +107,7 @@ struct Provisioned {
     client: CachedClient,
     server: VerifyingServer,
     stop: tokio::sync::oneshot::Sender<()>,
-    controller: tokio::task::JoinHandle<Result<(), ClientError>>,
+    controller: tokio::task::JoinHandle<Result<(), RunError>>,
 }
 
 impl Provisioned {
@@ -319,7 +326,9 @@ async fn a_missing_kubeconfig_is_reported_in_the_condition() {
     controller.abort();
 }
 
-/// The binary, with the flags a deployment renders, does the same.
+/// The binary, with the flags a deployment renders (the Go manager's included: its
+/// options, its OTLP flag, controller-runtime's zap flags, the leader-election and
+/// endpoint flags of kubebuilder-style charts), does the same, as the leader.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_binary_takes_the_deployed_flags() {
     let remote = Testbed::start().await;
@@ -342,6 +351,20 @@ async fn the_binary_takes_the_deployed_flags() {
             format!("--client-certificate-name={IDENTITY}"),
             // The Go timer's "disable" value, still rendered by charts: accepted, ignored.
             "--client-certificate-reload-interval=-1s".to_owned(),
+            // The Go manager's flags, as its chart renders them.
+            "--max-concurrency=16".to_owned(),
+            "--cd-driver=argocd".to_owned(),
+            "--otlp-endpoint=otel-collector.observability:4318".to_owned(),
+            "--zap-log-level=info".to_owned(),
+            "--zap-devel=false".to_owned(),
+            "--zap-encoder=json".to_owned(),
+            "--zap-stacktrace-level=error".to_owned(),
+            "--zap-time-encoding=iso8601".to_owned(),
+            "--leader-elect".to_owned(),
+            "--leader-election-id=migrated-controller".to_owned(),
+            "--metrics-bind-address=:8080".to_owned(),
+            "--health-probe-bind-address".to_owned(),
+            ":8081".to_owned(),
         ])
         .env_remove("KUBECONFIG")
         .env("HOME", dir.path())
@@ -369,6 +392,27 @@ async fn the_binary_takes_the_deployed_flags() {
     let serials: Vec<_> = server.seen().iter().filter_map(|s| s.serial).collect();
     assert_eq!(serials.first(), Some(&REMOTE_SERIAL), "{serials:?}");
     assert_eq!(local.requests_on("watch", MANAGED), 1, "{stderr}");
+    // It leads through the Lease, and said once which flags mean nothing here.
+    let lease = local
+        .get("coordination.k8s.io/v1", "Lease", NS, "migrated-controller")
+        .expect("the Lease");
+    assert!(
+        lease["spec"]["holderIdentity"]
+            .as_str()
+            .is_some_and(|h| !h.is_empty()),
+        "{lease}"
+    );
+    for flag in [
+        "--otlp-endpoint=",
+        "--cd-driver=",
+        "--zap-encoder=json",
+        "--zap-stacktrace-level=",
+        "--zap-time-encoding=",
+        "--metrics-bind-address=",
+        "--health-probe-bind-address=",
+    ] {
+        assert_eq!(stderr.matches(flag).count(), 1, "{flag}:\n{stderr}");
+    }
 }
 
 /// Polls `check` every 20 ms, forever (the caller bounds it).
