@@ -21,7 +21,8 @@
 //! | [`options`], [`client`], [`principal`] | flags, peer clients, signed principals |
 //! | [`serving`] | the serving half: a rustls server over the same identity and a watched client CA, the caller from the connection |
 //! | [`receiving`] | the ingress verifier over the process's watched CA Secret |
-//! | `metrics` (feature `metrics`) | Prometheus metrics of identity, trust and watches |
+//! | [`recording`] | what peer clients and listeners report (requests, handshake failures, pool retirements) |
+//! | `metrics` (feature `metrics`) | Prometheus metrics of identity, trust, watches, principals and peer requests |
 //!
 //! The public tree is written out below, in this file, as rustls writes its own: the
 //! files are private modules with one job each, and each public module is declared
@@ -321,6 +322,21 @@ pub mod principal {
     };
 }
 
+pub mod recording {
+    //! What peer clients and the serving half report: requests by status class and
+    //! duration, handshake failures by reason, pool retirements (the seam the
+    //! metrics implement).
+    //!
+    #![doc = include_str!("recording/overview.md")]
+
+    mod handshake;
+    mod peer;
+
+    pub use handshake::{HANDSHAKE_FAILURES, HandshakeFailure, handshake_failure};
+    pub(crate) use peer::Held;
+    pub use peer::{ListenerSeries, PeerRecorder, PeerSeries, STATUS_CLASSES, StatusClass};
+}
+
 pub mod client {
     //! Peer clients: rustls client configurations and `reqwest` clients whose pooled
     //! connections follow identity and trust rotations.
@@ -333,6 +349,7 @@ pub mod client {
     mod limits;
     mod peer;
     mod pooled;
+    mod recorded;
     mod redirect;
     #[cfg(test)]
     mod spiffe_sharing;
@@ -395,7 +412,8 @@ pub mod readiness {
 
 #[cfg(feature = "metrics")]
 pub mod metrics {
-    //! Prometheus metrics of identity, trust, watches and principals (feature `metrics`).
+    //! Prometheus metrics of identity, trust, watches, principals and peer requests
+    //! (feature `metrics`).
     //!
     #![doc = include_str!("metrics/overview.md")]
 
@@ -403,6 +421,7 @@ pub mod metrics {
     mod counters;
     mod identity;
     mod install;
+    mod peer;
     mod principal;
     mod source;
     #[cfg(test)]
@@ -413,6 +432,7 @@ pub mod metrics {
     pub use identity::REFRESH_RESULTS;
     pub use install::{InstallError, Metrics, SourceLabels, register};
     use install::{LabelSet, Shared, cluster_label, unix_seconds};
+    pub use peer::REQUEST_DURATION_BUCKETS;
     pub use source::{CountedSource, SourceRecorder};
     pub use trust::RELOAD_RESULTS;
 }

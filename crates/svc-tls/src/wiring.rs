@@ -137,3 +137,16 @@ pub(crate) async fn watched_trust(
         Ok(verifier)
     })
 }
+
+/// The recorder of the requests of peer clients built over `watches` (`None`
+/// without metrics: the clients then record nothing). Construction path.
+pub(crate) fn peer_recorder(
+    watches: &SecretWatches,
+) -> Option<crate::recording::Held<dyn crate::recording::PeerRecorder>> {
+    #[cfg(feature = "metrics")]
+    if let Some(metrics) = Metrics::installed_in(watches) {
+        return Some(crate::recording::Held(metrics.peer_recorder()));
+    }
+    let _ = watches;
+    None
+}

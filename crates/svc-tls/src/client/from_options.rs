@@ -133,6 +133,7 @@ impl PeerTls {
         };
         let mut tls = Self::new(provider, trust, identity).for_peer(peer);
         tls.principal = crate::wiring::principal_recorder(watches);
+        tls.requests = crate::wiring::peer_recorder(watches);
         tls.registry = Some(watches.downgrade());
         Ok(tls)
     }
@@ -211,6 +212,7 @@ impl PeerTls {
                     Some(resolver),
                 );
                 tls.principal = crate::wiring::principal_recorder(watches);
+                tls.requests = crate::wiring::peer_recorder(watches);
                 tls.registry = Some(watches.downgrade());
                 tls
             }
@@ -255,6 +257,7 @@ impl PeerTls {
         let provider = Arc::new(crate::material::crypto_provider());
         let mut tls = Self::new(provider, TrustMode::Watched(trust), Some(resolver));
         tls.principal = crate::wiring::principal_recorder(watches);
+        tls.requests = crate::wiring::peer_recorder(watches);
         Ok(tls)
     }
 

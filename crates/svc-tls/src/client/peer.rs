@@ -10,6 +10,7 @@ use crate::identity::IdentityResolver;
 use crate::last_good::NoopRecorder;
 use crate::options::{HostError, HttpProtocol};
 use crate::principal::PrincipalSigner;
+use crate::recording::PeerRecorder;
 use crate::trust::TrustVerifier;
 use url::Url;
 
@@ -35,6 +36,9 @@ pub struct PeerTls {
     /// The registry this was built over, where [`PeerTls::client`] finds the shared
     /// pool (weak: a registry's stored clients hold a `PeerTls`).
     pub(super) registry: Option<crate::watch::WeakSecretWatches>,
+    /// What the requests of clients built from this report to (`None`: nothing, at
+    /// no cost).
+    pub(super) requests: Option<crate::recording::Held<dyn PeerRecorder>>,
 }
 
 impl PeerTls {
@@ -57,6 +61,7 @@ impl PeerTls {
             max_response_body: super::DEFAULT_MAX_RESPONSE_BODY,
             principal: crate::wiring::PrincipalRecording(Arc::new(NoopRecorder)),
             registry: None,
+            requests: None,
         }
     }
 
@@ -108,6 +113,32 @@ impl PeerTls {
     #[must_use]
     pub fn with_max_response_body(mut self, bytes: usize) -> Self {
         self.max_response_body = bytes;
+        self
+    }
+
+    /// Makes the [`PeerClient`]s built from this report each request (status class
+    /// and duration), handshake failure (by reason) and pool retirement to
+    /// `recorder`, under this peer's label (see [`crate::recording`]). The
+    /// constructors over a registry with metrics installed
+    /// ([`PeerTls::from_options`], feature `metrics`) set it already; without one a
+    /// client records nothing and pays nothing for it.
+    ///
+    /// ```
+    /// # #[cfg(feature = "metrics")] {
+    /// use prometheus_client::registry::Registry;
+    /// use svc_tls::{PeerTls, TrustMode};
+    ///
+    /// let mut registry = Registry::default();
+    /// let metrics = svc_tls::metrics::Metrics::new(&mut registry);
+    /// let provider = std::sync::Arc::new(svc_tls::material::crypto_provider());
+    /// let tls = PeerTls::new(provider, TrustMode::Platform, None)
+    ///     .with_host("https://region.example".parse().unwrap())
+    ///     .with_request_recorder(metrics.peer_recorder());
+    /// # let _ = tls; }
+    /// ```
+    #[must_use]
+    pub fn with_request_recorder(mut self, recorder: Arc<dyn PeerRecorder>) -> Self {
+        self.requests = Some(crate::recording::Held(recorder));
         self
     }
 
@@ -224,10 +255,12 @@ impl PeerTls {
     pub fn client(&self) -> Result<PeerClient, PeerClientError> {
         let shareable = !matches!(self.trust, TrustMode::Roots(_));
         match self.registry.as_ref().and_then(|r| r.upgrade()) {
-            Some(registry) if shareable => registry.shared_value(
-                |client: &PeerClient| client.serves(self),
-                || PeerClient::new(self.clone(), None),
-            ),
+            Some(registry) if shareable => registry
+                .shared_value(
+                    |client: &PeerClient| client.serves(self),
+                    || PeerClient::new(self.clone(), None),
+                )
+                .inspect(|client| client.add_peer(self)),
             _ => PeerClient::new(self.clone(), None),
         }
     }

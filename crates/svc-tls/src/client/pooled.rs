@@ -31,6 +31,7 @@ use std::time::SystemTime;
 use arc_swap::ArcSwap;
 use rustls::sign::CertifiedKey;
 
+use super::recorded::PeerSeriesSet;
 use super::{PeerClientError, PeerRequestError, PeerTls, TrustMode};
 use crate::material::TrustAnchors;
 
@@ -42,6 +43,13 @@ use crate::material::TrustAnchors;
 /// the same cluster, identity, trust and protocol settings shares one pool, so a
 /// client built per reconcile reuses its connections), or one of your own with
 /// [`PeerTls::private_client`].
+///
+/// With a recorder ([`PeerTls::with_request_recorder`], set by
+/// [`PeerTls::from_options`] over a registry with metrics), each request through
+/// [`PeerClient::send`] or [`PeerClient::execute`] reports its status class and
+/// duration, a failed handshake its reason, and each pool replacement counts, per
+/// peer (see [`crate::recording`]); a request built on [`PeerClient::current`]'s
+/// `reqwest::Client` and sent by hand is not seen.
 ///
 /// ```no_run
 /// # async fn f(tls: svc_tls::PeerTls) -> Result<(), Box<dyn std::error::Error>> {
@@ -60,6 +68,9 @@ struct Inner {
     customize: Option<Customize>,
     generation: ArcSwap<Generation>,
     retired: AtomicU64,
+    /// The series of its peers, when its [`PeerTls`] has a recorder
+    /// ([`PeerTls::with_request_recorder`]); `None` costs a request one branch.
+    requests: Option<PeerSeriesSet>,
 }
 
 type Customize = Box<dyn Fn(reqwest::ClientBuilder) -> reqwest::ClientBuilder + Send + Sync>;
@@ -118,8 +129,10 @@ impl PeerClient {
     pub(super) fn new(tls: PeerTls, customize: Option<Customize>) -> Result<Self, PeerClientError> {
         let marks = Marks::now(&tls);
         let client = build(&tls, customize.as_ref())?;
+        let requests = PeerSeriesSet::of(&tls);
         Ok(Self {
             inner: Arc::new(Inner {
+                requests,
                 tls,
                 customize,
                 generation: ArcSwap::from_pointee(Generation {
@@ -131,6 +144,15 @@ impl PeerClient {
                 retired: AtomicU64::new(0),
             }),
         })
+    }
+
+    /// Counts requests to `tls`'s configured host under its own `peer` label (a
+    /// shared client serves every peer with the same identity and trust): each
+    /// [`PeerTls::client`] call names the peer it was asked for. Construction path.
+    pub(super) fn add_peer(&self, tls: &PeerTls) {
+        if let Some(requests) = &self.inner.requests {
+            requests.add(tls);
+        }
     }
 
     /// Whether a clone is held outside the registry that shares it.
@@ -205,6 +227,9 @@ impl PeerClient {
             return Ok(arc_swap::Guard::into_inner(before));
         }
         inner.retired.fetch_add(1, Ordering::Relaxed);
+        if let Some(requests) = &inner.requests {
+            requests.pool_retired();
+        }
         tracing::info!(
             identity_changed,
             trust_changed,
@@ -261,8 +286,21 @@ impl PeerClient {
     ) -> Result<reqwest::Response, PeerRequestError> {
         let (_, request) = request.build_split();
         let request = request?;
-        let generation = self.generation()?;
-        match generation.client.execute(request).await {
+        let started = self.inner.requests.as_ref().map(|r| r.start(request.url()));
+        let generation = match self.generation() {
+            Ok(generation) => generation,
+            Err(error) => {
+                if let Some(started) = started {
+                    started.finish(Err(&error));
+                }
+                return Err(error.into());
+            }
+        };
+        let result = generation.client.execute(request).await;
+        if let Some(started) = started {
+            started.finish(result.as_ref());
+        }
+        match result {
             Ok(response) => {
                 generation.confirmed.store(true, Ordering::Release);
                 Ok(self.cap_body(response))
@@ -277,16 +315,18 @@ impl PeerClient {
     /// when it fails (a trust change); this one fails with the client-building error
     /// flattened into a `reqwest::Error` that sent nothing.
     pub async fn execute(&self, request: reqwest::Request) -> reqwest::Result<reqwest::Response> {
+        let started = self.inner.requests.as_ref().map(|r| r.start(request.url()));
         let client = self
             .generation()
             .map(|generation| generation.client.clone());
-        match client {
-            Ok(client) => {
-                let response = client.execute(request).await?;
-                Ok(self.cap_body(response))
-            }
+        let result = match client {
+            Ok(client) => client.execute(request).await,
             Err(_) => refuse(&self.inner.generation.load().client, request).await,
+        };
+        if let Some(started) = started {
+            started.finish(result.as_ref());
         }
+        Ok(self.cap_body(result?))
     }
 
     /// `response` with its body capped at [`PeerTls::max_response_body`] (4 MiB by

@@ -2,7 +2,7 @@
 //! registry of watched Secrets, and the labels of a source.
 
 use super::source::{SourceFamilies, SourceRecorder};
-use super::{collector, principal};
+use super::{collector, peer, principal};
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -41,6 +41,8 @@ pub(crate) struct Shared {
     pub(crate) trust: SourceFamilies,
     /// The one recorder of the principals signed and verified (no per-source labels).
     pub(crate) principal: Arc<principal::PrincipalRecorder>,
+    /// The recorder of peer requests and the listeners' handshake families.
+    pub(crate) peers: Arc<peer::PeerRequestRecorder>,
     /// The resolvers and verifiers read at scrape time, one per labelled source (the
     /// newest one built wins: they read the same source).
     pub(crate) tracked: Mutex<Tracked>,
@@ -89,6 +91,9 @@ impl Metrics {
             principal: Arc::new(principal::PrincipalRecorder::new(
                 &principal::PrincipalFamilies::register(registry),
             )),
+            peers: Arc::new(peer::PeerRequestRecorder {
+                families: peer::PeerFamilies::register(registry),
+            }),
             tracked: Mutex::new(Tracked::default()),
         });
         registry.register_collector(Box::new(collector::StateCollector::new(&inner)));
@@ -142,6 +147,40 @@ impl Metrics {
     /// have it already.
     pub fn principal_recorder(&self) -> Arc<dyn crate::principal::TokenRecorder> {
         self.inner.principal.clone()
+    }
+
+    /// The recorder of peer requests (`svc_tls_peer_*`: requests by class, their
+    /// duration, handshake failures by reason, pool retirements, per peer): give it
+    /// to a [`PeerTls`](crate::PeerTls) built by hand
+    /// ([`with_request_recorder`](crate::PeerTls::with_request_recorder)). Those from
+    /// [`PeerTls::from_options`](crate::PeerTls::from_options) over a registry with
+    /// these metrics have it already.
+    pub fn peer_recorder(&self) -> Arc<dyn crate::recording::PeerRecorder> {
+        self.inner.peers.clone()
+    }
+
+    /// The recorder of the handshakes failed on the listener named `listener`
+    /// (`svc_tls_listener_handshake_failures_total{listener, reason}`): give it to
+    /// [`ServerTlsBuilder::handshake_recorder`](crate::serving::ServerTlsBuilder::handshake_recorder).
+    /// `listener` is a name of the service's (`https`, `internal`), never anything
+    /// of a caller's. Construction path: its series are created now, at zero.
+    ///
+    /// ```
+    /// use prometheus_client::registry::Registry;
+    /// use svc_tls::recording::{HandshakeFailure, ListenerSeries as _};
+    ///
+    /// let mut registry = Registry::default();
+    /// let metrics = svc_tls::metrics::Metrics::new(&mut registry);
+    /// metrics.listener_recorder("https").handshake_failed(HandshakeFailure::UnknownCa);
+    /// let mut text = String::new();
+    /// prometheus_client::encoding::text::encode(&mut text, &registry)?;
+    /// assert!(text.contains(
+    ///     r#"svc_tls_listener_handshake_failures_total{listener="https",reason="unknown_ca"} 1"#
+    /// ));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn listener_recorder(&self, listener: &str) -> Arc<dyn crate::recording::ListenerSeries> {
+        self.inner.peers.families.listener_recorder(listener)
     }
 
     /// Exports `resolver`'s state at scrape time while it lives (replacing a

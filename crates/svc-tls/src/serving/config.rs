@@ -14,6 +14,7 @@ use super::gateway::{ForwardedCounts, Gateways};
 use super::layer::{CallerLayer, Forwarding};
 use super::names::{ServerNameError, ServerNames};
 use crate::identity::IdentityResolver;
+use crate::recording::{HandshakeFailure, ListenerSeries};
 use crate::trust::TrustVerifier;
 
 /// Whether callers must present a client certificate.
@@ -72,6 +73,7 @@ pub struct ServerTls {
     config: Arc<ServerConfig>,
     callers: CallerVerifier,
     forwarding: Arc<Forwarding>,
+    handshakes: Option<crate::recording::Held<dyn ListenerSeries>>,
 }
 
 impl fmt::Debug for ServerTls {
@@ -93,6 +95,7 @@ impl ServerTls {
             client_auth: ClientAuth::Required,
             alpn: vec![b"h2".to_vec(), b"http/1.1".to_vec()],
             gateways: None,
+            handshakes: None,
         }
     }
 
@@ -131,6 +134,17 @@ impl ServerTls {
         self.forwarding.counts.refused.load(Ordering::Relaxed)
     }
 
+    /// Reports a caller's failed handshake (`None`: the handshake timed out) to the
+    /// listener's recorder, if it has one ([`ServerTlsBuilder::handshake_recorder`]).
+    pub(super) fn handshake_failed(&self, error: Option<&std::io::Error>) {
+        if let Some(series) = &self.handshakes {
+            let reason = error
+                .and_then(|error| crate::recording::handshake_failure(error))
+                .unwrap_or(HandshakeFailure::Other);
+            series.0.handshake_failed(reason);
+        }
+    }
+
     /// The layer for one connection whose verified caller is `caller` (from
     /// [`Caller::of_connection`]), for servers with their own accept loop.
     pub fn layer(&self, caller: Option<Caller>) -> CallerLayer {
@@ -166,6 +180,7 @@ pub struct ServerTlsBuilder {
     client_auth: ClientAuth,
     alpn: Vec<Vec<u8>>,
     gateways: Option<Gateways>,
+    handshakes: Option<crate::recording::Held<dyn ListenerSeries>>,
 }
 
 impl fmt::Debug for ServerTlsBuilder {
@@ -221,6 +236,17 @@ impl ServerTlsBuilder {
         self
     }
 
+    /// Reports each caller's failed handshake in [`serve`](super::serve) to
+    /// `series` (a listener's: `svc_tls::metrics::Metrics::listener_recorder`,
+    /// feature `metrics`), by [`HandshakeFailure`]: callers refused for an unknown
+    /// CA, an expired certificate or none presented, callers that refused this
+    /// server's certificate ([`HandshakeFailure::RefusedByPeer`]), and every other
+    /// failure or timeout as [`HandshakeFailure::Other`]. None by default.
+    pub fn handshake_recorder(mut self, series: Arc<dyn ListenerSeries>) -> Self {
+        self.handshakes = Some(crate::recording::Held(series));
+        self
+    }
+
     /// The configuration.
     ///
     /// # Errors
@@ -249,6 +275,7 @@ impl ServerTlsBuilder {
             config: Arc::new(config),
             callers,
             forwarding,
+            handshakes: self.handshakes,
         })
     }
 }

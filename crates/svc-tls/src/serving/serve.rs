@@ -137,10 +137,12 @@ async fn connection<S, B>(
         Ok(Ok(stream)) => stream,
         Ok(Err(error)) => {
             tracing::debug!(error = %error, "serving: a TLS handshake failed");
+            tls.handshake_failed(Some(&error));
             return;
         }
         Err(_) => {
             tracing::debug!("serving: a TLS handshake timed out");
+            tls.handshake_failed(None);
             return;
         }
     };
