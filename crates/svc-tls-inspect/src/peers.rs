@@ -170,6 +170,7 @@ fn trust_label(options: &PeerOptions, identity: Option<&IdentityCheck>) -> Strin
         Ok(PeerCa::Secret(ca)) => format!("ca-secret {ca}"),
         Ok(PeerCa::ConfigMap { configmap, key }) => format!("ca-configmap {configmap} key {key}"),
         Ok(PeerCa::Platform) => "platform".to_owned(),
+        Ok(PeerCa::File(path)) => format!("ca-file {}", path.display()),
         _ => "invalid CA flags".to_owned(),
     }
 }

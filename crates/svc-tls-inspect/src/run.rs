@@ -193,6 +193,32 @@ async fn identity(
             check.loaded = inspected.identity;
             report.spiffe = Some(inspected.report);
         }
+        IdentityConfig::Files { dir, layout } => {
+            // Read once, as the service's file source reads it (one `..data` version,
+            // the key matched to the certificate).
+            use svc_tls::identity::{FileIdentitySource, IdentitySource as _};
+            let read = svc_tls::files::MountedFiles::open(dir.clone(), layout.clone())
+                .map_err(|e| e.to_string())
+                .and_then(|files| {
+                    FileIdentitySource::new(files)
+                        .current_ignoring_validity()
+                        .map_err(|e| svc_tls::excerpt::chain(&e).to_string())
+                });
+            match read {
+                Ok(identity) => {
+                    check.starts = true;
+                    check.chain = identity.chain().to_vec();
+                    check.loaded = Some(identity);
+                }
+                Err(message) => {
+                    report.error.get_or_insert(Problem {
+                        kind: "IdentityFiles".to_owned(),
+                        message,
+                    });
+                    report.fail(Category::Secret);
+                }
+            }
+        }
     }
     Some(check)
 }

@@ -15,6 +15,7 @@
 //! | [`last_good`] | the one last-good core both use: last good value, failure episodes, rate-limited warnings, watch health |
 //! | [`watch`] | the watched Secret (one reflector per Secret) and the builder of both halves over it |
 //! | [`spiffe`] | the SPIFFE Workload API stream |
+//! | [`files`] | mounted files (a Secret or projected volume, csi-driver, spiffe-helper, a pod certificate), followed by inotify and polling |
 //! | [`material`] | bytes to identities and root sets (no I/O) |
 //! | [`origin`] | where a credential comes from |
 //! | [`readiness`], [`duration`] | `/readyz` checks, Go's `time.Duration` as the flags spell it |
@@ -97,7 +98,7 @@ pub mod material {
     mod trust;
     mod validity;
 
-    pub(crate) use anchors::ConfigMapTrustCache;
+    pub(crate) use anchors::{ConfigMapTrustCache, anchors_from_pem};
     pub use anchors::{TrustAnchors, TrustCache};
     pub use cache::{HandshakeLoad, IdentityCache};
     pub use error::{MaterialError, MaterialErrorKind};
@@ -105,7 +106,7 @@ pub mod material {
         Identity, load_identity, load_identity_at, load_identity_from_pem,
         load_identity_from_pem_at,
     };
-    pub(crate) use identity::{KeyInput, build_identity};
+    pub(crate) use identity::{KeyInput, build_identity, load_identity_from_files};
     pub use key::KeyKind;
     pub use limits::{
         CA_CRT, MAX_CERTIFICATE_VALUE_BYTES, MAX_KEY_VALUE_BYTES, SECRET_TYPE_TLS, TLS_CRT, TLS_KEY,
@@ -199,12 +200,31 @@ pub mod spiffe {
     pub(crate) use svid::check_validity;
 }
 
+pub mod files {
+    //! Mounted files: a directory of key, certificate and CA files (a mounted Secret
+    //! or projected volume, cert-manager's csi-driver, spiffe-helper, a pod
+    //! certificate) followed by inotify and polling, read into memory when it changes.
+    //!
+    #![doc = include_str!("files/overview.md")]
+
+    mod error;
+    mod layout;
+    mod mounted;
+    mod read;
+
+    pub use error::FileError;
+    pub use layout::{DEFAULT_CREDENTIAL_BUNDLE, FileLayout, UnknownLayout};
+    pub(crate) use mounted::valid_at;
+    pub use mounted::{DEFAULT_POLL_INTERVAL, FileWatchOptions, MountedFiles, WatchMode};
+}
+
 pub mod identity {
     //! The client identity: its seam, the handshake-time resolver, and its Secret and
     //! SPIFFE sources.
     //!
     #![doc = include_str!("identity/overview.md")]
 
+    mod from_file;
     mod from_secret;
     mod from_spiffe;
     mod resolver;
@@ -213,6 +233,7 @@ pub mod identity {
     mod source;
     mod state;
 
+    pub use from_file::FileIdentitySource;
     pub use from_secret::{IdentityObject, IdentityResolverBuilder, SecretIdentitySource};
     pub use from_spiffe::SpiffeIdentitySource;
     #[cfg(feature = "metrics")]
@@ -232,6 +253,7 @@ pub mod trust {
     mod authorization;
     mod error;
     mod from_configmap;
+    mod from_file;
     mod from_secret;
     mod from_spiffe;
     mod settings;
@@ -242,6 +264,7 @@ pub mod trust {
     pub use authorization::{ServerAuthorization, SpiffeIdMismatch};
     pub use error::TrustError;
     pub use from_configmap::ConfigMapTrustSource;
+    pub use from_file::FileTrustSource;
     pub use from_secret::{SecretTrustSource, TrustObject, TrustVerifierBuilder};
     pub use from_spiffe::SpiffeTrustSource;
     pub use settings::{DEFAULT_MAX_ROOTS_WITHOUT_SOURCE, TrustSettings};

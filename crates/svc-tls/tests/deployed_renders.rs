@@ -484,10 +484,11 @@ fn every_repeated_flag_keeps_its_last_value() {
         assert_eq!(raw, vec![want.to_owned()], "{args:?}");
         checked += 1;
     }
-    // 8 flags per peer (host, CA Secret namespace and name, CA ConfigMap namespace,
-    // name and key, http2, pool idle timeout), 4 per identity (source, namespace,
-    // name, SPIFFE server ID), and the unprefixed identity's deprecated reload interval.
-    assert_eq!(checked, 8 * PEERS.len() + 4 * 2 + 1);
+    // 9 flags per peer (host, CA Secret namespace and name, CA ConfigMap namespace,
+    // name and key, CA file, http2, pool idle timeout), 6 per identity (source,
+    // namespace, name, SPIFFE server ID, files' directory and layout), and the
+    // unprefixed identity's deprecated reload interval.
+    assert_eq!(checked, 9 * PEERS.len() + 6 * 2 + 1);
 
     // And through the typed accessors.
     let m = parse(&strings(&[

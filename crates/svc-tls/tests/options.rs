@@ -450,7 +450,7 @@ fn an_unknown_source_names_the_flag_and_the_value() {
             "client-certificate-source",
         ),
         (
-            &["--region-client-certificate-source=file"][..],
+            &["--region-client-certificate-source=files"][..],
             Some("region"),
             "region-client-certificate-source",
         ),
@@ -462,7 +462,7 @@ fn an_unknown_source_names_the_flag_and_the_value() {
             OptionsError::InvalidValue {
                 flag: flag.to_owned(),
                 value: value.to_owned(),
-                expected: "secret, spiffe"
+                expected: "secret, spiffe, file"
             }
         );
         let text = err.to_string();

@@ -16,10 +16,12 @@ pub(super) const PEER_SUFFIXES: [&str; 8] = [
     "-http2",
     "-pool-idle-timeout",
 ];
-pub(super) const IDENTITY_SUFFIXES: [&str; 4] = [
+pub(super) const IDENTITY_SUFFIXES: [&str; 6] = [
     "client-certificate-source",
     "client-certificate-namespace",
     "client-certificate-name",
+    "client-certificate-dir",
+    "client-certificate-layout",
     "spiffe-server-id",
 ];
 

@@ -79,6 +79,7 @@ impl PeerTls {
         sync_timeout: Duration,
     ) -> Result<Self, PeerClientError> {
         let provider = watches.provider().clone();
+        let mut from_files = None;
         let secret = match identity.config()? {
             // The server ID validated by the options, carried: not read again.
             IdentityConfig::Spiffe { server_id } => {
@@ -97,6 +98,10 @@ impl PeerTls {
             }
             IdentityConfig::Secret(secret) => Some(secret),
             IdentityConfig::None => None,
+            IdentityConfig::Files { dir, layout } => {
+                from_files = Some(files_identity(watches, dir, layout)?);
+                None
+            }
         };
         let trust = match peer.ca()? {
             PeerCa::Secret(ca) => TrustMode::Watched(
@@ -106,6 +111,7 @@ impl PeerTls {
                 configmap_trust(watches, client, configmap, key, sync_timeout).await?,
             ),
             PeerCa::Platform => TrustMode::Platform,
+            PeerCa::File(path) => TrustMode::Watched(files_trust(watches, &path)?),
         };
         let identity = match secret {
             Some(secret) => {
@@ -129,7 +135,7 @@ impl PeerTls {
                     Ok::<_, IdentityError>(resolver)
                 })?)
             }
-            None => None,
+            None => from_files,
         };
         let mut tls = Self::new(provider, trust, identity).for_peer(peer);
         tls.principal = crate::wiring::principal_recorder(watches);
@@ -338,4 +344,66 @@ async fn configmap_trust(
         shared.follow(verifier.follower());
         Ok(verifier)
     })
+}
+
+/// The identity in the files of `--[P-]client-certificate-dir`: the process's one
+/// follower of the directory ([`MountedFiles::process`](crate::files::MountedFiles::process)),
+/// a resolver recording into `watches`' metrics and followed on every change.
+fn files_identity(
+    watches: &SecretWatches,
+    dir: std::path::PathBuf,
+    layout: crate::files::FileLayout,
+) -> Result<IdentityResolver, IdentityError> {
+    let files = crate::files::MountedFiles::process(dir, layout).map_err(|e| {
+        IdentityError::Unusable(crate::identity::IdentityReloadError::Unavailable(Box::new(
+            e,
+        )))
+    })?;
+    let source = crate::identity::FileIdentitySource::new(files.clone());
+    let recorder = crate::wiring::identity_recorder(watches, source.origin(), None, None);
+    let resolver = IdentityResolver::from_files_with(
+        &files,
+        &crate::identity::IdentitySettings::default(),
+        recorder,
+    )?;
+    crate::wiring::track_identity(watches, &resolver, None);
+    Ok(resolver)
+}
+
+/// The roots in the file of `--S-ca-file`: its directory followed (the process's one
+/// follower of it), the file the bundle; a verifier recording into `watches`' metrics
+/// and followed on every change.
+fn files_trust(
+    watches: &SecretWatches,
+    path: &std::path::Path,
+) -> Result<TrustVerifier, TrustError> {
+    let unusable = |e: crate::files::FileError| {
+        TrustError::Unusable(crate::trust::TrustReloadError::Unavailable(Box::new(e)))
+    };
+    let (dir, file) = match (path.parent(), path.file_name()) {
+        (Some(dir), Some(file)) => (dir, file.to_string_lossy().into_owned()),
+        _ => {
+            return Err(unusable(crate::files::FileError::NotFound {
+                path: path.to_path_buf(),
+            }));
+        }
+    };
+    let dir = if dir.as_os_str().is_empty() {
+        std::path::Path::new(".")
+    } else {
+        dir
+    };
+    let files = crate::files::MountedFiles::process(dir, crate::files::FileLayout::ca_bundle(file))
+        .map_err(unusable)?;
+    let origin = crate::trust::FileTrustSource::new(files.clone())
+        .origin()
+        .clone();
+    let verifier = TrustVerifier::from_files_with(
+        &files,
+        ServerAuthorization::HostName,
+        &TrustSettings::default(),
+        crate::wiring::trust_recorder(watches, &origin, None),
+    )?;
+    crate::wiring::track_trust(watches, &verifier, None);
+    Ok(verifier)
 }

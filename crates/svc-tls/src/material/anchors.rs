@@ -341,6 +341,14 @@ impl fmt::Debug for ConfigMapTrustCache {
 
 /// The earliest `notAfter` of the parseable certificates in these PEM values (for
 /// the state only: an unparseable certificate is simply not counted).
+/// The roots in a PEM bundle read from a file: every usable `CERTIFICATE` section
+/// (none usable, an empty or oversized value, or no PEM, is the problem returned).
+pub(crate) fn anchors_from_pem(value: &[u8]) -> Result<TrustAnchors, ConfigMapTrustProblem> {
+    let TrustRoots { roots, ignored } = parse_bundle(value)?;
+    let not_after = earliest_not_after(&[Some(value)]);
+    Ok(TrustAnchors::new(roots, ignored, not_after))
+}
+
 fn earliest_not_after(values: &[Option<&[u8]>]) -> Option<SystemTime> {
     use rustls_pki_types::CertificateDer;
     use rustls_pki_types::pem::PemObject;

@@ -127,7 +127,7 @@ impl MaterialError {
     pub fn secret(&self) -> Option<&SecretRef> {
         match &self.origin {
             MaterialOrigin::Secret(secret) => Some(secret),
-            MaterialOrigin::Svid { .. } => None,
+            MaterialOrigin::Svid { .. } | MaterialOrigin::Files { .. } => None,
         }
     }
 

@@ -159,6 +159,23 @@ pub fn load_identity_from_pem_at(
     load_core(&name, cert_pem, key_pem, provider, Some(now))
 }
 
+/// The identity in the PEM of a certificate file and a key file (one file for both
+/// in a pod-certificate credential bundle) read from `dir`: the same checks as a
+/// Secret's, the key matched to the leaf. `now: None` skips the validity check (at
+/// start-up only). The caller caps the sizes as it reads.
+pub(crate) fn load_identity_from_files(
+    dir: &str,
+    cert_pem: &[u8],
+    key_pem: &[u8],
+    provider: &CryptoProvider,
+    now: Option<SystemTime>,
+) -> Result<Identity, MaterialError> {
+    let name = || MaterialOrigin::Files {
+        dir: dir.to_owned(),
+    };
+    load_core(&name, cert_pem, key_pem, provider, now)
+}
+
 /// Loads `cert_pem` and `key_pem`; `now: None` skips the validity check (used only
 /// at start-up, where an expired or not-yet-valid leaf is served and reported
 /// rather than stopping the service).

@@ -326,8 +326,8 @@ impl RegistryObserver<WeakSecretWatches> for Metrics {
     }
 }
 
-/// The labels of one source: `source` (`secret` or `spiffe`) and `name` (the Secret's
-/// `namespace/name`, or the SPIFFE ID).
+/// The labels of one source: `source` (`secret`, `spiffe`, `configmap` or `file`) and
+/// `name` (the Secret's `namespace/name`, the SPIFFE ID, or the directory or file).
 #[derive(Clone, Debug, Hash, PartialEq, Eq, PartialOrd, Ord)]
 pub struct SourceLabels {
     /// `secret` or `spiffe`.
@@ -353,6 +353,11 @@ impl SourceLabels {
                 name: spiffe_id.unwrap_or(endpoint).to_owned(),
                 cluster: String::new(),
             },
+            IdentityOrigin::Files { dir, .. } => Self {
+                source: "file",
+                name: dir.clone(),
+                cluster: String::new(),
+            },
         }
     }
 
@@ -372,6 +377,11 @@ impl SourceLabels {
             TrustOrigin::ConfigMap { configmap, key } => Self {
                 source: "configmap",
                 name: format!("{configmap}:{key}"),
+                cluster: String::new(),
+            },
+            TrustOrigin::File { path } => Self {
+                source: "file",
+                name: path.clone(),
                 cluster: String::new(),
             },
         }

@@ -47,6 +47,16 @@ pub enum OptionsError {
         /// The CA ConfigMap flag that is set (without the leading `--`).
         configmap_flag: String,
     },
+    /// `--S-ca-file` is set with a CA Secret or ConfigMap flag.
+    #[error(
+        "--{file_flag} and --{other_flag} are both set: the peer's CA comes from one source, set one or the other"
+    )]
+    CaFileConflict {
+        /// The CA file flag (without the leading `--`).
+        file_flag: String,
+        /// The CA Secret or ConfigMap flag that is set too.
+        other_flag: String,
+    },
     /// `--spiffe-server-id` is not set in SPIFFE mode.
     #[error(
         "--{flag} is required with --{source_flag}=spiffe: give the SPIFFE ID the server must present (spiffe://<trust-domain>/<path>)"

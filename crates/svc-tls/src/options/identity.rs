@@ -9,6 +9,8 @@ use super::{
     warn_deprecated_once, warn_ignored_once,
 };
 use crate::duration::{GoDuration, parse_go_duration};
+use crate::files::FileLayout;
+use std::path::PathBuf;
 
 /// The deprecated interval's flag, registered for the unprefixed identity only.
 const RELOAD_INTERVAL_FLAG: &str = "client-certificate-reload-interval";
@@ -33,6 +35,8 @@ pub struct ClientIdentityOptions {
     name: Option<String>,
     reload_interval: Option<GoDuration>,
     spiffe_server_id: Option<spiffe::SpiffeId>,
+    dir: Option<PathBuf>,
+    layout: FileLayout,
 }
 
 /// Where the client identity comes from (`--[P-]client-certificate-source`).
@@ -45,6 +49,10 @@ pub enum ClientCertificateSource {
     /// The SPIFFE Workload API at `SPIFFE_ENDPOINT_SOCKET`; the server must present
     /// `--[P-]spiffe-server-id` (see [`crate::spiffe`]).
     Spiffe,
+    /// Key and certificate files in a mounted directory
+    /// (`--[P-]client-certificate-dir`, `--[P-]client-certificate-layout`; see
+    /// [`crate::files`]).
+    File,
 }
 
 /// What the identity flags describe, as one value: started once per process (the
@@ -61,14 +69,22 @@ pub enum IdentityConfig {
         /// `--[P-]spiffe-server-id`.
         server_id: spiffe::SpiffeId,
     },
+    /// The key and certificate files in `dir`, named by `layout`.
+    Files {
+        /// `--[P-]client-certificate-dir`.
+        dir: PathBuf,
+        /// `--[P-]client-certificate-layout` (default `kubernetes-tls`).
+        layout: FileLayout,
+    },
 }
 
 impl ClientCertificateSource {
-    /// The flag value (`secret`, `spiffe`).
+    /// The flag value (`secret`, `spiffe`, `file`).
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Secret => "secret",
             Self::Spiffe => "spiffe",
+            Self::File => "file",
         }
     }
 }
@@ -84,7 +100,32 @@ impl ClientIdentityOptions {
             name: None,
             reload_interval: None,
             spiffe_server_id: None,
+            dir: None,
+            layout: FileLayout::KubernetesTls,
         }
+    }
+
+    /// Takes the identity from the files in `dir`, named by `layout` (clears any
+    /// Secret reference and SPIFFE server ID).
+    #[must_use]
+    pub fn with_files(mut self, dir: impl Into<PathBuf>, layout: FileLayout) -> Self {
+        self.source = ClientCertificateSource::File;
+        self.namespace = None;
+        self.name = None;
+        self.spiffe_server_id = None;
+        self.dir = Some(dir.into());
+        self.layout = layout;
+        self
+    }
+
+    /// `--[P-]client-certificate-dir`.
+    pub fn dir_flag(prefix: Option<&str>) -> String {
+        format!("{}client-certificate-dir", dash_prefix(prefix))
+    }
+
+    /// `--[P-]client-certificate-layout`.
+    pub fn layout_flag(prefix: Option<&str>) -> String {
+        format!("{}client-certificate-layout", dash_prefix(prefix))
     }
 
     /// Takes the identity from the SPIFFE Workload API, authorizing servers that
@@ -165,8 +206,16 @@ impl ClientIdentityOptions {
         let name = Self::name_flag(prefix);
         let source = Self::source_flag(prefix);
         let server_id = Self::spiffe_server_id_flag(prefix);
+        let dir = Self::dir_flag(prefix);
+        let layout = Self::layout_flag(prefix);
         let cmd = cmd.arg(value_arg(&source, "SOURCE", &heading).help(format!(
-            "Where the client certificate {whom} comes from: secret (a kubernetes.io/tls Secret, the default) or spiffe (the SPIFFE Workload API at SPIFFE_ENDPOINT_SOCKET)"
+            "Where the client certificate {whom} comes from: secret (a kubernetes.io/tls Secret, the default), spiffe (the SPIFFE Workload API at SPIFFE_ENDPOINT_SOCKET) or file (the files in --{dir})"
+        )))
+        .arg(value_arg(&dir, "DIR", &heading).help(format!(
+            "With --{source}=file: the directory holding the key and certificate {whom} (a mounted Secret or projected volume, the csi-driver's, spiffe-helper's); re-read when it changes"
+        )))
+        .arg(value_arg(&layout, "LAYOUT", &heading).help(format!(
+            "With --{source}=file: the files' names: kubernetes-tls (tls.crt, tls.key; the default), csi-driver (the same), spiffe-helper (svid.pem, svid_key.pem) or pod-certificate (credentialbundle.pem, key and chain in one file)"
         )))
         .arg(value_arg(&server_id, "SPIFFE_ID", &heading).help(format!(
             "With --{source}=spiffe: the SPIFFE ID the server must present (spiffe://<trust-domain>/<path>); required in that mode"
@@ -213,19 +262,69 @@ impl ClientIdentityOptions {
         let source = match get::<String>(matches, &source_flag)?.as_deref() {
             None | Some("") | Some("secret") => ClientCertificateSource::Secret,
             Some("spiffe") => ClientCertificateSource::Spiffe,
+            Some("file") => ClientCertificateSource::File,
             Some(other) => {
                 return Err(OptionsError::InvalidValue {
                     flag: source_flag,
                     value: other.to_owned(),
-                    expected: "secret, spiffe",
+                    expected: "secret, spiffe, file",
                 });
             }
         };
+        let dir_flag = Self::dir_flag(prefix);
+        let layout_flag = Self::layout_flag(prefix);
+        let dir = get::<String>(matches, &dir_flag)?
+            .and_then(non_empty)
+            .map(PathBuf::from);
+        let layout = match get::<String>(matches, &layout_flag)?.and_then(non_empty) {
+            None => FileLayout::KubernetesTls,
+            Some(value) => match value.parse::<FileLayout>() {
+                Ok(layout) => layout,
+                Err(_) => {
+                    return Err(OptionsError::InvalidValue {
+                        flag: layout_flag,
+                        value,
+                        expected: "kubernetes-tls, csi-driver, spiffe-helper, pod-certificate",
+                    });
+                }
+            },
+        };
+        if source != ClientCertificateSource::File && dir.is_some() {
+            warn_ignored_once(
+                &dir_flag,
+                "it applies only with --client-certificate-source=file",
+            );
+        }
         let namespace = get::<String>(matches, &Self::namespace_flag(prefix))?.and_then(non_empty);
         let name = get::<String>(matches, &Self::name_flag(prefix))?.and_then(non_empty);
         let server_id_flag = Self::spiffe_server_id_flag(prefix);
         let server_id = get::<String>(matches, &server_id_flag)?.and_then(non_empty);
         let spiffe_server_id = match source {
+            ClientCertificateSource::File => {
+                let secret_flag = if name.is_some() {
+                    Some(Self::name_flag(prefix))
+                } else if namespace.is_some() {
+                    Some(Self::namespace_flag(prefix))
+                } else {
+                    None
+                };
+                if let Some(secret_flag) = secret_flag {
+                    return Err(OptionsError::SourceConflict {
+                        source_flag,
+                        secret_flag,
+                    });
+                }
+                if dir.is_none() {
+                    return Err(OptionsError::MissingFlag { flag: dir_flag });
+                }
+                if server_id.is_some() {
+                    warn_ignored_once(
+                        &server_id_flag,
+                        "it applies only with --client-certificate-source=spiffe",
+                    );
+                }
+                None
+            }
             ClientCertificateSource::Secret => {
                 if server_id.is_some() {
                     warn_ignored_once(
@@ -271,7 +370,18 @@ impl ClientIdentityOptions {
             name,
             reload_interval,
             spiffe_server_id,
+            dir,
+            layout,
         })
+    }
+
+    /// The directory and layout of `--[P-]client-certificate-source=file` (`None` in
+    /// the other modes).
+    pub fn files(&self) -> Option<(&std::path::Path, &FileLayout)> {
+        match self.source {
+            ClientCertificateSource::File => self.dir.as_deref().map(|dir| (dir, &self.layout)),
+            ClientCertificateSource::Secret | ClientCertificateSource::Spiffe => None,
+        }
     }
 
     /// The prefix (`None` for the default identity).
@@ -298,6 +408,15 @@ impl ClientIdentityOptions {
             ClientCertificateSource::Spiffe => Ok(IdentityConfig::Spiffe {
                 server_id: self.required_spiffe_server_id()?,
             }),
+            ClientCertificateSource::File => match &self.dir {
+                Some(dir) => Ok(IdentityConfig::Files {
+                    dir: dir.clone(),
+                    layout: self.layout.clone(),
+                }),
+                None => Err(OptionsError::MissingFlag {
+                    flag: Self::dir_flag(self.prefix.as_deref()),
+                }),
+            },
         }
     }
 

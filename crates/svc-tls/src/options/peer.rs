@@ -31,6 +31,9 @@ pub enum PeerCa {
         /// Its data key (default [`DEFAULT_CA_CONFIGMAP_KEY`]).
         key: String,
     },
+    /// A PEM bundle file (`--S-ca-file`), in a mounted directory followed for changes
+    /// (see [`crate::files`]): no API access.
+    File(std::path::PathBuf),
 }
 
 /// Which HTTP versions a peer client may speak.
@@ -75,6 +78,8 @@ pub struct PeerOptions {
     ca_configmap_name: Option<String>,
     /// `--S-ca-configmap-key` when given non-empty.
     ca_configmap_key: Option<String>,
+    /// `--S-ca-file` when given non-empty.
+    ca_file: Option<std::path::PathBuf>,
     protocol: HttpProtocol,
     pool_idle_timeout: Option<Duration>,
 }
@@ -90,6 +95,7 @@ impl PeerOptions {
             ca_configmap_namespace: None,
             ca_configmap_name: None,
             ca_configmap_key: None,
+            ca_file: None,
             protocol: HttpProtocol::default(),
             pool_idle_timeout: None,
         }
@@ -116,6 +122,21 @@ impl PeerOptions {
         self.ca_secret_namespace = non_empty(namespace.into());
         self.ca_secret_name = non_empty(name.into());
         self
+    }
+
+    /// Sets the CA bundle file (`--S-ca-file`): its directory is followed, the file
+    /// re-read when it changes. Setting it with a CA Secret or ConfigMap is a conflict,
+    /// reported by [`PeerOptions::ca`].
+    #[must_use]
+    pub fn with_ca_file(mut self, path: impl Into<std::path::PathBuf>) -> Self {
+        let path = path.into();
+        self.ca_file = (!path.as_os_str().is_empty()).then_some(path);
+        self
+    }
+
+    /// `--S-ca-file`.
+    pub fn ca_file_flag(service: &str) -> String {
+        format!("{service}-ca-file")
     }
 
     /// Sets the CA ConfigMap reference and its data key (empty strings count as
@@ -202,6 +223,7 @@ impl PeerOptions {
         let cm_ns = Self::ca_configmap_namespace_flag(service);
         let cm_name = Self::ca_configmap_name_flag(service);
         let cm_key = Self::ca_configmap_key_flag(service);
+        let ca_file = Self::ca_file_flag(service);
         let http2 = Self::http2_flag(service);
         let idle = Self::pool_idle_timeout_flag(service);
         cmd.arg(
@@ -223,6 +245,9 @@ impl PeerOptions {
         )))
         .arg(value_arg(&cm_key, "KEY", &heading).help(format!(
             "Data key of the PEM bundle in --{cm_name} (default {DEFAULT_CA_CONFIGMAP_KEY}; trust-manager's target key, e.g. trust-bundle.pem)"
+        )))
+        .arg(value_arg(&ca_file, "PATH", &heading).help(format!(
+            "A PEM file holding the CA bundle of the {service} service (a mounted Secret's ca.crt, a projected clusterTrustBundle); re-read when it changes; not with the CA Secret or ConfigMap flags; needs no API access"
         )))
         .arg(
             Arg::new(http2.clone())
@@ -261,6 +286,9 @@ impl PeerOptions {
                 .and_then(non_empty),
             ca_configmap_key: get::<String>(matches, &Self::ca_configmap_key_flag(service))?
                 .and_then(non_empty),
+            ca_file: get::<String>(matches, &Self::ca_file_flag(service))?
+                .and_then(non_empty)
+                .map(std::path::PathBuf::from),
             protocol: if get::<bool>(matches, &Self::http2_flag(service))?.unwrap_or(false) {
                 HttpProtocol::Http2Preferred
             } else {
@@ -414,6 +442,35 @@ impl PeerOptions {
     /// store; the errors of [`PeerOptions::ca_secret`] and
     /// [`PeerOptions::ca_configmap`].
     pub fn ca(&self) -> Result<PeerCa, OptionsError> {
+        if let Some(path) = &self.ca_file {
+            let other = [
+                (
+                    &self.ca_secret_namespace,
+                    Self::ca_secret_namespace_flag(&self.service),
+                ),
+                (
+                    &self.ca_secret_name,
+                    Self::ca_secret_name_flag(&self.service),
+                ),
+                (
+                    &self.ca_configmap_namespace,
+                    Self::ca_configmap_namespace_flag(&self.service),
+                ),
+                (
+                    &self.ca_configmap_name,
+                    Self::ca_configmap_name_flag(&self.service),
+                ),
+            ]
+            .into_iter()
+            .find_map(|(value, flag)| value.is_some().then_some(flag));
+            if let Some(other_flag) = other {
+                return Err(OptionsError::CaFileConflict {
+                    file_flag: Self::ca_file_flag(&self.service),
+                    other_flag,
+                });
+            }
+            return Ok(PeerCa::File(path.clone()));
+        }
         if let Some(secret) = self.ca_secret()? {
             return Ok(PeerCa::Secret(secret));
         }

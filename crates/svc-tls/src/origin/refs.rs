@@ -68,6 +68,14 @@ pub enum MaterialOrigin {
         /// The SVID's SPIFFE ID.
         spiffe_id: String,
     },
+    /// Files in a mounted directory (the version read: the resolved `..data` target
+    /// when the kubelet's atomic writer wrote it). The data key of the error names the
+    /// role (`tls.crt` for the certificate, `tls.key` for the key) whatever the
+    /// layout's file names; the file source's own error names the files.
+    Files {
+        /// The directory read.
+        dir: String,
+    },
 }
 
 impl From<SecretRef> for MaterialOrigin {
@@ -81,6 +89,7 @@ impl fmt::Display for MaterialOrigin {
         match self {
             Self::Secret(secret) => write!(f, "secret {secret}"),
             Self::Svid { spiffe_id } => write!(f, "X509-SVID {spiffe_id}"),
+            Self::Files { dir } => write!(f, "files in {dir}"),
         }
     }
 }
@@ -96,6 +105,16 @@ pub enum IdentityOrigin {
         /// The Workload API address (`SPIFFE_ENDPOINT_SOCKET`).
         endpoint: String,
     },
+    /// Key and certificate files in a mounted directory (a Secret or projected volume,
+    /// cert-manager's csi-driver, spiffe-helper, a pod certificate), re-read when they
+    /// change.
+    Files {
+        /// The directory.
+        dir: String,
+        /// The layout's name (`kubernetes-tls`, `csi-driver`, `spiffe-helper`,
+        /// `pod-certificate`, `custom`).
+        layout: &'static str,
+    },
 }
 
 impl fmt::Display for IdentityOrigin {
@@ -103,6 +122,7 @@ impl fmt::Display for IdentityOrigin {
         match self {
             Self::Secret(secret) => write!(f, "Secret {secret}"),
             Self::Spiffe { endpoint } => write!(f, "SPIFFE Workload API {endpoint}"),
+            Self::Files { dir, layout } => write!(f, "files in {dir} ({layout} layout)"),
         }
     }
 }
@@ -127,6 +147,11 @@ pub enum TrustOrigin {
         /// The data key holding the PEM bundle (`ca.crt`, `trust-bundle.pem`, ...).
         key: String,
     },
+    /// A PEM bundle in a file of a mounted directory, re-read when it changes.
+    File {
+        /// The file's path (through the directory's `..data` link when there is one).
+        path: String,
+    },
 }
 
 impl fmt::Display for TrustOrigin {
@@ -139,6 +164,7 @@ impl fmt::Display for TrustOrigin {
             Self::ConfigMap { configmap, key } => {
                 write!(f, "CA ConfigMap {configmap} key {key}")
             }
+            Self::File { path } => write!(f, "CA file {path}"),
         }
     }
 }
