@@ -31,7 +31,6 @@
 //! | `NewContext` / `FromContext` | [`scope::with_provisioner`] / [`scope::provisioner`] | Go's generic names carry the provisioner client; "context invalid" is [`scope::ScopeError`] naming the missing value |
 //! | `NewContextWithCluster` / `ClusterFromContext` | [`scope::with_cluster`] / [`scope::cluster`] | as above; task-locals do not cross `tokio::spawn`: use [`scope::spawn`] |
 //! | `NewContextWithNamespace` / `NamespaceFromContext` | [`scope::with_namespace`] / [`scope::namespace`] | as above |
-//! | the remote-cluster provisioner's kubeconfig | [`scope::config_from_untrusted_kubeconfig`] → [`scope::RemoteConfig`] → [`scope::with_remote_cluster`] | vetted by type: only the untrusted parser makes an untrusted `RemoteConfig` ([`scope::RemoteConfig::trusted`] for the operator's own); its destination checked against [`scope::with_destinations`]' [`scope::Destinations`] (loopback, link-local and the management API server refused unless allowed) |
 //! | `HTTPOptions` | [`tls::options::PeerOptions`] | also `--S-http2` and `--S-pool-idle-timeout` (new, optional) |
 //! | `NewHTTPOptions(service)` | [`tls::options::PeerOptions::new`] | none |
 //! | `HTTPOptions.AddFlags` | [`tls::options::PeerOptions::augment`] + [`tls::options::PeerOptions::from_matches`] | clap instead of pflag; same names; values as pflag took them (any host string, empty = unset, last repeat wins) |
@@ -60,6 +59,9 @@
 //! | named, not exported by Go | here | what to use |
 //! |---|---|---|
 //! | `GetClientCertificate` | [`tls::identity::IdentityResolver`] (rustls's client-certificate resolver) | the design notes' name for the per-handshake load: a method of an unexported type that `ApplyTLSClientConfig` installs as `tls.Config.GetClientCertificate`; ours is installed by [`tls::client::client_config`] |
+//!
+//! A remote cluster's kubeconfig, as a provisioner reads it:
+//! [`scope::config_from_untrusted_kubeconfig`] → [`scope::RemoteConfig`] → [`scope::with_remote_cluster`]; vetted by type: only the untrusted parser makes an untrusted `RemoteConfig` ([`scope::RemoteConfig::trusted`] for the operator's own); its destination checked against [`scope::with_destinations`]' [`scope::Destinations`] (loopback, link-local and the management API server refused unless allowed)
 //!
 //! ```
 //! // The facade and the focused crates name the same items.
