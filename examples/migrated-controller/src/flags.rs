@@ -13,6 +13,7 @@ use thiserror::Error;
 
 use crate::{
     Manager,
+    endpoints::bind_address,
     leader::{
         DEFAULT_LEASE_DURATION, DEFAULT_RENEW_DEADLINE, DEFAULT_RETRY_PERIOD, LeaderElection,
         LeaderElectionError,
@@ -77,6 +78,12 @@ pub struct ManagerFlags {
     pub manager: Manager,
     /// The log level (`--zap-log-level`, `--zap-devel`).
     pub log_level: LogLevel,
+    /// Where `/metrics` is served (`--metrics-bind-address`); `None`: nowhere (`0`,
+    /// empty or not given). An address for [`crate::endpoints::serve_metrics`].
+    pub metrics_address: Option<String>,
+    /// Where `/healthz` and `/readyz` are served (`--health-probe-bind-address`);
+    /// `None`: nowhere. An address for [`crate::endpoints::serve_probes`].
+    pub probe_address: Option<String>,
     /// One warning per flag given that means nothing here: log each once at start-up.
     pub ignored: Vec<String>,
 }
@@ -163,11 +170,11 @@ pub fn augment(cmd: Command) -> Command {
     ))
     .arg(text_flag(
         "metrics-bind-address",
-        "Accepted for controller-runtime's charts; not served by this binary (warned unless 0)",
+        "Where /metrics is served (host:port, :port for every address; 0 disables it, the default)",
     ))
     .arg(text_flag(
         "health-probe-bind-address",
-        "Accepted for controller-runtime's charts; not served by this binary (warned unless 0)",
+        "Where /healthz and /readyz are served (host:port, :port for every address; 0 disables them, the default)",
     ))
     .arg(bool_flag(
         "zap-devel",
@@ -303,19 +310,22 @@ pub fn from_matches(matches: &ArgMatches, namespace: &str) -> Result<ManagerFlag
             text("cd-driver").unwrap_or_default()
         ));
     }
-    for flag in ["metrics-bind-address", "health-probe-bind-address"] {
-        if let Some(value) = text(flag).filter(|v| v != "0") {
-            ignored.push(format!(
-                "--{flag}={value}: this binary serves no such endpoint; the flag is ignored"
-            ));
+    let address = |id: &'static str| -> Result<Option<String>, FlagError> {
+        match text(id) {
+            None => Ok(None),
+            Some(value) => bind_address(&value).map_err(|why| invalid(id, &value, &why)),
         }
-    }
+    };
+    let metrics_address = address("metrics-bind-address")?;
+    let probe_address = address("health-probe-bind-address")?;
     Ok(ManagerFlags {
         manager: Manager {
             max_concurrency,
             leader_election,
         },
         log_level,
+        metrics_address,
+        probe_address,
         ignored,
     })
 }
@@ -373,6 +383,8 @@ mod tests {
         assert_eq!(election.renew_deadline, Duration::from_secs(10));
         assert_eq!(election.retry_period, Duration::from_secs(2));
         assert_eq!(flags.log_level, LogLevel::Info);
+        assert_eq!(flags.metrics_address, None);
+        assert_eq!(flags.probe_address, None);
         assert!(flags.ignored.is_empty());
     }
 
@@ -394,7 +406,9 @@ mod tests {
         assert_eq!(flags.manager.max_concurrency, 4);
         assert!(flags.manager.leader_election.is_none());
         assert_eq!(flags.log_level, LogLevel::Debug);
-        assert_eq!(flags.ignored.len(), 6, "{:?}", flags.ignored);
+        assert_eq!(flags.ignored.len(), 5, "{:?}", flags.ignored);
+        assert_eq!(flags.metrics_address.as_deref(), Some("0.0.0.0:8080"));
+        assert_eq!(flags.probe_address, None);
         assert_eq!(
             parse(&["--zap-log-level=2"]).unwrap().log_level,
             LogLevel::Trace
@@ -418,6 +432,11 @@ mod tests {
             (
                 "--leader-elect-retry-period=2",
                 "--leader-elect-retry-period=",
+            ),
+            ("--metrics-bind-address=8080", "--metrics-bind-address="),
+            (
+                "--health-probe-bind-address=:probes",
+                "--health-probe-bind-address=",
             ),
         ] {
             let error = parse(&[arg]).unwrap_err().to_string();

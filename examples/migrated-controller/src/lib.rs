@@ -31,13 +31,14 @@
 //! Around the reconcile, what the Go manager did ([`run_with`], [`Manager`]): leader
 //! election through a `coordination.k8s.io/v1` Lease ([`leader`]), a bound on
 //! concurrent reconciles, and panic recovery; the binary takes the Go manager's flags
-//! ([`flags`]).
+//! ([`flags`]) and serves its metrics and probe endpoints ([`endpoints`]).
 //!
 //! The Go cache started an informer for any type on first use; here every read is
 //! declared up front ([`client_builder`]) and an undeclared one is an error, listed by
 //! [`CachedClient::undeclared_reads`] (docs/decisions.md, "Undeclared reads stay
 //! errors").
 
+pub mod endpoints;
 pub mod flags;
 pub mod leader;
 mod manager;

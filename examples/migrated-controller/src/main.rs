@@ -6,7 +6,11 @@ use std::time::Duration;
 
 use clap::{Arg, ArgMatches, Args as _, Command, FromArgMatches as _};
 use kube_construct::config::KubeOptions;
-use migrated_controller::{Counters, Settings, client_builder, flags, reconcile, run_with};
+use migrated_controller::{
+    Counters, Settings, client_builder,
+    endpoints::{self, ManagerMetrics, Probes},
+    flags, reconcile, run_with,
+};
 use svc_tls::options::{ClientIdentityOptions, PeerOptions};
 
 type Error = Box<dyn std::error::Error + Send + Sync>;
@@ -82,9 +86,35 @@ fn settings(matches: &ArgMatches) -> Result<Settings, Error> {
 async fn main_async(matches: &ArgMatches, manager: flags::ManagerFlags) -> Result<(), Error> {
     let kube = KubeOptions::from_arg_matches(matches)?;
     let settings = settings(matches)?;
+    let counters = std::sync::Arc::new(Counters::default());
+    // Metrics first: every client built from now on records into them.
+    if let Some(address) = &manager.metrics_address {
+        let mut registry = prometheus_client::registry::Registry::default();
+        // svc-tls's and kube-construct's, for the whole process.
+        svc_tls::metrics::register(&mut registry)?;
+        kube_construct::metrics::register(&mut registry)?;
+        let lease = manager
+            .manager
+            .leader_election
+            .as_ref()
+            .map(|election| election.lease_name.clone());
+        registry.register_collector(Box::new(ManagerMetrics::new(
+            std::sync::Arc::clone(&counters),
+            lease,
+        )));
+        let bound = endpoints::serve_metrics(address, registry).await?;
+        tracing::info!("metrics: serving http://{bound}/metrics");
+    }
+    // Probes next: /readyz answers 503 until the caches have synced.
+    let probes = Probes::new();
+    if let Some(address) = &manager.probe_address {
+        let bound = endpoints::serve_probes(address, probes.clone()).await?;
+        tracing::info!("probes: serving http://{bound}/healthz and http://{bound}/readyz");
+    }
     // Built from flags or in-cluster, so the client knows its cluster: the root of
-    // the provisioning scope is identified.
+    // the provisioning scope is identified. Its caches have synced when it returns.
     let client = client_builder(&settings).from_options(&kube).await?;
+    probes.synced(&client);
     // SIGINT or SIGTERM (what Kubernetes sends): running reconciles finish, then the
     // Lease is released.
     let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
@@ -99,7 +129,6 @@ async fn main_async(matches: &ArgMatches, manager: flags::ManagerFlags) -> Resul
     let shutdown = async move {
         let _ = signal.await;
     };
-    let counters = std::sync::Arc::new(Counters::default());
     run_with(
         client,
         settings,

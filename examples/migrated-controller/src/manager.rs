@@ -6,7 +6,7 @@ use std::{
     panic::AssertUnwindSafe,
     sync::{
         Arc,
-        atomic::{AtomicU64, Ordering},
+        atomic::{AtomicBool, AtomicU64, Ordering},
     },
 };
 
@@ -51,19 +51,40 @@ impl Default for Manager {
     }
 }
 
-/// What the manager counts, readable while it runs (the test's view, and the log's).
+/// What the manager counts, readable while it runs (the test's view, the log's, and
+/// `/metrics`': [`crate::endpoints::ManagerMetrics`]).
 #[derive(Debug, Default)]
 pub struct Counters {
     reconciles: AtomicU64,
+    succeeded: AtomicU64,
+    errors: AtomicU64,
     panics: AtomicU64,
     running: AtomicU64,
     most_running: AtomicU64,
+    leading: AtomicBool,
 }
 
 impl Counters {
     /// Reconciles started.
     pub fn reconciles(&self) -> u64 {
         self.reconciles.load(Ordering::Relaxed)
+    }
+
+    /// Reconciles that ended with `Ok`.
+    pub fn succeeded(&self) -> u64 {
+        self.succeeded.load(Ordering::Relaxed)
+    }
+
+    /// Reconciles that ended with an error, panics included (as controller-runtime
+    /// counts them).
+    pub fn errors(&self) -> u64 {
+        self.errors.load(Ordering::Relaxed)
+    }
+
+    /// Whether this replica runs the controller now: it holds the Lease (or elects
+    /// no leader) and its controller has started.
+    pub fn leading(&self) -> bool {
+        self.leading.load(Ordering::Acquire)
     }
 
     /// Reconciles that panicked (recovered, and the object requeued).
@@ -86,6 +107,23 @@ impl Counters {
         let now = self.running.fetch_add(1, Ordering::AcqRel) + 1;
         self.most_running.fetch_max(now, Ordering::AcqRel);
         Running(Arc::clone(self))
+    }
+}
+
+/// This replica leading: [`Counters::leading`] until dropped (the controller ended,
+/// or was cancelled when the Lease was lost).
+struct Leading(Arc<Counters>);
+
+impl Leading {
+    fn start(counters: &Arc<Counters>) -> Self {
+        counters.leading.store(true, Ordering::Release);
+        Leading(Arc::clone(counters))
+    }
+}
+
+impl Drop for Leading {
+    fn drop(&mut self) {
+        self.0.leading.store(false, Ordering::Release);
     }
 }
 
@@ -136,6 +174,7 @@ where
         Some(config) => Some(Elector::new(client.kube_client().clone(), config)?),
         None => None,
     };
+    let leading = Arc::clone(&counters);
     let context = Arc::new(Context {
         client,
         settings,
@@ -146,6 +185,8 @@ where
     let controller = {
         let shutdown = shutdown.clone();
         async move {
+            // Polled only once this replica leads (or elects no leader).
+            let _leading = Leading::start(&leading);
             Controller::for_shared_stream(watch.subscribe(), watch.store())
                 .with_config(config)
                 .graceful_shutdown_on(shutdown)
@@ -205,7 +246,7 @@ where
             Ok(future) => AssertUnwindSafe(future).catch_unwind().await,
             Err(payload) => Err(payload),
         };
-        outcome.unwrap_or_else(|payload| {
+        let result = outcome.unwrap_or_else(|payload| {
             let panics = counters.panics.fetch_add(1, Ordering::Relaxed) + 1;
             let message = panic_message(payload.as_ref());
             tracing::error!(
@@ -218,7 +259,12 @@ where
                 object: name,
                 message,
             })
-        })
+        });
+        match &result {
+            Ok(_) => counters.succeeded.fetch_add(1, Ordering::Relaxed),
+            Err(_) => counters.errors.fetch_add(1, Ordering::Relaxed),
+        };
+        result
     }
 }
 

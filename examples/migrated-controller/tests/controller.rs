@@ -328,7 +328,8 @@ async fn a_missing_kubeconfig_is_reported_in_the_condition() {
 
 /// The binary, with the flags a deployment renders (the Go manager's included: its
 /// options, its OTLP flag, controller-runtime's zap flags, the leader-election and
-/// endpoint flags of kubebuilder-style charts), does the same, as the leader.
+/// endpoint flags of kubebuilder-style charts), does the same, as the leader, and
+/// serves `/metrics`, `/healthz` and `/readyz` where the endpoint flags say.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_binary_takes_the_deployed_flags() {
     let remote = Testbed::start().await;
@@ -362,9 +363,10 @@ async fn the_binary_takes_the_deployed_flags() {
             "--zap-time-encoding=iso8601".to_owned(),
             "--leader-elect".to_owned(),
             "--leader-election-id=migrated-controller".to_owned(),
-            "--metrics-bind-address=:8080".to_owned(),
+            // Free ports: the binary logs the addresses it bound.
+            "--metrics-bind-address=127.0.0.1:0".to_owned(),
             "--health-probe-bind-address".to_owned(),
-            ":8081".to_owned(),
+            "127.0.0.1:0".to_owned(),
         ])
         .env_remove("KUBECONFIG")
         .env("HOME", dir.path())
@@ -373,6 +375,37 @@ async fn the_binary_takes_the_deployed_flags() {
         .spawn()
         .unwrap();
     let _running = Killed(child);
+    let log_text = || std::fs::read_to_string(&log).unwrap_or_default();
+    poll_until("the endpoints' addresses logged", || {
+        let text = log_text();
+        logged_address(&text, "metrics: serving http://").is_some()
+            && logged_address(&text, "probes: serving http://").is_some()
+    })
+    .await;
+    let text = log_text();
+    let metrics = logged_address(&text, "metrics: serving http://").unwrap();
+    let probes = logged_address(&text, "probes: serving http://").unwrap();
+    // Ready once the caches synced; healthy while running.
+    poll_until("/readyz answers 200", || {
+        http_get(&probes, "/readyz").is_some_and(|(status, _)| status == 200)
+    })
+    .await;
+    assert_eq!(http_get(&probes, "/healthz").unwrap().0, 200);
+    assert_eq!(http_get(&probes, "/nothing").unwrap().0, 404);
+    // No object yet: nothing reconciled.
+    let (status, scraped) = http_get(&metrics, "/metrics").unwrap();
+    assert_eq!(status, 200, "{scraped}");
+    assert_eq!(reconciles(&scraped), Some(0), "{scraped}");
+    assert!(
+        sample(
+            &scraped,
+            "leader_election_master_status{name=\"migrated-controller\"}"
+        )
+        .is_some(),
+        "{scraped}"
+    );
+    // svc-tls's and kube-construct's metrics are served with the controller's.
+    assert!(scraped.contains("kube_construct_"), "{scraped}");
     local.upsert(json!({
         "apiVersion": "unikorn.unikorn-cloud.org/v1alpha1", "kind": "ManagedResource",
         "metadata": {"namespace": NS, "name": "widget", "labels": {CLUSTER_LABEL: "remote-a"}},
@@ -408,11 +441,89 @@ async fn the_binary_takes_the_deployed_flags() {
         "--zap-encoder=json",
         "--zap-stacktrace-level=",
         "--zap-time-encoding=",
-        "--metrics-bind-address=",
-        "--health-probe-bind-address=",
     ] {
         assert_eq!(stderr.matches(flag).count(), 1, "{flag}:\n{stderr}");
     }
+    // The endpoint flags are taken, not warned about.
+    for flag in ["--metrics-bind-address", "--health-probe-bind-address"] {
+        assert!(!stderr.contains(flag), "{flag}:\n{stderr}");
+    }
+    // The reconcile counted, and this replica the leader.
+    poll_until("the reconcile and the leadership scraped", || {
+        http_get(&metrics, "/metrics").is_some_and(|(_, scraped)| {
+            reconciles(&scraped).is_some_and(|n| n >= 1)
+                && sample(
+                    &scraped,
+                    "leader_election_master_status{name=\"migrated-controller\"}",
+                ) == Some(1.0)
+        })
+    })
+    .await;
+    let (_, scraped) = http_get(&metrics, "/metrics").unwrap();
+    assert_eq!(
+        sample(
+            &scraped,
+            "controller_runtime_reconcile_panics_total{controller=\"managedresource\"}"
+        ),
+        Some(0.0),
+        "{scraped}"
+    );
+    assert_eq!(http_get(&probes, "/readyz").unwrap().0, 200);
+}
+
+/// The address logged after `prefix` (`http://<address>/...`).
+fn logged_address(log: &str, prefix: &str) -> Option<String> {
+    let (_, rest) = log.split_once(prefix)?;
+    let (address, _) = rest.split_once('/')?;
+    Some(address.to_owned())
+}
+
+/// `GET path` from `address` (HTTP/1.1, the connection closed after): the status and
+/// body, `None` when nothing answers.
+fn http_get(address: &str, path: &str) -> Option<(u16, String)> {
+    use std::io::{Read as _, Write as _};
+    let mut stream = std::net::TcpStream::connect(address).ok()?;
+    stream.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\n\r\n"
+    )
+    .ok()?;
+    let mut response = String::new();
+    stream.read_to_string(&mut response).ok()?;
+    let (head, body) = response.split_once("\r\n\r\n")?;
+    let status = head.split(' ').nth(1)?.parse().ok()?;
+    Some((status, body.to_owned()))
+}
+
+/// The value of the series `series` (name and labels as written) in `scraped`.
+fn sample(scraped: &str, series: &str) -> Option<f64> {
+    scraped.lines().find_map(|line| {
+        line.strip_prefix(series)?
+            .strip_prefix(' ')?
+            .split(' ')
+            .next()?
+            .parse()
+            .ok()
+    })
+}
+
+/// `controller_runtime_reconcile_total` summed over its results.
+fn reconciles(scraped: &str) -> Option<u64> {
+    let results = ["success", "error"].map(|result| {
+        sample(
+            scraped,
+            &format!(
+                "controller_runtime_reconcile_total{{controller=\"managedresource\",result=\"{result}\"}}"
+            ),
+        )
+    });
+    let [Some(success), Some(error)] = results else {
+        return None;
+    };
+    // Counts: small whole numbers.
+    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+    Some((success + error) as u64)
 }
 
 /// Polls `check` every 20 ms, forever (the caller bounds it).

@@ -173,6 +173,7 @@ async fn only_the_leader_reconciles_and_another_takes_over_on_a_real_api_server(
     // A first: it leads, and reconciles (its status write is on the API server).
     let a = replica(server.client(), ns, "replica-a").await;
     poll_until("replica-a reconciles", || a.counters.reconciles() >= 1).await;
+    assert!(a.counters.leading());
     assert_eq!(holder(&leases).await.as_deref(), Some("replica-a"));
     wait_for("the status written by the leader", || {
         let objects = objects.clone();
@@ -204,6 +205,7 @@ async fn only_the_leader_reconciles_and_another_takes_over_on_a_real_api_server(
     })
     .await;
     assert_eq!(b.counters.reconciles(), 0, "the follower reconciled");
+    assert!(!b.counters.leading(), "the follower counts itself leader");
 
     // Kill the leader (no release): B takes the Lease once it expires.
     let killed = Instant::now();
@@ -216,6 +218,7 @@ async fn only_the_leader_reconciles_and_another_takes_over_on_a_real_api_server(
         "failover after the leader was killed: {failover:?} (lease duration {LEASE_DURATION:?}, retry period {RETRY_PERIOD:?})"
     );
     assert_eq!(holder(&leases).await.as_deref(), Some("replica-b"));
+    assert!(b.counters.leading());
     // B saw A's last renewal (sent before the kill) within a retry period of it, and
     // takes the Lease once it has seen it unchanged for the lease duration, at its next
     // try: within the lease duration of A's last renewal, plus two jittered retry
@@ -244,6 +247,10 @@ async fn only_the_leader_reconciles_and_another_takes_over_on_a_real_api_server(
         .expect("the leader stops on shutdown")
         .unwrap()
         .unwrap();
+    assert!(
+        !b.counters.leading(),
+        "a stopped leader counts itself leader"
+    );
     poll_until("replica-c takes over", || c.counters.reconciles() >= 1).await;
     let handover = stopped.elapsed();
     println!("handover after the leader stopped and released the Lease: {handover:?}");
@@ -330,6 +337,12 @@ async fn a_panicking_reconcile_is_recovered_counted_and_requeued() {
     })
     .await;
     assert_eq!(counters.panics(), 1);
+    // A panic is an error too, as controller-runtime counts it.
+    assert!(counters.errors() >= 1);
+    poll_until("the requeued reconcile counted as a success", || {
+        counters.succeeded() >= 2
+    })
+    .await;
     assert!(!task.is_finished());
     task.abort();
 }
