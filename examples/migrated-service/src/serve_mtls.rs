@@ -10,6 +10,9 @@
 //!
 //! The answer is `200 principal actor=... caller=<CN>`, or `401` with the refusal's
 //! reason.
+//!
+//! With `--metrics-bind-address`, callers' failed handshakes on this listener are
+//! counted in `svc_tls_listener_handshake_failures_total{listener="https",reason}`.
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -18,6 +21,7 @@ use bytes::Bytes;
 use clap::{Arg, ArgMatches, Command};
 use http_body_util::Full;
 use hyper::{Request, Response, StatusCode};
+use platform_client_compat::tls::metrics::Metrics;
 use platform_client_compat::tls::principal::{
     AlgorithmPolicy, Principal, ReplayCache, Url, VerifyOptions,
 };
@@ -97,9 +101,13 @@ pub async fn start(
         )
         .build()
         .await?;
-    let tls = ServerTls::builder(identity.clone())
-        .callers(callers)
-        .build()?;
+    let mut tls = ServerTls::builder(identity.clone()).callers(callers);
+    // With --metrics-bind-address, callers' failed handshakes are counted by reason
+    // (svc_tls_listener_handshake_failures_total{listener="https"}).
+    if let Some(metrics) = Metrics::installed_in(SecretWatches::process()) {
+        tls = tls.handshake_recorder(metrics.listener_recorder("https"));
+    }
+    let tls = tls.build()?;
     // Each signed principal is accepted once (a captured token is refused).
     let options = VerifyOptions::new(AlgorithmPolicy::default())
         .with_audiences(audiences)

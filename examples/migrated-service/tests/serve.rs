@@ -70,6 +70,7 @@ async fn the_service_serves_mtls_and_knows_its_caller_from_the_connection() {
     let dir = tempfile::tempdir().unwrap();
     let kubeconfig = write_kubeconfig(dir.path(), &tb);
     let port = free_port();
+    let metrics_port = free_port();
     let audience = format!("https://127.0.0.1:{port}/");
     let _service = Running(
         Command::new(env!("CARGO_BIN_EXE_migrated-service"))
@@ -85,6 +86,7 @@ async fn the_service_serves_mtls_and_knows_its_caller_from_the_connection() {
                 format!("--principal-audience={audience}"),
                 "--serve-for=5m".to_owned(),
                 "--request-interval=1h".to_owned(),
+                format!("--metrics-bind-address=127.0.0.1:{metrics_port}"),
             ])
             .env_remove("KUBECONFIG")
             .env("HOME", dir.path())
@@ -149,4 +151,39 @@ async fn the_service_serves_mtls_and_knows_its_caller_from_the_connection() {
     // No certificate: refused at the handshake.
     let anonymous = caller(&platform, None);
     assert!(anonymous.get(&url).send().await.is_err());
+    // And counted on the listener's series, by reason.
+    let refused =
+        r#"svc_tls_listener_handshake_failures_total{listener="https",reason="no_certificate"}"#;
+    test_support::poll_until("the refused caller counted", || {
+        scrape(metrics_port).is_some_and(|text| sample(&text, refused).is_some_and(|n| n >= 1.0))
+    })
+    .await;
+}
+
+/// `/metrics` of the service on `port`, `None` when nothing answers 200.
+fn scrape(port: u16) -> Option<String> {
+    use std::io::{Read as _, Write as _};
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
+    stream.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+    write!(
+        stream,
+        "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
+    )
+    .ok()?;
+    let mut response = String::new();
+    stream.read_to_string(&mut response).ok()?;
+    let (head, body) = response.split_once("\r\n\r\n")?;
+    head.starts_with("HTTP/1.1 200").then(|| body.to_owned())
+}
+
+/// The value of the series `series` (name and labels as written) in `text`.
+fn sample(text: &str, series: &str) -> Option<f64> {
+    text.lines().find_map(|line| {
+        line.strip_prefix(series)?
+            .strip_prefix(' ')?
+            .split(' ')
+            .next()?
+            .parse()
+            .ok()
+    })
 }
