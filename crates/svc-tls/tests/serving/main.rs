@@ -59,8 +59,13 @@ impl Drop for Served {
 
 /// A server leaf for 127.0.0.1 and localhost with `serial`.
 pub(crate) fn server_leaf(ca: &TestCa, serial: u64) -> Leaf {
+    server_leaf_for(ca, &["127.0.0.1", "localhost"], serial)
+}
+
+/// A server leaf naming `names`, with `serial`.
+pub(crate) fn server_leaf_for(ca: &TestCa, names: &[&str], serial: u64) -> Leaf {
     let mut params =
-        rcgen::CertificateParams::new(vec!["127.0.0.1".to_owned(), "localhost".to_owned()])
+        rcgen::CertificateParams::new(names.iter().map(|n| (*n).to_owned()).collect::<Vec<_>>())
             .unwrap();
     params.serial_number = Some(rcgen::SerialNumber::from(serial));
     params.extended_key_usages = vec![rcgen::ExtendedKeyUsagePurpose::ServerAuth];

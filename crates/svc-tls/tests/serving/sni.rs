@@ -6,29 +6,6 @@ use svc_tls::serving::ServerNameError;
 
 use super::*;
 
-/// A server leaf naming `names`, with `serial`.
-fn leaf_for(ca: &TestCa, names: &[&str], serial: u64) -> Leaf {
-    let mut params =
-        rcgen::CertificateParams::new(names.iter().map(|n| (*n).to_owned()).collect::<Vec<_>>())
-            .unwrap();
-    params.serial_number = Some(rcgen::SerialNumber::from(serial));
-    params.extended_key_usages = vec![rcgen::ExtendedKeyUsagePurpose::ServerAuth];
-    test_support::pki::valid_around_now(
-        &mut params,
-        Duration::from_secs(3600),
-        Duration::from_secs(3600),
-    );
-    let key = rcgen::KeyPair::generate().unwrap();
-    let cert_pem = ca.issue(&key, &params);
-    let der = CertificateDer::from_pem_slice(cert_pem.as_bytes()).unwrap();
-    Leaf {
-        cert_pem,
-        key_pem: key.serialize_pem(),
-        der,
-        serial,
-    }
-}
-
 /// The serial of the leaf presented to a caller asking for `name` (`None`: no SNI,
 /// dialled by IP), or the handshake's error.
 async fn presented(
@@ -51,8 +28,8 @@ async fn presented(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn each_name_is_presented_its_own_identity_and_any_other_the_default() {
     let s = serve(ClientAuth::Required).await;
-    let api = leaf_for(&s.server_ca, &["api.example.test"], 3);
-    let internal = leaf_for(&s.server_ca, &["*.internal.test"], 4);
+    let api = server_leaf_for(&s.server_ca, &["api.example.test"], 3);
+    let internal = server_leaf_for(&s.server_ca, &["*.internal.test"], 4);
     for (name, leaf) in [("api-identity", &api), ("internal-identity", &internal)] {
         s.tb.upsert(tls_secret(NS, name, &leaf.cert_pem, &leaf.key_pem));
     }
@@ -131,7 +108,7 @@ async fn each_name_is_presented_its_own_identity_and_any_other_the_default() {
     assert!(deeper.contains("localhost"), "{deeper}");
 
     // Each name follows its own Secret.
-    let rotated = leaf_for(&s.server_ca, &["api.example.test"], 5);
+    let rotated = server_leaf_for(&s.server_ca, &["api.example.test"], 5);
     s.tb.upsert(tls_secret(
         NS,
         "api-identity",
