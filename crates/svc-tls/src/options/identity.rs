@@ -299,55 +299,46 @@ impl ClientIdentityOptions {
         let name = get::<String>(matches, &Self::name_flag(prefix))?.and_then(non_empty);
         let server_id_flag = Self::spiffe_server_id_flag(prefix);
         let server_id = get::<String>(matches, &server_id_flag)?.and_then(non_empty);
+        // A Secret named beside a source that reads no Secret is a conflict.
+        let no_secret_flags = || {
+            let secret_flag = if name.is_some() {
+                Some(Self::name_flag(prefix))
+            } else if namespace.is_some() {
+                Some(Self::namespace_flag(prefix))
+            } else {
+                None
+            };
+            match secret_flag {
+                Some(secret_flag) => Err(OptionsError::SourceConflict {
+                    source_flag: source_flag.clone(),
+                    secret_flag,
+                }),
+                None => Ok(()),
+            }
+        };
+        let warn_server_id_ignored = || {
+            if server_id.is_some() {
+                warn_ignored_once(
+                    &server_id_flag,
+                    "it applies only with --client-certificate-source=spiffe",
+                );
+            }
+        };
         let spiffe_server_id = match source {
             ClientCertificateSource::File => {
-                let secret_flag = if name.is_some() {
-                    Some(Self::name_flag(prefix))
-                } else if namespace.is_some() {
-                    Some(Self::namespace_flag(prefix))
-                } else {
-                    None
-                };
-                if let Some(secret_flag) = secret_flag {
-                    return Err(OptionsError::SourceConflict {
-                        source_flag,
-                        secret_flag,
-                    });
-                }
+                no_secret_flags()?;
                 if dir.is_none() {
                     return Err(OptionsError::MissingFlag { flag: dir_flag });
                 }
-                if server_id.is_some() {
-                    warn_ignored_once(
-                        &server_id_flag,
-                        "it applies only with --client-certificate-source=spiffe",
-                    );
-                }
+                warn_server_id_ignored();
                 None
             }
             ClientCertificateSource::Secret => {
-                if server_id.is_some() {
-                    warn_ignored_once(
-                        &server_id_flag,
-                        "it applies only with --client-certificate-source=spiffe",
-                    );
-                }
+                warn_server_id_ignored();
                 None
             }
             ClientCertificateSource::Spiffe => {
-                let secret_flag = if name.is_some() {
-                    Some(Self::name_flag(prefix))
-                } else if namespace.is_some() {
-                    Some(Self::namespace_flag(prefix))
-                } else {
-                    None
-                };
-                if let Some(secret_flag) = secret_flag {
-                    return Err(OptionsError::SourceConflict {
-                        source_flag,
-                        secret_flag,
-                    });
-                }
+                no_secret_flags()?;
                 let Some(value) = server_id else {
                     return Err(Self::missing_server_id(prefix));
                 };
