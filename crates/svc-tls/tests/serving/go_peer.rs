@@ -50,16 +50,7 @@ impl GoClient {
             "go build: {}",
             String::from_utf8_lossy(&built.stderr)
         );
-        let write = |name: &str, text: &str| {
-            let path = dir.path().join(name);
-            std::fs::write(&path, text).unwrap();
-            path
-        };
-        let (cert, key, ca) = (
-            write("tls.crt", &leaf.cert_pem),
-            write("tls.key", &leaf.key_pem),
-            write("ca.crt", &server_ca.pem()),
-        );
+        let (cert, key, ca) = caller_files(dir.path(), leaf, server_ca);
         let mut child = Command::new(&binary)
             .arg(url)
             .arg(cert)
@@ -194,16 +185,7 @@ struct CurlLoop {
 impl CurlLoop {
     fn start(url: &str, leaf: &Leaf, server_ca: &TestCa) -> Self {
         let dir = tempfile::tempdir().unwrap();
-        let write = |name: &str, text: &str| {
-            let path = dir.path().join(name);
-            std::fs::write(&path, text).unwrap();
-            path
-        };
-        let (cert, key, ca) = (
-            write("tls.crt", &leaf.cert_pem),
-            write("tls.key", &leaf.key_pem),
-            write("ca.crt", &server_ca.pem()),
-        );
+        let (cert, key, ca) = caller_files(dir.path(), leaf, server_ca);
         let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let outcomes = Arc::new(Mutex::new(Vec::new()));
         let url = url.to_owned();

@@ -181,6 +181,25 @@ pub(crate) async fn serve_with(
     }
 }
 
+/// A caller's files for an outside client (Go, curl): `tls.crt`, `tls.key` and the
+/// server CA as `ca.crt`, written into `dir`.
+pub(crate) fn caller_files(
+    dir: &std::path::Path,
+    leaf: &Leaf,
+    server_ca: &TestCa,
+) -> (std::path::PathBuf, std::path::PathBuf, std::path::PathBuf) {
+    let write = |name: &str, text: &str| {
+        let path = dir.join(name);
+        std::fs::write(&path, text).unwrap();
+        path
+    };
+    (
+        write("tls.crt", &leaf.cert_pem),
+        write("tls.key", &leaf.key_pem),
+        write("ca.crt", &server_ca.pem()),
+    )
+}
+
 /// A raw TLS client trusting `server_ca`, presenting `leaf` when given.
 pub(crate) fn client_config(server_ca: &TestCa, leaf: Option<&Leaf>) -> Arc<rustls::ClientConfig> {
     let provider = Arc::new(svc_tls::material::crypto_provider());
@@ -426,16 +445,7 @@ async fn curl_with_a_client_certificate_is_served_as_its_caller() {
     let s = serve(ClientAuth::Required).await;
     let leaf = s.client_ca.client_leaf("curl-caller", 0x2a);
     let dir = tempfile::tempdir().unwrap();
-    let write = |name: &str, text: &str| {
-        let path = dir.path().join(name);
-        std::fs::write(&path, text).unwrap();
-        path
-    };
-    let (cert, key, ca) = (
-        write("tls.crt", &leaf.cert_pem),
-        write("tls.key", &leaf.key_pem),
-        write("ca.crt", &s.server_ca.pem()),
-    );
+    let (cert, key, ca) = caller_files(dir.path(), &leaf, &s.server_ca);
     let url = format!("https://127.0.0.1:{}/whoami", s.port);
     let curl = move |with_cert: bool| {
         let mut command = std::process::Command::new("curl");
