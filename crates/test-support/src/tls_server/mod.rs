@@ -225,6 +225,7 @@ impl Builder {
             seen: Mutex::new(Vec::new()),
             rejected: Mutex::new(Vec::new()),
             handshakes: AtomicU64::new(0),
+            requests: AtomicU64::new(0),
             rejections: AtomicU64::new(0),
             keep_seen: self.keep_seen,
             keep_alive: self.keep_alive,
@@ -247,6 +248,7 @@ struct Shared {
     seen: Mutex<Vec<Seen>>,
     rejected: Mutex<Vec<String>>,
     handshakes: AtomicU64,
+    requests: AtomicU64,
     rejections: AtomicU64,
     keep_seen: bool,
     keep_alive: bool,
@@ -303,7 +305,9 @@ async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
                 .map_or("none".to_owned(), |p| String::from_utf8_lossy(p).into());
             let handler = shared.handler.clone();
             let close = !shared.keep_alive;
+            let requests = shared.clone();
             let service = hyper::service::service_fn(move |req: Request<_>| {
+                requests.requests.fetch_add(1, Ordering::SeqCst);
                 let (parts, _) = req.into_parts();
                 let (reply, extra) = handler(&seen, &parts);
                 let mut response = Response::new(Full::new(Bytes::from(reply.body)));
@@ -455,6 +459,11 @@ impl VerifyingServer {
     /// Completed handshakes so far.
     pub fn handshakes(&self) -> u64 {
         self.shared.handshakes.load(Ordering::SeqCst)
+    }
+
+    /// Requests served so far, on any connection.
+    pub fn requests(&self) -> u64 {
+        self.shared.requests.load(Ordering::SeqCst)
     }
 
     /// Rejected handshakes so far (a refused client certificate among them).
