@@ -36,7 +36,7 @@ pub(super) fn find_go() -> Result<PathBuf, String> {
     }
     Err(format!(
         "no Go 1.{MIN_MINOR} or newer (tried {candidates:?}): the real peers \
-         (kube-apiserver, etcd, spire-server, spire-agent, caddy) are built from source with it; set GO to one"
+         (kube-apiserver, etcd, spire-server, spire-agent, caddy, otelcol) are built from source with it; set GO to one"
     ))
 }
 

@@ -65,6 +65,17 @@ pub(crate) const COMPONENTS: &[Component] = &[
         ldflags: |_| String::new(),
         cgo: false,
     },
+    Component {
+        // The OpenTelemetry Collector (OTLP receiver, debug and file exporters) the
+        // trace tests export to; its main.go is what the collector builder generates.
+        name: "otelcol",
+        module: "otelcol",
+        package: ".",
+        versioned_by: "go.opentelemetry.io/collector/otelcol",
+        // The version is in main.go's BuildInfo (`otelcol --version`).
+        ldflags: |_| String::new(),
+        cgo: false,
+    },
 ];
 
 fn kube_version_ldflags(version: &str) -> String {

@@ -2,6 +2,7 @@
 //! against, `kube-apiserver` and `etcd`, and the SPIRE tier's `spire-server` and
 //! `spire-agent` (both from one module, built with cgo for SPIRE's SQLite datastore),
 //! and Caddy with its standard modules (a gateway in front of svc-tls's serving half),
+//! and the OpenTelemetry Collector (OTLP in, spans written to a file: the trace tests),
 //! from the Go modules under `xtask/real-peers/`
 //! with Go 1.26 and the Go module proxy. Each is built once per machine and kept
 //! outside the repository, by component and version, under
