@@ -1,0 +1,187 @@
+//! Our client's handshakes in a loop on one thread against a rustls server on another
+//! (the bench's `client/rustls-server/<key>` row without Go), for a profiler
+//! (`perf record -g`): where the client's CPU per handshake goes.
+//!
+//! `cargo run --release -p platform-benches --example client_profile -- <p256|rsa2048> [seconds] [resolver|static]`
+//! with `BENCH_MATERIAL_DIR` pointing at the material `cargo xtask bench` wrote (made
+//! anew in a temporary directory otherwise). The client runs on the thread named
+//! `client` (`perf report --comm client`).
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+
+#[path = "../common/mod.rs"]
+mod common;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rustls::crypto::CryptoProvider;
+use rustls::server::WebPkiClientVerifier;
+use rustls::{ClientConfig, RootCertStore, ServerConfig};
+use rustls_pki_types::pem::PemObject;
+use rustls_pki_types::{CertificateDer, PrivateKeyDer, ServerName};
+use svc_tls::client::{TrustMode, client_config};
+use svc_tls::identity::IdentityResolver;
+use svc_tls::options::SecretRef;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+fn provider() -> Arc<CryptoProvider> {
+    Arc::new(svc_tls::material::crypto_provider())
+}
+
+fn x25519_provider() -> Arc<CryptoProvider> {
+    let mut provider = CryptoProvider {
+        kx_groups: vec![rustls::crypto::aws_lc_rs::kx_group::X25519],
+        ..svc_tls::material::crypto_provider()
+    };
+    if std::env::var_os("PROFILE_AES128").is_some() {
+        provider.cipher_suites.sort_by_key(|s| s.suite() != rustls::CipherSuite::TLS13_AES_128_GCM_SHA256);
+    }
+    Arc::new(provider)
+}
+
+fn certs(pem: &str) -> Vec<CertificateDer<'static>> {
+    CertificateDer::pem_slice_iter(pem.as_bytes())
+        .collect::<Result<_, _>>()
+        .unwrap()
+}
+
+fn roots(pem: &str) -> RootCertStore {
+    let mut roots = RootCertStore::empty();
+    for cert in certs(pem) {
+        roots.add(cert).unwrap();
+    }
+    roots
+}
+
+async fn serve(config: Arc<ServerConfig>) -> SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let acceptor = tokio_rustls::TlsAcceptor::from(config);
+    tokio::spawn(async move {
+        loop {
+            let Ok((tcp, _)) = listener.accept().await else {
+                continue;
+            };
+            let acceptor = acceptor.clone();
+            let _ = tcp.set_nodelay(true);
+            tokio::spawn(async move {
+                if let Ok(mut tls) = acceptor.accept(tcp).await {
+                    let _ = tls.write_all(b"k").await;
+                    let _ = tls.shutdown().await;
+                }
+            });
+        }
+    });
+    addr
+}
+
+async fn handshake(config: Arc<ClientConfig>, addr: SocketAddr) {
+    let tcp = TcpStream::connect(addr).await.unwrap();
+    tcp.set_nodelay(true).unwrap();
+    let name = ServerName::try_from("127.0.0.1").unwrap();
+    let mut tls = tokio_rustls::TlsConnector::from(config)
+        .connect(name, tcp)
+        .await
+        .unwrap();
+    let mut byte = [0u8; 1];
+    tls.read_exact(&mut byte).await.unwrap();
+}
+
+fn main() {
+    let mut args = std::env::args().skip(1);
+    let key = args.next().unwrap_or_else(|| "p256".to_owned());
+    let seconds: u64 = args.next().map_or(10, |s| s.parse().unwrap());
+    let mode = args.next().unwrap_or_else(|| "resolver".to_owned());
+    let material = common::material();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .thread_name("server")
+        .enable_all()
+        .build()
+        .unwrap();
+    let _guard = rt.enter();
+    let server_config = {
+        let verifier = WebPkiClientVerifier::builder_with_provider(
+            Arc::new(roots(&material.client_ca_pem)),
+            provider(),
+        )
+        .build()
+        .unwrap();
+        ServerConfig::builder_with_provider(provider())
+            .with_protocol_versions(&[&rustls::version::TLS13])
+            .unwrap()
+            .with_client_cert_verifier(verifier)
+            .with_single_cert(
+                certs(&material.server_cert_pem),
+                PrivateKeyDer::from_pem_slice(material.server_key_pem.as_bytes()).unwrap(),
+            )
+            .unwrap()
+    };
+    let addr = rt.block_on(serve(Arc::new(server_config)));
+    let testbed = rt.block_on(kube_testbed::Testbed::start());
+    let case = material.case(&format!("{key}-pkcs8"));
+    let mut secret = serde_json::to_value(common::secret(
+        "bench",
+        "profile",
+        &case.cert_pem,
+        &case.key_pem,
+    ))
+    .unwrap();
+    secret["apiVersion"] = "v1".into();
+    secret["kind"] = "Secret".into();
+    testbed.upsert(secret);
+    let resolver = rt
+        .block_on(IdentityResolver::builder(testbed.client(), SecretRef::new("bench", "profile")).build())
+        .unwrap();
+    let config = if mode == "static" {
+        let mut config = ClientConfig::builder_with_provider(x25519_provider())
+            .with_protocol_versions(&[&rustls::version::TLS13])
+            .unwrap()
+            .with_root_certificates(roots(&material.server_ca_pem))
+            .with_client_auth_cert(
+                certs(&case.cert_pem),
+                PrivateKeyDer::from_pem_slice(case.key_pem.as_bytes()).unwrap(),
+            )
+            .unwrap();
+        config.resumption = rustls::client::Resumption::disabled();
+        Arc::new(config)
+    } else {
+        Arc::new(
+            client_config(
+                x25519_provider(),
+                TrustMode::Roots(roots(&material.server_ca_pem)),
+                Some(&resolver),
+            )
+            .unwrap(),
+        )
+    };
+    let client = std::thread::Builder::new()
+        .name("client".to_owned())
+        .spawn(move || {
+            let client_rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            let until = Instant::now() + Duration::from_secs(seconds);
+            let (start, cpu) = (Instant::now(), common::go::thread_cpu_ns());
+            let mut n = 0u64;
+            client_rt.block_on(async {
+                while Instant::now() < until {
+                    for _ in 0..50 {
+                        handshake(config.clone(), addr).await;
+                    }
+                    n += 50;
+                }
+            });
+            let cpu = (common::go::thread_cpu_ns() - cpu) / n as f64 / 1e3;
+            eprintln!(
+                "{key} {mode}: {n} handshakes, {:.1} us wall, {cpu:.1} us client CPU each",
+                start.elapsed().as_secs_f64() * 1e6 / n as f64
+            );
+        })
+        .unwrap();
+    client.join().unwrap();
+    drop(testbed);
+}
