@@ -460,6 +460,52 @@ pub mod metrics {
     pub use trust::RELOAD_RESULTS;
 }
 
+#[cfg(feature = "generated-clients")]
+pub mod generated {
+    //! Generated API clients over [`PeerClient`](crate::client::PeerClient) (feature
+    //! `generated-clients`): a progenitor client generated with this module's
+    //! [`PeerApi`] as its inner type is made to run over the pooled peer client by one
+    //! line, [`generated_client!`](crate::generated_client):
+    //!
+    //! - every request runs on the peer client's *current* generation
+    //!   ([`PeerClient::current`](crate::client::PeerClient::current)), so its
+    //!   connections are retired when the identity or the CA trust changes;
+    //! - when the peer has a client identity, a principal signed for the request's URL
+    //!   is attached as `X-Principal` before it is sent;
+    //! - each request has the peer's request timeout and each response body its cap
+    //!   ([`PeerClient::execute`](crate::client::PeerClient::execute)), applied under
+    //!   the generated code, which reads bodies whole;
+    //! - progenitor's errors become an [`ApiError`] that names the peer and quotes at
+    //!   most a short escaped excerpt, never headers.
+    //!
+    //! In the crate that holds the generated code (progenitor's builder interface,
+    //! `with_inner_type(quote!(crate::PeerApi))`):
+    //!
+    //! ```ignore
+    //! pub use svc_tls::generated::PeerApi;
+    //! mod generated; // progenitor's output
+    //! pub use generated::Client;
+    //! svc_tls::generated_client!(Client);
+    //! ```
+    //!
+    //! and a service calls `Client::connect(&tls, || Principal { .. })?` once at
+    //! start-up (`crates/region-api` is the example). What is lost against
+    //! [`PeerClient::send`](crate::client::PeerClient::send): a request refused because
+    //! the CA trust changed is reported as progenitor's `Error::CommunicationError`
+    //! carrying the reqwest error, not as `PeerRequestError::TrustChanged`.
+
+    mod hooks;
+
+    pub use hooks::{ApiError, BODY_EXCERPT_CHARS, ConnectError, Parts, PeerApi};
+
+    /// What [`generated_client!`](crate::generated_client) expands to names; not API.
+    #[doc(hidden)]
+    pub mod __private {
+        pub use progenitor_client::{ClientHooks, ClientInfo, Error, OperationInfo};
+        pub use reqwest;
+    }
+}
+
 /// A kube client error as this crate's errors return it as their `source()`: an
 /// escaped excerpt with the status code kept for matching.
 pub use watch_ready::KubeError;
