@@ -1,25 +1,37 @@
 //! `cargo xtask codegen [--check]`: regenerates the generated sources from their inputs.
 //!
-//! Today there is one: `crates/kube-construct/src/registry/builtins.rs`, the table of
-//! Kubernetes built-in kinds, read from the sources of the k8s-openapi version in
-//! `Cargo.lock`. Every type under `api/`, `apiextensions_apiserver/` and
-//! `kube_aggregator/` with an `impl crate::Resource` and `ObjectMeta` metadata is
-//! listed; a type that exists only in some of the Kubernetes versions k8s-openapi
-//! supports is wrapped in k8s-openapi's `k8s_if_ge_1_N!` / `k8s_if_le_1_N!` /
-//! `k8s_if_1_N!` macros, so the crate builds whatever version the final binary selects.
+//! - `crates/kube-construct/src/registry/builtins.rs`, the table of Kubernetes
+//!   built-in kinds, read from the sources of the k8s-openapi version in `Cargo.lock`.
+//!   Every type under `api/`, `apiextensions_apiserver/` and `kube_aggregator/` with an
+//!   `impl crate::Resource` and `ObjectMeta` metadata is listed; a type that exists
+//!   only in some of the Kubernetes versions k8s-openapi supports is wrapped in
+//!   k8s-openapi's `k8s_if_ge_1_N!` / `k8s_if_le_1_N!` / `k8s_if_1_N!` macros, so the
+//!   crate builds whatever version the final binary selects.
+//! - `crates/region-api/src/generated.rs`, progenitor's client of
+//!   `crates/region-api/openapi/region.yaml`, written by region-api's generator
+//!   (`crates/region-api/generator`, a workspace of its own with its own lock file),
+//!   built here in the dev profile without debug info under
+//!   `target/region-api-generator` (about a minute of CPU cold, nothing after).
 //!
-//! `--check` writes nothing and fails when the committed file differs from what would
-//! be generated (`cargo xtask ci` runs it).
+//! `--check` writes nothing and fails when a committed file differs from what would
+//! be generated (`cargo xtask ci` runs it): a hand edit of a generated file, or an
+//! input changed without regenerating, fails CI.
 
 use std::{
     collections::{BTreeMap, BTreeSet},
     path::{Path, PathBuf},
 };
 
-use crate::process::{cargo, workspace_root};
+use crate::process::{cargo, run_checked, workspace_root};
 
 /// The generated file, relative to the workspace root.
 const BUILTINS: &str = "crates/kube-construct/src/registry/builtins.rs";
+
+/// region-api's generated client, its document and its generator's manifest, relative
+/// to the workspace root (the document's path is written into the file's header).
+const REGION_API: &str = "crates/region-api/src/generated.rs";
+const REGION_API_DOCUMENT: &str = "crates/region-api/openapi/region.yaml";
+const REGION_API_GENERATOR: &str = "crates/region-api/generator/Cargo.toml";
 
 /// Entry point of the `codegen` task.
 pub(crate) fn run(args: &[String]) -> Result<(), String> {
@@ -28,22 +40,92 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
         [flag] if flag == "--check" => true,
         _ => return Err("usage: cargo xtask codegen [--check]".into()),
     };
-    let generated = rustfmt(&builtins(&k8s_openapi_src()?)?)?;
-    let path = workspace_root().join(BUILTINS);
-    let committed = std::fs::read_to_string(&path).unwrap_or_default();
+    let outputs = [
+        (BUILTINS, rustfmt(&builtins(&k8s_openapi_src()?)?)?),
+        (REGION_API, region_api()?),
+    ];
+    let mut stale = Vec::new();
+    for (file, generated) in outputs {
+        let path = workspace_root().join(file);
+        let committed = std::fs::read_to_string(&path).unwrap_or_default();
+        match settle(file, &committed, &generated, check) {
+            Settled::UpToDate => eprintln!("xtask: {file} is up to date"),
+            Settled::Stale(why) => stale.push(why),
+            Settled::Write => {
+                std::fs::write(&path, generated)
+                    .map_err(|error| format!("cannot write {}: {error}", path.display()))?;
+                eprintln!("xtask: regenerated {file}");
+            }
+        }
+    }
+    if stale.is_empty() {
+        Ok(())
+    } else {
+        Err(stale.join("\n"))
+    }
+}
+
+/// What to do with one generated file.
+#[derive(Debug, PartialEq)]
+enum Settled {
+    UpToDate,
+    /// `--check`, and the committed file differs: why, with the first line that does.
+    Stale(String),
+    /// Not `--check`, and the committed file differs: write the generated one.
+    Write,
+}
+
+fn settle(file: &str, committed: &str, generated: &str, check: bool) -> Settled {
     if committed == generated {
-        eprintln!("xtask: {BUILTINS} is up to date");
-        return Ok(());
+        return Settled::UpToDate;
     }
-    if check {
-        return Err(format!(
-            "{BUILTINS} is stale: run `cargo xtask codegen` and commit the result"
-        ));
+    if !check {
+        return Settled::Write;
     }
-    std::fs::write(&path, generated)
-        .map_err(|error| format!("cannot write {}: {error}", path.display()))?;
-    eprintln!("xtask: regenerated {BUILTINS}");
-    Ok(())
+    let first = committed
+        .lines()
+        .zip(generated.lines())
+        .position(|(a, b)| a != b)
+        .unwrap_or_else(|| committed.lines().count().min(generated.lines().count()));
+    Settled::Stale(format!(
+        "{file} is stale (differs from what its generator writes from line {}): run \
+         `cargo xtask codegen` and commit the result; generated files are not edited by hand",
+        first + 1
+    ))
+}
+
+/// region-api's client as its generator writes it from the committed document.
+fn region_api() -> Result<String, String> {
+    let root = workspace_root();
+    let target = root.join("target/region-api-generator");
+    run_checked(
+        cargo()
+            .args([
+                "build",
+                "--quiet",
+                "--locked",
+                "--manifest-path",
+                REGION_API_GENERATOR,
+            ])
+            .env("CARGO_TARGET_DIR", &target)
+            .env("CARGO_PROFILE_DEV_DEBUG", "0"),
+    )?;
+    let output = std::env::temp_dir().join(format!(
+        "platform-client-region-api-{}.rs",
+        std::process::id()
+    ));
+    let result = run_checked(
+        std::process::Command::new(target.join("debug/region-api-generator"))
+            .current_dir(&root)
+            .arg(REGION_API_DOCUMENT)
+            .arg(&output),
+    )
+    .and_then(|()| {
+        std::fs::read_to_string(&output)
+            .map_err(|error| format!("the generator's output {}: {error}", output.display()))
+    });
+    let _ = std::fs::remove_file(&output);
+    result
 }
 
 /// The `src` directory of the k8s-openapi package the workspace resolves.
@@ -275,4 +357,37 @@ fn rust_files(dir: &Path) -> Result<Vec<PathBuf>, String> {
         }
     }
     Ok(files)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Settled, settle};
+
+    const GENERATED: &str =
+        "// Generated: do not edit\npub struct Region {\n    pub name: String,\n}\n";
+
+    #[test]
+    fn a_hand_edit_fails_the_check() {
+        let edited = GENERATED.replace("pub name: String", "pub name: String, // mine");
+        let Settled::Stale(why) = settle("generated.rs", &edited, GENERATED, true) else {
+            panic!("a hand edit passed the check");
+        };
+        assert!(why.contains("generated.rs is stale"), "{why}");
+        assert!(why.contains("from line 3"), "{why}");
+        // A line added at the end is a difference too.
+        let longer = format!("{GENERATED}// more\n");
+        assert!(matches!(
+            settle("g.rs", &longer, GENERATED, true),
+            Settled::Stale(_)
+        ));
+    }
+
+    #[test]
+    fn the_generated_output_passes_and_is_written_without_check() {
+        assert_eq!(
+            settle("g.rs", GENERATED, GENERATED, true),
+            Settled::UpToDate
+        );
+        assert_eq!(settle("g.rs", "old", GENERATED, false), Settled::Write);
+    }
 }

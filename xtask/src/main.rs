@@ -12,8 +12,10 @@
 //!   version, the real `kube-apiserver` and `etcd` the real-server test tier runs
 //!   against and the real `spire-server` and `spire-agent` of the SPIRE tier (`test`
 //!   does it first).
-//! - `codegen`: regenerates kube-construct's built-in registry table (`--check`: fail
-//!   when the committed output is stale).
+//! - `codegen`: regenerates kube-construct's built-in registry table and region-api's
+//!   client from its OpenAPI document (`--check`: fail when a committed output differs).
+//! - `docs-check`: every relative link (anchors against the target's headings) and
+//!   every backticked repository path in the tracked Markdown leads somewhere.
 //! - `layers`: checks the layering of crates' modules (which module may name which)
 //!   against the rules in `layers.toml`.
 //! - `soak`: a million identity reloads and tens of thousands of handshakes in one
@@ -21,14 +23,17 @@
 //! - `release-check`: what a release of the published crates must pass
 //!   (docs/versioning.md): changelog entries, rust-version, docs, features, packages
 //!   built by a consumer workspace, cargo-semver-checks, cargo-release's dry run.
-//! - `ci`: format check, `codegen --check`, `layers`, clippy, cargo-deny (offline
-//!   advisory snapshot), `release-check`, `test`, then `bench --quick` (checks that it produces the
-//!   table and chart, never a timing).
+//! - `ci`: format check, `codegen --check`, `docs-check`, `layers`, clippy, cargo-deny
+//!   (offline advisory snapshot), `release-check` but its semver and dry-run steps
+//!   (those run when a release is made: docs/decisions/release-checks-at-release.md),
+//!   `test`, then `bench --quick` (checks that it produces the table and chart, never a
+//!   timing).
 
 mod backports;
 mod bench;
 mod chart;
 mod codegen;
+mod docs_check;
 mod golang;
 mod layers;
 mod prepare;
@@ -46,7 +51,7 @@ use std::process::{Command, ExitCode};
 use process::{cargo, run_checked, workspace_root};
 
 const USAGE: &str =
-    "usage: cargo xtask <bench|test|ci|real-peers|codegen|layers|release-check|soak>
+    "usage: cargo xtask <bench|test|ci|real-peers|codegen|docs-check|layers|release-check|soak>
 
   bench   measure ours (benches/) and Go's (benches/go/, built with Go 1.26+ and
           modules from the Go module proxy) in one run, print the table, write
@@ -59,9 +64,14 @@ const USAGE: &str =
           build the real kube-apiserver, etcd, spire-server and spire-agent
           (Go 1.26, the Go module proxy) once per machine, cached under
           $HOME/.cache/platform-client/real-peers/<component>-<version>/
-  ci      fmt check, codegen --check, layers, clippy -D warnings, cargo-deny,
-          release-check, test, then bench --quick
-  codegen regenerate the built-in registry table (--check: fail when stale)
+  ci      fmt check, codegen --check, docs-check, layers, clippy -D warnings,
+          cargo-deny, release-check but semver and the dry run (a release runs
+          them), test, then bench --quick
+  codegen regenerate kube-construct's built-in registry table and region-api's
+          client from its OpenAPI document (--check: fail when either differs)
+  docs-check
+          every relative link, anchor and backticked repository path in the
+          tracked Markdown leads somewhere
   release-check
           what a release must pass (docs/versioning.md): changelog entries,
           rust-version, docs, features, packages built by a consumer workspace,
@@ -81,6 +91,7 @@ fn main() -> ExitCode {
         Some("ci") => ci(),
         Some("real-peers") => real_peers::run(&args[1..]),
         Some("codegen") => codegen::run(&args[1..]),
+        Some("docs-check") => docs_check::run(&args[1..]),
         Some("layers") => layers::run(&args[1..]),
         Some("soak") => soak::run(&args[1..]),
         Some("release-check") => release::run(&args[1..]),
@@ -142,6 +153,7 @@ fn alert_rule_tests() -> Result<(), String> {
 fn ci() -> Result<(), String> {
     run_checked(cargo().args(["fmt", "--all", "--", "--check"]))?;
     codegen::run(&["--check".to_owned()])?;
+    docs_check::run(&[])?;
     layers::run(&[])?;
     run_checked(cargo().args([
         "clippy",
@@ -152,7 +164,7 @@ fn ci() -> Result<(), String> {
         "warnings",
     ]))?;
     deny()?;
-    release::run(&[])?;
+    release::every_change()?;
     test(&[])?;
     bench_smoke()
 }

@@ -3,9 +3,12 @@
 //! the packed `.crate` files alone and builds every README's Rust examples (and the
 //! packed `svc-tls-inspect` binary).
 //!
-//! The consumer reaches the packages through `[patch.crates-io]` entries pointing at
-//! the unpacked `.crate` files (the packages name each other as crates.io
-//! dependencies, as they will once published). It runs outside the repository, so this
+//! The packages are made for the internal registry (`publish = ["platform"]`), with
+//! the registry pointed at an empty local index under the target directory
+//! ([`local_index`]): packaging needs no network, and each package names its siblings
+//! as dependencies from that registry, never from crates.io. The consumer reaches the
+//! packages through `[patch.platform]` entries pointing at the unpacked `.crate`
+//! files, as a service reaches them through the registry. It runs outside the repository, so this
 //! workspace's `.cargo/config.toml` (which picks a Kubernetes version for lone builds)
 //! does not apply: the consumer picks its own, as README tells a binary to. It
 //! shares this workspace's target directory and `Cargo.lock` versions, so only our
@@ -16,6 +19,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use super::Workspace;
+use super::metadata::REGISTRY;
 use crate::process::{cargo, run_checked, workspace_root};
 
 pub(super) fn check(workspace: &Workspace) -> Result<(), String> {
@@ -24,20 +28,61 @@ pub(super) fn check(workspace: &Workspace) -> Result<(), String> {
             .as_str()
             .ok_or("cargo metadata: no target_directory")?,
     );
+    let index = local_index(&target)?;
     let mut package = cargo();
-    package.args(["package", "--no-verify", "--allow-dirty"]);
+    package
+        .args(["package", "--no-verify", "--allow-dirty", "--config"])
+        .arg(format!("registries.{REGISTRY}.index={index:?}"));
     for name in &workspace.published {
         package.args(["-p", name]);
     }
     run_checked(&mut package)?;
 
     let dir = std::env::temp_dir().join(format!("platform-client-consumer-{}", std::process::id()));
-    let result = build_consumer(workspace, &target, &dir);
+    let result = build_consumer(workspace, &target, &dir, &index);
     let _ = std::fs::remove_dir_all(&dir);
     result
 }
 
-fn build_consumer(workspace: &Workspace, target: &Path, dir: &Path) -> Result<(), String> {
+/// An empty git index of the internal registry under the target directory, made once
+/// (its `file://` URL): `cargo package` resolves the packages' dependencies on each
+/// other there (finding them in the packages it is making) instead of the
+/// placeholder URL of `.cargo/config.toml`, which no machine here reaches.
+fn local_index(target: &Path) -> Result<String, String> {
+    let dir = target.join(format!("{REGISTRY}-index"));
+    let url = format!("file://{}", dir.display());
+    if dir.join(".git").is_dir() && dir.join("config.json").is_file() {
+        return Ok(url);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    std::fs::write(
+        dir.join("config.json"),
+        format!("{{\"dl\": \"{url}/dl\", \"api\": null}}\n"),
+    )
+    .map_err(|e| format!("{}: {e}", dir.display()))?;
+    let git = || {
+        let mut command = Command::new("git");
+        command.current_dir(&dir).args([
+            "-c",
+            "user.name=xtask",
+            "-c",
+            "user.email=xtask@localhost",
+        ]);
+        command
+    };
+    run_checked(git().args(["init", "--quiet"]))?;
+    run_checked(git().args(["add", "config.json"]))?;
+    run_checked(git().args(["commit", "--quiet", "-m", "an empty index"]))?;
+    Ok(url)
+}
+
+fn build_consumer(
+    workspace: &Workspace,
+    target: &Path,
+    dir: &Path,
+    index: &str,
+) -> Result<(), String> {
     let packages = dir.join("packages");
     std::fs::create_dir_all(&packages).map_err(|e| format!("{}: {e}", packages.display()))?;
     for name in &workspace.published {
@@ -55,6 +100,13 @@ fn build_consumer(workspace: &Workspace, target: &Path, dir: &Path) -> Result<()
     let examples = write_examples(workspace, dir)?;
     std::fs::write(dir.join("Cargo.toml"), manifest(workspace))
         .map_err(|e| format!("consumer Cargo.toml: {e}"))?;
+    // The registry as a service configures it, pointed at the same local index.
+    std::fs::create_dir_all(dir.join(".cargo")).map_err(|e| format!("consumer .cargo: {e}"))?;
+    std::fs::write(
+        dir.join(".cargo/config.toml"),
+        format!("[registries.{REGISTRY}]\nindex = {index:?}\n"),
+    )
+    .map_err(|e| format!("consumer .cargo/config.toml: {e}"))?;
     std::fs::create_dir_all(dir.join("src")).map_err(|e| format!("consumer src: {e}"))?;
     std::fs::write(
         dir.join("src/lib.rs"),
@@ -79,7 +131,7 @@ fn build_consumer(workspace: &Workspace, target: &Path, dir: &Path) -> Result<()
     no_path_into_repository(&mut consumer_cargo())
 }
 
-/// The consumer's manifest: our crates by exact version, patched to the unpacked
+/// The consumer's manifest: our crates by exact version from the internal registry, patched to the unpacked
 /// packages; the Kubernetes version picked as README says; our build profile, so the
 /// shared target directory's dependencies are reused.
 fn manifest(workspace: &Workspace) -> String {
@@ -92,7 +144,10 @@ fn manifest(workspace: &Workspace) -> String {
         .iter()
         .filter(|n| workspace.crates[*n].is_library)
     {
-        let _ = writeln!(text, "{name} = \"={version}\"");
+        let _ = writeln!(
+            text,
+            "{name} = {{ version = \"={version}\", registry = \"{REGISTRY}\" }}"
+        );
     }
     text.push_str(concat!(
         "k8s-openapi = { version = \"0.29\", features = [\"v1_37\"] }\n",
@@ -108,7 +163,7 @@ fn manifest(workspace: &Workspace) -> String {
     {
         let _ = write!(text, ", \"packages/{name}-{version}\"");
     }
-    text.push_str("]\n\n[patch.crates-io]\n");
+    let _ = write!(text, "]\n\n[patch.{REGISTRY}]\n");
     for name in &workspace.published {
         let _ = writeln!(text, "{name} = {{ path = \"packages/{name}-{version}\" }}");
     }

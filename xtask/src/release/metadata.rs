@@ -1,5 +1,6 @@
 //! The workspace as `cargo metadata` tells it: its version, its declared minimum Rust
-//! version and the crates it publishes (`publish` unset: docs/versioning.md).
+//! version and the crates it publishes (`publish = ["platform"]`, the internal
+//! registry, and no other: docs/versioning.md).
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -7,6 +8,9 @@ use std::path::PathBuf;
 use serde_json::Value;
 
 use crate::process::cargo;
+
+/// The internal registry (`.cargo/config.toml`), the only one a crate may be published to.
+pub(crate) const REGISTRY: &str = "platform";
 
 pub(crate) struct Workspace {
     /// The published crates' one version.
@@ -59,11 +63,10 @@ impl Workspace {
             if !members.contains(&id) {
                 continue;
             }
-            // `publish: null` is "any registry"; `[]` is `publish = false`.
-            if !package["publish"].is_null() {
+            let name = str_of(package, "name")?;
+            if !publishes_internally(&name, &package["publish"])? {
                 continue;
             }
-            let name = str_of(package, "name")?;
             versions.push((name.clone(), str_of(package, "version")?));
             rust_version = package["rust_version"]
                 .as_str()
@@ -121,9 +124,51 @@ impl Workspace {
     }
 }
 
+/// Whether a member with this `publish` field is one of the published crates: `[]`
+/// (`publish = false`) is not, `["platform"]` is, and anything else (unset, which
+/// is "any registry", crates.io among them, or another registry) is refused.
+fn publishes_internally(name: &str, publish: &Value) -> Result<bool, String> {
+    let registries: Option<Vec<&str>> = publish
+        .as_array()
+        .map(|list| list.iter().filter_map(Value::as_str).collect());
+    match registries.as_deref() {
+        Some([]) => Ok(false),
+        Some([only]) if *only == REGISTRY => Ok(true),
+        _ => Err(format!(
+            "{name} is publishable to {}: internal crates say `publish = [\"{REGISTRY}\"]` \
+             or `publish = false` (docs/versioning.md, \"What is published\")",
+            match registries {
+                None => "any registry, crates.io among them".to_owned(),
+                Some(list) => format!("{list:?}"),
+            }
+        )),
+    }
+}
+
 fn str_of(value: &Value, key: &str) -> Result<String, String> {
     value[key]
         .as_str()
         .map(str::to_owned)
         .ok_or_else(|| format!("cargo metadata: a package without {key}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::publishes_internally;
+
+    #[test]
+    fn only_the_internal_registry_or_none() {
+        assert_eq!(publishes_internally("a", &json!([])), Ok(false));
+        assert_eq!(publishes_internally("a", &json!(["platform"])), Ok(true));
+        for publishable in [
+            json!(null),
+            json!(["crates-io"]),
+            json!(["platform", "crates-io"]),
+        ] {
+            let refused = publishes_internally("a", &publishable).unwrap_err();
+            assert!(refused.contains("a is publishable to"), "{refused}");
+        }
+    }
 }

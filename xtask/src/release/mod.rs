@@ -1,10 +1,14 @@
-//! `cargo xtask release-check`: what a release of the published crates must pass, run
-//! by CI on every change (docs/versioning.md, "The checks").
+//! `cargo xtask release-check`: what a release of the published crates must pass
+//! (docs/versioning.md, "The checks").
 //!
 //! In order, cheapest first: the changelog entries, the declared minimum Rust
 //! version, the docs (warnings as errors), each optional feature on its own, the
 //! packages and a consumer workspace built from them, cargo-semver-checks (after
 //! checking itself on a fixture), and cargo-release's dry run.
+//!
+//! CI runs the first five on every change ([`EVERY_CHANGE`], from `cargo xtask ci`);
+//! the last two need a version bump to mean something and run when a release is made
+//! (docs/decisions/release-checks-at-release.md).
 
 mod changelog;
 mod consumer;
@@ -31,6 +35,16 @@ const STEPS: [&str; 7] = [
     "semver",
     "release",
 ];
+
+/// The steps `cargo xtask ci` runs on every change: all but cargo-semver-checks
+/// and cargo-release's dry run, which compare against the last release and only mean
+/// something once `main`'s version has been bumped for the next one.
+pub(crate) const EVERY_CHANGE: [&str; 5] = ["changelog", "msrv", "doc", "features", "package"];
+
+/// The checks of every change (`cargo xtask ci`): [`EVERY_CHANGE`].
+pub(crate) fn every_change() -> Result<(), String> {
+    run(&["--only".to_owned(), EVERY_CHANGE.join(",")])
+}
 
 pub(crate) fn run(args: &[String]) -> Result<(), String> {
     let only = match args {
@@ -155,4 +169,20 @@ fn release_dry_run() -> Result<(), String> {
         "--allow-branch",
         "*",
     ]))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{EVERY_CHANGE, STEPS};
+
+    #[test]
+    fn every_change_is_every_step_but_semver_and_the_dry_run() {
+        let skipped: Vec<&str> = STEPS
+            .iter()
+            .copied()
+            .filter(|s| !EVERY_CHANGE.contains(s))
+            .collect();
+        assert_eq!(skipped, ["semver", "release"]);
+        assert!(EVERY_CHANGE.iter().all(|s| STEPS.contains(s)));
+    }
 }
