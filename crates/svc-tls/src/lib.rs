@@ -433,6 +433,9 @@ pub mod readiness {
     pub use report::{Check, Readiness, Report, Summary, Verdict};
 }
 
+#[cfg(feature = "otel")]
+pub mod telemetry;
+
 #[cfg(feature = "metrics")]
 pub mod metrics {
     //! Prometheus metrics of identity, trust, watches, principals and peer requests

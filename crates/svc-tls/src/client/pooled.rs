@@ -204,6 +204,14 @@ impl PeerClient {
         if !identity_changed && !trust_changed {
             return Ok(generation);
         }
+        // Work happens: a span (no span on the no-change path above).
+        let _span = tracing::info_span!(
+            "svc_tls.pool.retire",
+            peer = %inner.tls.host().map_or("", |h| h.host_str().unwrap_or_default()),
+            identity_changed,
+            trust_changed,
+        )
+        .entered();
         let client = build(&inner.tls, inner.customize.as_ref())?;
         let trust_changed_at = if trust_changed {
             Some(SystemTime::now())
@@ -285,7 +293,10 @@ impl PeerClient {
         request: reqwest::RequestBuilder,
     ) -> Result<reqwest::Response, PeerRequestError> {
         let (_, request) = request.build_split();
-        let request = request?;
+        #[cfg_attr(not(feature = "otel"), allow(unused_mut))]
+        let mut request = request?;
+        #[cfg(feature = "otel")]
+        let span = trace::client_span(&mut request);
         let started = self.inner.requests.as_ref().map(|r| r.start(request.url()));
         let generation = match self.generation() {
             Ok(generation) => generation,
@@ -296,7 +307,11 @@ impl PeerClient {
                 return Err(error.into());
             }
         };
-        let result = generation.client.execute(request).await;
+        let sent = generation.client.execute(request);
+        #[cfg(feature = "otel")]
+        let result = trace::in_span(sent, span).await;
+        #[cfg(not(feature = "otel"))]
+        let result = sent.await;
         if let Some(started) = started {
             started.finish(result.as_ref());
         }
@@ -314,15 +329,26 @@ impl PeerClient {
     /// a `reqwest::Result` (a generated client's hook). [`PeerClient::send`] says more
     /// when it fails (a trust change); this one fails with the client-building error
     /// flattened into a `reqwest::Error` that sent nothing.
-    pub async fn execute(&self, request: reqwest::Request) -> reqwest::Result<reqwest::Response> {
+    pub async fn execute(
+        &self,
+        #[cfg_attr(not(feature = "otel"), allow(unused_mut))] mut request: reqwest::Request,
+    ) -> reqwest::Result<reqwest::Response> {
+        #[cfg(feature = "otel")]
+        let span = trace::client_span(&mut request);
         let started = self.inner.requests.as_ref().map(|r| r.start(request.url()));
         let client = self
             .generation()
             .map(|generation| generation.client.clone());
-        let result = match client {
-            Ok(client) => client.execute(request).await,
-            Err(_) => refuse(&self.inner.generation.load().client, request).await,
+        let sent = async {
+            match client {
+                Ok(client) => client.execute(request).await,
+                Err(_) => refuse(&self.inner.generation.load().client, request).await,
+            }
         };
+        #[cfg(feature = "otel")]
+        let result = trace::in_span(sent, span).await;
+        #[cfg(not(feature = "otel"))]
+        let result = sent.await;
         if let Some(started) = started {
             started.finish(result.as_ref());
         }
@@ -406,5 +432,57 @@ impl std::fmt::Debug for PeerClient {
 impl crate::watch::SharedValue for PeerClient {
     fn in_use(&self) -> bool {
         self.held_elsewhere()
+    }
+}
+
+/// Trace context on the requests a `PeerClient` sends (feature `otel`).
+#[cfg(feature = "otel")]
+mod trace {
+    use tracing::Instrument as _;
+
+    /// A client span for `request` carrying the current span's trace, its context
+    /// written into the request's headers; `Span::none()` (and no header) when the
+    /// current span has no OpenTelemetry context: then the request pays a thread-local
+    /// look-up and this branch.
+    pub(super) fn client_span(request: &mut reqwest::Request) -> tracing::Span {
+        let Some(parent) = crate::telemetry::context_of(&tracing::Span::current()) else {
+            return tracing::Span::none();
+        };
+        let span = tracing::info_span!(
+            "svc_tls.peer.request",
+            otel.kind = "client",
+            http.request.method = %request.method(),
+            server.address = request.url().host_str().unwrap_or_default(),
+            url.path = request.url().path(),
+            http.response.status_code = tracing::field::Empty,
+            otel.status_code = tracing::field::Empty,
+        );
+        // The client span's context, or the current one when it is filtered out.
+        let cx = crate::telemetry::context_of(&span).unwrap_or(parent);
+        crate::telemetry::inject_context(&cx, request.headers_mut());
+        span
+    }
+
+    /// `sent` run in `span`, whose status it records.
+    pub(super) async fn in_span(
+        sent: impl std::future::Future<Output = reqwest::Result<reqwest::Response>>,
+        span: tracing::Span,
+    ) -> reqwest::Result<reqwest::Response> {
+        if span.is_none() {
+            return sent.await;
+        }
+        let result = sent.instrument(span.clone()).await;
+        match &result {
+            Ok(response) => {
+                span.record("http.response.status_code", response.status().as_u16());
+                if response.status().is_server_error() {
+                    span.record("otel.status_code", "ERROR");
+                }
+            }
+            Err(_) => {
+                span.record("otel.status_code", "ERROR");
+            }
+        }
+        result
     }
 }

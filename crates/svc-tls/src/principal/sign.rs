@@ -189,7 +189,19 @@ impl<S: CurrentIdentity> PrincipalSigner<S> {
         to: &Url,
         value: &T,
     ) -> Result<PrincipalToken, SignError> {
-        self.record(self.sign_unrecorded(to, value))
+        // Names the audience's host and the result, never the key or the token.
+        let span = tracing::info_span!(
+            "svc_tls.principal.sign",
+            audience = to.host_str().unwrap_or_default(),
+            result = tracing::field::Empty,
+        );
+        let _entered = span.enter();
+        let result = self.record(self.sign_unrecorded(to, value));
+        span.record(
+            "result",
+            result.as_ref().map_or_else(|e| e.reason(), |_| "ok"),
+        );
+        result
     }
 
     fn sign_unrecorded<T: Serialize + ?Sized>(

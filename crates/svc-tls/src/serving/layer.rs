@@ -109,7 +109,9 @@ where
 {
     type Response = S::Response;
     type Error = S::Error;
-    type Future = S::Future;
+    /// The handler's future, run in the request's server span (feature `otel`:
+    /// `svc_tls.serve`, continuing the caller's trace; without it, no span).
+    type Future = tracing::instrument::Instrumented<S::Future>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
         self.inner.poll_ready(cx)
@@ -140,9 +142,31 @@ where
         }
         // A handler must never see a caller that this connection did not verify.
         request.extensions_mut().remove::<Caller>();
+        let span = server_span(&request, caller.as_ref());
         if let Some(caller) = caller {
             request.extensions_mut().insert(caller);
         }
-        self.inner.call(request)
+        tracing::Instrument::instrument(self.inner.call(request), span)
     }
+}
+
+/// The span a request's handler runs in: with the feature `otel`, a server span
+/// whose parent is the caller's span when the request carries W3C trace context
+/// (through OpenTelemetry's global propagator); without it, none.
+#[cfg(feature = "otel")]
+fn server_span<B>(request: &http::Request<B>, caller: Option<&Caller>) -> tracing::Span {
+    let span = tracing::info_span!(
+        "svc_tls.serve",
+        otel.kind = "server",
+        http.request.method = %request.method(),
+        url.path = request.uri().path(),
+        caller.serial = caller.map_or("", |c| c.serial()),
+    );
+    crate::telemetry::continue_trace(&span, request.headers());
+    span
+}
+
+#[cfg(not(feature = "otel"))]
+fn server_span<B>(_: &http::Request<B>, _: Option<&Caller>) -> tracing::Span {
+    tracing::Span::none()
 }

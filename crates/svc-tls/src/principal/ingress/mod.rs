@@ -426,8 +426,23 @@ impl IngressVerifier {
         &self,
         headers: &HeaderMap,
     ) -> Result<T, RequestPrincipalError> {
+        // Names the result, never the token. With the feature `otel`, a verifier
+        // reached outside a traced request (a service behind the ingress serving
+        // with its own server) continues the trace the headers carry.
+        let span = tracing::info_span!("svc_tls.principal.verify", result = tracing::field::Empty);
+        #[cfg(feature = "otel")]
+        if crate::telemetry::context_of(&tracing::Span::current()).is_none() {
+            crate::telemetry::continue_trace(&span, headers);
+        }
+        let _entered = span.enter();
         let mut settled = Settled::default();
         let result = self.verify_request_settling(headers, &mut settled);
+        span.record(
+            "result",
+            result
+                .as_ref()
+                .map_or_else(RequestPrincipalError::reason, |_| "ok"),
+        );
         match &result {
             Ok(_) => {
                 self.recorder.verified(settled.algorithm, "ok");

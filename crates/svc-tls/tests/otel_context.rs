@@ -1,0 +1,310 @@
+//! Trace context across a `PeerClient` request and the serving half (feature `otel`),
+//! read from an in-memory span exporter (opentelemetry_sdk's `testing`):
+//!
+//! - a request sent in a span carries `traceparent` of its client span, and the
+//!   handler's span is the caller's trace's child: caller → `svc_tls.peer.request`
+//!   (client) → `svc_tls.serve` (server) → the handler's own span, one trace id;
+//! - a request sent outside any span carries no `traceparent`, and its server span
+//!   starts a trace of its own;
+//! - export: a malformed endpoint is refused naming it; a collector that never answers
+//!   holds no span up, and what does not fit the bound is dropped and counted.
+#![cfg(feature = "otel")]
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+
+mod otel;
+
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use opentelemetry::trace::{SpanKind, TraceContextExt as _, TracerProvider as _};
+use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider, SpanData};
+use test_support::poll_until;
+use tracing::Instrument as _;
+use tracing_opentelemetry::OpenTelemetrySpanExt as _;
+use tracing_subscriber::layer::SubscriberExt as _;
+
+/// The process's subscriber: `tracing` spans as OpenTelemetry spans, each exported
+/// when it ends into memory; the W3C propagator.
+fn spans() -> &'static InMemorySpanExporter {
+    static EXPORTER: OnceLock<(InMemorySpanExporter, SdkTracerProvider)> = OnceLock::new();
+    &EXPORTER
+        .get_or_init(|| {
+            let exporter = InMemorySpanExporter::default();
+            let provider = SdkTracerProvider::builder()
+                .with_simple_exporter(exporter.clone())
+                .build();
+            let subscriber = tracing_subscriber::registry()
+                .with(tracing_opentelemetry::layer().with_tracer(provider.tracer("test")));
+            tracing::subscriber::set_global_default(subscriber).unwrap();
+            opentelemetry::global::set_text_map_propagator(
+                opentelemetry_sdk::propagation::TraceContextPropagator::new(),
+            );
+            (exporter, provider)
+        })
+        .0
+}
+
+fn named<'a>(spans: &'a [SpanData], name: &str) -> Vec<&'a SpanData> {
+    spans.iter().filter(|s| s.name == name).collect()
+}
+
+/// The one finished span called `name` in trace `trace`.
+fn one(spans: &[SpanData], name: &str, trace: opentelemetry::trace::TraceId) -> SpanData {
+    let found: Vec<_> = named(spans, name)
+        .into_iter()
+        .filter(|s| s.span_context.trace_id() == trace)
+        .collect();
+    assert_eq!(
+        found.len(),
+        1,
+        "one {name} span in trace {trace}: {spans:#?}"
+    );
+    found[0].clone()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_handlers_span_is_a_child_of_the_callers_span() {
+    let exporter = spans();
+    let mesh = otel::Mesh::start().await;
+    // What the handler saw: the traceparent header and its own span's trace.
+    let seen: Arc<Mutex<Vec<(String, String)>>> = Arc::default();
+    let (port, _server) = mesh
+        .serve({
+            let seen = seen.clone();
+            move |request: http::Request<hyper::body::Incoming>| {
+                let seen = seen.clone();
+                async move {
+                    let traceparent = request
+                        .headers()
+                        .get("traceparent")
+                        .map(|v| v.to_str().unwrap().to_owned())
+                        .unwrap_or_default();
+                    let handler = tracing::info_span!("handler work");
+                    let trace = handler.context().span().span_context().trace_id();
+                    async {
+                        tokio::task::yield_now().await;
+                    }
+                    .instrument(handler)
+                    .await;
+                    seen.lock().unwrap().push((traceparent, trace.to_string()));
+                    "ok".to_owned()
+                }
+            }
+        })
+        .await;
+    let url = format!("https://127.0.0.1:{port}/regions");
+    let client = mesh.peer_client(&url).await;
+
+    let caller = tracing::info_span!("caller");
+    let trace = caller.context().span().span_context().trace_id();
+    let status = async {
+        client
+            .send(client.get(&url).unwrap())
+            .await
+            .unwrap()
+            .status()
+    }
+    .instrument(caller)
+    .await;
+    assert_eq!(status, 200);
+
+    poll_until(
+        "the caller's, client, server and handler spans are exported",
+        || {
+            let spans = exporter.get_finished_spans().unwrap();
+            [
+                "caller",
+                "svc_tls.peer.request",
+                "svc_tls.serve",
+                "handler work",
+            ]
+            .iter()
+            .all(|name| {
+                named(&spans, name)
+                    .iter()
+                    .any(|s| s.span_context.trace_id() == trace)
+            })
+        },
+    )
+    .await;
+    let spans = exporter.get_finished_spans().unwrap();
+    let caller = one(&spans, "caller", trace);
+    let request = one(&spans, "svc_tls.peer.request", trace);
+    let served = one(&spans, "svc_tls.serve", trace);
+    let handler = one(&spans, "handler work", trace);
+    assert_eq!(request.parent_span_id, caller.span_context.span_id());
+    assert_eq!(request.span_kind, SpanKind::Client);
+    assert_eq!(served.parent_span_id, request.span_context.span_id());
+    assert_eq!(served.span_kind, SpanKind::Server);
+    assert_eq!(handler.parent_span_id, served.span_context.span_id());
+    assert!(
+        request
+            .attributes
+            .iter()
+            .any(|kv| kv.key.as_str() == "http.response.status_code" && kv.value.as_str() == "200"),
+        "{:?}",
+        request.attributes
+    );
+    // On the wire: W3C trace context of the client span, sampled.
+    let seen = seen.lock().unwrap().clone();
+    assert_eq!(
+        seen,
+        vec![(
+            format!("00-{trace}-{}-01", request.span_context.span_id()),
+            trace.to_string()
+        )]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_outside_any_span_carries_no_trace_context() {
+    let exporter = spans();
+    let mesh = otel::Mesh::start().await;
+    let seen: Arc<Mutex<Vec<Option<String>>>> = Arc::default();
+    let (port, _server) = mesh
+        .serve({
+            let seen = seen.clone();
+            move |request: http::Request<hyper::body::Incoming>| {
+                let seen = seen.clone();
+                async move {
+                    let header = request
+                        .headers()
+                        .get("traceparent")
+                        .map(|v| v.to_str().unwrap().to_owned());
+                    let trace = tracing::Span::current()
+                        .context()
+                        .span()
+                        .span_context()
+                        .trace_id();
+                    seen.lock().unwrap().push(header);
+                    trace.to_string()
+                }
+            }
+        })
+        .await;
+    let url = format!("https://127.0.0.1:{port}/unsampled");
+    let client = mesh.peer_client(&url).await;
+    let response = client.send(client.get(&url).unwrap()).await.unwrap();
+    let served_trace = response.text().await.unwrap();
+    assert_eq!(seen.lock().unwrap().clone(), vec![None]);
+    // Its server span is a root of its own trace.
+    poll_until("the server span is exported", || {
+        named(&exporter.get_finished_spans().unwrap(), "svc_tls.serve")
+            .iter()
+            .any(|s| s.span_context.trace_id().to_string() == served_trace)
+    })
+    .await;
+    let spans = exporter.get_finished_spans().unwrap();
+    let served = spans
+        .iter()
+        .find(|s| s.span_context.trace_id().to_string() == served_trace)
+        .unwrap();
+    assert_eq!(served.parent_span_id, opentelemetry::trace::SpanId::INVALID);
+    assert!(
+        named(&spans, "svc_tls.peer.request")
+            .iter()
+            .all(|s| s.span_context.trace_id().to_string() != served_trace),
+        "no client span without a current span"
+    );
+}
+
+#[test]
+fn a_malformed_endpoint_is_refused_naming_it() {
+    for bad in [
+        "ftp://collector:4318",
+        "collector:port",
+        "collector:4318/v1/traces",
+        "http://",
+        "http://user:pw@collector:4318",
+    ] {
+        let error = svc_tls::telemetry::install(Some(bad), "test").unwrap_err();
+        assert!(
+            matches!(error, svc_tls::telemetry::TelemetryError::Endpoint { .. }),
+            "{bad}: {error:?}"
+        );
+        assert!(error.to_string().contains(bad), "{error}");
+    }
+    // Unset or empty: off.
+    assert!(!svc_tls::telemetry::install(None, "test").unwrap().is_on());
+    assert!(
+        !svc_tls::telemetry::install(Some(""), "test")
+            .unwrap()
+            .is_on()
+    );
+}
+
+/// A "collector" that accepts connections and never answers.
+fn silent_collector() -> (std::net::SocketAddr, std::thread::JoinHandle<()>) {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let thread = std::thread::spawn(move || {
+        let mut held = Vec::new();
+        listener.set_nonblocking(false).unwrap();
+        for stream in listener.incoming().take(16) {
+            match stream {
+                Ok(stream) => held.push(stream),
+                Err(_) => break,
+            }
+        }
+    });
+    (addr, thread)
+}
+
+#[test]
+fn a_silent_collector_holds_no_span_up_and_drops_past_the_bound_are_counted() {
+    let (addr, _collector) = silent_collector();
+    let telemetry = svc_tls::telemetry::Telemetry::builder("test")
+        .max_queued_spans(8)
+        .export_timeout(Duration::from_secs(3))
+        .schedule_delay(Duration::from_millis(50))
+        .install(Some(&addr.to_string()))
+        .unwrap();
+    assert!(telemetry.is_on());
+    let subscriber = tracing_subscriber::registry().with(telemetry.layer());
+    let started = Instant::now();
+    tracing::subscriber::with_default(subscriber, || {
+        for i in 0..500 {
+            let _span = tracing::info_span!("work", i).entered();
+        }
+    });
+    let elapsed = started.elapsed();
+    // 500 spans made while the exporter waits on a collector that never answers:
+    // none waited for it (a ceiling well under the 3 s export timeout).
+    assert!(elapsed < Duration::from_secs(2), "{elapsed:?}");
+    let stats = telemetry.stats();
+    assert!(stats.queued <= 8, "{stats:?}");
+    assert!(stats.dropped >= 500 - 8, "{stats:?}");
+    assert_eq!(stats.exported, 0, "{stats:?}");
+    assert_eq!(
+        stats.queued + stats.dropped + stats.failed,
+        500,
+        "{stats:?}"
+    );
+}
+
+#[test]
+fn a_collector_that_is_down_fails_exports_counted() {
+    // A port nothing listens on: connections are refused.
+    let addr = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let telemetry = svc_tls::telemetry::Telemetry::builder("test")
+        .export_timeout(Duration::from_secs(3))
+        .install(Some(&addr.to_string()))
+        .unwrap();
+    let subscriber = tracing_subscriber::registry().with(telemetry.layer());
+    tracing::subscriber::with_default(subscriber, || {
+        for i in 0..5 {
+            let _span = tracing::info_span!("work", i).entered();
+        }
+    });
+    telemetry.flush();
+    let stats = telemetry.stats();
+    assert_eq!(stats.failed, 5, "{stats:?}");
+    assert_eq!(
+        (stats.queued, stats.dropped, stats.exported),
+        (0, 0, 0),
+        "{stats:?}"
+    );
+}
