@@ -52,6 +52,7 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
             }
         }
     }
+    broken.extend(unlisted_decisions(&root)?);
     if broken.is_empty() {
         eprintln!(
             "xtask: docs-check: {links} links and paths in {} Markdown files lead somewhere",
@@ -66,6 +67,44 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
         ))
     }
 }
+
+/// The decision records (`docs/decisions/*.md`) that the index
+/// (`docs/decisions/README.md`) does not link to: each must be listed there.
+fn unlisted_decisions(root: &Path) -> Result<Vec<String>, String> {
+    let dir = root.join(DECISIONS);
+    let index = dir.join("README.md");
+    if !index.is_file() {
+        return Ok(Vec::new());
+    }
+    let text = std::fs::read_to_string(&index).map_err(|e| format!("{}: {e}", index.display()))?;
+    let mut files: Vec<String> = std::fs::read_dir(&dir)
+        .map_err(|e| format!("{}: {e}", dir.display()))?
+        .filter_map(|entry| entry.ok()?.file_name().into_string().ok())
+        .filter(|name| name.ends_with(".md") && name != "README.md")
+        .collect();
+    files.sort();
+    Ok(not_in_index(&text, &files)
+        .into_iter()
+        .map(|name| format!("{DECISIONS}/{name}: not listed in {DECISIONS}/README.md (the index)"))
+        .collect())
+}
+
+/// Which of `files` no link of the index `text` leads to.
+fn not_in_index(text: &str, files: &[String]) -> Vec<String> {
+    let linked: BTreeSet<String> = references(text)
+        .into_iter()
+        .filter(|r| r.kind == Kind::Link)
+        .map(|r| r.target.split('#').next().unwrap_or("").to_owned())
+        .collect();
+    files
+        .iter()
+        .filter(|name| !linked.contains(name.as_str()))
+        .cloned()
+        .collect()
+}
+
+/// Where the decision records are, relative to the root.
+const DECISIONS: &str = "docs/decisions";
 
 /// The Markdown files git tracks, relative to the root.
 fn tracked_markdown(root: &Path) -> Result<Vec<PathBuf>, String> {
@@ -500,6 +539,13 @@ fn slug(heading: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::{Headings, Kind, Reference, anchors, check, references, slug};
+
+    #[test]
+    fn every_decision_is_in_the_index() {
+        let index = "# Decisions\n| [A](a.md) | current | x |\n| [B](b.md#why) | current | y |\n";
+        let files: Vec<String> = ["a.md", "b.md", "c.md"].map(String::from).to_vec();
+        assert_eq!(super::not_in_index(index, &files), vec!["c.md".to_owned()]);
+    }
 
     #[test]
     fn github_slugs() {

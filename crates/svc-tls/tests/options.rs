@@ -231,7 +231,8 @@ fn help_names_the_service() {
 /// Go's per-handshake generation registers the deprecated interval for the unprefixed
 /// options only (`NewHTTPClientOptions(service)` would redefine it, which pflag panics
 /// on), so Go refuses `--P-client-certificate-reload-interval` as an unknown flag. We
-/// refuse it too (docs/decisions.md); the prefixed identity's other flags still parse.
+/// refuse it too (docs/decisions/prefixed-identity-has-no-reload-interval.md); the
+/// prefixed identity's other flags still parse.
 /// The warning for the unprefixed flag is checked in `tests/deprecated_interval.rs`, a
 /// process of its own (the warning is once per process).
 #[test]

@@ -1,5 +1,5 @@
-//! The workspace's rule for errors (docs/decisions.md, "Errors: the cause in
-//! `source()`, never also in `Display`"), checked over a whole chain.
+//! The workspace's rule for errors 
+//! (docs/decisions/errors-cause-in-source.md), checked over a whole chain.
 //!
 //! An error's `Display` says what failed at its own layer; the cause is returned by
 //! `std::error::Error::source` and nowhere else, so a chain reporter (anyhow's

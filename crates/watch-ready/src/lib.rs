@@ -59,6 +59,6 @@ use std::time::Duration;
 
 /// How long a first sync may take before construction gives up, unless the caller
 /// configures another bound. Two minutes, as controller-runtime's cache sync
-/// timeout, which the Go services this replaces ran with; see `docs/decisions.md`
-/// ("One watch layer").
+/// timeout, which the Go services this replaces ran with; see
+/// `docs/decisions/one-watch-layer-and-sync-timeout.md`.
 pub const DEFAULT_SYNC_TIMEOUT: Duration = Duration::from_secs(120);

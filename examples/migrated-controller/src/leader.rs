@@ -1,6 +1,6 @@
 //! Leader election through a `coordination.k8s.io/v1` Lease, as client-go's
-//! `leaderelection` package does it (docs/decisions.md, "The controller example elects
-//! its leader itself").
+//! `leaderelection` package does it 
+//! (docs/decisions/controller-example-elects-its-leader.md).
 //!
 //! - Every write of the Lease is a `replace` carrying the `resourceVersion` that was
 //!   read (optimistic concurrency): of two replicas writing at once, one gets 409 and

@@ -55,8 +55,8 @@ pub(crate) use selection::resource_name;
 pub(crate) use start::{Caches, dedupe};
 
 /// How long construction waits for every declared cache to sync, unless configured:
-/// the workspace's one sync-timeout default (see `docs/decisions.md`, "One watch
-/// layer").
+/// the workspace's one sync-timeout default (see
+/// `docs/decisions/one-watch-layer-and-sync-timeout.md`).
 pub use watch_ready::DEFAULT_SYNC_TIMEOUT;
 
 /// The bounds on what the API server can make a cache hold, and what a bound

@@ -1,7 +1,7 @@
 //! Reads no declared cache covers: refused ([`ClientError::NotCached`]), and
 //! recorded so that a service's test can list every read it makes that its
-//! declarations miss, before it runs anywhere else (docs/decisions.md, "Undeclared
-//! reads stay errors").
+//! declarations miss, before it runs anywhere else 
+//! (docs/decisions/undeclared-reads-stay-errors.md).
 
 use std::{
     collections::BTreeMap,

@@ -290,7 +290,7 @@ async fn no_source_at_all_lists_every_source_tried() {
         panic!("expected NoSource, got {err}");
     };
     assert_eq!(in_cluster.problems.len(), 5, "{in_cluster}");
-    // The in-cluster reasons are the cause, in the chain (docs/decisions.md).
+    // The in-cluster reasons are the cause, in the chain (docs/decisions/errors-cause-in-source.md).
     test_support::error_rule::assert_follows_rule("ConfigError::NoSource", &err);
     let text = test_support::error_rule::full_chain(&err);
     for needle in [

@@ -12,8 +12,8 @@
 //! body (307 and 308 resend it), the client certificate if that origin asks for
 //! one, and a token bound to the peer's audience. A peer service has no reason to
 //! send its callers to another origin; a refusal tells the caller, in a typed
-//! error, which origin it was sent to. See `docs/decisions.md` ("Principals stay
-//! on their host").
+//! error, which origin it was sent to. See
+//! `docs/decisions/principals-bound-to-host-and-receiver.md`.
 
 use reqwest::redirect::{Attempt, Policy};
 

@@ -32,8 +32,7 @@ use crate::origin::MaterialOrigin;
 /// again once its `notBefore` has passed.
 ///
 /// Why it exists (aws-lc-rs RSA key loading costs hundreds of microseconds per
-/// handshake) is recorded once, in `docs/decisions.md`, section
-/// *IdentityCache: reuse a load for byte-identical Secret data*.
+/// handshake) is recorded once, in `docs/decisions/per-handshake-reload-cost.md`.
 pub struct IdentityCache {
     provider: Arc<CryptoProvider>,
     last: arc_swap::ArcSwapOption<Cached>,

@@ -2,8 +2,8 @@
 //! `pkcs8` for PKCS#8 and `pkcs1` for RSA keys, all three already built for `rsa`):
 //! the object identifiers key classification names, and SEC1's `ECPrivateKey`
 //! (RFC 5915), read to find a key's curve and written to hand the provider an EC key
-//! with its curve named. See `docs/decisions.md`, *Private keys read with the
-//! RustCrypto DER crates*.
+//! with its curve named. See
+//! `docs/decisions/private-keys-read-with-der-crates.md`.
 //!
 //! No hand-written TLV reader: what the crates refuse (indefinite lengths, BER,
 //! trailing data) is "not DER this crate understands" and left to the crypto provider

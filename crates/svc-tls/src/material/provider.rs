@@ -42,8 +42,8 @@ pub fn crypto_provider() -> CryptoProvider {
 
 /// The key exchange groups [`crypto_provider`] offers, most preferred first: the
 /// hybrid post-quantum `X25519MLKEM768`, then the classical `X25519`, `secp256r1`
-/// and `secp384r1` for servers without ML-KEM. Why: `docs/decisions.md`, "Key
-/// exchange".
+/// and `secp384r1` for servers without ML-KEM. Why:
+/// `docs/decisions/key-exchange-hybrid-first.md`.
 static KX_GROUPS: &[&dyn SupportedKxGroup] = &[
     kx_group::X25519MLKEM768,
     kx_group::X25519,

@@ -14,7 +14,8 @@ use crate::watch::DEFAULT_SYNC_TIMEOUT;
 /// enough to ride out a Secret being recreated (a GitOps sync, a cert-manager
 /// re-issue, a hand-made mistake fixed the same day) without failing every call; no
 /// longer than the Go client's first generation, which re-read trust once every 24
-/// hours, kept trust from a deleted Secret. See `docs/decisions.md`.
+/// hours, kept trust from a deleted Secret. See
+/// `docs/decisions/one-watch-per-secret.md`.
 pub const DEFAULT_MAX_ROOTS_WITHOUT_SOURCE: Duration = Duration::from_secs(24 * 60 * 60);
 
 /// The trust half's settings, in the shape of kube-runtime's `watcher::Config`:

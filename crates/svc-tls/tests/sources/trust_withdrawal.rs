@@ -174,7 +174,7 @@ async fn an_unreachable_workload_api_keeps_the_last_good_roots() {
 }
 
 /// A CA Secret deleted while its watch is healthy keeps the last good roots (see
-/// docs/decisions.md, "Trust that is withdrawn"), but never past the roots' own
+/// docs/decisions/trust-withdrawn.md), but never past the roots' own
 /// `notAfter`: after that every server is refused, naming when they expired.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn last_good_roots_are_not_used_past_their_not_after() {
