@@ -84,6 +84,9 @@ pub struct ManagerFlags {
     /// Where `/healthz` and `/readyz` are served (`--health-probe-bind-address`);
     /// `None`: nowhere. An address for [`crate::endpoints::serve_probes`].
     pub probe_address: Option<String>,
+    /// Where spans are exported (`--otlp-endpoint`, checked with
+    /// [`svc_tls::telemetry::traces_url`]); `None`: no export (empty or not given).
+    pub otlp_endpoint: Option<String>,
     /// One warning per flag given that means nothing here: log each once at start-up.
     pub ignored: Vec<String>,
 }
@@ -162,7 +165,7 @@ pub fn augment(cmd: Command) -> Command {
     )
     .arg(text_flag(
         "otlp-endpoint",
-        "Accepted for the Go manager's charts; spans are not exported by this binary (warned)",
+        "Where spans are exported over OTLP/HTTP: host:port (plain HTTP, /v1/traces) as the Go manager's, or an http(s) URL; empty or unset: no export",
     ))
     .arg(text_flag(
         "cd-driver",
@@ -299,11 +302,16 @@ pub fn from_matches(matches: &ArgMatches, namespace: &str) -> Result<ManagerFlag
             "--zap-time-encoding={value}: log times are RFC 3339 here, whatever the flag"
         ));
     }
-    if let Some(value) = text("otlp-endpoint").filter(|v| !v.is_empty()) {
-        ignored.push(format!(
-            "--otlp-endpoint={value}: this binary exports no spans; the flag is ignored"
-        ));
-    }
+    let otlp_endpoint = match text("otlp-endpoint").filter(|v| !v.trim().is_empty()) {
+        None => None,
+        Some(value) => match svc_tls::telemetry::traces_url(&value) {
+            Ok(_) => Some(value),
+            Err(svc_tls::telemetry::TelemetryError::Endpoint { why, .. }) => {
+                return Err(invalid("otlp-endpoint", &value, &why));
+            }
+            Err(other) => return Err(invalid("otlp-endpoint", &value, &other.to_string())),
+        },
+    };
     if given("cd-driver") {
         ignored.push(format!(
             "--cd-driver={}: this controller drives no CD backend; the flag is ignored",
@@ -326,6 +334,7 @@ pub fn from_matches(matches: &ArgMatches, namespace: &str) -> Result<ManagerFlag
         log_level,
         metrics_address,
         probe_address,
+        otlp_endpoint,
         ignored,
     })
 }
@@ -385,7 +394,33 @@ mod tests {
         assert_eq!(flags.log_level, LogLevel::Info);
         assert_eq!(flags.metrics_address, None);
         assert_eq!(flags.probe_address, None);
+        assert_eq!(flags.otlp_endpoint, None);
         assert!(flags.ignored.is_empty());
+    }
+
+    #[test]
+    fn a_malformed_otlp_endpoint_is_an_error_naming_the_flag() {
+        for bad in [
+            "collector:port",
+            "ftp://collector:4318",
+            "collector:4318/v1/traces",
+        ] {
+            let error = parse(&[&format!("--otlp-endpoint={bad}")]).unwrap_err();
+            assert!(
+                error
+                    .to_string()
+                    .starts_with(&format!("--otlp-endpoint={bad:?}")),
+                "{error}"
+            );
+        }
+        assert_eq!(parse(&["--otlp-endpoint="]).unwrap().otlp_endpoint, None);
+        assert_eq!(
+            parse(&["--otlp-endpoint=https://collector.example:4318"])
+                .unwrap()
+                .otlp_endpoint
+                .as_deref(),
+            Some("https://collector.example:4318")
+        );
     }
 
     #[test]
@@ -406,7 +441,8 @@ mod tests {
         assert_eq!(flags.manager.max_concurrency, 4);
         assert!(flags.manager.leader_election.is_none());
         assert_eq!(flags.log_level, LogLevel::Debug);
-        assert_eq!(flags.ignored.len(), 5, "{:?}", flags.ignored);
+        assert_eq!(flags.ignored.len(), 4, "{:?}", flags.ignored);
+        assert_eq!(flags.otlp_endpoint.as_deref(), Some("collector:4318"));
         assert_eq!(flags.metrics_address.as_deref(), Some("0.0.0.0:8080"));
         assert_eq!(flags.probe_address, None);
         assert_eq!(

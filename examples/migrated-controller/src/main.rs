@@ -154,14 +154,40 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    // Spans to the collector --otlp-endpoint names (none when unset); held to the end
+    // of main, when what is queued is sent.
+    let telemetry = match svc_tls::telemetry::install(
+        manager.otlp_endpoint.as_deref(),
+        "migrated-controller",
+    ) {
+        Ok(telemetry) => telemetry,
+        Err(e) => {
+            eprintln!(
+                "migrated-controller: --otlp-endpoint: {}",
+                svc_tls::excerpt::chain(&e)
+            );
+            return ExitCode::from(2);
+        }
+    };
     // RUST_LOG, when set, wins over zap's flags.
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(manager.log_level.directive()));
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_ansi(false)
-        .with_env_filter(filter)
-        .init();
+    {
+        use tracing_subscriber::layer::SubscriberExt as _;
+        use tracing_subscriber::util::SubscriberInitExt as _;
+        tracing_subscriber::registry()
+            .with(filter)
+            .with(
+                tracing_subscriber::fmt::layer()
+                    .with_writer(std::io::stderr)
+                    .with_ansi(false),
+            )
+            .with(telemetry.layer())
+            .init();
+    }
+    if let Some(endpoint) = telemetry.endpoint() {
+        tracing::info!(%endpoint, "telemetry: spans are exported over OTLP/HTTP");
+    }
     for warning in &manager.ignored {
         tracing::warn!("{warning}");
     }

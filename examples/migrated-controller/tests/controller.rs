@@ -436,7 +436,6 @@ async fn the_binary_takes_the_deployed_flags() {
         "{lease}"
     );
     for flag in [
-        "--otlp-endpoint=",
         "--cd-driver=",
         "--zap-encoder=json",
         "--zap-stacktrace-level=",
@@ -444,8 +443,19 @@ async fn the_binary_takes_the_deployed_flags() {
     ] {
         assert_eq!(stderr.matches(flag).count(), 1, "{flag}:\n{stderr}");
     }
+    // --otlp-endpoint is taken: spans go there (a collector that does not resolve
+    // fails exports, counted and warned about, never the reconcile above).
+    assert!(
+        stderr.contains("spans are exported over OTLP/HTTP")
+            && stderr.contains("http://otel-collector.observability:4318/v1/traces"),
+        "{stderr}"
+    );
     // The endpoint flags are taken, not warned about.
-    for flag in ["--metrics-bind-address", "--health-probe-bind-address"] {
+    for flag in [
+        "--metrics-bind-address",
+        "--health-probe-bind-address",
+        "--otlp-endpoint",
+    ] {
         assert!(!stderr.contains(flag), "{flag}:\n{stderr}");
     }
     // The reconcile counted, and this replica the leader.

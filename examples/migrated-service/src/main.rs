@@ -64,6 +64,7 @@ use platform_client_compat::tls::options::{ClientIdentityOptions, PeerOptions};
 use platform_client_compat::tls::principal::Principal;
 use platform_client_compat::tls::readiness::Readiness;
 use platform_client_compat::tls::watch::SecretWatches;
+use tracing::Instrument as _;
 
 type Error = Box<dyn std::error::Error + Send + Sync>;
 
@@ -141,6 +142,13 @@ fn command() -> Command {
                 .help("Declare a cache of the ConfigMaps in this namespace (proven synced at start-up; exported with the metrics); empty: no cache"),
         )
         .arg(
+            Arg::new("otlp-endpoint")
+                .long("otlp-endpoint")
+                .default_value("")
+                .overrides_with("otlp-endpoint")
+                .help("Where spans are exported over OTLP/HTTP: host:port (plain HTTP, /v1/traces) as the Go manager's, or an http(s) URL; empty: no export"),
+        )
+        .arg(
             Arg::new("path")
                 .long("path")
                 .default_value("api/v1/whoami")
@@ -163,11 +171,39 @@ fn command() -> Command {
 }
 
 fn main() -> ExitCode {
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_ansi(false)
-        .init();
     let matches = command().get_matches();
+    // Spans to the collector --otlp-endpoint names (none when empty); held to the end
+    // of main, when what is queued is sent. Requests carry trace context either way
+    // once a caller's trace reaches them (svc-tls's `otel` feature).
+    let endpoint = matches
+        .get_one::<String>("otlp-endpoint")
+        .map(String::as_str);
+    let telemetry =
+        match platform_client_compat::tls::telemetry::install(endpoint, "migrated-service") {
+            Ok(telemetry) => telemetry,
+            Err(e) => {
+                eprintln!(
+                    "migrated-service: --otlp-endpoint: {}",
+                    platform_client_compat::tls::excerpt::chain(&e)
+                );
+                return ExitCode::from(2);
+            }
+        };
+    {
+        use tracing_subscriber::layer::SubscriberExt as _;
+        use tracing_subscriber::util::SubscriberInitExt as _;
+        tracing_subscriber::registry()
+            .with(
+                tracing_subscriber::fmt::layer()
+                    .with_writer(std::io::stderr)
+                    .with_ansi(false),
+            )
+            .with(telemetry.layer())
+            .init();
+    }
+    if let Some(endpoint) = telemetry.endpoint() {
+        tracing::info!(%endpoint, "telemetry: spans are exported over OTLP/HTTP");
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -373,7 +409,11 @@ async fn run(matches: &ArgMatches) -> Result<(), Error> {
         Ok((!status.is_success()).then(|| status.to_string()))
     };
     for _ in 0..requests {
-        if let Some(status) = call().await? {
+        // Each call in a span: its requests carry that trace to the peers.
+        if let Some(status) = call()
+            .instrument(tracing::info_span!("migrated_service.call"))
+            .await?
+        {
             refused = Some(status);
         }
     }
@@ -383,7 +423,10 @@ async fn run(matches: &ArgMatches) -> Result<(), Error> {
     let deadline = Instant::now() + serve_for;
     while Instant::now() < deadline {
         tokio::time::sleep(interval.min(deadline.saturating_duration_since(Instant::now()))).await;
-        if let Err(e) = call().await {
+        if let Err(e) = call()
+            .instrument(tracing::info_span!("migrated_service.call"))
+            .await
+        {
             println!(
                 "identity: request failed: {}",
                 platform_client_compat::tls::excerpt::chain(&*e)

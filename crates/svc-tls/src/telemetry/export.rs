@@ -144,6 +144,7 @@ struct Counts {
 /// carry the current span's trace and the serving half continues callers' traces.
 pub struct Telemetry {
     provider: Option<SdkTracerProvider>,
+    endpoint: Option<url::Url>,
     counts: Arc<Counts>,
 }
 
@@ -264,9 +265,9 @@ impl TelemetryBuilder {
         opentelemetry::global::set_text_map_propagator(
             opentelemetry_sdk::propagation::TraceContextPropagator::new(),
         );
-        tracing::info!(endpoint = %url, "telemetry: spans are exported over OTLP/HTTP");
         Ok(Telemetry {
             provider: Some(provider),
+            endpoint: Some(url),
             counts,
         })
     }
@@ -287,8 +288,16 @@ impl Telemetry {
     pub fn off() -> Self {
         Self {
             provider: None,
+            endpoint: None,
             counts: Arc::new(Counts::default()),
         }
+    }
+
+    /// The OTLP/HTTP URL spans are sent to ([`traces_url`] of the endpoint given);
+    /// `None` when off. [`install`] logs nothing (it usually runs before the
+    /// subscriber exists): log this once the subscriber is set.
+    pub fn endpoint(&self) -> Option<&url::Url> {
+        self.endpoint.as_ref()
     }
 
     /// Whether spans are exported.
