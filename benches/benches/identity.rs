@@ -12,7 +12,7 @@
 //!   and the last good identity served;
 //! - `identity-rotation/<case>` (sampled, `BENCH_RESULTS_DIR/identity.jsonl`): the
 //!   first handshake after a rotation. The resolvers share their Secrets through a
-//!   `SecretWatches` registry, as `PeerTls::from_options` does, which loads each new
+//!   `WatchedObjects` registry, as `PeerTls::from_options` does, which loads each new
 //!   version (and warms its key) when the watch delivers it; each sample is one
 //!   `resolve` timed alone once that load is done (alternating between two
 //!   identities), and checked to present the new certificate. The load itself is
@@ -68,7 +68,7 @@ use svc_tls::last_good::{NoopRecorder, ReloadRecorder};
 use svc_tls::material::Identity;
 use svc_tls::options::SecretRef;
 use svc_tls::spiffe::{SpiffeEndpoint, WorkloadApiSource};
-use svc_tls::watch::SecretWatches;
+use svc_tls::watch::WatchedObjects;
 
 use common::go::{Arm, GoChild, interleave, size, time};
 
@@ -148,7 +148,7 @@ fn main() {
     let _guard = rt.enter();
     let testbed = rt.block_on(kube_testbed::Testbed::start());
 
-    let watches = SecretWatches::new();
+    let watches = WatchedObjects::new();
     let mut resolvers = Vec::new();
     for case in &material.cases {
         let name = format!("identity-{}", case.name);
@@ -397,7 +397,7 @@ fn racing(
     case: &common::Case,
     name: &str,
     resolver: &IdentityResolver,
-    shared: &svc_tls::watch::SharedSecret,
+    shared: &svc_tls::watch::SharedObject<svc_tls::watch::Secret>,
     rotations: usize,
 ) {
     let versions = [
@@ -513,7 +513,7 @@ fn racing(
 fn metrics_cost(
     rt: &tokio::runtime::Runtime,
     testbed: &kube_testbed::Testbed,
-    watches: &SecretWatches,
+    watches: &WatchedObjects,
     material: &common::Material,
     metrics: &svc_tls::metrics::Metrics,
     rotations: usize,

@@ -40,7 +40,7 @@ use rustls_pki_types::pem::PemObject;
 use svc_tls::client::{PeerClient, PeerTls};
 use svc_tls::options::{ClientIdentityOptions, PeerOptions};
 use svc_tls::spiffe::WorkloadApiStreams;
-use svc_tls::watch::SecretWatches;
+use svc_tls::watch::WatchedObjects;
 
 const NS: &str = "bench";
 /// The key types the platform issues most, as the reconcile rows.
@@ -117,7 +117,7 @@ fn main() {
     let _guard = rt.enter();
     let testbed = rt.block_on(kube_testbed::Testbed::start());
     let client = testbed.cluster_client();
-    let (watches, streams) = (SecretWatches::new(), WorkloadApiStreams::new());
+    let (watches, streams) = (WatchedObjects::new(), WorkloadApiStreams::new());
     upsert(
         &testbed,
         common::secret(

@@ -35,7 +35,7 @@ use svc_tls::ClusterClient;
 use svc_tls::client::PeerTls;
 use svc_tls::options::{ClientIdentityOptions, PeerOptions};
 use svc_tls::spiffe::WorkloadApiStreams;
-use svc_tls::watch::SecretWatches;
+use svc_tls::watch::WatchedObjects;
 
 const NS: &str = "bench";
 /// The cases measured: the key types the platform issues most (cert-manager's
@@ -53,7 +53,7 @@ fn main() {
     let _guard = rt.enter();
     let testbed = rt.block_on(kube_testbed::Testbed::start());
     let client = testbed.cluster_client();
-    let watches = SecretWatches::new();
+    let watches = WatchedObjects::new();
     let streams = WorkloadApiStreams::new();
     testbed.upsert(
         serde_json::to_value(common::secret(
@@ -228,7 +228,7 @@ fn main() {
 /// One reconcile's construction: the peer's TLS from the options, over Secrets the
 /// registry already watches (as they are after the first reconcile).
 async fn peer_tls(
-    watches: &SecretWatches,
+    watches: &WatchedObjects,
     streams: &WorkloadApiStreams,
     client: &ClusterClient,
     peer: &PeerOptions,

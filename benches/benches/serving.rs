@@ -50,7 +50,7 @@ use svc_tls::options::SecretRef;
 use svc_tls::serving::ServerTls;
 use svc_tls::spiffe::{SpiffeEndpoint, SpiffeId, TrustDomain, WorkloadApiSource};
 use svc_tls::trust::{ServerAuthorization, SpiffeTrustSource, TrustSettings, TrustVerifier};
-use svc_tls::watch::SecretWatches;
+use svc_tls::watch::WatchedObjects;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
@@ -280,7 +280,7 @@ fn main() {
         .build()
         .unwrap();
     let testbed = rt.block_on(kube_testbed::Testbed::start());
-    let watches = SecretWatches::new();
+    let watches = WatchedObjects::new();
 
     // Go's server process: its cache-backed client on the same API server.
     let go = GoChild::spawn(&material.dir);

@@ -93,7 +93,7 @@ async fn run(clusters: usize) -> String {
         beds.push((callers, tb));
     }
     let (peer, me) = options();
-    let watches = svc_tls::watch::SecretWatches::with_eviction_grace(GRACE);
+    let watches = svc_tls::watch::WatchedObjects::with_eviction_grace(GRACE);
     let streams = svc_tls::spiffe::WorkloadApiStreams::new();
     let before = rss_kib();
     let (mut first, mut later) = (Vec::new(), Vec::new());

@@ -287,9 +287,9 @@ fn every_path_the_docs_name_is_public_and_no_former_name_is_used() {
 #[test]
 fn the_path_reader_finds_groups_and_stops_at_the_type() {
     assert_eq!(
-        our_paths("svc_tls::watch::{SecretWatches, SharedSecret}"),
+        our_paths("svc_tls::watch::{WatchedObjects, SharedSecret}"),
         [
-            vec!["svc_tls", "watch", "SecretWatches"],
+            vec!["svc_tls", "watch", "WatchedObjects"],
             vec!["svc_tls", "watch", "SharedSecret"]
         ]
     );

@@ -82,8 +82,8 @@ fn svc_tls_errors() -> Vec<(&'static str, Box<dyn Error>)> {
         key: "ca.crt".into(),
         problem: ConfigMapTrustProblem::NoCertificate,
     };
-    let source_refused = svc_tls::watch::SourceError::Refused {
-        secret: secret.clone(),
+    let source_refused = svc_tls::watch::WatchError::<svc_tls::watch::Secret>::Refused {
+        object: secret.clone(),
         cluster: None,
         code: 403,
         message: hostile_refusal().message,
@@ -165,13 +165,15 @@ fn svc_tls_errors() -> Vec<(&'static str, Box<dyn Error>)> {
             ))),
         ),
         (
-            "ConfigMapSourceError::Refused",
-            Box::new(svc_tls::watch::ConfigMapSourceError::Refused {
-                configmap: ConfigMapRef::new("unikorn", "bundle"),
-                cluster: None,
-                code: 403,
-                message: hostile_refusal().message,
-            }),
+            "WatchError::<ConfigMap>::Refused",
+            Box::new(
+                svc_tls::watch::WatchError::<svc_tls::watch::ConfigMap>::Refused {
+                    object: ConfigMapRef::new("unikorn", "bundle"),
+                    cluster: None,
+                    code: 403,
+                    message: hostile_refusal().message,
+                },
+            ),
         ),
         ("ConfigMapTrustError", Box::new(configmap)),
         (

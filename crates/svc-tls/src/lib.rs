@@ -144,40 +144,47 @@ pub mod last_good {
 }
 
 pub mod watch {
-    //! Secrets and ConfigMaps watched through the API server, the process's registry of
-    //! those watches, and the one builder of what follows a watched Secret.
+    //! Objects watched through the API server, one cache per object generic over its
+    //! kind ([`WatchedObject<K>`]), the process's registry of those watches
+    //! ([`WatchedObjects`]), and the one builder of what follows a watched object.
     //!
     #![doc = include_str!("watch/overview.md")]
 
     mod builder;
-    mod built;
     mod configmap;
-    mod lease;
+    mod held;
+    mod kind;
+    mod object;
     mod observer;
     mod registry;
     mod runtime;
     mod secret;
     mod shareable;
     mod shared;
-    mod shared_configmap;
 
-    pub(crate) use builder::sealed;
+    pub(crate) use builder::{Reads, sealed};
     pub use builder::{BuiltFromWatch, WatchedBuilder};
-    pub(crate) use configmap::configmap_resource_version;
-    pub use configmap::{ConfigMapSource, ConfigMapSourceError};
-    pub(crate) use lease::Lease;
+    #[allow(deprecated)]
+    pub use configmap::{ConfigMapSource, ConfigMapSourceError, SharedConfigMap};
+    /// The Kubernetes kinds watched here (k8s-openapi's types), re-exported so that
+    /// a caller can name `WatchedObject<Secret>` without a dependency of its own.
+    pub use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+    pub(crate) use kind::resource_version;
+    pub use kind::WatchedKind;
+    pub use object::{
+        DEFAULT_COALESCE_INTERVAL, DEFAULT_SINGLE_LIST_BYTES, DEFAULT_SYNC_TIMEOUT, WatchError,
+        WatchedObject, default_limits,
+    };
     #[cfg_attr(not(feature = "metrics"), allow(unused_imports))]
     pub(crate) use observer::RegistryObserver;
-    pub(crate) use registry::WeakSecretWatches;
-    pub use registry::{DEFAULT_EVICTION_GRACE, RegistryCounts, SecretWatches};
-    pub(crate) use secret::resource_version;
-    pub use secret::{
-        DEFAULT_COALESCE_INTERVAL, DEFAULT_SINGLE_LIST_BYTES, DEFAULT_SYNC_TIMEOUT, SecretSource,
-        SourceError, default_limits,
-    };
+    #[allow(deprecated)]
+    pub use registry::SecretWatches;
+    pub(crate) use registry::WeakWatchedObjects;
+    pub use registry::{DEFAULT_EVICTION_GRACE, RegistryCounts, WatchedObjects};
+    #[allow(deprecated)]
+    pub use secret::{SecretSource, SharedSecret, SourceError};
     pub(crate) use shareable::SharedValue;
-    pub use shared::SharedSecret;
-    pub use shared_configmap::SharedConfigMap;
+    pub use shared::SharedObject;
     pub use watch_ready::{LimitError, WatchLimits, WatchStatus};
 }
 
@@ -251,9 +258,11 @@ pub mod trust {
     #![doc = include_str!("trust/overview.md")]
 
     mod authorization;
+    mod builder;
     mod error;
     mod from_configmap;
     mod from_file;
+    mod from_object;
     mod from_secret;
     mod from_spiffe;
     mod settings;
@@ -263,9 +272,13 @@ pub mod trust {
 
     pub use authorization::{ServerAuthorization, SpiffeIdMismatch};
     pub use error::TrustError;
+    #[allow(deprecated)]
     pub use from_configmap::ConfigMapTrustSource;
     pub use from_file::FileTrustSource;
-    pub use from_secret::{SecretTrustSource, TrustObject, TrustVerifierBuilder};
+    pub use from_object::{TrustFromObject, WatchedTrustSource};
+    pub use builder::{TrustObject, TrustVerifierBuilder};
+    #[allow(deprecated)]
+    pub use from_secret::SecretTrustSource;
     pub use from_spiffe::SpiffeTrustSource;
     pub use settings::{DEFAULT_MAX_ROOTS_WITHOUT_SOURCE, TrustSettings};
     pub use source::{TrustReloadError, TrustSource};
@@ -382,6 +395,7 @@ pub mod client {
         trust_from_secret,
     };
     pub use error::{PeerClientError, PeerRequestError};
+    pub use from_options::PeerTlsSettings;
     pub use limits::{DEFAULT_MAX_RESPONSE_BODY, DEFAULT_REQUEST_TIMEOUT, ResponseBodyTooLarge};
     pub use peer::PeerTls;
     pub use pooled::PeerClient;

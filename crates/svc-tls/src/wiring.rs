@@ -1,5 +1,5 @@
 //! What the options-based constructors record into: the recorders and state exports
-//! of a [`SecretWatches`] registry's metrics, or nothing without them. Above both
+//! of a [`WatchedObjects`] registry's metrics, or nothing without them. Above both
 //! halves and the watch layer, so that neither has to know the other.
 //!
 //! A registry's metrics are found with `Metrics::installed_in`: a typed lookup of
@@ -10,22 +10,21 @@
 use std::sync::Arc;
 
 use cluster_id::ClusterId;
-use std::time::Duration;
 
-use crate::identity::IdentityResolver;
+use crate::identity::{IdentityError, IdentityObject, IdentityResolver, IdentitySettings};
 use crate::last_good::{NoopRecorder, ReloadRecorder};
 use crate::material::{Identity, TrustAnchors};
 #[cfg(feature = "metrics")]
 use crate::metrics::Metrics;
 use crate::origin::{IdentityOrigin, SecretRef, TrustOrigin};
 use crate::principal;
-use crate::trust::{SecretTrustSource, ServerAuthorization, TrustError, TrustVerifier};
-use crate::watch::SecretWatches;
+use crate::trust::{TrustError, TrustObject, TrustSettings, TrustVerifier};
+use crate::watch::{WatchedBuilder, WatchedObjects};
 
 /// The identity recorder for a resolver over `origin` built on `watches` (a
 /// no-op without metrics). Construction path.
 pub(crate) fn identity_recorder(
-    watches: &SecretWatches,
+    watches: &WatchedObjects,
     origin: &IdentityOrigin,
     spiffe_id: Option<&str>,
     cluster: Option<&ClusterId>,
@@ -41,7 +40,7 @@ pub(crate) fn identity_recorder(
 /// The trust recorder for a verifier over `origin` built on `watches` (a no-op
 /// without metrics). Construction path.
 pub(crate) fn trust_recorder(
-    watches: &SecretWatches,
+    watches: &WatchedObjects,
     origin: &TrustOrigin,
     cluster: Option<&ClusterId>,
 ) -> Arc<dyn ReloadRecorder<TrustOrigin, TrustAnchors>> {
@@ -55,7 +54,7 @@ pub(crate) fn trust_recorder(
 
 /// Exports `resolver`'s state when this registry has metrics.
 pub(crate) fn track_identity(
-    watches: &SecretWatches,
+    watches: &WatchedObjects,
     resolver: &IdentityResolver,
     cluster: Option<&ClusterId>,
 ) {
@@ -68,7 +67,7 @@ pub(crate) fn track_identity(
 
 /// Exports `verifier`'s state when this registry has metrics.
 pub(crate) fn track_trust(
-    watches: &SecretWatches,
+    watches: &WatchedObjects,
     verifier: &TrustVerifier,
     cluster: Option<&ClusterId>,
 ) {
@@ -80,7 +79,7 @@ pub(crate) fn track_trust(
 }
 
 /// Exports `verifier`'s mode in force when this registry has metrics.
-pub(crate) fn track_receiver(watches: &SecretWatches, verifier: &principal::IngressVerifier) {
+pub(crate) fn track_receiver(watches: &WatchedObjects, verifier: &principal::IngressVerifier) {
     #[cfg(feature = "metrics")]
     if let Some(metrics) = Metrics::installed_in(watches) {
         metrics.track_receiver(verifier);
@@ -90,7 +89,7 @@ pub(crate) fn track_receiver(watches: &SecretWatches, verifier: &principal::Ingr
 
 /// The principal recorder of signers and verifiers built over `watches` (a no-op
 /// without metrics). Construction path.
-pub(crate) fn principal_recorder(watches: &SecretWatches) -> PrincipalRecording {
+pub(crate) fn principal_recorder(watches: &WatchedObjects) -> PrincipalRecording {
     #[cfg(feature = "metrics")]
     if let Some(metrics) = Metrics::installed_in(watches) {
         return PrincipalRecording(metrics.principal_recorder());
@@ -109,39 +108,70 @@ impl std::fmt::Debug for PrincipalRecording {
     }
 }
 
-/// The verifier of `ca`'s roots over `watches`: the Secret watched once per registry,
-/// the verifier built once per Secret (every later caller shares it), recording into
-/// the registry's metrics. Waits up to `sync_timeout` for the first sync.
-pub(crate) async fn watched_trust(
-    watches: &SecretWatches,
+/// The verifier over `object` read from `client`'s cluster through `watches`, built
+/// by the one trust builder ([`TrustVerifier::builder`]'s) with `settings`: the object
+/// watched once per registry, the verifier kept in its entry and shared by every later
+/// caller with the same settings, recording into the registry's metrics. Waits up to
+/// the settings' sync timeout for the first sync.
+pub(crate) async fn kept_trust(
+    watches: &WatchedObjects,
     client: &cluster_id::ClusterClient,
-    ca: &SecretRef,
-    sync_timeout: Duration,
+    object: TrustObject,
+    settings: &TrustSettings,
 ) -> Result<TrustVerifier, TrustError> {
-    let shared = watches.watch_trust(client, ca, sync_timeout).await?;
-    shared.built(|| {
-        let verifier = TrustVerifier::with_settings(
-            Arc::new(SecretTrustSource::shared(&shared)),
-            watches.provider().clone(),
-            trust_recorder(
-                watches,
-                &TrustOrigin::Secret(ca.clone()),
-                Some(client.cluster()),
-            ),
-            Arc::new(crate::last_good::SystemClock::new()),
-            &crate::trust::TrustSettings::default(),
-            ServerAuthorization::HostName,
-        )?;
-        track_trust(watches, &verifier, Some(client.cluster()));
-        shared.follow(verifier.follower());
-        Ok(verifier)
-    })
+    let origin = match &object {
+        TrustObject::Secret { secret } => TrustOrigin::Secret(secret.clone()),
+        TrustObject::ConfigMap { configmap, key } => TrustOrigin::ConfigMap {
+            configmap: Box::new(configmap.clone()),
+            key: key.clone(),
+        },
+        TrustObject::Source { source, .. } => source.origin().clone(),
+    };
+    let verifier = WatchedBuilder::kept_in(object, watches, client)
+        .settings(settings.clone())
+        .provider(watches.provider().clone())
+        .recorder(trust_recorder(watches, &origin, Some(client.cluster())))
+        .build()
+        .await?;
+    track_trust(watches, &verifier, Some(client.cluster()));
+    Ok(verifier)
+}
+
+/// The resolver of the identity in `secret`, read from `client`'s cluster through
+/// `watches`, built by the one identity builder with `settings` (as
+/// [`kept_trust`]): kept in the Secret's entry, its keys loaded into the entry's
+/// cache, recording into the registry's metrics.
+pub(crate) async fn kept_identity(
+    watches: &WatchedObjects,
+    client: &cluster_id::ClusterClient,
+    secret: &SecretRef,
+    settings: &IdentitySettings,
+) -> Result<IdentityResolver, IdentityError> {
+    let origin = IdentityOrigin::Secret(secret.clone());
+    let resolver = WatchedBuilder::kept_in(
+        IdentityObject::Secret {
+            secret: secret.clone(),
+        },
+        watches,
+        client,
+    )
+    .settings(settings.clone())
+    .recorder(identity_recorder(
+        watches,
+        &origin,
+        None,
+        Some(client.cluster()),
+    ))
+    .build()
+    .await?;
+    track_identity(watches, &resolver, Some(client.cluster()));
+    Ok(resolver)
 }
 
 /// The recorder of the requests of peer clients built over `watches` (`None`
 /// without metrics: the clients then record nothing). Construction path.
 pub(crate) fn peer_recorder(
-    watches: &SecretWatches,
+    watches: &WatchedObjects,
 ) -> Option<crate::recording::Held<dyn crate::recording::PeerRecorder>> {
     #[cfg(feature = "metrics")]
     if let Some(metrics) = Metrics::installed_in(watches) {

@@ -13,7 +13,7 @@ use kube_testbed::{Rule, Testbed};
 use support::*;
 use svc_tls::client::PeerTls;
 use svc_tls::options::{ClientIdentityOptions, PeerOptions};
-use svc_tls::watch::{RegistryCounts, SecretWatches};
+use svc_tls::watch::{RegistryCounts, WatchedObjects};
 use svc_tls::{ClusterClient, ClusterId, SecretRef};
 
 const CA: &str = "identity-ca";
@@ -83,7 +83,7 @@ fn counts(secrets: usize, kube_clients: usize, shared_values: usize) -> Registry
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn entries_watches_api_clients_and_peer_clients_go_after_the_grace() {
     let tbs = [cluster("a").await, cluster("b").await, cluster("c").await];
-    let watches = SecretWatches::with_eviction_grace(GRACE);
+    let watches = WatchedObjects::with_eviction_grace(GRACE);
     let streams = svc_tls::spiffe::WorkloadApiStreams::new();
     let (peer, me) = options();
     let mut held = Vec::new();
@@ -157,7 +157,7 @@ async fn entries_watches_api_clients_and_peer_clients_go_after_the_grace() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_hundred_clusters_with_three_credentials_return_to_the_baseline() {
     let tb = cluster("many").await;
-    let watches = SecretWatches::with_eviction_grace(GRACE);
+    let watches = WatchedObjects::with_eviction_grace(GRACE);
     let kube = tb.client();
     let secret = SecretRef::new(NS, CA);
     let caller = |cluster: usize, credential: usize| {
@@ -215,7 +215,7 @@ async fn metrics_count_the_entries_and_keep_none_alive() {
     use prometheus_client::registry::Registry;
 
     let tb = cluster("metrics").await;
-    let watches = SecretWatches::with_eviction_grace(GRACE);
+    let watches = WatchedObjects::with_eviction_grace(GRACE);
     let mut registry = Registry::default();
     svc_tls::metrics::Metrics::new(&mut registry)
         .install(&watches)
@@ -263,7 +263,7 @@ async fn an_evicted_clusters_series_and_label_go_with_it() {
     const LABEL: &str = "evicted-cluster-series-7d3a";
     let tb = cluster("series").await;
     let mut registry = Registry::default();
-    let watches = SecretWatches::with_eviction_grace(GRACE);
+    let watches = WatchedObjects::with_eviction_grace(GRACE);
     svc_tls::metrics::Metrics::new(&mut registry)
         .install(&watches)
         .unwrap();

@@ -34,7 +34,7 @@ use svc_tls::options::{ClientIdentityOptions, PeerOptions, SecretRef};
 use svc_tls::serving::ServerTls;
 use svc_tls::spiffe::WorkloadApiStreams;
 use svc_tls::trust::TrustVerifier;
-use svc_tls::watch::SecretWatches;
+use svc_tls::watch::WatchedObjects;
 use test_support::prometheus::{Prometheus, serve_metrics};
 use test_support::tls_server::{Handler, Reply};
 
@@ -121,7 +121,7 @@ fn peer_of(server: &VerifyingServer) -> String {
     format!("127.0.0.1:{}", url.port().unwrap())
 }
 
-async fn peer_tls(tb: &Testbed, watches: &SecretWatches, server: &VerifyingServer) -> PeerTls {
+async fn peer_tls(tb: &Testbed, watches: &WatchedObjects, server: &VerifyingServer) -> PeerTls {
     let (peer, me) = options(&server.url());
     PeerTls::from_options_in(
         watches,

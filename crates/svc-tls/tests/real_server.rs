@@ -5,7 +5,7 @@
 //!
 //! - A kube-construct cache proven synced at construction, and a peer's trust and
 //!   identity read from Secrets through svc-tls (`PeerTls::from_options`, the process's
-//!   `SecretWatches`), following a rotated identity.
+//!   `WatchedObjects`), following a rotated identity.
 //! - RBAC refusals run against both servers in `credentials/`; a periodic
 //!   BOOKMARK in `handshake/bookmark.rs`.
 //! - Two clusters in one process, one emulated and one real, holding same-named
@@ -25,7 +25,7 @@ use support::*;
 use svc_tls::ClusterClient;
 use svc_tls::client::{PeerClientError, PeerTls};
 use svc_tls::options::{ClientIdentityOptions, PeerOptions};
-use svc_tls::watch::SecretWatches;
+use svc_tls::watch::WatchedObjects;
 
 const TIMEOUT: Duration = Duration::from_secs(20);
 
@@ -167,7 +167,7 @@ async fn a_synced_cache_and_a_rotated_identity_read_from_the_real_server() {
     let tls = build(&peer, &api.cluster_client()).await.unwrap();
     let url = peer.server.url();
     assert_eq!(serial_seen(&tls, &url).await, "7");
-    let identity = SecretWatches::process()
+    let identity = WatchedObjects::process()
         .watch(
             &api.cluster_client(),
             &svc_tls::SecretRef::new(NS, &peer.identity),

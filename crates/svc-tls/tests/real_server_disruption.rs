@@ -25,7 +25,7 @@ use kube_construct::client::CachedClient;
 use real_apiserver::{ApiServerUnderTest, Options, RealServer};
 use support::*;
 use svc_tls::SecretRef;
-use svc_tls::watch::SecretSource;
+use svc_tls::watch::WatchedObject;
 
 const TIMEOUT: Duration = Duration::from_secs(20);
 
@@ -66,7 +66,7 @@ async fn within_a_minute(what: &str, mut check: impl FnMut() -> bool) {
     }
 }
 
-fn resource_version(source: &SecretSource) -> String {
+fn resource_version(source: &WatchedObject<Secret>) -> String {
     source
         .get()
         .and_then(|s| s.metadata.resource_version.clone())
@@ -82,9 +82,10 @@ async fn a_watch_recovers_from_an_api_server_restart() {
     server
         .apply(tls_secret("restarted", &first.cert_pem, &first.key_pem))
         .await;
-    let source = SecretSource::watch(server.client(), SecretRef::new(NS, "restarted"), TIMEOUT)
-        .await
-        .unwrap();
+    let source =
+        WatchedObject::<Secret>::watch(server.client(), SecretRef::new(NS, "restarted"), TIMEOUT)
+            .await
+            .unwrap();
     assert!(cached_cert_is(&source, &first.cert_pem));
 
     server.stop_apiserver(0).await;
@@ -119,9 +120,10 @@ async fn a_watch_resumed_after_compaction_gets_410_and_relists() {
     server
         .apply(tls_secret("compacted", &first.cert_pem, &first.key_pem))
         .await;
-    let source = SecretSource::watch(server.client(), SecretRef::new(NS, "compacted"), TIMEOUT)
-        .await
-        .unwrap();
+    let source =
+        WatchedObject::<Secret>::watch(server.client(), SecretRef::new(NS, "compacted"), TIMEOUT)
+            .await
+            .unwrap();
     let seen = resource_version(&source);
     let relists = source.relists();
     // A kube-construct cache of the same Secret rides the same restart (what the
@@ -231,7 +233,7 @@ async fn a_withdrawn_grant_fails_trust_closed_once_the_watch_must_be_re_establis
     let clock = ManualClock::new();
     let limit = Duration::from_secs(600);
     let trust = TrustVerifier::builder(caller.kube().clone(), SecretRef::new(NS, "withdrawn-ca"))
-        .watches(&svc_tls::watch::SecretWatches::new(), &caller)
+        .watches(&svc_tls::watch::WatchedObjects::new(), &caller)
         .clock(std::sync::Arc::new(clock.clone()))
         .settings(svc_tls::trust::TrustSettings::default().max_roots_without_source(limit))
         .build()

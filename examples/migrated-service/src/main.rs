@@ -63,7 +63,7 @@ use platform_client_compat::tls::identity::IdentityState;
 use platform_client_compat::tls::options::{ClientIdentityOptions, PeerOptions};
 use platform_client_compat::tls::principal::Principal;
 use platform_client_compat::tls::readiness::Readiness;
-use platform_client_compat::tls::watch::SecretWatches;
+use platform_client_compat::tls::watch::WatchedObjects;
 use tracing::Instrument as _;
 
 type Error = Box<dyn std::error::Error + Send + Sync>;
@@ -433,7 +433,7 @@ async fn run(matches: &ArgMatches) -> Result<(), Error> {
             );
         }
     }
-    let watched = SecretWatches::process().watched();
+    let watched = WatchedObjects::process().watched();
     println!(
         "svc-tls: {} Secret watches for {requests} requests: {}",
         watched.len(),

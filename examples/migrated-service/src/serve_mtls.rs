@@ -27,7 +27,7 @@ use platform_client_compat::tls::principal::{
 };
 use platform_client_compat::tls::serving::{Caller, ServerTls, request_principal};
 use platform_client_compat::tls::trust::TrustVerifier;
-use platform_client_compat::tls::watch::SecretWatches;
+use platform_client_compat::tls::watch::WatchedObjects;
 use platform_client_compat::tls::{ClusterClient, IdentityResolver, SecretRef};
 use tokio::net::TcpListener;
 
@@ -95,7 +95,7 @@ pub async fn start(
         return Err("--serve-bind-address needs --principal-audience: the URLs callers call this service at".into());
     }
     let callers = TrustVerifier::builder(cluster.kube().clone(), SecretRef::new(namespace, name))
-        .watches(SecretWatches::process(), cluster)
+        .watches(WatchedObjects::process(), cluster)
         .settings(
             platform_client_compat::tls::trust::TrustSettings::default().sync_timeout(sync_timeout),
         )
@@ -104,7 +104,7 @@ pub async fn start(
     let mut tls = ServerTls::builder(identity.clone()).callers(callers);
     // With --metrics-bind-address, callers' failed handshakes are counted by reason
     // (svc_tls_listener_handshake_failures_total{listener="https"}).
-    if let Some(metrics) = Metrics::installed_in(SecretWatches::process()) {
+    if let Some(metrics) = Metrics::installed_in(WatchedObjects::process()) {
         tls = tls.handshake_recorder(metrics.listener_recorder("https"));
     }
     let tls = tls.build()?;

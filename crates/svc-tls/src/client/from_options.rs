@@ -5,17 +5,65 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::identity::{
-    IdentityError, IdentityResolver, IdentitySource, SecretIdentitySource, SpiffeIdentitySource,
+    IdentityError, IdentityResolver, IdentitySettings, IdentitySource, SpiffeIdentitySource,
 };
-use crate::last_good::{Settings, SystemClock};
+use crate::last_good::SystemClock;
 use crate::options::{ClientIdentityOptions, IdentityConfig, PeerCa, PeerOptions};
-use crate::origin::{ConfigMapRef, IdentityOrigin, TrustOrigin};
 use crate::spiffe::{SpiffeEndpoint, SpiffeId, WorkloadApiSource, WorkloadApiStreams};
 use crate::trust::{
-    ConfigMapTrustSource, ServerAuthorization, SpiffeTrustSource, TrustError, TrustSettings,
-    TrustSource, TrustVerifier,
+    ServerAuthorization, SpiffeTrustSource, TrustError, TrustObject, TrustSettings, TrustSource,
+    TrustVerifier,
 };
-use crate::watch::SecretWatches;
+use crate::watch::WatchedObjects;
+
+/// The settings of both halves that a peer's TLS setup from the options is built
+/// with: what flags do not say (the warning period, the watch-failure threshold, the
+/// bounds on roots without their source), passed alongside the options to
+/// [`PeerTls::from_options_with`]. Every resolver and verifier it builds takes them
+/// through the same builders as [`IdentityResolver::builder`] and
+/// [`TrustVerifier::builder`].
+///
+/// ```
+/// use std::time::Duration;
+/// use svc_tls::client::PeerTlsSettings;
+///
+/// let settings = PeerTlsSettings::default()
+///     .sync_timeout(Duration::from_secs(30))
+///     .warning_period(Duration::from_secs(300));
+/// assert_eq!(settings.identity.warning_period, Duration::from_secs(300));
+/// assert_eq!(settings.trust.sync_timeout, Duration::from_secs(30));
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct PeerTlsSettings {
+    /// The identity half's settings (the client certificate).
+    pub identity: IdentitySettings,
+    /// The trust half's settings (the peer's CA).
+    pub trust: TrustSettings,
+}
+
+impl PeerTlsSettings {
+    /// Both halves' settings.
+    pub fn new(identity: IdentitySettings, trust: TrustSettings) -> Self {
+        Self { identity, trust }
+    }
+
+    /// Sets both halves' sync timeout.
+    #[must_use]
+    pub fn sync_timeout(mut self, timeout: Duration) -> Self {
+        self.identity = self.identity.sync_timeout(timeout);
+        self.trust = self.trust.sync_timeout(timeout);
+        self
+    }
+
+    /// Sets both halves' warning period.
+    #[must_use]
+    pub fn warning_period(mut self, period: Duration) -> Self {
+        self.identity = self.identity.warning_period(period);
+        self.trust = self.trust.warning_period(period);
+        self
+    }
+}
 
 use super::{PeerClientError, PeerTls, TrustMode};
 
@@ -58,7 +106,7 @@ impl PeerTls {
         sync_timeout: Duration,
     ) -> Result<Self, PeerClientError> {
         Self::from_options_in(
-            SecretWatches::process(),
+            WatchedObjects::process(),
             WorkloadApiStreams::process(),
             client,
             peer,
@@ -68,17 +116,63 @@ impl PeerTls {
         .await
     }
 
+    /// [`PeerTls::from_options`] with both halves' `settings` (their sync timeouts
+    /// included) instead of the defaults.
+    ///
+    /// ```no_run
+    /// # async fn f(client: cluster_id::ClusterClient, peer: svc_tls::options::PeerOptions,
+    /// #            me: svc_tls::options::ClientIdentityOptions) -> Result<(), Box<dyn std::error::Error>> {
+    /// use std::time::Duration;
+    /// use svc_tls::client::{PeerTls, PeerTlsSettings};
+    ///
+    /// let settings = PeerTlsSettings::default()
+    ///     .sync_timeout(Duration::from_secs(30))
+    ///     .warning_period(Duration::from_secs(300));
+    /// let tls = PeerTls::from_options_with(&client, &peer, &me, &settings).await?;
+    /// # let _ = tls; Ok(()) }
+    /// ```
+    pub async fn from_options_with(
+        client: &cluster_id::ClusterClient,
+        peer: &PeerOptions,
+        identity: &ClientIdentityOptions,
+        settings: &PeerTlsSettings,
+    ) -> Result<Self, PeerClientError> {
+        Self::from_options_in_with(
+            WatchedObjects::process(),
+            WorkloadApiStreams::process(),
+            client,
+            peer,
+            identity,
+            settings,
+        )
+        .await
+    }
+
     /// [`PeerTls::from_options`] over registries of the caller's (one per test)
     /// instead of the process's.
     pub async fn from_options_in(
-        watches: &SecretWatches,
+        watches: &WatchedObjects,
         streams: &WorkloadApiStreams,
         client: &cluster_id::ClusterClient,
         peer: &PeerOptions,
         identity: &ClientIdentityOptions,
         sync_timeout: Duration,
     ) -> Result<Self, PeerClientError> {
+        let settings = PeerTlsSettings::default().sync_timeout(sync_timeout);
+        Self::from_options_in_with(watches, streams, client, peer, identity, &settings).await
+    }
+
+    /// [`PeerTls::from_options_with`] over registries of the caller's.
+    pub async fn from_options_in_with(
+        watches: &WatchedObjects,
+        streams: &WorkloadApiStreams,
+        client: &cluster_id::ClusterClient,
+        peer: &PeerOptions,
+        identity: &ClientIdentityOptions,
+        settings: &PeerTlsSettings,
+    ) -> Result<Self, PeerClientError> {
         let provider = watches.provider().clone();
+        let sync_timeout = settings.identity.sync_timeout;
         let mut from_files = None;
         let secret = match identity.config()? {
             // The server ID validated by the options, carried: not read again.
@@ -94,47 +188,33 @@ impl PeerTls {
                     identity,
                     server_id,
                     &workload,
+                    settings,
                 );
             }
             IdentityConfig::Secret(secret) => Some(secret),
             IdentityConfig::None => None,
             IdentityConfig::Files { dir, layout } => {
-                from_files = Some(files_identity(watches, dir, layout)?);
+                from_files = Some(files_identity(watches, dir, layout, &settings.identity)?);
                 None
             }
         };
+        // Each watched object through the one builder of its half, kept in the
+        // registry entry (one verifier per cluster, object, key and settings).
+        let watched = |object| crate::wiring::kept_trust(watches, client, object, &settings.trust);
         let trust = match peer.ca()? {
-            PeerCa::Secret(ca) => TrustMode::Watched(
-                crate::wiring::watched_trust(watches, client, &ca, sync_timeout).await?,
-            ),
-            PeerCa::ConfigMap { configmap, key } => TrustMode::Watched(
-                configmap_trust(watches, client, configmap, key, sync_timeout).await?,
-            ),
+            PeerCa::Secret(secret) => {
+                TrustMode::Watched(watched(TrustObject::Secret { secret }).await?)
+            }
+            PeerCa::ConfigMap { configmap, key } => {
+                TrustMode::Watched(watched(TrustObject::ConfigMap { configmap, key }).await?)
+            }
             PeerCa::Platform => TrustMode::Platform,
-            PeerCa::File(path) => TrustMode::Watched(files_trust(watches, &path)?),
+            PeerCa::File(path) => TrustMode::Watched(files_trust(watches, &path, &settings.trust)?),
         };
         let identity = match secret {
-            Some(secret) => {
-                let shared = watches
-                    .watch(client, &secret, sync_timeout)
-                    .await
-                    .map_err(IdentityError::from)?;
-                Some(shared.built(|| {
-                    let resolver = IdentityResolver::with_settings(
-                        Arc::new(SecretIdentitySource::shared(&shared)),
-                        crate::wiring::identity_recorder(
-                            watches,
-                            &IdentityOrigin::Secret(secret.clone()),
-                            None,
-                            Some(client.cluster()),
-                        ),
-                        Settings::default(),
-                    )?;
-                    crate::wiring::track_identity(watches, &resolver, Some(client.cluster()));
-                    shared.follow(resolver.follower());
-                    Ok::<_, IdentityError>(resolver)
-                })?)
-            }
+            Some(secret) => Some(
+                crate::wiring::kept_identity(watches, client, &secret, &settings.identity).await?,
+            ),
             None => from_files,
         };
         let mut tls = Self::new(provider, trust, identity).for_peer(peer);
@@ -167,12 +247,13 @@ impl PeerTls {
     ) -> Result<Self, PeerClientError> {
         let server_id = identity.required_spiffe_server_id()?;
         Self::from_spiffe_in(
-            SecretWatches::process(),
+            WatchedObjects::process(),
             None,
             peer,
             identity,
             server_id,
             workload,
+            &PeerTlsSettings::default(),
         )
     }
 
@@ -180,12 +261,13 @@ impl PeerTls {
     /// resolver and verifier are built once per stream and server ID in that registry
     /// of streams and shared by every later construction.
     pub(crate) fn from_spiffe_in(
-        watches: &SecretWatches,
+        watches: &WatchedObjects,
         shared: Option<(&WorkloadApiStreams, &str)>,
         peer: &PeerOptions,
         identity: &ClientIdentityOptions,
         server_id: SpiffeId,
         workload: &WorkloadApiSource,
+        settings: &PeerTlsSettings,
     ) -> Result<Self, PeerClientError> {
         if peer.ca_configmap().ok().flatten().is_some() {
             crate::options::warn_once(
@@ -210,7 +292,7 @@ impl PeerTls {
         let tls = match shared {
             Some((streams, endpoint)) => {
                 let (trust, resolver) = streams.built(endpoint, &server_id.to_string(), || {
-                    Self::spiffe_halves(watches, workload, server_id.clone())
+                    Self::spiffe_halves(watches, workload, server_id.clone(), settings)
                 })?;
                 let mut tls = Self::new(
                     Arc::new(crate::material::crypto_provider()),
@@ -222,7 +304,7 @@ impl PeerTls {
                 tls.registry = Some(watches.downgrade());
                 tls
             }
-            None => Self::for_spiffe_id_in(watches, workload, server_id)?,
+            None => Self::for_spiffe_id_in(watches, workload, server_id, settings)?,
         };
         Ok(tls.for_peer(peer))
     }
@@ -250,16 +332,22 @@ impl PeerTls {
         workload: &WorkloadApiSource,
         server_id: SpiffeId,
     ) -> Result<Self, PeerClientError> {
-        Self::for_spiffe_id_in(SecretWatches::process(), workload, server_id)
+        Self::for_spiffe_id_in(
+            WatchedObjects::process(),
+            workload,
+            server_id,
+            &PeerTlsSettings::default(),
+        )
     }
 
     /// [`PeerTls::for_spiffe_id`] recording into `watches`' metrics.
     fn for_spiffe_id_in(
-        watches: &SecretWatches,
+        watches: &WatchedObjects,
         workload: &WorkloadApiSource,
         server_id: SpiffeId,
+        settings: &PeerTlsSettings,
     ) -> Result<Self, PeerClientError> {
-        let (trust, resolver) = Self::spiffe_halves(watches, workload, server_id)?;
+        let (trust, resolver) = Self::spiffe_halves(watches, workload, server_id, settings)?;
         let provider = Arc::new(crate::material::crypto_provider());
         let mut tls = Self::new(provider, TrustMode::Watched(trust), Some(resolver));
         tls.principal = crate::wiring::principal_recorder(watches);
@@ -270,10 +358,12 @@ impl PeerTls {
     /// The verifier of `server_id` over `workload`'s bundles and the resolver of its
     /// SVID, recording into `watches`' metrics.
     fn spiffe_halves(
-        watches: &SecretWatches,
+        watches: &WatchedObjects,
         workload: &WorkloadApiSource,
         server_id: SpiffeId,
+        settings: &PeerTlsSettings,
     ) -> Result<(TrustVerifier, IdentityResolver), PeerClientError> {
+        let clock = Arc::new(SystemClock::new());
         let provider = Arc::new(crate::material::crypto_provider());
         let trust_source = SpiffeTrustSource::new(workload.clone(), server_id.trust_domain());
         let trust_recorder = crate::wiring::trust_recorder(watches, trust_source.origin(), None);
@@ -281,8 +371,8 @@ impl PeerTls {
             Arc::new(trust_source),
             provider.clone(),
             trust_recorder,
-            Arc::new(SystemClock::new()),
-            &TrustSettings::default(),
+            clock.clone(),
+            &settings.trust,
             ServerAuthorization::SpiffeId(server_id),
         )?;
         let identity_source = SpiffeIdentitySource::new(workload.clone());
@@ -296,7 +386,7 @@ impl PeerTls {
         let resolver = IdentityResolver::with_settings(
             Arc::new(identity_source),
             identity_recorder,
-            Settings::default(),
+            settings.identity.core(clock),
         )?;
         crate::wiring::track_trust(watches, &trust, None);
         crate::wiring::track_identity(watches, &resolver, None);
@@ -306,53 +396,14 @@ impl PeerTls {
     }
 }
 
-/// The verifier of a peer's CA ConfigMap, read from `client`'s cluster with its
-/// credentials, recording into `watches`' metrics.
-///
-/// The ConfigMap is watched once per cluster and credential through `watches` (as
-/// its Secrets are), and one verifier per data key is built over it and shared by
-/// every later construction, without an API request. A failed start stores nothing.
-async fn configmap_trust(
-    watches: &SecretWatches,
-    client: &cluster_id::ClusterClient,
-    configmap: ConfigMapRef,
-    key: String,
-    sync_timeout: Duration,
-) -> Result<TrustVerifier, TrustError> {
-    let shared = watches
-        .watch_configmap(client, &configmap, sync_timeout)
-        .await?;
-    shared.built(&key, || {
-        let origin = TrustOrigin::ConfigMap {
-            configmap: Box::new(configmap.clone()),
-            key: key.clone(),
-        };
-        let verifier = TrustVerifier::with_settings(
-            Arc::new(ConfigMapTrustSource::new(
-                shared.source().clone(),
-                key.clone(),
-            )),
-            watches.provider().clone(),
-            crate::wiring::trust_recorder(watches, &origin, Some(client.cluster())),
-            Arc::new(SystemClock::new()),
-            &TrustSettings::default(),
-            ServerAuthorization::HostName,
-        )?;
-        crate::wiring::track_trust(watches, &verifier, Some(client.cluster()));
-        // Followed like a CA Secret: a new bundle reaches the verifier (and retires
-        // the pools over it) without waiting for a handshake.
-        shared.follow(verifier.follower());
-        Ok(verifier)
-    })
-}
-
 /// The identity in the files of `--[P-]client-certificate-dir`: the process's one
 /// follower of the directory ([`MountedFiles::process`](crate::files::MountedFiles::process)),
 /// a resolver recording into `watches`' metrics and followed on every change.
 fn files_identity(
-    watches: &SecretWatches,
+    watches: &WatchedObjects,
     dir: std::path::PathBuf,
     layout: crate::files::FileLayout,
+    settings: &IdentitySettings,
 ) -> Result<IdentityResolver, IdentityError> {
     let files = crate::files::MountedFiles::process(dir, layout).map_err(|e| {
         IdentityError::Unusable(crate::identity::IdentityReloadError::Unavailable(Box::new(
@@ -361,11 +412,7 @@ fn files_identity(
     })?;
     let source = crate::identity::FileIdentitySource::new(files.clone());
     let recorder = crate::wiring::identity_recorder(watches, source.origin(), None, None);
-    let resolver = IdentityResolver::from_files_with(
-        &files,
-        &crate::identity::IdentitySettings::default(),
-        recorder,
-    )?;
+    let resolver = IdentityResolver::from_files_with(&files, settings, recorder)?;
     crate::wiring::track_identity(watches, &resolver, None);
     Ok(resolver)
 }
@@ -374,8 +421,9 @@ fn files_identity(
 /// follower of it), the file the bundle; a verifier recording into `watches`' metrics
 /// and followed on every change.
 fn files_trust(
-    watches: &SecretWatches,
+    watches: &WatchedObjects,
     path: &std::path::Path,
+    settings: &TrustSettings,
 ) -> Result<TrustVerifier, TrustError> {
     let unusable = |e: crate::files::FileError| {
         TrustError::Unusable(crate::trust::TrustReloadError::Unavailable(Box::new(e)))
@@ -401,7 +449,7 @@ fn files_trust(
     let verifier = TrustVerifier::from_files_with(
         &files,
         ServerAuthorization::HostName,
-        &TrustSettings::default(),
+        settings,
         crate::wiring::trust_recorder(watches, &origin, None),
     )?;
     crate::wiring::track_trust(watches, &verifier, None);

@@ -35,7 +35,7 @@ pub struct PeerTls {
     pub(super) principal: crate::wiring::PrincipalRecording,
     /// The registry this was built over, where [`PeerTls::client`] finds the shared
     /// pool (weak: a registry's stored clients hold a `PeerTls`).
-    pub(super) registry: Option<crate::watch::WeakSecretWatches>,
+    pub(super) registry: Option<crate::watch::WeakWatchedObjects>,
     /// What the requests of clients built from this report to (`None`: nothing, at
     /// no cost).
     pub(super) requests: Option<crate::recording::Held<dyn PeerRecorder>>,

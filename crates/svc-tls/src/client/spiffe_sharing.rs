@@ -9,7 +9,7 @@ use std::time::Duration;
 use crate::client::PeerTls;
 use crate::options::{ClientIdentityOptions, PeerOptions};
 use crate::spiffe::{SpiffeEndpoint, WorkloadApiStreams};
-use crate::watch::SecretWatches;
+use crate::watch::WatchedObjects;
 
 const CLIENT_ID: &str = "spiffe://example.org/ns/unikorn/sa/region";
 const SERVER_ID: &str = "spiffe://example.org/ns/unikorn/sa/identity";
@@ -46,7 +46,7 @@ async fn twenty_constructions_share_one_resolver_and_verifier_and_outlive_the_ag
         )
         .await
         .unwrap();
-    let watches = SecretWatches::new();
+    let watches = WatchedObjects::new();
     let server_id = me.required_spiffe_server_id().unwrap();
     let construct = || {
         PeerTls::from_spiffe_in(
@@ -56,6 +56,7 @@ async fn twenty_constructions_share_one_resolver_and_verifier_and_outlive_the_ag
             &me,
             server_id.clone(),
             &workload,
+            &super::from_options::PeerTlsSettings::default(),
         )
         .unwrap()
     };
@@ -72,8 +73,16 @@ async fn twenty_constructions_share_one_resolver_and_verifier_and_outlive_the_ag
         // And so one pooled HTTP client.
         assert!(again.client().unwrap().ptr_eq(&first.client().unwrap()));
     }
-    let unshared =
-        PeerTls::from_spiffe_in(&watches, None, &peer, &me, server_id.clone(), &workload).unwrap();
+    let unshared = PeerTls::from_spiffe_in(
+        &watches,
+        None,
+        &peer,
+        &me,
+        server_id.clone(),
+        &workload,
+        &super::from_options::PeerTlsSettings::default(),
+    )
+    .unwrap();
     assert!(
         !unshared
             .identity()
@@ -88,6 +97,15 @@ async fn twenty_constructions_share_one_resolver_and_verifier_and_outlive_the_ag
     let during = construct();
     assert!(during.identity().unwrap().ptr_eq(first.identity().unwrap()));
     assert!(
-        PeerTls::from_spiffe_in(&watches, None, &peer, &me, server_id.clone(), &workload).is_err()
+        PeerTls::from_spiffe_in(
+            &watches,
+            None,
+            &peer,
+            &me,
+            server_id.clone(),
+            &workload,
+            &super::from_options::PeerTlsSettings::default(),
+        )
+        .is_err()
     );
 }

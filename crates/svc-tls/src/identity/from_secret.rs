@@ -14,7 +14,7 @@ use crate::last_good::{NoopRecorder, ReloadRecorder};
 use crate::material::{HandshakeLoad, Identity, IdentityCache};
 use crate::origin::{IdentityOrigin, SecretRef, SourceHealth};
 use crate::watch::{
-    BuiltFromWatch, Lease, SecretSource, SharedSecret, SharedValue, WatchedBuilder,
+    BuiltFromWatch, Reads, SharedObject, SharedValue, WatchedBuilder, WatchedObject,
     resource_version, sealed,
 };
 
@@ -43,52 +43,69 @@ impl BuiltFromWatch for IdentityResolver {
 
     async fn from_builder(builder: IdentityResolverBuilder) -> Result<Self, IdentityError> {
         let settings = builder.settings.core(builder.clock.clone());
-        let (client, secret) = match &builder.object {
+        let secret = match &builder.object {
             IdentityObject::Source(source) => {
+                if let Some(Reads::Registry(..)) = builder.reads {
+                    return Err(IdentityError::SharedSource {
+                        origin: source.origin().clone(),
+                    });
+                }
                 return IdentityResolver::with_settings(source.clone(), builder.recorder, settings);
             }
-            IdentityObject::Secret { client, secret } => (client, secret),
+            IdentityObject::Secret { secret } => secret,
         };
         let timeout = builder.settings.sync_timeout;
-        let shared = match &builder.watches {
-            Some((watches, cluster)) => Some((
-                watches.watch(cluster, secret, timeout).await?,
-                builder.provider.is_some(),
-            )),
-            None => None,
-        };
-        let source = match &shared {
-            Some((shared, false)) => SecretIdentitySource::shared(shared).leasing(shared.lease()),
-            Some((shared, true)) => {
-                SecretIdentitySource::new(shared.source().clone(), builder.provider_or_default())
-                    .leasing(shared.lease())
+        match &builder.reads {
+            Some(Reads::Registry(watches, cluster)) => {
+                let shared = watches.watch(cluster, secret, timeout).await?;
+                // Over a registry's shared Secret, the loader reloads the resolver
+                // after each version it loads.
+                let build = |source: SecretIdentitySource| {
+                    let resolver = IdentityResolver::with_settings(
+                        Arc::new(source),
+                        builder.recorder.clone(),
+                        settings.clone(),
+                    )?;
+                    shared.follow(resolver.follower());
+                    Ok(resolver)
+                };
+                // With a provider of its own, keys are loaded into a cache of its own.
+                let source = || match &builder.provider {
+                    None => SecretIdentitySource::shared(&shared),
+                    Some(provider) => {
+                        SecretIdentitySource::new(shared.source().clone(), provider.clone())
+                    }
+                };
+                if builder.kept {
+                    // Kept in the entry: its source must not hold the entry.
+                    shared.built(&builder.kept_key(""), || build(source()))
+                } else {
+                    build(source().holding(shared.clone()))
+                }
             }
-            None => SecretIdentitySource::new(
-                SecretSource::watch(client.clone(), secret.clone(), timeout).await?,
-                builder.provider_or_default(),
-            ),
-        };
-        let resolver =
-            IdentityResolver::with_settings(Arc::new(source), builder.recorder, settings)?;
-        // Over a registry's shared Secret, the loader reloads the resolver after each
-        // version it loads; a Secret watched alone has no loader, and the resolver
-        // reads it on handshakes only.
-        if let Some((shared, _)) = shared {
-            shared.follow(resolver.follower());
+            // A Secret watched alone has no loader: the resolver reads it on
+            // handshakes only.
+            Some(Reads::Own(client)) => {
+                let source = SecretIdentitySource::new(
+                    WatchedObject::watch(client.clone(), secret.clone(), timeout).await?,
+                    builder.provider_or_default(),
+                );
+                IdentityResolver::with_settings(Arc::new(source), builder.recorder, settings)
+            }
+            None => Err(IdentityError::NoClient {
+                origin: IdentityOrigin::Secret(secret.clone()),
+            }),
         }
-        Ok(resolver)
     }
 }
 
 /// What an [`IdentityResolverBuilder`] builds over: a Secret it watches, or a source
-/// of the caller's.
+/// of the caller's. Which client reads the Secret is the builder's (the one given to
+/// [`IdentityResolver::builder`], or a registry's: [`WatchedBuilder::watches`]).
 #[derive(Clone)]
 pub enum IdentityObject {
-    /// The `kubernetes.io/tls` Secret `secret`, watched through `client` (or the
-    /// builder's registry).
+    /// The `kubernetes.io/tls` Secret `secret`.
     Secret {
-        /// The client its own watch reads through.
-        client: kube::Client,
         /// The Secret.
         secret: SecretRef,
     },
@@ -123,21 +140,23 @@ impl IdentityResolver {
     /// # Ok(()) }
     /// ```
     pub fn builder(client: kube::Client, secret: SecretRef) -> IdentityResolverBuilder {
-        WatchedBuilder::new(IdentityObject::Secret { client, secret })
+        WatchedBuilder::new(IdentityObject::Secret { secret }, Some(Reads::Own(client)))
     }
 
     /// A builder for a resolver over any [`IdentitySource`] (an already synced
     /// [`SecretIdentitySource`], a [`SpiffeIdentitySource`](super::SpiffeIdentitySource),
     /// one of the caller's): it must hold an identity when built (one outside its
     /// validity period is served and reported, see
-    /// [`IdentityResolverBuilder::build`]). The builder's registry and provider are
-    /// not used: the source already reads its object.
+    /// [`IdentityResolverBuilder::build`]). The builder's provider is not used: the
+    /// source already loads its keys; a registry set on it
+    /// ([`watches`](WatchedBuilder::watches)) fails the build
+    /// ([`IdentityError::SharedSource`]).
     pub fn source_builder(source: Arc<dyn IdentitySource>) -> IdentityResolverBuilder {
-        WatchedBuilder::new(IdentityObject::Source(source))
+        WatchedBuilder::new(IdentityObject::Source(source), None)
     }
 
     /// The watched Secret's cache, when the identity comes from a Secret.
-    pub fn secret_source(&self) -> Option<&SecretSource> {
+    pub fn secret_source(&self) -> Option<&WatchedObject<Secret>> {
         self.identity_source().watched_secret()
     }
 
@@ -149,48 +168,48 @@ impl IdentityResolver {
 }
 
 /// The identity in a watched `kubernetes.io/tls` Secret: the Secret from the
-/// watch cache ([`SecretSource`], a map read and an `Arc` clone), loaded through
+/// watch cache ([`WatchedObject`], a map read and an `Arc` clone), loaded through
 /// an [`IdentityCache`] so that unchanged bytes cost a comparison (why: see
 /// [`IdentityCache`]).
 pub struct SecretIdentitySource {
     origin: IdentityOrigin,
-    source: SecretSource,
+    source: WatchedObject<Secret>,
     cache: Arc<IdentityCache>,
-    /// A use of the registry entry this reads, when built by a builder over one (the
-    /// entry is not evicted while the resolver lives).
-    _lease: Option<Lease>,
+    /// The registry entry this reads, when built by a builder over one: the entry is
+    /// not evicted while the resolver lives.
+    _entry: Option<SharedObject<Secret>>,
 }
 
 impl SecretIdentitySource {
     /// The identity in `source`'s Secret, keys loaded with `provider`.
-    pub fn new(source: SecretSource, provider: Arc<CryptoProvider>) -> Self {
+    pub fn new(source: WatchedObject<Secret>, provider: Arc<CryptoProvider>) -> Self {
         Self {
             origin: IdentityOrigin::Secret(source.secret_ref().clone()),
             source,
             cache: Arc::new(IdentityCache::new(provider)),
-            _lease: None,
+            _entry: None,
         }
     }
 
     /// The identity in a Secret shared through a registry: its cache is the one every
     /// user of the Secret reads, loaded when the watch delivers a new version.
-    pub fn shared(shared: &SharedSecret) -> Self {
+    pub fn shared(shared: &SharedObject<Secret>) -> Self {
         Self {
             origin: IdentityOrigin::Secret(shared.secret_ref().clone()),
             source: shared.source().clone(),
             cache: shared.identity_cache(),
-            _lease: None,
+            _entry: None,
         }
     }
 
-    /// The same source holding `lease` on its registry entry.
-    pub(crate) fn leasing(mut self, lease: Lease) -> Self {
-        self._lease = Some(lease);
+    /// The same source holding `entry` (a use of it: not evicted while this lives).
+    pub(crate) fn holding(mut self, entry: SharedObject<Secret>) -> Self {
+        self._entry = Some(entry);
         self
     }
 
     /// The watched Secret's cache.
-    pub fn secret_source(&self) -> &SecretSource {
+    pub fn secret_source(&self) -> &WatchedObject<Secret> {
         &self.source
     }
 
@@ -220,7 +239,7 @@ impl IdentitySource for SecretIdentitySource {
 
     fn current_versioned(&self) -> Result<(Identity, Option<u64>), IdentityReloadError> {
         let object = self.object()?;
-        let version = resource_version(&object);
+        let version = resource_version(&*object);
         let identity = self
             .cache
             .load(&object)
@@ -230,7 +249,7 @@ impl IdentitySource for SecretIdentitySource {
 
     fn current_on_handshake(&self) -> Result<(Identity, Option<u64>), IdentityReloadError> {
         let object = self.object()?;
-        let version = resource_version(&object);
+        let version = resource_version(&*object);
         match self
             .cache
             .load_on_handshake(&object)
@@ -252,7 +271,7 @@ impl IdentitySource for SecretIdentitySource {
         Some(self.source.watch_health())
     }
 
-    fn watched_secret(&self) -> Option<&SecretSource> {
+    fn watched_secret(&self) -> Option<&WatchedObject<Secret>> {
         Some(&self.source)
     }
 

@@ -50,7 +50,7 @@ use crate::last_good::{
 };
 use crate::material::{CertificateValidity, Identity, time_text};
 use crate::origin::{IdentityOrigin, SourceHealth};
-use crate::watch::SourceError;
+use crate::watch::{Secret, WatchError};
 
 /// Why an identity resolver could not be built.
 #[derive(Debug, thiserror::Error)]
@@ -58,12 +58,30 @@ use crate::watch::SourceError;
 pub enum IdentityError {
     /// The Secret's cache could not be started.
     #[error(transparent)]
-    Source(#[from] SourceError),
+    Source(#[from] WatchError<Secret>),
     /// The source holds no usable identity now: the Secret does not exist or is
     /// malformed (naming the Secret and the data key), or the SVID is unusable; the
     /// same reasons a handshake-time reload fails for.
     #[error(transparent)]
     Unusable(#[from] IdentityReloadError),
+    /// A registry was set ([`WatchedBuilder::watches`](crate::watch::WatchedBuilder::watches))
+    /// on a builder over a source of the caller's, which reads no object the registry
+    /// could share.
+    #[error(
+        "a registry of watched objects was set on the builder of a resolver over {origin}, \
+         a source of the caller's that reads no object; remove `.watches(..)`"
+    )]
+    SharedSource {
+        /// Where the source's identity comes from.
+        origin: IdentityOrigin,
+    },
+    /// The builder has no client to read its Secret through (neither its own nor a
+    /// registry's). Not reachable through the public constructors.
+    #[error("the builder of a resolver over {origin} has no client to read it through")]
+    NoClient {
+        /// The Secret.
+        origin: IdentityOrigin,
+    },
 }
 
 struct Inner {
@@ -356,7 +374,11 @@ impl Follower for FollowingResolver {
         let Some(inner) = self.0.upgrade() else {
             return false;
         };
-        let _ = IdentityResolver { inner }.reload();
+        // A reload that loads something: a span naming the source and the serial.
+        let span = tracing::info_span!("svc_tls.identity.reload", source = %inner.source.origin(), serial = tracing::field::Empty);
+        let _entered = span.enter();
+        let identity = IdentityResolver { inner }.reload();
+        span.record("serial", tracing::field::display(identity.serial_hex()));
         true
     }
 }

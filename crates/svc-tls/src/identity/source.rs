@@ -21,7 +21,7 @@ use rustls::crypto::CryptoProvider;
 
 use crate::material::{Identity, MaterialError, MaterialErrorKind};
 use crate::origin::{IdentityOrigin, SecretRef, SourceHealth};
-use crate::watch::SecretSource;
+use crate::watch::{Secret, WatchedObject};
 
 /// Why one handshake-time reload failed (the last good identity was served instead).
 #[derive(Debug, thiserror::Error)]
@@ -113,7 +113,7 @@ pub trait IdentitySource: Send + Sync + fmt::Debug {
 
     /// The watched Secret's cache behind this source, when it reads one (for callers
     /// that wait for a change to reach the cache).
-    fn watched_secret(&self) -> Option<&SecretSource> {
+    fn watched_secret(&self) -> Option<&WatchedObject<Secret>> {
         None
     }
 

@@ -218,7 +218,8 @@ fn dedupe(roots: &mut RootCertStore) {
 /// A failed load does not evict the last good entry; the failing bytes are
 /// remembered with their problem, so a bundle that stays broken is not parsed again.
 /// Lock-free (`ArcSwapOption`).
-pub(crate) struct ConfigMapTrustCache {
+#[allow(unreachable_pub)] // named by the trust adapter's sealed trait only
+pub struct ConfigMapTrustCache {
     key: String,
     last: arc_swap::ArcSwapOption<CachedBundle>,
     failed: arc_swap::ArcSwapOption<FailedBundle>,
@@ -244,11 +245,6 @@ impl ConfigMapTrustCache {
             failed: arc_swap::ArcSwapOption::empty(),
             full_loads: AtomicU64::new(0),
         }
-    }
-
-    /// The data key read.
-    pub(crate) fn key(&self) -> &str {
-        &self.key
     }
 
     /// How many times a bundle was parsed (misses).

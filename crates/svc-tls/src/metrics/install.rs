@@ -15,7 +15,7 @@ use prometheus_client::registry::Registry;
 use crate::identity::IdentityResolver;
 use crate::origin::{IdentityOrigin, TrustOrigin};
 use crate::trust::TrustVerifier;
-use crate::watch::{RegistryObserver, SecretWatches, WeakSecretWatches};
+use crate::watch::{RegistryObserver, WatchedObjects, WeakWatchedObjects};
 
 /// Why metrics could not be installed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -62,7 +62,7 @@ pub(crate) fn cluster_label(cluster: Option<&ClusterId>) -> String {
 pub(crate) struct Tracked {
     pub(crate) identities: BTreeMap<SourceLabels, crate::identity::WeakIdentityResolver>,
     pub(crate) trusts: BTreeMap<SourceLabels, crate::trust::WeakTrustVerifier>,
-    pub(crate) watches: Vec<WeakSecretWatches>,
+    pub(crate) watches: Vec<WeakWatchedObjects>,
     /// The receivers whose mode in force is exported.
     pub(crate) receivers: Vec<Weak<crate::principal::ModeState>>,
 }
@@ -234,8 +234,8 @@ impl Metrics {
     /// Register one [`Metrics`] per Prometheus registry: for several registries of
     /// watched Secrets exporting into one, make it with [`Metrics::new`] and
     /// [`Metrics::install`] it into each.
-    pub fn new_watches(registry: &mut Registry) -> SecretWatches {
-        let watches = SecretWatches::new();
+    pub fn new_watches(registry: &mut Registry) -> WatchedObjects {
+        let watches = WatchedObjects::new();
         // A new registry has none yet.
         let _ = Self::new(registry).install(&watches);
         watches
@@ -247,7 +247,7 @@ impl Metrics {
     ///
     /// # Errors
     /// [`InstallError::AlreadyInstalled`] when `watches` records into metrics already.
-    pub fn install(&self, watches: &SecretWatches) -> Result<(), InstallError> {
+    pub fn install(&self, watches: &WatchedObjects) -> Result<(), InstallError> {
         if !watches.install_observer(Arc::new(self.clone())) {
             return Err(InstallError::AlreadyInstalled);
         }
@@ -269,7 +269,7 @@ impl Metrics {
     /// The metrics `watches` records into, if installed ([`Metrics::install`],
     /// [`Metrics::new_watches`], [`register`]). Construction path: the options-based
     /// constructors ask it once per resolver, verifier or signer they build.
-    pub fn installed_in(watches: &SecretWatches) -> Option<Metrics> {
+    pub fn installed_in(watches: &WatchedObjects) -> Option<Metrics> {
         INSTALLED
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -288,13 +288,13 @@ impl Metrics {
 }
 
 /// Registers svc-tls's metrics into `registry` and installs them into the process's
-/// registry of watched Secrets ([`SecretWatches::process`]), which the options-based
+/// registry of watched Secrets ([`WatchedObjects::process`]), which the options-based
 /// constructors use: call it once at start-up, before the first peer client is built
 /// (resolvers and verifiers built before keep recording nothing; see the module
 /// documentation). A second call fails with [`InstallError::AlreadyInstalled`] and
 /// registers nothing.
 pub fn register(registry: &mut Registry) -> Result<Metrics, InstallError> {
-    let process = SecretWatches::process();
+    let process = WatchedObjects::process();
     if Metrics::installed_in(process).is_some() {
         return Err(InstallError::AlreadyInstalled);
     }
@@ -308,20 +308,20 @@ pub fn register(registry: &mut Registry) -> Result<Metrics, InstallError> {
 /// [`RegistryObserver::installed`]. Weak both ways: a registry keeps its metrics (as
 /// its observer), and this index keeps neither; entries of ended registries go at the
 /// next installation.
-static INSTALLED: Mutex<Vec<(WeakSecretWatches, Weak<Shared>)>> = Mutex::new(Vec::new());
+static INSTALLED: Mutex<Vec<(WeakWatchedObjects, Weak<Shared>)>> = Mutex::new(Vec::new());
 
 /// The metrics observe each registry they are installed into: the index above finds
 /// them from the registry, and the collector reads the registry's watched Secrets at
 /// scrape time.
-impl RegistryObserver<WeakSecretWatches> for Metrics {
-    fn installed(&self, watches: WeakSecretWatches) {
+impl RegistryObserver<WeakWatchedObjects> for Metrics {
+    fn installed(&self, watches: WeakWatchedObjects) {
         {
             let mut installed = INSTALLED.lock().unwrap_or_else(PoisonError::into_inner);
             installed.retain(|(registry, _)| registry.is_alive());
             installed.push((watches.clone(), Arc::downgrade(&self.inner)));
         }
         let mut tracked = self.tracked();
-        tracked.watches.retain(WeakSecretWatches::is_alive);
+        tracked.watches.retain(WeakWatchedObjects::is_alive);
         tracked.watches.push(watches);
     }
 }

@@ -16,7 +16,7 @@ use crate::last_good::ReloadRecorder as _;
 use crate::material::{Identity, crypto_provider, load_identity_from_pem};
 use crate::origin::SecretRef;
 use crate::origin::{IdentityOrigin, TrustOrigin};
-use crate::watch::SecretWatches;
+use crate::watch::WatchedObjects;
 
 fn text(registry: &Registry) -> String {
     let mut text = String::new();
@@ -292,7 +292,7 @@ fn metrics_are_installed_once_per_registry_of_watched_secrets() {
     let other = Metrics::new(&mut Registry::default());
     assert_eq!(other.install(&watches), Err(InstallError::AlreadyInstalled));
     assert!(Metrics::installed_in(&watches).is_some());
-    assert!(Metrics::installed_in(&SecretWatches::new()).is_none());
+    assert!(Metrics::installed_in(&WatchedObjects::new()).is_none());
 }
 
 #[test]

@@ -10,8 +10,8 @@ use crate::principal::{
     AllowedPeer, CompatibilityWindow, IngressVerifier, ReceiverConfigError, ReceivingMode,
     ReplayCache,
 };
-use crate::trust::TrustError;
-use crate::watch::{DEFAULT_SYNC_TIMEOUT, SecretWatches};
+use crate::trust::{TrustError, TrustObject, TrustSettings};
+use crate::watch::{DEFAULT_SYNC_TIMEOUT, WatchedObjects};
 
 /// Why the receiving side was not built.
 #[derive(Debug, thiserror::Error)]
@@ -30,7 +30,7 @@ pub enum ReceivingError {
 
 /// Builds the verified receiving side over the CA Secret the ingress's
 /// `nginx.ingress.kubernetes.io/auth-tls-secret` annotation names: the Secret is
-/// watched once per process ([`SecretWatches::process`], shared with peer clients
+/// watched once per process ([`WatchedObjects::process`], shared with peer clients
 /// that trust the same Secret), its roots are read on every request, and, when
 /// metrics are installed (`svc_tls::metrics::register`, feature `metrics`), the
 /// trust's state and every request's principal are exported.
@@ -80,7 +80,7 @@ pub struct IngressBuilder {
     audiences: Vec<Url>,
     audience_unchecked: bool,
     allowed: Option<Vec<AllowedPeer>>,
-    sync_timeout: Duration,
+    trust: TrustSettings,
     compatible_until: Option<SystemTime>,
     compatible_senders: Vec<AllowedPeer>,
     replay: Replay,
@@ -107,7 +107,7 @@ impl IngressBuilder {
             audiences: Vec::new(),
             audience_unchecked: false,
             allowed: None,
-            sync_timeout: DEFAULT_SYNC_TIMEOUT,
+            trust: TrustSettings::default().sync_timeout(DEFAULT_SYNC_TIMEOUT),
             compatible_until: None,
             compatible_senders: Vec::new(),
             replay: Replay::Default,
@@ -188,10 +188,33 @@ impl IngressBuilder {
         self
     }
 
-    /// How long to wait for the CA Secret's first sync.
+    /// How long to wait for the CA Secret's first sync (the trust settings'
+    /// [`sync_timeout`](TrustSettings::sync_timeout)).
     #[must_use]
     pub fn sync_timeout(mut self, timeout: Duration) -> Self {
-        self.sync_timeout = timeout;
+        self.trust.sync_timeout = timeout;
+        self
+    }
+
+    /// The client CA's trust settings (default [`TrustSettings::default`]): the
+    /// warning period, the watch-failure threshold, the bounds on roots without
+    /// their Secret, and the sync timeout. The verifier is built by the same builder
+    /// as [`TrustVerifier::builder`](crate::TrustVerifier::builder)'s.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use svc_tls::principal::ReceivingMode;
+    /// use svc_tls::receiving::IngressBuilder;
+    /// use svc_tls::trust::TrustSettings;
+    /// use svc_tls::SecretRef;
+    ///
+    /// let builder = IngressBuilder::new(SecretRef::new("unikorn", "client-ca"), ReceivingMode::Strict)
+    ///     .trust_settings(TrustSettings::default().warning_period(Duration::from_secs(300)));
+    /// # let _ = builder;
+    /// ```
+    #[must_use]
+    pub fn trust_settings(mut self, settings: TrustSettings) -> Self {
+        self.trust = settings;
         self
     }
 
@@ -260,7 +283,7 @@ impl IngressBuilder {
         &self,
         client: &cluster_id::ClusterClient,
     ) -> Result<IngressVerifier, ReceivingError> {
-        self.build_in(SecretWatches::process(), client).await
+        self.build_in(WatchedObjects::process(), client).await
     }
 
     /// [`IngressBuilder::build`] over a registry of the caller's (one per test).
@@ -269,11 +292,14 @@ impl IngressBuilder {
     /// As [`IngressBuilder::build`].
     pub async fn build_in(
         &self,
-        watches: &SecretWatches,
+        watches: &WatchedObjects,
         client: &cluster_id::ClusterClient,
     ) -> Result<IngressVerifier, ReceivingError> {
         self.check()?;
-        let trust = crate::wiring::watched_trust(watches, client, &self.ca, self.sync_timeout)
+        let ca = TrustObject::Secret {
+            secret: self.ca.clone(),
+        };
+        let trust = crate::wiring::kept_trust(watches, client, ca, &self.trust)
             .await
             .map_err(ReceivingError::Trust)?;
         let recorder = crate::wiring::principal_recorder(watches);

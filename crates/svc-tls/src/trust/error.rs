@@ -6,7 +6,9 @@ use std::time::{Duration, SystemTime};
 
 use super::source::TrustReloadError;
 use crate::origin::TrustOrigin;
-use crate::watch::{ConfigMapSourceError, SourceError};
+use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+
+use crate::watch::WatchError;
 
 /// Why a trust verifier could not be built (start-up).
 #[derive(Debug, thiserror::Error)]
@@ -14,10 +16,10 @@ use crate::watch::{ConfigMapSourceError, SourceError};
 pub enum TrustError {
     /// The CA Secret's cache could not be started.
     #[error(transparent)]
-    Source(#[from] SourceError),
+    Source(#[from] WatchError<Secret>),
     /// The CA ConfigMap's cache could not be started (refused, timed out).
     #[error(transparent)]
-    ConfigMapSource(#[from] ConfigMapSourceError),
+    ConfigMapSource(#[from] WatchError<ConfigMap>),
     /// The source holds no usable root set now: the CA Secret does not exist or holds
     /// no usable root (naming the Secret and the data key), or there is no usable
     /// SPIFFE bundle; the same reasons a handshake-time reload fails for.
@@ -31,6 +33,24 @@ pub enum TrustError {
         /// rustls's reason.
         #[source]
         source: rustls::client::VerifierBuilderError,
+    },
+    /// A registry was set ([`WatchedBuilder::watches`](crate::watch::WatchedBuilder::watches))
+    /// on a builder over a source of the caller's, which reads no object the registry
+    /// could share.
+    #[error(
+        "a registry of watched objects was set on the builder of a verifier over {origin}, \
+         a source of the caller's that reads no object; remove `.watches(..)`"
+    )]
+    SharedSource {
+        /// Where the source's roots come from.
+        origin: TrustOrigin,
+    },
+    /// The builder has no client to read its object through (neither its own nor a
+    /// registry's). Not reachable through the public constructors.
+    #[error("the builder of a verifier over {origin} has no client to read it through")]
+    NoClient {
+        /// The object.
+        origin: TrustOrigin,
     },
 }
 

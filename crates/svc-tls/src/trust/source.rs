@@ -6,9 +6,10 @@
 //! ([`TrustVerifier`](super::TrustVerifier)) owns everything around that answer,
 //! through the one last-good core it shares with the identity resolver: falling back
 //! to the last good roots, the rate-limited warning, the visible state and the
-//! recorder. This crate has two sources, a watched CA Secret
-//! ([`SecretTrustSource`](super::SecretTrustSource)) and a SPIFFE trust domain's
-//! bundle ([`SpiffeTrustSource`](super::SpiffeTrustSource)); the seam knows neither.
+//! recorder. This crate's sources are a watched object of any kind holding roots
+//! ([`WatchedTrustSource`](super::WatchedTrustSource): a CA Secret, a CA ConfigMap),
+//! a SPIFFE trust domain's bundle ([`SpiffeTrustSource`](super::SpiffeTrustSource))
+//! and mounted files; the seam knows none of them.
 //!
 //! [`TrustSource::current`] runs on every TLS handshake: no I/O, no lock held while
 //! parsing, and no allocation beyond an `Arc` clone when nothing changed. It returns
@@ -20,7 +21,6 @@ use std::sync::Arc;
 
 use crate::material::{ConfigMapTrustError, MaterialError, TrustAnchors};
 use crate::origin::{SecretRef, SourceHealth, TrustOrigin};
-use crate::watch::{ConfigMapSource, SecretSource};
 
 /// Why one handshake-time read of the roots failed (the last good roots were used).
 #[derive(Debug, thiserror::Error)]
@@ -110,14 +110,11 @@ pub trait TrustSource: Send + Sync + fmt::Debug {
             .map(|h| h.last_error.unwrap_or_default())
     }
 
-    /// The watched Secret's cache behind this source, when it reads one (for callers
-    /// that wait for a change to reach the cache).
-    fn watched_secret(&self) -> Option<&SecretSource> {
-        None
-    }
-
-    /// The watched ConfigMap's cache behind this source, when it reads one.
-    fn watched_configmap(&self) -> Option<&ConfigMapSource> {
+    /// The watched object's cache behind this source, when it reads one: a
+    /// [`WatchedObject<K>`](crate::watch::WatchedObject) of its kind, found by
+    /// [`TrustVerifier::watched_object`](super::TrustVerifier::watched_object) (for
+    /// callers that wait for a change to reach the cache).
+    fn watched_object(&self) -> Option<&(dyn std::any::Any + Send + Sync)> {
         None
     }
 }

@@ -62,7 +62,21 @@ pub struct WatchedBuilder<T: BuiltFromWatch> {
     pub(crate) provider: Option<Arc<CryptoProvider>>,
     pub(crate) recorder: Arc<T::Recorder>,
     pub(crate) clock: Arc<dyn MonotonicClock>,
-    pub(crate) watches: Option<(super::SecretWatches, cluster_id::ClusterClient)>,
+    /// Where a watched object is read through (`None` for a source of the caller's).
+    pub(crate) reads: Option<Reads>,
+    /// Whether what is built is kept in the registry entry and shared by every later
+    /// build of the same object and settings (the options-based constructors).
+    pub(crate) kept: bool,
+}
+
+/// Where a builder's object is read through: a watch of its own over the client
+/// given to `builder`, or a registry's shared watch as a cluster's client reads it.
+#[derive(Clone)]
+pub(crate) enum Reads {
+    /// A watch of its own, through this client.
+    Own(kube::Client),
+    /// The registry's watch, keyed by this client's cluster and credential.
+    Registry(super::WatchedObjects, cluster_id::ClusterClient),
 }
 
 impl<T: BuiltFromWatch> fmt::Debug for WatchedBuilder<T> {
@@ -70,23 +84,40 @@ impl<T: BuiltFromWatch> fmt::Debug for WatchedBuilder<T> {
         f.debug_struct("WatchedBuilder")
             .field("object", &self.object)
             .field("settings", &self.settings)
-            .field("shared", &self.watches.is_some())
+            .field("shared", &matches!(self.reads, Some(Reads::Registry(..))))
             .finish_non_exhaustive()
     }
 }
 
 impl<T: BuiltFromWatch> WatchedBuilder<T> {
     /// The defaults: `T::Settings::default()`, the aws-lc-rs provider, no recorder,
-    /// the system's monotonic clock, a watch of its own.
-    pub(crate) fn new(object: T::Object) -> Self {
+    /// the system's monotonic clock; the object read as `reads` says.
+    pub(crate) fn new(object: T::Object, reads: Option<Reads>) -> Self {
         Self {
             object,
             settings: T::Settings::default(),
             provider: None,
             recorder: T::no_recorder(),
             clock: Arc::new(SystemClock::new()),
-            watches: None,
+            reads,
+            kept: false,
         }
+    }
+
+    /// Built once per object and settings in the registry `watches`, reading it as
+    /// `cluster` does, and shared by every later build: what the options-based
+    /// constructors build (their verifier or resolver lives as long as the entry).
+    pub(crate) fn kept_in(
+        object: T::Object,
+        watches: &super::WatchedObjects,
+        cluster: &cluster_id::ClusterClient,
+    ) -> Self {
+        let mut builder = Self::new(
+            object,
+            Some(Reads::Registry(watches.clone(), cluster.clone())),
+        );
+        builder.kept = true;
+        builder
     }
 
     /// The half's settings (default `T::Settings::default()`): the sync timeout, the
@@ -124,22 +155,34 @@ impl<T: BuiltFromWatch> WatchedBuilder<T> {
     }
 
     /// Shares the object's watch, cache and loads through `watches` (for example
-    /// [`SecretWatches::process`](super::SecretWatches::process)), reading it from
-    /// `cluster` with its credentials (the registry keys its watches by cluster,
-    /// credential and object, so the caller says which cluster and as whom; the
-    /// builder's own client is then not used): the first build for the object of that
-    /// cluster and credential starts its watch, every later one returns at once
-    /// without an API request. Without it the build starts a watch of its own, which
-    /// lives as long as what it builds. With a [`provider`](Self::provider) of its own
-    /// an identity build shares the watch but loads keys into a cache of its own.
+    /// [`WatchedObjects::process`](super::WatchedObjects::process)), reading it from
+    /// `cluster` with its credentials **instead of** the client given to `builder`:
+    /// the registry keys its watches by cluster, credential and object, and runs each
+    /// through a client of its own built from `cluster`'s configuration (or through
+    /// `cluster`'s client when it has none), so `cluster` says which cluster and as
+    /// whom, and the builder's client is dropped here. The first build for the object
+    /// of that cluster and credential starts its watch, every later one returns at
+    /// once without an API request. Without it the build starts a watch of its own
+    /// through the builder's client, which lives as long as what it builds. With a
+    /// [`provider`](Self::provider) of its own an identity build shares the watch but
+    /// loads keys into a cache of its own.
+    ///
+    /// A builder over a source of the caller's (`source_builder`) reads no object:
+    /// its build fails with an error saying so when a registry is set.
     #[must_use]
     pub fn watches(
         mut self,
-        watches: &super::SecretWatches,
+        watches: &super::WatchedObjects,
         cluster: &cluster_id::ClusterClient,
     ) -> Self {
-        self.watches = Some((watches.clone(), cluster.clone()));
+        self.reads = Some(Reads::Registry(watches.clone(), cluster.clone()));
         self
+    }
+
+    /// The built value's key in a registry entry: one per selector and settings, so
+    /// that two services asking for different settings never share one.
+    pub(crate) fn kept_key(&self, selector: &str) -> String {
+        format!("{selector}|{:?}", self.settings)
     }
 
     /// Starts the object's watch (or joins the registry's, see

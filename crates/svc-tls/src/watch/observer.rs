@@ -1,10 +1,10 @@
-//! The seam between a registry of watched Secrets and what observes it from above: the
+//! The seam between a registry of watched objects and what observes it from above: the
 //! metrics of `crate::metrics` (feature `metrics`) implement [`RegistryObserver`], and
-//! a [`SecretWatches`](super::SecretWatches) registry keeps the one installed into it.
+//! a [`WatchedObjects`](super::WatchedObjects) registry keeps the one installed into it.
 
-/// What observes a [`SecretWatches`](super::SecretWatches) registry from above (its
+/// What observes a [`WatchedObjects`](super::WatchedObjects) registry from above (its
 /// metrics). A registry holds at most one, installed once with
-/// `SecretWatches::install_observer` and kept (alive) for the life of the registry.
+/// `WatchedObjects::install_observer` and kept (alive) for the life of the registry.
 ///
 /// # When it is called
 ///
@@ -14,10 +14,10 @@
 ///
 /// # What it may not do
 ///
-/// It may not keep the registry alive: it is handed a [`WeakSecretWatches`](super::WeakSecretWatches) (the
+/// It may not keep the registry alive: it is handed a [`WeakWatchedObjects`](super::WeakWatchedObjects) (the
 /// registry keeps its observer, so a strong handle would keep both, and every watch
 /// and the registry's runtime, for the life of the process). It may not block, nor
-/// start a watch from `installed`; it reads the registry's watched Secrets when it
+/// start a watch from `installed`; it reads the registry's watched objects when it
 /// needs them (the metrics, at scrape time).
 ///
 /// # Why a trait, and not the `dyn Any` this replaced
@@ -29,7 +29,7 @@
 /// options-based constructors (`wiring`) import: the edge shows in their `use` lines
 /// and to `cargo xtask layers`, and no value is downcast.
 ///
-/// `W` is the registry's weak handle (`WeakSecretWatches`, the only one used): a
+/// `W` is the registry's weak handle (`WeakWatchedObjects`, the only one used): a
 /// parameter rather than a name, so that this seam and the registry that keeps it do
 /// not import each other.
 pub(crate) trait RegistryObserver<W>: Send + Sync + 'static {

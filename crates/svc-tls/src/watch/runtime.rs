@@ -1,4 +1,4 @@
-//! The runtime a registry of watched Secrets runs its watches and loaders on: its
+//! The runtime a registry of watched objects runs its watches and loaders on: its
 //! own, on a thread of its own, so that a shared watch does not end with the runtime
 //! of whichever caller happened to start it (a `#[tokio::test]`, a short-lived
 //! `block_on` at start-up, a controller's per-reconcile runtime).
@@ -34,7 +34,7 @@ impl fmt::Debug for BackgroundRuntime {
 
 /// Why the background runtime could not be started (the OS refused a thread).
 #[derive(Debug, thiserror::Error)]
-#[error("could not start the watched Secrets' runtime thread")]
+#[error("could not start the watched objects' runtime thread")]
 pub(crate) struct RuntimeError(#[source] std::io::Error);
 
 impl BackgroundRuntime {

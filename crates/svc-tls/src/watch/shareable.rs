@@ -1,6 +1,6 @@
 //! What a registry asks of the values it holds, as a seam below both: the registry
-//! (`registry/`) stores them, and the values (`shared.rs`, `shared_configmap.rs`, and
-//! what is built over them, `built.rs`) implement these without naming the registry.
+//! (`registry/`, `held.rs`) stores them, and the values (`shared.rs`, and what is
+//! built over them) implement these without naming the registry.
 
 /// What a registry entry holds, as the registry needs to see it.
 pub(crate) trait EntryValue: Clone + Send + Sync + 'static {
@@ -11,7 +11,8 @@ pub(crate) trait EntryValue: Clone + Send + Sync + 'static {
     fn in_use(&self) -> bool;
 }
 
-/// A value shared through a registry ([`SecretWatches::shared_value`](super::SecretWatches::shared_value)).
+/// A value kept for its users by a registry ([`WatchedObjects::shared_value`](super::WatchedObjects::shared_value),
+/// or built over one of its shared objects).
 pub(crate) trait SharedValue: Clone + Send + Sync + 'static {
     /// Whether anything outside the registry holds it now (a clone handed out).
     fn in_use(&self) -> bool;

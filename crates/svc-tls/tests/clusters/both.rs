@@ -8,7 +8,7 @@
 use real_apiserver::{ApiServerUnderTest, both};
 use svc_tls::SecretRef;
 use svc_tls::client::PeerTls;
-use svc_tls::watch::SecretWatches;
+use svc_tls::watch::WatchedObjects;
 
 use crate::support::*;
 use crate::{TIMEOUT, base64_of, call, trusting_in};
@@ -39,7 +39,7 @@ async fn an_opaque_ca_crt_only_secret_is_trusted(api: &impl ApiServerUnderTest, 
         .await;
     let (peer, me) = trusting_in(&server.url(), ns, "bundle");
     let tls = PeerTls::from_options_in(
-        &SecretWatches::new(),
+        &WatchedObjects::new(),
         &svc_tls::spiffe::WorkloadApiStreams::new(),
         &api.cluster_client_for(&api.admin_token()),
         &peer,
@@ -62,7 +62,7 @@ async fn an_opaque_ca_crt_only_secret_is_trusted(api: &impl ApiServerUnderTest, 
     .await;
     let (peer, me) = trusting_in(&server.url(), ns, "empty-bundle");
     let err = PeerTls::from_options_in(
-        &SecretWatches::new(),
+        &WatchedObjects::new(),
         &svc_tls::spiffe::WorkloadApiStreams::new(),
         &api.cluster_client_for(&api.admin_token()),
         &peer,
@@ -129,7 +129,7 @@ async fn a_trust_only_cache_keeps_no_key_however_the_secret_carries_it(
         &[("ca.crt", &ca.pem()), ("ca.key", &key)],
     ))
     .await;
-    let watches = SecretWatches::new();
+    let watches = WatchedObjects::new();
     let client = api.cluster_client_for(&api.admin_token());
     for name in ["applied-ca", "opaque-ca"] {
         let shared = watches
@@ -193,7 +193,7 @@ async fn a_trust_secret_never_keeps_its_private_key(api: &impl ApiServerUnderTes
         .no_client_auth()
         .start()
         .await;
-    let watches = SecretWatches::new();
+    let watches = WatchedObjects::new();
     let client = api.cluster_client_for(&api.admin_token());
     let (peer, me) = trusting_in(&server.url(), ns, "issuer-ca");
     let tls = PeerTls::from_options_in(

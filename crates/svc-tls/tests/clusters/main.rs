@@ -23,7 +23,7 @@ use kube_testbed::Testbed;
 use support::*;
 use svc_tls::client::PeerTls;
 use svc_tls::options::{ClientIdentityOptions, PeerOptions};
-use svc_tls::watch::SecretWatches;
+use svc_tls::watch::WatchedObjects;
 use svc_tls::{ClusterClient, ClusterId, SecretRef};
 
 const CA: &str = "identity-ca";
@@ -115,7 +115,7 @@ async fn each_cluster_keeps_its_own_material(first: &Cluster, second: &Cluster) 
             "the server saw only its own cluster's leaf"
         );
     }
-    let watched = SecretWatches::process().watched();
+    let watched = WatchedObjects::process().watched();
     for cluster in [first, second] {
         let id = cluster.tb.cluster_client().cluster().clone();
         for name in [CA, IDENTITY] {
@@ -153,7 +153,7 @@ fn a_shared_watch_outlives_the_runtime_that_started_it() {
     let ca = TestCa::new("outlives");
     let first = ca.client_leaf("first", 1);
     tb.upsert(tls_secret(IDENTITY, &first.cert_pem, &first.key_pem));
-    let watches = SecretWatches::new();
+    let watches = WatchedObjects::new();
     let secret = SecretRef::new(NS, IDENTITY);
 
     let starting = tokio::runtime::Runtime::new().unwrap();
@@ -185,7 +185,7 @@ fn a_named_clients_entry_ends_with_its_runtime_and_is_started_again() {
     let ca = TestCa::new("named");
     let leaf = ca.client_leaf("named", 1);
     tb.upsert(tls_secret(IDENTITY, &leaf.cert_pem, &leaf.key_pem));
-    let watches = SecretWatches::new();
+    let watches = WatchedObjects::new();
     let secret = SecretRef::new(NS, IDENTITY);
     let id = ClusterId::named("named-cluster");
 
@@ -227,7 +227,7 @@ fn a_named_clients_entry_ends_with_its_runtime_and_is_started_again() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failed_start_names_the_cluster_and_leaves_nothing() {
     let tb = Testbed::start().await;
-    let watches = SecretWatches::new();
+    let watches = WatchedObjects::new();
     let client = tb.cluster_client();
     let err = watches
         .watch(

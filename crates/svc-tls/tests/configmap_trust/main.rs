@@ -239,7 +239,7 @@ async fn from_options_shares_one_configmap_watch_per_cluster_and_registry() {
         &[(KEY, &ca.pem()), ("ca.crt", &ca.pem())],
     ));
     let server = server(&ca).await;
-    let watches = svc_tls::watch::SecretWatches::new();
+    let watches = svc_tls::watch::WatchedObjects::new();
     let streams = svc_tls::spiffe::WorkloadApiStreams::new();
     let (peer, me) = configmap_options(&server.url());
 
@@ -302,7 +302,7 @@ fn the_shared_configmap_watch_outlives_the_runtime_that_started_it() {
     let (old, new) = (TestCa::new("old CA"), TestCa::new("new CA"));
     tb.upsert(configmap(BUNDLE, &[(KEY, &old.pem())]));
     let server = test.block_on(server(&old));
-    let watches = svc_tls::watch::SecretWatches::new();
+    let watches = svc_tls::watch::WatchedObjects::new();
     let (peer, me) = configmap_options(&server.url());
 
     // Built on a runtime of its own, which then ends.
@@ -345,7 +345,7 @@ async fn same_named_configmaps_of_two_clusters_are_not_shared() {
     a.upsert(configmap(BUNDLE, &[(KEY, &ca_a.pem())]));
     b.upsert(configmap(BUNDLE, &[(KEY, &ca_b.pem())]));
     let (server_a, server_b) = (server(&ca_a).await, server(&ca_b).await);
-    let watches = svc_tls::watch::SecretWatches::new();
+    let watches = svc_tls::watch::WatchedObjects::new();
     let streams = svc_tls::spiffe::WorkloadApiStreams::new();
     let (peer, me) = configmap_options(&server_a.url());
     let mut verifiers = Vec::new();
@@ -384,7 +384,7 @@ async fn the_trust_builder_shares_a_registrys_configmap_watch() {
     let tb = Testbed::start().await;
     let (old, new) = (TestCa::new("old CA"), TestCa::new("new CA"));
     tb.upsert(configmap(BUNDLE, &[(KEY, &old.pem())]));
-    let watches = svc_tls::watch::SecretWatches::new();
+    let watches = svc_tls::watch::WatchedObjects::new();
     let cluster = tb.cluster_client();
     let build = || {
         TrustVerifier::configmap_builder(tb.client(), bundle_ref(), KEY)

@@ -7,7 +7,7 @@ use real_apiserver::{ApiServerUnderTest, both};
 use svc_tls::ClusterClient;
 use svc_tls::client::{PeerClientError, PeerTls};
 use svc_tls::options::{ClientIdentityOptions, PeerOptions};
-use svc_tls::watch::SecretWatches;
+use svc_tls::watch::WatchedObjects;
 
 use crate::support::*;
 use crate::{BUNDLE, CA, IDENTITY, OTHER_CA, OTHER_IDENTITY, TIMEOUT};
@@ -210,7 +210,7 @@ async fn a_caller_without_read_rights_is_not_served_a_permitted_callers_secrets(
         &cluster,
     );
     // The identity Secret alone, with its private key: refused too.
-    let identity_only = SecretWatches::process()
+    let identity_only = WatchedObjects::process()
         .watch(&restricted, &svc_tls::SecretRef::new(ns, IDENTITY), TIMEOUT)
         .await;
     let refused =

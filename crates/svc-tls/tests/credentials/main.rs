@@ -26,7 +26,7 @@ use std::time::Duration;
 use kube_testbed::{Rule, Testbed};
 use support::*;
 use svc_tls::ClusterClient;
-use svc_tls::watch::SecretWatches;
+use svc_tls::watch::WatchedObjects;
 
 const CA: &str = "identity-ca";
 const IDENTITY: &str = "region-client-certificate";
@@ -55,7 +55,7 @@ async fn one_watch_per_secret_and_credential() {
         "kubernetes.io/tls",
         &[("tls.crt", &ca.pem()), ("ca.crt", &ca.pem())],
     ));
-    let watches = SecretWatches::new();
+    let watches = WatchedObjects::new();
     let secret = svc_tls::SecretRef::new(NS, CA);
     let reader = "token-secrets-reader-2";
     tb.add_token(
@@ -125,7 +125,7 @@ async fn a_revoked_credential_fails_trust_closed_after_the_bound_and_nobody_else
         doomed,
         vec![Rule::new(&["get", "list", "watch"], "", "secrets").namespace(NS)],
     );
-    let watches = SecretWatches::new();
+    let watches = WatchedObjects::new();
     let limit = Duration::from_secs(600);
     let build = |caller: ClusterClient, clock: ManualClock| {
         let watches = watches.clone();
@@ -203,7 +203,7 @@ async fn a_refused_watch_fails_closed_past_its_own_bound() {
         doomed,
         vec![Rule::new(&["get", "list", "watch"], "", "secrets").namespace(NS)],
     );
-    let watches = SecretWatches::new();
+    let watches = WatchedObjects::new();
     let caller = client(&tb, doomed);
     let clock = ManualClock::new();
     let refused_bound = Duration::from_secs(300);

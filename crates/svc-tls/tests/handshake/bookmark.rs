@@ -25,7 +25,7 @@ use real_apiserver::ApiServerUnderTest;
 use support::*;
 use svc_tls::identity::IdentityResolver;
 use svc_tls::options::SecretRef;
-use svc_tls::watch::SecretSource;
+use svc_tls::watch::WatchedObject;
 
 const NAME: &str = "bookmarked-identity";
 
@@ -63,7 +63,7 @@ async fn first_periodic_bookmark(client: kube::Client, ns: &str, name: &str) -> 
 }
 
 /// The watch's relists and errors so far.
-fn watch_errors(source: &SecretSource) -> (u64, u64) {
+fn watch_errors(source: &WatchedObject<Secret>) -> (u64, u64) {
     (source.relists(), source.watch_health().errors)
 }
 

@@ -25,7 +25,7 @@ use support::*;
 use svc_tls::client::{PeerClient, PeerRequestError, PeerTls};
 use svc_tls::options::{ClientIdentityOptions, PeerOptions, SecretRef};
 use svc_tls::spiffe::WorkloadApiStreams;
-use svc_tls::watch::SecretWatches;
+use svc_tls::watch::WatchedObjects;
 
 const CA: &str = "identity-ca";
 const IDENTITY: &str = "region-client-certificate";
@@ -76,7 +76,7 @@ struct Setup {
     server_ca: TestCa,
     client_ca: TestCa,
     server: VerifyingServer,
-    watches: SecretWatches,
+    watches: WatchedObjects,
     peer: PeerOptions,
     me: ClientIdentityOptions,
 }
@@ -102,7 +102,7 @@ async fn setup_trusting(http2: bool, trust: Trust) -> Setup {
         server_ca,
         client_ca,
         server,
-        watches: SecretWatches::new(),
+        watches: WatchedObjects::new(),
         peer,
         me,
     }
@@ -537,7 +537,7 @@ async fn a_request_built_before_a_ca_change_is_sent_under_the_new_trust() {
 struct DeletedCa {
     _tb: Testbed,
     _server: VerifyingServer,
-    _watches: SecretWatches,
+    _watches: WatchedObjects,
     verifier: svc_tls::trust::TrustVerifier,
     peer: PeerClient,
     url: reqwest::Url,
@@ -557,7 +557,7 @@ async fn warm_pool_then_ca_deleted(
         .keep_alive(true)
         .start()
         .await;
-    let watches = SecretWatches::new();
+    let watches = WatchedObjects::new();
     let cluster = tb.cluster_client();
     let builder =
         TrustVerifier::builder(tb.client(), SecretRef::new(NS, CA)).watches(&watches, &cluster);

@@ -20,7 +20,7 @@ use svc_tls::last_good::{self, ManualClock, StaleWarning};
 use svc_tls::material::Identity;
 use svc_tls::options::SecretRef;
 use svc_tls::origin::IdentityOrigin;
-use svc_tls::watch::SourceError;
+use svc_tls::watch::WatchError;
 
 const NAME: &str = "region-client-certificate";
 
@@ -45,7 +45,7 @@ async fn resolver(tb: &Testbed) -> IdentityResolver {
 /// for a test of handshakes racing each version of a Secret rewritten in a loop.
 async fn uncoalesced_resolver(tb: &Testbed) -> IdentityResolver {
     let limits = svc_tls::watch::default_limits().coalesce(None);
-    let source = svc_tls::watch::SecretSource::watch_within(
+    let source = svc_tls::watch::WatchedObject::<svc_tls::watch::Secret>::watch_within(
         tb.client(),
         secret_ref(),
         Duration::from_secs(10),
@@ -250,7 +250,7 @@ async fn construction_times_out_when_the_api_is_unreachable() {
     assert!(
         matches!(
             err,
-            IdentityError::Source(SourceError::SyncTimeout {
+            IdentityError::Source(WatchError::SyncTimeout {
                 last_error: Some(_),
                 ..
             })

@@ -15,7 +15,7 @@ use support::*;
 use svc_tls::client::reqwest_client;
 use svc_tls::identity::{IdentityError, IdentityResolver};
 use svc_tls::options::SecretRef;
-use svc_tls::watch::SourceError;
+use svc_tls::watch::WatchError;
 
 const NAME: &str = "region-client-certificate";
 
@@ -189,7 +189,7 @@ async fn the_watch_needs_rights_on_the_one_secret_only(api: &impl ApiServerUnder
     assert!(
         matches!(
             err,
-            IdentityError::Source(SourceError::Refused { code: 403, .. })
+            IdentityError::Source(WatchError::Refused { code: 403, .. })
         ),
         "{}: {err:?}",
         api.name()

@@ -1,4 +1,4 @@
-//! Dropping a `SecretSource` or an `IdentityResolver` ends its Secret watch: the
+//! Dropping a `WatchedObject` or an `IdentityResolver` ends its Secret watch: the
 //! emulator's count of open WATCH streams returns to zero (within a second; the
 //! bound only keeps a broken test from hanging).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -11,7 +11,7 @@ use kube_testbed::Testbed;
 use support::{NS, TestCa, tls_secret};
 use svc_tls::identity::IdentityResolver;
 use svc_tls::options::SecretRef;
-use svc_tls::watch::SecretSource;
+use svc_tls::watch::{Secret, WatchedObject};
 use test_support::poll_until;
 
 const NAME: &str = "lifetime-client-certificate";
@@ -35,7 +35,7 @@ async fn all_watches_closed(tb: &Testbed) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dropping_a_secret_source_ends_its_watch() {
     let tb = testbed_with_identity().await;
-    let source = SecretSource::watch(
+    let source = WatchedObject::<Secret>::watch(
         tb.client(),
         SecretRef::new(NS, NAME),
         Duration::from_secs(10),

@@ -185,7 +185,7 @@ async fn principal_signed_with_the_handshake_identity_verifies_behind_nginx_acro
     #[cfg(feature = "metrics")]
     let watches = svc_tls::metrics::Metrics::new_watches(&mut registry);
     #[cfg(not(feature = "metrics"))]
-    let watches = svc_tls::watch::SecretWatches::new();
+    let watches = svc_tls::watch::WatchedObjects::new();
     // Strict: the principals below are signed for nginx's origin, this receiver's.
     let ingress = svc_tls::receiving::IngressBuilder::new(
         SecretRef::new(NS, "clients-ca"),

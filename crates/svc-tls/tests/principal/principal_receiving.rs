@@ -594,7 +594,7 @@ async fn a_built_receiver_refuses_replays_by_default_and_stays_bounded_under_a_f
         "Opaque",
         &[("ca.crt", &ca.pem())],
     ));
-    let watches = svc_tls::watch::SecretWatches::new();
+    let watches = svc_tls::watch::WatchedObjects::new();
     let builder = IngressBuilder::new(
         SecretRef::new("unikorn", "clients-ca"),
         ReceivingMode::Strict,

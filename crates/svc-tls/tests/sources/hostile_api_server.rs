@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use kube_testbed::Fault;
 use kube_testbed::Testbed;
 use svc_tls::IdentityResolver;
-use svc_tls::watch::{LimitError, SecretWatches, default_limits};
+use svc_tls::watch::{LimitError, WatchedObjects, default_limits};
 
 use crate::support::*;
 
@@ -41,7 +41,7 @@ async fn a_hostile_api_server_is_bounded_and_the_service_keeps_serving() {
     tb.inject(Fault::IgnoreFieldSelectors(true));
     let rss_before = rss_kib();
 
-    let watches = SecretWatches::with_watch_limits(default_limits().coalesce(Some(INTERVAL)));
+    let watches = WatchedObjects::with_watch_limits(default_limits().coalesce(Some(INTERVAL)));
     let cluster = tb.cluster_client();
     let secret = svc_tls::SecretRef::new(NS, NAME);
     let resolver = IdentityResolver::builder(tb.client(), secret.clone())

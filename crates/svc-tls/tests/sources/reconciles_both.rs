@@ -15,7 +15,7 @@ use svc_tls::ClusterClient;
 use svc_tls::client::PeerTls;
 use svc_tls::options::{ClientIdentityOptions, PeerOptions};
 use svc_tls::spiffe::WorkloadApiStreams;
-use svc_tls::watch::SecretWatches;
+use svc_tls::watch::WatchedObjects;
 
 const CA: &str = "identity-ca";
 const IDENTITY: &str = "region-client-certificate";
@@ -37,7 +37,7 @@ fn options(url: &str, ns: &str) -> (PeerOptions, ClientIdentityOptions) {
 /// both dropped. The client serial the server saw.
 async fn reconcile(
     client: &ClusterClient,
-    watches: &SecretWatches,
+    watches: &WatchedObjects,
     (peer, me): &(PeerOptions, ClientIdentityOptions),
 ) -> String {
     let tls = PeerTls::from_options_in(
@@ -72,7 +72,7 @@ async fn reconciles_share_the_registry_and_see_a_rotation(api: &impl ApiServerUn
     let server = VerifyingServer::start(&server_ca, &client_ca).await;
     let options = options(&server.url(), ns);
     let client = api.cluster_client_for(&api.admin_token());
-    let watches = SecretWatches::new();
+    let watches = WatchedObjects::new();
 
     for i in 0..20 {
         assert_eq!(

@@ -14,7 +14,7 @@ use support::*;
 use svc_tls::client::{PeerClientError, PeerTls};
 use svc_tls::options::{ClientIdentityOptions, PeerOptions};
 use svc_tls::spiffe::WorkloadApiStreams;
-use svc_tls::watch::SecretWatches;
+use svc_tls::watch::WatchedObjects;
 
 const CA: &str = "identity-ca";
 const IDENTITY: &str = "region-client-certificate";
@@ -86,7 +86,7 @@ where
 
 /// One reconcile: build the peer's TLS and an HTTP client from the options, make one
 /// request, drop both. Returns the client serial the server saw.
-async fn reconcile(s: &Setup, watches: &SecretWatches) -> Result<String, PeerClientError> {
+async fn reconcile(s: &Setup, watches: &WatchedObjects) -> Result<String, PeerClientError> {
     let tls = PeerTls::from_options_in(
         watches,
         &WorkloadApiStreams::new(),
@@ -111,7 +111,7 @@ async fn reconcile(s: &Setup, watches: &SecretWatches) -> Result<String, PeerCli
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_hundred_reconciles_share_one_watch_per_secret_and_list_once() {
     let s = setup().await;
-    let watches = SecretWatches::new();
+    let watches = WatchedObjects::new();
     assert_eq!(reconcile(&s, &watches).await.unwrap(), "1");
     let lists = s.tb.requests("list");
     poll_until("both watches open", || s.tb.open_watches() == 2).await;
@@ -128,7 +128,7 @@ async fn a_hundred_reconciles_share_one_watch_per_secret_and_list_once() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_rotation_reaches_the_next_reconcile_without_a_new_watch() {
     let s = setup().await;
-    let watches = SecretWatches::new();
+    let watches = WatchedObjects::new();
     assert_eq!(reconcile(&s, &watches).await.unwrap(), "1");
     let renewed = s.client_ca.client_leaf("region", 2);
     s.tb.upsert(tls_secret(IDENTITY, &renewed.cert_pem, &renewed.key_pem));
@@ -146,7 +146,7 @@ async fn a_rotation_reaches_the_next_reconcile_without_a_new_watch() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reconciles_go_on_through_an_api_outage_and_see_a_rotation_made_during_it() {
     let s = setup().await;
-    let watches = SecretWatches::new();
+    let watches = WatchedObjects::new();
     assert_eq!(reconcile(&s, &watches).await.unwrap(), "1");
 
     s.tb.stop().await;
@@ -177,7 +177,7 @@ async fn reconciles_go_on_through_an_api_outage_and_see_a_rotation_made_during_i
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_renewal_written_during_an_outage_is_served_within_two_seconds_of_the_return() {
     let s = setup().await;
-    let watches = SecretWatches::new();
+    let watches = WatchedObjects::new();
     assert_eq!(reconcile(&s, &watches).await.unwrap(), "1");
     s.tb.stop().await;
     let renewed = s.client_ca.client_leaf("region", 2);
@@ -209,7 +209,7 @@ async fn a_renewal_written_during_an_outage_is_served_within_two_seconds_of_the_
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_secret_never_watched_still_fails_after_the_sync_timeout_naming_it() {
     let s = setup().await;
-    let watches = SecretWatches::new();
+    let watches = WatchedObjects::new();
     s.tb.stop().await;
     let err = PeerTls::from_options_in(
         &watches,
@@ -233,7 +233,7 @@ async fn a_secret_never_watched_still_fails_after_the_sync_timeout_naming_it() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_scoped_registry_ends_its_watches_when_dropped() {
     let s = setup().await;
-    let watches = SecretWatches::new();
+    let watches = WatchedObjects::new();
     let tls = PeerTls::from_options_in(
         &watches,
         &WorkloadApiStreams::new(),
@@ -254,7 +254,7 @@ async fn a_scoped_registry_ends_its_watches_when_dropped() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_identity_verifier_and_signer_of_one_secret_share_one_watch() {
     let s = setup().await;
-    let watches = SecretWatches::new();
+    let watches = WatchedObjects::new();
     // The identity Secret is also used as CA here (as a service trusting its own
     // issuer): one watch serves both.
     let resolver =

@@ -49,7 +49,10 @@ pub fn secret_with(name: &str, type_: &str, data: &[(&str, &str)]) -> serde_json
 }
 
 /// Whether the source's cached Secret holds exactly this `tls.crt`.
-pub fn cached_cert_is(source: &svc_tls::watch::SecretSource, cert_pem: &str) -> bool {
+pub fn cached_cert_is(
+    source: &svc_tls::watch::WatchedObject<svc_tls::watch::Secret>,
+    cert_pem: &str,
+) -> bool {
     source
         .get()
         .and_then(|s| s.data.as_ref()?.get("tls.crt").cloned())
@@ -67,7 +70,7 @@ pub async fn from_options_scoped(
     timeout: Duration,
 ) -> Result<svc_tls::client::PeerTls, svc_tls::client::PeerClientError> {
     svc_tls::client::PeerTls::from_options_in(
-        &svc_tls::watch::SecretWatches::new(),
+        &svc_tls::watch::WatchedObjects::new(),
         &svc_tls::spiffe::WorkloadApiStreams::new(),
         client,
         peer,

@@ -162,7 +162,7 @@ impl IngressVerifier {
     /// The default: the forwarded certificate must chain to the roots `trust`
     /// holds at the time of each request (a watched CA Secret, built with
     /// [`TrustVerifier::builder`]; share one watch per Secret with
-    /// `.watches(&SecretWatches)`), be within its validity period and be for client
+    /// `.watches(&WatchedObjects)`), be within its validity period and be for client
     /// authentication. Default caps and algorithm policy, no allow-list, the strict
     /// mode ([`ReceivingMode`]); give it its audiences
     /// ([`IngressVerifier::with_audiences`]). Prefer

@@ -3,12 +3,12 @@
 //! nothing outside the registry has used it for the grace.
 
 use std::collections::HashMap;
-use std::fmt;
-use std::hash::Hash;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
+use crate::watch::kind::WatchedKind;
 use crate::watch::shareable::EntryValue;
+use crate::watch::shared::SharedObject;
 use cluster_id::{ClusterClient, ClusterId, CredentialId};
 use tokio::sync::OnceCell;
 
@@ -54,32 +54,59 @@ struct Entry<V> {
     idle_since: Option<Instant>,
 }
 
-/// The entries of one kind.
-pub(super) struct Entries<O, V> {
-    /// The kind, for logs (`Secret`, `ConfigMap`).
-    kind: &'static str,
-    map: Mutex<HashMap<EntryKey<O>, Entry<V>>>,
+/// What the registry asks of every kind's entries without knowing the kind:
+/// eviction and counts.
+pub(super) trait KindEntries: Send + Sync {
+    /// The kind (`Secret`, `ConfigMap`).
+    fn kind(&self) -> &'static str;
+    /// How many entries are started.
+    fn started(&self) -> usize;
+    /// Whether an entry (started or starting) reads `cluster` as `credential`.
+    fn reads(&self, cluster: &ClusterId, credential: &CredentialId) -> bool;
+    /// Drops the started entries unused for `grace`; how many.
+    fn evict_idle(&self, now: Instant, grace: Duration) -> usize;
 }
 
-impl<O, V> Entries<O, V>
-where
-    O: Clone + Eq + Hash + fmt::Display,
-    V: EntryValue,
-{
-    pub(super) fn new(kind: &'static str) -> Self {
+type Key<K> = EntryKey<<K as WatchedKind>::Ref>;
+type Value<K> = SharedObject<K>;
+
+/// The entries of one kind.
+pub(super) struct Entries<K: WatchedKind> {
+    map: Mutex<HashMap<Key<K>, Entry<Value<K>>>>,
+}
+
+impl<K: WatchedKind> KindEntries for Entries<K> {
+    fn kind(&self) -> &'static str {
+        K::KIND
+    }
+
+    fn started(&self) -> usize {
+        self.started_keys().len()
+    }
+
+    fn reads(&self, cluster: &ClusterId, credential: &CredentialId) -> bool {
+        Entries::reads(self, cluster, credential)
+    }
+
+    fn evict_idle(&self, now: Instant, grace: Duration) -> usize {
+        Entries::evict_idle(self, now, grace)
+    }
+}
+
+impl<K: WatchedKind> Entries<K> {
+    pub(super) fn new() -> Self {
         Self {
-            kind,
             map: Mutex::new(HashMap::new()),
         }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<EntryKey<O>, Entry<V>>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<Key<K>, Entry<Value<K>>>> {
         self.map.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// The cell of `key`, a fresh one when it has none or its watch died with the
     /// runtime of the client it was started with. Marks the entry used.
-    pub(super) fn cell(&self, key: &EntryKey<O>) -> Arc<OnceCell<V>> {
+    pub(super) fn cell(&self, key: &Key<K>) -> Arc<OnceCell<Value<K>>> {
         let mut map = self.lock();
         let entry = map.entry(key.clone()).or_insert_with(|| Entry {
             cell: Arc::default(),
@@ -88,7 +115,7 @@ where
         entry.idle_since = None;
         if entry.cell.get().is_some_and(|value| !value.is_alive()) {
             tracing::info!(
-                kind = self.kind,
+                kind = K::KIND,
                 cluster = %key.cluster,
                 credential = %key.credential,
                 object = %key.object,
@@ -100,7 +127,7 @@ where
     }
 
     /// The started, living value of `key`, if any (marks it used).
-    pub(super) fn started(&self, key: &EntryKey<O>) -> Option<V> {
+    pub(super) fn started(&self, key: &Key<K>) -> Option<Value<K>> {
         let mut map = self.lock();
         let entry = map.get_mut(key)?;
         let value = entry.cell.get().cloned().filter(EntryValue::is_alive)?;
@@ -110,7 +137,7 @@ where
 
     /// Removes `key`'s entry if it is still `cell` and never started (a failed or
     /// cancelled start leaves nothing behind).
-    pub(super) fn forget_if_unstarted(&self, key: &EntryKey<O>, cell: &Arc<OnceCell<V>>) {
+    pub(super) fn forget_if_unstarted(&self, key: &Key<K>, cell: &Arc<OnceCell<Value<K>>>) {
         let mut map = self.lock();
         if map
             .get(key)
@@ -121,7 +148,7 @@ where
     }
 
     /// Every started value.
-    pub(super) fn values(&self) -> Vec<V> {
+    pub(super) fn values(&self) -> Vec<Value<K>> {
         self.lock()
             .values()
             .filter_map(|entry| entry.cell.get().cloned())
@@ -129,7 +156,7 @@ where
     }
 
     /// The keys of the started entries.
-    pub(super) fn started_keys(&self) -> Vec<EntryKey<O>> {
+    pub(super) fn started_keys(&self) -> Vec<Key<K>> {
         self.lock()
             .iter()
             .filter(|(_, entry)| entry.cell.initialized())
@@ -151,7 +178,7 @@ where
         let mut evicted = Vec::new();
         {
             let mut map = self.lock();
-            let idle: Vec<EntryKey<O>> = map
+            let idle: Vec<Key<K>> = map
                 .iter_mut()
                 .filter_map(|(key, entry)| {
                     let value = entry.cell.get()?;
@@ -173,7 +200,7 @@ where
         // Dropped outside the lock: the last clone of a watch stops it.
         for (key, _) in &evicted {
             tracing::debug!(
-                kind = self.kind,
+                kind = K::KIND,
                 cluster = %key.cluster,
                 credential = %key.credential,
                 object = %key.object,

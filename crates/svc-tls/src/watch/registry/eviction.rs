@@ -6,10 +6,12 @@ use std::time::{Duration, Instant};
 
 use cluster_id::ClusterId;
 
-use super::{SecretWatches, WeakSecretWatches};
+use k8s_openapi::api::core::v1::Secret;
+
+use super::{WatchedObjects, WeakWatchedObjects};
 use crate::origin::SecretRef;
 
-/// How many entries a registry holds now ([`SecretWatches::counts`]).
+/// How many entries a registry holds now ([`WatchedObjects::counts`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct RegistryCounts {
@@ -23,32 +25,43 @@ pub struct RegistryCounts {
     pub shared_values: usize,
 }
 
-impl SecretWatches {
+impl WatchedObjects {
     /// Evicts what nothing has used for the grace: shared values first, then the
     /// entries (whose users they were), then the API clients no entry reads through.
     /// Returns how many entries were evicted.
     pub(crate) fn evict_idle(&self, now: Instant) -> usize {
         let grace = self.inner.grace;
         self.inner.shared_values.evict_idle(now, grace);
-        let evicted = self.inner.secrets.evict_idle(now, grace)
-            + self.inner.configmaps.evict_idle(now, grace);
+        let kinds = self.all_entries();
+        let evicted = kinds
+            .iter()
+            .map(|entries| entries.evict_idle(now, grace))
+            .sum();
         let mut clients = self
             .inner
             .kube_clients
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
         clients.retain(|(cluster, credential), _| {
-            self.inner.secrets.reads(cluster, credential)
-                || self.inner.configmaps.reads(cluster, credential)
+            kinds
+                .iter()
+                .any(|entries| entries.reads(cluster, credential))
         });
         evicted
     }
 
     /// How many entries, API clients and shared values the registry holds now.
     pub fn counts(&self) -> RegistryCounts {
+        let started = |kind: &str| -> usize {
+            self.all_entries()
+                .iter()
+                .filter(|entries| entries.kind() == kind)
+                .map(|entries| entries.started())
+                .sum()
+        };
         RegistryCounts {
-            secrets: self.inner.secrets.started_keys().len(),
-            configmaps: self.inner.configmaps.started_keys().len(),
+            secrets: started("Secret"),
+            configmaps: started("ConfigMap"),
             kube_clients: self
                 .inner
                 .kube_clients
@@ -63,8 +76,7 @@ impl SecretWatches {
     /// from (one row per cluster and Secret, whatever the credentials).
     pub fn watched(&self) -> Vec<(ClusterId, SecretRef)> {
         let mut watched: Vec<(ClusterId, SecretRef)> = self
-            .inner
-            .secrets
+            .entries::<Secret>()
             .started_keys()
             .into_iter()
             .map(|key| (key.cluster, key.object))
@@ -77,7 +89,7 @@ impl SecretWatches {
 
 /// The reaper of one registry: every quarter of the grace (between 50 ms and a
 /// minute), evicts what has been unused for the grace. Ends with the registry.
-pub(super) async fn reap(registry: WeakSecretWatches, grace: Duration) {
+pub(super) async fn reap(registry: WeakWatchedObjects, grace: Duration) {
     let period = (grace / 4).clamp(Duration::from_millis(50), Duration::from_secs(60));
     let mut tick = tokio::time::interval(period);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);

@@ -1,9 +1,9 @@
-//! The watched Secrets of a process: one watch, one cache and one load per Secret of
-//! each cluster, however many resolvers, verifiers and signers name it and however
+//! The watched objects of a process (Secrets, ConfigMaps): one watch, one cache and
+//! one load per object of each cluster, however many resolvers, verifiers and signers name it and however
 //! often a controller builds them (the platform's controllers build a client per
 //! reconcile).
 //!
-//! [`SecretWatches`] is the registry, keyed by the cluster the Secret is read from
+//! [`WatchedObjects`] is the registry, keyed by the cluster the Secret is read from
 //! ([`ClusterId`]), the credentials of the caller ([`CredentialId`]) and the Secret's
 //! namespace and name: a client of another cluster never receives this cluster's
 //! material, and a caller never receives what only another caller's credentials
@@ -13,7 +13,7 @@
 //! Secret starts its watch and waits for it to sync, as an unshared build does (a
 //! Secret the API server refuses, or a sync timeout, fails that call and leaves
 //! nothing behind, so the next call tries again). Every later user gets the shared
-//! [`SharedSecret`] at once: no API request, no wait, and no parse of unchanged
+//! [`SharedObject`] at once: no API request, no wait, and no parse of unchanged
 //! material, so a construction during an API-server outage succeeds from what the
 //! cache holds (the watch's health says it is stale).
 //!
@@ -24,54 +24,58 @@
 //! the caller's client; when that client's runtime ends, its entry is dropped and the
 //! next call starts a new watch.
 //!
-//! ConfigMaps (a trust-manager CA bundle) take the same path: the same keys, the same
-//! runtime, the same API client per cluster and credential.
+//! Every kind takes the same path ([`WatchedObjects::watch_object`]): the same keys,
+//! the same runtime, the same API client per cluster and credential; a ConfigMap (a
+//! trust-manager CA bundle) is one such kind.
 //!
 //! An entry lives while anything outside the registry uses it (a resolver, verifier,
 //! peer client or shared handle built over it is held) and for an **eviction grace**
 //! after its last use ([`DEFAULT_EVICTION_GRACE`], 10 minutes; see
-//! [`SecretWatches::with_eviction_grace`]); then its watch stops, and the API client
+//! [`WatchedObjects::with_eviction_grace`]); then its watch stops, and the API client
 //! of its cluster and credential goes once no entry reads through it. The grace keeps
 //! the churn (a LIST and a WATCH per reconcile) away from a controller that builds
 //! its clients per reconcile and drops them in between, as controller-runtime keeps
 //! its informers; without it a provisioner that touches a hundred clusters once would
 //! keep a hundred sets of watches for the life of the process.
 //!
-//! Each [`SharedSecret`] loads every new version of its Secret once, when the watch
+//! Each shared Secret loads every new version once, when the watch
 //! delivers it, into the caches its users read on the handshake path (and warms the
 //! key with one signature: AWS-LC builds an RSA key's Montgomery contexts at its first
 //! signature), so the first handshake after a rotation costs what an unchanged one
 //! does.
 
+use std::any::{Any, TypeId};
 use std::fmt;
-use std::future::Future;
 use std::sync::{Arc, LazyLock, Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 
 use cluster_id::{ClusterClient, ClusterId, CredentialId};
+use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use rustls::crypto::CryptoProvider;
 use tokio::sync::OnceCell;
 
-use super::configmap::{ConfigMapSource, ConfigMapSourceError};
+use super::held::Held;
+use super::kind::WatchedKind;
+use super::object::{Start, WatchError, WatchedObject};
 use super::observer::RegistryObserver;
 use super::runtime::{AbortOnDrop, BackgroundRuntime, RuntimeLiveness};
-use super::secret::{SecretSource, SourceError};
-use super::shareable::{EntryValue, SharedValue};
-use super::shared::SharedSecret;
-use super::shared_configmap::SharedConfigMap;
+use super::shareable::SharedValue;
+use super::shared::SharedObject;
 use crate::material::crypto_provider;
 use crate::origin::{ConfigMapRef, SecretRef};
 
 mod entries;
 mod eviction;
-mod shared_values;
 mod weak;
 
-use entries::{Entries, EntryKey, Use};
+use entries::{Entries, EntryKey, KindEntries, Use};
 pub use eviction::RegistryCounts;
 use eviction::reap;
-use shared_values::SharedValues;
-pub(crate) use weak::WeakSecretWatches;
+pub(crate) use weak::WeakWatchedObjects;
+
+/// The registry of watched objects.
+#[deprecated(since = "0.2.0", note = "renamed `watch::WatchedObjects`")]
+pub type SecretWatches = WatchedObjects;
 
 /// How long an entry nobody uses is kept before its watch stops: 10 minutes, longer
 /// than the requeue interval of a controller that rebuilds its clients per
@@ -79,17 +83,18 @@ pub(crate) use weak::WeakSecretWatches;
 /// that reached a cluster once stops watching it soon after.
 pub const DEFAULT_EVICTION_GRACE: Duration = Duration::from_secs(600);
 
-/// The registry of watched Secrets and ConfigMaps; cheap to clone (clones share it).
+/// The registry of watched objects (Secrets, ConfigMaps), one shared watch per
+/// cluster, credential and object; cheap to clone (clones share it).
 ///
 /// ```no_run
 /// # async fn f(client: cluster_id::ClusterClient) -> Result<(), Box<dyn std::error::Error>> {
 /// use std::time::Duration;
 /// use svc_tls::SecretRef;
-/// use svc_tls::watch::SecretWatches;
+/// use svc_tls::watch::WatchedObjects;
 ///
 /// let secret = SecretRef::new("unikorn", "unikorn-region-client-certificate");
 /// // Per reconcile: the first call watches and waits, every later one returns at once.
-/// let shared = SecretWatches::process()
+/// let shared = WatchedObjects::process()
 ///     .watch(&client, &secret, Duration::from_secs(30))
 ///     .await?;
 /// assert_eq!(shared.secret_ref(), &secret);
@@ -97,7 +102,7 @@ pub const DEFAULT_EVICTION_GRACE: Duration = Duration::from_secs(600);
 /// # Ok(()) }
 /// ```
 #[derive(Clone)]
-pub struct SecretWatches {
+pub struct WatchedObjects {
     inner: Arc<Registry>,
 }
 
@@ -107,8 +112,10 @@ struct Registry {
     grace: Duration,
     /// The limits of every watch started here.
     limits: watch_ready::WatchLimits,
-    secrets: Entries<SecretRef, SharedSecret>,
-    configmaps: Entries<ConfigMapRef, SharedConfigMap>,
+    /// The entries of each kind watched so far, by the kind's type: an
+    /// `Arc<Entries<K>>`, and the same as the kind-blind view eviction and counts
+    /// walk.
+    kinds: Mutex<Vec<Kind>>,
     /// Where the watches and loaders run; started with the first watch.
     runtime: OnceLock<BackgroundRuntime>,
     /// The task that evicts unused entries, started with the runtime.
@@ -116,10 +123,10 @@ struct Registry {
     /// What observes this registry from above (its metrics), installed once and kept
     /// for the registry's life.
     #[cfg_attr(not(feature = "metrics"), allow(dead_code))]
-    observer: OnceLock<Arc<dyn RegistryObserver<WeakSecretWatches>>>,
+    observer: OnceLock<Arc<dyn RegistryObserver<WeakWatchedObjects>>>,
     /// What the layers above share among the users of this registry (the peers'
     /// pooled HTTP clients).
-    shared_values: SharedValues,
+    shared_values: Held,
     /// One API client per cluster and credential for every watch of that cluster
     /// under that credential, built from the first configuration given for them on
     /// the registry's runtime (one connection pool and one credential refresher per
@@ -127,24 +134,27 @@ struct Registry {
     kube_clients: Mutex<std::collections::HashMap<(ClusterId, CredentialId), kube::Client>>,
 }
 
-static PROCESS: LazyLock<SecretWatches> = LazyLock::new(SecretWatches::new);
+/// One kind's entries: its type, the `Arc<Entries<K>>`, and the same kind-blind.
+type Kind = (TypeId, Arc<dyn Any + Send + Sync>, Arc<dyn KindEntries>);
 
-impl Default for SecretWatches {
+static PROCESS: LazyLock<WatchedObjects> = LazyLock::new(WatchedObjects::new);
+
+impl Default for WatchedObjects {
     fn default() -> Self {
         Self::new()
     }
 }
 
-impl fmt::Debug for SecretWatches {
+impl fmt::Debug for WatchedObjects {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("SecretWatches")
+        f.debug_struct("WatchedObjects")
             .field("secrets", &self.watched())
             .field("counts", &self.counts())
             .finish()
     }
 }
 
-impl SecretWatches {
+impl WatchedObjects {
     /// An empty registry, loading keys with
     /// [`crypto_provider`](crate::material::crypto_provider), evicting unused entries
     /// after [`DEFAULT_EVICTION_GRACE`].
@@ -163,7 +173,7 @@ impl SecretWatches {
     ///
     /// ```
     /// use std::time::Duration;
-    /// let watches = svc_tls::watch::SecretWatches::with_eviction_grace(Duration::from_secs(60));
+    /// let watches = svc_tls::watch::WatchedObjects::with_eviction_grace(Duration::from_secs(60));
     /// assert_eq!(watches.eviction_grace(), Duration::from_secs(60));
     /// ```
     pub fn with_eviction_grace(grace: Duration) -> Self {
@@ -176,12 +186,11 @@ impl SecretWatches {
                 provider,
                 grace,
                 limits: super::default_limits(),
-                secrets: Entries::new("Secret"),
-                configmaps: Entries::new("ConfigMap"),
+                kinds: Mutex::new(Vec::new()),
                 runtime: OnceLock::new(),
                 reaper: OnceLock::new(),
                 observer: OnceLock::new(),
-                shared_values: SharedValues::default(),
+                shared_values: Held::default(),
                 kube_clients: Mutex::new(std::collections::HashMap::new()),
             }),
         }
@@ -194,10 +203,10 @@ impl SecretWatches {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use svc_tls::watch::{SecretWatches, default_limits};
+    /// use svc_tls::watch::{WatchedObjects, default_limits};
     ///
     /// let limits = default_limits().coalesce(Some(Duration::from_millis(200)));
-    /// let watches = SecretWatches::with_watch_limits(limits.clone());
+    /// let watches = WatchedObjects::with_watch_limits(limits.clone());
     /// assert_eq!(watches.watch_limits(), &limits);
     /// ```
     pub fn with_watch_limits(limits: watch_ready::WatchLimits) -> Self {
@@ -224,7 +233,7 @@ impl SecretWatches {
     #[cfg_attr(not(feature = "metrics"), allow(dead_code))]
     pub(crate) fn install_observer(
         &self,
-        observer: Arc<dyn RegistryObserver<WeakSecretWatches>>,
+        observer: Arc<dyn RegistryObserver<WeakWatchedObjects>>,
     ) -> bool {
         if self.inner.observer.set(observer.clone()).is_err() {
             return false;
@@ -234,8 +243,8 @@ impl SecretWatches {
     }
 
     /// A handle that does not keep this registry alive.
-    pub(crate) fn downgrade(&self) -> WeakSecretWatches {
-        WeakSecretWatches(Arc::downgrade(&self.inner))
+    pub(crate) fn downgrade(&self) -> WeakWatchedObjects {
+        WeakWatchedObjects(Arc::downgrade(&self.inner))
     }
 
     /// The first `T` stored here that `matches`, or the one `build` makes (a failed
@@ -247,13 +256,46 @@ impl SecretWatches {
         matches: impl Fn(&T) -> bool,
         build: impl FnOnce() -> Result<T, E>,
     ) -> Result<T, E> {
-        self.inner.shared_values.get_or_build(matches, build)
+        self.inner
+            .shared_values
+            .get_or_build_matching(matches, build)
     }
 
     /// The Secrets watched (started and synced) now, shared.
     #[cfg_attr(not(feature = "metrics"), allow(dead_code))]
-    pub(crate) fn shared_secrets(&self) -> Vec<SharedSecret> {
-        self.inner.secrets.values()
+    pub(crate) fn shared_secrets(&self) -> Vec<SharedObject<Secret>> {
+        self.entries::<Secret>().values()
+    }
+
+    /// The entries of kind `K` (made with the first use of the kind).
+    fn entries<K: WatchedKind>(&self) -> Arc<Entries<K>> {
+        let ty = TypeId::of::<K>();
+        let mut kinds = self
+            .inner
+            .kinds
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if let Some(found) = kinds
+            .iter()
+            .find(|(kind, _, _)| *kind == ty)
+            .and_then(|(_, entries, _)| entries.clone().downcast::<Entries<K>>().ok())
+        {
+            return found;
+        }
+        let entries = Arc::new(Entries::<K>::new());
+        kinds.push((ty, entries.clone(), entries.clone()));
+        entries
+    }
+
+    /// The kind-blind view of every kind's entries.
+    fn all_entries(&self) -> Vec<Arc<dyn KindEntries>> {
+        self.inner
+            .kinds
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .map(|(_, _, entries)| entries.clone())
+            .collect()
     }
 
     /// The process's registry, used by
@@ -263,7 +305,7 @@ impl SecretWatches {
     /// Entries are keyed by cluster and credential, so one process may read
     /// same-named Secrets from several clusters, and as several service accounts,
     /// through it (a provisioner inside a remote cluster's scope).
-    pub fn process() -> &'static SecretWatches {
+    pub fn process() -> &'static WatchedObjects {
         &PROCESS
     }
 
@@ -272,75 +314,127 @@ impl SecretWatches {
         &self.inner.provider
     }
 
-    /// `secret` of `client`'s cluster, read with `client`'s credentials, shared:
+    /// `object` of `client`'s cluster, read with `client`'s credentials, shared:
     /// started and synced (waiting at most `timeout`) by the first call for that
-    /// cluster, credential and Secret, returned at once by every later one. Concurrent
-    /// first calls wait for one start. A failed or cancelled start leaves nothing
-    /// behind. Cancel-safe.
+    /// cluster, credential and object, returned at once by every later one.
+    /// Concurrent first calls wait for one start. A failed or cancelled start leaves
+    /// nothing behind. Cancel-safe. The whole object is cached (a Secret's key too:
+    /// see [`WatchedObjects::watch_trust_object`] for a CA).
+    ///
+    /// ```no_run
+    /// # async fn f(client: cluster_id::ClusterClient) -> Result<(), Box<dyn std::error::Error>> {
+    /// use std::time::Duration;
+    /// use svc_tls::origin::ConfigMapRef;
+    /// use svc_tls::watch::{ConfigMap, WatchedObjects};
+    ///
+    /// let bundle = ConfigMapRef::new("unikorn", "platform-ca-bundle");
+    /// let shared = WatchedObjects::process()
+    ///     .watch_object::<ConfigMap>(&client, &bundle, Duration::from_secs(30))
+    ///     .await?;
+    /// assert_eq!(shared.object_ref(), &bundle);
+    /// # Ok(()) }
+    /// ```
     ///
     /// # Errors
-    /// [`SourceError`] naming the Secret (and its cluster) when the watch cannot start:
+    /// [`WatchError`] naming the object (and its cluster) when the watch cannot start:
     /// refused, not synced in time, or its client cannot be built from the
     /// configuration.
+    pub async fn watch_object<K: WatchedKind>(
+        &self,
+        client: &ClusterClient,
+        object: &K::Ref,
+        timeout: Duration,
+    ) -> Result<SharedObject<K>, WatchError<K>> {
+        self.shared_entry(client, object, timeout, Use::Identity)
+            .await
+    }
+
+    /// `object` of `client`'s cluster as a CA only: as
+    /// [`WatchedObjects::watch_object`], but the cache keeps only what trust is read
+    /// from (a Secret's `ca.crt`, or `tls.crt` of a TLS Secret): key material is
+    /// dropped before caching, with one WARN and
+    /// [`WatchedObject::dropped_private_key`] set. When the object is already watched
+    /// in full with the same credentials (a Secret that is also this process's
+    /// identity), that watch is shared.
+    ///
+    /// # Errors
+    /// As [`WatchedObjects::watch_object`].
+    pub async fn watch_trust_object<K: WatchedKind>(
+        &self,
+        client: &ClusterClient,
+        object: &K::Ref,
+        timeout: Duration,
+    ) -> Result<SharedObject<K>, WatchError<K>> {
+        let full = EntryKey::new(client, object.clone(), Use::Identity);
+        if let Some(shared) = self.entries::<K>().started(&full) {
+            return Ok(shared);
+        }
+        self.shared_entry(client, object, timeout, Use::TrustOnly)
+            .await
+    }
+
+    /// `secret` of `client`'s cluster, read with `client`'s credentials, shared
+    /// ([`WatchedObjects::watch_object`] of a Secret).
+    ///
+    /// # Errors
+    /// As [`WatchedObjects::watch_object`].
     pub async fn watch(
         &self,
         client: &ClusterClient,
         secret: &SecretRef,
         timeout: Duration,
-    ) -> Result<SharedSecret, SourceError> {
-        self.watch_secret(client, secret, timeout, Use::Identity)
-            .await
+    ) -> Result<SharedObject<Secret>, WatchError<Secret>> {
+        self.watch_object(client, secret, timeout).await
     }
 
-    /// `secret` of `client`'s cluster as a CA only: as [`SecretWatches::watch`], but
-    /// the cache keeps only `ca.crt` (and `tls.crt` of a TLS Secret): key material is
-    /// dropped before caching, with one WARN and [`SecretSource::dropped_private_key`]
-    /// set. When the Secret is already watched in full with the same credentials (it
-    /// is also this process's identity), that watch is shared.
+    /// `secret` of `client`'s cluster as a CA only
+    /// ([`WatchedObjects::watch_trust_object`] of a Secret).
     ///
     /// # Errors
-    /// As [`SecretWatches::watch`].
+    /// As [`WatchedObjects::watch_object`].
     pub async fn watch_trust(
         &self,
         client: &ClusterClient,
         secret: &SecretRef,
         timeout: Duration,
-    ) -> Result<SharedSecret, SourceError> {
-        let full = EntryKey::new(client, secret.clone(), Use::Identity);
-        if let Some(shared) = self.inner.secrets.started(&full) {
-            return Ok(shared);
-        }
-        self.watch_secret(client, secret, timeout, Use::TrustOnly)
-            .await
+    ) -> Result<SharedObject<Secret>, WatchError<Secret>> {
+        self.watch_trust_object(client, secret, timeout).await
     }
 
-    /// `configmap` of `client`'s cluster, read with `client`'s credentials, shared as
-    /// Secrets are ([`SecretWatches::watch`]).
+    /// `configmap` of `client`'s cluster, read with `client`'s credentials, shared
+    /// ([`WatchedObjects::watch_trust_object`] of a ConfigMap).
     ///
     /// # Errors
-    /// [`ConfigMapSourceError`] naming the ConfigMap (and its cluster) when the watch
-    /// cannot start.
+    /// As [`WatchedObjects::watch_object`].
     pub async fn watch_configmap(
         &self,
         client: &ClusterClient,
         configmap: &ConfigMapRef,
         timeout: Duration,
-    ) -> Result<SharedConfigMap, ConfigMapSourceError> {
-        let key = EntryKey::new(client, configmap.clone(), Use::TrustOnly);
-        let start = self.start_configmap(client, configmap, timeout);
-        shared_entry(&self.inner.configmaps, key, start).await
+    ) -> Result<SharedObject<ConfigMap>, WatchError<ConfigMap>> {
+        self.watch_trust_object(client, configmap, timeout).await
     }
 
-    async fn watch_secret(
+    /// The entry of `object` for `use_`: started on the first call, shared by every
+    /// later one; a failed or cancelled start leaves nothing behind.
+    async fn shared_entry<K: WatchedKind>(
         &self,
         client: &ClusterClient,
-        secret: &SecretRef,
+        object: &K::Ref,
         timeout: Duration,
         use_: Use,
-    ) -> Result<SharedSecret, SourceError> {
-        let key = EntryKey::new(client, secret.clone(), use_);
-        let start = self.start_secret(client, secret, timeout, use_);
-        shared_entry(&self.inner.secrets, key, start).await
+    ) -> Result<SharedObject<K>, WatchError<K>> {
+        let entries = self.entries::<K>();
+        let key = EntryKey::new(client, object.clone(), use_);
+        let cell: Arc<OnceCell<SharedObject<K>>> = entries.cell(&key);
+        let started = cell
+            .get_or_try_init(|| self.start(client, object, timeout, use_))
+            .await
+            .cloned();
+        if started.is_err() {
+            entries.forget_if_unstarted(&key, &cell);
+        }
+        started
     }
 
     /// The registry's runtime, started (with the reaper) by the first watch.
@@ -356,24 +450,24 @@ impl SecretWatches {
         Ok(runtime)
     }
 
-    /// Starts `secret`'s watch and loader on the registry's runtime, with a client of
+    /// Starts `object`'s watch and loader on the registry's runtime, with a client of
     /// the registry's own when `client` carries its configuration.
-    async fn start_secret(
+    async fn start<K: WatchedKind>(
         &self,
         client: &ClusterClient,
-        secret: &SecretRef,
+        object: &K::Ref,
         timeout: Duration,
         use_: Use,
-    ) -> Result<SharedSecret, SourceError> {
-        let failed = |reason: String| SourceError::Client {
-            secret: secret.clone(),
+    ) -> Result<SharedObject<K>, WatchError<K>> {
+        let failed = |reason: String| WatchError::Client {
+            object: object.clone(),
             cluster: client.cluster().clone(),
             reason,
         };
         let runtime = self.runtime().map_err(failed)?;
         let caller_runtime = caller_runtime(client);
-        let (client, secret_ref, provider) =
-            (client.clone(), secret.clone(), self.inner.provider.clone());
+        let (client, target, provider) =
+            (client.clone(), object.clone(), self.inner.provider.clone());
         let task_runtime = runtime.clone();
         let registry = self.clone();
         runtime
@@ -381,22 +475,19 @@ impl SecretWatches {
                 let kube_client =
                     registry
                         .kube_client(&client)
-                        .map_err(|reason| SourceError::Client {
-                            secret: secret_ref.clone(),
+                        .map_err(|reason| WatchError::Client {
+                            object: target.clone(),
                             cluster: client.cluster().clone(),
                             reason,
                         })?;
-                let source = SecretSource::watch_in(
-                    kube_client,
-                    client.cluster().clone(),
-                    secret_ref,
-                    timeout,
-                    use_ == Use::TrustOnly,
-                    task_runtime,
-                    &registry.inner.limits,
-                )
-                .await?;
-                Ok(SharedSecret::start(
+                let start = Start {
+                    cluster: Some(client.cluster().clone()),
+                    trust_only: use_ == Use::TrustOnly,
+                    runtime: Some(task_runtime),
+                    limits: &registry.inner.limits,
+                };
+                let source = WatchedObject::start(kube_client, target, timeout, start).await?;
+                Ok(SharedObject::start(
                     source,
                     client.cluster().clone(),
                     provider,
@@ -404,55 +495,8 @@ impl SecretWatches {
                 ))
             })
             .await
-            .map_err(|_| SourceError::Stopped {
-                secret: secret.clone(),
-            })?
-    }
-
-    /// Starts `configmap`'s watch on the registry's runtime, as [`Self::start_secret`].
-    async fn start_configmap(
-        &self,
-        client: &ClusterClient,
-        configmap: &ConfigMapRef,
-        timeout: Duration,
-    ) -> Result<SharedConfigMap, ConfigMapSourceError> {
-        let failed = |reason: String| ConfigMapSourceError::Client {
-            configmap: configmap.clone(),
-            cluster: client.cluster().clone(),
-            reason,
-        };
-        let runtime = self.runtime().map_err(failed)?;
-        let caller_runtime = caller_runtime(client);
-        let (client, target) = (client.clone(), configmap.clone());
-        let task_runtime = runtime.clone();
-        let registry = self.clone();
-        runtime
-            .spawn(async move {
-                let kube_client = registry.kube_client(&client).map_err(|reason| {
-                    ConfigMapSourceError::Client {
-                        configmap: target.clone(),
-                        cluster: client.cluster().clone(),
-                        reason,
-                    }
-                })?;
-                let source = ConfigMapSource::watch_shared(
-                    kube_client,
-                    client.cluster().clone(),
-                    target,
-                    timeout,
-                    task_runtime,
-                    &registry.inner.limits,
-                )
-                .await?;
-                Ok(SharedConfigMap::new(
-                    source,
-                    client.cluster().clone(),
-                    caller_runtime,
-                ))
-            })
-            .await
-            .map_err(|_| ConfigMapSourceError::Stopped {
-                configmap: configmap.clone(),
+            .map_err(|_| WatchError::Stopped {
+                object: object.clone(),
             })?
     }
 
@@ -477,25 +521,6 @@ impl SecretWatches {
         clients.insert(key, built.clone());
         Ok(built)
     }
-}
-
-/// The entry of `key` in `entries`: started by `start` on the first call, shared by
-/// every later one; a failed or cancelled start leaves nothing behind.
-async fn shared_entry<O, V, E>(
-    entries: &Entries<O, V>,
-    key: EntryKey<O>,
-    start: impl Future<Output = Result<V, E>>,
-) -> Result<V, E>
-where
-    O: Clone + Eq + std::hash::Hash + fmt::Display,
-    V: EntryValue,
-{
-    let cell: Arc<OnceCell<V>> = entries.cell(&key);
-    let started = cell.get_or_try_init(|| start).await.cloned();
-    if started.is_err() {
-        entries.forget_if_unstarted(&key, &cell);
-    }
-    started
 }
 
 /// A client without configuration keeps working only while the runtime it was built

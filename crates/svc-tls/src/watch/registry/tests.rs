@@ -19,7 +19,7 @@ async fn watches_of_one_cluster_share_one_api_client() {
             ));
         }
     }
-    let watches = SecretWatches::new();
+    let watches = WatchedObjects::new();
     let timeout = Duration::from_secs(10);
     for tb in [&one, &two] {
         // A new ClusterClient (and config) for every Secret, as per-reconcile code

@@ -1,0 +1,99 @@
+//! What the one watched-object cache needs to know of a Kubernetes kind: how to
+//! name one object of it, what to grant for it, and what a trust-only reader drops
+//! from it before caching. A new kind (ClusterTrustBundle next) is a new
+//! implementation of [`WatchedKind`], not a copy of the cache.
+
+use std::fmt;
+use std::hash::Hash;
+
+use k8s_openapi::NamespaceResourceScope;
+
+/// What a trust-only watch dropped that looked like key material (a Secret's
+/// `tls.key`, a key inside its `ca.crt`), for the WARN, the counter and the metric.
+///
+/// `pub` inside a private module: named by the sealed trait, reachable by no caller.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[allow(unreachable_pub)]
+pub struct DroppedKeys {
+    /// A key under another data key, in `stringData` or in an annotation.
+    pub(crate) elsewhere: bool,
+    /// A PEM private-key block inside `ca.crt` itself (its certificates are kept).
+    pub(crate) in_ca_crt: bool,
+}
+
+impl DroppedKeys {
+    pub(crate) fn any(self) -> bool {
+        self.elsewhere || self.in_ca_crt
+    }
+}
+
+/// Seals [`WatchedKind`] and carries what only this crate calls.
+pub(crate) mod sealed {
+    /// Implemented by the kinds this crate watches.
+    pub trait Sealed: Sized {
+        /// What a shared entry of the kind loads from each version the watch
+        /// delivers, before its followers are told (a Secret's identity and root-set
+        /// caches; nothing for a ConfigMap, whose verifiers read it themselves).
+        type Loads: Send + Sync + 'static;
+
+        /// The loads of one shared entry, keys loaded with `provider`.
+        fn loads(provider: std::sync::Arc<rustls::crypto::CryptoProvider>) -> Self::Loads;
+
+        /// Loads `object`, the version the watch just delivered, into `loads`.
+        /// Runs on a blocking thread of the registry's runtime.
+        fn load(_loads: &Self::Loads, _object: &Self) {}
+
+        /// Drops, before the cache keeps a version, what a reader of the object's
+        /// trust only must never hold; says what it dropped. Nothing, for a kind
+        /// that holds no key material.
+        fn keep_trust_only(&mut self) -> super::DroppedKeys {
+            super::DroppedKeys::default()
+        }
+    }
+}
+
+/// A Kubernetes kind of which svc-tls watches single objects, by name (kube-runtime's
+/// one `Store<K>` per watch, narrowed to one object): `Secret` and `ConfigMap`
+/// (k8s-openapi's types, re-exported by [`crate::watch`]). Sealed: a new kind is added
+/// here, in a few lines, and every cache, shared entry, error and trust adapter
+/// serves it.
+pub trait WatchedKind:
+    kube::Resource<DynamicType = (), Scope = NamespaceResourceScope>
+    + Clone
+    + fmt::Debug
+    + serde::de::DeserializeOwned
+    + serde::Serialize
+    + Send
+    + Sync
+    + 'static
+    + sealed::Sealed
+{
+    /// The reference that names one object of the kind
+    /// ([`SecretRef`](crate::SecretRef), [`ConfigMapRef`](crate::origin::ConfigMapRef)).
+    /// `Display` is `namespace/name`.
+    type Ref: Clone + fmt::Debug + fmt::Display + Eq + Hash + Ord + Send + Sync + 'static;
+
+    /// The kind's name in errors, logs and health (`Secret`).
+    const KIND: &'static str;
+
+    /// The namespace of `object`.
+    fn namespace(object: &Self::Ref) -> &str;
+
+    /// The name of `object`.
+    fn name(object: &Self::Ref) -> &str;
+
+    /// What the service account must be granted to watch `object` (the end of the
+    /// error that reports a refusal).
+    fn grant(object: &Self::Ref) -> String;
+}
+
+/// The object's `resourceVersion` as a number, to order two snapshots of it. It is an
+/// etcd revision in practice; when it is not a number the snapshots are simply not
+/// ordered.
+pub(crate) fn resource_version<K: kube::Resource>(object: &K) -> Option<u64> {
+    object
+        .meta()
+        .resource_version
+        .as_deref()
+        .and_then(|v| v.parse::<u64>().ok())
+}
