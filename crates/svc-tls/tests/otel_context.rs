@@ -6,6 +6,10 @@
 //!   (client) → `svc_tls.serve` (server) → the handler's own span, one trace id;
 //! - a request sent outside any span carries no `traceparent`, and its server span
 //!   starts a trace of its own;
+//! - work makes spans, the no-change path none: a rotation of the client identity's
+//!   Secret makes one `svc_tls.identity.reload` span naming the Secret and the new
+//!   serial, and the next request one `svc_tls.pool.retire` span; requests before it
+//!   made neither;
 //! - export: a malformed endpoint is refused naming it; a collector that never answers
 //!   holds no span up, and what does not fit the bound is dropped and counted.
 #![cfg(feature = "otel")]
@@ -206,6 +210,100 @@ async fn a_request_outside_any_span_carries_no_trace_context() {
             .all(|s| s.span_context.trace_id().to_string() != served_trace),
         "no client span without a current span"
     );
+}
+
+fn attribute(span: &SpanData, key: &str) -> Option<String> {
+    span.attributes
+        .iter()
+        .find(|kv| kv.key.as_str() == key)
+        .map(|kv| kv.value.as_str().into_owned())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rotation_makes_reload_and_retirement_spans_and_requests_make_none() {
+    let exporter = spans();
+    let mesh = otel::Mesh::start().await;
+    let (port, _server) = mesh.serve(|_| async { "ok".to_owned() }).await;
+    let url = format!("https://127.0.0.1:{port}/");
+    let client = mesh.peer_client(&url).await;
+    let secret = format!("{}/{}", otel::NS, mesh.identity);
+    let reloads_of_this_secret = || -> Vec<SpanData> {
+        exporter
+            .get_finished_spans()
+            .unwrap()
+            .into_iter()
+            .filter(|s| {
+                s.name == "svc_tls.identity.reload"
+                    && attribute(s, "source").is_some_and(|source| source.contains(&secret))
+            })
+            .collect()
+    };
+    // Requests in traces of their own: what each made is told apart by trace id.
+    let request = async |name: &'static str| {
+        let root = tracing::info_span!("request", name);
+        let trace = root.context().span().span_context().trace_id();
+        let status = async {
+            client
+                .send(client.get(&url).unwrap())
+                .await
+                .unwrap()
+                .status()
+        }
+        .instrument(root)
+        .await;
+        assert_eq!(status, 200);
+        trace
+    };
+    let retirements_in = |trace| {
+        exporter
+            .get_finished_spans()
+            .unwrap()
+            .into_iter()
+            .filter(|s| s.name == "svc_tls.pool.retire" && s.span_context.trace_id() == trace)
+            .count()
+    };
+    let before = reloads_of_this_secret().len();
+    for _ in 0..5 {
+        let trace = request("unchanged").await;
+        assert_eq!(retirements_in(trace), 0, "no retirement without a change");
+    }
+    assert_eq!(
+        reloads_of_this_secret().len(),
+        before,
+        "no reload span per request"
+    );
+
+    mesh.rotate_identity(4242);
+    poll_until("a reload span names the Secret and the new serial", || {
+        reloads_of_this_secret()
+            .iter()
+            .any(|s| attribute(s, "serial").as_deref() == Some("1092"))
+    })
+    .await;
+    let trace = request("after the rotation").await;
+    poll_until(
+        "the request after the rotation retired the pool in a span",
+        || retirements_in(trace) == 1,
+    )
+    .await;
+    let retired = exporter
+        .get_finished_spans()
+        .unwrap()
+        .into_iter()
+        .find(|s| s.name == "svc_tls.pool.retire" && s.span_context.trace_id() == trace)
+        .unwrap();
+    assert_eq!(
+        attribute(&retired, "identity_changed").as_deref(),
+        Some("true")
+    );
+    assert_eq!(attribute(&retired, "peer").as_deref(), Some("127.0.0.1"));
+    // No attribute carries key material.
+    for span in exporter.get_finished_spans().unwrap() {
+        for kv in &span.attributes {
+            let value = kv.value.as_str();
+            assert!(!value.contains("PRIVATE KEY"), "{span:?}");
+        }
+    }
 }
 
 #[test]

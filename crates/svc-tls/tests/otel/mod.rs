@@ -19,7 +19,6 @@ use test_support::pki::TestCa;
 
 pub const NS: &str = "unikorn";
 const PEER_CA: &str = "peer-ca";
-const IDENTITY: &str = "client-certificate";
 const SERVER_IDENTITY: &str = "server-certificate";
 const CLIENT_CA: &str = "client-ca";
 
@@ -48,7 +47,17 @@ pub struct Mesh {
     pub tb: Testbed,
     pub server_ca: TestCa,
     pub client_ca: TestCa,
+    /// The client identity's Secret: a name of its own per mesh, so that spans naming
+    /// it tell the meshes of concurrent tests apart.
+    pub identity: String,
     watches: WatchedObjects,
+}
+
+/// A name no other mesh of this process has.
+fn unique(prefix: &str) -> String {
+    static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    format!("{prefix}-{n}")
 }
 
 impl Mesh {
@@ -57,12 +66,13 @@ impl Mesh {
         let (server_ca, client_ca) = (TestCa::new("servers"), TestCa::new("clients"));
         let client = client_ca.client_leaf("caller", 11);
         let server = server_ca.server_leaf();
+        let identity = unique("client-certificate");
         tb.upsert(secret(
             PEER_CA,
             &[("tls.crt", &server_ca.pem()), ("ca.crt", &server_ca.pem())],
         ));
         tb.upsert(secret(
-            IDENTITY,
+            &identity,
             &[("tls.crt", &client.cert_pem), ("tls.key", &client.key_pem)],
         ));
         tb.upsert(secret(
@@ -77,8 +87,18 @@ impl Mesh {
             tb,
             server_ca,
             client_ca,
+            identity,
             watches: WatchedObjects::new(),
         }
+    }
+
+    /// Rotates the client identity: a new leaf with `serial` in its Secret.
+    pub fn rotate_identity(&self, serial: u64) {
+        let client = self.client_ca.client_leaf("caller", serial);
+        self.tb.upsert(secret(
+            &self.identity,
+            &[("tls.crt", &client.cert_pem), ("tls.key", &client.key_pem)],
+        ));
     }
 
     /// The pooled client of a service calling `url`, from its deployed flags.
@@ -90,7 +110,7 @@ impl Mesh {
                 "svc".to_owned(),
                 format!("--next-host={url}"),
                 format!("--client-certificate-namespace={NS}"),
-                format!("--client-certificate-name={IDENTITY}"),
+                format!("--client-certificate-name={}", self.identity),
                 format!("--next-ca-secret-namespace={NS}"),
                 format!("--next-ca-secret-name={PEER_CA}"),
             ])

@@ -15,6 +15,9 @@ impl Follower for FollowingVerifier {
         let Some(inner) = self.0.upgrade() else {
             return false;
         };
+        // A reload that loads something: a span naming the source.
+        let _span =
+            tracing::info_span!("svc_tls.trust.reload", source = %inner.source.origin()).entered();
         let _ = TrustVerifier { inner }.reload(crate::last_good::ReadBy::Handshake);
         true
     }
