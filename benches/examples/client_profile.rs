@@ -2,7 +2,11 @@
 //! (the bench's `client/rustls-server/<key>` row without Go), for a profiler
 //! (`perf record -g`): where the client's CPU per handshake goes.
 //!
-//! `cargo run --release -p platform-benches --example client_profile -- <p256|rsa2048> [seconds] [resolver|static]`
+//! `cargo run --release -p platform-benches --example client_profile -- <p256|rsa2048> [seconds] [mode[,mode...]]`
+//! where a mode is `resolver` or `static`, optionally `+aes128`, `+aes256` or `+chacha`
+//! (that TLS 1.3 suite offered first), then optionally `/rustls` (rustls's own cipher
+//! order and signature checks instead of svc-tls's); several modes alternate batch
+//! by batch.
 //! with `BENCH_MATERIAL_DIR` pointing at the material `cargo xtask bench` wrote (made
 //! anew in a temporary directory otherwise). The client runs on the thread named
 //! `client` (`perf report --comm client`).
@@ -30,13 +34,21 @@ fn provider() -> Arc<CryptoProvider> {
     Arc::new(svc_tls::material::crypto_provider())
 }
 
-fn x25519_provider() -> Arc<CryptoProvider> {
+/// X25519 only, as the bench's client rows; `first` moves one cipher suite to the
+/// front (to compare suites); `plain` takes rustls's own suites and signature checks
+/// (without svc-tls's order and memo).
+fn x25519_provider(first: Option<rustls::CipherSuite>, plain: bool) -> Arc<CryptoProvider> {
     let mut provider = CryptoProvider {
         kx_groups: vec![rustls::crypto::aws_lc_rs::kx_group::X25519],
         ..svc_tls::material::crypto_provider()
     };
-    if std::env::var_os("PROFILE_AES128").is_some() {
-        provider.cipher_suites.sort_by_key(|s| s.suite() != rustls::CipherSuite::TLS13_AES_128_GCM_SHA256);
+    if plain {
+        let rustls = rustls::crypto::aws_lc_rs::default_provider();
+        provider.cipher_suites = rustls.cipher_suites;
+        provider.signature_verification_algorithms = rustls.signature_verification_algorithms;
+    }
+    if let Some(first) = first {
+        provider.cipher_suites.sort_by_key(|s| s.suite() != first);
     }
     Arc::new(provider)
 }
@@ -135,28 +147,45 @@ fn main() {
     let resolver = rt
         .block_on(IdentityResolver::builder(testbed.client(), SecretRef::new("bench", "profile")).build())
         .unwrap();
-    let config = if mode == "static" {
-        let mut config = ClientConfig::builder_with_provider(x25519_provider())
-            .with_protocol_versions(&[&rustls::version::TLS13])
-            .unwrap()
-            .with_root_certificates(roots(&material.server_ca_pem))
-            .with_client_auth_cert(
-                certs(&case.cert_pem),
-                PrivateKeyDer::from_pem_slice(case.key_pem.as_bytes()).unwrap(),
+    let config_for = |mode: &str| -> Arc<ClientConfig> {
+        let (mode, plain) = match mode.strip_suffix("/rustls") {
+            Some(mode) => (mode, true),
+            None => (mode, false),
+        };
+        let (base, first) = match mode.split_once('+') {
+            Some((base, "aes128")) => (base, Some(rustls::CipherSuite::TLS13_AES_128_GCM_SHA256)),
+            Some((base, "aes256")) => (base, Some(rustls::CipherSuite::TLS13_AES_256_GCM_SHA384)),
+            Some((base, "chacha")) => (base, Some(rustls::CipherSuite::TLS13_CHACHA20_POLY1305_SHA256)),
+            Some((_, other)) => panic!("unknown suite {other}"),
+            None => (mode, None),
+        };
+        if base == "static" {
+            let mut config = ClientConfig::builder_with_provider(x25519_provider(first, plain))
+                .with_protocol_versions(&[&rustls::version::TLS13])
+                .unwrap()
+                .with_root_certificates(roots(&material.server_ca_pem))
+                .with_client_auth_cert(
+                    certs(&case.cert_pem),
+                    PrivateKeyDer::from_pem_slice(case.key_pem.as_bytes()).unwrap(),
+                )
+                .unwrap();
+            config.resumption = rustls::client::Resumption::disabled();
+            Arc::new(config)
+        } else {
+            Arc::new(
+                client_config(
+                    x25519_provider(first, plain),
+                    TrustMode::Roots(roots(&material.server_ca_pem)),
+                    Some(&resolver),
+                )
+                .unwrap(),
             )
-            .unwrap();
-        config.resumption = rustls::client::Resumption::disabled();
-        Arc::new(config)
-    } else {
-        Arc::new(
-            client_config(
-                x25519_provider(),
-                TrustMode::Roots(roots(&material.server_ca_pem)),
-                Some(&resolver),
-            )
-            .unwrap(),
-        )
+        }
     };
+    let configs: Vec<(String, Arc<ClientConfig>)> = mode
+        .split(',')
+        .map(|mode| (mode.to_owned(), config_for(mode)))
+        .collect();
     let client = std::thread::Builder::new()
         .name("client".to_owned())
         .spawn(move || {
@@ -165,21 +194,27 @@ fn main() {
                 .build()
                 .unwrap();
             let until = Instant::now() + Duration::from_secs(seconds);
-            let (start, cpu) = (Instant::now(), common::go::thread_cpu_ns());
-            let mut n = 0u64;
+            // Batches alternate between the modes, so a loaded machine's drift
+            // reaches each alike.
+            let mut totals = vec![(0f64, 0u64); configs.len()];
             client_rt.block_on(async {
                 while Instant::now() < until {
-                    for _ in 0..50 {
-                        handshake(config.clone(), addr).await;
+                    for ((_, config), total) in configs.iter().zip(totals.iter_mut()) {
+                        let cpu = common::go::thread_cpu_ns();
+                        for _ in 0..50 {
+                            handshake(config.clone(), addr).await;
+                        }
+                        total.0 += common::go::thread_cpu_ns() - cpu;
+                        total.1 += 50;
                     }
-                    n += 50;
                 }
             });
-            let cpu = (common::go::thread_cpu_ns() - cpu) / n as f64 / 1e3;
-            eprintln!(
-                "{key} {mode}: {n} handshakes, {:.1} us wall, {cpu:.1} us client CPU each",
-                start.elapsed().as_secs_f64() * 1e6 / n as f64
-            );
+            for ((mode, _), (cpu, n)) in configs.iter().zip(totals) {
+                eprintln!(
+                    "{key} {mode}: {n} handshakes, {:.1} us client CPU each",
+                    cpu / n as f64 / 1e3
+                );
+            }
         })
         .unwrap();
     client.join().unwrap();

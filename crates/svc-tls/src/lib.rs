@@ -97,6 +97,7 @@ pub mod material {
     mod secret;
     mod trust;
     mod validity;
+    mod verify_memo;
 
     pub(crate) use anchors::{ConfigMapTrustCache, anchors_from_pem};
     pub use anchors::{TrustAnchors, TrustCache};

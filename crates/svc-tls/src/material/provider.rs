@@ -29,15 +29,49 @@ use super::key::classify_der;
 /// then Ed25519, and each failed attempt on a PKCS#8 key fully parses it (for
 /// Ed25519 and EC keys that includes a scalar multiplication). An Ed25519 key is
 /// thus parsed five times and a P-384 PKCS#8 key three times. This provider
-/// parses each key once. Everything else (cipher suites, signature verification)
-/// is `rustls::crypto::aws_lc_rs::default_provider()`. Keys this loader does not
-/// recognise go to rustls's loader unchanged.
+/// parses each key once. Keys this loader does not recognise go to rustls's loader
+/// unchanged.
+///
+/// **Cipher suites**: rustls's aws-lc-rs suites, in Go's `crypto/tls` order (as
+/// BoringSSL's and Chrome's): `TLS13_AES_128_GCM_SHA256`, then
+/// `TLS13_CHACHA20_POLY1305_SHA256`, then `TLS13_AES_256_GCM_SHA384` (and the TLS 1.2
+/// suites likewise, 128-bit AES first). rustls offers AES-256 first, whose SHA-384
+/// key schedule cost our client about a tenth of its handshake CPU. Why:
+/// `docs/decisions/cipher-suites-go-order.md`.
+///
+/// **Signature checks**: aws-lc-rs's, with a certificate's signature by its
+/// issuer remembered per thread once checked (the same chain is presented on
+/// every handshake); every other check of a chain runs each time. Why:
+/// `docs/decisions/certificate-signature-memo.md`.
 pub fn crypto_provider() -> CryptoProvider {
+    let default = rustls::crypto::aws_lc_rs::default_provider();
+    let mut cipher_suites = default.cipher_suites.clone();
+    // Stable: TLS 1.3 before TLS 1.2 as rustls has them, AES-256 last in each.
+    cipher_suites.sort_by_key(|suite| {
+        (
+            suite.version().version == rustls::ProtocolVersion::TLSv1_2,
+            aes_256(suite.suite()),
+        )
+    });
     CryptoProvider {
+        cipher_suites,
         kx_groups: KX_GROUPS.to_vec(),
+        signature_verification_algorithms: super::verify_memo::memoized(
+            default.signature_verification_algorithms,
+        ),
         key_provider: &KEY_TYPE_DISPATCH,
-        ..rustls::crypto::aws_lc_rs::default_provider()
+        ..default
     }
+}
+
+fn aes_256(suite: rustls::CipherSuite) -> bool {
+    use rustls::CipherSuite as S;
+    matches!(
+        suite,
+        S::TLS13_AES_256_GCM_SHA384
+            | S::TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384
+            | S::TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384
+    )
 }
 
 /// The key exchange groups [`crypto_provider`] offers, most preferred first: the
@@ -78,5 +112,37 @@ impl rustls::crypto::KeyProvider for KeyTypeDispatch {
         rustls::crypto::aws_lc_rs::default_provider()
             .key_provider
             .fips()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cipher_suites_are_go_s_order_and_all_of_rustls_s() {
+        let ours: Vec<_> = crypto_provider()
+            .cipher_suites
+            .iter()
+            .map(|s| s.suite())
+            .collect();
+        let mut theirs: Vec<_> = rustls::crypto::aws_lc_rs::default_provider()
+            .cipher_suites
+            .iter()
+            .map(|s| s.suite())
+            .collect();
+        use rustls::CipherSuite as S;
+        assert_eq!(
+            ours[..3],
+            [
+                S::TLS13_AES_128_GCM_SHA256,
+                S::TLS13_CHACHA20_POLY1305_SHA256,
+                S::TLS13_AES_256_GCM_SHA384
+            ]
+        );
+        let mut sorted = ours.clone();
+        sorted.sort_by_key(|s| u16::from(*s));
+        theirs.sort_by_key(|s| u16::from(*s));
+        assert_eq!(sorted, theirs, "the same suites, reordered");
     }
 }
