@@ -594,32 +594,38 @@ where
         let store = self.store.clone();
         let health = self.health.clone();
         let mut status = health.subscribe();
-        async move {
-            let refused = async {
-                loop {
-                    if let Some(refusal) = status.borrow_and_update().refusal.clone() {
-                        return refusal;
+        // The wait is work a trace shows: a span naming the watch (no span once
+        // synced: `is_synced` is the no-wait path).
+        let span = tracing::info_span!("watch_ready.sync", watch = %health.label());
+        tracing::Instrument::instrument(
+            async move {
+                let refused = async {
+                    loop {
+                        if let Some(refusal) = status.borrow_and_update().refusal.clone() {
+                            return refusal;
+                        }
+                        if status.changed().await.is_err() {
+                            // `health` holds the sender: unreachable, but never resolve.
+                            std::future::pending::<()>().await;
+                        }
                     }
-                    if status.changed().await.is_err() {
-                        // `health` holds the sender: unreachable, but never resolve.
-                        std::future::pending::<()>().await;
-                    }
+                };
+                tokio::select! {
+                    biased;
+                    refusal = refused => Err(WaitError::Refused(refusal)),
+                    ready = store.wait_until_ready() => match ready {
+                        Ok(()) => {
+                            // The reflector applies the first list before the task sees
+                            // `InitDone`: make the health agree now.
+                            health.synced();
+                            Ok(())
+                        }
+                        Err(_) => Err(WaitError::Stopped),
+                    },
                 }
-            };
-            tokio::select! {
-                biased;
-                refusal = refused => Err(WaitError::Refused(refusal)),
-                ready = store.wait_until_ready() => match ready {
-                    Ok(()) => {
-                        // The reflector applies the first list before the task sees
-                        // `InitDone`: make the health agree now.
-                        health.synced();
-                        Ok(())
-                    }
-                    Err(_) => Err(WaitError::Stopped),
-                },
-            }
-        }
+            },
+            span,
+        )
     }
 
     /// [`Watched::synced`] bounded by `timeout` (`Err(None)` when it passed).
