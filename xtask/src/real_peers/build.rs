@@ -79,7 +79,7 @@ pub(super) fn ensure(go: &Path, root: &Path, component: &Component) -> Result<()
     let src = dir.join("src");
     copy_module(&module, &src)?;
     eprintln!(
-        "xtask: building {} {version} (once per machine; about 11 minutes for all five \
+        "xtask: building {} {version} (once per machine; about 13 minutes for all six \
          on an idle 2-core machine, much longer while other builds run)",
         component.name
     );
