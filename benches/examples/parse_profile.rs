@@ -1,5 +1,5 @@
 //! `svc_tls::material::load_identity` in a loop on one case of the bench material, for
-//! a profiler (`perf record`): where the parse's time goes 
+//! a profiler (`perf record`): where the parse's time goes
 //! (docs/decisions/rsa-parse-keeps-aws-lc-key-check.md).
 //!
 //! `cargo run --release -p platform-benches --example parse_profile -- <case> [seconds]`
