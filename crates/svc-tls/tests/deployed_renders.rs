@@ -415,7 +415,7 @@ fn disabling_reload_intervals_are_accepted() {
 /// The prefixed interval (`--audit-client-certificate-reload-interval`) is refused
 /// as an unknown argument, as Go's pflag refuses it: the per-handshake generation
 /// registers the deprecated interval for the unprefixed options only, so no chart
-/// renders the prefixed form and no Go binary starts with it 
+/// renders the prefixed form and no Go binary starts with it
 /// (docs/decisions/prefixed-identity-has-no-reload-interval.md).
 #[test]
 fn the_prefixed_reload_interval_is_refused_as_go_refuses_it() {

@@ -1,4 +1,4 @@
-//! The workspace's rule for errors 
+//! The workspace's rule for errors
 //! (docs/decisions/errors-cause-in-source.md), checked over a whole chain.
 //!
 //! An error's `Display` says what failed at its own layer; the cause is returned by

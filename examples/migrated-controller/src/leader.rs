@@ -1,5 +1,5 @@
 //! Leader election through a `coordination.k8s.io/v1` Lease, as client-go's
-//! `leaderelection` package does it 
+//! `leaderelection` package does it
 //! (docs/decisions/controller-example-elects-its-leader.md).
 //!
 //! - Every write of the Lease is a `replace` carrying the `resourceVersion` that was

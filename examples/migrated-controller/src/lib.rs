@@ -35,7 +35,7 @@
 //!
 //! The Go cache started an informer for any type on first use; here every read is
 //! declared up front ([`client_builder`]) and an undeclared one is an error, listed by
-//! [`CachedClient::undeclared_reads`] 
+//! [`CachedClient::undeclared_reads`]
 //! (docs/decisions/undeclared-reads-stay-errors.md).
 
 pub mod endpoints;

@@ -1,6 +1,6 @@
 //! Reads no declared cache covers: refused ([`ClientError::NotCached`]), and
 //! recorded so that a service's test can list every read it makes that its
-//! declarations miss, before it runs anywhere else 
+//! declarations miss, before it runs anywhere else
 //! (docs/decisions/undeclared-reads-stay-errors.md).
 
 use std::{

@@ -26,7 +26,7 @@ const RELOAD_INTERVAL_FLAG: &str = "client-certificate-reload-interval";
 /// a prefixed set registers no reload interval: Go never accepted
 /// `--P-client-certificate-reload-interval` (a prefixed copy would redefine the flag,
 /// which pflag panics on), so neither do we, and an argument vector is accepted or
-/// refused alike by the Go and the Rust binary 
+/// refused alike by the Go and the Rust binary
 /// (`docs/decisions/prefixed-identity-has-no-reload-interval.md`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ClientIdentityOptions {
