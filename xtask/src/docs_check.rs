@@ -19,6 +19,11 @@
 //!   `` `src/lib.rs` ``), a path from there; it must exist. Spans with a wildcard, a
 //!   placeholder or a `::` are not paths; a trailing `:line` or `#anchor` is checked
 //!   as above.
+//!
+//! And the decision records (`docs/decisions/*.md`): each is listed in the index
+//! (`docs/decisions/README.md`) and has a record's shape: `# title`, a `Status:` of
+//! `current` or `superseded by <an existing record>`, then `## Decision`, `## Why` and
+//! `## Cost`, in at most 100 lines.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Component, Path, PathBuf};
@@ -69,7 +74,8 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
 }
 
 /// The decision records (`docs/decisions/*.md`) that the index
-/// (`docs/decisions/README.md`) does not link to: each must be listed there.
+/// (`docs/decisions/README.md`) does not link to (each must be listed there), and
+/// those not in a record's shape ([`record_shape`]).
 fn unlisted_decisions(root: &Path) -> Result<Vec<String>, String> {
     let dir = root.join(DECISIONS);
     let index = dir.join("README.md");
@@ -83,10 +89,63 @@ fn unlisted_decisions(root: &Path) -> Result<Vec<String>, String> {
         .filter(|name| name.ends_with(".md") && name != "README.md")
         .collect();
     files.sort();
-    Ok(not_in_index(&text, &files)
+    let mut problems: Vec<String> = not_in_index(&text, &files)
         .into_iter()
         .map(|name| format!("{DECISIONS}/{name}: not listed in {DECISIONS}/README.md (the index)"))
-        .collect())
+        .collect();
+    for name in &files {
+        let path = dir.join(name);
+        let record =
+            std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        if let Err(why) = record_shape(&record, |other| dir.join(other).is_file()) {
+            problems.push(format!("{DECISIONS}/{name}: {why}"));
+        }
+    }
+    Ok(problems)
+}
+
+/// The most lines a decision record may have (the rule says about 80).
+const MAX_RECORD_LINES: usize = 100;
+
+/// A decision record's shape (docs/decisions/README.md): `# title` on the first line,
+/// `Status: current` or `Status: superseded by <file>.md` (an existing record) within
+/// the next lines, then `## Decision`, `## Why` and `## Cost` in that order, and at
+/// most [`MAX_RECORD_LINES`] lines.
+fn record_shape(text: &str, exists: impl Fn(&str) -> bool) -> Result<(), String> {
+    let lines: Vec<&str> = text.lines().collect();
+    if !lines.first().is_some_and(|l| l.starts_with("# ")) {
+        return Err("the first line is not `# <title>`".into());
+    }
+    let status = lines
+        .iter()
+        .take(6)
+        .find_map(|l| l.strip_prefix("Status: "))
+        .ok_or("no `Status:` line under the title")?;
+    if status != "current" {
+        let file = status
+            .strip_prefix("superseded by ")
+            .filter(|f| f.ends_with(".md") && !f.contains('/'))
+            .ok_or_else(|| {
+                format!("status `{status}` is neither `current` nor `superseded by <file>.md`")
+            })?;
+        if !exists(file) {
+            return Err(format!("superseded by {file}, which does not exist"));
+        }
+    }
+    let mut at = 0;
+    for section in ["## Decision", "## Why", "## Cost"] {
+        match lines[at..].iter().position(|l| l.trim_end() == section) {
+            Some(i) => at += i + 1,
+            None => return Err(format!("no `{section}` section (after the previous one)")),
+        }
+    }
+    if lines.len() > MAX_RECORD_LINES {
+        return Err(format!(
+            "{} lines, over {MAX_RECORD_LINES}: keep the decision and its reasons, link the measurements",
+            lines.len()
+        ));
+    }
+    Ok(())
 }
 
 /// Which of `files` no link of the index `text` leads to.
@@ -545,6 +604,36 @@ mod tests {
         let index = "# Decisions\n| [A](a.md) | current | x |\n| [B](b.md#why) | current | y |\n";
         let files: Vec<String> = ["a.md", "b.md", "c.md"].map(String::from).to_vec();
         assert_eq!(super::not_in_index(index, &files), vec!["c.md".to_owned()]);
+    }
+
+    #[test]
+    fn a_record_has_title_status_and_the_three_sections() {
+        use super::record_shape;
+        let good = "# T\n\nStatus: current\n\n## Decision\nd\n## Why\nw\n## Cost\nc\n";
+        assert_eq!(record_shape(good, |_| false), Ok(()));
+        let superseded = good.replace("current", "superseded by newer.md");
+        assert_eq!(record_shape(&superseded, |f| f == "newer.md"), Ok(()));
+        let gone = record_shape(&superseded, |_| false).unwrap_err();
+        assert!(gone.contains("newer.md, which does not exist"), "{gone}");
+        let no_cost = good.replace("## Cost", "## Costs");
+        assert!(
+            record_shape(&no_cost, |_| true)
+                .unwrap_err()
+                .contains("## Cost")
+        );
+        let order = "# T\nStatus: current\n## Why\n## Decision\n## Cost\n";
+        assert!(
+            record_shape(order, |_| true)
+                .unwrap_err()
+                .contains("## Why")
+        );
+        let long = format!("{good}{}", "x\n".repeat(100));
+        assert!(
+            record_shape(&long, |_| true)
+                .unwrap_err()
+                .contains("over 100")
+        );
+        assert!(record_shape("Status: current\n", |_| true).is_err());
     }
 
     #[test]
