@@ -1,7 +1,7 @@
 //! One test walking every public error chain of every published crate (issue 40):
 //! each public error type's variants that carry a cause, built from outside as a
-//! caller meets them, follow the rule written in docs/decisions.md ("Errors: the
-//! cause in `source()`, never also in `Display`"), and every link shows outside text
+//! caller meets them, follow the rule written in
+//! docs/decisions/errors-cause-in-source.md, and every link shows outside text
 //! only as a short escaped excerpt ([`test_support::error_rule`]). Text a hostile API
 //! server sends goes in through the public paths that carry it (a kube error's
 //! excerpt, a watch refusal). `test_support::error_rule`'s own tests show the checker

@@ -227,7 +227,8 @@ impl IdentityResolver {
         let (identity, version, invalid) = match source.current_versioned() {
             Ok((identity, version)) => (identity, version, false),
             // Missing and malformed identities stop start-up; a certificate that is
-            // only outside its validity period does not (see docs/decisions.md).
+            // only outside its validity period does not (see
+            // docs/decisions/certificate-validity.md).
             Err(error) if error.is_validity_error() => {
                 (source.current_ignoring_validity()?, None, true)
             }

@@ -71,7 +71,8 @@ async fn an_opaque_ca_crt_only_secret_is_trusted(api: &impl ApiServerUnderTest, 
     )
     .await
     .unwrap_err();
-    // The cause is in the chain, not in the top message (docs/decisions.md).
+    // The cause is in the chain, not in the top message
+    // (docs/decisions/errors-cause-in-source.md).
     let err = svc_tls::excerpt::chain(&err);
     assert!(
         err.contains("empty-bundle") && err.contains("ca.crt"),
