@@ -171,7 +171,7 @@ pub mod watch {
     /// a caller can name `WatchedObject<Secret>` without a dependency of its own.
     pub use k8s_openapi::api::core::v1::{ConfigMap, Secret};
     pub(crate) use kind::resource_version;
-    pub use kind::WatchedKind;
+    pub use kind::{WatchedKind, WatchedRef};
     pub use object::{
         DEFAULT_COALESCE_INTERVAL, DEFAULT_SINGLE_LIST_BYTES, DEFAULT_SYNC_TIMEOUT, WatchError,
         WatchedObject, default_limits,

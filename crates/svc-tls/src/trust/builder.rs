@@ -148,7 +148,7 @@ impl TrustVerifierBuilder {
         match &self.reads {
             Some(Reads::Registry(watches, cluster)) => {
                 let shared: SharedObject<K> =
-                    watches.watch_trust_object(cluster, object, timeout).await?;
+                    watches.watch_trust(cluster, object, timeout).await?;
                 let build = |source: WatchedTrustSource<K>| {
                     let verifier =
                         self.verifier(Arc::new(source), ServerAuthorization::HostName)?;

@@ -13,7 +13,7 @@
 
 use k8s_openapi::api::core::v1::ConfigMap;
 
-use super::kind::{WatchedKind, sealed};
+use super::kind::{WatchedKind, WatchedRef, sealed};
 use super::object::{WatchError, WatchedObject};
 use super::shared::SharedObject;
 use crate::origin::ConfigMapRef;
@@ -29,6 +29,10 @@ pub type ConfigMapSourceError = WatchError<ConfigMap>;
 /// One watched ConfigMap as a registry shares it.
 #[deprecated(since = "0.2.0", note = "use `watch::SharedObject<ConfigMap>`")]
 pub type SharedConfigMap = SharedObject<ConfigMap>;
+
+impl WatchedRef for ConfigMapRef {
+    type Kind = ConfigMap;
+}
 
 impl WatchedKind for ConfigMap {
     type Ref = ConfigMapRef;

@@ -71,7 +71,7 @@ pub trait WatchedKind:
     /// The reference that names one object of the kind
     /// ([`SecretRef`](crate::SecretRef), [`ConfigMapRef`](crate::origin::ConfigMapRef)).
     /// `Display` is `namespace/name`.
-    type Ref: Clone + fmt::Debug + fmt::Display + Eq + Hash + Ord + Send + Sync + 'static;
+    type Ref: WatchedRef<Kind = Self>;
 
     /// The kind's name in errors, logs and health (`Secret`).
     const KIND: &'static str;
@@ -85,6 +85,18 @@ pub trait WatchedKind:
     /// What the service account must be granted to watch `object` (the end of the
     /// error that reports a refusal).
     fn grant(object: &Self::Ref) -> String;
+}
+
+/// A reference that names one object of a watched kind (a
+/// [`SecretRef`](crate::SecretRef), a [`ConfigMapRef`](crate::origin::ConfigMapRef)):
+/// what the registry is asked for, so that
+/// [`WatchedObjects::watch`](super::WatchedObjects::watch) knows the kind from the
+/// reference. Sealed with its kind.
+pub trait WatchedRef:
+    Clone + fmt::Debug + fmt::Display + Eq + Hash + Ord + Send + Sync + 'static
+{
+    /// The kind of the object it names.
+    type Kind: WatchedKind<Ref = Self>;
 }
 
 /// The object's `resourceVersion` as a number, to order two snapshots of it. It is an

@@ -18,7 +18,7 @@ use k8s_openapi::api::core::v1::Secret;
 use rustls::SignatureScheme;
 use rustls::crypto::CryptoProvider;
 
-use super::kind::{DroppedKeys, WatchedKind, sealed};
+use super::kind::{DroppedKeys, WatchedKind, WatchedRef, sealed};
 use super::object::{WatchError, WatchedObject};
 use super::shared::SharedObject;
 use crate::material::{CA_CRT, IdentityCache, TrustCache};
@@ -31,6 +31,10 @@ pub type SecretSource = WatchedObject<Secret>;
 /// Why a Secret's cache could not be started.
 #[deprecated(since = "0.2.0", note = "use `watch::WatchError<Secret>`")]
 pub type SourceError = WatchError<Secret>;
+
+impl WatchedRef for SecretRef {
+    type Kind = Secret;
+}
 
 impl WatchedKind for Secret {
     type Ref = SecretRef;

@@ -24,7 +24,7 @@
 //! the caller's client; when that client's runtime ends, its entry is dropped and the
 //! next call starts a new watch.
 //!
-//! Every kind takes the same path ([`WatchedObjects::watch_object`]): the same keys,
+//! Every kind takes the same path ([`WatchedObjects::watch`]): the same keys,
 //! the same runtime, the same API client per cluster and credential; a ConfigMap (a
 //! trust-manager CA bundle) is one such kind.
 //!
@@ -55,14 +55,14 @@ use rustls::crypto::CryptoProvider;
 use tokio::sync::OnceCell;
 
 use super::held::Held;
-use super::kind::WatchedKind;
+use super::kind::{WatchedKind, WatchedRef};
 use super::object::{Start, WatchError, WatchedObject};
 use super::observer::RegistryObserver;
 use super::runtime::{AbortOnDrop, BackgroundRuntime, RuntimeLiveness};
 use super::shareable::SharedValue;
 use super::shared::SharedObject;
 use crate::material::crypto_provider;
-use crate::origin::{ConfigMapRef, SecretRef};
+use crate::origin::ConfigMapRef;
 
 mod entries;
 mod eviction;
@@ -318,18 +318,19 @@ impl WatchedObjects {
     /// started and synced (waiting at most `timeout`) by the first call for that
     /// cluster, credential and object, returned at once by every later one.
     /// Concurrent first calls wait for one start. A failed or cancelled start leaves
-    /// nothing behind. Cancel-safe. The whole object is cached (a Secret's key too:
-    /// see [`WatchedObjects::watch_trust_object`] for a CA).
+    /// nothing behind. Cancel-safe. The kind is the reference's (a
+    /// [`SecretRef`](crate::SecretRef), a [`ConfigMapRef`]); the whole object is
+    /// cached (a Secret's key too: see [`WatchedObjects::watch_trust`] for a CA).
     ///
     /// ```no_run
     /// # async fn f(client: cluster_id::ClusterClient) -> Result<(), Box<dyn std::error::Error>> {
     /// use std::time::Duration;
     /// use svc_tls::origin::ConfigMapRef;
-    /// use svc_tls::watch::{ConfigMap, WatchedObjects};
+    /// use svc_tls::watch::WatchedObjects;
     ///
     /// let bundle = ConfigMapRef::new("unikorn", "platform-ca-bundle");
     /// let shared = WatchedObjects::process()
-    ///     .watch_object::<ConfigMap>(&client, &bundle, Duration::from_secs(30))
+    ///     .watch(&client, &bundle, Duration::from_secs(30))
     ///     .await?;
     /// assert_eq!(shared.object_ref(), &bundle);
     /// # Ok(()) }
@@ -339,80 +340,54 @@ impl WatchedObjects {
     /// [`WatchError`] naming the object (and its cluster) when the watch cannot start:
     /// refused, not synced in time, or its client cannot be built from the
     /// configuration.
-    pub async fn watch_object<K: WatchedKind>(
+    pub async fn watch<R: WatchedRef>(
         &self,
         client: &ClusterClient,
-        object: &K::Ref,
+        object: &R,
         timeout: Duration,
-    ) -> Result<SharedObject<K>, WatchError<K>> {
+    ) -> Result<SharedObject<R::Kind>, WatchError<R::Kind>> {
         self.shared_entry(client, object, timeout, Use::Identity)
             .await
     }
 
-    /// `object` of `client`'s cluster as a CA only: as
-    /// [`WatchedObjects::watch_object`], but the cache keeps only what trust is read
-    /// from (a Secret's `ca.crt`, or `tls.crt` of a TLS Secret): key material is
-    /// dropped before caching, with one WARN and
-    /// [`WatchedObject::dropped_private_key`] set. When the object is already watched
-    /// in full with the same credentials (a Secret that is also this process's
-    /// identity), that watch is shared.
+    /// `object` of `client`'s cluster as a CA only: as [`WatchedObjects::watch`],
+    /// but the cache keeps only what trust is read from (a Secret's `ca.crt`, or
+    /// `tls.crt` of a TLS Secret): key material is dropped before caching, with one
+    /// WARN and [`WatchedObject::dropped_private_key`] set. When the object is
+    /// already watched in full with the same credentials (a Secret that is also this
+    /// process's identity), that watch is shared.
     ///
     /// # Errors
-    /// As [`WatchedObjects::watch_object`].
-    pub async fn watch_trust_object<K: WatchedKind>(
+    /// As [`WatchedObjects::watch`].
+    pub async fn watch_trust<R: WatchedRef>(
         &self,
         client: &ClusterClient,
-        object: &K::Ref,
+        object: &R,
         timeout: Duration,
-    ) -> Result<SharedObject<K>, WatchError<K>> {
+    ) -> Result<SharedObject<R::Kind>, WatchError<R::Kind>> {
         let full = EntryKey::new(client, object.clone(), Use::Identity);
-        if let Some(shared) = self.entries::<K>().started(&full) {
+        if let Some(shared) = self.entries::<R::Kind>().started(&full) {
             return Ok(shared);
         }
         self.shared_entry(client, object, timeout, Use::TrustOnly)
             .await
     }
 
-    /// `secret` of `client`'s cluster, read with `client`'s credentials, shared
-    /// ([`WatchedObjects::watch_object`] of a Secret).
+    /// `configmap` of `client`'s cluster, shared.
     ///
     /// # Errors
-    /// As [`WatchedObjects::watch_object`].
-    pub async fn watch(
-        &self,
-        client: &ClusterClient,
-        secret: &SecretRef,
-        timeout: Duration,
-    ) -> Result<SharedObject<Secret>, WatchError<Secret>> {
-        self.watch_object(client, secret, timeout).await
-    }
-
-    /// `secret` of `client`'s cluster as a CA only
-    /// ([`WatchedObjects::watch_trust_object`] of a Secret).
-    ///
-    /// # Errors
-    /// As [`WatchedObjects::watch_object`].
-    pub async fn watch_trust(
-        &self,
-        client: &ClusterClient,
-        secret: &SecretRef,
-        timeout: Duration,
-    ) -> Result<SharedObject<Secret>, WatchError<Secret>> {
-        self.watch_trust_object(client, secret, timeout).await
-    }
-
-    /// `configmap` of `client`'s cluster, read with `client`'s credentials, shared
-    /// ([`WatchedObjects::watch_trust_object`] of a ConfigMap).
-    ///
-    /// # Errors
-    /// As [`WatchedObjects::watch_object`].
+    /// As [`WatchedObjects::watch`].
+    #[deprecated(
+        since = "0.2.0",
+        note = "use `WatchedObjects::watch_trust`, for any kind"
+    )]
     pub async fn watch_configmap(
         &self,
         client: &ClusterClient,
         configmap: &ConfigMapRef,
         timeout: Duration,
     ) -> Result<SharedObject<ConfigMap>, WatchError<ConfigMap>> {
-        self.watch_trust_object(client, configmap, timeout).await
+        self.watch_trust(client, configmap, timeout).await
     }
 
     /// The entry of `object` for `use_`: started on the first call, shared by every

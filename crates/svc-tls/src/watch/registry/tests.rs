@@ -1,5 +1,6 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 use super::*;
+use crate::origin::SecretRef;
 use test_support::pki::TestCa;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
