@@ -92,6 +92,14 @@ impl Mesh {
         }
     }
 
+    /// The trust callers are verified against (the client CA's Secret).
+    pub async fn callers_trust(&self) -> TrustVerifier {
+        TrustVerifier::builder(self.tb.client(), SecretRef::new(NS, CLIENT_CA))
+            .build()
+            .await
+            .unwrap()
+    }
+
     /// Rotates the client identity: a new leaf with `serial` in its Secret.
     pub fn rotate_identity(&self, serial: u64) {
         let client = self.client_ca.client_leaf("caller", serial);
