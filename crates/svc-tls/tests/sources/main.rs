@@ -11,5 +11,6 @@ mod support;
 mod ca_secret_read;
 mod hostile_api_server;
 mod reconciles_both;
+mod settings_on_flags;
 mod shared_sources;
 mod trust_withdrawal;
