@@ -452,3 +452,50 @@ fn a_collector_that_is_down_fails_exports_counted() {
         "{stats:?}"
     );
 }
+
+#[cfg(feature = "metrics")]
+#[test]
+fn drops_and_failures_are_scraped_as_metrics() {
+    let addr = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let telemetry = svc_tls::telemetry::Telemetry::builder("test")
+        .max_queued_spans(2)
+        .export_timeout(Duration::from_secs(3))
+        .schedule_delay(Duration::from_secs(60))
+        .install(Some(&addr.to_string()))
+        .unwrap();
+    let mut registry = prometheus_client::registry::Registry::default();
+    telemetry.register_metrics(&mut registry);
+    let subscriber = tracing_subscriber::registry().with(telemetry.layer());
+    tracing::subscriber::with_default(subscriber, || {
+        for i in 0..5 {
+            let _span = tracing::info_span!("work", i).entered();
+        }
+    });
+    let scrape = || {
+        let mut text = String::new();
+        prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
+        text
+    };
+    // Two queued (the bound), three dropped, before any export.
+    let text = scrape();
+    assert!(text.contains("svc_tls_trace_spans_queued 2"), "{text}");
+    assert!(
+        text.contains("svc_tls_trace_spans_total{result=\"dropped\"} 3"),
+        "{text}"
+    );
+    // The collector is down: the queued two fail.
+    telemetry.flush();
+    let text = scrape();
+    assert!(
+        text.contains("svc_tls_trace_spans_total{result=\"failed\"} 2"),
+        "{text}"
+    );
+    assert!(
+        text.contains("svc_tls_trace_spans_total{result=\"exported\"} 0"),
+        "{text}"
+    );
+    assert!(text.contains("svc_tls_trace_spans_queued 0"), "{text}");
+}

@@ -83,7 +83,11 @@ fn settings(matches: &ArgMatches) -> Result<Settings, Error> {
     })
 }
 
-async fn main_async(matches: &ArgMatches, manager: flags::ManagerFlags) -> Result<(), Error> {
+async fn main_async(
+    matches: &ArgMatches,
+    manager: flags::ManagerFlags,
+    telemetry: &svc_tls::telemetry::Telemetry,
+) -> Result<(), Error> {
     let kube = KubeOptions::from_arg_matches(matches)?;
     let settings = settings(matches)?;
     let counters = std::sync::Arc::new(Counters::default());
@@ -93,6 +97,8 @@ async fn main_async(matches: &ArgMatches, manager: flags::ManagerFlags) -> Resul
         // svc-tls's and kube-construct's, for the whole process.
         svc_tls::metrics::register(&mut registry)?;
         kube_construct::metrics::register(&mut registry)?;
+        // What became of the spans (--otlp-endpoint): exported, dropped, failed.
+        telemetry.register_metrics(&mut registry);
         let lease = manager
             .manager
             .leader_election
@@ -201,7 +207,7 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match runtime.block_on(main_async(&matches, manager)) {
+    match runtime.block_on(main_async(&matches, manager, &telemetry)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("migrated-controller: {}", svc_tls::excerpt::chain(&*e));

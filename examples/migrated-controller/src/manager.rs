@@ -240,7 +240,10 @@ where
         object.namespace().unwrap_or_default(),
         object.name_any()
     );
-    async move {
+    // Each reconcile in a span (controller-runtime's reconcile span): its peer
+    // requests carry that trace, exported with --otlp-endpoint.
+    let span = tracing::info_span!("reconcile", controller = "managedresource", object = %name);
+    let reconcile = async move {
         let _running = counters.start();
         let outcome = match future {
             Ok(future) => AssertUnwindSafe(future).catch_unwind().await,
@@ -265,7 +268,8 @@ where
             Err(_) => counters.errors.fetch_add(1, Ordering::Relaxed),
         };
         result
-    }
+    };
+    tracing::Instrument::instrument(reconcile, span)
 }
 
 /// The text a panic was raised with, when it was text.

@@ -404,8 +404,13 @@ async fn the_binary_takes_the_deployed_flags() {
         .is_some(),
         "{scraped}"
     );
-    // svc-tls's and kube-construct's metrics are served with the controller's.
+    // svc-tls's and kube-construct's metrics are served with the controller's, and
+    // what became of the spans --otlp-endpoint exports.
     assert!(scraped.contains("kube_construct_"), "{scraped}");
+    assert!(
+        scraped.contains("svc_tls_trace_spans_total{result=\"dropped\"}"),
+        "{scraped}"
+    );
     local.upsert(json!({
         "apiVersion": "unikorn.unikorn-cloud.org/v1alpha1", "kind": "ManagedResource",
         "metadata": {"namespace": NS, "name": "widget", "labels": {CLUSTER_LABEL: "remote-a"}},

@@ -214,7 +214,7 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match runtime.block_on(run(&matches)) {
+    match runtime.block_on(run(&matches, &telemetry)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             // The whole chain (each layer names what it was doing), escaped and cut:
@@ -228,7 +228,10 @@ fn main() -> ExitCode {
     }
 }
 
-async fn run(matches: &ArgMatches) -> Result<(), Error> {
+async fn run(
+    matches: &ArgMatches,
+    telemetry: &platform_client_compat::tls::telemetry::Telemetry,
+) -> Result<(), Error> {
     // Flags, as pflag read them. Reading them reports the deprecated
     // --client-certificate-reload-interval once, whatever value it has.
     let kube_options = KubeOptions::from_arg_matches(matches)?;
@@ -270,6 +273,8 @@ async fn run(matches: &ArgMatches) -> Result<(), Error> {
         let mut registry = Registry::default();
         // svc-tls's and kube-construct's, for the whole process.
         platform_client_compat::metrics::register(&mut registry)?;
+        // What became of the spans (--otlp-endpoint): exported, dropped, failed.
+        telemetry.register_metrics(&mut registry);
         let bound = metrics::serve(address, registry).await?;
         println!("metrics: serving http://{bound}/metrics");
     }

@@ -344,6 +344,62 @@ impl Telemetry {
     }
 }
 
+#[cfg(feature = "metrics")]
+impl Telemetry {
+    /// Exports [`Telemetry::stats`] into `registry`, read at scrape time (feature
+    /// `metrics`): `svc_tls_trace_spans_total{result}` (`exported`, `dropped`: the
+    /// queue was full, `failed`: an export did not succeed) and
+    /// `svc_tls_trace_spans_queued`. All zero when off.
+    pub fn register_metrics(&self, registry: &mut prometheus_client::registry::Registry) {
+        registry.register_collector(Box::new(SpanCounts(self.counts.clone())));
+    }
+}
+
+/// [`Telemetry::register_metrics`]'s collector.
+#[cfg(feature = "metrics")]
+#[derive(Debug)]
+struct SpanCounts(Arc<Counts>);
+
+#[cfg(feature = "metrics")]
+impl prometheus_client::collector::Collector for SpanCounts {
+    fn encode(
+        &self,
+        mut encoder: prometheus_client::encoding::DescriptorEncoder,
+    ) -> Result<(), std::fmt::Error> {
+        use prometheus_client::encoding::EncodeMetric as _;
+        use prometheus_client::metrics::TypedMetric as _;
+        use prometheus_client::metrics::counter::Counter;
+        use prometheus_client::metrics::family::Family;
+        use prometheus_client::metrics::gauge::Gauge;
+        let c = &self.0;
+        let spans: Family<Vec<(String, String)>, Counter> = Family::default();
+        for (result, count) in [
+            ("exported", &c.exported),
+            ("dropped", &c.dropped),
+            ("failed", &c.failed),
+        ] {
+            spans
+                .get_or_create(&vec![("result".to_owned(), result.to_owned())])
+                .inc_by(count.load(Ordering::Relaxed));
+        }
+        spans.encode(encoder.encode_descriptor(
+            "svc_tls_trace_spans",
+            "Finished spans by what became of them: exported to the OTLP collector, \
+             dropped (the export queue was full) or failed (their export did not succeed)",
+            None,
+            Counter::<u64>::TYPE,
+        )?)?;
+        let queued: Gauge = Gauge::default();
+        queued.set(i64::try_from(c.queued.load(Ordering::Relaxed)).unwrap_or(i64::MAX));
+        queued.encode(encoder.encode_descriptor(
+            "svc_tls_trace_spans_queued",
+            "Finished spans waiting to be exported (queued, or in the batch being sent)",
+            None,
+            Gauge::<i64>::TYPE,
+        )?)
+    }
+}
+
 /// Targets of the crates the exporter sends with.
 fn is_export_stack(target: &str) -> bool {
     [
