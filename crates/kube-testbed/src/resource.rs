@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 
 use crate::auth::Attributes;
 use crate::http::{Body, Shared, json_response, lock, not_found};
-use crate::selectors::{FieldSelector, LabelSelector};
+use crate::selectors::{FieldSelector, LabelSelector, SelectorError};
 use crate::store::{ApiError, KindSpec, PatchKind, Store, WatchStart};
 use crate::watch::{OpenWatch, OwnedScope, WatchStream, error_body};
 
@@ -194,7 +194,14 @@ pub(crate) async fn request(
         q.get("fieldSelector").map(String::as_str).unwrap_or(""),
         t.kind.supported_fields(),
     )
-    .map_err(|e| ApiError::bad_request(e.to_string()))?;
+    .map_err(|e| match e {
+        // A kind with its own field label conversion (a ClusterTrustBundle) words
+        // an unknown field as the apiserver's conversion does.
+        SelectorError::UnsupportedField(field, _) if t.kind.is_cluster_trust_bundle() => {
+            ApiError::bad_request(format!("field label not supported: {field}"))
+        }
+        e => ApiError::bad_request(e.to_string()),
+    })?;
     authorize(shared, user, &t, verb, &fields)?;
     let fields = if lock(&shared.faults).ignore_field_selectors {
         FieldSelector::default()

@@ -220,6 +220,35 @@ where
         )
     }
 
+    /// A watch of the objects `config` selects (a field and label selector naming a
+    /// small set: the `ClusterTrustBundle`s of one signer), within `limits`, with
+    /// quick retries as [`Watched::spawn_one`] and `modify` applied before the store
+    /// keeps an object. What the server sends beyond the selection is the caller's to
+    /// drop when it reads the store (a server may ignore a field selector); at most
+    /// [`WatchLimits::max_objects`] are kept. Build `api` on
+    /// [`crate::observe_bounded`] for the body caps.
+    pub fn spawn_selected(
+        api: Api<K>,
+        config: watcher::Config,
+        dynamic_type: K::DynamicType,
+        health: Health,
+        limits: WatchLimits,
+        modify: impl FnMut(&mut K) + Send + 'static,
+    ) -> Self
+    where
+        K: serde::Serialize,
+    {
+        Self::start(
+            api,
+            config,
+            dynamic_type.clone(),
+            health,
+            modify,
+            true,
+            Gate::bounded(dynamic_type.clone(), None, limits),
+        )
+    }
+
     fn start(
         api: Api<K>,
         config: watcher::Config,

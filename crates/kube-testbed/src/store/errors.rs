@@ -64,7 +64,14 @@ impl ApiError {
         let mut e = Self::new(
             422,
             "Invalid",
-            format!("{} \"{}\" is invalid: {}: {}", kind.kind, name, field, why),
+            // The apiserver names a kind of a group with it (`Kind.group`).
+            format!(
+                "{} \"{}\" is invalid: {}: {}",
+                qualified_kind(kind),
+                name,
+                field,
+                why
+            ),
         );
         let mut d = details(name, &kind.group, &kind.kind);
         d["causes"] = json!([{"reason": "FieldValueInvalid", "message": why, "field": field}]);
@@ -114,6 +121,16 @@ impl ApiError {
             o.insert("details".into(), d.clone());
         }
         s
+    }
+}
+
+/// `Kind`, or `Kind.group` outside the core group (a `GroupKind` as the apiserver
+/// writes it).
+fn qualified_kind(kind: &KindSpec) -> String {
+    if kind.group.is_empty() {
+        kind.kind.clone()
+    } else {
+        format!("{}.{}", kind.kind, kind.group)
     }
 }
 

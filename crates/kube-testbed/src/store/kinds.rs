@@ -71,9 +71,24 @@ impl KindSpec {
     pub(crate) fn supported_fields(&self) -> &'static [&'static str] {
         if self.group.is_empty() && self.kind == "Secret" {
             &["metadata.name", "metadata.namespace", "type"]
+        } else if self.is_cluster_trust_bundle() {
+            // The apiserver's: a cluster-scoped kind has no metadata.namespace field,
+            // and a bundle is selected by its signer.
+            &["metadata.name", "spec.signerName"]
         } else {
             &["metadata.name", "metadata.namespace"]
         }
+    }
+
+    /// Whether objects of the kind carry a `metadata.generation`: custom kinds do;
+    /// the built-in kinds served here (the core ones, ClusterTrustBundle) do not.
+    pub(crate) fn tracks_generation(&self) -> bool {
+        !self.group.is_empty() && !self.is_cluster_trust_bundle()
+    }
+
+    /// `certificates.k8s.io` ClusterTrustBundle, built in.
+    pub(crate) fn is_cluster_trust_bundle(&self) -> bool {
+        self.group == "certificates.k8s.io" && self.kind == "ClusterTrustBundle"
     }
 
     pub(crate) fn is_core(&self, kind: &str) -> bool {
@@ -91,6 +106,17 @@ pub(crate) fn builtin_kinds() -> Vec<Arc<KindSpec>> {
         ),
         Arc::new(KindSpec::cluster("", "v1", "Namespace", "namespaces").short_names(&["ns"])),
         Arc::new(KindSpec::namespaced("", "v1", "Service", "services").short_names(&["svc"])),
+        // certificates.k8s.io/v1 as Kubernetes 1.37 serves it (GA; v1beta1 is off by
+        // default there).
+        Arc::new(
+            KindSpec::cluster(
+                "certificates.k8s.io",
+                "v1",
+                "ClusterTrustBundle",
+                "clustertrustbundles",
+            )
+            .status_subresource(false),
+        ),
     ]
 }
 

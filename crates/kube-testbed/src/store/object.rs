@@ -78,7 +78,52 @@ pub(super) fn spec_changed(old: &Value, new: &Value) -> bool {
     strip(old) != strip(new)
 }
 
-pub(super) fn validate_name(kind: &KindSpec, name: &str) -> Result<(), ApiError> {
+/// `name` checked as the apiserver does: an RFC 1123 subdomain; for a
+/// ClusterTrustBundle of a signer (`signer`), the signer's prefix (`/` as `:`, then
+/// `:`) followed by one (its `ValidateClusterTrustBundleName`).
+pub(super) fn validate_name(
+    kind: &KindSpec,
+    name: &str,
+    signer: Option<&str>,
+) -> Result<(), ApiError> {
+    if kind.is_cluster_trust_bundle() {
+        match signer.filter(|s| !s.is_empty()) {
+            Some(signer) => {
+                let prefix = format!("{}:", signer.replace('/', ":"));
+                let Some(rest) = name.strip_prefix(&prefix) else {
+                    return Err(ApiError::invalid(
+                        kind,
+                        name,
+                        "metadata.name",
+                        &format!(
+                            "Invalid value: \"{name}\": ClusterTrustBundle for signerName {signer} must be named with prefix {prefix}"
+                        ),
+                    ));
+                };
+                return validate_name(kind, rest, None).map_err(|_| {
+                    ApiError::invalid(
+                        kind,
+                        name,
+                        "metadata.name",
+                        &format!(
+                            "Invalid value: \"{name}\": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character"
+                        ),
+                    )
+                });
+            }
+            None if name.contains(':') => {
+                return Err(ApiError::invalid(
+                    kind,
+                    name,
+                    "metadata.name",
+                    &format!(
+                        "Invalid value: \"{name}\": ClusterTrustBundle without signer name must not have \":\" in its name"
+                    ),
+                ));
+            }
+            None => {}
+        }
+    }
     let ok = name.len() <= 253
         && name
             .chars()

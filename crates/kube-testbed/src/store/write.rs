@@ -64,7 +64,11 @@ impl Store {
             }
             name = format!("{prefix}{}", short_random(self.serial));
         }
-        validate_name(kind, &name)?;
+        validate_name(
+            kind,
+            &name,
+            obj.pointer("/spec/signerName").and_then(Value::as_str),
+        )?;
         if self
             .objects
             .get(&kind.key())
@@ -99,7 +103,7 @@ impl Store {
         meta.insert("uid".into(), Value::String(make_uid(serial)));
         meta.insert("creationTimestamp".into(), Value::String(now_rfc3339()));
         // Like the apiserver: built-in kinds served here have no generation.
-        if kind.group.is_empty() {
+        if !kind.tracks_generation() {
             meta.remove("generation");
         } else {
             meta.insert("generation".into(), json!(1));
@@ -222,7 +226,7 @@ impl Store {
         if kind.is_core("Secret") && new.get("type") != old.get("type") {
             return Err(ApiError::invalid(kind, name, "type", "field is immutable"));
         }
-        if !kind.group.is_empty() && spec_changed(&old, &new) {
+        if kind.tracks_generation() && spec_changed(&old, &new) {
             let generation = old
                 .pointer("/metadata/generation")
                 .and_then(Value::as_i64)

@@ -6,6 +6,7 @@
 //! found") and normalised here with the reason.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
+mod bundles;
 mod errors;
 mod harness;
 mod lists;
