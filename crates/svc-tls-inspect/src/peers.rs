@@ -171,6 +171,7 @@ fn trust_label(options: &PeerOptions, identity: Option<&IdentityCheck>) -> Strin
         Ok(PeerCa::ConfigMap { configmap, key }) => format!("ca-configmap {configmap} key {key}"),
         Ok(PeerCa::Platform) => "platform".to_owned(),
         Ok(PeerCa::File(path)) => format!("ca-file {}", path.display()),
+        Ok(PeerCa::ClusterTrustBundles(bundles)) => format!("ca-cluster-trust-bundles {bundles}"),
         _ => "invalid CA flags".to_owned(),
     }
 }

@@ -64,8 +64,10 @@ mod wiring;
 pub mod origin {
     //! Where a credential comes from: the names states, errors, logs and recorders use.
 
+    mod bundles;
     mod refs;
 
+    pub use bundles::{BundleSelectionError, ClusterTrustBundlesRef};
     pub use refs::{
         ConfigMapRef, IdentityOrigin, MaterialOrigin, SecretRef, SourceHealth, TrustOrigin,
     };
@@ -153,6 +155,7 @@ pub mod watch {
     #![doc = include_str!("watch/overview.md")]
 
     mod builder;
+    mod bundles;
     mod configmap;
     mod held;
     mod kind;
@@ -166,6 +169,7 @@ pub mod watch {
 
     pub(crate) use builder::{Reads, sealed};
     pub use builder::{BuiltFromWatch, WatchedBuilder};
+    pub use bundles::{ClusterTrustBundle, ClusterTrustBundleSpec, MEMBERS_ANNOTATION};
     #[allow(deprecated)]
     pub use configmap::{ConfigMapSource, ConfigMapSourceError, SharedConfigMap};
     /// The Kubernetes kinds watched here (k8s-openapi's types), re-exported so that
@@ -262,6 +266,7 @@ pub mod trust {
     mod authorization;
     mod builder;
     mod error;
+    mod from_bundles;
     mod from_configmap;
     mod from_file;
     mod from_object;
@@ -274,6 +279,7 @@ pub mod trust {
 
     pub use authorization::{ServerAuthorization, SpiffeIdMismatch};
     pub use error::TrustError;
+    pub use from_bundles::{ClusterTrustBundleError, ClusterTrustBundleProblem};
     #[allow(deprecated)]
     pub use from_configmap::ConfigMapTrustSource;
     pub use from_file::FileTrustSource;

@@ -125,6 +125,9 @@ pub(crate) async fn kept_trust(
             configmap: Box::new(configmap.clone()),
             key: key.clone(),
         },
+        TrustObject::ClusterTrustBundles { bundles } => {
+            TrustOrigin::ClusterTrustBundles(Box::new(bundles.clone()))
+        }
         TrustObject::Source { source, .. } => source.origin().clone(),
     };
     let verifier = WatchedBuilder::kept_in(object, watches, client)

@@ -210,6 +210,9 @@ impl PeerTls {
             }
             PeerCa::Platform => TrustMode::Platform,
             PeerCa::File(path) => TrustMode::Watched(files_trust(watches, &path, &settings.trust)?),
+            PeerCa::ClusterTrustBundles(bundles) => {
+                TrustMode::Watched(watched(TrustObject::ClusterTrustBundles { bundles }).await?)
+            }
         };
         let identity = match secret {
             Some(secret) => Some(
@@ -367,14 +370,13 @@ impl PeerTls {
         let provider = Arc::new(crate::material::crypto_provider());
         let trust_source = SpiffeTrustSource::new(workload.clone(), server_id.trust_domain());
         let trust_recorder = crate::wiring::trust_recorder(watches, trust_source.origin(), None);
-        let trust = TrustVerifier::with_settings(
-            Arc::new(trust_source),
-            provider.clone(),
-            trust_recorder,
-            clock.clone(),
-            &settings.trust,
-            ServerAuthorization::SpiffeId(server_id),
-        )?;
+        let authorization = ServerAuthorization::SpiffeId(server_id);
+        let trust = TrustVerifier::build_over_source(Arc::new(trust_source), authorization, |b| {
+            b.settings(settings.trust.clone())
+                .provider(provider)
+                .recorder(trust_recorder)
+                .clock(clock.clone())
+        })?;
         let identity_source = SpiffeIdentitySource::new(workload.clone());
         let spiffe_id = workload.spiffe_id();
         let identity_recorder = crate::wiring::identity_recorder(
@@ -383,11 +385,11 @@ impl PeerTls {
             Some(spiffe_id.as_str()).filter(|id| !id.is_empty()),
             None,
         );
-        let resolver = IdentityResolver::with_settings(
-            Arc::new(identity_source),
-            identity_recorder,
-            settings.identity.core(clock),
-        )?;
+        let resolver = IdentityResolver::build_over_source(Arc::new(identity_source), |b| {
+            b.settings(settings.identity.clone())
+                .recorder(identity_recorder)
+                .clock(clock)
+        })?;
         crate::wiring::track_trust(watches, &trust, None);
         crate::wiring::track_identity(watches, &resolver, None);
         workload.follow(trust.follower());

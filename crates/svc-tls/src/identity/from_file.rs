@@ -11,7 +11,7 @@ use super::resolver::{IdentityError, IdentityResolver};
 use super::settings::IdentitySettings;
 use super::source::{IdentityReloadError, IdentitySource};
 use crate::files::{FileError, MountedFiles, valid_at};
-use crate::last_good::{NoopRecorder, ReloadRecorder, SystemClock};
+use crate::last_good::{NoopRecorder, ReloadRecorder};
 use crate::material::{Identity, time_text};
 use crate::origin::{IdentityOrigin, SourceHealth};
 
@@ -150,12 +150,10 @@ impl IdentityResolver {
         settings: &IdentitySettings,
         recorder: Arc<dyn ReloadRecorder<IdentityOrigin, Identity>>,
     ) -> Result<Self, IdentityError> {
-        let source = FileIdentitySource::new(files.clone());
-        let resolver = Self::with_settings(
-            Arc::new(source),
-            recorder,
-            settings.core(Arc::new(SystemClock::new())),
-        )?;
+        let source = Arc::new(FileIdentitySource::new(files.clone()));
+        let resolver = Self::build_over_source(source, |builder| {
+            builder.settings(settings.clone()).recorder(recorder)
+        })?;
         files.follow(resolver.follower());
         Ok(resolver)
     }

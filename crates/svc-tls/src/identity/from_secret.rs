@@ -42,16 +42,8 @@ impl BuiltFromWatch for IdentityResolver {
     }
 
     async fn from_builder(builder: IdentityResolverBuilder) -> Result<Self, IdentityError> {
-        let settings = builder.settings.core(builder.clock.clone());
         let secret = match &builder.object {
-            IdentityObject::Source(source) => {
-                if let Some(Reads::Registry(..)) = builder.reads {
-                    return Err(IdentityError::SharedSource {
-                        origin: source.origin().clone(),
-                    });
-                }
-                return IdentityResolver::with_settings(source.clone(), builder.recorder, settings);
-            }
+            IdentityObject::Source(source) => return builder.over_source(source),
             IdentityObject::Secret { secret } => secret,
         };
         let timeout = builder.settings.sync_timeout;
@@ -61,11 +53,7 @@ impl BuiltFromWatch for IdentityResolver {
                 // Over a registry's shared Secret, the loader reloads the resolver
                 // after each version it loads.
                 let build = |source: SecretIdentitySource| {
-                    let resolver = IdentityResolver::with_settings(
-                        Arc::new(source),
-                        builder.recorder.clone(),
-                        settings.clone(),
-                    )?;
+                    let resolver = builder.resolver(Arc::new(source))?;
                     shared.follow(resolver.follower());
                     Ok(resolver)
                 };
@@ -90,12 +78,49 @@ impl BuiltFromWatch for IdentityResolver {
                     WatchedObject::watch(client.clone(), secret.clone(), timeout).await?,
                     builder.provider_or_default(),
                 );
-                IdentityResolver::with_settings(Arc::new(source), builder.recorder, settings)
+                builder.resolver(Arc::new(source))
             }
             None => Err(IdentityError::NoClient {
                 origin: IdentityOrigin::Secret(secret.clone()),
             }),
         }
+    }
+}
+
+impl IdentityResolverBuilder {
+    /// The resolver over a source of the caller's, which reads no object: a registry
+    /// set on the builder is refused.
+    fn over_source(
+        &self,
+        source: &Arc<dyn IdentitySource>,
+    ) -> Result<IdentityResolver, IdentityError> {
+        if let Some(Reads::Registry(..)) = self.reads {
+            return Err(IdentityError::SharedSource {
+                origin: source.origin().clone(),
+            });
+        }
+        self.resolver(source.clone())
+    }
+
+    /// The resolver over `source`, with this builder's settings and collaborators.
+    fn resolver(&self, source: Arc<dyn IdentitySource>) -> Result<IdentityResolver, IdentityError> {
+        IdentityResolver::with_settings(
+            source,
+            self.recorder.clone(),
+            self.settings.core(self.clock.clone()),
+        )
+    }
+}
+
+impl IdentityResolver {
+    /// What [`IdentityResolver::source_builder`]`(source)`, configured by `configure`,
+    /// builds, synchronously (a source waits for nothing): how the SPIFFE and
+    /// mounted-file constructors assemble through the one builder.
+    pub(crate) fn build_over_source(
+        source: Arc<dyn IdentitySource>,
+        configure: impl FnOnce(IdentityResolverBuilder) -> IdentityResolverBuilder,
+    ) -> Result<Self, IdentityError> {
+        configure(Self::source_builder(source.clone())).over_source(&source)
     }
 }
 

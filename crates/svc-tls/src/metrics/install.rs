@@ -384,6 +384,11 @@ impl SourceLabels {
                 name: path.clone(),
                 cluster: String::new(),
             },
+            TrustOrigin::ClusterTrustBundles(bundles) => Self {
+                source: "clustertrustbundles",
+                name: bundles.to_string(),
+                cluster: String::new(),
+            },
         }
     }
 

@@ -47,12 +47,21 @@ pub enum OptionsError {
         /// The CA ConfigMap flag that is set (without the leading `--`).
         configmap_flag: String,
     },
-    /// `--S-ca-file` is set with a CA Secret or ConfigMap flag.
+    /// `--S-ca-cluster-trust-bundle-signer` or `-selector` is malformed.
+    #[error("--{flag}: {source}")]
+    InvalidClusterTrustBundles {
+        /// The flag (without the leading `--`).
+        flag: String,
+        /// What is wrong with its value.
+        source: crate::origin::BundleSelectionError,
+    },
+    /// `--S-ca-file` (or `--S-ca-cluster-trust-bundle-signer`) is set with another CA
+    /// flag.
     #[error(
         "--{file_flag} and --{other_flag} are both set: the peer's CA comes from one source, set one or the other"
     )]
     CaFileConflict {
-        /// The CA file flag (without the leading `--`).
+        /// The CA file (or ClusterTrustBundle signer) flag (without the leading `--`).
         file_flag: String,
         /// The CA Secret or ConfigMap flag that is set too.
         other_flag: String,

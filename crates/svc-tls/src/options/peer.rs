@@ -34,6 +34,10 @@ pub enum PeerCa {
     /// A PEM bundle file (`--S-ca-file`), in a mounted directory followed for changes
     /// (see [`crate::files`]): no API access.
     File(std::path::PathBuf),
+    /// The ClusterTrustBundles of a signer (`--S-ca-cluster-trust-bundle-signer`),
+    /// optionally narrowed by labels (`--S-ca-cluster-trust-bundle-selector`): their
+    /// bundles trusted together, watched through the API server.
+    ClusterTrustBundles(crate::origin::ClusterTrustBundlesRef),
 }
 
 /// Which HTTP versions a peer client may speak.
@@ -80,6 +84,10 @@ pub struct PeerOptions {
     ca_configmap_key: Option<String>,
     /// `--S-ca-file` when given non-empty.
     ca_file: Option<std::path::PathBuf>,
+    /// `--S-ca-cluster-trust-bundle-signer` when given non-empty.
+    ca_bundle_signer: Option<String>,
+    /// `--S-ca-cluster-trust-bundle-selector` when given non-empty.
+    ca_bundle_selector: Option<String>,
     protocol: HttpProtocol,
     pool_idle_timeout: Option<Duration>,
 }
@@ -96,6 +104,8 @@ impl PeerOptions {
             ca_configmap_name: None,
             ca_configmap_key: None,
             ca_file: None,
+            ca_bundle_signer: None,
+            ca_bundle_selector: None,
             protocol: HttpProtocol::default(),
             pool_idle_timeout: None,
         }
@@ -137,6 +147,31 @@ impl PeerOptions {
     /// `--S-ca-file`.
     pub fn ca_file_flag(service: &str) -> String {
         format!("{service}-ca-file")
+    }
+
+    /// Sets the ClusterTrustBundles' signer name and label selector
+    /// (`--S-ca-cluster-trust-bundle-signer`, `--S-ca-cluster-trust-bundle-selector`;
+    /// empty strings count as unset). Checked by [`PeerOptions::ca`]: a malformed
+    /// signer or selector, or another CA flag set too, is an error naming the flag.
+    #[must_use]
+    pub fn with_ca_cluster_trust_bundles(
+        mut self,
+        signer: impl Into<String>,
+        selector: impl Into<String>,
+    ) -> Self {
+        self.ca_bundle_signer = non_empty(signer.into());
+        self.ca_bundle_selector = non_empty(selector.into());
+        self
+    }
+
+    /// `--S-ca-cluster-trust-bundle-signer`.
+    pub fn ca_bundle_signer_flag(service: &str) -> String {
+        format!("{service}-ca-cluster-trust-bundle-signer")
+    }
+
+    /// `--S-ca-cluster-trust-bundle-selector`.
+    pub fn ca_bundle_selector_flag(service: &str) -> String {
+        format!("{service}-ca-cluster-trust-bundle-selector")
     }
 
     /// Sets the CA ConfigMap reference and its data key (empty strings count as
@@ -224,6 +259,8 @@ impl PeerOptions {
         let cm_name = Self::ca_configmap_name_flag(service);
         let cm_key = Self::ca_configmap_key_flag(service);
         let ca_file = Self::ca_file_flag(service);
+        let signer = Self::ca_bundle_signer_flag(service);
+        let selector = Self::ca_bundle_selector_flag(service);
         let http2 = Self::http2_flag(service);
         let idle = Self::pool_idle_timeout_flag(service);
         cmd.arg(
@@ -248,6 +285,12 @@ impl PeerOptions {
         )))
         .arg(value_arg(&ca_file, "PATH", &heading).help(format!(
             "A PEM file holding the CA bundle of the {service} service (a mounted Secret's ca.crt, a projected clusterTrustBundle); re-read when it changes; not with the CA Secret or ConfigMap flags; needs no API access"
+        )))
+        .arg(value_arg(&signer, "SIGNER", &heading).help(format!(
+            "Trust the CAs of the ClusterTrustBundles of this signer (spec.signerName, e.g. example.com/platform) for the {service} service, all of them together, followed as they change; not with the other CA flags; needs list and watch on clustertrustbundles"
+        )))
+        .arg(value_arg(&selector, "SELECTOR", &heading).help(format!(
+            "Only the ClusterTrustBundles of --{signer} this label selector matches (k=v, k!=v, k, !k, k in (a,b), comma-separated)"
         )))
         .arg(
             Arg::new(http2.clone())
@@ -289,6 +332,10 @@ impl PeerOptions {
             ca_file: get::<String>(matches, &Self::ca_file_flag(service))?
                 .and_then(non_empty)
                 .map(std::path::PathBuf::from),
+            ca_bundle_signer: get::<String>(matches, &Self::ca_bundle_signer_flag(service))?
+                .and_then(non_empty),
+            ca_bundle_selector: get::<String>(matches, &Self::ca_bundle_selector_flag(service))?
+                .and_then(non_empty),
             protocol: if get::<bool>(matches, &Self::http2_flag(service))?.unwrap_or(false) {
                 HttpProtocol::Http2Preferred
             } else {
@@ -442,6 +489,9 @@ impl PeerOptions {
     /// store; the errors of [`PeerOptions::ca_secret`] and
     /// [`PeerOptions::ca_configmap`].
     pub fn ca(&self) -> Result<PeerCa, OptionsError> {
+        if let Some(bundles) = self.ca_cluster_trust_bundles()? {
+            return Ok(PeerCa::ClusterTrustBundles(bundles));
+        }
         if let Some(path) = &self.ca_file {
             let other = [
                 (
@@ -478,6 +528,69 @@ impl PeerOptions {
             Some((configmap, key)) => PeerCa::ConfigMap { configmap, key },
             None => PeerCa::Platform,
         })
+    }
+
+    /// The ClusterTrustBundles set by `--S-ca-cluster-trust-bundle-signer` (and
+    /// `-selector`): `None` when the signer is not set (a selector alone is warned
+    /// about once and ignored), [`OptionsError::CaFileConflict`] naming another CA
+    /// flag set too, [`OptionsError::InvalidValue`] naming the flag whose value is
+    /// malformed.
+    pub fn ca_cluster_trust_bundles(
+        &self,
+    ) -> Result<Option<crate::origin::ClusterTrustBundlesRef>, OptionsError> {
+        let signer_flag = Self::ca_bundle_signer_flag(&self.service);
+        let Some(signer) = &self.ca_bundle_signer else {
+            if self.ca_bundle_selector.is_some() {
+                super::warn_ignored_once(
+                    &Self::ca_bundle_selector_flag(&self.service),
+                    &format!("--{signer_flag} is not set"),
+                );
+            }
+            return Ok(None);
+        };
+        let other = [
+            (
+                &self.ca_secret_namespace,
+                Self::ca_secret_namespace_flag(&self.service),
+            ),
+            (
+                &self.ca_secret_name,
+                Self::ca_secret_name_flag(&self.service),
+            ),
+            (
+                &self.ca_configmap_namespace,
+                Self::ca_configmap_namespace_flag(&self.service),
+            ),
+            (
+                &self.ca_configmap_name,
+                Self::ca_configmap_name_flag(&self.service),
+            ),
+        ]
+        .into_iter()
+        .find_map(|(value, flag)| value.is_some().then_some(flag))
+        .or_else(|| {
+            self.ca_file
+                .is_some()
+                .then(|| Self::ca_file_flag(&self.service))
+        });
+        if let Some(other_flag) = other {
+            return Err(OptionsError::CaFileConflict {
+                file_flag: signer_flag,
+                other_flag,
+            });
+        }
+        let invalid = |flag: String, source: crate::origin::BundleSelectionError| {
+            OptionsError::InvalidClusterTrustBundles { flag, source }
+        };
+        let bundles = crate::origin::ClusterTrustBundlesRef::new(signer.clone())
+            .map_err(|e| invalid(signer_flag.clone(), e))?;
+        let bundles = match &self.ca_bundle_selector {
+            Some(selector) => bundles
+                .with_label_selector(selector)
+                .map_err(|e| invalid(Self::ca_bundle_selector_flag(&self.service), e))?,
+            None => bundles,
+        };
+        Ok(Some(bundles))
     }
 
     /// [`OptionsError::CaSourceConflict`] when a CA Secret flag and a CA ConfigMap

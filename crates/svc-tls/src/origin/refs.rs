@@ -147,6 +147,9 @@ pub enum TrustOrigin {
         /// The data key holding the PEM bundle (`ca.crt`, `trust-bundle.pem`, ...).
         key: String,
     },
+    /// The `spec.trustBundle`s of a signer's ClusterTrustBundles (and a label
+    /// selector), watched through the API server as one set.
+    ClusterTrustBundles(Box<super::ClusterTrustBundlesRef>),
     /// A PEM bundle in a file of a mounted directory, re-read when it changes.
     File {
         /// The file's path (through the directory's `..data` link when there is one).
@@ -164,6 +167,7 @@ impl fmt::Display for TrustOrigin {
             Self::ConfigMap { configmap, key } => {
                 write!(f, "CA ConfigMap {configmap} key {key}")
             }
+            Self::ClusterTrustBundles(bundles) => write!(f, "ClusterTrustBundles {bundles}"),
             Self::File { path } => write!(f, "CA file {path}"),
         }
     }

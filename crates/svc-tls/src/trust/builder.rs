@@ -17,8 +17,9 @@ use super::source::TrustSource;
 use super::verifier::TrustVerifier;
 use crate::last_good::{NoopRecorder, ReloadRecorder};
 use crate::material::TrustAnchors;
-use crate::origin::{ConfigMapRef, SecretRef, TrustOrigin};
+use crate::origin::{ClusterTrustBundlesRef, ConfigMapRef, SecretRef, TrustOrigin};
 use crate::watch::{
+    ClusterTrustBundle,
     BuiltFromWatch, Reads, SharedObject, SharedValue, WatchError, WatchedBuilder, WatchedObject,
     sealed,
 };
@@ -55,6 +56,12 @@ pub enum TrustObject {
         /// The data key.
         key: String,
     },
+    /// The `spec.trustBundle`s of the ClusterTrustBundles of a signer (and label
+    /// selector), read together.
+    ClusterTrustBundles {
+        /// The signer and label selector.
+        bundles: ClusterTrustBundlesRef,
+    },
     /// A source that already reads its roots, with how servers are authorized.
     Source {
         /// The source.
@@ -73,6 +80,9 @@ impl fmt::Debug for TrustObject {
                 .field("configmap", configmap)
                 .field("key", key)
                 .finish(),
+            Self::ClusterTrustBundles { bundles } => {
+                f.debug_tuple("ClusterTrustBundles").field(bundles).finish()
+            }
             Self::Source {
                 source,
                 authorization,
@@ -101,21 +111,34 @@ impl BuiltFromWatch for TrustVerifier {
             TrustObject::Source {
                 source,
                 authorization,
-            } => match builder.reads {
-                Some(Reads::Registry(..)) => Err(TrustError::SharedSource {
-                    origin: source.origin().clone(),
-                }),
-                _ => builder.verifier(source.clone(), authorization.clone()),
-            },
+            } => builder.over_source(source, authorization),
             TrustObject::Secret { secret } => builder.over::<Secret>(secret, ()).await,
             TrustObject::ConfigMap { configmap, key } => {
                 builder.over::<ConfigMap>(configmap, key.clone()).await
+            }
+            TrustObject::ClusterTrustBundles { bundles } => {
+                builder.over::<ClusterTrustBundle>(bundles, ()).await
             }
         }
     }
 }
 
 impl TrustVerifierBuilder {
+    /// The verifier over a source of the caller's, which reads no object: a registry
+    /// set on the builder is refused.
+    fn over_source(
+        &self,
+        source: &Arc<dyn TrustSource>,
+        authorization: &ServerAuthorization,
+    ) -> Result<TrustVerifier, TrustError> {
+        if let Some(Reads::Registry(..)) = self.reads {
+            return Err(TrustError::SharedSource {
+                origin: source.origin().clone(),
+            });
+        }
+        self.verifier(source.clone(), authorization.clone())
+    }
+
     /// The verifier over `source`, with this builder's settings and collaborators.
     fn verifier(
         &self,
@@ -147,8 +170,7 @@ impl TrustVerifierBuilder {
         let timeout = self.settings.sync_timeout;
         match &self.reads {
             Some(Reads::Registry(watches, cluster)) => {
-                let shared: SharedObject<K> =
-                    watches.watch_trust(cluster, object, timeout).await?;
+                let shared: SharedObject<K> = watches.watch_trust(cluster, object, timeout).await?;
                 let build = |source: WatchedTrustSource<K>| {
                     let verifier =
                         self.verifier(Arc::new(source), ServerAuthorization::HostName)?;
@@ -180,6 +202,20 @@ impl TrustVerifierBuilder {
                 origin: K::origin(object, &selector),
             }),
         }
+    }
+}
+
+impl TrustVerifier {
+    /// What [`TrustVerifier::source_builder`]`(source, authorization)`, configured by
+    /// `configure`, builds, synchronously (a source waits for nothing): how the SPIFFE
+    /// and mounted-file constructors assemble through the one builder.
+    pub(crate) fn build_over_source(
+        source: Arc<dyn TrustSource>,
+        authorization: ServerAuthorization,
+        configure: impl FnOnce(TrustVerifierBuilder) -> TrustVerifierBuilder,
+    ) -> Result<Self, TrustError> {
+        configure(Self::source_builder(source.clone(), authorization.clone()))
+            .over_source(&source, &authorization)
     }
 }
 

@@ -20,6 +20,10 @@ pub enum TrustError {
     /// The CA ConfigMap's cache could not be started (refused, timed out).
     #[error(transparent)]
     ConfigMapSource(#[from] WatchError<ConfigMap>),
+    /// The watch of a signer's ClusterTrustBundles could not be started (refused,
+    /// timed out).
+    #[error(transparent)]
+    ClusterTrustBundleSource(#[from] WatchError<crate::watch::ClusterTrustBundle>),
     /// The source holds no usable root set now: the CA Secret does not exist or holds
     /// no usable root (naming the Secret and the data key), or there is no usable
     /// SPIFFE bundle; the same reasons a handshake-time reload fails for.

@@ -11,7 +11,7 @@ use super::settings::TrustSettings;
 use super::source::{TrustReloadError, TrustSource};
 use super::verifier::TrustVerifier;
 use crate::files::MountedFiles;
-use crate::last_good::{NoopRecorder, ReloadRecorder, SystemClock};
+use crate::last_good::{NoopRecorder, ReloadRecorder};
 use crate::material::TrustAnchors;
 use crate::origin::{SourceHealth, TrustOrigin};
 
@@ -125,14 +125,13 @@ impl TrustVerifier {
         settings: &TrustSettings,
         recorder: Arc<dyn ReloadRecorder<TrustOrigin, TrustAnchors>>,
     ) -> Result<Self, TrustError> {
-        let verifier = Self::with_settings(
-            Arc::new(FileTrustSource::new(files.clone())),
-            files.provider().clone(),
-            recorder,
-            Arc::new(SystemClock::new()),
-            settings,
-            authorization,
-        )?;
+        let source = Arc::new(FileTrustSource::new(files.clone()));
+        let verifier = Self::build_over_source(source, authorization, |builder| {
+            builder
+                .settings(settings.clone())
+                .provider(files.provider().clone())
+                .recorder(recorder)
+        })?;
         files.follow(verifier.follower());
         Ok(verifier)
     }

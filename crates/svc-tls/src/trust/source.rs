@@ -39,6 +39,10 @@ pub enum TrustReloadError {
     /// error names the ConfigMap, the key and why).
     #[error("CA ConfigMap trust")]
     ConfigMap(#[source] Box<ConfigMapTrustError>),
+    /// A signer's ClusterTrustBundles give no usable root: none exists (matching
+    /// the selector), or their bundles hold none (the error names the set and why).
+    #[error("CA ClusterTrustBundles")]
+    ClusterTrustBundles(#[source] Box<super::ClusterTrustBundleError>),
     /// The source gives no usable root set now: its stream is down, or it holds no
     /// usable bundle (the error says which source and why). The last good roots stay
     /// in use.

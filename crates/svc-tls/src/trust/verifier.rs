@@ -340,6 +340,7 @@ impl TrustVerifier {
                 TrustReloadError::NotFound { .. }
                     | TrustReloadError::Material(_)
                     | TrustReloadError::ConfigMap(_)
+                    | TrustReloadError::ClusterTrustBundles(_)
                     | TrustReloadError::Refused { .. }
             )
         );

@@ -6,7 +6,7 @@
 use std::fmt;
 use std::hash::Hash;
 
-use k8s_openapi::NamespaceResourceScope;
+use k8s_openapi::{ClusterResourceScope, NamespaceResourceScope};
 
 /// What a trust-only watch dropped that looked like key material (a Secret's
 /// `tls.key`, a key inside its `ca.crt`), for the WARN, the counter and the metric.
@@ -49,16 +49,91 @@ pub(crate) mod sealed {
         fn keep_trust_only(&mut self) -> super::DroppedKeys {
             super::DroppedKeys::default()
         }
+
+        /// What the watch of `object` asks the API server for: the one object by
+        /// name, or a set by field and label selectors (a signer's
+        /// ClusterTrustBundles).
+        fn selection(_object: &<Self as super::WatchedKind>::Ref) -> super::Selection
+        where
+            Self: super::WatchedKind,
+        {
+            super::Selection::Named
+        }
+
+        /// For a kind watched as a set: the one object its readers see, made of the
+        /// set's members in the cache (`None` when none is): a signer's
+        /// ClusterTrustBundles, their PEM bundles concatenated. Called when the
+        /// watch changed the cache, not per read.
+        fn combine(
+            _object: &<Self as super::WatchedKind>::Ref,
+            _members: Vec<std::sync::Arc<Self>>,
+        ) -> Option<Self>
+        where
+            Self: super::WatchedKind,
+        {
+            None
+        }
+    }
+}
+
+/// What the watch of one reference asks the API server for.
+///
+/// `pub` inside a private module: named by the sealed trait, reachable by no caller.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[allow(unreachable_pub)]
+pub enum Selection {
+    /// The one object the reference names (`fieldSelector=metadata.name=`).
+    Named,
+    /// The objects these selectors pick, read as one
+    /// ([`combine`](sealed::Sealed::combine)).
+    Set {
+        /// The field selector.
+        fields: String,
+        /// The label selector, if any.
+        labels: Option<String>,
+    },
+}
+
+/// How an `Api` of a kind is made from its scope: in the object's namespace, or
+/// cluster-wide for a cluster-scoped kind (a ClusterTrustBundle).
+///
+/// `pub` inside a private module: named by [`WatchedKind`]'s bound, reachable by no
+/// caller.
+#[allow(unreachable_pub)]
+pub trait ApiScope {
+    /// The `Api` of `K` for an object in `namespace` (ignored for a cluster scope).
+    fn api<K: kube::Resource<Scope = Self, DynamicType = ()>>(
+        client: kube::Client,
+        namespace: &str,
+    ) -> kube::Api<K>;
+}
+
+impl ApiScope for NamespaceResourceScope {
+    fn api<K: kube::Resource<Scope = Self, DynamicType = ()>>(
+        client: kube::Client,
+        namespace: &str,
+    ) -> kube::Api<K> {
+        kube::Api::namespaced(client, namespace)
+    }
+}
+
+impl ApiScope for ClusterResourceScope {
+    fn api<K: kube::Resource<Scope = Self, DynamicType = ()>>(
+        client: kube::Client,
+        _namespace: &str,
+    ) -> kube::Api<K> {
+        kube::Api::all(client)
     }
 }
 
 /// A Kubernetes kind of which svc-tls watches single objects, by name (kube-runtime's
 /// one `Store<K>` per watch, narrowed to one object): `Secret` and `ConfigMap`
-/// (k8s-openapi's types, re-exported by [`crate::watch`]). Sealed: a new kind is added
-/// here, in a few lines, and every cache, shared entry, error and trust adapter
-/// serves it.
+/// (k8s-openapi's types, re-exported by [`crate::watch`]); or a small set read as
+/// one object: a signer's `ClusterTrustBundle`s (cluster-scoped, selected by
+/// `spec.signerName` and labels). Sealed: a new kind is added here, in a few lines,
+/// and every cache, shared entry, error and trust adapter serves it.
 pub trait WatchedKind:
-    kube::Resource<DynamicType = (), Scope = NamespaceResourceScope>
+    kube::Resource<DynamicType = (), Scope: ApiScope>
     + Clone
     + fmt::Debug
     + serde::de::DeserializeOwned
@@ -76,10 +151,11 @@ pub trait WatchedKind:
     /// The kind's name in errors, logs and health (`Secret`).
     const KIND: &'static str;
 
-    /// The namespace of `object`.
+    /// The namespace of `object` (empty for a cluster-scoped kind).
     fn namespace(object: &Self::Ref) -> &str;
 
-    /// The name of `object`.
+    /// The name of `object` (for a kind watched as a set, what names the set: a
+    /// ClusterTrustBundle's signer).
     fn name(object: &Self::Ref) -> &str;
 
     /// What the service account must be granted to watch `object` (the end of the

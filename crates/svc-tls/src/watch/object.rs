@@ -41,7 +41,7 @@ use kube::Api;
 use kube_runtime::reflector::ObjectRef;
 use watch_ready::{Health, WaitError, WatchLimits, WatchState, Watched};
 
-use super::kind::WatchedKind;
+use super::kind::{ApiScope, Selection, WatchedKind, sealed};
 use super::runtime::BackgroundRuntime;
 use crate::material::CA_CRT;
 use crate::origin::SourceHealth;
@@ -138,7 +138,12 @@ fn in_cluster(cluster: Option<&ClusterId>) -> String {
 
 struct Inner<K: WatchedKind> {
     object: K::Ref,
-    key: ObjectRef<K>,
+    /// The store's key of the one object, or `None` for a kind watched as a set.
+    key: Option<ObjectRef<K>>,
+    /// A set's members read as one, with the change of the cache it was made at.
+    combined: arc_swap::ArcSwapOption<(u64, Option<Arc<K>>)>,
+    /// The cache's changes, read to know when `combined` is out of date.
+    change_count: tokio::sync::watch::Receiver<u64>,
     watched: Watched<K>,
     /// Set when a version held key material that was dropped before caching (a
     /// Secret watched for trust only).
@@ -259,7 +264,7 @@ impl<K: WatchedKind> WatchedObject<K> {
         let health = Health::new(format!("{} {named}", K::KIND));
         let client = watch_ready::observe_bounded(&client, &health, limits);
         let (namespace, name) = (K::namespace(&object), K::name(&object));
-        let api: Api<K> = Api::namespaced(client, namespace);
+        let api: Api<K> = <K::Scope as ApiScope>::api(client, namespace);
         let dropped_private_key = Arc::new(AtomicBool::new(false));
         let ca_crt_private_keys = Arc::new(AtomicU64::new(0));
         let keep = trust_only.then(|| {
@@ -269,20 +274,28 @@ impl<K: WatchedKind> WatchedObject<K> {
                 ca_crt_private_keys.clone(),
             )
         });
-        // By name on the server, and whatever else a server sends dropped here.
-        let watched = Watched::spawn_one(
-            api,
-            namespace,
-            name,
-            (),
-            health,
-            limits.clone(),
-            move |version: &mut K| {
-                if let Some(keep) = &keep {
-                    keep.apply(version);
+        let modify = move |version: &mut K| {
+            if let Some(keep) = &keep {
+                keep.apply(version);
+            }
+        };
+        let (watched, key) = match <K as sealed::Sealed>::selection(&object) {
+            // By name on the server, and whatever else a server sends dropped here.
+            Selection::Named => (
+                Watched::spawn_one(api, namespace, name, (), health, limits.clone(), modify),
+                Some(ObjectRef::new(name).within(namespace)),
+            ),
+            // By selectors on the server, and checked again by the kind's `combine`.
+            Selection::Set { fields, labels } => {
+                let mut config = kube_runtime::watcher::Config::default().fields(&fields);
+                if let Some(labels) = &labels {
+                    config = config.labels(labels);
                 }
-            },
-        );
+                let watched =
+                    Watched::spawn_selected(api, config, (), health, limits.clone(), modify);
+                (watched, None)
+            }
+        };
         match watched.synced_within(timeout).await {
             Ok(()) => {}
             Err(Some(WaitError::Refused(refusal))) => {
@@ -304,11 +317,12 @@ impl<K: WatchedKind> WatchedObject<K> {
                 });
             }
         }
-        let key = ObjectRef::new(name).within(namespace);
         Ok(Self {
             inner: Arc::new(Inner {
                 object,
                 key,
+                combined: arc_swap::ArcSwapOption::empty(),
+                change_count: watched.changes(),
                 watched,
                 dropped_private_key,
                 ca_crt_private_keys,
@@ -318,9 +332,29 @@ impl<K: WatchedKind> WatchedObject<K> {
     }
 
     /// The object as last seen by the watch, or `None` if it does not exist (or was
-    /// deleted). Synchronous, no I/O: a map look-up and an `Arc` clone.
+    /// deleted). Synchronous, no I/O: a map look-up and an `Arc` clone. For a kind
+    /// watched as a set (a signer's ClusterTrustBundles), the set read as one object,
+    /// `None` when it is empty: made once per change of the cache, then an `Arc`
+    /// clone.
     pub fn get(&self) -> Option<Arc<K>> {
-        self.inner.watched.store().get(&self.inner.key)
+        let inner = &*self.inner;
+        if let Some(key) = &inner.key {
+            return inner.watched.store().get(key);
+        }
+        // The count first: the set read after it is at least that new, so a later
+        // change always makes it again.
+        let count = *inner.change_count.borrow();
+        if let Some(memo) = &*inner.combined.load()
+            && memo.0 == count
+        {
+            return memo.1.clone();
+        }
+        let members = inner.watched.store().state();
+        let combined = K::combine(&inner.object, members).map(Arc::new);
+        inner
+            .combined
+            .store(Some(Arc::new((count, combined.clone()))));
+        combined
     }
 
     /// The object this cache watches.
@@ -370,7 +404,8 @@ impl<K: WatchedKind> WatchedObject<K> {
     }
 
     /// How many objects the watch's cache holds: at most one (the object watched),
-    /// whatever the API server sends.
+    /// whatever the API server sends; for a set (a signer's ClusterTrustBundles), its
+    /// members, at most the limits' `max_objects`.
     pub fn cached_objects(&self) -> usize {
         self.inner.watched.store().len()
     }

@@ -19,6 +19,9 @@ pub struct RegistryCounts {
     pub secrets: usize,
     /// ConfigMaps watched (started), per cluster and credential.
     pub configmaps: usize,
+    /// Sets of ClusterTrustBundles watched (started), per cluster, credential, signer
+    /// and label selector.
+    pub cluster_trust_bundles: usize,
     /// API clients, one per cluster and credential with an entry.
     pub kube_clients: usize,
     /// Values shared among the registry's users (the peers' pooled HTTP clients).
@@ -62,6 +65,7 @@ impl WatchedObjects {
         RegistryCounts {
             secrets: started("Secret"),
             configmaps: started("ConfigMap"),
+            cluster_trust_bundles: started("ClusterTrustBundle"),
             kube_clients: self
                 .inner
                 .kube_clients
