@@ -19,9 +19,8 @@ use crate::last_good::{NoopRecorder, ReloadRecorder};
 use crate::material::TrustAnchors;
 use crate::origin::{ClusterTrustBundlesRef, ConfigMapRef, SecretRef, TrustOrigin};
 use crate::watch::{
-    ClusterTrustBundle,
-    BuiltFromWatch, Reads, SharedObject, SharedValue, WatchError, WatchedBuilder, WatchedObject,
-    sealed,
+    BuiltFromWatch, ClusterTrustBundle, Reads, SharedObject, SharedValue, WatchError,
+    WatchedBuilder, WatchedObject, sealed,
 };
 
 /// Kept in a registry entry's store: in use while a clone is held outside it.
