@@ -167,8 +167,8 @@ pub mod watch {
     mod shareable;
     mod shared;
 
-    pub(crate) use builder::{Reads, sealed};
     pub use builder::{BuiltFromWatch, WatchedBuilder};
+    pub(crate) use builder::{Reads, sealed};
     pub use bundles::{ClusterTrustBundle, ClusterTrustBundleSpec, MEMBERS_ANNOTATION};
     #[allow(deprecated)]
     pub use configmap::{ConfigMapSource, ConfigMapSourceError, SharedConfigMap};
@@ -278,13 +278,13 @@ pub mod trust {
     mod verifier;
 
     pub use authorization::{ServerAuthorization, SpiffeIdMismatch};
+    pub use builder::{TrustObject, TrustVerifierBuilder};
     pub use error::TrustError;
     pub use from_bundles::{ClusterTrustBundleError, ClusterTrustBundleProblem};
     #[allow(deprecated)]
     pub use from_configmap::ConfigMapTrustSource;
     pub use from_file::FileTrustSource;
     pub use from_object::{TrustFromObject, WatchedTrustSource};
-    pub use builder::{TrustObject, TrustVerifierBuilder};
     #[allow(deprecated)]
     pub use from_secret::SecretTrustSource;
     pub use from_spiffe::SpiffeTrustSource;
