@@ -7,6 +7,7 @@
 //! presented, the new leaf is presented within a second.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
+mod client_under_load;
 mod flags;
 mod layouts;
 mod rotation;
