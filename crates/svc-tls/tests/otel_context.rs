@@ -4,6 +4,7 @@
 //! - a request sent in a span carries `traceparent` of its client span, and the
 //!   handler's span is the caller's trace's child: caller → `svc_tls.peer.request`
 //!   (client) → `svc_tls.serve` (server) → the handler's own span, one trace id;
+//! - `PeerClient::execute` (the seam generated clients send through) does the same;
 //! - a request sent outside any span carries no `traceparent`, and its server span
 //!   starts a trace of its own;
 //! - the ingress verifier, reached outside any traced request (a service behind the
@@ -159,6 +160,47 @@ async fn the_handlers_span_is_a_child_of_the_callers_span() {
             format!("00-{trace}-{}-01", request.span_context.span_id()),
             trace.to_string()
         )]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn execute_carries_the_trace_context_as_send_does() {
+    let exporter = spans();
+    let mesh = otel::Mesh::start().await;
+    let (port, _server) = mesh
+        .serve(|request: http::Request<hyper::body::Incoming>| async move {
+            request
+                .headers()
+                .get("traceparent")
+                .map(|v| v.to_str().unwrap().to_owned())
+                .unwrap_or_default()
+        })
+        .await;
+    let url = format!("https://127.0.0.1:{port}/generated");
+    let client = mesh.peer_client(&url).await;
+    let caller = tracing::info_span!("generated caller");
+    let trace = caller.context().span().span_context().trace_id();
+    let request = reqwest::Request::new(reqwest::Method::GET, url.parse().unwrap());
+    let traceparent = async { client.execute(request).await.unwrap().text().await.unwrap() }
+        .instrument(caller)
+        .await;
+    poll_until("the execute's client span is exported", || {
+        named(
+            &exporter.get_finished_spans().unwrap(),
+            "svc_tls.peer.request",
+        )
+        .iter()
+        .any(|s| s.span_context.trace_id() == trace)
+    })
+    .await;
+    let request = one(
+        &exporter.get_finished_spans().unwrap(),
+        "svc_tls.peer.request",
+        trace,
+    );
+    assert_eq!(
+        traceparent,
+        format!("00-{trace}-{}-01", request.span_context.span_id())
     );
 }
 
