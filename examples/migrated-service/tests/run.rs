@@ -223,6 +223,49 @@ async fn the_migrated_service_calls_its_peer_with_the_deployed_flags() {
     );
 }
 
+/// `--otlp-endpoint` is real: each call of the service reaches the real collector as a
+/// `migrated_service.call` span of service `migrated-service`, the parent of its peer
+/// request's `svc_tls.peer.request` span (the request carried that trace to the peer);
+/// what was queued is sent before the process exits.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_service_exports_its_calls_to_a_real_collector() {
+    let world = world().await;
+    let dir = tempfile::tempdir().unwrap();
+    let (_collector, port, written) = common::start_collector(dir.path()).await;
+    let output = world
+        .run(&[
+            format!("--otlp-endpoint=127.0.0.1:{port}"),
+            "--requests=2".to_owned(),
+        ])
+        .await;
+    let (_, stderr) = succeeded(&output);
+    assert!(
+        stderr.contains("spans are exported over OTLP/HTTP")
+            && stderr.contains(&format!("http://127.0.0.1:{port}/v1/traces")),
+        "{stderr}"
+    );
+    let ours = || -> Vec<common::WrittenSpan> {
+        common::spans_written(&written)
+            .into_iter()
+            .filter(|s| s.0 == "migrated-service")
+            .collect()
+    };
+    test_support::poll_until("the collector wrote both calls and their requests", || {
+        let spans = ours();
+        let calls: Vec<_> = spans
+            .iter()
+            .filter(|s| s.4 == "migrated_service.call")
+            .collect();
+        calls.len() == 2
+            && calls.iter().all(|call| {
+                spans
+                    .iter()
+                    .any(|s| s.4 == "svc_tls.peer.request" && s.3 == call.2 && s.1 == call.1)
+            })
+    })
+    .await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_prefixed_audit_identity_is_used_when_audit_is_configured() {
     let world = world().await;

@@ -114,3 +114,109 @@ pub fn signed(leaf: &Leaf, to: &str, actor: &str) -> String {
     .as_str()
     .to_owned()
 }
+
+/// The OpenTelemetry Collector `cargo xtask real-peers` built (the release
+/// `xtask/real-peers/otelcol/go.mod` requires), running on a free loopback port with
+/// its file exporter writing each batch as one line of OTLP JSON into `dir`; its
+/// port and that file.
+pub async fn start_collector(dir: &Path) -> (Running, u16, PathBuf) {
+    let go_mod =
+        std::fs::read_to_string(workspace().join("xtask/real-peers/otelcol/go.mod")).unwrap();
+    let version = go_mod
+        .lines()
+        .find_map(|line| {
+            let mut words = line.split_whitespace();
+            (words.next() == Some("go.opentelemetry.io/collector/otelcol"))
+                .then(|| words.next().map(str::to_owned))
+                .flatten()
+        })
+        .expect("otelcol's go.mod requires go.opentelemetry.io/collector/otelcol");
+    let root = std::env::var_os("PLATFORM_CLIENT_REAL_PEERS").map_or_else(
+        || {
+            PathBuf::from(std::env::var_os("HOME").expect("HOME"))
+                .join(".cache/platform-client/real-peers")
+        },
+        PathBuf::from,
+    );
+    let binary = root.join(format!("otelcol-{version}/bin/otelcol"));
+    assert!(
+        binary.exists(),
+        "the real OpenTelemetry Collector {version} is not built on this machine (no {}): \
+         run cargo xtask real-peers",
+        binary.display()
+    );
+    let port = free_port();
+    let written = dir.join("spans.jsonl");
+    let config = dir.join("collector.yaml");
+    std::fs::write(
+        &config,
+        format!(
+            "receivers:\n  otlp:\n    protocols:\n      http:\n        endpoint: 127.0.0.1:{port}\n\
+             exporters:\n  file:\n    path: {}\n    flush_interval: 100ms\n\
+             service:\n  telemetry:\n    metrics:\n      level: none\n  pipelines:\n    traces:\n      \
+             receivers: [otlp]\n      exporters: [file]\n",
+            written.display()
+        ),
+    )
+    .unwrap();
+    let log_path = dir.join("collector.log");
+    let log = std::fs::File::create(&log_path).unwrap();
+    let mut child = Running(
+        Command::new(binary)
+            .arg(format!("--config=file:{}", config.display()))
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            .spawn()
+            .unwrap(),
+    );
+    let deadline = std::time::Instant::now() + test_support::POLL_LIMIT;
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        let exited = child.0.try_wait().unwrap();
+        assert!(
+            exited.is_none() && std::time::Instant::now() < deadline,
+            "the collector does not listen on 127.0.0.1:{port} ({exited:?}); its log:\n{}",
+            std::fs::read_to_string(&log_path).unwrap_or_default()
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    (child, port, written)
+}
+
+/// One span as the collector's file exporter wrote it: (service.name, trace id, span
+/// id, parent span id, name).
+pub type WrittenSpan = (String, String, String, String, String);
+
+/// Every span in the file exporter's output.
+pub fn spans_written(path: &Path) -> Vec<WrittenSpan> {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let mut spans = Vec::new();
+    for line in text.lines() {
+        let Ok(request) = serde_json::from_str::<serde_json::Value>(line) else {
+            continue; // a line being written
+        };
+        for resource in request["resourceSpans"].as_array().into_iter().flatten() {
+            let service = resource["resource"]["attributes"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .find(|a| a["key"] == "service.name")
+                .and_then(|a| a["value"]["stringValue"].as_str())
+                .unwrap_or_default()
+                .to_owned();
+            for scope in resource["scopeSpans"].as_array().into_iter().flatten() {
+                for span in scope["spans"].as_array().into_iter().flatten() {
+                    let text = |key: &str| span[key].as_str().unwrap_or_default().to_owned();
+                    spans.push((
+                        service.clone(),
+                        text("traceId"),
+                        text("spanId"),
+                        text("parentSpanId"),
+                        text("name"),
+                    ));
+                }
+            }
+        }
+    }
+    spans
+}
