@@ -158,16 +158,9 @@ struct Inner<K: WatchedKind> {
 
 /// A synced, watch-driven cache of one object of kind `K` (a Secret, a ConfigMap).
 /// Cheap to clone (an `Arc`).
+#[derive(Clone)]
 pub struct WatchedObject<K: WatchedKind> {
     inner: Arc<Inner<K>>,
-}
-
-impl<K: WatchedKind> Clone for WatchedObject<K> {
-    fn clone(&self) -> Self {
-        Self {
-            inner: self.inner.clone(),
-        }
-    }
 }
 
 impl<K: WatchedKind> fmt::Debug for WatchedObject<K> {

@@ -21,16 +21,9 @@ use crate::follow::{Follower, Followers};
 /// One watched object as the registry shares it: its cache, what its kind loads from
 /// each version when the watch delivers it, and what was built over it. Cheap to
 /// clone; a clone held outside the registry keeps the entry (and its watch).
+#[derive(Clone)]
 pub struct SharedObject<K: WatchedKind> {
     inner: Arc<Shared<K>>,
-}
-
-impl<K: WatchedKind> Clone for SharedObject<K> {
-    fn clone(&self) -> Self {
-        Self {
-            inner: self.inner.clone(),
-        }
-    }
 }
 
 struct Shared<K: WatchedKind> {
