@@ -224,11 +224,13 @@ pub mod files {
     mod layout;
     mod mounted;
     mod read;
+    mod registry;
 
     pub use error::FileError;
     pub use layout::{DEFAULT_CREDENTIAL_BUNDLE, FileLayout, UnknownLayout};
     pub(crate) use mounted::valid_at;
     pub use mounted::{DEFAULT_POLL_INTERVAL, FileWatchOptions, MountedFiles, WatchMode};
+    pub use registry::FileWatches;
 }
 
 pub mod identity {

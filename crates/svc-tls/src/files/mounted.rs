@@ -88,6 +88,18 @@ impl FileWatchOptions {
         self.provider = Some(provider);
         self
     }
+
+    pub(super) fn forced_poll(&self) -> bool {
+        self.force_poll
+    }
+
+    pub(super) fn interval(&self) -> Duration {
+        self.poll_interval
+    }
+
+    pub(super) fn provider_ref(&self) -> Option<&Arc<CryptoProvider>> {
+        self.provider.as_ref()
+    }
 }
 
 /// What the directory held at its last read: the identity and the roots, each whole
@@ -231,28 +243,29 @@ impl MountedFiles {
         Ok(Self { shared })
     }
 
-    /// The process's one follower of `dir` with `layout`: the same [`MountedFiles`]
-    /// (one thread, one snapshot) for every caller naming them while one lives, a new
-    /// one otherwise (as [`MountedFiles::open`]). What the options-based constructors
-    /// use, so that a client built per reconcile starts no thread per build.
+    /// The process's one follower of `dir` with `layout` and the default options:
+    /// [`FileWatches::process`](super::FileWatches::process)`.open(..)`. What the
+    /// options-based constructors use, so that a client built per reconcile starts no
+    /// thread per build; a test scopes its own with
+    /// [`FileWatches::new`](super::FileWatches::new).
     ///
     /// # Errors
     /// As [`MountedFiles::open`].
     pub fn process(dir: impl Into<PathBuf>, layout: FileLayout) -> Result<Self, FileError> {
-        static PROCESS: Mutex<Vec<(PathBuf, FileLayout, Weak<Shared>)>> = Mutex::new(Vec::new());
-        let dir = dir.into();
-        let mut process = PROCESS.lock().unwrap_or_else(PoisonError::into_inner);
-        process.retain(|(_, _, shared)| shared.strong_count() > 0);
-        let live = process
-            .iter()
-            .filter(|(d, l, _)| *d == dir && *l == layout)
-            .find_map(|(_, _, shared)| shared.upgrade());
-        if let Some(shared) = live {
-            return Ok(Self { shared });
-        }
-        let files = Self::open(dir.clone(), layout.clone())?;
-        process.push((dir, layout, Arc::downgrade(&files.shared)));
-        Ok(files)
+        super::FileWatches::process().open(dir, layout, FileWatchOptions::default())
+    }
+
+    /// Whether `self` and `other` follow as one (clones of one follower).
+    pub fn ptr_eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.shared, &other.shared)
+    }
+
+    pub(super) fn from_shared(shared: Arc<Shared>) -> Self {
+        Self { shared }
+    }
+
+    pub(super) fn downgrade(&self) -> Weak<Shared> {
+        Arc::downgrade(&self.shared)
     }
 
     /// The directory followed.
@@ -538,12 +551,18 @@ fn spawn(shared: &Arc<Shared>, options: &FileWatchOptions) -> Result<(), FileErr
     } else {
         WatchMode::Poll
     };
+    let inotify = watcher.map(|watcher| Inotify {
+        armed: dir_id(&shared.dir),
+        _watcher: watcher,
+        tx: tx.clone(),
+        dir: shared.dir.clone(),
+    });
     *shared.wake.lock().unwrap_or_else(PoisonError::into_inner) = Some(tx);
     let weak = Arc::downgrade(shared);
     let interval = options.poll_interval;
     std::thread::Builder::new()
         .name("svc-tls-files".to_owned())
-        .spawn(move || run(&weak, &rx, interval, watcher))
+        .spawn(move || run(&weak, &rx, interval, inotify))
         .map(drop)
         .map_err(|e| FileError::Thread {
             dir: shared.dir.clone(),
@@ -575,14 +594,78 @@ fn start_notify(dir: &Path, tx: Sender<Wake>) -> Result<notify::RecommendedWatch
     Ok(watcher)
 }
 
-fn run(
-    weak: &Weak<Shared>,
-    rx: &Receiver<Wake>,
-    interval: Duration,
-    _watcher: Option<notify::RecommendedWatcher>,
-) {
+/// How often a directory that is gone is looked for while inotify follows it: its
+/// watch went with it (inotify watches an inode), so the poll finds it back, soon.
+const MISSING_DIRECTORY_POLL: Duration = Duration::from_millis(100);
+
+/// The inode (and device) of `dir`, while it exists: what an inotify watch is on.
+fn dir_id(dir: &Path) -> Option<(u64, u64)> {
+    let metadata = std::fs::metadata(dir).ok()?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt as _;
+        Some((metadata.dev(), metadata.ino()))
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = metadata;
+        Some((0, 0))
+    }
+}
+
+/// The inotify side of the watcher thread: the watch, and the directory it is on.
+struct Inotify {
+    /// Held: the watch stops when it is dropped.
+    _watcher: notify::RecommendedWatcher,
+    /// The directory's identity when the watch was made (`None` while it is gone).
+    armed: Option<(u64, u64)>,
+    tx: Sender<Wake>,
+    dir: PathBuf,
+}
+
+impl Inotify {
+    /// Makes the watch again when the directory is back as another inode (deleted
+    /// and recreated: the old watch went with the old inode). Returns whether the
+    /// directory is gone now.
+    fn rearm(&mut self) -> bool {
+        let now = dir_id(&self.dir);
+        if now.is_none() {
+            self.armed = None;
+            return true;
+        }
+        if now != self.armed {
+            match start_notify(&self.dir, self.tx.clone()) {
+                Ok(watcher) => {
+                    self._watcher = watcher;
+                    self.armed = now;
+                    tracing::info!(
+                        dir = %self.dir.display(),
+                        "the directory was recreated: inotify follows the new one"
+                    );
+                    // Whatever changed between its creation and the new watch.
+                    let _ = self.tx.send(Wake::Changed);
+                }
+                Err(reason) => tracing::warn!(
+                    dir = %self.dir.display(),
+                    reason = %reason,
+                    "the directory was recreated and cannot be watched with inotify again; \
+                     it is polled",
+                ),
+            }
+        }
+        false
+    }
+}
+
+fn run(weak: &Weak<Shared>, rx: &Receiver<Wake>, interval: Duration, mut inotify: Option<Inotify>) {
+    let mut missing = false;
     loop {
-        let changed = match rx.recv_timeout(interval) {
+        let wait = if missing {
+            interval.min(MISSING_DIRECTORY_POLL)
+        } else {
+            interval
+        };
+        let changed = match rx.recv_timeout(wait) {
             Ok(Wake::Stop) | Err(RecvTimeoutError::Disconnected) => return,
             Ok(Wake::Changed) => {
                 // A burst (the kubelet's swap is several events): read once for all.
@@ -599,6 +682,10 @@ fn run(
             return;
         };
         shared.refresh(changed);
+        drop(shared);
+        if let Some(inotify) = &mut inotify {
+            missing = inotify.rearm();
+        }
     }
 }
 

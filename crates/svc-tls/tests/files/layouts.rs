@@ -197,3 +197,60 @@ async fn the_poll_path_follows_a_kubelet_swap() {
     })
     .await;
 }
+
+/// inotify watches an inode: a directory deleted and recreated (a volume remounted,
+/// a tool that replaces the whole directory) took its watch with it. The watcher
+/// finds the new directory (looked for every 100 ms while it is gone) and watches it
+/// again, so a later change is seen at once, not at the next poll: here the poll
+/// interval is a minute, longer than the test, so only inotify can see it.
+#[tokio::test]
+async fn inotify_is_rearmed_on_a_directory_deleted_and_recreated() {
+    let ca = TestCa::new("issuer");
+    let parent = tempfile::tempdir().unwrap();
+    let dir = parent.path().join("tls");
+    std::fs::create_dir(&dir).unwrap();
+    let write = |leaf: &Leaf| {
+        kubelet_publish(
+            &dir,
+            leaf.serial,
+            &[
+                ("tls.crt", leaf.cert_pem.as_bytes()),
+                ("tls.key", leaf.key_pem.as_bytes()),
+            ],
+        );
+    };
+    write(&server_leaf(&ca, 0x61));
+    let files = MountedFiles::open_with(
+        &dir,
+        FileLayout::KubernetesTls,
+        FileWatchOptions::default().poll_interval(Duration::from_secs(60)),
+    )
+    .unwrap();
+    assert_eq!(files.mode(), svc_tls::files::WatchMode::Inotify);
+    let identity = IdentityResolver::from_files(&files).unwrap();
+    let serial = || identity.state().serial_hex;
+    // Followed by inotify: the poll interval is longer than the test.
+    write(&server_leaf(&ca, 0x62));
+    poll_until("a swap seen by inotify", || serial() == "62").await;
+
+    std::fs::remove_dir_all(&dir).unwrap();
+    poll_until("the directory reported gone", || !files.health().connected).await;
+    assert_eq!(serial(), "62", "the last good identity is served meanwhile");
+
+    std::fs::create_dir(&dir).unwrap();
+    write(&server_leaf(&ca, 0x63));
+    poll_until("the recreated directory read", || serial() == "63").await;
+    assert!(files.health().connected);
+    assert_eq!(files.mode(), svc_tls::files::WatchMode::Inotify);
+
+    // A swap in the recreated directory: seen through the new watch, well within
+    // the minute the poll would take.
+    let swapped = std::time::Instant::now();
+    write(&server_leaf(&ca, 0x64));
+    poll_until("a swap in the recreated directory", || serial() == "64").await;
+    assert!(
+        swapped.elapsed() < Duration::from_secs(5),
+        "seen by inotify, not by the poll: {:?}",
+        swapped.elapsed()
+    );
+}

@@ -10,6 +10,7 @@
 mod client_under_load;
 mod flags;
 mod layouts;
+mod registry;
 mod rotation;
 
 use std::path::{Path, PathBuf};
