@@ -46,9 +46,8 @@ fn wrap(algorithms: WebPkiSupportedAlgorithms) -> WebPkiSupportedAlgorithms {
             .map(|(id, inner)| Memoized { inner: *inner, id })
             .collect(),
     );
-    let as_dyn = |wrapper: &'static Memoized| -> &'static dyn SignatureVerificationAlgorithm {
-        wrapper
-    };
+    let as_dyn =
+        |wrapper: &'static Memoized| -> &'static dyn SignatureVerificationAlgorithm { wrapper };
     let all: &'static [&'static dyn SignatureVerificationAlgorithm] =
         Vec::leak(wrappers.iter().map(as_dyn).collect());
     let mapping = algorithms
@@ -57,11 +56,13 @@ fn wrap(algorithms: WebPkiSupportedAlgorithms) -> WebPkiSupportedAlgorithms {
         .map(|(scheme, inners)| {
             let wrapped: Vec<&'static dyn SignatureVerificationAlgorithm> = inners
                 .iter()
-                .map(|inner| match wrappers.iter().find(|w| same(w.inner, *inner)) {
-                    Some(wrapper) => as_dyn(wrapper),
-                    // In the mapping but not in `all`: checked as before.
-                    None => *inner,
-                })
+                .map(
+                    |inner| match wrappers.iter().find(|w| same(w.inner, *inner)) {
+                        Some(wrapper) => as_dyn(wrapper),
+                        // In the mapping but not in `all`: checked as before.
+                        None => *inner,
+                    },
+                )
                 .collect();
             (*scheme, &*Vec::leak(wrapped))
         })
@@ -133,7 +134,9 @@ impl Entry {
     }
 
     fn matches(&self, id: usize, public_key: &[u8], message: &[u8], signature: &[u8]) -> bool {
-        let (key, rest) = self.bytes.split_at(self.public_key_len.min(self.bytes.len()));
+        let (key, rest) = self
+            .bytes
+            .split_at(self.public_key_len.min(self.bytes.len()));
         let (msg, sig) = rest.split_at(self.message_len.min(rest.len()));
         self.id == id && key == public_key && sig == signature && msg == message
     }
@@ -196,6 +199,7 @@ fn slot_of(signature: &[u8]) -> usize {
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
     use super::*;
     use std::sync::atomic::{AtomicUsize, Ordering};
 
