@@ -145,7 +145,9 @@ fn main() {
     secret["kind"] = "Secret".into();
     testbed.upsert(secret);
     let resolver = rt
-        .block_on(IdentityResolver::builder(testbed.client(), SecretRef::new("bench", "profile")).build())
+        .block_on(
+            IdentityResolver::builder(testbed.client(), SecretRef::new("bench", "profile")).build(),
+        )
         .unwrap();
     let config_for = |mode: &str| -> Arc<ClientConfig> {
         let (mode, plain) = match mode.strip_suffix("/rustls") {
@@ -155,7 +157,10 @@ fn main() {
         let (base, first) = match mode.split_once('+') {
             Some((base, "aes128")) => (base, Some(rustls::CipherSuite::TLS13_AES_128_GCM_SHA256)),
             Some((base, "aes256")) => (base, Some(rustls::CipherSuite::TLS13_AES_256_GCM_SHA384)),
-            Some((base, "chacha")) => (base, Some(rustls::CipherSuite::TLS13_CHACHA20_POLY1305_SHA256)),
+            Some((base, "chacha")) => (
+                base,
+                Some(rustls::CipherSuite::TLS13_CHACHA20_POLY1305_SHA256),
+            ),
             Some((_, other)) => panic!("unknown suite {other}"),
             None => (mode, None),
         };
