@@ -42,6 +42,18 @@
 //! and `metrics/broken/{on,off}/p256-pkcs8` (a failed reload: both Secrets broken,
 //! each handshake through the resolver, interleaved batches).
 //!
+//! Identity from mounted files against from a Secret, P-256 (issue 51): a resolver
+//! over `MountedFiles` (the pair in a directory the kubelet's way, `..data` swapped)
+//! beside the Secret resolver of the same case:
+//! - `files/unchanged/{files,secret}/p256-pkcs8` (sampled, paired): interleaved
+//!   rounds, each a batch of handshakes through each resolver (the order
+//!   alternating), nothing changed: what each handshake costs from files and from a
+//!   Secret (target: within noise, <= 1.05x);
+//! - `files/rotation/p256-pkcs8` (sampled): the first handshake after a swap whose
+//!   pair the watcher thread already parsed and published, checked to present the new
+//!   certificate; `files-rotation-parses/p256-pkcs8`: the pairs parsed during each of
+//!   those handshakes (`MountedFiles::identity_loads`), target none.
+//!
 //! And the same path in SPIFFE mode, next to `p256-pkcs8` (SPIRE issues P-256 SVIDs):
 //! a resolver over `SpiffeIdentitySource`, the SVID streamed by the Workload API
 //! emulator (`spiffe-testbed`, real gRPC over a unix socket):
@@ -338,6 +350,13 @@ fn main() {
         &rt, &testbed, &watches, &material, &metrics, rotations, go_target,
     );
 
+    if let Some((case, _, resolver, _)) = resolvers
+        .iter()
+        .find(|(case, ..)| case.name == METRICS_CASE)
+    {
+        files_cost(case, resolver, rotations, quick);
+    }
+
     // SPIFFE mode: the first handshake after each SVID rotation the stream delivered.
     let mut svid_samples = Vec::with_capacity(rotations);
     for _ in 0..rotations {
@@ -632,4 +651,122 @@ fn metrics_cost(
             ),
         ],
     );
+}
+
+/// Publishes `files` in `dir` as the kubelet's atomic writer does: a new versioned
+/// directory, `..data` swapped to it, the names linked through `..data` (once), the
+/// old version removed.
+fn kubelet_publish(dir: &std::path::Path, version: usize, files: &[(&str, &str)]) {
+    let name = format!("..2026_12_06_00_00_00.{version}");
+    std::fs::create_dir(dir.join(&name)).unwrap();
+    for (file, text) in files {
+        std::fs::write(dir.join(&name).join(file), text).unwrap();
+    }
+    let old = std::fs::read_link(dir.join("..data")).ok();
+    std::os::unix::fs::symlink(&name, dir.join("..data_tmp")).unwrap();
+    std::fs::rename(dir.join("..data_tmp"), dir.join("..data")).unwrap();
+    for (file, _) in files {
+        let link = dir.join(file);
+        if std::fs::symlink_metadata(&link).is_err() {
+            std::os::unix::fs::symlink(std::path::Path::new("..data").join(file), &link).unwrap();
+        }
+    }
+    if let Some(old) = old {
+        std::fs::remove_dir_all(dir.join(old)).unwrap();
+    }
+}
+
+/// Identity from files against from a Secret for `case` (see the module's docs):
+/// `files/unchanged/*` paired, `files/rotation/*` and `files-rotation-parses/*`.
+fn files_cost(case: &common::Case, from_secret: &IdentityResolver, rotations: usize, quick: bool) {
+    use svc_tls::files::{FileLayout, MountedFiles};
+    let dir = std::env::temp_dir().join(format!(
+        "svc-tls-bench-files-{}-{}",
+        std::process::id(),
+        case.name
+    ));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let versions = [
+        [
+            ("tls.crt", case.cert_pem.as_str()),
+            ("tls.key", case.key_pem.as_str()),
+        ],
+        [
+            ("tls.crt", case.rotated_cert_pem.as_str()),
+            ("tls.key", case.rotated_key_pem.as_str()),
+        ],
+    ];
+    kubelet_publish(&dir, 0, &versions[0]);
+    let files = MountedFiles::open(&dir, FileLayout::KubernetesTls).unwrap();
+    let from_files = IdentityResolver::from_files(&files).unwrap();
+    let first = resolve(&from_files);
+    assert!(
+        Arc::ptr_eq(&first, &resolve(&from_files)),
+        "not the cached path (files)"
+    );
+
+    // Unchanged: interleaved batches, the order alternating per round.
+    let (rounds, batch) = if quick { (5, 200) } else { (40, 5_000) };
+    let time_batch = |resolver: &IdentityResolver| {
+        let start = Instant::now();
+        for _ in 0..batch {
+            black_box(resolve(black_box(resolver)));
+        }
+        start.elapsed().as_nanos() as f64 / batch as f64
+    };
+    let (mut on_files, mut on_secret) = (Vec::new(), Vec::new());
+    for round in 0..rounds {
+        if round % 2 == 0 {
+            on_files.push(time_batch(&from_files));
+            on_secret.push(time_batch(from_secret));
+        } else {
+            on_secret.push(time_batch(from_secret));
+            on_files.push(time_batch(&from_files));
+        }
+    }
+    common::emit_paired(
+        "identity",
+        &format!("files/unchanged/{}", case.name),
+        &[
+            (format!("files/unchanged/files/{}", case.name), on_files),
+            (format!("files/unchanged/secret/{}", case.name), on_secret),
+        ],
+    );
+
+    // The first handshake after each swap, once the watcher thread published it.
+    let mut samples = Vec::with_capacity(rotations);
+    let mut parses = Vec::with_capacity(rotations);
+    for i in 1..=rotations {
+        let before = from_files.state().serial_hex;
+        let generation = files.generation();
+        kubelet_publish(&dir, i, &versions[i % 2]);
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while files.generation() == generation {
+            assert!(Instant::now() < deadline, "the swap was never published");
+            std::thread::sleep(Duration::from_micros(200));
+        }
+        let parsed = files.identity_loads();
+        let start = Instant::now();
+        black_box(resolve(black_box(&from_files)));
+        samples.push(start.elapsed().as_nanos() as f64);
+        parses.push((files.identity_loads() - parsed) as f64);
+        assert_ne!(
+            from_files.state().serial_hex,
+            before,
+            "the new version is not presented"
+        );
+    }
+    common::emit(
+        "identity",
+        &format!("files/rotation/{}", case.name),
+        &samples,
+    );
+    common::emit_counts(
+        "identity",
+        &format!("files-rotation-parses/{}", case.name),
+        &parses,
+    );
+    drop((from_files, files));
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -92,6 +92,18 @@ pub(super) fn results(go: bool, bad: bool) -> Results {
     );
     r.estimates
         .insert(format!("identity-rotation/{SPIFFE_CASE}"), est(900.0, 0.05));
+    // Identity from files against from a Secret, unchanged: 1.01x (met); bad: 1.5x.
+    paired(
+        &mut r,
+        &format!("files/unchanged/{SECRET_CASE}"),
+        &[
+            (
+                &format!("files/unchanged/files/{SECRET_CASE}"),
+                pick(101.0, 150.0),
+            ),
+            (&format!("files/unchanged/secret/{SECRET_CASE}"), 100.0),
+        ],
+    );
     for group in ["rotation", "broken"] {
         paired(
             &mut r,
@@ -236,6 +248,10 @@ pub(super) fn results(go: bool, bad: bool) -> Results {
     }
     r.counts.insert(
         "identity-rotation-parses/rsa2048-pkcs8".to_owned(),
+        vec![if bad { 1.0 } else { 0.0 }; 40],
+    );
+    r.counts.insert(
+        format!("files-rotation-parses/{SECRET_CASE}"),
         vec![if bad { 1.0 } else { 0.0 }; 40],
     );
     r.counts.insert(

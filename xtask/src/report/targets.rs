@@ -107,6 +107,20 @@ pub fn targets(results: &Results) -> Vec<TargetRow> {
             1.05,
         );
     }
+    // Identity from mounted files against from a Secret, nothing changed, paired
+    // round by round (issue 51: within noise).
+    push(
+        format!(
+            "{SECRET_CASE}: identity cost per handshake from files <= 1.05x from a Secret \
+             (unchanged: within noise)"
+        ),
+        results.paired(
+            &format!("files/unchanged/files/{SECRET_CASE}"),
+            &format!("files/unchanged/secret/{SECRET_CASE}"),
+        ),
+        Bound::AtMost,
+        1.05,
+    );
     for clients in [1, 2] {
         // handshakes/s spiffe / secret = secret ns / spiffe ns, round by round.
         push(
@@ -251,6 +265,19 @@ mod tests {
     fn verdicts_on_measured_targets() {
         let rows = targets(&sample_results(true));
         assert_eq!(verdict_of(&rows, "p256: identity cost"), Some(Verdict::Met));
+        // Files against a Secret, paired (1.01x), and the parses a file rotation's
+        // first handshakes paid (none).
+        assert_eq!(
+            verdict_of(&rows, "p256-pkcs8: identity cost per handshake from files"),
+            Some(Verdict::Met)
+        );
+        assert_eq!(
+            verdict_of(
+                &rows,
+                "p256-pkcs8 from files: no handshake pays a key parse"
+            ),
+            Some(Verdict::Met)
+        );
         assert_eq!(
             verdict_of(
                 &rows,

@@ -143,6 +143,8 @@ pub(crate) struct Shared {
     mode: Mutex<WatchMode>,
     followers: Followers,
     wake: Mutex<Option<Sender<Wake>>>,
+    /// Certificate-and-key pairs parsed so far (new bytes only).
+    identity_loads: std::sync::atomic::AtomicU64,
 }
 
 impl Drop for Shared {
@@ -237,6 +239,7 @@ impl MountedFiles {
             mode: Mutex::new(WatchMode::Poll),
             followers: Followers::default(),
             wake: Mutex::new(None),
+            identity_loads: std::sync::atomic::AtomicU64::new(0),
         });
         shared.refresh(true);
         spawn(&shared, &options)?;
@@ -291,6 +294,15 @@ impl MountedFiles {
     /// How many distinct states the directory has been read in (starts at 1).
     pub fn generation(&self) -> u64 {
         self.shared.snapshot.load().generation
+    }
+
+    /// How many certificate-and-key pairs have been parsed (on the watcher thread or
+    /// an explicit refresh, when the bytes changed; never by a handshake): a
+    /// rotation costs one.
+    pub fn identity_loads(&self) -> u64 {
+        self.shared
+            .identity_loads
+            .load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// The health of the change feed: connected while the directory exists and is
@@ -476,6 +488,8 @@ impl Shared {
             return previous.identity.clone();
         }
         loader.identity_digest = Some(digest);
+        self.identity_loads
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let (cert_file, key_file) = (
             self.layout.certificate_file().unwrap_or_default(),
             self.layout.key_file().unwrap_or_default(),
