@@ -88,21 +88,20 @@ pub mod material {
     //!
     #![doc = include_str!("material/overview.md")]
 
-    mod anchors;
+    pub(crate) mod anchors;
     mod cache;
     pub(crate) mod der;
     mod error;
-    mod identity;
+    pub(crate) mod identity;
     mod key;
     mod limits;
     mod pem;
     mod provider;
     mod secret;
     mod trust;
-    mod validity;
+    pub(crate) mod validity;
     mod verify_memo;
 
-    pub(crate) use anchors::{ConfigMapTrustCache, anchors_from_pem};
     pub use anchors::{TrustAnchors, TrustCache};
     pub use cache::{HandshakeLoad, IdentityCache};
     pub use error::{MaterialError, MaterialErrorKind};
@@ -110,7 +109,6 @@ pub mod material {
         Identity, load_identity, load_identity_at, load_identity_from_pem,
         load_identity_from_pem_at,
     };
-    pub(crate) use identity::{KeyInput, build_identity, load_identity_from_files};
     pub use key::KeyKind;
     pub use limits::{
         CA_CRT, MAX_CERTIFICATE_VALUE_BYTES, MAX_KEY_VALUE_BYTES, SECRET_TYPE_TLS, TLS_CRT, TLS_KEY,
@@ -121,7 +119,6 @@ pub mod material {
         load_configmap_trust, load_trust, load_trust_detailed,
     };
     pub use validity::CertificateValidity;
-    pub(crate) use validity::time_text;
 }
 
 pub mod last_good {
@@ -133,18 +130,15 @@ pub mod last_good {
     mod clock;
     mod events;
     mod limiter;
-    mod report;
-    mod slot;
-    mod watch_health;
+    pub(crate) mod report;
+    pub(crate) mod slot;
+    pub(crate) mod watch_health;
 
     pub use clock::{ManualClock, MonotonicClock, SystemClock};
     pub use events::{OutsideValidity, Recovery, ReloadRecorder, StaleWarning};
     pub use limiter::{DEFAULT_WARNING_PERIOD, MAX_WARNING_PERIOD, WarningLimiter};
-    pub(crate) use report::Reporter;
     pub use slot::NoopRecorder;
-    pub(crate) use slot::{Accepted, Episode, Failure, LastGood, ReadBy, Served, Settings, nanos};
     pub use watch_health::{DEFAULT_WATCH_FAILURE_THRESHOLD, WatchHealthState};
-    pub(crate) use watch_health::{WatchEvent, WatchTracker, WatchWords};
 }
 
 pub mod watch {
@@ -154,42 +148,36 @@ pub mod watch {
     //!
     #![doc = include_str!("watch/overview.md")]
 
-    mod builder;
+    pub(crate) mod builder;
     mod bundles;
     mod configmap;
     mod held;
-    mod kind;
+    pub(crate) mod kind;
     mod object;
-    mod observer;
-    mod registry;
+    pub(crate) mod observer;
+    pub(crate) mod registry;
     mod runtime;
     mod secret;
-    mod shareable;
+    pub(crate) mod shareable;
     mod shared;
 
     pub use builder::{BuiltFromWatch, WatchedBuilder};
-    pub(crate) use builder::{Reads, sealed};
     pub use bundles::{ClusterTrustBundle, ClusterTrustBundleSpec, MEMBERS_ANNOTATION};
     #[allow(deprecated)]
     pub use configmap::{ConfigMapSource, ConfigMapSourceError, SharedConfigMap};
     /// The Kubernetes kinds watched here (k8s-openapi's types), re-exported so that
     /// a caller can name `WatchedObject<Secret>` without a dependency of its own.
     pub use k8s_openapi::api::core::v1::{ConfigMap, Secret};
-    pub(crate) use kind::resource_version;
     pub use kind::{WatchedKind, WatchedRef};
     pub use object::{
         DEFAULT_COALESCE_INTERVAL, DEFAULT_SINGLE_LIST_BYTES, DEFAULT_SYNC_TIMEOUT, WatchError,
         WatchedObject, default_limits,
     };
-    #[cfg_attr(not(feature = "metrics"), allow(unused_imports))]
-    pub(crate) use observer::RegistryObserver;
     #[allow(deprecated)]
     pub use registry::SecretWatches;
-    pub(crate) use registry::WeakWatchedObjects;
     pub use registry::{DEFAULT_EVICTION_GRACE, RegistryCounts, WatchedObjects};
     #[allow(deprecated)]
     pub use secret::{SecretSource, SharedSecret, SourceError};
-    pub(crate) use shareable::SharedValue;
     pub use shared::SharedObject;
     pub use watch_ready::{LimitError, WatchLimits, WatchStatus};
 }
@@ -200,17 +188,15 @@ pub mod spiffe {
     //!
     #![doc = include_str!("spiffe/overview.md")]
 
-    mod error;
+    pub(crate) mod error;
     mod stream;
     mod streams;
-    mod svid;
+    pub(crate) mod svid;
 
     pub use ::spiffe::{SpiffeId, TrustDomain};
-    pub(crate) use error::BundleError;
     pub use error::{SpiffeError, SpiffeStartError, SvidError};
     pub use stream::{SPIFFE_ENDPOINT_SOCKET, SpiffeEndpoint, WorkloadApiSource};
     pub use streams::WorkloadApiStreams;
-    pub(crate) use svid::check_validity;
 }
 
 pub mod files {
@@ -222,13 +208,12 @@ pub mod files {
 
     mod error;
     mod layout;
-    mod mounted;
+    pub(crate) mod mounted;
     mod read;
     mod registry;
 
     pub use error::FileError;
     pub use layout::{DEFAULT_CREDENTIAL_BUNDLE, FileLayout, UnknownLayout};
-    pub(crate) use mounted::valid_at;
     pub use mounted::{DEFAULT_POLL_INTERVAL, FileWatchOptions, MountedFiles, WatchMode};
     pub use registry::FileWatches;
 }
@@ -242,7 +227,7 @@ pub mod identity {
     mod from_file;
     mod from_secret;
     mod from_spiffe;
-    mod resolver;
+    pub(crate) mod resolver;
     mod server_cert;
     mod settings;
     mod source;
@@ -251,8 +236,6 @@ pub mod identity {
     pub use from_file::FileIdentitySource;
     pub use from_secret::{IdentityObject, IdentityResolverBuilder, SecretIdentitySource};
     pub use from_spiffe::SpiffeIdentitySource;
-    #[cfg(feature = "metrics")]
-    pub(crate) use resolver::WeakIdentityResolver;
     pub use resolver::{IdentityError, IdentityResolver};
     pub use settings::IdentitySettings;
     pub use source::{IdentityReloadError, IdentitySource};
@@ -277,7 +260,7 @@ pub mod trust {
     mod settings;
     mod source;
     mod state;
-    mod verifier;
+    pub(crate) mod verifier;
 
     pub use authorization::{ServerAuthorization, SpiffeIdMismatch};
     pub use builder::{TrustObject, TrustVerifierBuilder};
@@ -294,8 +277,6 @@ pub mod trust {
     pub use source::{TrustReloadError, TrustSource};
     pub use state::TrustState;
     pub use verifier::TrustVerifier;
-    #[cfg(feature = "metrics")]
-    pub(crate) use verifier::WeakTrustVerifier;
 }
 
 pub mod options {
@@ -306,20 +287,15 @@ pub mod options {
 
     mod derive;
     mod error;
-    mod flags;
-    mod host;
+    pub(crate) mod flags;
+    pub(crate) mod host;
     mod identity;
     mod peer;
 
     pub use crate::origin::{ConfigMapRef, SecretRef};
     pub use derive::{IdentityArgs, PeerArgs, PeerName, peers};
     pub use error::OptionsError;
-    pub(crate) use flags::warn_once;
-    use flags::{
-        dash_prefix, get, non_empty, reference, value_arg, warn_deprecated_once, warn_ignored_once,
-    };
     pub use host::{HostError, HostProblem};
-    pub(crate) use host::{parse_host, refuse_plaintext_with_credentials};
     pub use identity::{ClientCertificateSource, ClientIdentityOptions, IdentityConfig};
     pub use peer::{DEFAULT_CA_CONFIGMAP_KEY, HttpProtocol, PeerCa, PeerOptions};
 }
@@ -331,17 +307,15 @@ pub mod principal {
     #![doc = include_str!("principal/overview.md")]
 
     mod current_identity;
-    mod ingress;
+    pub(crate) mod ingress;
     mod jws;
     mod payload;
-    mod recorder;
+    pub(crate) mod recorder;
     mod replay;
     mod sign;
     mod verify;
 
     pub use current_identity::CurrentIdentity;
-    #[cfg_attr(not(feature = "metrics"), allow(unused_imports))]
-    pub(crate) use ingress::ModeState;
     pub use ingress::{
         AllowedPeer, AllowedPeerError, CompatibilityWindow, DEFAULT_MAX_CERT_HEADER_BYTES,
         INGRESS_CLIENT_CERT_HEADER, INGRESS_CLIENT_VERIFY_HEADER, INGRESS_VERIFY_SUCCESS,
@@ -353,8 +327,6 @@ pub mod principal {
         DEFAULT_PRINCIPAL_LIFETIME, Part, PrincipalToken, TokenTimes,
     };
     pub use payload::{PRINCIPAL_HEADER, Principal};
-    #[cfg_attr(not(feature = "metrics"), allow(unused_imports))]
-    pub(crate) use recorder::{ALGORITHMS, algorithm_label};
     pub use recorder::{SIGN_RESULTS, TokenRecorder, VERIFY_RESULTS};
     pub use replay::{DEFAULT_REPLAY_CAPACITY, MAX_JTI_BYTES, ReplayCache};
     pub use sign::{PrincipalSigner, SignError, attach_principal, sign_with, sign_with_key};
@@ -376,10 +348,9 @@ pub mod recording {
     #![doc = include_str!("recording/overview.md")]
 
     mod handshake;
-    mod peer;
+    pub(crate) mod peer;
 
     pub use handshake::{HANDSHAKE_FAILURES, HandshakeFailure, handshake_failure};
-    pub(crate) use peer::Held;
     pub use peer::{ListenerSeries, PeerRecorder, PeerSeries, STATUS_CLASSES, StatusClass};
 }
 
@@ -487,13 +458,12 @@ pub mod telemetry {
     //! no-change path makes none.
 
     mod export;
-    mod propagate;
+    pub(crate) mod propagate;
 
     pub use export::{
         DEFAULT_EXPORT_TIMEOUT, DEFAULT_MAX_QUEUED_SPANS, ExportStats, SHUTDOWN_TIMEOUT,
         TRACES_PATH, Telemetry, TelemetryBuilder, TelemetryError, install, traces_url,
     };
-    pub(crate) use propagate::{context_of, inject_context};
     pub use propagate::{continue_trace, extract, inject};
 }
 
@@ -507,7 +477,7 @@ pub mod metrics {
     mod collector;
     mod counters;
     mod identity;
-    mod install;
+    pub(crate) mod install;
     mod peer;
     mod principal;
     mod source;
@@ -518,7 +488,6 @@ pub mod metrics {
     pub use collector::IDENTITY_STATES;
     pub use identity::REFRESH_RESULTS;
     pub use install::{InstallError, Metrics, SourceLabels, register};
-    use install::{LabelSet, Shared, cluster_label, unix_seconds};
     pub use peer::REQUEST_DURATION_BUCKETS;
     pub use source::{CountedSource, SourceRecorder};
     pub use trust::RELOAD_RESULTS;

@@ -175,10 +175,10 @@ pub(crate) async fn kept_identity(
 /// without metrics: the clients then record nothing). Construction path.
 pub(crate) fn peer_recorder(
     watches: &WatchedObjects,
-) -> Option<crate::recording::Held<dyn crate::recording::PeerRecorder>> {
+) -> Option<crate::recording::peer::Held<dyn crate::recording::PeerRecorder>> {
     #[cfg(feature = "metrics")]
     if let Some(metrics) = Metrics::installed_in(watches) {
-        return Some(crate::recording::Held(metrics.peer_recorder()));
+        return Some(crate::recording::peer::Held(metrics.peer_recorder()));
     }
     let _ = watches;
     None

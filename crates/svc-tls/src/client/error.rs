@@ -72,7 +72,7 @@ pub enum PeerRequestError {
         "the server is no longer trusted: {trust} {} at {} and the server's certificate \
          was refused",
         if *withdrawn { "withdrew its trust" } else { "changed" },
-        crate::material::time_text(*changed_at)
+        crate::material::validity::time_text(*changed_at)
     )]
     TrustChanged {
         /// Where the trust comes from (the CA Secret, the SPIFFE trust domain).

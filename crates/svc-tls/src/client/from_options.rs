@@ -273,7 +273,7 @@ impl PeerTls {
         settings: &PeerTlsSettings,
     ) -> Result<Self, PeerClientError> {
         if peer.ca_configmap().ok().flatten().is_some() {
-            crate::options::warn_once(
+            crate::options::flags::warn_once(
                 &format!("spiffe-ca-configmap {}", peer.service()),
                 &format!(
                     "--{}-ca-configmap-namespace/-name are set and ignored: with --{}=spiffe the server is verified against the SPIFFE trust bundle",
@@ -283,7 +283,7 @@ impl PeerTls {
             );
         }
         if peer.ca_secret().ok().flatten().is_some() {
-            crate::options::warn_once(
+            crate::options::flags::warn_once(
                 &format!("spiffe-ca {}", peer.service()),
                 &format!(
                     "--{}-ca-secret-namespace/-name are set and ignored: with --{}=spiffe the server is verified against the SPIFFE trust bundle",

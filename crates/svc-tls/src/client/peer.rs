@@ -35,10 +35,10 @@ pub struct PeerTls {
     pub(super) principal: crate::wiring::PrincipalRecording,
     /// The registry this was built over, where [`PeerTls::client`] finds the shared
     /// pool (weak: a registry's stored clients hold a `PeerTls`).
-    pub(super) registry: Option<crate::watch::WeakWatchedObjects>,
+    pub(super) registry: Option<crate::watch::registry::WeakWatchedObjects>,
     /// What the requests of clients built from this report to (`None`: nothing, at
     /// no cost).
-    pub(super) requests: Option<crate::recording::Held<dyn PeerRecorder>>,
+    pub(super) requests: Option<crate::recording::peer::Held<dyn PeerRecorder>>,
 }
 
 impl PeerTls {
@@ -71,7 +71,7 @@ impl PeerTls {
     #[must_use]
     pub fn with_host(mut self, host: Url) -> Self {
         self.host = if self.identity.is_some() {
-            crate::options::refuse_plaintext_with_credentials("host", host)
+            crate::options::host::refuse_plaintext_with_credentials("host", host)
         } else {
             Ok(host)
         };
@@ -138,7 +138,7 @@ impl PeerTls {
     /// ```
     #[must_use]
     pub fn with_request_recorder(mut self, recorder: Arc<dyn PeerRecorder>) -> Self {
-        self.requests = Some(crate::recording::Held(recorder));
+        self.requests = Some(crate::recording::peer::Held(recorder));
         self
     }
 

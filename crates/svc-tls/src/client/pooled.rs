@@ -429,7 +429,7 @@ impl std::fmt::Debug for PeerClient {
 }
 
 /// Shared through a registry: kept while a clone is held outside it.
-impl crate::watch::SharedValue for PeerClient {
+impl crate::watch::shareable::SharedValue for PeerClient {
     fn in_use(&self) -> bool {
         self.held_elsewhere()
     }
@@ -445,7 +445,8 @@ mod trace {
     /// current span has no OpenTelemetry context: then the request pays a thread-local
     /// look-up and this branch.
     pub(super) fn client_span(request: &mut reqwest::Request) -> tracing::Span {
-        let Some(parent) = crate::telemetry::context_of(&tracing::Span::current()) else {
+        let Some(parent) = crate::telemetry::propagate::context_of(&tracing::Span::current())
+        else {
             return tracing::Span::none();
         };
         let span = tracing::info_span!(
@@ -458,8 +459,8 @@ mod trace {
             otel.status_code = tracing::field::Empty,
         );
         // The client span's context, or the current one when it is filtered out.
-        let cx = crate::telemetry::context_of(&span).unwrap_or(parent);
-        crate::telemetry::inject_context(&cx, request.headers_mut());
+        let cx = crate::telemetry::propagate::context_of(&span).unwrap_or(parent);
+        crate::telemetry::propagate::inject_context(&cx, request.headers_mut());
         span
     }
 

@@ -14,9 +14,10 @@ use sha2::{Digest, Sha256};
 use super::read::{Fingerprint, fingerprint, read_version};
 use super::{FileError, FileLayout};
 use crate::follow::{Follower, Followers};
+use crate::material::anchors::anchors_from_pem;
+use crate::material::identity::load_identity_from_files;
 use crate::material::{
-    Identity, MAX_CERTIFICATE_VALUE_BYTES, MAX_KEY_VALUE_BYTES, TrustAnchors, anchors_from_pem,
-    crypto_provider, load_identity_from_files,
+    Identity, MAX_CERTIFICATE_VALUE_BYTES, MAX_KEY_VALUE_BYTES, TrustAnchors, crypto_provider,
 };
 use crate::origin::SourceHealth;
 

@@ -10,9 +10,9 @@ use rustls::crypto::CryptoProvider;
 use super::resolver::{IdentityError, IdentityResolver};
 use super::settings::IdentitySettings;
 use super::source::{IdentityReloadError, IdentitySource};
-use crate::files::{FileError, MountedFiles, valid_at};
+use crate::files::{FileError, MountedFiles, mounted::valid_at};
 use crate::last_good::{NoopRecorder, ReloadRecorder};
-use crate::material::{Identity, time_text};
+use crate::material::{Identity, validity::time_text};
 use crate::origin::{IdentityOrigin, SourceHealth};
 
 /// The key and certificate in a mounted directory ([`MountedFiles`]), as the

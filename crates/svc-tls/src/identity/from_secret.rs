@@ -14,8 +14,8 @@ use crate::last_good::{NoopRecorder, ReloadRecorder};
 use crate::material::{HandshakeLoad, Identity, IdentityCache};
 use crate::origin::{IdentityOrigin, SecretRef, SourceHealth};
 use crate::watch::{
-    BuiltFromWatch, Reads, SharedObject, SharedValue, WatchedBuilder, WatchedObject,
-    resource_version, sealed,
+    BuiltFromWatch, SharedObject, WatchedBuilder, WatchedObject, builder::Reads, builder::sealed,
+    kind::resource_version, shareable::SharedValue,
 };
 
 /// Shared through a registry entry's cache: in use while a clone is held outside it.

@@ -7,7 +7,7 @@ use std::time::SystemTime;
 use super::source::{IdentityReloadError, IdentitySource};
 use crate::material::Identity;
 use crate::origin::IdentityOrigin;
-use crate::spiffe::{SpiffeError, WorkloadApiSource, check_validity};
+use crate::spiffe::{SpiffeError, WorkloadApiSource, svid::check_validity};
 
 /// The X509-SVID from the Workload API, as the resolver's identity source.
 ///

@@ -45,10 +45,10 @@ use super::source::{IdentityReloadError, IdentitySource};
 use super::state::IdentityState;
 use crate::follow::Follower;
 use crate::last_good::{
-    Accepted, Episode, Failure, LastGood, OutsideValidity, ReloadRecorder, Reporter, Settings,
-    WatchWords,
+    OutsideValidity, ReloadRecorder, report::Reporter, slot::Accepted, slot::Episode,
+    slot::Failure, slot::LastGood, slot::Settings, watch_health::WatchWords,
 };
-use crate::material::{CertificateValidity, Identity, time_text};
+use crate::material::{CertificateValidity, Identity, validity::time_text};
 use crate::origin::{IdentityOrigin, SourceHealth};
 use crate::watch::{Secret, WatchError};
 
@@ -284,7 +284,8 @@ impl IdentityResolver {
     /// The served slot is written only when the identity changed, and never with an
     /// identity read from an older version of the source than the one served.
     pub fn reload(&self) -> Identity {
-        self.reload_reporting(crate::last_good::ReadBy::Handshake).0
+        self.reload_reporting(crate::last_good::slot::ReadBy::Handshake)
+            .0
     }
 
     /// [`IdentityResolver::reload`] by `by`, also handing back why this read failed
@@ -293,7 +294,7 @@ impl IdentityResolver {
     /// read is recorded apart from a handshake's (see `ReadBy`).
     pub(crate) fn reload_reporting(
         &self,
-        by: crate::last_good::ReadBy,
+        by: crate::last_good::slot::ReadBy,
     ) -> (Identity, Option<IdentityReloadError>) {
         let inner = &*self.inner;
         let read = match inner.source.current_on_handshake() {

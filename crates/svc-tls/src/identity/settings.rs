@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use crate::last_good::{
-    DEFAULT_WARNING_PERIOD, DEFAULT_WATCH_FAILURE_THRESHOLD, MonotonicClock, Settings,
+    DEFAULT_WARNING_PERIOD, DEFAULT_WATCH_FAILURE_THRESHOLD, MonotonicClock, slot::Settings,
 };
 use crate::watch::DEFAULT_SYNC_TIMEOUT;
 

@@ -7,8 +7,9 @@
 use std::fmt;
 
 use super::{
-    Accepted, Episode, Failure, LastGood, ReadBy, Recovery, ReloadRecorder, Served, StaleWarning,
-    WatchEvent, WatchHealthState, WatchWords,
+    Recovery, ReloadRecorder, StaleWarning, WatchHealthState, slot::Accepted, slot::Episode,
+    slot::Failure, slot::LastGood, slot::ReadBy, slot::Served, watch_health::WatchEvent,
+    watch_health::WatchWords,
 };
 use crate::origin::SourceHealth;
 

@@ -11,7 +11,7 @@ use arc_swap::{ArcSwap, Guard};
 use super::ManualClock;
 use super::{
     DEFAULT_WARNING_PERIOD, DEFAULT_WATCH_FAILURE_THRESHOLD, MonotonicClock, SystemClock,
-    WarningLimiter, WatchEvent, WatchHealthState, WatchTracker,
+    WarningLimiter, WatchHealthState, watch_health::WatchEvent, watch_health::WatchTracker,
 };
 use crate::origin::SourceHealth;
 

@@ -8,7 +8,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use super::clock::MonotonicClock;
 use super::limiter::WarningLimiter;
-use super::nanos;
+use super::slot::nanos;
 use crate::origin::SourceHealth;
 
 /// How long the watch of a Secret (or the SPIFFE stream) may fail before the resolver

@@ -46,7 +46,7 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Unit;
 
-use super::{LabelSet, Shared, cluster_label, unix_seconds};
+use super::{install::LabelSet, install::Shared, install::cluster_label, install::unix_seconds};
 use crate::material::CertificateValidity;
 
 /// The values of the `state` label of `svc_tls_identity_state`.

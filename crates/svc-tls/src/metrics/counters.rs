@@ -10,7 +10,7 @@ use cluster_id::ClusterId;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 
-use super::{LabelSet, SourceLabels};
+use super::{SourceLabels, install::LabelSet};
 use crate::material::{MaterialError, MaterialErrorKind};
 
 /// How many recorders hold each labelled source's series in one half's families:

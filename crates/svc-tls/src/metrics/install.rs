@@ -15,7 +15,7 @@ use prometheus_client::registry::Registry;
 use crate::identity::IdentityResolver;
 use crate::origin::{IdentityOrigin, TrustOrigin};
 use crate::trust::TrustVerifier;
-use crate::watch::{RegistryObserver, WatchedObjects, WeakWatchedObjects};
+use crate::watch::{WatchedObjects, observer::RegistryObserver, registry::WeakWatchedObjects};
 
 /// Why metrics could not be installed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -60,11 +60,11 @@ pub(crate) fn cluster_label(cluster: Option<&ClusterId>) -> String {
 /// registry entry alive nor grow with every cluster the process ever reached.
 #[derive(Default)]
 pub(crate) struct Tracked {
-    pub(crate) identities: BTreeMap<SourceLabels, crate::identity::WeakIdentityResolver>,
-    pub(crate) trusts: BTreeMap<SourceLabels, crate::trust::WeakTrustVerifier>,
+    pub(crate) identities: BTreeMap<SourceLabels, crate::identity::resolver::WeakIdentityResolver>,
+    pub(crate) trusts: BTreeMap<SourceLabels, crate::trust::verifier::WeakTrustVerifier>,
     pub(crate) watches: Vec<WeakWatchedObjects>,
     /// The receivers whose mode in force is exported.
-    pub(crate) receivers: Vec<Weak<crate::principal::ModeState>>,
+    pub(crate) receivers: Vec<Weak<crate::principal::ingress::ModeState>>,
 }
 
 impl fmt::Debug for Metrics {

@@ -24,7 +24,7 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::{Registry, Unit};
 
-use super::LabelSet;
+use super::install::LabelSet;
 use crate::recording::{
     HANDSHAKE_FAILURES, HandshakeFailure, ListenerSeries, PeerRecorder, PeerSeries, STATUS_CLASSES,
     StatusClass,

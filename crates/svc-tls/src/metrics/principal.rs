@@ -27,7 +27,8 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::registry::Registry;
 
 use crate::principal::{
-    ALGORITHMS, Algorithm, SIGN_RESULTS, TokenRecorder, VERIFY_RESULTS, algorithm_label,
+    Algorithm, SIGN_RESULTS, TokenRecorder, VERIFY_RESULTS, recorder::ALGORITHMS,
+    recorder::algorithm_label,
 };
 
 type AlgorithmResult = Vec<(&'static str, &'static str)>;

@@ -13,7 +13,7 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::registry::Registry;
 
 use super::counters::{CounterFamilies, SourceCounters};
-use super::{LabelSet, SourceLabels};
+use super::{SourceLabels, install::LabelSet};
 use crate::last_good::{OutsideValidity, ReloadRecorder, StaleWarning};
 
 mod sealed {

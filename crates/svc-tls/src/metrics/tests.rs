@@ -168,7 +168,7 @@ fn identity_families_have_their_names_types_units_and_labels() {
     // The readiness probe's reads: counted apart, by the same reason, with no `ok`
     // series; the reload counter does not move.
     for _ in 0..3 {
-        let _ = resolver.reload_reporting(crate::last_good::ReadBy::Probe);
+        let _ = resolver.reload_reporting(crate::last_good::slot::ReadBy::Probe);
     }
     let probed = text(&registry);
     assert_eq!(
@@ -280,9 +280,15 @@ fn a_result_label_never_carries_input_text() {
 #[test]
 fn timestamps_are_unix_seconds() {
     // The unix conversion the gauges use.
-    assert_eq!(unix_seconds(UNIX_EPOCH + Duration::from_secs(42)), 42);
-    assert_eq!(unix_seconds(UNIX_EPOCH - Duration::from_secs(3)), -3);
-    assert!(unix_seconds(SystemTime::now()) > 1_700_000_000);
+    assert_eq!(
+        install::unix_seconds(UNIX_EPOCH + Duration::from_secs(42)),
+        42
+    );
+    assert_eq!(
+        install::unix_seconds(UNIX_EPOCH - Duration::from_secs(3)),
+        -3
+    );
+    assert!(install::unix_seconds(SystemTime::now()) > 1_700_000_000);
 }
 
 #[test]
@@ -297,7 +303,7 @@ fn metrics_are_installed_once_per_registry_of_watched_secrets() {
 
 #[test]
 fn an_svid_outside_its_validity_counts_as_expired_or_not_yet_valid() {
-    use crate::spiffe::{SpiffeError, check_validity};
+    use crate::spiffe::{SpiffeError, svid::check_validity};
     let ca = TestCa::new("spiffe");
     // Loaded at a time inside their validity (2099-06, 2020-07), checked now.
     let refused = |leaf: test_support::pki::Leaf, loaded_at: u64| {

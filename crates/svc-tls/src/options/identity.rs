@@ -5,8 +5,8 @@ use clap::parser::ValueSource;
 use clap::{ArgMatches, Command};
 
 use super::{
-    OptionsError, SecretRef, dash_prefix, get, non_empty, reference, value_arg,
-    warn_deprecated_once, warn_ignored_once,
+    OptionsError, SecretRef, flags::dash_prefix, flags::get, flags::non_empty, flags::reference,
+    flags::value_arg, flags::warn_deprecated_once, flags::warn_ignored_once,
 };
 use crate::duration::{GoDuration, parse_go_duration};
 use crate::files::FileLayout;

@@ -7,8 +7,8 @@ use clap::{Arg, ArgAction, ArgMatches, Command};
 use url::Url;
 
 use super::{
-    ConfigMapRef, HostError, OptionsError, SecretRef, get, non_empty, parse_host, reference,
-    value_arg,
+    ConfigMapRef, HostError, OptionsError, SecretRef, flags::get, flags::non_empty,
+    flags::reference, flags::value_arg, host::parse_host,
 };
 use crate::duration::parse_go_duration;
 
@@ -398,7 +398,7 @@ impl PeerOptions {
             return Err(HostError::NotConfigured { flag });
         };
         parse_host(&flag, value).inspect_err(|err| {
-            super::warn_once(
+            super::flags::warn_once(
                 &format!("unusable host {flag} {value:?}"),
                 &format!(
                     "{err}; the {} client is built anyway (as the Go client was), and every use of its URL fails until --{flag} is fixed",
@@ -419,7 +419,7 @@ impl PeerOptions {
         }
         let flag = Self::host_flag(&self.service);
         super::host::refuse_plaintext_with_credentials(&flag, url).inspect_err(|err| {
-            super::warn_once(
+            super::flags::warn_once(
                 &format!(
                     "plaintext host {flag} {:?}",
                     self.host.as_deref().unwrap_or("")
@@ -473,7 +473,7 @@ impl PeerOptions {
             .clone()
             .unwrap_or_else(|| DEFAULT_CA_CONFIGMAP_KEY.to_owned());
         if reference.is_none() && self.ca_configmap_key.is_some() {
-            super::warn_ignored_once(
+            super::flags::warn_ignored_once(
                 &Self::ca_configmap_key_flag(&self.service),
                 &format!(
                     "no CA ConfigMap is set (--{} and --{})",
@@ -541,7 +541,7 @@ impl PeerOptions {
         let signer_flag = Self::ca_bundle_signer_flag(&self.service);
         let Some(signer) = &self.ca_bundle_signer else {
             if self.ca_bundle_selector.is_some() {
-                super::warn_ignored_once(
+                super::flags::warn_ignored_once(
                     &Self::ca_bundle_selector_flag(&self.service),
                     &format!("--{signer_flag} is not set"),
                 );

@@ -247,7 +247,7 @@ impl Readiness {
                         // (not a reload failure, no WARN); its error words the reason.
                         Probe::Identity(resolver, since) => {
                             let (_, error) =
-                                resolver.reload_reporting(crate::last_good::ReadBy::Probe);
+                                resolver.reload_reporting(crate::last_good::slot::ReadBy::Probe);
                             let error = error.map(|e| watch_ready::excerpt::chain(&e));
                             let state = resolver.state();
                             let stale_for = since.observe(state.stale, now);
@@ -255,7 +255,7 @@ impl Readiness {
                         }
                         Probe::Trust(verifier, since) => {
                             let error = verifier
-                                .reload_reporting_error(crate::last_good::ReadBy::Probe)
+                                .reload_reporting_error(crate::last_good::slot::ReadBy::Probe)
                                 .map(|e| watch_ready::excerpt::chain(&e));
                             let state = verifier.state();
                             let stale_for = since.observe(state.stale, now);

@@ -73,7 +73,7 @@ pub struct ServerTls {
     config: Arc<ServerConfig>,
     callers: CallerVerifier,
     forwarding: Arc<Forwarding>,
-    handshakes: Option<crate::recording::Held<dyn ListenerSeries>>,
+    handshakes: Option<crate::recording::peer::Held<dyn ListenerSeries>>,
 }
 
 impl fmt::Debug for ServerTls {
@@ -180,7 +180,7 @@ pub struct ServerTlsBuilder {
     client_auth: ClientAuth,
     alpn: Vec<Vec<u8>>,
     gateways: Option<Gateways>,
-    handshakes: Option<crate::recording::Held<dyn ListenerSeries>>,
+    handshakes: Option<crate::recording::peer::Held<dyn ListenerSeries>>,
 }
 
 impl fmt::Debug for ServerTlsBuilder {
@@ -243,7 +243,7 @@ impl ServerTlsBuilder {
     /// server's certificate ([`HandshakeFailure::RefusedByPeer`]), and every other
     /// failure or timeout as [`HandshakeFailure::Other`]. None by default.
     pub fn handshake_recorder(mut self, series: Arc<dyn ListenerSeries>) -> Self {
-        self.handshakes = Some(crate::recording::Held(series));
+        self.handshakes = Some(crate::recording::peer::Held(series));
         self
     }
 

@@ -11,8 +11,12 @@ use spiffe::{X509Bundle, X509Svid};
 use x509_parser::prelude::FromDer;
 
 use super::error::SvidError;
-use crate::material::{CertificateValidity, Identity, MaterialError, TrustAnchors, time_text};
-use crate::material::{KeyInput, MaterialErrorKind, TLS_CRT, TLS_KEY, build_identity};
+use crate::material::{
+    CertificateValidity, Identity, MaterialError, TrustAnchors, validity::time_text,
+};
+use crate::material::{
+    MaterialErrorKind, TLS_CRT, TLS_KEY, identity::KeyInput, identity::build_identity,
+};
 use crate::origin::MaterialOrigin;
 
 /// The Workload API's field names, used in errors.

@@ -19,8 +19,8 @@ use crate::last_good::{NoopRecorder, ReloadRecorder};
 use crate::material::TrustAnchors;
 use crate::origin::{ClusterTrustBundlesRef, ConfigMapRef, SecretRef, TrustOrigin};
 use crate::watch::{
-    BuiltFromWatch, ClusterTrustBundle, Reads, SharedObject, SharedValue, WatchError,
-    WatchedBuilder, WatchedObject, sealed,
+    BuiltFromWatch, ClusterTrustBundle, SharedObject, WatchError, WatchedBuilder, WatchedObject,
+    builder::Reads, builder::sealed, shareable::SharedValue,
 };
 
 /// Kept in a registry entry's store: in use while a clone is held outside it.

@@ -96,7 +96,7 @@ pub(crate) enum TrustRefused {
     /// The source fails and the last good roots have expired.
     #[error(
         "the trust source fails and the last good roots expired at {}",
-        crate::material::time_text(*not_after)
+        crate::material::validity::time_text(*not_after)
     )]
     Expired { not_after: SystemTime },
     /// The source has been gone or unreadable for longer than the verifier keeps its

@@ -13,9 +13,11 @@ use super::builder::{TrustObject, TrustVerifierBuilder};
 use super::from_object::{TrustFromObject, WatchedTrustSource, sealed};
 use super::source::TrustReloadError;
 use super::verifier::TrustVerifier;
-use crate::material::{ConfigMapTrustProblem, TrustAnchors, anchors_from_pem};
+use crate::material::{ConfigMapTrustProblem, TrustAnchors, anchors::anchors_from_pem};
 use crate::origin::{ClusterTrustBundlesRef, TrustOrigin};
-use crate::watch::{ClusterTrustBundle, Reads, SharedObject, WatchedBuilder, WatchedObject};
+use crate::watch::{
+    ClusterTrustBundle, SharedObject, WatchedBuilder, WatchedObject, builder::Reads,
+};
 
 /// Why a signer's ClusterTrustBundles give no usable roots: which set, and what is
 /// wrong. Never carries the data.

@@ -11,7 +11,7 @@ use super::from_object::{TrustFromObject, WatchedTrustSource, sealed};
 use super::source::TrustReloadError;
 use super::verifier::TrustVerifier;
 use crate::material::{
-    ConfigMapTrustCache, ConfigMapTrustError, ConfigMapTrustProblem, TrustAnchors,
+    ConfigMapTrustError, ConfigMapTrustProblem, TrustAnchors, anchors::ConfigMapTrustCache,
 };
 use crate::origin::{ConfigMapRef, TrustOrigin};
 use crate::watch::{SharedObject, WatchedObject};

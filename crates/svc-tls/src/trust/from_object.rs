@@ -12,7 +12,7 @@ use super::source::{TrustReloadError, TrustSource};
 use super::verifier::TrustVerifier;
 use crate::material::TrustAnchors;
 use crate::origin::{SourceHealth, TrustOrigin};
-use crate::watch::{SharedObject, WatchedKind, WatchedObject, resource_version};
+use crate::watch::{SharedObject, WatchedKind, WatchedObject, kind::resource_version};
 
 /// Seals [`TrustFromObject`] and carries its per-kind parts.
 pub(crate) mod sealed {

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use super::source::{TrustReloadError, TrustSource};
 use crate::material::TrustAnchors;
 use crate::origin::{SourceHealth, TrustOrigin};
-use crate::spiffe::{BundleError, TrustDomain, WorkloadApiSource};
+use crate::spiffe::{TrustDomain, WorkloadApiSource, error::BundleError};
 
 /// One trust domain's X.509 bundle from the Workload API, as the verifier's trust
 /// source. A bundle update is used on the next handshake; an unchanged bundle gives

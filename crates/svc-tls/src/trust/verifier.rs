@@ -43,8 +43,8 @@ use super::settings::TrustSettings;
 use super::source::{TrustReloadError, TrustSource};
 use super::state::TrustState;
 use crate::last_good::{
-    Accepted, Episode, Failure, LastGood, MonotonicClock, ReloadRecorder, Reporter, Served,
-    WatchWords,
+    MonotonicClock, ReloadRecorder, report::Reporter, slot::Accepted, slot::Episode, slot::Failure,
+    slot::LastGood, slot::Served, watch_health::WatchWords,
 };
 use crate::material::TrustAnchors;
 use crate::origin::{SourceHealth, TrustOrigin};
@@ -256,7 +256,7 @@ impl TrustVerifier {
     /// failure is recorded apart from a handshake's, see `ReadBy`).
     fn reload(
         &self,
-        by: crate::last_good::ReadBy,
+        by: crate::last_good::slot::ReadBy,
     ) -> (
         Result<Arc<Served<Roots>>, rustls::Error>,
         Option<TrustReloadError>,
@@ -292,7 +292,7 @@ impl TrustVerifier {
         &self,
         anchors: Arc<TrustAnchors>,
         version: Option<u64>,
-        by: crate::last_good::ReadBy,
+        by: crate::last_good::slot::ReadBy,
     ) -> Result<Arc<Served<Roots>>, rustls::Error> {
         let inner = &*self.inner;
         let current = inner.core.served();
@@ -330,7 +330,7 @@ impl TrustVerifier {
     fn failed(
         &self,
         failure: &TrustFailure,
-        by: crate::last_good::ReadBy,
+        by: crate::last_good::slot::ReadBy,
     ) -> Result<Arc<Served<Roots>>, rustls::Error> {
         let inner = &*self.inner;
         let failed = inner.fail(failure, by);
@@ -421,7 +421,7 @@ impl TrustVerifier {
     /// The handshake's refusal when the source has withdrawn its trust, or fails and
     /// the last good roots have expired.
     pub fn roots_now(&self) -> Result<Arc<TrustAnchors>, rustls::Error> {
-        self.reload(crate::last_good::ReadBy::Handshake)
+        self.reload(crate::last_good::slot::ReadBy::Handshake)
             .0
             .map(|served| served.value.anchors.clone())
     }
@@ -431,7 +431,7 @@ impl TrustVerifier {
     /// readiness probe's one read.
     pub(crate) fn reload_reporting_error(
         &self,
-        by: crate::last_good::ReadBy,
+        by: crate::last_good::slot::ReadBy,
     ) -> Option<TrustReloadError> {
         self.reload(by).1
     }
@@ -461,7 +461,7 @@ impl TrustVerifier {
             return true;
         }
         if inner.source.refused_now().is_some() && !inner.core.is_stale() {
-            let _ = self.reload(crate::last_good::ReadBy::Handshake);
+            let _ = self.reload(crate::last_good::slot::ReadBy::Handshake);
         }
         let Some(failing_for) = inner.core.failing_for() else {
             return false;

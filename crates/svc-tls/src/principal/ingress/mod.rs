@@ -431,7 +431,7 @@ impl IngressVerifier {
         // with its own server) continues the trace the headers carry.
         let span = tracing::info_span!("svc_tls.principal.verify", result = tracing::field::Empty);
         #[cfg(feature = "otel")]
-        if crate::telemetry::context_of(&tracing::Span::current()).is_none() {
+        if crate::telemetry::propagate::context_of(&tracing::Span::current()).is_none() {
             crate::telemetry::continue_trace(&span, headers);
         }
         let _entered = span.enter();

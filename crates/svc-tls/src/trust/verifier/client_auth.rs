@@ -21,7 +21,7 @@ impl TrustVerifier {
         intermediates: &[CertificateDer<'_>],
         now: UnixTime,
     ) -> Result<(), rustls::Error> {
-        let served = self.reload(crate::last_good::ReadBy::Handshake).0?;
+        let served = self.reload(crate::last_good::slot::ReadBy::Handshake).0?;
         verify_chain_for(
             &served.value.anchors,
             &self.inner.provider,

@@ -18,7 +18,7 @@ impl Follower for FollowingVerifier {
         // A reload that loads something: a span naming the source.
         let _span =
             tracing::info_span!("svc_tls.trust.reload", source = %inner.source.origin()).entered();
-        let _ = TrustVerifier { inner }.reload(crate::last_good::ReadBy::Handshake);
+        let _ = TrustVerifier { inner }.reload(crate::last_good::slot::ReadBy::Handshake);
         true
     }
 }

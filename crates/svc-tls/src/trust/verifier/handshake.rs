@@ -18,7 +18,7 @@ impl ServerCertVerifier for TrustVerifier {
         now: UnixTime,
     ) -> Result<ServerCertVerified, rustls::Error> {
         // One snapshot: the whole chain is verified against one root set.
-        let served = self.reload(crate::last_good::ReadBy::Handshake).0?;
+        let served = self.reload(crate::last_good::slot::ReadBy::Handshake).0?;
         let roots = &served.value;
         match &self.inner.authorization {
             ServerAuthorization::HostName => roots.verifier.verify_server_cert(
