@@ -23,7 +23,11 @@ pub(super) fn render_clients(results: &Results, out: &mut String) {
          process other than Go's client, each requiring and verifying client \
          certificates), in alternating batches. CPU per handshake: ours the client \
          thread's CPU time (`/proc/thread-self/schedstat`), Go's its process's \
-         (`getrusage`, user + system: the runtime and GC included).\n",
+         (`getrusage`, user + system: the runtime and GC included). Both negotiate \
+         `TLS13_AES_128_GCM_SHA256` (each offers it first). Ours checks the server \
+         chain's signature once per thread and remembers it, as a service does for a \
+         peer's unchanging chain; Go's checks it on every handshake \
+         ([certificate-signature-memo.md](decisions/certificate-signature-memo.md)).\n",
         go_named(results)
     );
     let _ = writeln!(
