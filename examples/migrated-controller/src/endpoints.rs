@@ -253,6 +253,9 @@ pub async fn serve_probes(address: &str, probes: Probes) -> Result<SocketAddr, E
 /// - `controller_runtime_reconcile_panics_total{controller}`: reconciles that
 ///   panicked (recovered);
 /// - `controller_runtime_active_workers{controller}`: reconciles running now;
+/// - `controller_runtime_max_concurrent_reconciles{controller}`: `--max-concurrency`,
+///   the bound on active workers (absent when there is none, `0`), so that an alert
+///   can tell workers saturated ([`ManagerMetrics::max_concurrent_reconciles`]);
 /// - `leader_election_master_status{name}`: 1 while this replica runs the controller
 ///   as the Lease's holder, else 0 (only with leader election, as in
 ///   controller-runtime; `name` is the Lease's).
@@ -260,12 +263,25 @@ pub async fn serve_probes(address: &str, probes: Probes) -> Result<SocketAddr, E
 pub struct ManagerMetrics {
     counters: Arc<Counters>,
     lease: Option<String>,
+    max_concurrency: Option<u16>,
 }
 
 impl ManagerMetrics {
     /// The series of `counters`; `lease` the Lease's name when electing.
     pub fn new(counters: Arc<Counters>, lease: Option<String>) -> Self {
-        ManagerMetrics { counters, lease }
+        ManagerMetrics {
+            counters,
+            lease,
+            max_concurrency: None,
+        }
+    }
+
+    /// Exports `controller_runtime_max_concurrent_reconciles` as `max` (the manager's
+    /// `--max-concurrency`); `0`, no bound, exports none.
+    #[must_use]
+    pub fn max_concurrent_reconciles(mut self, max: u16) -> Self {
+        self.max_concurrency = (max > 0).then_some(max);
+        self
     }
 }
 
@@ -314,6 +330,17 @@ impl Collector for ManagerMetrics {
             )?
             .encode_family(&controller)?
             .encode_gauge(&c.running())?;
+        if let Some(max) = self.max_concurrency {
+            encoder
+                .encode_descriptor(
+                    "controller_runtime_max_concurrent_reconciles",
+                    "Maximum number of concurrent reconciles per controller",
+                    None,
+                    MetricType::Gauge,
+                )?
+                .encode_family(&controller)?
+                .encode_gauge(&i64::from(max))?;
+        }
         if let Some(lease) = &self.lease {
             encoder
                 .encode_descriptor(
@@ -360,10 +387,10 @@ mod tests {
     fn the_counters_under_controller_runtimes_names() {
         let counters = Arc::new(Counters::default());
         let mut registry = Registry::default();
-        registry.register_collector(Box::new(ManagerMetrics::new(
-            Arc::clone(&counters),
-            Some("lease".to_owned()),
-        )));
+        registry.register_collector(Box::new(
+            ManagerMetrics::new(Arc::clone(&counters), Some("lease".to_owned()))
+                .max_concurrent_reconciles(4),
+        ));
         let mut text = String::new();
         encode(&mut text, &registry).unwrap();
         for line in [
@@ -371,6 +398,7 @@ mod tests {
             "controller_runtime_reconcile_errors_total{controller=\"managedresource\"} 0",
             "controller_runtime_reconcile_panics_total{controller=\"managedresource\"} 0",
             "controller_runtime_active_workers{controller=\"managedresource\"} 0",
+            "controller_runtime_max_concurrent_reconciles{controller=\"managedresource\"} 4",
             "leader_election_master_status{name=\"lease\"} 0",
         ] {
             assert!(text.lines().any(|l| l == line), "{line}:\n{text}");

@@ -104,10 +104,10 @@ async fn main_async(
             .leader_election
             .as_ref()
             .map(|election| election.lease_name.clone());
-        registry.register_collector(Box::new(ManagerMetrics::new(
-            std::sync::Arc::clone(&counters),
-            lease,
-        )));
+        registry.register_collector(Box::new(
+            ManagerMetrics::new(std::sync::Arc::clone(&counters), lease)
+                .max_concurrent_reconciles(manager.manager.max_concurrency),
+        ));
         let bound = endpoints::serve_metrics(address, registry).await?;
         tracing::info!("metrics: serving http://{bound}/metrics");
     }

@@ -483,6 +483,15 @@ async fn the_binary_takes_the_deployed_flags() {
         Some(0.0),
         "{scraped}"
     );
+    // --max-concurrency as the bound the saturation alert compares with.
+    assert_eq!(
+        sample(
+            &scraped,
+            "controller_runtime_max_concurrent_reconciles{controller=\"managedresource\"}"
+        ),
+        Some(16.0),
+        "{scraped}"
+    );
     assert_eq!(http_get(&probes, "/readyz").unwrap().0, 200);
 }
 
