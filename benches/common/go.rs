@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 /// One batch measured by the Go child.
 #[derive(Clone, Copy, Debug)]
-pub struct GoBatch {
+pub(crate) struct GoBatch {
     /// Wall nanoseconds per operation.
     pub ns: f64,
     /// The Go process's CPU time (user + system, `getrusage`) per operation.
@@ -55,7 +55,7 @@ fn reply(stdout: &mut BufReader<ChildStdout>, what: &str) -> serde_json::Value {
 }
 
 /// The Go program measuring on command (`-mode child`).
-pub struct GoChild {
+pub(crate) struct GoChild {
     child: Child,
     stdin: Option<ChildStdin>,
     stdout: BufReader<ChildStdout>,
@@ -63,7 +63,7 @@ pub struct GoChild {
 
 impl GoChild {
     /// `None` when this run measures no Go (`BENCH_GO_BINARY` unset).
-    pub fn spawn(material: &Path) -> Option<RefCell<Self>> {
+    pub(crate) fn spawn(material: &Path) -> Option<RefCell<Self>> {
         binary()?;
         let (child, stdin, stdout) = spawn(material, "child");
         Some(RefCell::new(Self {
@@ -82,7 +82,7 @@ impl GoChild {
 
     /// One batch of the operation `id`: `n` operations, or (`n` = 0) a batch sized
     /// by the Go program (once per id) to last about `target`.
-    pub fn measure(&mut self, id: &str, n: usize, target: Duration) -> GoBatch {
+    pub(crate) fn measure(&mut self, id: &str, n: usize, target: Duration) -> GoBatch {
         let v = self.command(&format!("measure {id} {n} {}", target.as_nanos()));
         GoBatch {
             ns: v["ns"].as_f64().unwrap(),
@@ -92,21 +92,21 @@ impl GoChild {
     }
 
     /// Names a server the `go/client/<name>/<key>` operations dial.
-    pub fn peer(&mut self, name: &str, addr: SocketAddr) {
+    pub(crate) fn peer(&mut self, name: &str, addr: SocketAddr) {
         self.command(&format!("peer {name} {addr}"));
     }
 
     /// Points the program's controller-runtime cache-backed client at an API server
     /// (`base_url`, the admin bearer `token`, its serving CA in the PEM file
     /// `ca_file`); answers once the Secret informer over the bench namespace synced.
-    pub fn cluster(&mut self, base_url: &str, token: &str, ca_file: &Path) {
+    pub(crate) fn cluster(&mut self, base_url: &str, token: &str, ca_file: &Path) {
         self.command(&format!("cluster {base_url} {token} {}", ca_file.display()));
     }
 
     /// Opens go-spiffe's `X509Source` on the Workload API at `endpoint` (`unix://...`)
     /// with an mTLS client configuration authorizing exactly `server_id`; answers,
     /// once the first SVID arrived, the SPIFFE ID Go will present.
-    pub fn spiffe(&mut self, endpoint: &str, server_id: &str) -> String {
+    pub(crate) fn spiffe(&mut self, endpoint: &str, server_id: &str) -> String {
         self.command(&format!("spiffe {endpoint} {server_id}"))["id"]
             .as_str()
             .unwrap()
@@ -116,7 +116,7 @@ impl GoChild {
     /// Starts, in this process, a crypto/tls server whose `GetCertificate` reads the
     /// identity Secret `bench/<name>` through controller-runtime's cache and parses
     /// it on every handshake (after [`cluster`](Self::cluster)); its address.
-    pub fn serve_secret(&mut self, name: &str) -> SocketAddr {
+    pub(crate) fn serve_secret(&mut self, name: &str) -> SocketAddr {
         self.command(&format!("serve-secret {name}"))["addr"]
             .as_str()
             .unwrap()
@@ -127,7 +127,7 @@ impl GoChild {
     /// Starts, in this process, go-spiffe's `MTLSServerConfig` over an `X509Source`
     /// on the Workload API at `endpoint`, callers authorized as members of
     /// `trust_domain`; its address.
-    pub fn serve_spiffe(&mut self, endpoint: &str, trust_domain: &str) -> SocketAddr {
+    pub(crate) fn serve_spiffe(&mut self, endpoint: &str, trust_domain: &str) -> SocketAddr {
         self.command(&format!("serve-spiffe {endpoint} {trust_domain}"))["addr"]
             .as_str()
             .unwrap()
@@ -136,12 +136,12 @@ impl GoChild {
     }
 
     /// This process's CPU time (user + system, `getrusage`), nanoseconds.
-    pub fn cpu_ns(&mut self) -> f64 {
+    pub(crate) fn cpu_ns(&mut self) -> f64 {
         self.command("cpu")["cpu_ns"].as_f64().unwrap()
     }
 
     /// The group the client of handshake operation `id` offers first.
-    pub fn group(&mut self, id: &str) -> String {
+    pub(crate) fn group(&mut self, id: &str) -> String {
         self.command(&format!("group {id}"))["group"]
             .as_str()
             .unwrap()
@@ -159,7 +159,7 @@ impl Drop for GoChild {
 /// The Go program serving (`-mode server`), in a process of its own: a crypto/tls
 /// server (handshake, one byte, close) and an HTTPS server, both requiring and
 /// verifying client certificates against the material's client CA.
-pub struct GoServer {
+pub(crate) struct GoServer {
     child: Child,
     stdin: Option<ChildStdin>,
     pub tls: SocketAddr,
@@ -167,7 +167,7 @@ pub struct GoServer {
 }
 
 impl GoServer {
-    pub fn spawn(material: &Path) -> Option<Self> {
+    pub(crate) fn spawn(material: &Path) -> Option<Self> {
         binary()?;
         let (child, stdin, mut stdout) = spawn(material, "server");
         let v = reply(&mut stdout, "start-up");
@@ -189,7 +189,7 @@ impl Drop for GoServer {
 
 /// This thread's CPU time in nanoseconds (`/proc/thread-self/schedstat`: time spent
 /// running), for our client's CPU per handshake.
-pub fn thread_cpu_ns() -> f64 {
+pub(crate) fn thread_cpu_ns() -> f64 {
     let text = std::fs::read_to_string("/proc/thread-self/schedstat").unwrap();
     text.split_whitespace().next().unwrap().parse().unwrap()
 }
@@ -198,7 +198,7 @@ pub fn thread_cpu_ns() -> f64 {
 /// `/proc/self/task/*/schedstat`): for a client whose work spreads over a runtime's
 /// workers. Threads that exited meanwhile are not counted, so measure a batch whose
 /// threads outlive it.
-pub fn process_cpu_ns() -> f64 {
+pub(crate) fn process_cpu_ns() -> f64 {
     std::fs::read_dir("/proc/self/task")
         .unwrap()
         .filter_map(|task| {
@@ -209,7 +209,7 @@ pub fn process_cpu_ns() -> f64 {
 }
 
 /// How many calls of `op` last about `target` (after a warm-up).
-pub fn size(mut op: impl FnMut(), target: Duration) -> usize {
+pub(crate) fn size(mut op: impl FnMut(), target: Duration) -> usize {
     let mut batch = 1usize;
     loop {
         let start = Instant::now();
@@ -226,7 +226,7 @@ pub fn size(mut op: impl FnMut(), target: Duration) -> usize {
 }
 
 /// Mean nanoseconds per call of `op` over `n` calls.
-pub fn time(n: usize, mut op: impl FnMut()) -> f64 {
+pub(crate) fn time(n: usize, mut op: impl FnMut()) -> f64 {
     let start = Instant::now();
     for _ in 0..n {
         op();
@@ -235,12 +235,12 @@ pub fn time(n: usize, mut op: impl FnMut()) -> f64 {
 }
 
 /// One arm of an interleaved measurement: returns one sample per call.
-pub type Arm<'a> = Box<dyn FnMut() -> f64 + 'a>;
+pub(crate) type Arm<'a> = Box<dyn FnMut() -> f64 + 'a>;
 
 /// Runs `rounds` rounds of all `arms`, in alternating order (reversed every other
 /// round) so that drift falls on all alike, after one warm-up call of each: the
 /// samples of each arm, index `i` of every arm from the same round `i`.
-pub fn interleave(rounds: usize, mut arms: Vec<Arm<'_>>) -> Vec<Vec<f64>> {
+pub(crate) fn interleave(rounds: usize, mut arms: Vec<Arm<'_>>) -> Vec<Vec<f64>> {
     for arm in &mut arms {
         arm();
     }

@@ -12,7 +12,7 @@
 //! - `client-ca.crt`, `server.crt`, `server.key`, `server-ca.crt`: for the handshakes.
 #![allow(dead_code)]
 
-pub mod go;
+pub(crate) mod go;
 
 use std::collections::BTreeMap;
 use std::io::Write as _;
@@ -26,7 +26,7 @@ use test_support::keys::{KeyAlg, KeyFormat};
 use test_support::pki::TestCa;
 
 /// One client identity case: key type and key format.
-pub struct Case {
+pub(crate) struct Case {
     /// `<key>-<format>`, e.g. `rsa2048-pkcs1`.
     pub name: String,
     /// `tls.crt` / `tls.key` of the identity served first.
@@ -39,12 +39,12 @@ pub struct Case {
 
 impl Case {
     /// The key type part of the name (`rsa2048`, `p256`, ...).
-    pub fn key(&self) -> &str {
+    pub(crate) fn key(&self) -> &str {
         self.name.split('-').next().unwrap_or(&self.name)
     }
 }
 
-pub struct Material {
+pub(crate) struct Material {
     pub dir: PathBuf,
     pub cases: Vec<Case>,
     pub client_ca_pem: String,
@@ -54,7 +54,7 @@ pub struct Material {
 }
 
 impl Material {
-    pub fn case(&self, name: &str) -> &Case {
+    pub(crate) fn case(&self, name: &str) -> &Case {
         self.cases
             .iter()
             .find(|case| case.name == name)
@@ -63,12 +63,12 @@ impl Material {
 }
 
 /// Whether `cargo xtask bench --quick` asked for a smoke run.
-pub fn quick() -> bool {
+pub(crate) fn quick() -> bool {
     std::env::var_os("BENCH_QUICK").is_some_and(|v| v == "1")
 }
 
 /// Loads the material, generating it first if the directory has none.
-pub fn material() -> Material {
+pub(crate) fn material() -> Material {
     let dir = std::env::var_os("BENCH_MATERIAL_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| {
@@ -116,20 +116,20 @@ fn load(dir: &Path) -> Material {
 
 /// A P-256 CA with rcgen's default subject and no key usages (the shape the Go
 /// program and the committed benchmark runs were measured with).
-pub fn ca() -> TestCa {
+pub(crate) fn ca() -> TestCa {
     let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
     params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
     TestCa::from_params(params)
 }
 
-pub fn generate_key(key: &str) -> KeyPair {
+pub(crate) fn generate_key(key: &str) -> KeyPair {
     KeyAlg::from_name(key)
         .unwrap_or_else(|| panic!("unknown key type {key}"))
         .generate()
 }
 
 /// The key types and formats measured (the formats cert-manager and Go write).
-pub const KEYS: &[(&str, &[&str])] = &[
+pub(crate) const KEYS: &[(&str, &[&str])] = &[
     ("rsa2048", &["pkcs8", "pkcs1"]),
     ("rsa3072", &["pkcs8"]),
     ("rsa4096", &["pkcs8", "pkcs1"]),
@@ -146,7 +146,7 @@ fn write(dir: &Path, name: &str, contents: &str) {
 
 /// Generates all the material into `dir` (through a sibling temporary directory, so
 /// that a reader never sees half of it).
-pub fn generate(dir: &Path) {
+pub(crate) fn generate(dir: &Path) {
     eprintln!("bench: generating key material in {}", dir.display());
     let staging = dir.with_extension(format!("tmp{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&staging);
@@ -208,7 +208,7 @@ pub fn generate(dir: &Path) {
 }
 
 /// A `kubernetes.io/tls` Secret with the given `tls.crt` and `tls.key`.
-pub fn secret(namespace: &str, name: &str, cert_pem: &str, key_pem: &str) -> Secret {
+pub(crate) fn secret(namespace: &str, name: &str, cert_pem: &str, key_pem: &str) -> Secret {
     Secret {
         metadata: ObjectMeta {
             namespace: Some(namespace.into()),
@@ -231,7 +231,7 @@ pub fn secret(namespace: &str, name: &str, cert_pem: &str, key_pem: &str) -> Sec
 }
 
 /// Like [`emit`], for counts (unit `count`): one value per event.
-pub fn emit_counts(file: &str, id: &str, counts: &[f64]) {
+pub(crate) fn emit_counts(file: &str, id: &str, counts: &[f64]) {
     eprintln!(
         "bench: counted {id}: {} over {} events",
         counts.iter().sum::<f64>(),
@@ -246,7 +246,7 @@ pub fn emit_counts(file: &str, id: &str, counts: &[f64]) {
 /// Appends sampled results (mean nanoseconds per operation, one per batch) as one JSON
 /// line to `BENCH_RESULTS_DIR/<file>.jsonl`, the format of the Go program's output,
 /// for the benchmarks criterion cannot express (interleaved batches, one-shot loads).
-pub fn emit(file: &str, id: &str, samples: &[f64]) {
+pub(crate) fn emit(file: &str, id: &str, samples: &[f64]) {
     eprintln!("bench: measured {id} ({} samples)", samples.len());
     if std::env::var_os("BENCH_RESULTS_DIR").is_none() {
         let mut sorted = samples.to_vec();
@@ -267,7 +267,7 @@ pub fn emit(file: &str, id: &str, samples: &[f64]) {
 /// comes from round `i` of the same measurement, named `group` (unique in the run),
 /// which the report requires before it pairs two ids round by round (a ratio
 /// between the languages is taken only between ids of one group).
-pub fn emit_paired(file: &str, group: &str, series: &[(String, Vec<f64>)]) {
+pub(crate) fn emit_paired(file: &str, group: &str, series: &[(String, Vec<f64>)]) {
     let rounds = series.first().map_or(0, |(_, s)| s.len());
     for (id, samples) in series {
         assert_eq!(samples.len(), rounds, "{id}: not one sample per round");

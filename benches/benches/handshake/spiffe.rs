@@ -31,7 +31,7 @@ use super::{
 
 /// `handshake/{secret-on-svid-server,spiffe}/p256/<N>`: Secret mode (`secret`, the
 /// resolver over the p256 Secret) against SPIFFE mode on one server presenting an SVID.
-pub fn secret_vs_spiffe(
+pub(crate) fn secret_vs_spiffe(
     rt: &tokio::runtime::Runtime,
     material: &common::Material,
     secret: &IdentityResolver,

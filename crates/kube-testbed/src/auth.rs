@@ -83,7 +83,7 @@ pub(crate) struct Authenticator {
 }
 
 impl Authenticator {
-    pub fn new(admin_token: &str) -> Self {
+    pub(crate) fn new(admin_token: &str) -> Self {
         let mut tokens = HashMap::new();
         tokens.insert(
             admin_token.to_string(),
@@ -98,7 +98,7 @@ impl Authenticator {
         }
     }
 
-    pub fn add_token(&mut self, token: &str, rules: Vec<Rule>) {
+    pub(crate) fn add_token(&mut self, token: &str, rules: Vec<Rule>) {
         let user = match self.tokens.get(token) {
             Some(existing) => existing.user.clone(),
             None => {
@@ -117,12 +117,12 @@ impl Authenticator {
     }
 
     /// Forget `token`: its requests get 401 from now on.
-    pub fn revoke_token(&mut self, token: &str) {
+    pub(crate) fn revoke_token(&mut self, token: &str) {
         self.tokens.remove(token);
     }
 
     /// The user name for an `Authorization` header value, or 401.
-    pub fn authenticate(&self, header: Option<&str>) -> Result<&str, ApiError> {
+    pub(crate) fn authenticate(&self, header: Option<&str>) -> Result<&str, ApiError> {
         let token = header
             .and_then(|h| {
                 h.strip_prefix("Bearer ")
@@ -136,7 +136,7 @@ impl Authenticator {
     }
 
     /// 403 unless the user may do this.
-    pub fn authorize(&self, user: &str, req: &Attributes<'_>) -> Result<(), ApiError> {
+    pub(crate) fn authorize(&self, user: &str, req: &Attributes<'_>) -> Result<(), ApiError> {
         let Some(subject) = self.tokens.values().find(|s| s.user == user) else {
             return Err(ApiError::new(401, "Unauthorized", "Unauthorized"));
         };

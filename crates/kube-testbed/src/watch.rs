@@ -25,7 +25,7 @@ pub(crate) struct OwnedScope {
 }
 
 impl OwnedScope {
-    pub fn scope(&self) -> Scope<'_> {
+    pub(crate) fn scope(&self) -> Scope<'_> {
         Scope {
             ns: self.ns.as_deref(),
             labels: &self.labels,
@@ -53,7 +53,7 @@ pub(crate) struct WatchStream {
 pub(crate) struct OpenWatch(Arc<AtomicUsize>);
 
 impl OpenWatch {
-    pub fn new(count: &Arc<AtomicUsize>) -> Self {
+    pub(crate) fn new(count: &Arc<AtomicUsize>) -> Self {
         count.fetch_add(1, Ordering::SeqCst);
         Self(count.clone())
     }
@@ -183,7 +183,7 @@ impl WatchStream {
         }
     }
 
-    pub fn into_body(self) -> Body {
+    pub(crate) fn into_body(self) -> Body {
         let stream = futures::stream::unfold(self, |mut st| async move {
             st.next_line()
                 .await

@@ -23,7 +23,7 @@ const BOUND: Duration = Duration::from_secs(20);
 type Answer = fn(TcpStream) -> futures_like::BoxFuture;
 
 mod futures_like {
-    pub type BoxFuture = std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>;
+    pub(crate) type BoxFuture = std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>;
 }
 
 /// A peer on loopback answering every request with `answer`; its base URL.

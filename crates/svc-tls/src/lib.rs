@@ -55,7 +55,6 @@
 //! It deliberately does not own building the service's general Kubernetes client
 //! (`kube-construct`).
 #![deny(missing_docs)]
-#![warn(unreachable_pub)]
 
 // Private file modules that no public path leads into.
 mod follow;

@@ -19,7 +19,7 @@ const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset
 
 /// Binds `address` and serves `registry` on `GET /metrics` until the process ends;
 /// returns the address bound (port 0 picks one).
-pub async fn serve(address: SocketAddr, registry: Registry) -> std::io::Result<SocketAddr> {
+pub(crate) async fn serve(address: SocketAddr, registry: Registry) -> std::io::Result<SocketAddr> {
     let listener = TcpListener::bind(address).await?;
     let bound = listener.local_addr()?;
     let registry = Arc::new(registry);

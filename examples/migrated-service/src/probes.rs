@@ -27,7 +27,7 @@ use tokio::net::TcpListener;
 
 /// Binds `address` and serves the probes until the process ends; returns the address
 /// bound (port 0 picks one).
-pub async fn serve(
+pub(crate) async fn serve(
     address: SocketAddr,
     readiness: Readiness,
     verbose: bool,
@@ -102,7 +102,7 @@ fn answer<B>(
 /// The caches' verdict: syncing is not ready (reads would miss objects); degraded
 /// (the watch fails, reads serve the last known state) is ready with its reason, so
 /// that an API server outage does not take every replica out of its Service.
-pub fn caches_verdict(report: &HealthReport) -> Verdict {
+pub(crate) fn caches_verdict(report: &HealthReport) -> Verdict {
     let describe = |state: CacheState| {
         report
             .caches

@@ -44,7 +44,7 @@ use tokio::net::TcpListener;
 use crate::Error;
 
 /// The receiving side's flags.
-pub fn augment(cmd: Command) -> Command {
+pub(crate) fn augment(cmd: Command) -> Command {
     cmd.arg(
         Arg::new("receive-bind-address")
             .long("receive-bind-address")
@@ -99,7 +99,7 @@ pub fn augment(cmd: Command) -> Command {
 
 /// Builds the verifier and serves the endpoint when `--receive-bind-address` is set;
 /// returns the address bound.
-pub async fn start(
+pub(crate) async fn start(
     matches: &ArgMatches,
     cluster: &ClusterClient,
     sync_timeout: std::time::Duration,

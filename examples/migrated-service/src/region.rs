@@ -14,7 +14,7 @@ use platform_client_compat::tls::principal::Principal;
 use crate::Error;
 
 /// `--organization-id`: the organization whose regions are listed.
-pub fn augment(cmd: Command) -> Command {
+pub(crate) fn augment(cmd: Command) -> Command {
     cmd.arg(
         Arg::new("organization-id")
             .long("organization-id")
@@ -25,7 +25,7 @@ pub fn augment(cmd: Command) -> Command {
 }
 
 /// `--organization-id`.
-pub fn organization(matches: &ArgMatches) -> String {
+pub(crate) fn organization(matches: &ArgMatches) -> String {
     matches
         .get_one::<String>("organization-id")
         .cloned()
@@ -33,7 +33,7 @@ pub fn organization(matches: &ArgMatches) -> String {
 }
 
 /// The generated client over the region peer, when `--region-host` is set.
-pub async fn connect(
+pub(crate) async fn connect(
     cluster: &ClusterClient,
     peer: &PeerOptions,
     me: &ClientIdentityOptions,
@@ -49,7 +49,7 @@ pub async fn connect(
 
 /// One `listRegions` call: prints the regions, or why the call failed (the service
 /// goes on, as a controller's next reconcile would).
-pub async fn list(client: &region_api::Client, organization: &str) {
+pub(crate) async fn list(client: &region_api::Client, organization: &str) {
     match client
         .list_regions()
         .organization_id(organization)

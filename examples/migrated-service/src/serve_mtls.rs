@@ -34,7 +34,7 @@ use tokio::net::TcpListener;
 use crate::Error;
 
 /// The mTLS listener's flags (`--principal-audience` is the receiving side's).
-pub fn augment(cmd: Command) -> Command {
+pub(crate) fn augment(cmd: Command) -> Command {
     cmd.arg(
         Arg::new("serve-bind-address")
             .long("serve-bind-address")
@@ -60,7 +60,7 @@ pub fn augment(cmd: Command) -> Command {
 
 /// Serves the endpoint over mTLS when `--serve-bind-address` is set; returns the
 /// address bound.
-pub async fn start(
+pub(crate) async fn start(
     matches: &ArgMatches,
     cluster: &ClusterClient,
     identity: &IdentityResolver,

@@ -19,6 +19,10 @@
 pub mod argo;
 mod condition;
 pub mod fake;
+// kube's `KubeSchema` derive (with `x_kube` validation rules) writes a private copy of
+// `HelmApplicationVersion` carrying its `pub`; the lint sees that copy, not the type,
+// which is re-exported below.
+#[allow(unreachable_pub)]
 mod helm;
 mod schema;
 mod values;

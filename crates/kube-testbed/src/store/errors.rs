@@ -14,7 +14,7 @@ pub(crate) struct ApiError {
 }
 
 impl ApiError {
-    pub fn new(code: u16, reason: &'static str, message: impl Into<String>) -> Self {
+    pub(crate) fn new(code: u16, reason: &'static str, message: impl Into<String>) -> Self {
         Self {
             code,
             reason,
@@ -28,7 +28,7 @@ impl ApiError {
         self
     }
 
-    pub fn not_found(kind: &KindSpec, name: &str) -> Self {
+    pub(crate) fn not_found(kind: &KindSpec, name: &str) -> Self {
         Self::new(
             404,
             "NotFound",
@@ -37,7 +37,7 @@ impl ApiError {
         .with_details(kind, name)
     }
 
-    pub fn already_exists(kind: &KindSpec, name: &str) -> Self {
+    pub(crate) fn already_exists(kind: &KindSpec, name: &str) -> Self {
         Self::new(
             409,
             "AlreadyExists",
@@ -46,7 +46,7 @@ impl ApiError {
         .with_details(kind, name)
     }
 
-    pub fn conflict(kind: &KindSpec, name: &str, why: &str) -> Self {
+    pub(crate) fn conflict(kind: &KindSpec, name: &str, why: &str) -> Self {
         Self::new(
             409,
             "Conflict",
@@ -60,7 +60,7 @@ impl ApiError {
         .with_details(kind, name)
     }
 
-    pub fn invalid(kind: &KindSpec, name: &str, field: &str, why: &str) -> Self {
+    pub(crate) fn invalid(kind: &KindSpec, name: &str, field: &str, why: &str) -> Self {
         let mut e = Self::new(
             422,
             "Invalid",
@@ -79,15 +79,15 @@ impl ApiError {
         e
     }
 
-    pub fn bad_request(message: impl Into<String>) -> Self {
+    pub(crate) fn bad_request(message: impl Into<String>) -> Self {
         Self::new(400, "BadRequest", message)
     }
 
-    pub fn gone(message: impl Into<String>) -> Self {
+    pub(crate) fn gone(message: impl Into<String>) -> Self {
         Self::new(410, "Expired", message)
     }
 
-    pub fn for_status(code: u16) -> Self {
+    pub(crate) fn for_status(code: u16) -> Self {
         let reason = match code {
             400 => "BadRequest",
             401 => "Unauthorized",
@@ -107,7 +107,7 @@ impl ApiError {
     }
 
     /// The `Status` object.
-    pub fn status(&self) -> Value {
+    pub(crate) fn status(&self) -> Value {
         let mut s = json!({
             "kind": "Status",
             "apiVersion": "v1",

@@ -79,7 +79,7 @@ pub(crate) struct Scope<'a> {
 }
 
 impl Scope<'_> {
-    pub fn matches(&self, obj: &Value) -> bool {
+    pub(crate) fn matches(&self, obj: &Value) -> bool {
         if let Some(ns) = self.ns
             && obj.pointer("/metadata/namespace").and_then(Value::as_str) != Some(ns)
         {
@@ -112,7 +112,7 @@ pub(crate) enum PatchKind {
 }
 
 impl Store {
-    pub fn new(history_limit: usize) -> Self {
+    pub(crate) fn new(history_limit: usize) -> Self {
         Self {
             kinds: builtin_kinds(),
             rv: 1,
@@ -125,22 +125,22 @@ impl Store {
         }
     }
 
-    pub fn kinds(&self) -> &[Arc<KindSpec>] {
+    pub(crate) fn kinds(&self) -> &[Arc<KindSpec>] {
         &self.kinds
     }
 
-    pub fn current_rv(&self) -> u64 {
+    pub(crate) fn current_rv(&self) -> u64 {
         self.rv
     }
 
-    pub fn register_kind(&mut self, spec: KindSpec) {
+    pub(crate) fn register_kind(&mut self, spec: KindSpec) {
         self.kinds
             .retain(|k| !(k.group == spec.group && k.plural == spec.plural));
         self.kinds.push(Arc::new(spec));
     }
 
     /// Find a kind by group + version + plural (URL routing).
-    pub fn kind_by_resource(
+    pub(crate) fn kind_by_resource(
         &self,
         group: &str,
         version: &str,
@@ -153,7 +153,7 @@ impl Store {
     }
 
     /// Find a kind by apiVersion + kind (object bodies).
-    pub fn kind_by_gvk(&self, api_version: &str, kind: &str) -> Option<Arc<KindSpec>> {
+    pub(crate) fn kind_by_gvk(&self, api_version: &str, kind: &str) -> Option<Arc<KindSpec>> {
         self.kinds
             .iter()
             .find(|k| k.api_version() == api_version && k.kind == kind)
@@ -162,14 +162,14 @@ impl Store {
 
     /// Drop every object and the history; resourceVersions keep increasing and any
     /// watch from before the reset gets 410.
-    pub fn reset_objects(&mut self) {
+    pub(crate) fn reset_objects(&mut self) {
         self.objects.clear();
         self.expire_history();
     }
 
     /// Forget the history: bump the resourceVersion, make every older one too old,
     /// and end every open watch with a 410 ERROR event.
-    pub fn expire_history(&mut self) {
+    pub(crate) fn expire_history(&mut self) {
         self.rv += 1;
         self.history.clear();
         self.oldest_rv = self.rv;
@@ -179,12 +179,12 @@ impl Store {
     }
 
     /// End every open watch.
-    pub fn drop_watches(&mut self) {
+    pub(crate) fn drop_watches(&mut self) {
         self.watchers.clear();
     }
 
     /// Send a bookmark with the current resourceVersion to every open watch.
-    pub fn bookmark_all(&mut self) {
+    pub(crate) fn bookmark_all(&mut self) {
         let rv = self.rv;
         self.watchers.retain(|w| {
             w.tx.send(WatchMsg::Bookmark {
@@ -200,7 +200,12 @@ impl Store {
         self.serial
     }
 
-    pub fn get(&self, kind: &KindSpec, ns: Option<&str>, name: &str) -> Result<Value, ApiError> {
+    pub(crate) fn get(
+        &self,
+        kind: &KindSpec,
+        ns: Option<&str>,
+        name: &str,
+    ) -> Result<Value, ApiError> {
         self.objects
             .get(&kind.key())
             .and_then(|m| m.get(&obj_key(kind, ns, name)))
@@ -208,7 +213,7 @@ impl Store {
             .ok_or_else(|| ApiError::not_found(kind, name))
     }
 
-    pub fn list(&self, kind: &KindSpec, scope: &Scope<'_>) -> (Vec<Value>, u64) {
+    pub(crate) fn list(&self, kind: &KindSpec, scope: &Scope<'_>) -> (Vec<Value>, u64) {
         let items = self
             .objects
             .get(&kind.key())
@@ -218,7 +223,7 @@ impl Store {
     }
 
     /// Start a watch: returns the messages to send first and the live channel.
-    pub fn watch(
+    pub(crate) fn watch(
         &mut self,
         kind: &KindSpec,
         scope: &Scope<'_>,

@@ -15,7 +15,7 @@ use super::{ApiError, EventType, KindSpec, PatchKind, Store, now_rfc3339};
 
 impl Store {
     /// Create an object in `ns` (ignored for cluster-scoped kinds).
-    pub fn create(
+    pub(crate) fn create(
         &mut self,
         kind: &KindSpec,
         ns: Option<&str>,
@@ -133,7 +133,7 @@ impl Store {
     }
 
     /// Replace an object (PUT). `status_only` is the `/status` subresource.
-    pub fn update(
+    pub(crate) fn update(
         &mut self,
         kind: &KindSpec,
         ns: Option<&str>,
@@ -253,7 +253,7 @@ impl Store {
 
     /// PATCH. Apply on a missing object creates it.
     #[allow(clippy::too_many_arguments)]
-    pub fn patch(
+    pub(crate) fn patch(
         &mut self,
         kind: &KindSpec,
         ns: Option<&str>,
@@ -331,7 +331,7 @@ impl Store {
     }
 
     /// DELETE. Objects with finalizers get a deletionTimestamp instead.
-    pub fn delete(
+    pub(crate) fn delete(
         &mut self,
         kind: &KindSpec,
         ns: Option<&str>,
@@ -430,7 +430,7 @@ impl Store {
     }
 
     /// Insert or replace without preconditions (direct state access).
-    pub fn upsert(&mut self, mut obj: Value) -> Result<Value, ApiError> {
+    pub(crate) fn upsert(&mut self, mut obj: Value) -> Result<Value, ApiError> {
         let api_version = obj
             .get("apiVersion")
             .and_then(Value::as_str)

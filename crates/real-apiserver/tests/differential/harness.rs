@@ -8,7 +8,7 @@ use real_apiserver::RealServer;
 use serde_json::{Value, json};
 
 /// One server's address, CA and admin token.
-pub struct Target {
+pub(crate) struct Target {
     pub name: &'static str,
     base: String,
     admin: String,
@@ -16,7 +16,7 @@ pub struct Target {
 }
 
 impl Target {
-    pub fn new(name: &'static str, base: String, ca_pem: &str, admin: String) -> Self {
+    pub(crate) fn new(name: &'static str, base: String, ca_pem: &str, admin: String) -> Self {
         let http = reqwest::Client::builder()
             .tls_certs_only([reqwest::Certificate::from_pem(ca_pem.as_bytes()).unwrap()])
             .timeout(Duration::from_secs(30))
@@ -32,7 +32,7 @@ impl Target {
 
     /// `method path` with `body` as `token` (the admin's when `None`): status and
     /// JSON body (`null` when empty).
-    pub async fn send(
+    pub(crate) async fn send(
         &self,
         method: &str,
         path: &str,
@@ -68,7 +68,7 @@ impl Target {
 
     /// A WATCH (`path` with its query): the first `count` events, or those that came
     /// within `limit`.
-    pub async fn watch(&self, path: &str, count: usize, limit: Duration) -> Vec<Value> {
+    pub(crate) async fn watch(&self, path: &str, count: usize, limit: Duration) -> Vec<Value> {
         let mut response = self
             .http
             .get(format!("{}{path}", self.base))
@@ -98,7 +98,7 @@ impl Target {
 }
 
 /// The emulator and the real server, with a namespace of this test's on both.
-pub struct Pair {
+pub(crate) struct Pair {
     pub testbed: Testbed,
     pub real: &'static RealServer,
     pub emulated: Target,
@@ -107,12 +107,12 @@ pub struct Pair {
 }
 
 impl Pair {
-    pub async fn new() -> Pair {
+    pub(crate) async fn new() -> Pair {
         Pair::with(kube_testbed::TestbedOptions::default()).await
     }
 
     /// [`Pair::new`] with the emulator started with `options`.
-    pub async fn with(options: kube_testbed::TestbedOptions) -> Pair {
+    pub(crate) async fn with(options: kube_testbed::TestbedOptions) -> Pair {
         let testbed = Testbed::start_with(options).await;
         let real = real_apiserver::shared();
         let emulated = Target::new(
@@ -143,7 +143,7 @@ impl Pair {
     }
 
     /// The same request to both, as the admin: (emulator, real), raw.
-    pub async fn send(
+    pub(crate) async fn send(
         &self,
         method: &str,
         path: &str,
@@ -157,7 +157,12 @@ impl Pair {
 
     /// The same request to both; asserts the same status and the same normalised
     /// body, and returns the real server's raw answer.
-    pub async fn same(&self, method: &str, path: &str, body: Option<&Value>) -> (u16, Value) {
+    pub(crate) async fn same(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<&Value>,
+    ) -> (u16, Value) {
         let (emulated, actual) = self.send(method, path, body).await;
         assert_same(
             &format!("{method} {path}"),
@@ -170,7 +175,12 @@ impl Pair {
 }
 
 /// Asserts that two answers are the same once normalised.
-pub fn assert_same(what: &str, emulated: &(u16, Value), actual: &(u16, Value), names: &[&str]) {
+pub(crate) fn assert_same(
+    what: &str,
+    emulated: &(u16, Value),
+    actual: &(u16, Value),
+    names: &[&str],
+) {
     let a = normalise(&emulated.1, names);
     let b = normalise(&actual.1, names);
     let mut differences = Vec::new();
@@ -189,7 +199,7 @@ pub fn assert_same(what: &str, emulated: &(u16, Value), actual: &(u16, Value), n
 }
 
 /// The paths where `a` and `b` differ.
-pub fn diff(path: &str, a: &Value, b: &Value, out: &mut Vec<String>) {
+pub(crate) fn diff(path: &str, a: &Value, b: &Value, out: &mut Vec<String>) {
     match (a, b) {
         (Value::Object(x), Value::Object(y)) => {
             let mut keys: Vec<&String> = x.keys().chain(y.keys()).collect();
@@ -219,7 +229,7 @@ pub fn diff(path: &str, a: &Value, b: &Value, out: &mut Vec<String>) {
 /// timestamps, resourceVersion values (kept as present or absent), `names` (the
 /// random namespace) and user names in messages; and the differences
 /// docs/testing.md lists as not mattering.
-pub fn normalise(value: &Value, names: &[&str]) -> Value {
+pub(crate) fn normalise(value: &Value, names: &[&str]) -> Value {
     match value {
         Value::Object(map) => {
             let mut out = serde_json::Map::new();
@@ -268,7 +278,7 @@ pub fn normalise(value: &Value, names: &[&str]) -> Value {
 }
 
 /// A ConfigMap in `namespace`.
-pub fn config_map(namespace: &str, name: &str, labels: Value) -> Value {
+pub(crate) fn config_map(namespace: &str, name: &str, labels: Value) -> Value {
     json!({
         "apiVersion": "v1",
         "kind": "ConfigMap",
@@ -291,7 +301,7 @@ fn mask_user(text: &str) -> String {
 }
 
 /// Each run of digits replaced by one `N` (resourceVersions inside messages).
-pub fn mask_digits(value: &Value) -> Value {
+pub(crate) fn mask_digits(value: &Value) -> Value {
     match value {
         Value::String(s) => {
             let mut out = String::new();

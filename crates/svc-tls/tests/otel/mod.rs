@@ -17,7 +17,7 @@ use svc_tls::trust::TrustVerifier;
 use svc_tls::watch::WatchedObjects;
 use test_support::pki::TestCa;
 
-pub const NS: &str = "unikorn";
+pub(crate) const NS: &str = "unikorn";
 const PEER_CA: &str = "peer-ca";
 const SERVER_IDENTITY: &str = "server-certificate";
 const CLIENT_CA: &str = "client-ca";
@@ -43,7 +43,7 @@ fn secret(name: &str, data: &[(&str, &str)]) -> serde_json::Value {
 }
 
 /// Two CAs (servers', clients') and their Secrets in one API emulator.
-pub struct Mesh {
+pub(crate) struct Mesh {
     pub tb: Testbed,
     pub server_ca: TestCa,
     pub client_ca: TestCa,
@@ -61,7 +61,7 @@ fn unique(prefix: &str) -> String {
 }
 
 impl Mesh {
-    pub async fn start() -> Self {
+    pub(crate) async fn start() -> Self {
         let tb = Testbed::start().await;
         let (server_ca, client_ca) = (TestCa::new("servers"), TestCa::new("clients"));
         let client = client_ca.client_leaf("caller", 11);
@@ -93,7 +93,7 @@ impl Mesh {
     }
 
     /// The trust callers are verified against (the client CA's Secret).
-    pub async fn callers_trust(&self) -> TrustVerifier {
+    pub(crate) async fn callers_trust(&self) -> TrustVerifier {
         TrustVerifier::builder(self.tb.client(), SecretRef::new(NS, CLIENT_CA))
             .build()
             .await
@@ -101,7 +101,7 @@ impl Mesh {
     }
 
     /// Rotates the client identity: a new leaf with `serial` in its Secret.
-    pub fn rotate_identity(&self, serial: u64) {
+    pub(crate) fn rotate_identity(&self, serial: u64) {
         let client = self.client_ca.client_leaf("caller", serial);
         self.tb.upsert(secret(
             &self.identity,
@@ -110,7 +110,7 @@ impl Mesh {
     }
 
     /// The pooled client of a service calling `url`, from its deployed flags.
-    pub async fn peer_client(&self, url: &str) -> PeerClient {
+    pub(crate) async fn peer_client(&self, url: &str) -> PeerClient {
         let cmd = PeerOptions::augment(clap::Command::new("svc"), "next");
         let cmd = ClientIdentityOptions::augment(cmd, None);
         let m = cmd
@@ -138,7 +138,7 @@ impl Mesh {
 
     /// A Rust mTLS service on 127.0.0.1 running `handler` for each request (callers
     /// verified against the client CA); its port.
-    pub async fn serve<F, Fut>(&self, handler: F) -> (u16, tokio::task::JoinHandle<()>)
+    pub(crate) async fn serve<F, Fut>(&self, handler: F) -> (u16, tokio::task::JoinHandle<()>)
     where
         F: Fn(http::Request<hyper::body::Incoming>) -> Fut + Clone + Send + 'static,
         Fut: std::future::Future<Output = String> + Send + 'static,

@@ -10,7 +10,7 @@ use rustls_pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 use test_support::keys::KeyAlg;
 
 /// One generated key and its self-signed certificate.
-pub struct Fixture {
+pub(crate) struct Fixture {
     pub name: &'static str,
     pub key_pem: String,
     pub cert_pem: String,
@@ -38,7 +38,7 @@ fn generate(name: &'static str, alg: KeyAlg) -> Fixture {
 
 macro_rules! fixture {
     ($fn:ident, $name:literal, $alg:expr) => {
-        pub fn $fn() -> &'static Fixture {
+        pub(crate) fn $fn() -> &'static Fixture {
             static CELL: OnceLock<Fixture> = OnceLock::new();
             CELL.get_or_init(|| generate($name, $alg))
         }
@@ -55,6 +55,6 @@ fixture!(p521, "p521", KeyAlg::P521);
 fixture!(ed25519, "ed25519", KeyAlg::Ed25519);
 
 /// The RSA fixtures, smallest first.
-pub fn rsa_all() -> [&'static Fixture; 3] {
+pub(crate) fn rsa_all() -> [&'static Fixture; 3] {
     [rsa2048(), rsa3072(), rsa4096()]
 }

@@ -11,45 +11,45 @@ use rustls::crypto::CryptoProvider;
 use svc_tls::client::{TrustMode, client_config};
 use svc_tls::identity::IdentityResolver;
 
-pub mod jws;
-pub mod keys;
-pub mod material;
-pub mod nginx;
+pub(crate) mod jws;
+pub(crate) mod keys;
+pub(crate) mod material;
+pub(crate) mod nginx;
 
-pub const NS: &str = "unikorn";
+pub(crate) const NS: &str = "unikorn";
 
-pub fn provider() -> Arc<CryptoProvider> {
+pub(crate) fn provider() -> Arc<CryptoProvider> {
     Arc::new(rustls::crypto::aws_lc_rs::default_provider())
 }
 
 /// A TLS 1.3 client configuration trusting `server_ca`, presenting the resolver's
 /// identity (or none).
-pub fn trusting(server_ca: &TestCa, resolver: Option<&IdentityResolver>) -> ClientConfig {
+pub(crate) fn trusting(server_ca: &TestCa, resolver: Option<&IdentityResolver>) -> ClientConfig {
     client_config(provider(), TrustMode::Roots(server_ca.roots()), resolver).unwrap()
 }
 
 #[allow(unused_imports)] // not every test binary names a Leaf
-pub use test_support::pki::{Leaf, TestCa};
+pub(crate) use test_support::pki::{Leaf, TestCa};
 #[allow(unused_imports)]
-pub use test_support::poll_until;
+pub(crate) use test_support::poll_until;
 #[allow(unused_imports)]
-pub use test_support::tls_server::VerifyingServer;
+pub(crate) use test_support::tls_server::VerifyingServer;
 /// One raw TLS connection: handshake, one request, the serial the server saw.
 #[allow(unused_imports)]
-pub use test_support::tls_server::request_serial as handshake_serial;
+pub(crate) use test_support::tls_server::request_serial as handshake_serial;
 
 /// A `kubernetes.io/tls` Secret in [`NS`] as the emulator stores it.
-pub fn tls_secret(name: &str, cert_pem: &str, key_pem: &str) -> serde_json::Value {
+pub(crate) fn tls_secret(name: &str, cert_pem: &str, key_pem: &str) -> serde_json::Value {
     test_support::secret::tls_secret(NS, name, cert_pem, key_pem)
 }
 
 /// A Secret in [`NS`] of any type with the given data.
-pub fn secret_with(name: &str, type_: &str, data: &[(&str, &str)]) -> serde_json::Value {
+pub(crate) fn secret_with(name: &str, type_: &str, data: &[(&str, &str)]) -> serde_json::Value {
     test_support::secret::secret_with(NS, name, type_, data)
 }
 
 /// Whether the source's cached Secret holds exactly this `tls.crt`.
-pub fn cached_cert_is(
+pub(crate) fn cached_cert_is(
     source: &svc_tls::watch::WatchedObject<svc_tls::watch::Secret>,
     cert_pem: &str,
 ) -> bool {
@@ -63,7 +63,7 @@ pub fn cached_cert_is(
 /// tests running side by side never share a watch or a metric (the process's
 /// registry is keyed by cluster and Secret, so sharing it would be safe, but a test's
 /// counts would then depend on which test ran first).
-pub async fn from_options_scoped(
+pub(crate) async fn from_options_scoped(
     client: &svc_tls::ClusterClient,
     peer: &svc_tls::options::PeerOptions,
     me: &svc_tls::options::ClientIdentityOptions,

@@ -2,4 +2,4 @@
 //! with the example's tests.
 
 #[allow(unused_imports)] // not every test binary starts nginx
-pub use test_support::nginx::Nginx;
+pub(crate) use test_support::nginx::Nginx;

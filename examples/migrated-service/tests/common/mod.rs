@@ -16,7 +16,7 @@ use std::sync::Arc;
 use test_support::pki::{Leaf, TestCa};
 
 /// Writes a kubeconfig for `tb` (its CA and admin token) into `dir`.
-pub fn write_kubeconfig(dir: &Path, tb: &Testbed) -> PathBuf {
+pub(crate) fn write_kubeconfig(dir: &Path, tb: &Testbed) -> PathBuf {
     let ca = dir.join("ca.pem");
     std::fs::write(&ca, tb.ca_pem()).unwrap();
     let text = format!(
@@ -31,7 +31,7 @@ pub fn write_kubeconfig(dir: &Path, tb: &Testbed) -> PathBuf {
 }
 
 /// Whether `program` runs; `false` skips the test (outside CI only).
-pub fn have(program: &str) -> bool {
+pub(crate) fn have(program: &str) -> bool {
     let present = Command::new(program)
         .arg("--version")
         .stdout(Stdio::null())
@@ -50,11 +50,11 @@ pub fn have(program: &str) -> bool {
     present
 }
 
-pub fn workspace() -> PathBuf {
+pub(crate) fn workspace() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
-pub fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -63,7 +63,7 @@ pub fn free_port() -> u16 {
 }
 
 /// A child process killed (by its own id) when dropped.
-pub struct Running(pub Child);
+pub(crate) struct Running(pub Child);
 
 impl Drop for Running {
     fn drop(&mut self) {
@@ -73,7 +73,7 @@ impl Drop for Running {
 }
 
 /// A caller of the service through the ingress, presenting `leaf` (or nothing).
-pub fn caller(server_ca: &TestCa, leaf: Option<&Leaf>) -> reqwest::Client {
+pub(crate) fn caller(server_ca: &TestCa, leaf: Option<&Leaf>) -> reqwest::Client {
     let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
     let mut roots = rustls::RootCertStore::empty();
     roots.add(server_ca.der()).unwrap();
@@ -97,7 +97,7 @@ pub fn caller(server_ca: &TestCa, leaf: Option<&Leaf>) -> reqwest::Client {
 }
 
 /// A principal signed with `leaf`'s key for `to` (its audience is `to`'s origin).
-pub fn signed(leaf: &Leaf, to: &str, actor: &str) -> String {
+pub(crate) fn signed(leaf: &Leaf, to: &str, actor: &str) -> String {
     let key = PrivateKeyDer::from_pem_slice(leaf.key_pem.as_bytes()).unwrap();
     let key = rustls::crypto::aws_lc_rs::sign::any_supported_type(&key).unwrap();
     let who = Principal {
@@ -119,7 +119,7 @@ pub fn signed(leaf: &Leaf, to: &str, actor: &str) -> String {
 /// `xtask/real-peers/otelcol/go.mod` requires), running on a free loopback port with
 /// its file exporter writing each batch as one line of OTLP JSON into `dir`; its
 /// port and that file.
-pub async fn start_collector(dir: &Path) -> (Running, u16, PathBuf) {
+pub(crate) async fn start_collector(dir: &Path) -> (Running, u16, PathBuf) {
     let go_mod =
         std::fs::read_to_string(workspace().join("xtask/real-peers/otelcol/go.mod")).unwrap();
     let version = go_mod
@@ -185,10 +185,10 @@ pub async fn start_collector(dir: &Path) -> (Running, u16, PathBuf) {
 
 /// One span as the collector's file exporter wrote it: (service.name, trace id, span
 /// id, parent span id, name).
-pub type WrittenSpan = (String, String, String, String, String);
+pub(crate) type WrittenSpan = (String, String, String, String, String);
 
 /// Every span in the file exporter's output.
-pub fn spans_written(path: &Path) -> Vec<WrittenSpan> {
+pub(crate) fn spans_written(path: &Path) -> Vec<WrittenSpan> {
     let text = std::fs::read_to_string(path).unwrap_or_default();
     let mut spans = Vec::new();
     for line in text.lines() {

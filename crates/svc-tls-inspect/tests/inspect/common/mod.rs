@@ -8,19 +8,19 @@ use std::process::Command;
 use kube_testbed::Testbed;
 use serde_json::Value;
 
-pub mod nginx;
+pub(crate) mod nginx;
 
 /// The namespace the tests' Secrets live in.
-pub const NS: &str = "unikorn";
+pub(crate) const NS: &str = "unikorn";
 
 /// Writes a kubeconfig for `tb` (its CA and admin token) into `dir`.
-pub fn write_kubeconfig(dir: &Path, tb: &Testbed) -> PathBuf {
+pub(crate) fn write_kubeconfig(dir: &Path, tb: &Testbed) -> PathBuf {
     write_kubeconfig_for(dir, tb, &tb.token())
 }
 
 /// Writes a kubeconfig for `tb` with `token` (one `Testbed::add_token` allowed)
 /// into `dir`.
-pub fn write_kubeconfig_for(dir: &Path, tb: &Testbed, token: &str) -> PathBuf {
+pub(crate) fn write_kubeconfig_for(dir: &Path, tb: &Testbed, token: &str) -> PathBuf {
     let ca = dir.join("ca.pem");
     std::fs::write(&ca, tb.ca_pem()).unwrap();
     let text = format!(
@@ -34,7 +34,7 @@ pub fn write_kubeconfig_for(dir: &Path, tb: &Testbed, token: &str) -> PathBuf {
 }
 
 /// One run of the command.
-pub struct Run {
+pub(crate) struct Run {
     /// Its exit code.
     pub code: i32,
     /// Its standard output.
@@ -45,7 +45,7 @@ pub struct Run {
 
 impl Run {
     /// The standard output as JSON.
-    pub fn json(&self) -> Value {
+    pub(crate) fn json(&self) -> Value {
         serde_json::from_str(&self.stdout)
             .unwrap_or_else(|e| panic!("not JSON ({e}): {}\n{}", self.stdout, self.stderr))
     }
@@ -55,7 +55,7 @@ impl Run {
 /// process-wide watches and streams are not shared with it), and checks that
 /// neither output holds key material: no `PRIVATE KEY` label, and no line of any of
 /// `keys` (PEM private keys the test wrote into Secrets).
-pub fn run(args: &[String], env: &[(&str, &str)], keys: &[&str]) -> Run {
+pub(crate) fn run(args: &[String], env: &[(&str, &str)], keys: &[&str]) -> Run {
     let output = Command::new(env!("CARGO_BIN_EXE_svc-tls-inspect"))
         .args(args)
         .env_remove("KUBECONFIG")
@@ -75,7 +75,7 @@ pub fn run(args: &[String], env: &[(&str, &str)], keys: &[&str]) -> Run {
 }
 
 /// `text` holds no `PRIVATE KEY` label and no base64 line of any key in `keys`.
-pub fn assert_no_key_material(text: &str, keys: &[&str]) {
+pub(crate) fn assert_no_key_material(text: &str, keys: &[&str]) {
     assert!(
         !text.contains("PRIVATE KEY"),
         "key material printed:\n{text}"
@@ -91,7 +91,7 @@ pub fn assert_no_key_material(text: &str, keys: &[&str]) {
 }
 
 /// `--flag=value` arguments.
-pub fn args(pairs: &[(&str, &str)]) -> Vec<String> {
+pub(crate) fn args(pairs: &[(&str, &str)]) -> Vec<String> {
     pairs
         .iter()
         .map(|(flag, value)| format!("--{flag}={value}"))
@@ -99,7 +99,7 @@ pub fn args(pairs: &[(&str, &str)]) -> Vec<String> {
 }
 
 /// The kubeconfig and identity flags for the Secret `NS/name`.
-pub fn identity_args(kubeconfig: &Path, name: &str) -> Vec<String> {
+pub(crate) fn identity_args(kubeconfig: &Path, name: &str) -> Vec<String> {
     args(&[
         ("kubeconfig", &kubeconfig.display().to_string()),
         ("client-certificate-namespace", NS),
@@ -109,7 +109,7 @@ pub fn identity_args(kubeconfig: &Path, name: &str) -> Vec<String> {
 }
 
 /// A ConfigMap `NS/name` with text `data`, as trust-manager writes a Bundle target.
-pub fn configmap(name: &str, data: &[(&str, &str)]) -> Value {
+pub(crate) fn configmap(name: &str, data: &[(&str, &str)]) -> Value {
     let data: serde_json::Map<String, Value> = data
         .iter()
         .map(|(k, v)| ((*k).to_owned(), Value::from(*v)))
@@ -123,7 +123,7 @@ pub fn configmap(name: &str, data: &[(&str, &str)]) -> Value {
 }
 
 /// The arguments without `--output=json`: the human report.
-pub fn human(args: &[String]) -> Vec<String> {
+pub(crate) fn human(args: &[String]) -> Vec<String> {
     args.iter()
         .filter(|a| *a != "--output=json")
         .cloned()
@@ -132,7 +132,7 @@ pub fn human(args: &[String]) -> Vec<String> {
 
 /// Runs the binary on a blocking thread (the test's runtime keeps serving the API
 /// emulator and the TLS servers meanwhile).
-pub async fn run_async(args: Vec<String>, keys: Vec<String>) -> Run {
+pub(crate) async fn run_async(args: Vec<String>, keys: Vec<String>) -> Run {
     tokio::task::spawn_blocking(move || {
         let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
         run(&args, &[], &keys)
@@ -142,7 +142,7 @@ pub async fn run_async(args: Vec<String>, keys: Vec<String>) -> Run {
 }
 
 /// `text` holds no control character other than the line ends.
-pub fn assert_no_control_characters(text: &str) {
+pub(crate) fn assert_no_control_characters(text: &str) {
     if let Some(c) = text.chars().find(|c| c.is_control() && *c != '\n') {
         panic!("control character {c:?} printed:\n{text}");
     }

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use test_support::pki::Leaf;
 
 /// An nginx master process with its own prefix, stopped (by its own id) on drop.
-pub struct Nginx {
+pub(crate) struct Nginx {
     prefix: tempfile::TempDir,
     child: Child,
     port: u16,
@@ -20,7 +20,7 @@ pub struct Nginx {
 impl Nginx {
     /// Serves `server` on a free loopback port, verifying client certificates against
     /// `client_ca_pem` (`ssl_verify_client on`) and answering `200 ok`.
-    pub fn start(server: &Leaf, client_ca_pem: &str) -> Self {
+    pub(crate) fn start(server: &Leaf, client_ca_pem: &str) -> Self {
         let binary = ["/usr/sbin/nginx", "/usr/bin/nginx"]
             .into_iter()
             .map(PathBuf::from)
@@ -73,12 +73,12 @@ impl Nginx {
     }
 
     /// The error log so far (for assertion messages).
-    pub fn error_log(&self) -> String {
+    pub(crate) fn error_log(&self) -> String {
         std::fs::read_to_string(self.prefix.path().join("error.log")).unwrap_or_default()
     }
 
     /// `https://127.0.0.1:<port>/`.
-    pub fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         format!("https://127.0.0.1:{}/", self.port)
     }
 }
