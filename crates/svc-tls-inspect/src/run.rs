@@ -195,22 +195,21 @@ async fn identity(
         }
         IdentityConfig::Files { dir, layout } => {
             // Read once, as the service's file source reads it (one `..data` version,
-            // the key matched to the certificate).
-            use svc_tls::identity::{FileIdentitySource, IdentitySource as _};
-            let read = svc_tls::files::MountedFiles::open(dir.clone(), layout.clone())
-                .map_err(|e| e.to_string())
-                .and_then(|files| {
-                    FileIdentitySource::new(files)
-                        .current_ignoring_validity()
-                        .map_err(|e| svc_tls::excerpt::chain(&e).to_string())
-                });
-            match read {
-                Ok(identity) => {
+            // the key matched to the certificate), and each file described.
+            let named_by = format!("--{prefix}client-certificate-dir/-layout");
+            let (files, identity) = crate::checks::files::inspect(dir, layout, &named_by);
+            match identity {
+                Some(identity) => {
                     check.starts = true;
                     check.chain = identity.chain().to_vec();
                     check.loaded = Some(identity);
                 }
-                Err(message) => {
+                None => {
+                    let message = files
+                        .loader_error
+                        .as_ref()
+                        .map(|p| p.message.clone())
+                        .unwrap_or_default();
                     report.error.get_or_insert(Problem {
                         kind: "IdentityFiles".to_owned(),
                         message,
@@ -218,6 +217,7 @@ async fn identity(
                     report.fail(Category::Secret);
                 }
             }
+            report.files.push(files);
         }
     }
     Some(check)

@@ -7,6 +7,7 @@
 pub mod cert;
 pub mod chain;
 pub mod configmap;
+pub mod files;
 pub mod keys;
 pub mod peer;
 pub mod principal;

@@ -9,7 +9,9 @@
 
 use std::fmt::Write;
 
-use super::{CertificateInfo, ConfigMapReport, DataKey, Problem, Report, SecretReport};
+use super::{
+    CertificateInfo, ConfigMapReport, DataKey, FileSourceReport, Problem, Report, SecretReport,
+};
 use crate::text::{self, MAX_SANS, message, value as v};
 
 /// Renders `report` as text.
@@ -23,6 +25,9 @@ pub fn render(report: &Report) -> String {
     }
     for configmap in &report.configmaps {
         render_configmap(&mut out, configmap);
+    }
+    for files in &report.files {
+        render_files(&mut out, files);
     }
     if let Some(spiffe) = &report.spiffe {
         line(
@@ -247,6 +252,60 @@ fn render_secret(out: &mut String, secret: &SecretReport) {
         out,
         secret.loader_error.as_ref(),
         "the service's loader accepts it",
+    );
+}
+
+fn render_files(out: &mut String, files: &FileSourceReport) {
+    line(
+        out,
+        0,
+        &format!(
+            "files in {} ({} layout; {}, {})",
+            v(&files.dir),
+            v(&files.layout),
+            files.role,
+            v(&files.named_by)
+        ),
+    );
+    if let Some(version) = &files.version {
+        line(out, 1, &format!("..data -> {}", v(version)));
+    }
+    for file in &files.files {
+        let found = match file.bytes {
+            Some(bytes) if file.found => {
+                let sections: Vec<String> = file.pem_sections.iter().map(|s| v(s)).collect();
+                format!(
+                    "{bytes} bytes, PEM: {}",
+                    if sections.is_empty() {
+                        "none".to_owned()
+                    } else {
+                        sections.join(", ")
+                    }
+                )
+            }
+            _ => "not found".to_owned(),
+        };
+        line(out, 1, &format!("{} {}: {found}", file.role, v(&file.path)));
+    }
+    for (i, cert) in files.certificates.iter().enumerate() {
+        line(out, 1, &format!("certificate [{i}]"));
+        render_cert(out, 2, cert);
+    }
+    if let Some(matches) = files.key_matches_certificate {
+        line(
+            out,
+            1,
+            if matches {
+                "key matches the certificate"
+            } else {
+                "key does NOT match the certificate"
+            },
+        );
+    }
+    verdict(
+        out,
+        files.loader_error.as_ref(),
+        "the service's file source loads it",
     );
 }
 

@@ -10,8 +10,8 @@ pub mod human;
 mod parts;
 
 pub use parts::{
-    BundleReport, CertificateInfo, ChainReport, ConfigMapReport, DataKey, PeerReport,
-    PrincipalReport, SecretReport, SpiffeReport, SvidReport,
+    BundleReport, CertificateInfo, ChainReport, ConfigMapReport, DataKey, FileEntry,
+    FileSourceReport, PeerReport, PrincipalReport, SecretReport, SpiffeReport, SvidReport,
 };
 
 use serde::Serialize;
@@ -92,6 +92,9 @@ pub struct Report {
     pub secrets: Vec<SecretReport>,
     /// Each peer's CA ConfigMap (`--S-ca-configmap-*`).
     pub configmaps: Vec<ConfigMapReport>,
+    /// Each identity read from mounted files (`--[P-]client-certificate-source=file`):
+    /// per file what was found, the leaf, whether the key matches it.
+    pub files: Vec<FileSourceReport>,
     /// The SPIFFE Workload API, in SPIFFE mode.
     pub spiffe: Option<SpiffeReport>,
     /// Each identity checked against the chain CA (empty without a chain flag).

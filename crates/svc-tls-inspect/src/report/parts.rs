@@ -218,3 +218,45 @@ pub struct BundleReport {
     /// Its authorities.
     pub authorities: Vec<CertificateInfo>,
 }
+
+/// An identity read from mounted files (`--[P-]client-certificate-source=file`,
+/// `-dir`, `-layout`), read once as the service's file source reads it.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct FileSourceReport {
+    /// What the service uses it for: `identity`.
+    pub role: String,
+    /// The flags that name it, e.g. `--client-certificate-dir/-layout`.
+    pub named_by: String,
+    /// The directory.
+    pub dir: String,
+    /// The layout's name (`kubernetes-tls`, `csi-driver`, `spiffe-helper`,
+    /// `pod-certificate`, `custom`).
+    pub layout: String,
+    /// The version the kubelet's `..data` link names, when the directory has one.
+    pub version: Option<String>,
+    /// Each file the layout reads, once (key and chain may be one file).
+    pub files: Vec<FileEntry>,
+    /// The certificates of the certificate file (leaf first), as far as they parse.
+    pub certificates: Vec<CertificateInfo>,
+    /// Whether the key belongs to the leaf: known when the loader got that far.
+    pub key_matches_certificate: Option<bool>,
+    /// What the service's loader says: `None` when it loads.
+    pub loader_error: Option<Problem>,
+}
+
+/// One file of a [`FileSourceReport`].
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct FileEntry {
+    /// What the layout reads it for: `certificate`, `key`, `certificate and key`
+    /// or `ca`.
+    pub role: String,
+    /// Its path (through `..data` when the directory has one).
+    pub path: String,
+    /// Whether it was found.
+    pub found: bool,
+    /// Its size in bytes, when found.
+    pub bytes: Option<u64>,
+    /// Its PEM sections in order, by label (`CERTIFICATE`; a key said in words,
+    /// `key (PKCS#8)`, `key (SEC1 EC)`, `key (PKCS#1 RSA)`; never their contents).
+    pub pem_sections: Vec<String>,
+}

@@ -9,6 +9,7 @@ mod common;
 mod broken_secrets;
 mod chain_and_peer;
 mod configmap_trust;
+mod files;
 mod flags;
 mod healthy;
 mod hostile_text;
