@@ -79,6 +79,32 @@ pub(super) fn results(go: bool, bad: bool) -> Results {
                 (&format!("go/reconcile-request/{case}"), 1_000_000.0),
             ],
         );
+        // The same on the real kube-apiserver: construction 0.3x (met); one request
+        // 0.02x for P-256 (met), 0.1x for RSA (not met).
+        paired(
+            &mut r,
+            &format!("reconcile/{case}-real"),
+            &[
+                (&format!("reconcile-real/{case}"), pick(30_000.0, 100_000.0)),
+                (&format!("go/reconcile-real/{case}"), 100_000.0),
+            ],
+        );
+        let request = if case.starts_with("p256") {
+            40_000.0
+        } else {
+            200_000.0
+        };
+        paired(
+            &mut r,
+            &format!("request-real/{case}"),
+            &[
+                (
+                    &format!("reconcile-request-real/{case}"),
+                    pick(request, 2_000_000.0),
+                ),
+                (&format!("go/reconcile-request-real/{case}"), 2_000_000.0),
+            ],
+        );
         r.estimates.insert(
             format!("identity-unchanged/{case}"),
             est(pick(150.0, 50_000.0), 0.02),

@@ -10,7 +10,9 @@
 //!   `handshake/{static,reload,watched-ca,reload-x25519}/<key>/<clients>` (whole
 //!   stack), `client/<server>/<key>` and `client-cpu/<server>/<key>` (the client
 //!   alone against the same `rustls-server` or `go-server`),
-//!   `principal/{sign,verify}/<key>`, `reconcile/<case>`, `reconcile-request/<case>`, `reconcile-request-cpu/<case>`;
+//!   `principal/{sign,verify}/<key>`, `reconcile/<case>`, `reconcile-request/<case>`, `reconcile-request-cpu/<case>`
+//!   (on kube-testbed) and `reconcile{,-request,-request-cpu}-real/<case>` (the same on a
+//!   real kube-apiserver);
 //!   the serving half: `server/<row>` and `server-cpu/<row>` (`secret/<key>`,
 //!   `spiffe/p256`; the server's CPU per handshake, one client dialling ours and Go's)
 //!   with the counts `server-rotation-parses/<key>`;
@@ -20,6 +22,7 @@
 //!   an SVID);
 //! - Go: `go/x509keypair/<case>`, `go/rotation-x509keypair/<case>`,
 //!   `go/reconcile/<case>`, `go/reconcile-request/<case>`, `go/reconcile-request-cpu/<case>`,
+//!   `go/reconcile{,-request,-request-cpu}-real/<case>`,
 //!   `go/ps512-{sign,verify}/<rsaN>`,
 //!   `go/handshake/{static,reload,reload-x25519}/<key>/<clients>`,
 //!   `go/client/<server>/<key>`, `go/client-cpu/<server>/<key>`,

@@ -6,6 +6,11 @@ use std::collections::BTreeMap;
 use super::SPIFFE_CASE;
 use crate::stats::{Estimate, Verdict};
 
+/// The API servers the reconcile rows read from: the label the report shows, and
+/// the suffix of the rows' groups (`reconcile<suffix>/<case>`, `go/reconcile<suffix>/...`).
+pub(super) const RECONCILE_SERVERS: [(&str, &str); 2] =
+    [("kube-testbed", ""), ("real kube-apiserver", "-real")];
+
 /// Everything measured in one run.
 #[derive(Debug)]
 pub struct Results {
