@@ -78,7 +78,7 @@ use svc_tls::IdentityOrigin;
 use svc_tls::identity::{IdentityResolver, SecretIdentitySource, SpiffeIdentitySource};
 use svc_tls::last_good::{NoopRecorder, ReloadRecorder};
 use svc_tls::material::Identity;
-use svc_tls::options::SecretRef;
+use svc_tls::origin::SecretRef;
 use svc_tls::spiffe::{SpiffeEndpoint, WorkloadApiSource};
 use svc_tls::watch::WatchedObjects;
 

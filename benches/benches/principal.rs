@@ -24,7 +24,7 @@ use common::go::{Arm, GoChild, interleave, size, time};
 use rustls_pki_types::CertificateDer;
 use rustls_pki_types::pem::PemObject;
 use svc_tls::material::load_identity_from_pem;
-use svc_tls::options::SecretRef;
+use svc_tls::origin::SecretRef;
 use svc_tls::principal::{AlgorithmPolicy, PeerCertificate, Principal, sign_with};
 
 fn principal() -> Principal {

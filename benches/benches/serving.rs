@@ -46,7 +46,7 @@ use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer, ServerName};
 use svc_tls::client::PeerTls;
 use svc_tls::identity::{IdentityResolver, IdentitySettings, SpiffeIdentitySource};
-use svc_tls::options::SecretRef;
+use svc_tls::origin::SecretRef;
 use svc_tls::serving::ServerTls;
 use svc_tls::spiffe::{SpiffeEndpoint, SpiffeId, TrustDomain, WorkloadApiSource};
 use svc_tls::trust::{ServerAuthorization, SpiffeTrustSource, TrustSettings, TrustVerifier};

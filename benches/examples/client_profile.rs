@@ -26,7 +26,7 @@ use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer, ServerName};
 use svc_tls::client::{TrustMode, client_config};
 use svc_tls::identity::IdentityResolver;
-use svc_tls::options::SecretRef;
+use svc_tls::origin::SecretRef;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 

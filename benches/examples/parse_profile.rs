@@ -16,7 +16,7 @@ fn main() {
     let dir = std::path::PathBuf::from(std::env::var_os("BENCH_MATERIAL_DIR").unwrap());
     let cert = std::fs::read(dir.join(format!("{case}.crt"))).unwrap();
     let key = std::fs::read(dir.join(format!("{case}.key"))).unwrap();
-    let name = svc_tls::options::SecretRef::new("bench", "profile");
+    let name = svc_tls::origin::SecretRef::new("bench", "profile");
     let provider = svc_tls::material::crypto_provider();
     let until = Instant::now() + Duration::from_secs(seconds);
     let mut n = 0u64;

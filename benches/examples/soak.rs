@@ -34,7 +34,7 @@ use kube_testbed::{Testbed, TestbedOptions};
 use rustls::{ClientConfig, ClientConnection, ServerConfig, ServerConnection};
 use svc_tls::client::{TrustMode, client_config};
 use svc_tls::identity::IdentityResolver;
-use svc_tls::options::SecretRef;
+use svc_tls::origin::SecretRef;
 use test_support::pki::{Leaf, TestCa};
 use test_support::tls_server::{VerifyingServer, serial_of};
 

@@ -66,7 +66,7 @@
 //! ```
 //! // The facade and the focused crates name the same items.
 //! fn same_type(_: Option<platform_client_compat::tls::options::SecretRef>) {}
-//! same_type(None::<svc_tls::options::SecretRef>);
+//! same_type(None::<svc_tls::origin::SecretRef>);
 //! assert_eq!(platform_client_compat::tls::principal::PRINCIPAL_HEADER, "X-Principal");
 //! ```
 #![deny(missing_docs)]

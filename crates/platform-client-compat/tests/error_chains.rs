@@ -21,7 +21,8 @@ use kube_construct::registry::{DecodeError, EncodeError, RegistryError};
 use svc_tls::material::{
     ConfigMapTrustError, ConfigMapTrustProblem, MaterialError, MaterialErrorKind,
 };
-use svc_tls::options::{ConfigMapRef, HostError, HostProblem, OptionsError, SecretRef};
+use svc_tls::options::{HostError, HostProblem, OptionsError};
+use svc_tls::origin::{ConfigMapRef, SecretRef};
 use test_support::error_rule::{assert_follows_rule, violations};
 
 fn hostile_kube() -> kube::Error {

@@ -291,6 +291,10 @@ pub mod options {
     mod identity;
     mod peer;
 
+    /// Where these were before `origin` was their one path (issue 53): kept so that old
+    /// imports compile, out of the docs. Name [`crate::origin::SecretRef`] and
+    /// [`crate::origin::ConfigMapRef`].
+    #[doc(hidden)]
     pub use crate::origin::{ConfigMapRef, SecretRef};
     pub use derive::{IdentityArgs, PeerArgs, PeerName, peers};
     pub use error::OptionsError;

@@ -9,9 +9,8 @@ use clap::{ArgAction, ArgMatches, Command};
 use kube_testbed::Testbed;
 use svc_tls::client::{PeerClientError, PeerTls};
 use svc_tls::duration::GoDuration;
-use svc_tls::options::{
-    ClientIdentityOptions, HostError, HostProblem, HttpProtocol, PeerOptions, SecretRef,
-};
+use svc_tls::options::{ClientIdentityOptions, HostError, HostProblem, HttpProtocol, PeerOptions};
+use svc_tls::origin::SecretRef;
 use test_support::logs::CapturedLogs;
 use url::Url;
 

@@ -9,7 +9,8 @@
 
 use clap::Command;
 use svc_tls::duration::GoDuration;
-use svc_tls::options::{ClientIdentityOptions, SecretRef};
+use svc_tls::options::ClientIdentityOptions;
+use svc_tls::origin::SecretRef;
 use test_support::logs::CapturedLogs;
 
 const WARNING: &str = "--client-certificate-reload-interval is deprecated and ignored";

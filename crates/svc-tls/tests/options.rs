@@ -4,9 +4,8 @@
 
 use clap::Command;
 use svc_tls::duration::GoDuration;
-use svc_tls::options::{
-    ClientIdentityOptions, HostError, HostProblem, OptionsError, PeerOptions, SecretRef,
-};
+use svc_tls::options::{ClientIdentityOptions, HostError, HostProblem, OptionsError, PeerOptions};
+use svc_tls::origin::SecretRef;
 
 /// A service command as a Unikorn service declares it: three peers, the default
 /// identity, and a distinct identity towards `region`.

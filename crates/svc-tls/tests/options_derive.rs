@@ -7,8 +7,9 @@ use clap::error::ErrorKind;
 use clap::{CommandFactory, Parser};
 use svc_tls::duration::GoDuration;
 use svc_tls::options::{
-    ClientIdentityOptions, HttpProtocol, IdentityArgs, PeerArgs, PeerOptions, SecretRef, peers,
+    ClientIdentityOptions, HttpProtocol, IdentityArgs, PeerArgs, PeerOptions, peers,
 };
+use svc_tls::origin::SecretRef;
 
 /// Two prefixed peers, the unprefixed identity, and a prefixed identity towards one
 /// of the peers, as a clap-derive service declares them.

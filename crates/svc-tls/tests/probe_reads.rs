@@ -23,7 +23,7 @@ use support::*;
 use svc_tls::client::{TrustMode, client_config};
 use svc_tls::identity::IdentityResolver;
 use svc_tls::metrics::Metrics;
-use svc_tls::options::SecretRef;
+use svc_tls::origin::SecretRef;
 use svc_tls::readiness::Readiness;
 use svc_tls::trust::TrustVerifier;
 use svc_tls::{IdentityOrigin, TrustOrigin};

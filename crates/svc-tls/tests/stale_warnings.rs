@@ -19,7 +19,7 @@ use support::*;
 use svc_tls::client::{TrustMode, client_config};
 use svc_tls::identity::IdentityResolver;
 use svc_tls::last_good::ManualClock;
-use svc_tls::options::SecretRef;
+use svc_tls::origin::SecretRef;
 use svc_tls::trust::TrustVerifier;
 use test_support::logs::CapturedLogs;
 use test_support::poll_until;

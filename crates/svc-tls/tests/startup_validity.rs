@@ -15,8 +15,8 @@ use support::*;
 use svc_tls::identity::IdentityResolver;
 use svc_tls::last_good::{ManualClock, OutsideValidity, ReloadRecorder};
 use svc_tls::material::{CertificateValidity, Identity};
-use svc_tls::options::SecretRef;
 use svc_tls::origin::IdentityOrigin;
+use svc_tls::origin::SecretRef;
 use test_support::logs::CapturedLogs;
 use test_support::pki::Leaf;
 

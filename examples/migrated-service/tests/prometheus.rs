@@ -20,7 +20,7 @@ use std::time::{Duration, Instant, UNIX_EPOCH};
 
 use kube_testbed::Testbed;
 use platform_client_compat::tls::material::{crypto_provider, load_identity_from_pem};
-use platform_client_compat::tls::options::SecretRef;
+use platform_client_compat::tls::origin::SecretRef;
 use test_support::pki::{Leaf, TestCa};
 use test_support::tls_server::VerifyingServer;
 

@@ -8,7 +8,7 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::Api;
 use svc_tls::material::{configmap_value, load_configmap_trust};
-use svc_tls::options::ConfigMapRef;
+use svc_tls::origin::ConfigMapRef;
 
 use super::cert::{describe_all, pem_certificates};
 use super::problem;

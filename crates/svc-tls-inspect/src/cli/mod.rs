@@ -19,7 +19,8 @@ use std::time::Duration;
 use clap::{Arg, ArgAction, ArgMatches, Args, Command, FromArgMatches};
 use kube_construct::config::KubeOptions;
 use svc_tls::duration::parse_go_duration;
-use svc_tls::options::{ClientIdentityOptions, OptionsError, PeerOptions, SecretRef};
+use svc_tls::options::{ClientIdentityOptions, OptionsError, PeerOptions};
+use svc_tls::origin::SecretRef;
 use svc_tls::principal::AlgorithmPolicy;
 
 mod scan;

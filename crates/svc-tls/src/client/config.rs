@@ -10,7 +10,8 @@ use rustls::{ClientConfig, RootCertStore};
 
 use crate::identity::IdentityResolver;
 use crate::material::{self};
-use crate::options::{HttpProtocol, SecretRef};
+use crate::options::HttpProtocol;
+use crate::origin::SecretRef;
 use crate::trust::TrustVerifier;
 
 use super::PeerClientError;

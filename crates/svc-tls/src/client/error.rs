@@ -2,7 +2,8 @@
 
 use crate::identity::IdentityError;
 use crate::material::MaterialError;
-use crate::options::{HostError, OptionsError, SecretRef};
+use crate::options::{HostError, OptionsError};
+use crate::origin::SecretRef;
 use crate::spiffe::SpiffeStartError;
 use crate::trust::TrustError;
 

@@ -24,7 +24,7 @@ use kube_construct::client::CachedClient;
 use real_apiserver::ApiServerUnderTest;
 use support::*;
 use svc_tls::identity::IdentityResolver;
-use svc_tls::options::SecretRef;
+use svc_tls::origin::SecretRef;
 use svc_tls::watch::WatchedObject;
 
 const NAME: &str = "bookmarked-identity";

@@ -32,7 +32,7 @@ use support::nginx::Nginx;
 use support::*;
 use svc_tls::client::{TrustMode, client_config};
 use svc_tls::identity::IdentityResolver;
-use svc_tls::options::SecretRef;
+use svc_tls::origin::SecretRef;
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
 const NAME: &str = "kx-client-certificate";

@@ -15,8 +15,8 @@ use support::*;
 use svc_tls::identity::{IdentityError, IdentityReloadError, IdentityResolver};
 use svc_tls::last_good::{self, ManualClock, StaleWarning};
 use svc_tls::material::{CertificateValidity, Identity, MaterialError, MaterialErrorKind};
-use svc_tls::options::SecretRef;
 use svc_tls::origin::IdentityOrigin;
+use svc_tls::origin::SecretRef;
 
 const NAME: &str = "malformed-client-certificate";
 

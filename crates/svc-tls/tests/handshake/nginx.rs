@@ -15,7 +15,7 @@ use support::nginx::Nginx;
 use support::*;
 use svc_tls::client::reqwest_builder;
 use svc_tls::identity::IdentityResolver;
-use svc_tls::options::SecretRef;
+use svc_tls::origin::SecretRef;
 
 const NAME: &str = "ingress-client-certificate";
 

@@ -23,7 +23,8 @@ use std::time::{Duration, Instant, SystemTime};
 use kube_testbed::Testbed;
 use support::*;
 use svc_tls::client::{PeerClient, PeerRequestError, PeerTls};
-use svc_tls::options::{ClientIdentityOptions, PeerOptions, SecretRef};
+use svc_tls::options::{ClientIdentityOptions, PeerOptions};
+use svc_tls::origin::SecretRef;
 use svc_tls::spiffe::WorkloadApiStreams;
 use svc_tls::watch::WatchedObjects;
 

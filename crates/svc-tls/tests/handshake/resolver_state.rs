@@ -20,8 +20,8 @@ use svc_tls::last_good::{
     WatchHealthState,
 };
 use svc_tls::material::{CertificateValidity, Identity, load_identity_from_pem};
-use svc_tls::options::SecretRef;
 use svc_tls::origin::IdentityOrigin;
+use svc_tls::origin::SecretRef;
 
 const NAME: &str = "state-client-certificate";
 

@@ -20,7 +20,7 @@ use rustls::pki_types::pem::PemObject as _;
 use rustls::{ClientConfig, HandshakeKind};
 use support::*;
 use svc_tls::identity::IdentityResolver;
-use svc_tls::options::SecretRef;
+use svc_tls::origin::SecretRef;
 use test_support::tls_server::request_as;
 
 const NAME: &str = "resumption-client-certificate";

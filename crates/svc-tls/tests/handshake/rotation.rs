@@ -18,8 +18,8 @@ use support::*;
 use svc_tls::identity::{IdentityError, IdentityReloadError, IdentityResolver};
 use svc_tls::last_good::{self, ManualClock, StaleWarning};
 use svc_tls::material::Identity;
-use svc_tls::options::SecretRef;
 use svc_tls::origin::IdentityOrigin;
+use svc_tls::origin::SecretRef;
 use svc_tls::watch::WatchError;
 
 const NAME: &str = "region-client-certificate";

@@ -14,7 +14,7 @@ use real_apiserver::{ApiServerUnderTest, both};
 use support::*;
 use svc_tls::client::reqwest_client;
 use svc_tls::identity::{IdentityError, IdentityResolver};
-use svc_tls::options::SecretRef;
+use svc_tls::origin::SecretRef;
 use svc_tls::watch::WatchError;
 
 const NAME: &str = "region-client-certificate";

@@ -31,7 +31,7 @@ use kube_testbed::Testbed;
 use support::*;
 use svc_tls::client::{TrustMode, client_config};
 use svc_tls::identity::IdentityResolver;
-use svc_tls::options::SecretRef;
+use svc_tls::origin::SecretRef;
 use svc_tls::trust::TrustVerifier;
 use test_support::poll_until;
 use test_support::tls_server::{Handler, Reply, Seen, VerifyingServer, request_serial};

@@ -10,7 +10,7 @@ use std::time::Duration;
 use kube_testbed::Testbed;
 use support::{NS, TestCa, tls_secret};
 use svc_tls::identity::IdentityResolver;
-use svc_tls::options::SecretRef;
+use svc_tls::origin::SecretRef;
 use svc_tls::watch::{Secret, WatchedObject};
 use test_support::poll_until;
 

@@ -30,7 +30,7 @@ use proptest::prelude::*;
 use proptest::sample::Index;
 use proptest::test_runner::{Config, TestRunner};
 use svc_tls::material::{self, MaterialError};
-use svc_tls::options::SecretRef;
+use svc_tls::origin::SecretRef;
 use svc_tls::principal::{AlgorithmPolicy, PeerCertificate, VerifyError};
 
 const NS: &str = "fuzz-ns";

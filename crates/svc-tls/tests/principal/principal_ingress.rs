@@ -22,7 +22,7 @@ use support::*;
 use svc_tls::TrustVerifier;
 use svc_tls::client::reqwest_builder;
 use svc_tls::identity::IdentityResolver;
-use svc_tls::options::SecretRef;
+use svc_tls::origin::SecretRef;
 use svc_tls::principal::{
     AlgorithmPolicy, AllowedPeer, CertificateError, DEFAULT_MAX_CERT_HEADER_BYTES, IngressError,
     IngressVerifier, PRINCIPAL_HEADER, PeerCertificate, Principal, PrincipalSigner,

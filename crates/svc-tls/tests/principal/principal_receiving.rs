@@ -14,7 +14,7 @@ use reqwest::header::HeaderMap;
 use rustls_pki_types::PrivateKeyDer;
 use rustls_pki_types::pem::PemObject as _;
 use std::time::{Duration, SystemTime};
-use svc_tls::options::SecretRef;
+use svc_tls::origin::SecretRef;
 
 use svc_tls::principal::{
     AlgorithmPolicy, AllowedPeer, CompatibilityWindow, IngressVerifier, PRINCIPAL_HEADER,

@@ -30,7 +30,7 @@ pub(crate) use svc_tls::material::{
     self, Identity, IdentityCache, KeyKind, MaterialError, MaterialErrorKind, TLS_CRT, TLS_KEY,
     load_identity, load_identity_at, load_identity_from_pem, load_trust, load_trust_detailed,
 };
-pub(crate) use svc_tls::options::SecretRef;
+pub(crate) use svc_tls::origin::SecretRef;
 
 pub(crate) const NS: &str = "unikorn";
 pub(crate) const NAME: &str = "unikorn-client-certificate";
