@@ -68,6 +68,11 @@ impl CountedSource for TrustOrigin {
                 crate::material::ConfigMapTrustProblem::NotFound => NOT_FOUND,
                 _ => MALFORMED,
             },
+            // No bundle of the signer is a deleted CA; unusable bundles are malformed.
+            Some(TrustReloadError::ClusterTrustBundles(e)) => match e.problem {
+                crate::trust::ClusterTrustBundleProblem::NoneFound => NOT_FOUND,
+                _ => MALFORMED,
+            },
             _ => OTHER,
         }
     }

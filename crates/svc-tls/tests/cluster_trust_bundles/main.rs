@@ -273,3 +273,95 @@ async fn a_credential_without_the_grant_is_refused_naming_it() {
     assert!(error.contains("clustertrustbundles"), "{error}");
     assert!(error.contains("ClusterRole"), "{error}");
 }
+
+/// Through the flags on a registry with metrics, as a service runs: the verifier's
+/// reloads and state are exported under `source="clustertrustbundles"` and the set's
+/// name; the empty set counts as `not_found`; a replaced bundle retires the pooled
+/// client's connections verified under the old roots.
+#[cfg(feature = "metrics")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metrics_name_the_set_and_a_replaced_bundle_retires_the_pool() {
+    let tb = Testbed::start().await;
+    let mut registry = prometheus_client::registry::Registry::default();
+    let watches = svc_tls::metrics::Metrics::new_watches(&mut registry);
+    let signer = signer();
+    let (old, new) = (TestCa::new("old CA"), TestCa::new("new CA"));
+    tb.upsert(bundle(&signer, "a", &old.pem(), &[]));
+    let server = VerifyingServer::builder(&old, &old)
+        .no_client_auth()
+        .keep_alive(true)
+        .start()
+        .await;
+    let peer = PeerOptions::new("identity").with_ca_cluster_trust_bundles(&signer, "");
+    let tls = svc_tls::client::PeerTls::from_options_in(
+        &watches,
+        &svc_tls::spiffe::WorkloadApiStreams::new(),
+        &tb.cluster_client(),
+        &peer,
+        &ClientIdentityOptions::new(None),
+        TIMEOUT,
+    )
+    .await
+    .unwrap();
+    let client = tls.client().unwrap();
+    let get = |client: &svc_tls::client::PeerClient| {
+        let request = client.get(server.url()).unwrap();
+        let client = client.clone();
+        async move { client.send(request).await.map(|r| r.status().as_u16()) }
+    };
+    assert_eq!(get(&client).await.unwrap(), 200);
+    let trust = tls.trust_verifier().unwrap().clone();
+
+    // Replaced: the next request is made on a new pool under the new roots.
+    let retired = client.retired_pools();
+    tb.upsert(bundle(&signer, "a", &new.pem(), &[]));
+    poll_until("the replaced bundle in the cache", || {
+        cached_bundle_holds(&trust, &[&new])
+    })
+    .await;
+    server.set_server_ca(&new);
+    assert_eq!(get(&client).await.unwrap(), 200);
+    assert!(
+        client.retired_pools() > retired,
+        "the old roots' pool retired"
+    );
+
+    // The set emptied: a handshake keeps the last good roots, counted not_found.
+    tb.delete(
+        "certificates.k8s.io/v1",
+        "ClusterTrustBundle",
+        "",
+        &bundle_name(&signer, "a"),
+    );
+    poll_until("the cache sees the set empty", || {
+        trust
+            .cluster_trust_bundles_source()
+            .unwrap()
+            .get()
+            .is_none()
+    })
+    .await;
+    let fresh = VerifyingServer::builder(&new, &new)
+        .no_client_auth()
+        .start()
+        .await;
+    let request = client.get(fresh.url()).unwrap();
+    assert_eq!(client.send(request).await.unwrap().status().as_u16(), 200);
+
+    let mut text = String::new();
+    prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
+    let labels = format!("source=\"clustertrustbundles\",name=\"signer={signer}\"");
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("svc_tls_trust_reloads_total{")
+                && l.contains(&labels)
+                && l.contains("result=\"not_found\"")
+                && !l.ends_with(" 0")),
+        "{text}"
+    );
+    assert!(
+        text.lines()
+            .any(|l| l.contains(&labels) && l.contains("result=\"ok\"") && !l.ends_with(" 0")),
+        "{text}"
+    );
+}
