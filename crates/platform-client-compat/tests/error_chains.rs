@@ -263,31 +263,31 @@ fn svc_tls_errors() -> Vec<(&'static str, Box<dyn Error>)> {
         ),
         (
             "IngressError::Untrusted",
-            Box::new(svc_tls::principal::IngressError::Untrusted(
+            Box::new(svc_tls::receiving::IngressError::Untrusted(
                 webpki::Error::UnknownIssuer,
             )),
         ),
         (
             "IngressError::TrustAnchor",
-            Box::new(svc_tls::principal::IngressError::TrustAnchor(
+            Box::new(svc_tls::receiving::IngressError::TrustAnchor(
                 webpki::Error::BadDer,
             )),
         ),
         (
             "IngressError::AnchorsUnavailable",
-            Box::new(svc_tls::principal::IngressError::AnchorsUnavailable(
+            Box::new(svc_tls::receiving::IngressError::AnchorsUnavailable(
                 rustls::Error::General("none".into()),
             )),
         ),
         (
             "IngressError::Certificate",
-            Box::new(svc_tls::principal::IngressError::Certificate(
+            Box::new(svc_tls::receiving::IngressError::Certificate(
                 svc_tls::principal::CertificateError::NoCertificate,
             )),
         ),
         (
             "RequestPrincipalError::Verify",
-            Box::new(svc_tls::principal::RequestPrincipalError::Verify(
+            Box::new(svc_tls::receiving::RequestPrincipalError::Verify(
                 svc_tls::VerifyError::PayloadType(json_error()),
             )),
         ),

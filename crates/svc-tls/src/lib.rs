@@ -319,12 +319,8 @@ pub mod principal {
     mod verify;
 
     pub use current_identity::CurrentIdentity;
-    pub use ingress::{
-        AllowedPeer, AllowedPeerError, CompatibilityWindow, DEFAULT_MAX_CERT_HEADER_BYTES,
-        INGRESS_CLIENT_CERT_HEADER, INGRESS_CLIENT_VERIFY_HEADER, INGRESS_VERIFY_SUCCESS,
-        IngressError, IngressVerifier, ReceiverConfigError, ReceivingMode, RequestPrincipalError,
-        UNVERIFIED_WARNING_TEXT,
-    };
+    #[allow(deprecated)]
+    pub use deprecated_ingress::*;
     pub use jws::{
         Algorithm, AlgorithmPolicy, DEFAULT_CLOCK_SKEW, DEFAULT_MAX_PRINCIPAL_LIFETIME,
         DEFAULT_PRINCIPAL_LIFETIME, Part, PrincipalToken, TokenTimes,
@@ -341,6 +337,58 @@ pub mod principal {
         CertificateError, DEFAULT_MAX_TOKEN_BYTES, PeerCertificate, VerifyError, VerifyOptions,
         verify,
     };
+
+    /// The receiving names' paths before [`receiving`](crate::receiving) was their one
+    /// home (issue 53), kept one release.
+    mod deprecated_ingress {
+        /// Moved to [`receiving`](crate::receiving).
+        #[deprecated(since = "0.2.0", note = "use `receiving::AllowedPeer`")]
+        pub type AllowedPeer = crate::receiving::AllowedPeer;
+        /// Moved to [`receiving`](crate::receiving).
+        #[deprecated(since = "0.2.0", note = "use `receiving::AllowedPeerError`")]
+        pub type AllowedPeerError = crate::receiving::AllowedPeerError;
+        /// Moved to [`receiving`](crate::receiving).
+        #[deprecated(since = "0.2.0", note = "use `receiving::CompatibilityWindow`")]
+        pub type CompatibilityWindow = crate::receiving::CompatibilityWindow;
+        /// Moved to [`receiving`](crate::receiving).
+        #[deprecated(since = "0.2.0", note = "use `receiving::IngressError`")]
+        pub type IngressError = crate::receiving::IngressError;
+        /// Moved to [`receiving`](crate::receiving).
+        #[deprecated(since = "0.2.0", note = "use `receiving::IngressVerifier`")]
+        pub type IngressVerifier = crate::receiving::IngressVerifier;
+        /// Moved to [`receiving`](crate::receiving).
+        #[deprecated(since = "0.2.0", note = "use `receiving::ReceiverConfigError`")]
+        pub type ReceiverConfigError = crate::receiving::ReceiverConfigError;
+        /// Moved to [`receiving`](crate::receiving).
+        #[deprecated(since = "0.2.0", note = "use `receiving::ReceivingMode`")]
+        pub type ReceivingMode = crate::receiving::ReceivingMode;
+        /// Moved to [`receiving`](crate::receiving).
+        #[deprecated(since = "0.2.0", note = "use `receiving::RequestPrincipalError`")]
+        pub type RequestPrincipalError = crate::receiving::RequestPrincipalError;
+        /// Moved to [`receiving`](crate::receiving).
+        #[deprecated(
+            since = "0.2.0",
+            note = "use `receiving::DEFAULT_MAX_CERT_HEADER_BYTES`"
+        )]
+        pub const DEFAULT_MAX_CERT_HEADER_BYTES: usize =
+            crate::receiving::DEFAULT_MAX_CERT_HEADER_BYTES;
+        /// Moved to [`receiving`](crate::receiving).
+        #[deprecated(since = "0.2.0", note = "use `receiving::INGRESS_CLIENT_CERT_HEADER`")]
+        pub const INGRESS_CLIENT_CERT_HEADER: &str = crate::receiving::INGRESS_CLIENT_CERT_HEADER;
+        /// Moved to [`receiving`](crate::receiving).
+        #[deprecated(
+            since = "0.2.0",
+            note = "use `receiving::INGRESS_CLIENT_VERIFY_HEADER`"
+        )]
+        pub const INGRESS_CLIENT_VERIFY_HEADER: &str =
+            crate::receiving::INGRESS_CLIENT_VERIFY_HEADER;
+        /// Moved to [`receiving`](crate::receiving).
+        #[deprecated(since = "0.2.0", note = "use `receiving::INGRESS_VERIFY_SUCCESS`")]
+        pub const INGRESS_VERIFY_SUCCESS: &str = crate::receiving::INGRESS_VERIFY_SUCCESS;
+        /// Moved to [`receiving`](crate::receiving).
+        #[deprecated(since = "0.2.0", note = "use `receiving::UNVERIFIED_WARNING_TEXT`")]
+        pub const UNVERIFIED_WARNING_TEXT: &str = crate::receiving::UNVERIFIED_WARNING_TEXT;
+    }
 }
 
 pub mod recording {
@@ -417,6 +465,12 @@ pub mod receiving {
 
     mod builder;
 
+    pub use crate::principal::ingress::{
+        AllowedPeer, AllowedPeerError, CompatibilityWindow, DEFAULT_MAX_CERT_HEADER_BYTES,
+        INGRESS_CLIENT_CERT_HEADER, INGRESS_CLIENT_VERIFY_HEADER, INGRESS_VERIFY_SUCCESS,
+        IngressError, IngressVerifier, ReceiverConfigError, ReceivingMode, RequestPrincipalError,
+        UNVERIFIED_WARNING_TEXT,
+    };
     pub use builder::{IngressBuilder, ReceivingError};
 }
 

@@ -79,7 +79,10 @@ pub(crate) fn track_trust(
 }
 
 /// Exports `verifier`'s mode in force when this registry has metrics.
-pub(crate) fn track_receiver(watches: &WatchedObjects, verifier: &principal::IngressVerifier) {
+pub(crate) fn track_receiver(
+    watches: &WatchedObjects,
+    verifier: &crate::receiving::IngressVerifier,
+) {
     #[cfg(feature = "metrics")]
     if let Some(metrics) = Metrics::installed_in(watches) {
         metrics.track_receiver(verifier);

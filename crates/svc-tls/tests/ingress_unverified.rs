@@ -4,7 +4,7 @@
 //! the warning is once per process, and this test reads the process's log.
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
-use svc_tls::principal::{IngressVerifier, UNVERIFIED_WARNING_TEXT};
+use svc_tls::receiving::{IngressVerifier, UNVERIFIED_WARNING_TEXT};
 use test_support::logs::CapturedLogs;
 
 #[test]

@@ -361,7 +361,7 @@ async fn a_rotation_makes_reload_and_retirement_spans_and_requests_make_none() {
 async fn the_ingress_verifier_continues_the_trace_its_headers_carry() {
     let exporter = spans();
     let mesh = otel::Mesh::start().await;
-    let verifier = svc_tls::principal::IngressVerifier::verified(mesh.callers_trust().await)
+    let verifier = svc_tls::receiving::IngressVerifier::verified(mesh.callers_trust().await)
         .with_audiences(["https://region.example.com".parse().unwrap()]);
     // The caller's context as a Go sender's propagator writes it.
     let (trace, parent) = ("4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7");

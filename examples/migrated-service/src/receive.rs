@@ -35,10 +35,11 @@ use hyper::{Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
 use platform_client_compat::tls::ClusterClient;
 use platform_client_compat::tls::SecretRef;
-use platform_client_compat::tls::principal::{
-    AllowedPeer, CompatibilityWindow, IngressVerifier, Principal, ReceivingMode, Url,
-};
+use platform_client_compat::tls::principal::{Principal, Url};
 use platform_client_compat::tls::receiving::IngressBuilder;
+use platform_client_compat::tls::receiving::{
+    AllowedPeer, CompatibilityWindow, IngressVerifier, ReceivingMode,
+};
 use tokio::net::TcpListener;
 
 use crate::Error;

@@ -378,8 +378,8 @@ impl Collector for StateCollector {
         // end counts as strict.
         let modes = Gauges::default();
         for mode in [
-            crate::principal::ReceivingMode::Strict,
-            crate::principal::ReceivingMode::GoCompatible,
+            crate::receiving::ReceivingMode::Strict,
+            crate::receiving::ReceivingMode::GoCompatible,
         ] {
             let count = receivers
                 .iter()

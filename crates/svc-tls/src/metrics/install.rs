@@ -141,7 +141,7 @@ impl Metrics {
 
     /// The recorder of principals signed and verified: give it to a
     /// [`PrincipalSigner`](crate::principal::PrincipalSigner) or an
-    /// [`IngressVerifier`](crate::principal::IngressVerifier) built by hand
+    /// [`IngressVerifier`](crate::receiving::IngressVerifier) built by hand
     /// (`with_recorder`). Those from [`PeerTls::principal_signer`](crate::PeerTls::principal_signer)
     /// and [`receiving::IngressBuilder`](crate::receiving::IngressBuilder)
     /// have it already.
@@ -210,7 +210,7 @@ impl Metrics {
     /// ```
     /// use prometheus_client::registry::Registry;
     /// use svc_tls::metrics::Metrics;
-    /// use svc_tls::principal::IngressVerifier;
+    /// use svc_tls::receiving::IngressVerifier;
     ///
     /// let mut registry = Registry::default();
     /// let metrics = Metrics::new(&mut registry);
@@ -221,7 +221,7 @@ impl Metrics {
     /// assert!(text.contains(r#"svc_tls_principal_receiving_mode{mode="strict"} 1"#));
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn track_receiver(&self, verifier: &crate::principal::IngressVerifier) {
+    pub fn track_receiver(&self, verifier: &crate::receiving::IngressVerifier) {
         let mut tracked = self.tracked();
         tracked.receivers.retain(|weak| weak.strong_count() > 0);
         tracked

@@ -10,7 +10,7 @@
 //!
 //! The last three count principals accepted (also counted `ok` above) that lacked
 //! `iat`/`exp`, or `aud`, or were the unsigned form (counted in the two others too):
-//! what the strict mode ([`ReceivingMode::Strict`](crate::principal::ReceivingMode::Strict))
+//! what the strict mode ([`ReceivingMode::Strict`](crate::receiving::ReceivingMode::Strict))
 //! refuses. All flat for a while means every sender signs and binds its tokens, and
 //! the receiver can switch. Created at construction, so they read 0 before the
 //! first token.
@@ -191,7 +191,8 @@ mod tests {
     use crate::SecretRef;
     use crate::material::{Identity, crypto_provider, load_identity_from_pem};
     use crate::metrics::Metrics;
-    use crate::principal::{IngressVerifier, Principal, PrincipalSigner, RequestPrincipalError};
+    use crate::principal::{Principal, PrincipalSigner};
+    use crate::receiving::{IngressVerifier, RequestPrincipalError};
 
     fn identity(leaf: &Leaf) -> Identity {
         let secret = SecretRef::new("platform", "client");
@@ -310,9 +311,9 @@ mod tests {
             .unwrap()
             .with_audiences([peer_url()])
             .with_compatibility(
-                crate::principal::CompatibilityWindow::new(
+                crate::receiving::CompatibilityWindow::new(
                     std::time::SystemTime::now() + std::time::Duration::from_secs(3600),
-                    [crate::principal::AllowedPeer::common_name("rsa peer")],
+                    [crate::receiving::AllowedPeer::common_name("rsa peer")],
                 )
                 .unwrap(),
             )
@@ -376,7 +377,7 @@ mod tests {
         // The strict mode refuses both, and counts them as refused, not accepted.
         let strict = ingress
             .clone()
-            .with_mode(crate::principal::ReceivingMode::Strict);
+            .with_mode(crate::receiving::ReceivingMode::Strict);
         let refused = strict
             .verify_request::<Principal>(&headers(&rsa, &go))
             .unwrap_err();
@@ -397,7 +398,7 @@ mod tests {
 
     #[test]
     fn the_receiving_mode_in_force_is_a_gauge_read_at_scrape_time() {
-        use crate::principal::{AllowedPeer, CompatibilityWindow};
+        use crate::receiving::{AllowedPeer, CompatibilityWindow};
         use std::time::{Duration, SystemTime};
         let mut registry = Registry::default();
         let metrics = Metrics::new(&mut registry);

@@ -6,9 +6,9 @@ use std::time::{Duration, SystemTime};
 use url::Url;
 
 use crate::origin::SecretRef;
-use crate::principal::{
+use crate::principal::ReplayCache;
+use crate::receiving::{
     AllowedPeer, CompatibilityWindow, IngressVerifier, ReceiverConfigError, ReceivingMode,
-    ReplayCache,
 };
 use crate::trust::{TrustError, TrustObject, TrustSettings};
 use crate::watch::{DEFAULT_SYNC_TIMEOUT, WatchedObjects};
@@ -60,7 +60,8 @@ pub enum ReceivingError {
 /// ```no_run
 /// # async fn f(client: cluster_id::ClusterClient, headers: reqwest::header::HeaderMap)
 /// # -> Result<(), Box<dyn std::error::Error>> {
-/// use svc_tls::principal::{Principal, ReceivingMode};
+/// use svc_tls::principal::{Principal};
+/// use svc_tls::receiving::{ReceivingMode};
 /// use svc_tls::receiving::IngressBuilder;
 /// use svc_tls::SecretRef;
 ///
@@ -119,7 +120,7 @@ impl IngressBuilder {
     /// configuration text with [`CompatibilityWindow::parse_until`].
     ///
     /// ```
-    /// use svc_tls::principal::{AllowedPeer, CompatibilityWindow, ReceivingMode};
+    /// use svc_tls::receiving::{AllowedPeer, CompatibilityWindow, ReceivingMode};
     /// use svc_tls::receiving::IngressBuilder;
     /// use svc_tls::SecretRef;
     ///
@@ -203,7 +204,7 @@ impl IngressBuilder {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use svc_tls::principal::ReceivingMode;
+    /// use svc_tls::receiving::ReceivingMode;
     /// use svc_tls::receiving::IngressBuilder;
     /// use svc_tls::trust::TrustSettings;
     /// use svc_tls::SecretRef;

@@ -132,8 +132,8 @@ impl Caller {
 
     /// Whether this caller's certificate names `peer` (a URI SAN exactly, a DNS SAN
     /// ASCII case-insensitively, or the one subject common name exactly).
-    pub fn is(&self, peer: &crate::principal::AllowedPeer) -> bool {
-        use crate::principal::AllowedPeer;
+    pub fn is(&self, peer: &crate::receiving::AllowedPeer) -> bool {
+        use crate::receiving::AllowedPeer;
         match peer {
             AllowedPeer::Uri(uri) => self.inner.uris.iter().any(|u| u == uri),
             AllowedPeer::Dns(name) => self

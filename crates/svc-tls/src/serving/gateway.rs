@@ -13,7 +13,7 @@ use base64::Engine as _;
 use rustls_pki_types::{CertificateDer, UnixTime};
 
 use super::caller::Caller;
-use crate::principal::{AllowedPeer, DEFAULT_MAX_CERT_HEADER_BYTES, INGRESS_CLIENT_CERT_HEADER};
+use crate::receiving::{AllowedPeer, DEFAULT_MAX_CERT_HEADER_BYTES, INGRESS_CLIENT_CERT_HEADER};
 use crate::trust::TrustVerifier;
 
 /// The Envoy header (Envoy Gateway, Istio).

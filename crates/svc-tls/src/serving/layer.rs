@@ -17,8 +17,8 @@ use crate::trust::TrustVerifier;
 /// removed from every request before a handler sees it, besides the header of the
 /// configured [`ForwardedFormat`](super::ForwardedFormat).
 pub const FORWARDED_CERTIFICATE_HEADERS: [&str; 4] = [
-    crate::principal::INGRESS_CLIENT_CERT_HEADER,
-    crate::principal::INGRESS_CLIENT_VERIFY_HEADER,
+    crate::receiving::INGRESS_CLIENT_CERT_HEADER,
+    crate::receiving::INGRESS_CLIENT_VERIFY_HEADER,
     XFCC_HEADER,
     "x-ssl-client-cert",
 ];

@@ -317,7 +317,7 @@ async fn a_receiving_service_verifies_callers_against_a_configmap_bundle(
     api: &impl ApiServerUnderTest,
     ns: &str,
 ) {
-    use svc_tls::principal::{IngressError, IngressVerifier};
+    use svc_tls::receiving::{IngressError, IngressVerifier};
     let (clients, other) = (TestCa::new("client CA"), TestCa::new("other CA"));
     api.apply(configmap_in(ns, BUNDLE, &[(KEY, &clients.pem())]))
         .await;

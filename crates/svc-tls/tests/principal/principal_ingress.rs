@@ -24,9 +24,12 @@ use svc_tls::client::reqwest_builder;
 use svc_tls::identity::IdentityResolver;
 use svc_tls::origin::SecretRef;
 use svc_tls::principal::{
-    AlgorithmPolicy, AllowedPeer, CertificateError, DEFAULT_MAX_CERT_HEADER_BYTES, IngressError,
-    IngressVerifier, PRINCIPAL_HEADER, PeerCertificate, Principal, PrincipalSigner,
-    RequestPrincipalError, VerifyError, sign_with_key,
+    AlgorithmPolicy, CertificateError, PRINCIPAL_HEADER, PeerCertificate, Principal,
+    PrincipalSigner, VerifyError, sign_with_key,
+};
+use svc_tls::receiving::{
+    AllowedPeer, DEFAULT_MAX_CERT_HEADER_BYTES, IngressError, IngressVerifier,
+    RequestPrincipalError,
 };
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::mpsc;
@@ -189,7 +192,7 @@ async fn principal_signed_with_the_handshake_identity_verifies_behind_nginx_acro
     // Strict: the principals below are signed for nginx's origin, this receiver's.
     let ingress = svc_tls::receiving::IngressBuilder::new(
         SecretRef::new(NS, "clients-ca"),
-        svc_tls::principal::ReceivingMode::Strict,
+        svc_tls::receiving::ReceivingMode::Strict,
     )
     .audiences([nginx.url("/").parse().unwrap()])
     .sync_timeout(Duration::from_secs(10))

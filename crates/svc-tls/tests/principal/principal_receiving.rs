@@ -17,9 +17,11 @@ use std::time::{Duration, SystemTime};
 use svc_tls::origin::SecretRef;
 
 use svc_tls::principal::{
-    AlgorithmPolicy, AllowedPeer, CompatibilityWindow, IngressVerifier, PRINCIPAL_HEADER,
-    Principal, ReceiverConfigError, ReceivingMode, RequestPrincipalError, TokenTimes, VerifyError,
-    sign_with_key,
+    AlgorithmPolicy, PRINCIPAL_HEADER, Principal, TokenTimes, VerifyError, sign_with_key,
+};
+use svc_tls::receiving::{
+    AllowedPeer, CompatibilityWindow, IngressVerifier, ReceiverConfigError, ReceivingMode,
+    RequestPrincipalError,
 };
 use svc_tls::receiving::{IngressBuilder, ReceivingError};
 use test_support::logs::CapturedLogs;

@@ -10,7 +10,7 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 
 use super::*;
-use svc_tls::principal::AllowedPeer;
+use svc_tls::receiving::AllowedPeer;
 use svc_tls::serving::{ForwardedFormat, Gateways};
 use test_support::poll_until;
 

@@ -75,7 +75,8 @@ enum Anchors {
 /// ```no_run
 /// # async fn f(client: kube::Client, headers: reqwest::header::HeaderMap)
 /// # -> Result<(), Box<dyn std::error::Error>> {
-/// use svc_tls::principal::{AllowedPeer, IngressVerifier, Principal};
+/// use svc_tls::principal::{Principal};
+/// use svc_tls::receiving::{AllowedPeer, IngressVerifier};
 /// use svc_tls::{SecretRef, TrustVerifier};
 ///
 /// // The Secret the ingress's auth-tls-secret annotation names, watched.

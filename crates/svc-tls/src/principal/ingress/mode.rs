@@ -188,7 +188,7 @@ impl ReceiverConfigError {
 ///
 /// ```
 /// use std::time::{Duration, SystemTime};
-/// use svc_tls::principal::{AllowedPeer, CompatibilityWindow, ReceiverConfigError};
+/// use svc_tls::receiving::{AllowedPeer, CompatibilityWindow, ReceiverConfigError};
 ///
 /// let until = CompatibilityWindow::parse_until("2027-03-01")?;
 /// let window = CompatibilityWindow::new(
@@ -372,7 +372,7 @@ impl IngressVerifier {
     ///
     /// ```no_run
     /// # fn f(trust: svc_tls::TrustVerifier) -> Result<(), Box<dyn std::error::Error>> {
-    /// use svc_tls::principal::{AllowedPeer, CompatibilityWindow, IngressVerifier};
+    /// use svc_tls::receiving::{AllowedPeer, CompatibilityWindow, IngressVerifier};
     ///
     /// let window = CompatibilityWindow::new(
     ///     CompatibilityWindow::parse_until("2027-03-01")?,
