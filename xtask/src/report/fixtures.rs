@@ -143,6 +143,26 @@ pub(super) fn results(go: bool, bad: bool) -> Results {
             ],
         );
     }
+    // Metrics and tracing per request and per handshake: within 1.05x (met); bad:
+    // every ratio wholly above the band.
+    paired(
+        &mut r,
+        "telemetry/get",
+        &[
+            ("telemetry/get/plain", 50_000.0),
+            ("telemetry/get/metrics", pick(50_500.0, 60_000.0)),
+            ("telemetry/get/otel-off", pick(50_200.0, 60_000.0)),
+            ("telemetry/get/otel-paid", pick(51_000.0, 80_000.0)),
+        ],
+    );
+    paired(
+        &mut r,
+        "telemetry/handshake",
+        &[
+            ("telemetry/handshake/off", 500_000.0),
+            ("telemetry/handshake/otel", pick(502_000.0, 700_000.0)),
+        ],
+    );
     for bits in ["rsa2048", "rsa3072", "rsa4096"] {
         // Sign: 0.4x Go (met); verify: 0.9x Go (not met).
         paired(

@@ -20,6 +20,9 @@
 //!   (next to `.../p256-pkcs8`) and
 //!   `handshake/{secret-on-svid-server,spiffe}/p256/<clients>` (one server presenting
 //!   an SVID);
+//!   metrics and tracing cost (`telemetry_tables.rs`): `telemetry/get/{plain,metrics,otel-off,otel-paid}`
+//!   (a `PeerClient` GET on a kept-alive connection) and `telemetry/handshake/{off,otel}`
+//!   (a full handshake without and with the OpenTelemetry layer), one paired group each;
 //! - Go: `go/x509keypair/<case>`, `go/rotation-x509keypair/<case>`,
 //!   `go/reconcile/<case>`, `go/reconcile-request/<case>`, `go/reconcile-request-cpu/<case>`,
 //!   `go/reconcile{,-request,-request-cpu}-real/<case>`,
@@ -56,6 +59,7 @@ mod identity_tables;
 mod render;
 mod results;
 mod targets;
+mod telemetry_tables;
 
 #[cfg(test)]
 mod fixtures;

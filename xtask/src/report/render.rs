@@ -9,6 +9,7 @@ use super::handshake_tables::{render_clients, render_like_for_like, render_serve
 use super::identity_tables::{render_metrics, render_racing, render_spiffe};
 use super::results::{RECONCILE_SERVERS, Results, key_order};
 use super::targets::targets;
+use super::telemetry_tables::render_telemetry;
 use crate::stats::Estimate;
 
 /// The Markdown report (tables and targets).
@@ -88,6 +89,7 @@ pub fn render(results: &Results) -> String {
 
     render_racing(results, &mut out);
     render_metrics(results, &mut out);
+    render_telemetry(results, &mut out);
 
     let reconciles = results.cases("reconcile");
     if !reconciles.is_empty() {

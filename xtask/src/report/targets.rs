@@ -4,6 +4,7 @@ use super::anchors::anchor_targets;
 use super::counted::counted_rows;
 use super::go::like_for_like;
 use super::results::{RECONCILE_SERVERS, Results, TargetRow, Unpaired};
+use super::telemetry_tables::telemetry_targets;
 use super::{CLIENT_SERVERS, SECRET_CASE, SERVER_ROWS, SPIFFE_CASE, server_label};
 use crate::stats::{Bound, Estimate, Verdict, judge, ratio};
 
@@ -255,6 +256,7 @@ pub fn targets(results: &Results) -> Vec<TargetRow> {
         }
     }
     rows.extend(counted_rows(results));
+    rows.extend(telemetry_targets(results));
     rows.extend(anchor_targets(results));
     rows
 }
