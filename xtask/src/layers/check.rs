@@ -560,8 +560,8 @@ mod tests {
         let fed = [
             (
                 "metrics/install.rs",
-                "impl crate::watch::SecretWatches {}",
-                "SecretWatches",
+                "impl crate::watch::WatchedObjects {}",
+                "WatchedObjects",
             ),
             (
                 "receiving/builder.rs",
