@@ -343,51 +343,50 @@ pub mod principal {
     mod deprecated_ingress {
         /// Moved to [`receiving`](crate::receiving).
         #[deprecated(since = "0.2.0", note = "use `receiving::AllowedPeer`")]
-        pub type AllowedPeer = crate::receiving::AllowedPeer;
+        pub type AllowedPeer = super::ingress::AllowedPeer;
         /// Moved to [`receiving`](crate::receiving).
         #[deprecated(since = "0.2.0", note = "use `receiving::AllowedPeerError`")]
-        pub type AllowedPeerError = crate::receiving::AllowedPeerError;
+        pub type AllowedPeerError = super::ingress::AllowedPeerError;
         /// Moved to [`receiving`](crate::receiving).
         #[deprecated(since = "0.2.0", note = "use `receiving::CompatibilityWindow`")]
-        pub type CompatibilityWindow = crate::receiving::CompatibilityWindow;
+        pub type CompatibilityWindow = super::ingress::CompatibilityWindow;
         /// Moved to [`receiving`](crate::receiving).
         #[deprecated(since = "0.2.0", note = "use `receiving::IngressError`")]
-        pub type IngressError = crate::receiving::IngressError;
+        pub type IngressError = super::ingress::IngressError;
         /// Moved to [`receiving`](crate::receiving).
         #[deprecated(since = "0.2.0", note = "use `receiving::IngressVerifier`")]
-        pub type IngressVerifier = crate::receiving::IngressVerifier;
+        pub type IngressVerifier = super::ingress::IngressVerifier;
         /// Moved to [`receiving`](crate::receiving).
         #[deprecated(since = "0.2.0", note = "use `receiving::ReceiverConfigError`")]
-        pub type ReceiverConfigError = crate::receiving::ReceiverConfigError;
+        pub type ReceiverConfigError = super::ingress::ReceiverConfigError;
         /// Moved to [`receiving`](crate::receiving).
         #[deprecated(since = "0.2.0", note = "use `receiving::ReceivingMode`")]
-        pub type ReceivingMode = crate::receiving::ReceivingMode;
+        pub type ReceivingMode = super::ingress::ReceivingMode;
         /// Moved to [`receiving`](crate::receiving).
         #[deprecated(since = "0.2.0", note = "use `receiving::RequestPrincipalError`")]
-        pub type RequestPrincipalError = crate::receiving::RequestPrincipalError;
+        pub type RequestPrincipalError = super::ingress::RequestPrincipalError;
         /// Moved to [`receiving`](crate::receiving).
         #[deprecated(
             since = "0.2.0",
             note = "use `receiving::DEFAULT_MAX_CERT_HEADER_BYTES`"
         )]
         pub const DEFAULT_MAX_CERT_HEADER_BYTES: usize =
-            crate::receiving::DEFAULT_MAX_CERT_HEADER_BYTES;
+            super::ingress::DEFAULT_MAX_CERT_HEADER_BYTES;
         /// Moved to [`receiving`](crate::receiving).
         #[deprecated(since = "0.2.0", note = "use `receiving::INGRESS_CLIENT_CERT_HEADER`")]
-        pub const INGRESS_CLIENT_CERT_HEADER: &str = crate::receiving::INGRESS_CLIENT_CERT_HEADER;
+        pub const INGRESS_CLIENT_CERT_HEADER: &str = super::ingress::INGRESS_CLIENT_CERT_HEADER;
         /// Moved to [`receiving`](crate::receiving).
         #[deprecated(
             since = "0.2.0",
             note = "use `receiving::INGRESS_CLIENT_VERIFY_HEADER`"
         )]
-        pub const INGRESS_CLIENT_VERIFY_HEADER: &str =
-            crate::receiving::INGRESS_CLIENT_VERIFY_HEADER;
+        pub const INGRESS_CLIENT_VERIFY_HEADER: &str = super::ingress::INGRESS_CLIENT_VERIFY_HEADER;
         /// Moved to [`receiving`](crate::receiving).
         #[deprecated(since = "0.2.0", note = "use `receiving::INGRESS_VERIFY_SUCCESS`")]
-        pub const INGRESS_VERIFY_SUCCESS: &str = crate::receiving::INGRESS_VERIFY_SUCCESS;
+        pub const INGRESS_VERIFY_SUCCESS: &str = super::ingress::INGRESS_VERIFY_SUCCESS;
         /// Moved to [`receiving`](crate::receiving).
         #[deprecated(since = "0.2.0", note = "use `receiving::UNVERIFIED_WARNING_TEXT`")]
-        pub const UNVERIFIED_WARNING_TEXT: &str = crate::receiving::UNVERIFIED_WARNING_TEXT;
+        pub const UNVERIFIED_WARNING_TEXT: &str = super::ingress::UNVERIFIED_WARNING_TEXT;
     }
 }
 

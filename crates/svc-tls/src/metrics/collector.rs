@@ -378,8 +378,8 @@ impl Collector for StateCollector {
         // end counts as strict.
         let modes = Gauges::default();
         for mode in [
-            crate::receiving::ReceivingMode::Strict,
-            crate::receiving::ReceivingMode::GoCompatible,
+            crate::principal::ingress::ReceivingMode::Strict,
+            crate::principal::ingress::ReceivingMode::GoCompatible,
         ] {
             let count = receivers
                 .iter()

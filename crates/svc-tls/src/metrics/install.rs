@@ -221,7 +221,7 @@ impl Metrics {
     /// assert!(text.contains(r#"svc_tls_principal_receiving_mode{mode="strict"} 1"#));
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn track_receiver(&self, verifier: &crate::receiving::IngressVerifier) {
+    pub fn track_receiver(&self, verifier: &crate::principal::ingress::IngressVerifier) {
         let mut tracked = self.tracked();
         tracked.receivers.retain(|weak| weak.strong_count() > 0);
         tracked

@@ -191,8 +191,8 @@ mod tests {
     use crate::SecretRef;
     use crate::material::{Identity, crypto_provider, load_identity_from_pem};
     use crate::metrics::Metrics;
+    use crate::principal::ingress::{IngressVerifier, RequestPrincipalError};
     use crate::principal::{Principal, PrincipalSigner};
-    use crate::receiving::{IngressVerifier, RequestPrincipalError};
 
     fn identity(leaf: &Leaf) -> Identity {
         let secret = SecretRef::new("platform", "client");
@@ -311,9 +311,11 @@ mod tests {
             .unwrap()
             .with_audiences([peer_url()])
             .with_compatibility(
-                crate::receiving::CompatibilityWindow::new(
+                crate::principal::ingress::CompatibilityWindow::new(
                     std::time::SystemTime::now() + std::time::Duration::from_secs(3600),
-                    [crate::receiving::AllowedPeer::common_name("rsa peer")],
+                    [crate::principal::ingress::AllowedPeer::common_name(
+                        "rsa peer",
+                    )],
                 )
                 .unwrap(),
             )
@@ -377,7 +379,7 @@ mod tests {
         // The strict mode refuses both, and counts them as refused, not accepted.
         let strict = ingress
             .clone()
-            .with_mode(crate::receiving::ReceivingMode::Strict);
+            .with_mode(crate::principal::ingress::ReceivingMode::Strict);
         let refused = strict
             .verify_request::<Principal>(&headers(&rsa, &go))
             .unwrap_err();
@@ -398,7 +400,7 @@ mod tests {
 
     #[test]
     fn the_receiving_mode_in_force_is_a_gauge_read_at_scrape_time() {
-        use crate::receiving::{AllowedPeer, CompatibilityWindow};
+        use crate::principal::ingress::{AllowedPeer, CompatibilityWindow};
         use std::time::{Duration, SystemTime};
         let mut registry = Registry::default();
         let metrics = Metrics::new(&mut registry);
