@@ -48,7 +48,7 @@ pub enum OptionsError {
         configmap_flag: String,
     },
     /// `--S-ca-cluster-trust-bundle-signer` or `-selector` is malformed.
-    #[error("--{flag}: {source}")]
+    #[error("--{flag} is malformed")]
     InvalidClusterTrustBundles {
         /// The flag (without the leading `--`).
         flag: String,

@@ -155,7 +155,13 @@ fn bundle_flags_parse_conflict_and_name_what_is_malformed() {
             source: BundleSelectionError::SignerName { .. },
         } if flag == "identity-ca-cluster-trust-bundle-signer"
     ));
-    assert!(error.to_string().contains("<domain>/<path>"), "{error}");
+    // The flag in Display, what is wrong in source() (docs/decisions/errors-cause-in-source.md).
+    assert_eq!(
+        error.to_string(),
+        "--identity-ca-cluster-trust-bundle-signer is malformed"
+    );
+    let cause = std::error::Error::source(&error).unwrap().to_string();
+    assert!(cause.contains("<domain>/<path>"), "{cause}");
     let error = parse(&[
         "--identity-ca-cluster-trust-bundle-signer=example.com/platform",
         "--identity-ca-cluster-trust-bundle-selector=tier=prod,in valid",
@@ -163,13 +169,13 @@ fn bundle_flags_parse_conflict_and_name_what_is_malformed() {
     .unwrap()
     .ca()
     .unwrap_err();
+    let cause = std::error::Error::source(&error).unwrap().to_string();
     assert!(
-        error
-            .to_string()
-            .starts_with("--identity-ca-cluster-trust-bundle-selector: label selector"),
-        "{error}"
+        error.to_string() == "--identity-ca-cluster-trust-bundle-selector is malformed"
+            && cause.starts_with("label selector"),
+        "{error}: {cause}"
     );
-    assert!(error.to_string().contains("\"in valid\""), "{error}");
+    assert!(cause.contains("\"in valid\""), "{cause}");
 }
 
 /// One watch per cluster, credential, signer and selector: every construction of the
