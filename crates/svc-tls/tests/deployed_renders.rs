@@ -484,11 +484,11 @@ fn every_repeated_flag_keeps_its_last_value() {
         assert_eq!(raw, vec![want.to_owned()], "{args:?}");
         checked += 1;
     }
-    // 9 flags per peer (host, CA Secret namespace and name, CA ConfigMap namespace,
-    // name and key, CA file, http2, pool idle timeout), 6 per identity (source,
-    // namespace, name, SPIFFE server ID, files' directory and layout), and the
-    // unprefixed identity's deprecated reload interval.
-    assert_eq!(checked, 9 * PEERS.len() + 6 * 2 + 1);
+    // 11 flags per peer (host, CA Secret namespace and name, CA ConfigMap namespace,
+    // name and key, CA file, ClusterTrustBundle signer and selector, http2, pool idle
+    // timeout), 6 per identity (source, namespace, name, SPIFFE server ID, files'
+    // directory and layout), and the unprefixed identity's deprecated reload interval.
+    assert_eq!(checked, 11 * PEERS.len() + 6 * 2 + 1);
 
     // And through the typed accessors.
     let m = parse(&strings(&[

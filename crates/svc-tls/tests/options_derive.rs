@@ -197,8 +197,9 @@ fn the_derived_command_registers_the_same_flags() {
     let derived = Cli::command();
     derived.clone().debug_assert();
     let flags = describe(&derived);
-    // 9 per peer, 6 per identity, and the unprefixed deprecated interval.
-    assert_eq!(flags.len(), 9 * 2 + 6 * 2 + 1);
+    // 11 per peer (with the ClusterTrustBundle signer and selector), 6 per identity,
+    // and the unprefixed deprecated interval.
+    assert_eq!(flags.len(), 11 * 2 + 6 * 2 + 1);
     assert_eq!(flags, describe(&builder_command()));
 }
 
