@@ -134,7 +134,7 @@ pub mod last_good {
     pub(crate) mod watch_health;
 
     pub use clock::{ManualClock, MonotonicClock, SystemClock};
-    pub use events::{OutsideValidity, Recovery, ReloadRecorder, StaleWarning};
+    pub use events::{OutsideValidity, Recovery, ReloadOrigin, ReloadRecorder, StaleWarning};
     pub use limiter::{DEFAULT_WARNING_PERIOD, MAX_WARNING_PERIOD, WarningLimiter};
     pub use slot::NoopRecorder;
     pub use watch_health::{DEFAULT_WATCH_FAILURE_THRESHOLD, WatchHealthState};
