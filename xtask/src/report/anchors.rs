@@ -7,11 +7,11 @@
 
 use std::fmt::Write as _;
 
-use super::bars::{CLIENT_CPU_BAR, UNPAIRED};
-use super::format::{NOT_MEASURED, cell, paired_cell, rate, with_interval};
+use super::CLIENT_CPU_BAR;
+use super::format::{cell, go_cell, paired_cell, rate, with_interval};
 use super::go::go_named;
-use super::results::{Results, TargetRow, Unpaired};
-use crate::stats::{Bound, Estimate, judge};
+use super::results::{Results, TargetRow};
+use crate::stats::Bound;
 
 /// The go-spiffe module, as the header names it.
 const GO_SPIFFE: &str = "github.com/spiffe/go-spiffe/v2";
@@ -27,14 +27,6 @@ fn named(results: &Results, module: &str, short: &str) -> String {
     match results.go_modules.get(module) {
         Some(version) => format!("{short} {version}"),
         None => short.to_owned(),
-    }
-}
-
-fn go_cell(results: &Results, id: &str, show: fn(Estimate) -> String) -> String {
-    if results.go.is_ok() {
-        cell(results.get(id), show)
-    } else {
-        NOT_MEASURED.to_owned()
     }
 }
 
@@ -140,19 +132,8 @@ pub(super) fn render_pooled(results: &Results, out: &mut String) {
 /// a rotation has no target in the issue, so the least a replacement owes its anchor:
 /// not slower than client-go's (<= 1.0x).
 pub(super) fn anchor_targets(results: &Results) -> Vec<TargetRow> {
-    let go = results.go.is_ok();
     let row = |target: String, a: &str, b: &str, bound: Bound, threshold: f64| {
-        let measured = if go { results.paired(a, b) } else { Ok(None) };
-        let (measured, shown) = match measured {
-            Ok(measured) => (measured, None),
-            Err(Unpaired) => (None, Some(UNPAIRED.to_owned())),
-        };
-        TargetRow {
-            target,
-            measured,
-            verdict: measured.map(|m| judge(m, bound, threshold)),
-            shown,
-        }
+        TargetRow::judged(target, results.versus_go(a, b), bound, threshold)
     };
     let mut rows = vec![row(
         format!(

@@ -2,92 +2,59 @@
 //! a Secret, of the server identity, from files), full loads per version with
 //! handshakes racing the loader.
 
-use super::results::Results;
-use super::results::TargetRow;
-use crate::stats::Verdict;
+use super::results::{Results, TargetRow};
 
 /// Counted, not timed (no Go needed): the key parses each first handshake after a
 /// rotation paid, and the full loads each new version cost with handshakes racing
 /// the loader.
 pub(super) fn counted_rows(results: &Results) -> Vec<TargetRow> {
-    let mut rows = Vec::new();
-    for case in results.cases("identity-rotation") {
-        let Some(parses) = results
-            .counts
-            .get(&format!("identity-rotation-parses/{case}"))
-        else {
-            continue;
-        };
+    let no_parse = |target: String, parses: &[f64]| {
         let paid = parses.iter().filter(|n| **n > 0.0).count();
-        rows.push(TargetRow {
-            target: format!("{case}: no handshake pays a key parse after a rotation"),
-            measured: None,
-            verdict: Some(if paid == 0 {
-                Verdict::Met
-            } else {
-                Verdict::NotMet
-            }),
-            shown: Some(format!("{paid} of {} handshakes", parses.len())),
-        });
+        TargetRow::counted(
+            target,
+            paid,
+            format!("{paid} of {} handshakes", parses.len()),
+        )
+    };
+    let mut rows: Vec<TargetRow> = results
+        .cases("identity-rotation")
+        .into_iter()
+        .filter_map(|case| {
+            let parses = results
+                .counts
+                .get(&format!("identity-rotation-parses/{case}"))?;
+            Some(no_parse(
+                format!("{case}: no handshake pays a key parse after a rotation"),
+                parses,
+            ))
+        })
+        .collect();
+    for (key, parses) in results.counted("server-rotation-parses/") {
+        rows.push(no_parse(
+            format!("{key} server identity: no server handshake pays a key parse after a rotation"),
+            parses,
+        ));
     }
-    for (id, parses) in &results.counts {
-        let Some(key) = id.strip_prefix("server-rotation-parses/") else {
-            continue;
-        };
-        let paid = parses.iter().filter(|n| **n > 0.0).count();
-        rows.push(TargetRow {
-            target: format!(
-                "{key} server identity: no server handshake pays a key parse after a rotation"
-            ),
-            measured: None,
-            verdict: Some(if paid == 0 {
-                Verdict::Met
-            } else {
-                Verdict::NotMet
-            }),
-            shown: Some(format!("{paid} of {} handshakes", parses.len())),
-        });
+    for (case, parses) in results.counted("files-rotation-parses/") {
+        rows.push(no_parse(
+            format!("{case} from files: no handshake pays a key parse after a file rotation"),
+            parses,
+        ));
     }
-    for (id, parses) in &results.counts {
-        let Some(case) = id.strip_prefix("files-rotation-parses/") else {
-            continue;
-        };
-        let paid = parses.iter().filter(|n| **n > 0.0).count();
-        rows.push(TargetRow {
-            target: format!(
-                "{case} from files: no handshake pays a key parse after a file rotation"
-            ),
-            measured: None,
-            verdict: Some(if paid == 0 {
-                Verdict::Met
-            } else {
-                Verdict::NotMet
-            }),
-            shown: Some(format!("{paid} of {} handshakes", parses.len())),
-        });
-    }
-    for (id, loads) in &results.counts {
-        let Some(case) = id.strip_prefix("identity-racing-loads/") else {
-            continue;
-        };
+    for (case, loads) in results.counted("identity-racing-loads/") {
         let extra = loads.iter().filter(|n| **n > 1.0).count();
         let most = loads.iter().copied().fold(0.0, f64::max);
-        rows.push(TargetRow {
-            target: format!(
+        rows.push(TargetRow::counted(
+            format!(
                 "{case}: handshakes racing the loader: one full load per new version \
                  (single flight)"
             ),
-            measured: None,
-            verdict: Some(if extra == 0 {
-                Verdict::Met
-            } else {
-                Verdict::NotMet
-            }),
-            shown: Some(format!(
+            extra,
+            format!(
                 "{extra} of {} versions loaded more than once (most: {most:.0})",
                 loads.len()
-            )),
-        });
+            ),
+        ));
     }
     rows
 }

@@ -47,6 +47,24 @@ pub(super) fn cell(e: Option<Estimate>, show: fn(Estimate) -> String) -> String 
     e.map(show).unwrap_or_else(|| NOT_MEASURED.to_owned())
 }
 
+/// A figure of Go's: "not measured" whenever Go did not run in this run.
+pub(super) fn go_cell(results: &Results, id: &str, show: fn(Estimate) -> String) -> String {
+    go_only(results, results.get(id), show)
+}
+
+/// A cell that only a run with Go can fill.
+pub(super) fn go_only(
+    results: &Results,
+    e: Option<Estimate>,
+    show: fn(Estimate) -> String,
+) -> String {
+    if results.go.is_ok() {
+        cell(e, show)
+    } else {
+        NOT_MEASURED.to_owned()
+    }
+}
+
 /// A paired ratio's cell: the ratio, "unpaired" when the figures were not measured
 /// in the same rounds, empty when one is missing (or Go did not run, for `go`).
 pub(super) fn paired_cell(results: &Results, a: &str, b: &str, go: bool) -> String {

@@ -3,11 +3,10 @@
 
 use std::fmt::Write as _;
 
-use super::format::{NOT_MEASURED, cell, paired_cell, rate, show_ratio, with_interval};
+use super::format::{cell, go_cell, go_only, paired_cell, rate, show_ratio, with_interval};
 use super::go::{go_hybrid, go_named, like_for_like};
 use super::results::Results;
 use super::{CLIENT_SERVERS, SERVER_ROWS, server_label};
-use crate::stats::Estimate;
 
 /// Our client and Go's against the same servers: handshakes/s and CPU per handshake.
 pub(super) fn render_clients(results: &Results, out: &mut String) {
@@ -35,26 +34,18 @@ pub(super) fn render_clients(results: &Results, out: &mut String) {
         "| server | client key | ours handshakes/s | Go handshakes/s | handshakes/s ours / Go (paired) | ours CPU per handshake | Go CPU per handshake | CPU ours / Go (paired) |"
     );
     let _ = writeln!(out, "|---|---|---:|---:|---:|---:|---:|---:|");
-    let go = results.go.is_ok();
     for server in CLIENT_SERVERS {
         for key in ["p256", "rsa2048"] {
             let id = |side: &str, what: &str| format!("{side}{what}/{server}/{key}");
-            let go_cell = |id: String, show: fn(Estimate) -> String| {
-                if go {
-                    cell(results.get(&id), show)
-                } else {
-                    NOT_MEASURED.to_owned()
-                }
-            };
             let _ = writeln!(
                 out,
                 "| {} | {key} | {} | {} | {} | {} | {} | {} |",
                 server_label(server).trim_start_matches("same "),
                 cell(results.get(&id("", "client")), rate),
-                go_cell(id("go/", "client"), rate),
+                go_cell(results, &id("go/", "client"), rate),
                 paired_cell(results, &id("go/", "client"), &id("", "client"), true),
                 cell(results.get(&id("", "client-cpu")), with_interval),
-                go_cell(id("go/", "client-cpu"), with_interval),
+                go_cell(results, &id("go/", "client-cpu"), with_interval),
                 paired_cell(
                     results,
                     &id("", "client-cpu"),
@@ -99,22 +90,14 @@ pub(super) fn render_servers(results: &Results, out: &mut String) {
         "| server identity | ours handshakes/s | Go handshakes/s | ours server CPU per handshake | Go server CPU per handshake | CPU ours / Go (paired) |"
     );
     let _ = writeln!(out, "|---|---:|---:|---:|---:|---:|");
-    let go = results.go.is_ok();
     for (row, _) in SERVER_ROWS {
-        let go_cell = |id: String, show: fn(Estimate) -> String| {
-            if go {
-                cell(results.get(&id), show)
-            } else {
-                NOT_MEASURED.to_owned()
-            }
-        };
         let _ = writeln!(
             out,
             "| {row} | {} | {} | {} | {} | {} |",
             cell(results.get(&format!("server/{row}")), rate),
-            go_cell(format!("go/server/{row}"), rate),
+            go_cell(results, &format!("go/server/{row}"), rate),
             cell(results.get(&format!("server-cpu/{row}")), with_interval),
-            go_cell(format!("go/server-cpu/{row}"), with_interval),
+            go_cell(results, &format!("go/server-cpu/{row}"), with_interval),
             paired_cell(
                 results,
                 &format!("server-cpu/{row}"),
@@ -128,7 +111,6 @@ pub(super) fn render_servers(results: &Results, out: &mut String) {
 /// Handshakes per second against Go with the same key exchange on both sides (the
 /// rows the whole-stack Go targets are judged on).
 pub(super) fn render_like_for_like(results: &Results, out: &mut String) {
-    let go = results.go.is_ok();
     let _ = writeln!(
         out,
         "\n### Like for like against Go, whole stack (each side its own server): the same key exchange on both sides (reload)\n"
@@ -150,15 +132,11 @@ pub(super) fn render_like_for_like(results: &Results, out: &mut String) {
             for clients in [1, 2] {
                 let ours = format!("handshake/{mode}/{key}/{clients}");
                 let theirs = format!("go/handshake/{mode}/{key}/{clients}");
-                let go_cell = if go {
-                    cell(results.get(&theirs), rate)
-                } else {
-                    NOT_MEASURED.to_owned()
-                };
                 let _ = writeln!(
                     out,
-                    "| {kx} | {key} | {clients} | {} | {go_cell} | {} |",
+                    "| {kx} | {key} | {clients} | {} | {} | {} |",
                     cell(results.get(&ours), rate),
+                    go_cell(results, &theirs, rate),
                     paired_cell(results, &theirs, &ours, true),
                 );
             }
@@ -184,15 +162,11 @@ pub(super) fn render_like_for_like(results: &Results, out: &mut String) {
                     &format!("{side}handshake/reload/{key}/{clients}"),
                 )
             };
-            let theirs = if go {
-                cell(paired("go/"), show_ratio)
-            } else {
-                NOT_MEASURED.to_owned()
-            };
             let _ = writeln!(
                 out,
-                "| {key} | {clients} | {} | {theirs} |",
+                "| {key} | {clients} | {} | {} |",
                 cell(paired(""), show_ratio),
+                go_only(results, paired("go/"), show_ratio),
             );
         }
     }

@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 use super::format::{NOT_MEASURED, cell, paired_cell, rate, show_ratio, with_interval};
 use super::results::Results;
 use super::{SECRET_CASE, SPIFFE_CASE};
-use crate::stats::{Estimate, ratio};
+use crate::stats::Estimate;
 
 /// The racing first handshake beside the quiet one, and the loads each version cost.
 pub(super) fn render_racing(results: &Results, out: &mut String) {
@@ -31,8 +31,8 @@ pub(super) fn render_racing(results: &Results, out: &mut String) {
     );
     let _ = writeln!(out, "|---|---:|---:|---:|---:|---:|");
     for case in &racing {
-        let quiet = results.get(&format!("identity-rotation/{case}"));
-        let race = results.get(&format!("identity-racing/{case}"));
+        let quiet = format!("identity-rotation/{case}");
+        let race = format!("identity-racing/{case}");
         let loads = results
             .counts
             .get(&format!("identity-racing-loads/{case}"))
@@ -60,9 +60,9 @@ pub(super) fn render_racing(results: &Results, out: &mut String) {
         let _ = writeln!(
             out,
             "| {case} | {} | {} | {} | {loads} | {raced} |",
-            cell(quiet, with_interval),
-            cell(race, with_interval),
-            cell(quiet.zip(race).map(|(q, r)| ratio(r, q)), show_ratio),
+            cell(results.get(&quiet), with_interval),
+            cell(results.get(&race), with_interval),
+            cell(results.ratio(&race, &quiet), show_ratio),
         );
     }
 }
@@ -133,9 +133,7 @@ pub(super) fn render_spiffe(results: &Results, out: &mut String) {
         ),
     ] {
         let unchanged = results.get(&format!("identity-unchanged/{case}"));
-        let share = unchanged
-            .zip(results.get(handshake))
-            .map(|(identity, handshake)| ratio(identity, handshake));
+        let share = results.ratio(&format!("identity-unchanged/{case}"), handshake);
         let _ = writeln!(
             out,
             "| {mode} | {} | {} | {} |",
@@ -148,10 +146,10 @@ pub(super) fn render_spiffe(results: &Results, out: &mut String) {
         );
     }
     let versus = |group: &str| {
-        results
-            .get(&format!("{group}/{SPIFFE_CASE}"))
-            .zip(results.get(&format!("{group}/{SECRET_CASE}")))
-            .map(|(spiffe, secret)| ratio(spiffe, secret))
+        results.ratio(
+            &format!("{group}/{SPIFFE_CASE}"),
+            &format!("{group}/{SECRET_CASE}"),
+        )
     };
     let _ = writeln!(
         out,

@@ -3,26 +3,18 @@
 use std::fmt::Write as _;
 
 use super::anchors::{render_pooled, render_spiffe_anchor};
-use super::format::{NOT_MEASURED, cell, paired_cell, rate, show_ratio, with_interval};
+use super::format::{NOT_MEASURED, cell, go_cell, paired_cell, rate, show_ratio, with_interval};
 use super::go::{go_hybrid, go_named};
 use super::handshake_tables::{render_clients, render_like_for_like, render_servers};
 use super::identity_tables::{render_metrics, render_racing, render_spiffe};
 use super::results::{RECONCILE_SERVERS, Results, key_order};
 use super::targets::targets;
 use super::telemetry_tables::render_telemetry;
-use crate::stats::Estimate;
 
 /// The Markdown report (tables and targets).
 pub fn render(results: &Results) -> String {
     let mut out = String::new();
     let go = results.go.is_ok();
-    let go_cell = |id: &str, show: fn(Estimate) -> String| -> String {
-        if go {
-            cell(results.get(id), show)
-        } else {
-            NOT_MEASURED.to_owned()
-        }
-    };
     let _ = writeln!(
         out,
         "Medians with their 95% confidence interval in brackets; every figure from this run. \
@@ -59,7 +51,7 @@ pub fn render(results: &Results) -> String {
             out,
             "| {case} | {} | {} | {} | {} | {} | {} | {} |",
             cell(results.get(&format!("reload/{case}")), with_interval),
-            go_cell(&format!("go/x509keypair/{case}"), with_interval),
+            go_cell(results, &format!("go/x509keypair/{case}"), with_interval),
             paired_cell(
                 results,
                 &format!("reload/{case}"),
@@ -136,7 +128,7 @@ pub fn render(results: &Results) -> String {
                         out,
                         "| {case} | {server} | {what} | {} | {} | {} |",
                         cell(results.get(&ours), with_interval),
-                        go_cell(&theirs, with_interval),
+                        go_cell(results, &theirs, with_interval),
                         paired_cell(results, &ours, &theirs, true),
                     );
                 }
@@ -181,8 +173,8 @@ pub fn render(results: &Results) -> String {
                 cell(results.get(&id("", "static")), rate),
                 cell(results.get(&id("", "reload")), rate),
                 paired_cell(results, &id("", "static"), &id("", "reload"), false),
-                go_cell(&id("go/", "static"), rate),
-                go_cell(&id("go/", "reload"), rate),
+                go_cell(results, &id("go/", "static"), rate),
+                go_cell(results, &id("go/", "reload"), rate),
                 paired_cell(results, &id("go/", "reload"), &id("", "reload"), true),
             );
         }
@@ -228,7 +220,7 @@ pub fn render(results: &Results) -> String {
             let go_id = format!("go/ps512-{op}/{key}");
             let (theirs_cell, ratio_cell) = if key.starts_with("rsa") {
                 (
-                    go_cell(&go_id, with_interval),
+                    go_cell(results, &go_id, with_interval),
                     paired_cell(results, &ours, &go_id, true),
                 )
             } else {

@@ -3,8 +3,8 @@
 
 use std::collections::BTreeMap;
 
-use super::SPIFFE_CASE;
-use crate::stats::{Estimate, Verdict};
+use super::{SPIFFE_CASE, UNPAIRED};
+use crate::stats::{Bound, Estimate, Verdict, judge, ratio};
 
 /// The API servers the reconcile rows read from: the label the report shows, and
 /// the suffix of the rows' groups (`reconcile<suffix>/<case>`, `go/reconcile<suffix>/...`).
@@ -49,6 +49,21 @@ impl Results {
         self.estimates.get(id).copied()
     }
 
+    /// `a / b` of two figures measured apart (no pairing): `None` unless both were.
+    pub(super) fn ratio(&self, a: &str, b: &str) -> Option<Estimate> {
+        self.get(a).zip(self.get(b)).map(|(a, b)| ratio(a, b))
+    }
+
+    /// The counts whose id starts with `prefix`, by the rest of the id.
+    pub(super) fn counted<'a>(
+        &'a self,
+        prefix: &'a str,
+    ) -> impl Iterator<Item = (&'a str, &'a [f64])> + 'a {
+        self.counts
+            .iter()
+            .filter_map(move |(id, counts)| Some((id.strip_prefix(prefix)?, counts.as_slice())))
+    }
+
     /// Cases (`<key>-<format>`) with a figure under `group/`, in a stable order; the
     /// SPIFFE-mode case (`spiffe-p256`) has its own table.
     pub(super) fn cases(&self, group: &str) -> Vec<String> {
@@ -68,6 +83,15 @@ impl Results {
     /// measured in the same interleaved rounds (one `paired` group, as many samples).
     pub fn paired_ratio(&self, a: &str, b: &str) -> Option<Estimate> {
         self.paired(a, b).ok().flatten()
+    }
+
+    /// [`Results::paired`] of our figure and Go's: not measured when Go did not run.
+    pub(super) fn versus_go(&self, a: &str, b: &str) -> Result<Option<Estimate>, Unpaired> {
+        if self.go.is_ok() {
+            self.paired(a, b)
+        } else {
+            Ok(None)
+        }
     }
 
     /// [`Results::paired_ratio`], telling a figure not measured (`Ok(None)`) from two
@@ -116,4 +140,41 @@ pub struct TargetRow {
     /// How the figure is shown when it is not a ratio (a count), or why there is
     /// none ("unpaired").
     pub shown: Option<String>,
+}
+
+impl TargetRow {
+    /// A timed target: the ratio judged on its whole interval against `threshold`;
+    /// no verdict when a figure was not measured, "unpaired" (and no verdict) when
+    /// the two were measured in different rounds.
+    pub(super) fn judged(
+        target: String,
+        measured: Result<Option<Estimate>, Unpaired>,
+        bound: Bound,
+        threshold: f64,
+    ) -> Self {
+        let (measured, shown) = match measured {
+            Ok(measured) => (measured, None),
+            Err(Unpaired) => (None, Some(UNPAIRED.to_owned())),
+        };
+        Self {
+            target,
+            measured,
+            verdict: measured.map(|m| judge(m, bound, threshold)),
+            shown,
+        }
+    }
+
+    /// A counted target: met when no event went wrong (`wrong` of them did).
+    pub(super) fn counted(target: String, wrong: usize, shown: String) -> Self {
+        Self {
+            target,
+            measured: None,
+            verdict: Some(if wrong == 0 {
+                Verdict::Met
+            } else {
+                Verdict::NotMet
+            }),
+            shown: Some(shown),
+        }
+    }
 }

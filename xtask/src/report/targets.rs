@@ -5,42 +5,31 @@ use super::counted::counted_rows;
 use super::go::like_for_like;
 use super::results::{RECONCILE_SERVERS, Results, TargetRow, Unpaired};
 use super::telemetry_tables::telemetry_targets;
-use super::{CLIENT_SERVERS, SECRET_CASE, SERVER_ROWS, SPIFFE_CASE, server_label};
-use crate::stats::{Bound, Estimate, Verdict, judge, ratio};
-
-use super::bars::{CLIENT_CPU_BAR, SERVER_CPU_BAR, SPIFFE_BAR, UNPAIRED};
+use super::{
+    CLIENT_CPU_BAR, CLIENT_SERVERS, SECRET_CASE, SERVER_CPU_BAR, SERVER_ROWS, SPIFFE_BAR,
+    SPIFFE_CASE, server_label,
+};
+use crate::stats::{Bound, Estimate, Verdict};
 
 /// Evaluates every target on the figures of this run. Every verdict comes from the
-/// figures alone ([`judge`] on the ratio's whole interval); a ratio between the
+/// figures alone ([`crate::stats::judge`] on the ratio's whole interval); a ratio between the
 /// languages is taken only from paired rounds.
 pub fn targets(results: &Results) -> Vec<TargetRow> {
     let mut rows = Vec::new();
-    let go = results.go.is_ok();
     let mut push = |target: String,
                     measured: Result<Option<Estimate>, Unpaired>,
                     bound: Bound,
                     threshold: f64| {
-        let (measured, shown) = match measured {
-            Ok(measured) => (measured, None),
-            Err(Unpaired) => (None, Some(UNPAIRED.to_owned())),
-        };
-        rows.push(TargetRow {
-            target,
-            measured,
-            verdict: measured.map(|m| judge(m, bound, threshold)),
-            shown,
-        });
+        rows.push(TargetRow::judged(target, measured, bound, threshold));
     };
     // A ratio against Go: paired, and only when Go ran.
-    let versus_go = |a: &str, b: &str| {
-        if go { results.paired(a, b) } else { Ok(None) }
-    };
+    let versus_go = |a: &str, b: &str| results.versus_go(a, b);
 
     for key in ["p256", "rsa2048"] {
-        let share = results
-            .get(&format!("identity-unchanged/{key}-pkcs8"))
-            .zip(results.get(&format!("handshake/static/{key}/1")))
-            .map(|(identity, handshake)| ratio(identity, handshake));
+        let share = results.ratio(
+            &format!("identity-unchanged/{key}-pkcs8"),
+            &format!("handshake/static/{key}/1"),
+        );
         push(
             format!("{key}: identity cost per handshake, Secret unchanged <= 1% of a handshake"),
             Ok(share),
@@ -79,20 +68,17 @@ pub fn targets(results: &Results) -> Vec<TargetRow> {
             );
         }
     }
-    {
-        let share = results
-            .get(&format!("identity-unchanged/{SPIFFE_CASE}"))
-            .zip(results.get("handshake/spiffe/p256/1"))
-            .map(|(identity, handshake)| ratio(identity, handshake));
-        push(
-            "p256 SPIFFE mode: identity cost per handshake, SVID unchanged <= 1% of a \
-             handshake (the Secret-mode bar)"
-                .to_owned(),
-            Ok(share),
-            Bound::AtMost,
-            0.01,
-        );
-    }
+    push(
+        "p256 SPIFFE mode: identity cost per handshake, SVID unchanged <= 1% of a \
+         handshake (the Secret-mode bar)"
+            .to_owned(),
+        Ok(results.ratio(
+            &format!("identity-unchanged/{SPIFFE_CASE}"),
+            "handshake/spiffe/p256/1",
+        )),
+        Bound::AtMost,
+        0.01,
+    );
     for (what, group) in [
         ("first handshake after a rotation", "rotation"),
         ("handshake on a broken Secret (a failed reload)", "broken"),
@@ -270,7 +256,8 @@ pub fn any_not_met(rows: &[TargetRow]) -> bool {
 mod tests {
     use super::*;
     use crate::report::fixtures::{est, results, sample_results, verdict_of};
-    use crate::report::render;
+    use crate::report::{UNPAIRED, render};
+    use crate::stats::judge;
 
     #[test]
     fn verdicts_on_measured_targets() {

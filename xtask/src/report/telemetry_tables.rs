@@ -4,10 +4,9 @@
 
 use std::fmt::Write as _;
 
-use super::bars::UNPAIRED;
 use super::format::{cell, paired_cell, with_interval};
-use super::results::{Results, TargetRow, Unpaired};
-use crate::stats::{Bound, judge};
+use super::results::{Results, TargetRow};
+use crate::stats::Bound;
 
 /// The band a cost "within noise" must stay in: the paired ratio's whole 95%
 /// interval at most 1.05 (the bar of the identity metrics rows).
@@ -89,16 +88,12 @@ pub(super) fn telemetry_targets(results: &Results) -> Vec<TargetRow> {
     ROWS.iter()
         .zip(TARGETS)
         .map(|((_, without, with), target)| {
-            let (measured, shown) = match results.paired(with, without) {
-                Ok(measured) => (measured, None),
-                Err(Unpaired) => (None, Some(UNPAIRED.to_owned())),
-            };
-            TargetRow {
-                target: target.to_owned(),
-                measured,
-                verdict: measured.map(|m| judge(m, Bound::AtMost, NOISE_BAR)),
-                shown,
-            }
+            TargetRow::judged(
+                target.to_owned(),
+                results.paired(with, without),
+                Bound::AtMost,
+                NOISE_BAR,
+            )
         })
         .collect()
 }
@@ -107,7 +102,7 @@ pub(super) fn telemetry_targets(results: &Results) -> Vec<TargetRow> {
 mod tests {
     use super::*;
     use crate::report::fixtures::{paired, sample_results, verdict_of};
-    use crate::report::{render, targets};
+    use crate::report::{UNPAIRED, render, targets};
     use crate::stats::Verdict;
 
     #[test]
