@@ -114,7 +114,7 @@ pub mod material {
     };
     pub use provider::crypto_provider;
     pub use trust::{
-        ConfigMapTrustError, ConfigMapTrustProblem, TrustRoots, configmap_value,
+        ConfigMapTrustError, ConfigMapTrustProblem, configmap_value,
         load_configmap_trust, load_trust, load_trust_detailed,
     };
     pub use validity::CertificateValidity;

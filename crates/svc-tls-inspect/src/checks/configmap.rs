@@ -90,8 +90,8 @@ pub fn inspect_object(object: &ConfigMap, mut report: ConfigMapReport) -> Config
     }
     match load_configmap_trust(object, &report.key) {
         Ok(trust) => {
-            report.roots = Some(trust.roots.len());
-            report.ignored_certificates = Some(trust.ignored);
+            report.roots = Some(trust.len());
+            report.ignored_certificates = Some(trust.ignored());
         }
         Err(error) => report.loader_error = Some(problem(&error.problem, &error)),
     }

@@ -145,8 +145,8 @@ pub fn inspect_object(
         Role::Identity => load_as_identity(object, &mut inspected, provider),
         Role::PeerCa | Role::ChainCa => match load_trust_detailed(object) {
             Ok(trust) => {
-                inspected.report.roots = Some(trust.roots.len());
-                inspected.roots = Some(trust.roots);
+                inspected.report.roots = Some(trust.len());
+                inspected.roots = Some((**trust.roots()).clone());
             }
             Err(error) => inspected.report.loader_error = Some(material_problem(&error)),
         },

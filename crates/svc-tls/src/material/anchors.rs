@@ -10,16 +10,20 @@ use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use rustls::RootCertStore;
 
 use super::trust::{
-    ConfigMapTrustError, ConfigMapTrustProblem, configmap_ref_of, configmap_value, missing_key,
-    parse_bundle,
+    ConfigMapTrustError, ConfigMapTrustProblem, ParsedRoots, configmap_ref_of, configmap_value,
+    missing_key, parse_bundle, parse_secret,
 };
-use super::{CA_CRT, MaterialError, SECRET_TYPE_TLS, TLS_CRT, TrustRoots, load_trust_detailed};
+use super::{CA_CRT, MaterialError, TLS_CRT};
 
-/// One whole root set, as read from one snapshot of the source.
+/// One whole root set, as read from one snapshot of the source: svc-tls's one
+/// root-set type, what the loaders ([`load_trust_detailed`](super::load_trust_detailed),
+/// [`load_configmap_trust`](super::load_configmap_trust)), the caches and every
+/// [`TrustSource`](crate::trust::TrustSource) return.
 ///
 /// Sources hand out `Arc<TrustAnchors>`; the same `Arc` for the same content, so
-/// that the verifier rebuilds its webpki verifier only when the roots change.
-#[derive(Debug)]
+/// that the verifier rebuilds its webpki verifier only when the roots change. A
+/// clone shares the roots (one `Arc`).
+#[derive(Debug, Clone)]
 pub struct TrustAnchors {
     roots: Arc<RootCertStore>,
     ignored: usize,
@@ -36,7 +40,8 @@ impl TrustAnchors {
         }
     }
 
-    /// The roots.
+    /// The roots (an `Arc`, as rustls's `ClientConfig` and webpki's verifier
+    /// builders take them).
     pub fn roots(&self) -> &Arc<RootCertStore> {
         &self.roots
     }
@@ -146,7 +151,7 @@ impl TrustCache {
         }
         // A miss: the full load reports the precise error.
         self.full_loads.fetch_add(1, Ordering::Relaxed);
-        let TrustRoots { mut roots, ignored } = match load_trust_detailed(secret) {
+        let mut parsed = match parse_secret(secret) {
             Ok(loaded) => loaded,
             Err(error) => {
                 self.failed.store(Some(Arc::new(FailedRoots {
@@ -158,19 +163,15 @@ impl TrustCache {
                 return Err(error);
             }
         };
-        // A bundle may hold a CA twice: one root, not two.
-        dedupe(&mut roots);
-        // A non-TLS Secret's roots come from `ca.crt` alone, and so do a TLS
-        // Secret's when it has a `ca.crt`.
-        let read_tls_crt = tls_crt.filter(|_| {
-            secret.type_.as_deref() == Some(SECRET_TYPE_TLS) && ca_crt.is_none_or(<[u8]>::is_empty)
-        });
-        let not_after = earliest_not_after(&[read_tls_crt, ca_crt]);
+        // A bundle may hold a CA twice: one root, not two. The earliest `notAfter`
+        // is read from the value the roots came from (`ca.crt`, or `tls.crt` of a
+        // TLS Secret without one).
+        dedupe(&mut parsed.roots);
         let loaded = CachedRoots {
             type_: secret.type_.clone(),
             tls_crt: tls_crt.map(Into::into),
             ca_crt: ca_crt.map(Into::into),
-            anchors: Arc::new(TrustAnchors::new(roots, ignored, not_after)),
+            anchors: Arc::new(parsed.into_anchors()),
         };
         Ok(install(&self.last, loaded, CachedRoots::same_bytes)
             .anchors
@@ -275,7 +276,7 @@ impl ConfigMapTrustCache {
             return Err(named(failed.problem.clone()));
         }
         self.full_loads.fetch_add(1, Ordering::Relaxed);
-        let TrustRoots { mut roots, ignored } = match parse_bundle(value) {
+        let mut parsed = match parse_bundle(value) {
             Ok(loaded) => loaded,
             Err(problem) => {
                 self.failed.store(Some(Arc::new(FailedBundle {
@@ -285,11 +286,10 @@ impl ConfigMapTrustCache {
                 return Err(named(problem));
             }
         };
-        dedupe(&mut roots);
-        let not_after = earliest_not_after(&[Some(value)]);
+        dedupe(&mut parsed.roots);
         let loaded = CachedBundle {
             value: value.into(),
-            anchors: Arc::new(TrustAnchors::new(roots, ignored, not_after)),
+            anchors: Arc::new(parsed.into_anchors()),
         };
         Ok(install(&self.last, loaded, |a, b| a.value == b.value)
             .anchors
@@ -335,23 +335,19 @@ impl fmt::Debug for ConfigMapTrustCache {
     }
 }
 
-/// The earliest `notAfter` of the parseable certificates in these PEM values (for
-/// the state only: an unparseable certificate is simply not counted).
 /// The roots in a PEM bundle read from a file: every usable `CERTIFICATE` section
 /// (none usable, an empty or oversized value, or no PEM, is the problem returned).
 pub(crate) fn anchors_from_pem(value: &[u8]) -> Result<TrustAnchors, ConfigMapTrustProblem> {
-    let TrustRoots { roots, ignored } = parse_bundle(value)?;
-    let not_after = earliest_not_after(&[Some(value)]);
-    Ok(TrustAnchors::new(roots, ignored, not_after))
+    parse_bundle(value).map(ParsedRoots::into_anchors)
 }
 
-fn earliest_not_after(values: &[Option<&[u8]>]) -> Option<SystemTime> {
+/// The earliest `notAfter` of the parseable certificates in this PEM value (for
+/// the state only: an unparseable certificate is simply not counted).
+pub(super) fn earliest_not_after(pem: &[u8]) -> Option<SystemTime> {
     use rustls_pki_types::CertificateDer;
     use rustls_pki_types::pem::PemObject;
-    values
-        .iter()
+    CertificateDer::pem_slice_iter(pem)
         .flatten()
-        .flat_map(|pem| CertificateDer::pem_slice_iter(pem).flatten())
         .filter_map(|der| {
             let (_, cert) = x509_parser::parse_x509_certificate(&der).ok()?;
             let secs = u64::try_from(cert.validity().not_after.timestamp()).ok()?;
@@ -401,7 +397,10 @@ mod tests {
             tls_crt: Some(a.pem().into_bytes().into()),
             ca_crt: Some(a.pem().into_bytes().into()),
             anchors: Arc::new(TrustAnchors::new(
-                load_trust_detailed(&secret).unwrap().roots,
+                (**crate::material::load_trust_detailed(&secret)
+                    .unwrap()
+                    .roots())
+                .clone(),
                 0,
                 None,
             )),

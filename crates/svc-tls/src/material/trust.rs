@@ -4,18 +4,29 @@
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use rustls::RootCertStore;
 
+use super::anchors::{TrustAnchors, earliest_not_after};
 use super::pem::read_certificates;
 use super::secret::{check_type, secret_ref_of, within_cap};
 use super::{CA_CRT, MAX_CERTIFICATE_VALUE_BYTES, MaterialError, MaterialErrorKind, TLS_CRT};
 use crate::origin::{ConfigMapRef, MaterialOrigin, SecretRef};
 
-/// The trust roots in a CA Secret, with how many certificates were not usable.
-#[derive(Debug, Clone)]
-pub struct TrustRoots {
-    /// Every usable certificate of `ca.crt` (or, without it, of `tls.crt`), as a root.
-    pub roots: RootCertStore,
+/// Roots parsed from one PEM value, before they become a [`TrustAnchors`]: the
+/// caches de-duplicate them first.
+pub(super) struct ParsedRoots<'a> {
+    /// Every usable certificate of the value, as a root.
+    pub(super) roots: RootCertStore,
     /// Certificates found but not usable as trust anchors.
-    pub ignored: usize,
+    pub(super) ignored: usize,
+    /// The PEM value the roots were read from (for their earliest `notAfter`).
+    pub(super) pem: &'a [u8],
+}
+
+impl ParsedRoots<'_> {
+    /// The root set, its earliest `notAfter` read from the value.
+    pub(super) fn into_anchors(self) -> TrustAnchors {
+        let not_after = earliest_not_after(self.pem);
+        TrustAnchors::new(self.roots, self.ignored, not_after)
+    }
 }
 
 /// Loads CA trust from a Secret. A `kubernetes.io/tls` Secret: every certificate in
@@ -30,7 +41,7 @@ pub struct TrustRoots {
 /// the trust-only watch, which drops the key before caching). Unusable certificates
 /// among usable ones are skipped with a warning; none usable is an error.
 pub fn load_trust(secret: &Secret) -> Result<RootCertStore, MaterialError> {
-    let trust = load_trust_detailed(secret)?;
+    let trust = parse_secret(secret)?;
     if trust.ignored > 0 {
         tracing::warn!(
             secret = %secret_ref_of(secret),
@@ -42,8 +53,15 @@ pub fn load_trust(secret: &Secret) -> Result<RootCertStore, MaterialError> {
     Ok(trust.roots)
 }
 
-/// [`load_trust`] without logging, reporting how many certificates were skipped.
-pub fn load_trust_detailed(secret: &Secret) -> Result<TrustRoots, MaterialError> {
+/// [`load_trust`] without logging, as the one root-set type: how many certificates
+/// were skipped ([`TrustAnchors::ignored`]) and the earliest `notAfter` among the
+/// certificates of the value read ([`TrustAnchors::not_after`]).
+pub fn load_trust_detailed(secret: &Secret) -> Result<TrustAnchors, MaterialError> {
+    parse_secret(secret).map(ParsedRoots::into_anchors)
+}
+
+/// The roots of a CA Secret, as [`load_trust`] documents, with the value read.
+pub(super) fn parse_secret(secret: &Secret) -> Result<ParsedRoots<'_>, MaterialError> {
     let name = || secret_ref_of(secret);
     let data = secret.data.as_ref();
     if check_type(secret, &name).is_err() {
@@ -77,14 +95,18 @@ pub fn load_trust_detailed(secret: &Secret) -> Result<TrustRoots, MaterialError>
             MaterialErrorKind::NoUsableRoot { keys: key, ignored },
         ));
     }
-    Ok(TrustRoots { roots, ignored })
+    Ok(ParsedRoots {
+        roots,
+        ignored,
+        pem: &pem.0,
+    })
 }
 
 /// The roots of a non-`kubernetes.io/tls` Secret: its `ca.crt` alone.
-fn anchors_only(
-    secret: &Secret,
+fn anchors_only<'a>(
+    secret: &'a Secret,
     name: &dyn Fn() -> crate::origin::MaterialOrigin,
-) -> Result<TrustRoots, MaterialError> {
+) -> Result<ParsedRoots<'a>, MaterialError> {
     let ca = super::secret::required(secret, CA_CRT, name)?;
     let certs = read_certificates(name, CA_CRT, ca)?;
     let mut roots = RootCertStore::empty();
@@ -99,7 +121,11 @@ fn anchors_only(
             },
         ));
     }
-    Ok(TrustRoots { roots, ignored })
+    Ok(ParsedRoots {
+        roots,
+        ignored,
+        pem: ca,
+    })
 }
 
 /// Why a ConfigMap's PEM bundle cannot serve as CA trust: which ConfigMap, which
@@ -200,16 +226,17 @@ pub fn configmap_value<'a>(configmap: &'a ConfigMap, key: &str) -> Option<&'a [u
 /// Loads CA trust from the PEM bundle under `key` of a ConfigMap (trust-manager's
 /// default Bundle target): every usable `CERTIFICATE` of the value becomes a root;
 /// other PEM sections are skipped. Unusable certificates among usable ones are
-/// counted in [`TrustRoots::ignored`]; none usable is an error, as are a missing or
+/// counted in [`TrustAnchors::ignored`]; none usable is an error, as are a missing or
 /// empty key, a value over the cap, and PEM that does not parse.
 pub fn load_configmap_trust(
     configmap: &ConfigMap,
     key: &str,
-) -> Result<TrustRoots, ConfigMapTrustError> {
+) -> Result<TrustAnchors, ConfigMapTrustError> {
     let Some(value) = configmap_value(configmap, key) else {
         return Err(missing_key(configmap, key));
     };
     parse_bundle(value)
+        .map(ParsedRoots::into_anchors)
         .map_err(|problem| ConfigMapTrustError::new(configmap_ref_of(configmap), key, problem))
 }
 
@@ -232,7 +259,7 @@ pub(super) fn missing_key(configmap: &ConfigMap, key: &str) -> ConfigMapTrustErr
 }
 
 /// The roots of one PEM bundle (a ConfigMap value), or what is wrong with it.
-pub(super) fn parse_bundle(value: &[u8]) -> Result<TrustRoots, ConfigMapTrustProblem> {
+pub(super) fn parse_bundle(value: &[u8]) -> Result<ParsedRoots<'_>, ConfigMapTrustProblem> {
     if value.is_empty() {
         return Err(ConfigMapTrustProblem::EmptyKey);
     }
@@ -254,7 +281,11 @@ pub(super) fn parse_bundle(value: &[u8]) -> Result<TrustRoots, ConfigMapTrustPro
     if added == 0 {
         return Err(ConfigMapTrustProblem::NoUsableRoot { ignored });
     }
-    Ok(TrustRoots { roots, ignored })
+    Ok(ParsedRoots {
+        roots,
+        ignored,
+        pem: value,
+    })
 }
 
 pub(super) fn configmap_ref_of(configmap: &ConfigMap) -> ConfigMapRef {

@@ -174,6 +174,7 @@ fn trust_errors_name_the_secret_and_key() {
     // One usable among unusable ones: used, and the others counted.
     let mixed = format!("{junk}{}", a.pem());
     let trust = load_trust_detailed(&tls_secret(&[(TLS_CRT, mixed.as_bytes())])).unwrap();
-    assert_eq!((trust.roots.len(), trust.ignored), (1, 2));
-    verify_with(trust.roots, &a).unwrap();
+    assert_eq!((trust.len(), trust.ignored()), (1, 2));
+    assert!(trust.not_after().is_some(), "the usable root's notAfter");
+    verify_with((**trust.roots()).clone(), &a).unwrap();
 }
