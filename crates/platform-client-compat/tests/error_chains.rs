@@ -107,7 +107,12 @@ fn svc_tls_errors() -> Vec<(&'static str, Box<dyn Error>)> {
         ),
         (
             "identity::IdentityReloadError::OutsideValidity",
-            Box::new(IdentityReload::OutsideValidity(boxed("expired"))),
+            Box::new(IdentityReload::OutsideValidity {
+                validity: svc_tls::material::CertificateValidity::Expired {
+                    not_after: SystemTime::UNIX_EPOCH,
+                },
+                source: boxed("expired"),
+            }),
         ),
         (
             "identity::IdentityReloadError::InProgress",

@@ -12,7 +12,7 @@ use super::settings::IdentitySettings;
 use super::source::{IdentityReloadError, IdentitySource};
 use crate::files::{FileError, MountedFiles, mounted::valid_at};
 use crate::last_good::{NoopRecorder, ReloadRecorder};
-use crate::material::{Identity, validity::time_text};
+use crate::material::{CertificateValidity, Identity, validity::time_text};
 use crate::origin::{IdentityOrigin, SourceHealth};
 
 /// The key and certificate in a mounted directory ([`MountedFiles`]), as the
@@ -63,18 +63,20 @@ impl FileIdentitySource {
             .identity
             .as_ref()
             .map_err(|e| IdentityReloadError::Unavailable(Box::new(e.clone())))?;
-        if check_time && !valid_at(identity, SystemTime::now()) {
+        let now = SystemTime::now();
+        if check_time && !valid_at(identity, now) {
             let certificate = self
                 .files
                 .dir()
                 .join(self.files.layout().certificate_file().unwrap_or_default());
-            return Err(IdentityReloadError::OutsideValidity(Box::new(
-                FileError::OutsideValidity {
+            return Err(IdentityReloadError::OutsideValidity {
+                validity: CertificateValidity::of(identity, now),
+                source: Box::new(FileError::OutsideValidity {
                     certificate,
                     not_before: time_text(identity.not_before()),
                     not_after: time_text(identity.not_after()),
-                },
-            )));
+                }),
+            });
         }
         Ok((identity.clone(), Some(snapshot.generation)))
     }

@@ -5,7 +5,7 @@ use std::fmt;
 use std::time::SystemTime;
 
 use super::source::{IdentityReloadError, IdentitySource};
-use crate::material::Identity;
+use crate::material::{CertificateValidity, Identity};
 use crate::origin::IdentityOrigin;
 use crate::spiffe::{SpiffeError, WorkloadApiSource, svid::check_validity};
 
@@ -52,8 +52,10 @@ impl SpiffeIdentitySource {
             IdentityReloadError::Unavailable(Box::new(SpiffeError::Svid(e.clone())))
         })?;
         if check_time {
-            check_validity(identity, SystemTime::now()).map_err(|e| {
-                IdentityReloadError::OutsideValidity(Box::new(SpiffeError::Svid(e)))
+            let now = SystemTime::now();
+            check_validity(identity, now).map_err(|e| IdentityReloadError::OutsideValidity {
+                validity: CertificateValidity::of(identity, now),
+                source: Box::new(SpiffeError::Svid(e)),
             })?;
         }
         Ok((identity.clone(), Some(snapshot.generation)))

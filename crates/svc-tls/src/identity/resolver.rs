@@ -94,7 +94,6 @@ struct Inner {
 impl Reporter<Identity> for Inner {
     type Origin = IdentityOrigin;
     type Value = Identity;
-    type Error = IdentityReloadError;
 
     const WATCH_WORDS: WatchWords = WatchWords {
         subject: "client certificate",
@@ -157,7 +156,7 @@ impl Reporter<Identity> for Inner {
                  ({suppressed} more failures suppressed since the last report)",
             );
             self.recorder.outside_validity(&OutsideValidity {
-                source: origin,
+                origin,
                 serving: identity,
                 validity,
                 reload_error: Some(error),
@@ -270,7 +269,7 @@ impl IdentityResolver {
              next handshake"
         );
         inner.recorder.outside_validity(&OutsideValidity {
-            source: inner.source.origin(),
+            origin: inner.source.origin(),
             serving: identity,
             validity,
             reload_error: None,

@@ -19,7 +19,8 @@ use std::sync::Arc;
 
 use rustls::crypto::CryptoProvider;
 
-use crate::material::{Identity, MaterialError, MaterialErrorKind};
+use crate::last_good::{ReloadOrigin, report::sealed::Sealed};
+use crate::material::{CertificateValidity, Identity, MaterialError, MaterialErrorKind};
 use crate::origin::{IdentityOrigin, SecretRef, SourceHealth};
 use crate::watch::{Secret, WatchedObject};
 
@@ -42,8 +43,14 @@ pub enum IdentityReloadError {
     Unavailable(#[source] Box<dyn std::error::Error + Send + Sync + 'static>),
     /// The source holds an identity whose certificate is outside its validity
     /// period now (a Secret's reports this as [`IdentityReloadError::Material`]).
-    #[error("client certificate outside its validity")]
-    OutsideValidity(#[source] Box<dyn std::error::Error + Send + Sync + 'static>),
+    #[error("client certificate {validity}")]
+    OutsideValidity {
+        /// Expired or not yet valid, at the time of the read.
+        validity: CertificateValidity,
+        /// What the source says (which file or SVID, and its validity period).
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync + 'static>,
+    },
     /// Another caller is loading a new version right now (the watch's loader): the
     /// handshake presents the identity already served instead of parsing the same
     /// bytes a second time. Not a failure; never counted or reported.
@@ -61,10 +68,17 @@ impl IdentityReloadError {
                 MaterialErrorKind::CertificateExpired { .. }
                     | MaterialErrorKind::CertificateNotYetValid { .. }
             ),
-            Self::OutsideValidity(_) => true,
+            Self::OutsideValidity { .. } => true,
             Self::NotFound { .. } | Self::Unavailable(_) | Self::InProgress => false,
         }
     }
+}
+
+impl Sealed for IdentityOrigin {}
+
+/// The identity half's failed reads, as its recorder receives them.
+impl ReloadOrigin for IdentityOrigin {
+    type Error = IdentityReloadError;
 }
 
 /// A source of the client identity, read on every handshake.

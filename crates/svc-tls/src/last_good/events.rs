@@ -2,13 +2,46 @@
 //! the value is read from (`O`: an [`IdentityOrigin`](crate::origin::IdentityOrigin)
 //! or a [`TrustOrigin`](crate::origin::TrustOrigin)) and over the value served (`T`:
 //! an [`Identity`](crate::material::Identity) or
-//! [`TrustAnchors`](crate::material::TrustAnchors)).
+//! [`TrustAnchors`](crate::material::TrustAnchors)). A failed read is the half's own
+//! error, [`ReloadOrigin::Error`], so a recorder matches on it rather than
+//! downcasting.
 
 use std::fmt;
 use std::time::{Duration, SystemTime};
 
+use super::report::sealed::Sealed;
 use super::{NoopRecorder, WatchHealthState};
 use crate::material::CertificateValidity;
+
+/// Where a half's value is read from, and the error a failed read of it is: the
+/// recorder's failure events carry that error typed.
+///
+/// Implemented for [`IdentityOrigin`](crate::origin::IdentityOrigin) (its failures
+/// are [`IdentityReloadError`](crate::identity::IdentityReloadError)) and
+/// [`TrustOrigin`](crate::origin::TrustOrigin) (its failures are
+/// [`TrustReloadError`](crate::trust::TrustReloadError)) only.
+///
+/// ```
+/// use svc_tls::identity::IdentityReloadError;
+/// use svc_tls::last_good::ReloadRecorder;
+/// use svc_tls::material::Identity;
+/// use svc_tls::origin::IdentityOrigin;
+///
+/// #[derive(Debug)]
+/// struct NotFoundAlarm;
+///
+/// impl ReloadRecorder<IdentityOrigin, Identity> for NotFoundAlarm {
+///     fn reload_failed(&self, origin: &IdentityOrigin, error: &IdentityReloadError, _: u64) {
+///         if let IdentityReloadError::NotFound { secret } = error {
+///             eprintln!("{origin}: Secret {secret} is gone");
+///         }
+///     }
+/// }
+/// ```
+pub trait ReloadOrigin: Sealed + fmt::Display + fmt::Debug + Send + Sync + 'static {
+    /// Why one read of the half's source failed.
+    type Error: std::error::Error + 'static;
+}
 
 /// Receives a half's state changes; implement it to export metrics. The trust
 /// verifier takes a `ReloadRecorder<TrustOrigin, TrustAnchors>`, the identity resolver
@@ -18,26 +51,26 @@ use crate::material::CertificateValidity;
 /// Called on the handshake path: implementations must be cheap and must not block
 /// (update atomics or a metrics facade; no I/O, no long locks). Every method has a
 /// no-op default.
-pub trait ReloadRecorder<O: ?Sized, T: ?Sized>: Send + Sync + fmt::Debug + 'static {
+pub trait ReloadRecorder<O: ReloadOrigin, T: ?Sized>: Send + Sync + fmt::Debug + 'static {
     /// A value is now served: at start-up, and each time a read finds a new one (an
-    /// unchanged source is not reported again), so `at` is the time of the last good
+    /// unchanged value is not reported again), so `at` is the time of the last good
     /// reload.
-    fn loaded(&self, source: &O, value: &T, at: SystemTime) {
-        let _ = (source, value, at);
+    fn loaded(&self, origin: &O, value: &T, at: SystemTime) {
+        let _ = (origin, value, at);
     }
 
     /// A handshake's reload failed; `failures` is the total number of failed reloads
     /// so far (the readiness probe's are [`ReloadRecorder::probe_read_failed`]).
-    fn reload_failed(&self, source: &O, error: &(dyn std::error::Error + 'static), failures: u64) {
-        let _ = (source, error, failures);
+    fn reload_failed(&self, origin: &O, error: &O::Error, failures: u64) {
+        let _ = (origin, error, failures);
     }
 
     /// The readiness probe's read of the source failed: the last good value is still
     /// served and the episode of failures has begun (the bounds on a gone source count
     /// from it), but it is not a handshake's reload failure, so
     /// [`ReloadRecorder::reload_failed`]'s count and the stale warnings leave it out.
-    fn probe_read_failed(&self, source: &O, error: &(dyn std::error::Error + 'static)) {
-        let _ = (source, error);
+    fn probe_read_failed(&self, origin: &O, error: &O::Error) {
+        let _ = (origin, error);
     }
 
     /// A rate-limited stale warning was logged (at `WARN` through `tracing`): the last
@@ -54,13 +87,13 @@ pub trait ReloadRecorder<O: ?Sized, T: ?Sized>: Send + Sync + fmt::Debug + 'stat
 
     /// The source's watch has been failing for `failing_for`, longer than the
     /// threshold (rate-limited; logged at `WARN`).
-    fn watch_failing(&self, source: &O, health: &WatchHealthState, failing_for: Duration) {
-        let _ = (source, health, failing_for);
+    fn watch_failing(&self, origin: &O, health: &WatchHealthState, failing_for: Duration) {
+        let _ = (origin, health, failing_for);
     }
 
     /// The source's watch receives changes again after it was seen failing.
-    fn watch_recovered(&self, source: &O, failed_for: Duration) {
-        let _ = (source, failed_for);
+    fn watch_recovered(&self, origin: &O, failed_for: Duration) {
+        let _ = (origin, failed_for);
     }
 
     /// The value served is outside its validity period, so every peer refuses it: at
@@ -76,16 +109,16 @@ pub trait ReloadRecorder<O: ?Sized, T: ?Sized>: Send + Sync + fmt::Debug + 'stat
     }
 }
 
-impl<O: ?Sized, T: ?Sized> ReloadRecorder<O, T> for NoopRecorder {}
+impl<O: ReloadOrigin, T: ?Sized> ReloadRecorder<O, T> for NoopRecorder {}
 
 /// A warning that a read failed and the last good value is still served (logged at
 /// `WARN`, rate-limited).
 #[derive(Debug)]
-pub struct StaleWarning<'a, O: ?Sized, T: ?Sized> {
+pub struct StaleWarning<'a, O: ReloadOrigin, T: ?Sized> {
     /// Where the value is read from.
-    pub source: &'a O,
+    pub origin: &'a O,
     /// Why this read failed.
-    pub error: &'a (dyn std::error::Error + 'static),
+    pub error: &'a O::Error,
     /// The value still served (the last good one).
     pub serving: &'a T,
     /// How long the value served has been stale (since it was loaded).
@@ -98,7 +131,7 @@ pub struct StaleWarning<'a, O: ?Sized, T: ?Sized> {
 #[derive(Debug)]
 pub struct Recovery<'a, O: ?Sized, T: ?Sized> {
     /// Where the value is read from.
-    pub source: &'a O,
+    pub origin: &'a O,
     /// The value served now.
     pub serving: &'a T,
     /// Failed reads during the episode.
@@ -109,9 +142,9 @@ pub struct Recovery<'a, O: ?Sized, T: ?Sized> {
 
 /// The value served is outside its validity period: every peer refuses it.
 #[derive(Debug)]
-pub struct OutsideValidity<'a, O: ?Sized, T: ?Sized> {
+pub struct OutsideValidity<'a, O: ReloadOrigin, T: ?Sized> {
     /// Where the value is read from.
-    pub source: &'a O,
+    pub origin: &'a O,
     /// The value served (for an identity, its serial number is
     /// [`Identity::serial_hex`](crate::material::Identity::serial_hex)).
     pub serving: &'a T,
@@ -119,7 +152,7 @@ pub struct OutsideValidity<'a, O: ?Sized, T: ?Sized> {
     pub validity: CertificateValidity,
     /// Why the last reload failed, when the value is served as the last good one
     /// (`None` at start-up).
-    pub reload_error: Option<&'a (dyn std::error::Error + 'static)>,
+    pub reload_error: Option<&'a O::Error>,
     /// Reports suppressed by the limiter since the previous one.
     pub suppressed: u64,
 }

@@ -4,26 +4,29 @@
 //! watch lines, worded here from its [`WatchWords`]) and decides what a reported
 //! failure is; this file decides when, and records.
 
-use std::fmt;
-
 use super::{
-    Recovery, ReloadRecorder, StaleWarning, WatchHealthState, slot::Accepted, slot::Episode,
-    slot::Failure, slot::LastGood, slot::ReadBy, slot::Served, watch_health::WatchEvent,
-    watch_health::WatchWords,
+    Recovery, ReloadOrigin, ReloadRecorder, StaleWarning, WatchHealthState, slot::Accepted,
+    slot::Episode, slot::Failure, slot::LastGood, slot::ReadBy, slot::Served,
+    watch_health::WatchEvent, watch_health::WatchWords,
 };
 use crate::origin::SourceHealth;
+
+/// What seals [`ReloadOrigin`]: the halves implement it for their origins.
+pub(crate) mod sealed {
+    /// Implemented by the two halves' origins only.
+    pub trait Sealed {}
+}
 
 /// One half (the identity resolver, the trust verifier) over its last-good core: its
 /// source, its recorder and its words, implemented by the half; the shared runs
 /// (serve, fail, watch health, and every call of the recorder's shared events) are the
 /// provided methods.
 pub(crate) trait Reporter<T> {
-    /// Where the value is read from.
-    type Origin: fmt::Display + 'static;
+    /// Where the value is read from; its [`ReloadOrigin::Error`] is why a read failed,
+    /// as the half and its recorder know it.
+    type Origin: ReloadOrigin;
     /// What the recorder is shown of a value served.
     type Value: ?Sized + 'static;
-    /// Why a read failed, as the half knows it.
-    type Error: std::error::Error + 'static;
 
     /// How the half names itself in the watch lines.
     const WATCH_WORDS: WatchWords;
@@ -43,15 +46,14 @@ pub(crate) trait Reporter<T> {
     /// What the recorder is shown of `value`.
     fn shown(value: &T) -> &Self::Value;
 
-    /// What the recorder is shown of a failure: the error itself, unless the half
-    /// wraps its source's public error in one of its own (then that public error).
-    fn recorded(error: &Self::Error) -> &(dyn std::error::Error + 'static) {
-        error
-    }
-
     /// A failed read admitted for a report (`suppressed` held back since the last
     /// one): log it, and record it (a stale warning is [`Reporter::record_stale`]).
-    fn stale(&self, error: &Self::Error, failure: &Failure<T>, suppressed: u64);
+    fn stale(
+        &self,
+        error: &<Self::Origin as ReloadOrigin>::Error,
+        failure: &Failure<T>,
+        suppressed: u64,
+    );
 
     /// Logs the end of an episode of failures by a good read of `value` (then
     /// recorded by [`Reporter::recovered`]).
@@ -64,10 +66,15 @@ pub(crate) trait Reporter<T> {
     }
 
     /// Records the stale warning just logged: the last good value is still served.
-    fn record_stale(&self, error: &Self::Error, failure: &Failure<T>, suppressed: u64) {
+    fn record_stale(
+        &self,
+        error: &<Self::Origin as ReloadOrigin>::Error,
+        failure: &Failure<T>,
+        suppressed: u64,
+    ) {
         self.recorder().stale_warning(&StaleWarning {
-            source: self.origin(),
-            error: Self::recorded(error),
+            origin: self.origin(),
+            error,
             serving: Self::shown(&failure.served.value),
             stale_for: failure.stale_for,
             suppressed,
@@ -79,7 +86,7 @@ pub(crate) trait Reporter<T> {
     fn recovered(&self, value: &T, episode: &Episode) {
         self.log_recovery(value, episode);
         self.recorder().recovered(&Recovery {
-            source: self.origin(),
+            origin: self.origin(),
             serving: Self::shown(value),
             failures: episode.failures,
             duration: episode.duration,
@@ -118,17 +125,14 @@ pub(crate) trait Reporter<T> {
     /// A failed read: a handshake's counted and recorded as a reload failure, reported
     /// when the limiter admits it; a probe's recorded as a probe read failure only
     /// (see [`ReadBy`]). The last good value is in the answer.
-    fn fail(&self, error: &Self::Error, by: ReadBy) -> Failure<T> {
+    fn fail(&self, error: &<Self::Origin as ReloadOrigin>::Error, by: ReadBy) -> Failure<T> {
         let failure = self.core().fail(by);
         match by {
-            ReadBy::Handshake => self.recorder().reload_failed(
-                self.origin(),
-                Self::recorded(error),
-                failure.failures,
-            ),
-            ReadBy::Probe => self
-                .recorder()
-                .probe_read_failed(self.origin(), Self::recorded(error)),
+            ReadBy::Handshake => {
+                self.recorder()
+                    .reload_failed(self.origin(), error, failure.failures);
+            }
+            ReadBy::Probe => self.recorder().probe_read_failed(self.origin(), error),
         }
         // Never `Some` for a probe's read.
         if let Some(suppressed) = failure.report {

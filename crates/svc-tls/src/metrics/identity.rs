@@ -16,9 +16,8 @@
 use super::counters::{MaterialResults, index_of};
 use super::source::CountedSource;
 use crate::identity::IdentityReloadError;
-use crate::material::{Identity, MaterialErrorKind};
+use crate::material::{CertificateValidity, Identity};
 use crate::origin::IdentityOrigin;
-use crate::spiffe::SpiffeError;
 
 /// The values of the `result` label of `svc_tls_identity_cert_refreshes_total`.
 pub const REFRESH_RESULTS: [&str; 7] = [
@@ -48,30 +47,24 @@ impl CountedSource for IdentityOrigin {
     const RESULTS: &'static [&'static str] = &REFRESH_RESULTS;
 
     /// Classified by the half's reload error, at positions fixed at compile time.
-    fn failure_index(error: &(dyn std::error::Error + 'static)) -> usize {
+    fn failure_index(error: &IdentityReloadError) -> usize {
         const NOT_FOUND: usize = index_of(&REFRESH_RESULTS, "not_found");
         const MATERIAL: MaterialResults = MaterialResults::of(&REFRESH_RESULTS);
+        const EXPIRED: usize = index_of(&REFRESH_RESULTS, "expired");
+        const NOT_YET_VALID: usize = index_of(&REFRESH_RESULTS, "not_yet_valid");
         const UNAVAILABLE: usize = index_of(&REFRESH_RESULTS, "unavailable");
         const OTHER: usize = index_of(&REFRESH_RESULTS, "other");
-        match error.downcast_ref::<IdentityReloadError>() {
-            Some(IdentityReloadError::NotFound { .. }) => NOT_FOUND,
-            Some(IdentityReloadError::Material(e)) => MATERIAL.index(e),
-            Some(IdentityReloadError::Unavailable(_)) => UNAVAILABLE,
-            Some(IdentityReloadError::OutsideValidity(inner)) => validity_index(inner.as_ref()),
+        match error {
+            IdentityReloadError::NotFound { .. } => NOT_FOUND,
+            IdentityReloadError::Material(e) => MATERIAL.index(e),
+            IdentityReloadError::Unavailable(_) => UNAVAILABLE,
+            IdentityReloadError::OutsideValidity { validity, .. } => match validity {
+                CertificateValidity::NotYetValid { .. } => NOT_YET_VALID,
+                // `Valid` is not built for this variant; counted as the common case.
+                CertificateValidity::Expired { .. } | CertificateValidity::Valid => EXPIRED,
+            },
+            // `InProgress` is never recorded; a variant added later is `other`.
             _ => OTHER,
         }
-    }
-}
-
-/// `not_yet_valid` for an SVID whose validity has not begun, `expired` otherwise.
-fn validity_index(error: &(dyn std::error::Error + 'static)) -> usize {
-    const EXPIRED: usize = index_of(&REFRESH_RESULTS, "expired");
-    const NOT_YET_VALID: usize = index_of(&REFRESH_RESULTS, "not_yet_valid");
-    match error.downcast_ref::<SpiffeError>() {
-        Some(SpiffeError::Svid(svid)) => match svid.kind() {
-            MaterialErrorKind::CertificateNotYetValid { .. } => NOT_YET_VALID,
-            _ => EXPIRED,
-        },
-        _ => EXPIRED,
     }
 }

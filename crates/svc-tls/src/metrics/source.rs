@@ -14,17 +14,17 @@ use prometheus_client::registry::Registry;
 
 use super::counters::{CounterFamilies, SourceCounters};
 use super::{SourceLabels, install::LabelSet};
-use crate::last_good::{OutsideValidity, ReloadRecorder, StaleWarning};
+use crate::last_good::{OutsideValidity, ReloadOrigin, ReloadRecorder, StaleWarning};
 
 mod sealed {
     pub trait Sealed {}
 }
 
 /// A half whose sources are counted: its origin, the value it serves, its families'
-/// names and how a failed reload maps to a `result`. Implemented for
-/// [`IdentityOrigin`](crate::origin::IdentityOrigin) and
+/// names and how a failed reload (the origin's [`ReloadOrigin::Error`]) maps to a
+/// `result`. Implemented for [`IdentityOrigin`](crate::origin::IdentityOrigin) and
 /// [`TrustOrigin`](crate::origin::TrustOrigin) only.
-pub trait CountedSource: sealed::Sealed + Send + Sync + 'static {
+pub trait CountedSource: sealed::Sealed + ReloadOrigin {
     /// The value its sources serve.
     type Value: ?Sized;
     /// The results family's name (without `_total`) and help.
@@ -37,10 +37,10 @@ pub trait CountedSource: sealed::Sealed + Send + Sync + 'static {
     /// Every value of the `result` label: `ok` first, `other` last.
     const RESULTS: &'static [&'static str];
     /// The position in [`CountedSource::RESULTS`] of a failed reload's result.
-    fn failure_index(error: &(dyn std::error::Error + 'static)) -> usize;
+    fn failure_index(error: &Self::Error) -> usize;
 
     /// The `result` label of a failed reload (a fixed set, never the error's text).
-    fn failure_result(error: &(dyn std::error::Error + 'static)) -> &'static str {
+    fn failure_result(error: &Self::Error) -> &'static str {
         Self::RESULTS
             .get(Self::failure_index(error))
             .or(Self::RESULTS.last())
@@ -112,15 +112,15 @@ impl<K: CountedSource> SourceRecorder<K> {
 }
 
 impl<K: CountedSource> ReloadRecorder<K, K::Value> for SourceRecorder<K> {
-    fn loaded(&self, _source: &K, _value: &K::Value, _at: SystemTime) {
+    fn loaded(&self, _origin: &K, _value: &K::Value, _at: SystemTime) {
         self.counters.ok();
     }
 
-    fn reload_failed(&self, _source: &K, error: &(dyn std::error::Error + 'static), _: u64) {
+    fn reload_failed(&self, _origin: &K, error: &K::Error, _: u64) {
         self.counters.failed_at(K::failure_index(error));
     }
 
-    fn probe_read_failed(&self, _source: &K, error: &(dyn std::error::Error + 'static)) {
+    fn probe_read_failed(&self, _origin: &K, error: &K::Error) {
         self.counters.probe_failed_at(K::failure_index(error));
     }
 

@@ -13,7 +13,7 @@ use super::*;
 use crate::identity::IdentityResolver;
 use crate::identity::{IdentityReloadError, IdentitySource};
 use crate::last_good::ReloadRecorder as _;
-use crate::material::{Identity, crypto_provider, load_identity_from_pem};
+use crate::material::{CertificateValidity, Identity, crypto_provider, load_identity_from_pem};
 use crate::origin::SecretRef;
 use crate::origin::{IdentityOrigin, TrustOrigin};
 use crate::watch::WatchedObjects;
@@ -254,16 +254,21 @@ fn a_result_label_never_carries_input_text() {
     let origin = IdentityOrigin::Secret(secret());
     let recorder = metrics.identity_recorder(&origin, None, None);
     let attacker = "evil\"} 1\nsvc_tls_pwned 1 attacker-text";
-    // Errors whose text is the attacker's: their own type, and the crate's wrapping it.
-    let foreign = std::io::Error::other(attacker);
-    recorder.reload_failed(&origin, &foreign, 1);
-    let wrapped = IdentityReloadError::Unavailable(attacker.into());
-    recorder.reload_failed(&origin, &wrapped, 2);
+    // Errors whose causes are the attacker's text, as the half carries them.
+    let unavailable = IdentityReloadError::Unavailable(attacker.into());
+    recorder.reload_failed(&origin, &unavailable, 1);
+    let expired = IdentityReloadError::OutsideValidity {
+        validity: CertificateValidity::Expired {
+            not_after: UNIX_EPOCH,
+        },
+        source: attacker.into(),
+    };
+    recorder.reload_failed(&origin, &expired, 2);
     let text = text(&registry);
     assert!(!text.contains("evil"), "{text}");
     assert!(!text.contains("attacker"), "{text}");
     assert!(!text.contains("pwned"), "{text}");
-    assert!(text.contains(r#"result="other"} 1"#), "{text}");
+    assert!(text.contains(r#"result="expired"} 1"#), "{text}");
     assert!(text.contains(r#"result="unavailable"} 1"#), "{text}");
     for line in samples(&text, "svc_tls_identity_cert_refreshes_total") {
         let result = line
@@ -315,8 +320,12 @@ fn an_svid_outside_its_validity_counts_as_expired_or_not_yet_valid() {
             UNIX_EPOCH + Duration::from_secs(loaded_at),
         )
         .unwrap();
-        let svid = check_validity(&identity, SystemTime::now()).unwrap_err();
-        IdentityReloadError::OutsideValidity(Box::new(SpiffeError::Svid(svid)))
+        let now = SystemTime::now();
+        let svid = check_validity(&identity, now).unwrap_err();
+        IdentityReloadError::OutsideValidity {
+            validity: CertificateValidity::of(&identity, now),
+            source: Box::new(SpiffeError::Svid(svid)),
+        }
     };
     assert_eq!(
         <IdentityOrigin as CountedSource>::failure_result(&refused(
@@ -391,4 +400,32 @@ async fn a_verifiers_failures_are_counted_by_their_reason() {
     })
     .await;
     assert_eq!(count("other"), 0);
+}
+
+/// Through a real source: a mounted directory whose certificate is not yet valid, then
+/// expired. The file source's error says which (it was counted `expired` for both while
+/// the recorder downcast to the SPIFFE error only).
+#[test]
+fn a_mounted_certificate_outside_its_validity_counts_by_its_own_reason() {
+    use crate::files::{FileLayout, MountedFiles};
+    use crate::identity::FileIdentitySource;
+    let ca = TestCa::new("files");
+    for (leaf, result) in [
+        (ca.not_yet_valid_client_leaf(1), "not_yet_valid"),
+        (ca.expired_client_leaf(2), "expired"),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("tls.crt"), &leaf.cert_pem).unwrap();
+        std::fs::write(dir.path().join("tls.key"), &leaf.key_pem).unwrap();
+        let files = MountedFiles::open(dir.path(), FileLayout::KubernetesTls).unwrap();
+        let error = FileIdentitySource::new(files).current().unwrap_err();
+        assert!(
+            matches!(error, IdentityReloadError::OutsideValidity { .. }),
+            "{error:?}"
+        );
+        assert_eq!(
+            <IdentityOrigin as CountedSource>::failure_result(&error),
+            result
+        );
+    }
 }

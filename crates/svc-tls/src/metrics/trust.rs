@@ -48,32 +48,28 @@ impl CountedSource for TrustOrigin {
     const RESULTS: &'static [&'static str] = &RELOAD_RESULTS;
 
     /// Classified by the half's reload error, at positions fixed at compile time.
-    fn failure_index(error: &(dyn std::error::Error + 'static)) -> usize {
+    fn failure_index(error: &TrustReloadError) -> usize {
         const NOT_FOUND: usize = index_of(&RELOAD_RESULTS, "not_found");
         const MATERIAL: MaterialResults = MaterialResults::of(&RELOAD_RESULTS);
         const MALFORMED: usize = index_of(&RELOAD_RESULTS, "malformed");
         const UNAVAILABLE: usize = index_of(&RELOAD_RESULTS, "unavailable");
         const WITHDRAWN: usize = index_of(&RELOAD_RESULTS, "withdrawn");
         const REFUSED: usize = index_of(&RELOAD_RESULTS, "refused");
-        const OTHER: usize = index_of(&RELOAD_RESULTS, "other");
-        // The verifier hands its recorder the source's own error.
-        let reload = error.downcast_ref::<TrustReloadError>();
-        match reload {
-            Some(TrustReloadError::NotFound { .. }) => NOT_FOUND,
-            Some(TrustReloadError::Material(e)) => MATERIAL.index(e),
-            Some(TrustReloadError::Unavailable(_)) => UNAVAILABLE,
-            Some(TrustReloadError::Withdrawn(_)) => WITHDRAWN,
-            Some(TrustReloadError::Refused { .. }) => REFUSED,
-            Some(TrustReloadError::ConfigMap(e)) => match e.problem {
+        match error {
+            TrustReloadError::NotFound { .. } => NOT_FOUND,
+            TrustReloadError::Material(e) => MATERIAL.index(e),
+            TrustReloadError::Unavailable(_) => UNAVAILABLE,
+            TrustReloadError::Withdrawn(_) => WITHDRAWN,
+            TrustReloadError::Refused { .. } => REFUSED,
+            TrustReloadError::ConfigMap(e) => match e.problem {
                 crate::material::ConfigMapTrustProblem::NotFound => NOT_FOUND,
                 _ => MALFORMED,
             },
             // No bundle of the signer is a deleted CA; unusable bundles are malformed.
-            Some(TrustReloadError::ClusterTrustBundles(e)) => match e.problem {
+            TrustReloadError::ClusterTrustBundles(e) => match e.problem {
                 crate::trust::ClusterTrustBundleProblem::NoneFound => NOT_FOUND,
                 _ => MALFORMED,
             },
-            _ => OTHER,
         }
     }
 }

@@ -58,13 +58,11 @@ pub enum TrustError {
     },
 }
 
-/// Why one handshake-time reload of the trust failed.
+/// Why roots a handshake-time reload read are unusable all the same: reported as the
+/// cause of a [`TrustReloadError::Unavailable`], so that the recorder sees one type.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub(crate) enum TrustFailure {
-    /// The source had no usable roots.
-    #[error(transparent)]
-    Reload(#[from] TrustReloadError),
     /// webpki's verifier could not be built for the new roots.
     #[error("building the server-certificate verifier for {origin} failed")]
     Verifier {
@@ -74,17 +72,6 @@ pub(crate) enum TrustFailure {
         #[source]
         source: rustls::client::VerifierBuilderError,
     },
-}
-
-impl TrustFailure {
-    /// The source's error this failure was made of, if it was one (handed back to
-    /// the readiness probe after the failure was reported).
-    pub(crate) fn into_reload(self) -> Option<TrustReloadError> {
-        match self {
-            Self::Reload(error) => Some(error),
-            Self::Verifier { .. } => None,
-        }
-    }
 }
 
 /// Why a handshake is refused without looking at the server's chain.

@@ -19,6 +19,7 @@
 use std::fmt;
 use std::sync::Arc;
 
+use crate::last_good::{ReloadOrigin, report::sealed::Sealed};
 use crate::material::{ConfigMapTrustError, MaterialError, TrustAnchors};
 use crate::origin::{SecretRef, SourceHealth, TrustOrigin};
 
@@ -69,6 +70,14 @@ pub enum TrustReloadError {
     /// last good roots are not used.
     #[error("trust withdrawn by its source")]
     Withdrawn(#[source] Box<dyn std::error::Error + Send + Sync + 'static>),
+}
+
+impl Sealed for TrustOrigin {}
+
+/// The trust half's failed reads, as its recorder receives them (roots webpki refuses
+/// are [`TrustReloadError::Unavailable`]).
+impl ReloadOrigin for TrustOrigin {
+    type Error = TrustReloadError;
 }
 
 /// A source of the trusted roots, read on every handshake.

@@ -94,7 +94,6 @@ struct Inner {
 impl Reporter<Roots> for Inner {
     type Origin = TrustOrigin;
     type Value = TrustAnchors;
-    type Error = TrustFailure;
 
     const WATCH_WORDS: WatchWords = WatchWords {
         subject: "CA trust",
@@ -121,23 +120,11 @@ impl Reporter<Roots> for Inner {
         &roots.anchors
     }
 
-    /// The source's [`TrustReloadError`] itself when the source failed (what a
-    /// recorder downcasts to), the crate's own failure otherwise.
-    fn recorded(failure: &TrustFailure) -> &(dyn std::error::Error + 'static) {
-        match failure {
-            TrustFailure::Reload(error) => error,
-            other => other,
-        }
-    }
-
     /// A withdrawal is an error of its own (every server is refused); any other
     /// failure is a stale-trust warning.
-    fn stale(&self, failure: &TrustFailure, failed: &Failure<Roots>, suppressed: u64) {
+    fn stale(&self, failure: &TrustReloadError, failed: &Failure<Roots>, suppressed: u64) {
         let origin = self.source.origin();
-        if matches!(
-            failure,
-            TrustFailure::Reload(TrustReloadError::Withdrawn(_))
-        ) {
+        if matches!(failure, TrustReloadError::Withdrawn(_)) {
             tracing::error!(
                 source = %origin,
                 error = %excerpt::chain(failure),
@@ -270,8 +257,7 @@ impl TrustVerifier {
                 if matches!(error, TrustReloadError::Withdrawn(_)) {
                     self.inner.withdrawn.store(true, Ordering::Release);
                 }
-                let failure = TrustFailure::Reload(error);
-                let served = self.failed(&failure, by);
+                let served = self.failed(&error, by);
                 // Withdrawn stays withdrawn: a source that cannot be read after it
                 // withdrew its trust (a stream down, an agent restarting) never brings
                 // back the roots it withdrew; only a successful read does.
@@ -280,7 +266,7 @@ impl TrustVerifier {
                 } else {
                     served
                 };
-                (served, failure.into_reload())
+                (served, Some(error))
             }
         };
         self.inner.check_watch_health();
@@ -307,13 +293,11 @@ impl TrustVerifier {
         let verifier = match build_verifier(&anchors, &inner.provider) {
             Ok(verifier) => verifier,
             Err(source) => {
-                return self.failed(
-                    &TrustFailure::Verifier {
-                        origin: inner.source.origin().clone(),
-                        source,
-                    },
-                    by,
-                );
+                let unusable = TrustFailure::Verifier {
+                    origin: inner.source.origin().clone(),
+                    source,
+                };
+                return self.failed(&TrustReloadError::Unavailable(Box::new(unusable)), by);
             }
         };
         Ok(
@@ -329,23 +313,21 @@ impl TrustVerifier {
     /// use the last good roots while they have not expired.
     fn failed(
         &self,
-        failure: &TrustFailure,
+        failure: &TrustReloadError,
         by: crate::last_good::slot::ReadBy,
     ) -> Result<Arc<Served<Roots>>, rustls::Error> {
         let inner = &*self.inner;
         let failed = inner.fail(failure, by);
         let source_gone = matches!(
             failure,
-            TrustFailure::Reload(
-                TrustReloadError::NotFound { .. }
-                    | TrustReloadError::Material(_)
-                    | TrustReloadError::ConfigMap(_)
-                    | TrustReloadError::ClusterTrustBundles(_)
-                    | TrustReloadError::Refused { .. }
-            )
+            TrustReloadError::NotFound { .. }
+                | TrustReloadError::Material(_)
+                | TrustReloadError::ConfigMap(_)
+                | TrustReloadError::ClusterTrustBundles(_)
+                | TrustReloadError::Refused { .. }
         );
         inner.source_gone.store(source_gone, Ordering::Release);
-        if let TrustFailure::Reload(TrustReloadError::Refused { code, .. }) = failure
+        if let TrustReloadError::Refused { code, .. } = failure
             && failed.failing_for > inner.settings.refused_bound()
         {
             if failed.report.is_some() {

@@ -182,7 +182,7 @@ struct Warnings {
 }
 
 impl last_good::ReloadRecorder<IdentityOrigin, Identity> for Warnings {
-    fn reload_failed(&self, _: &IdentityOrigin, _: &(dyn std::error::Error + 'static), n: u64) {
+    fn reload_failed(&self, _: &IdentityOrigin, _: &IdentityReloadError, n: u64) {
         self.failures.store(n, Ordering::SeqCst);
     }
     fn stale_warning(&self, w: &StaleWarning<'_, IdentityOrigin, Identity>) {

@@ -77,7 +77,7 @@ impl last_good::ReloadRecorder<IdentityOrigin, Identity> for Recorded {
     fn loaded(&self, _: &IdentityOrigin, _: &Identity, _: std::time::SystemTime) {
         self.reloads.fetch_add(1, Ordering::SeqCst);
     }
-    fn reload_failed(&self, _: &IdentityOrigin, _: &(dyn std::error::Error + 'static), n: u64) {
+    fn reload_failed(&self, _: &IdentityOrigin, _: &IdentityReloadError, n: u64) {
         self.failures.store(n, Ordering::SeqCst);
     }
     fn stale_warning(&self, w: &StaleWarning<'_, IdentityOrigin, Identity>) {

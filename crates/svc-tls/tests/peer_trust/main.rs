@@ -102,10 +102,10 @@ impl ReloadRecorder<TrustOrigin, TrustAnchors> for Recorded {
     fn loaded(&self, _: &TrustOrigin, anchors: &TrustAnchors, _: std::time::SystemTime) {
         self.loads.lock().unwrap().push(anchors.len());
     }
-    fn reload_failed(&self, _: &TrustOrigin, _: &(dyn std::error::Error + 'static), n: u64) {
+    fn reload_failed(&self, _: &TrustOrigin, _: &TrustReloadError, n: u64) {
         self.failures.store(n, Ordering::SeqCst);
     }
-    fn probe_read_failed(&self, _: &TrustOrigin, _: &(dyn std::error::Error + 'static)) {
+    fn probe_read_failed(&self, _: &TrustOrigin, _: &TrustReloadError) {
         self.probe_failures.fetch_add(1, Ordering::SeqCst);
     }
     fn stale_warning(&self, w: &StaleWarning<'_, TrustOrigin, TrustAnchors>) {
