@@ -6,6 +6,8 @@
 //! reload, Go next to ours, each side in its default configuration (a hybrid
 //! post-quantum key exchange on both). Each bar carries its 95% interval as a whisker.
 
+use plotters::coord::ranged1d::{Ranged, ValueFormatter};
+use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 
 use crate::report::Results;
@@ -25,6 +27,8 @@ struct Series {
 
 type DrawResult<T> = Result<T, Box<dyn std::error::Error>>;
 
+/// One panel: a bar per series and group (its median) with its interval as a
+/// whisker, on a log scale (`log`) or a linear one from zero.
 fn bars<DB: DrawingBackend>(
     area: &DrawingArea<DB, plotters::coord::Shift>,
     caption: &str,
@@ -44,121 +48,106 @@ where
     // Headroom for the legend: a factor on a log scale, a share on a linear one.
     let top = if log { highest * 6.0 } else { highest * 1.35 };
     let bottom = measured.iter().map(|e| e.lower).fold(top, f64::min) / 2.0;
-    let n = groups.len().max(1);
-    let x_range = -0.5..(n as f64 - 0.5);
+    let x_range = -0.5..(groups.len().max(1) as f64 - 0.5);
     let mut builder = ChartBuilder::on(area);
     builder
         .caption(caption, ("sans-serif", 18))
         .margin(12)
         .x_label_area_size(70)
         .y_label_area_size(70);
-    let names = groups.to_vec();
-    let x_label = move |x: &f64| {
+    if log {
+        let base = bottom.max(1e-3);
+        let chart = builder.build_cartesian_2d(x_range, (base..top).log_scale())?;
+        draw(chart, base, y_desc, groups, series, log)
+    } else {
+        draw(
+            builder.build_cartesian_2d(x_range, 0.0..top)?,
+            0.0,
+            y_desc,
+            groups,
+            series,
+            log,
+        )
+    }
+}
+
+/// The axes, bars from `base`, whiskers and legend of one panel.
+fn draw<'a, DB, Y>(
+    mut chart: ChartContext<'a, DB, Cartesian2d<RangedCoordf64, Y>>,
+    base: f64,
+    y_desc: &str,
+    groups: &[String],
+    series: &[Series],
+    log: bool,
+) -> DrawResult<()>
+where
+    DB: DrawingBackend + 'a,
+    DB::ErrorType: 'static,
+    Y: Ranged<ValueType = f64> + ValueFormatter<f64>,
+{
+    let x_label = |x: &f64| {
         let i = x.round();
         if (x - i).abs() < 1e-6 && i >= 0.0 {
-            names.get(i as usize).cloned().unwrap_or_default()
+            groups.get(i as usize).cloned().unwrap_or_default()
         } else {
             String::new()
         }
     };
-    let width = 0.8 / series.len().max(1) as f64;
-    let offset = |k: usize| -0.4 + width * k as f64;
+    let whole = |y: &f64| format!("{y:.0}");
+    let mut mesh = chart.configure_mesh();
+    mesh.disable_x_mesh()
+        .x_labels(groups.len().max(1))
+        .x_label_formatter(&x_label)
+        .y_desc(y_desc);
     if log {
-        let mut chart = builder.build_cartesian_2d(x_range, (bottom.max(1e-3)..top).log_scale())?;
-        chart
-            .configure_mesh()
-            .disable_x_mesh()
-            .x_labels(n)
-            .x_label_formatter(&x_label)
-            .x_label_style(("sans-serif", 11))
-            .y_desc(y_desc)
-            .draw()?;
-        for (k, s) in series.iter().enumerate() {
-            let color = s.color;
-            let base = bottom.max(1e-3);
-            chart
-                .draw_series(s.values.iter().enumerate().filter_map(|(i, v)| {
-                    v.map(|e| {
-                        let x0 = i as f64 + offset(k);
-                        Rectangle::new([(x0, base), (x0 + width * 0.9, e.median)], color.filled())
-                    })
-                }))?
-                .label(s.label)
-                .legend(move |(x, y)| {
-                    Rectangle::new([(x, y - 5), (x + 12, y + 5)], color.filled())
-                });
-            chart.draw_series(s.values.iter().enumerate().filter_map(|(i, v)| {
-                v.map(|e| {
-                    let x = i as f64 + offset(k) + width * 0.45;
-                    PathElement::new(vec![(x, e.lower), (x, e.upper)], BLACK.stroke_width(1))
-                })
-            }))?;
-        }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperLeft)
-            .background_style(WHITE.mix(0.8))
-            .border_style(BLACK)
-            .draw()?;
+        mesh.x_label_style(("sans-serif", 11));
     } else {
-        let mut chart = builder.build_cartesian_2d(x_range, 0.0..top)?;
-        chart
-            .configure_mesh()
-            .disable_x_mesh()
-            .x_labels(n)
-            .x_label_formatter(&x_label)
-            .y_label_formatter(&|y| format!("{y:.0}"))
-            .y_desc(y_desc)
-            .draw()?;
-        for (k, s) in series.iter().enumerate() {
-            let color = s.color;
-            chart
-                .draw_series(s.values.iter().enumerate().filter_map(|(i, v)| {
-                    v.map(|e| {
-                        let x0 = i as f64 + offset(k);
-                        Rectangle::new([(x0, 0.0), (x0 + width * 0.9, e.median)], color.filled())
-                    })
-                }))?
-                .label(s.label)
-                .legend(move |(x, y)| {
-                    Rectangle::new([(x, y - 5), (x + 12, y + 5)], color.filled())
-                });
-            chart.draw_series(s.values.iter().enumerate().filter_map(|(i, v)| {
-                v.map(|e| {
-                    let x = i as f64 + offset(k) + width * 0.45;
-                    PathElement::new(vec![(x, e.lower), (x, e.upper)], BLACK.stroke_width(1))
-                })
-            }))?;
-        }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperRight)
-            .background_style(WHITE.mix(0.8))
-            .border_style(BLACK)
-            .draw()?;
+        mesh.y_label_formatter(&whole);
     }
+    mesh.draw()?;
+    let width = 0.8 / series.len().max(1) as f64;
+    for (k, s) in series.iter().enumerate() {
+        let color = s.color;
+        let x0 = |i: usize| i as f64 - 0.4 + width * k as f64;
+        chart
+            .draw_series(s.values.iter().enumerate().filter_map(|(i, v)| {
+                v.map(|e| {
+                    Rectangle::new(
+                        [(x0(i), base), (x0(i) + width * 0.9, e.median)],
+                        color.filled(),
+                    )
+                })
+            }))?
+            .label(s.label)
+            .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], color.filled()));
+        chart.draw_series(s.values.iter().enumerate().filter_map(|(i, v)| {
+            v.map(|e| {
+                let x = x0(i) + width * 0.45;
+                PathElement::new(vec![(x, e.lower), (x, e.upper)], BLACK.stroke_width(1))
+            })
+        }))?;
+    }
+    chart
+        .configure_series_labels()
+        .position(if log {
+            SeriesLabelPosition::UpperLeft
+        } else {
+            SeriesLabelPosition::UpperRight
+        })
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .draw()?;
     Ok(())
 }
 
 /// Renders the chart as an SVG document.
 pub fn render(results: &Results) -> Result<String, String> {
     let go = results.go.is_ok();
-    let get = |id: String| results.estimates.get(&id).copied();
+    let get = |id: String| results.get(&id);
     let go_get = |id: String| if go { get(id) } else { None };
 
-    let mut cases: Vec<String> = results
-        .estimates
-        .keys()
-        .filter_map(|id| id.strip_prefix("identity-rotation/").map(str::to_owned))
-        // SPIFFE mode has no Go counterpart; its figures are in the report's own table.
-        .filter(|case| case != crate::report::SPIFFE_CASE)
-        .collect();
-    cases.sort_by_key(|case| {
-        ["rsa2048", "rsa3072", "rsa4096", "p256", "p384", "ed25519"]
-            .iter()
-            .position(|k| case.starts_with(k))
-            .unwrap_or(6)
-    });
+    // SPIFFE mode has no Go counterpart; its figures are in the report's own table.
+    let cases = results.cases("identity-rotation");
     let to_us = |e: Option<Estimate>| {
         e.map(|e| Estimate {
             median: e.median / 1e3,

@@ -86,7 +86,7 @@ const CLIENT_CPU_BAR: f64 = 0.45;
 const SERVER_CPU_BAR: f64 = 0.5;
 
 /// The SPIFFE-mode case of the identity benchmarks (a P-256 SVID, what SPIRE issues).
-pub const SPIFFE_CASE: &str = "spiffe-p256";
+const SPIFFE_CASE: &str = "spiffe-p256";
 /// The Secret-mode case it is compared with.
 const SECRET_CASE: &str = "p256-pkcs8";
 

@@ -45,7 +45,7 @@ impl Default for Results {
 }
 
 impl Results {
-    pub(super) fn get(&self, id: &str) -> Option<Estimate> {
+    pub(crate) fn get(&self, id: &str) -> Option<Estimate> {
         self.estimates.get(id).copied()
     }
 
@@ -66,7 +66,7 @@ impl Results {
 
     /// Cases (`<key>-<format>`) with a figure under `group/`, in a stable order; the
     /// SPIFFE-mode case (`spiffe-p256`) has its own table.
-    pub(super) fn cases(&self, group: &str) -> Vec<String> {
+    pub(crate) fn cases(&self, group: &str) -> Vec<String> {
         let prefix = format!("{group}/");
         let mut cases: Vec<String> = self
             .estimates
