@@ -17,9 +17,9 @@ use kube::{
 };
 use watch_ready::{Health, Unsynced, WaitError, WatchLimits, Watched};
 
+use super::reader::{Reader, StoreReader};
 use super::{
-    CacheError, CacheHealth, CacheName, CachedType, HealthReport, KnownScope, NotReady, Reader,
-    Selection, StoreReader,
+    CacheError, CacheHealth, CacheName, CachedType, HealthReport, KnownScope, NotReady, Selection,
 };
 use crate::registry::{Registry, RegistryError};
 

@@ -14,7 +14,8 @@ use kube::api::ApiResource;
 use kube_runtime::reflector::Store;
 
 use super::{CachedClient, ClientError};
-use crate::cache::{CacheName, CachedType, Selection, StoreReader};
+use crate::cache::reader::StoreReader;
+use crate::cache::{CacheName, CachedType, Selection};
 
 /// One declared typed cache's watch, for a controller that shares it
 /// ([`CachedClient::shared_watch`]). Keeps the client's caches running while it or

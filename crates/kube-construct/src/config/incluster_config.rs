@@ -9,17 +9,17 @@ use thiserror::Error;
 use crate::display::Joined;
 
 /// The directory Kubernetes mounts the service-account credentials into.
-pub const SERVICE_ACCOUNT_DIR: &str = "/var/run/secrets/kubernetes.io/serviceaccount";
+pub(crate) const SERVICE_ACCOUNT_DIR: &str = "/var/run/secrets/kubernetes.io/serviceaccount";
 /// The environment variable naming the API server host inside a pod.
-pub const SERVICE_HOST_ENV: &str = "KUBERNETES_SERVICE_HOST";
+pub(crate) const SERVICE_HOST_ENV: &str = "KUBERNETES_SERVICE_HOST";
 /// The environment variable naming the API server port inside a pod.
-pub const SERVICE_PORT_ENV: &str = "KUBERNETES_SERVICE_PORT";
+pub(crate) const SERVICE_PORT_ENV: &str = "KUBERNETES_SERVICE_PORT";
 /// The service-account token file name.
-pub const TOKEN_FILE: &str = "token";
+pub(crate) const TOKEN_FILE: &str = "token";
 /// The service-account CA bundle file name.
-pub const CA_FILE: &str = "ca.crt";
+pub(crate) const CA_FILE: &str = "ca.crt";
 /// The service-account namespace file name.
-pub const NAMESPACE_FILE: &str = "namespace";
+pub(crate) const NAMESPACE_FILE: &str = "namespace";
 
 /// Where in-cluster configuration is read from.
 ///
@@ -37,7 +37,8 @@ pub struct InClusterSource {
 }
 
 impl InClusterSource {
-    /// The real in-cluster source: [`SERVICE_ACCOUNT_DIR`] and the process environment.
+    /// The real in-cluster source: `/var/run/secrets/kubernetes.io/serviceaccount` and
+    /// the process environment (`KUBERNETES_SERVICE_HOST`, `KUBERNETES_SERVICE_PORT`).
     pub fn from_env() -> Self {
         Self {
             dir: PathBuf::from(SERVICE_ACCOUNT_DIR),

@@ -12,7 +12,7 @@ use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 
-use super::{CacheLabels, Shared, cache_labels};
+use super::cache_metrics::{CacheLabels, Shared, cache_labels};
 use crate::cache::CacheState;
 
 /// Reads the caches' states at scrape time.

@@ -6,7 +6,7 @@ use super::Scope;
 
 /// Formats a group/version/kind the way Kubernetes does: `group/version, Kind=kind`
 /// (`version, Kind=kind` for the core group).
-pub fn display_gvk(gvk: &GroupVersionKind) -> String {
+pub(crate) fn display_gvk(gvk: &GroupVersionKind) -> String {
     if gvk.group.is_empty() {
         format!("{}, Kind={}", gvk.version, gvk.kind)
     } else {

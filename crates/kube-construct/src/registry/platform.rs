@@ -7,20 +7,20 @@ use crate::types;
 /// provides for the enabled Kubernetes version, core `v1` first, then the API
 /// groups alphabetically (including `apiextensions.k8s.io` and
 /// `apiregistration.k8s.io`).
-pub fn add_kubernetes_builtins(registry: &mut Registry) -> Result<(), RegistryError> {
+pub(crate) fn add_kubernetes_builtins(registry: &mut Registry) -> Result<(), RegistryError> {
     builtins::add(registry)
 }
 
 /// Registers the Unikorn API types (group `unikorn-cloud.org`, `v1alpha1`):
 /// HelmApplication and its list.
-pub fn add_unikorn_types(registry: &mut Registry) -> Result<(), RegistryError> {
+pub(crate) fn add_unikorn_types(registry: &mut Registry) -> Result<(), RegistryError> {
     registry.register_with_list::<types::HelmApplication>()
 }
 
 /// Registers the fake Unikorn types (group `unikorn.unikorn-cloud.org`,
 /// `v1alpha1`): ManagedResource and its list. They are test fixtures for generic
 /// reconcilers; no CRD is shipped for them.
-pub fn add_fake_types(registry: &mut Registry) -> Result<(), RegistryError> {
+pub(crate) fn add_fake_types(registry: &mut Registry) -> Result<(), RegistryError> {
     registry.register_with_list::<types::fake::ManagedResource>()
 }
 
@@ -29,7 +29,7 @@ pub fn add_fake_types(registry: &mut Registry) -> Result<(), RegistryError> {
 ///
 /// Legacy: kept for compatibility with the old in-tree CD layer. New code must
 /// not grow around it.
-pub fn add_argo_shim(registry: &mut Registry) -> Result<(), RegistryError> {
+pub(crate) fn add_argo_shim(registry: &mut Registry) -> Result<(), RegistryError> {
     registry.register_with_list::<types::argo::Application>()
 }
 
@@ -39,10 +39,11 @@ pub type Addition = Box<dyn FnOnce(&mut Registry) -> Result<(), RegistryError> +
 
 /// Builds the platform registry (Go's `NewScheme(adders...)`).
 ///
-/// Registers, in this order: the Kubernetes built-ins
-/// ([`add_kubernetes_builtins`]), the Unikorn API types ([`add_unikorn_types`]),
-/// the fake Unikorn types ([`add_fake_types`]), the legacy Argo CD shim
-/// ([`add_argo_shim`]), then each addition in order. The first error stops it
+/// Registers, in this order: the Kubernetes built-ins (every kind and list
+/// k8s-openapi provides for the enabled Kubernetes version), the Unikorn API types
+/// (`HelmApplication`), the fake Unikorn types (`fake::ManagedResource`, test
+/// fixtures), the legacy Argo CD shim (`argo::Application`), then each addition in
+/// order. The first error stops it
 /// and no registry is returned; an addition's error comes back wrapped in
 /// [`RegistryError::Addition`] with the addition's position.
 ///

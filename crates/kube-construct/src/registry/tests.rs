@@ -5,9 +5,11 @@ use std::cell::Cell;
 
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use kube::core::{ObjectList, TypeMeta};
+use kube::core::{GroupVersionKind, ObjectList, TypeMeta};
+use kube::discovery::ApiResource;
 use serde_json::json;
 
+use super::platform::add_argo_shim;
 use super::*;
 use crate::types::argo::Application;
 use crate::types::fake::ManagedResource;

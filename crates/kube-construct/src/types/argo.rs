@@ -15,7 +15,7 @@ use kube::core::ObjectList;
 use serde::{Deserialize, Serialize};
 
 use super::serde_util::{is_false, null_as_default};
-use super::string_enum;
+use super::string_enum::string_enum;
 
 /// The specification of an Argo CD [`Application`].
 #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, Default, PartialEq)]

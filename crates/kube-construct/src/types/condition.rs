@@ -7,7 +7,7 @@ use k8s_openapi::jiff::Timestamp;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::string_enum;
+use super::string_enum::string_enum;
 
 string_enum! {
     /// The type of a [`Condition`].

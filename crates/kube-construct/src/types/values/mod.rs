@@ -13,7 +13,7 @@ use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use super::string_enum;
+use super::string_enum::string_enum;
 
 mod semver;
 

@@ -1,52 +1,13 @@
-//! Where the Kubernetes client configuration comes from.
-//!
-//! Two sources, and one documented precedence between them, with no silent
-//! fallback anywhere:
-//!
-//! * **In cluster** ([`InClusterSource`]): the service-account token, CA bundle
-//!   and namespace files, and `KUBERNETES_SERVICE_HOST` / `KUBERNETES_SERVICE_PORT`.
-//!   Every missing piece is named in the error; it never falls back to a
-//!   kubeconfig or to `localhost`.
-//! * **Out of cluster** ([`KubeOptions`]): the clap options `--kubeconfig`
-//!   (or the `KUBECONFIG` environment variable), `--master` and `--context`.
-//!
-//! # Precedence ([`KubeOptions::resolve`])
-//!
-//! 1. Explicit out-of-cluster options: `--kubeconfig` (or `KUBECONFIG`, which clap
-//!    reads as the value of `--kubeconfig`), `--master`, `--context`.
-//!    * With a kubeconfig path: that file (a `KUBECONFIG`-style list of paths is
-//!      merged, and every file in it must exist) and its current context, or the
-//!      one `--context` names; `--master` replaces the selected cluster's server
-//!      URL (CA and credentials stay).
-//!    * With `--master` and/or `--context` but no kubeconfig path: the default
-//!      kubeconfig `~/.kube/config`. `--context` requires it to exist;
-//!      `--master` alone, when it does not exist, uses the URL with no credentials
-//!      (what `kubectl --server` against `kubectl proxy` does).
-//!    * When any of this fails, that error is returned. It never switches to
-//!      in-cluster configuration.
-//! 2. Otherwise (no out-of-cluster option at all): in-cluster configuration.
-//!    `~/.kube/config` is *not* consulted: a process that was given no flag runs
-//!    where it was deployed, and the error says so.
-//! 3. When neither applies the error ([`ConfigError::NoSource`]) lists every
-//!    source tried and why each failed.
-//!
-//! This deliberately differs from client-go's `BuildConfigFromFlags`, which
-//! falls back to `KUBERNETES_MASTER` or `http://localhost:8080` without an error.
-
-mod file_loader;
-mod incluster_config;
-mod master;
+//! The out-of-cluster options and the one precedence between the sources (the
+//! module's guide is `overview.md`).
 
 use std::{fmt, path::PathBuf};
 
 use kube::config::KubeconfigError;
 use thiserror::Error;
 
-pub use incluster_config::{
-    CA_FILE, InClusterError, InClusterProblem, InClusterSource, NAMESPACE_FILE,
-    SERVICE_ACCOUNT_DIR, SERVICE_HOST_ENV, SERVICE_PORT_ENV, TOKEN_FILE,
-};
-use master::{is_loopback, parse_master, redact_url};
+use super::incluster_config::{InClusterError, InClusterSource};
+use super::master::{is_loopback, parse_master, redact_url};
 
 /// The out-of-cluster command-line options, to `#[command(flatten)]` into a
 /// service's or tool's options next to the other crates' options.
@@ -295,12 +256,12 @@ impl KubeOptions {
         self.kubeconfig.is_some() || self.master.is_some() || self.context.is_some()
     }
 
-    /// Resolve against the process environment (see the [module docs](self) for the precedence).
+    /// Resolve against the process environment (see the [module docs](super) for the precedence).
     pub async fn resolve(&self) -> Result<Resolved, ConfigError> {
         self.resolve_in(&Environment::from_process()).await
     }
 
-    /// Resolve against an explicit environment (see the [module docs](self) for the precedence).
+    /// Resolve against an explicit environment (see the [module docs](super) for the precedence).
     pub async fn resolve_in(&self, env: &Environment) -> Result<Resolved, ConfigError> {
         let master = self.master.as_deref().map(parse_master).transpose()?;
 
@@ -316,7 +277,7 @@ impl KubeOptions {
             };
         }
 
-        let resolved = file_loader::load(self, env, master).await?;
+        let resolved = super::file_loader::load(self, env, master).await?;
         refuse_plain_http_credentials(&resolved.config)?;
         Ok(resolved)
     }

@@ -1,44 +1,5 @@
-//! The platform's type registry (the Go code's "scheme").
-//!
-//! A [`Registry`] maps a group/version/kind to what a client needs to know about
-//! it: the plural resource name, the [`Scope`], and a typed decoder. With it a
-//! caller can
-//!
-//! - resolve a [`kube::discovery::ApiResource`] for dynamic access
-//!   ([`Registry::api_resource`]),
-//! - decode a [`DynamicObject`](kube::api::DynamicObject) into the Rust type registered for its kind
-//!   ([`Registry::decode`], or [`Registry::decode_any`] when the type is not known
-//!   statically), and
-//! - encode a typed object as a [`DynamicObject`](kube::api::DynamicObject) carrying its `apiVersion` and
-//!   `kind` ([`Registry::encode`]).
-//!
-//! [`platform_registry`] builds the registry every platform service uses. It is
-//! **broad on purpose**: it registers every Kubernetes built-in kind k8s-openapi
-//! provides for the selected Kubernetes version, not just the handful the services
-//! touch (Secret, Namespace, Service and their lists), so that generic code (caches,
-//! owner references, dynamic reads) never fails on a kind someone forgot to list.
-//! The cost is one small entry per kind, built once per process.
-//!
-//! The Argo CD shim ([`crate::types::argo`]) is **legacy**: it is registered only
-//! for compatibility with the old in-tree CD layer. New code must not grow around it.
-//!
-//! # Registration rules
-//!
-//! - Registration order is kept ([`Registry::iter`] returns kinds in the order
-//!   they were first registered).
-//! - Registering a group/version/kind again with the **same** Rust type (and the
-//!   same plural and scope) is a no-op, so additions may overlap with what is
-//!   already there (as Go's `scheme.AddKnownTypes` allows).
-//! - Registering a group/version/kind again with a **different** type, plural or
-//!   scope is an error ([`RegistryError::Conflict`]); the registry is left as it was.
-//! - One Rust type may be registered under several kinds (Go allows that too).
-//! - A list kind (`<Kind>List`) is registered with [`kube::core::ObjectList`] of
-//!   the item type; it shares the item's plural and scope.
-
-mod builtins;
-mod codec;
-mod error;
-mod platform;
+//! The registry itself: kinds, scopes and typed decoders (the module's guide is
+//! `overview.md`).
 
 use std::any::{Any, TypeId};
 use std::collections::HashMap;
@@ -50,11 +11,8 @@ use kube::core::{
 use kube::discovery::ApiResource;
 use serde::de::DeserializeOwned;
 
-pub use error::{DecodeError, EncodeError, KindConflict, RegistryError, display_gvk};
-pub use platform::{
-    Addition, add_argo_shim, add_fake_types, add_kubernetes_builtins, add_unikorn_types,
-    platform_registry,
-};
+use super::error::display_gvk;
+use super::{DecodeError, KindConflict, RegistryError, platform_registry};
 
 /// Where objects of a kind live in the API.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -115,13 +73,13 @@ where
 /// Everything the registry knows about one kind.
 #[derive(Clone)]
 pub struct Registration {
-    gvk: GroupVersionKind,
-    plural: String,
-    scope: Scope,
-    list_of: Option<String>,
-    type_id: TypeId,
-    type_name: &'static str,
-    decode: DecodeFn,
+    pub(super) gvk: GroupVersionKind,
+    pub(super) plural: String,
+    pub(super) scope: Scope,
+    pub(super) list_of: Option<String>,
+    pub(super) type_id: TypeId,
+    pub(super) type_name: &'static str,
+    pub(super) decode: DecodeFn,
 }
 
 impl fmt::Debug for Registration {
@@ -236,9 +194,9 @@ impl Registration {
 /// An object decoded into its registered type without naming the type statically.
 #[derive(Debug)]
 pub struct TypedObject {
-    gvk: GroupVersionKind,
-    type_name: &'static str,
-    value: AnyObject,
+    pub(super) gvk: GroupVersionKind,
+    pub(super) type_name: &'static str,
+    pub(super) value: AnyObject,
 }
 
 impl TypedObject {
@@ -280,11 +238,11 @@ impl TypedObject {
     }
 }
 
-/// The type registry. See the [module documentation](self).
+/// The type registry. See the [module documentation](super).
 #[derive(Clone, Default)]
 pub struct Registry {
-    entries: Vec<Registration>,
-    index: HashMap<GroupVersionKind, usize>,
+    pub(super) entries: Vec<Registration>,
+    pub(super) index: HashMap<GroupVersionKind, usize>,
 }
 
 impl fmt::Debug for Registry {
@@ -456,6 +414,3 @@ where
 {
     GroupVersionKind::gvk(&K::group(&()), &K::version(&()), &K::kind(&()))
 }
-
-#[cfg(test)]
-mod tests;

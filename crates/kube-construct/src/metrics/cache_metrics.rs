@@ -1,50 +1,5 @@
-//! Prometheus metrics (feature `metrics`): whether each declared cache is ready, how
-//! long construction waited for it, and how constructions ended, on
-//! [`prometheus_client`], registered into a [`Registry`] the service owns and serves
-//! on its `/metrics` endpoint.
-//!
-//! Turn it on once, before the client is built:
-//!
-//! ```no_run
-//! # async fn f() -> Result<(), Box<dyn std::error::Error>> {
-//! use k8s_openapi::api::core::v1::ConfigMap;
-//! use kube_construct::cache::Selection;
-//! use kube_construct::client::CachedClient;
-//! use prometheus_client::registry::Registry;
-//!
-//! let mut registry = Registry::default();
-//! // Every client built from now on (unless given other metrics) records into it.
-//! kube_construct::metrics::register(&mut registry)?;
-//! let client = CachedClient::builder()
-//!     .cache::<ConfigMap>(Selection::in_namespace("unikorn"))
-//!     .in_cluster()
-//!     .await?;
-//! # let _ = client; Ok(()) }
-//! ```
-//!
-//! | family | type | labels |
-//! |---|---|---|
-//! | `kube_construct_cache_ready` | gauge (1 ready, 0 syncing or degraded) | `cluster`, `resource`, `cache_namespace`, `label_selector`, `field_selector` |
-//! | `kube_construct_cache_objects` | gauge | as above |
-//! | `kube_construct_cache_watch_errors_total` | counter | as above |
-//! | `kube_construct_cache_sync_duration_seconds` | histogram | as above |
-//! | `kube_construct_client_constructions_total` | counter | `cluster`, `result` (`ok`, `unauthorized`, `forbidden`, `unknown_resource`, `timeout`, `namespace_on_cluster_scoped`, `stopped`) |
-//!
-//! `cluster` is the cluster the client reads, as in svc-tls's metrics
-//! ([`ClusterId::metric_label`]: its [`ClusterId::label`], with its short fingerprint
-//! appended when another cluster of the process has that label already; one value
-//! per cluster, the same value in both crates' families). It is empty for a client
-//! built [`from_client`](crate::client::ClientBuilder::from_client), whose cluster
-//! cannot be told. The cache labels are the declaration (`resource` as kubectl names it,
-//! `secrets.v1`; an empty `cache_namespace` for all namespaces (not `namespace`: Prometheus's
-//! Kubernetes discovery gives every scraped series the pod's own `namespace`); the selectors as given,
-//! empty when none): configuration, never data read from the API server. The
-//! states are read at scrape time from the clients' [`health`](crate::client::CachedClient::health),
-//! so a cache that degrades after construction shows it without any event. When
-//! two live clients of one cluster declare the same cache, the first built is
-//! exported.
-
-mod collector;
+//! The metrics' families and their registration (the module's guide is
+//! `overview.md`).
 
 use std::sync::{Arc, Mutex, OnceLock, PoisonError, Weak};
 
@@ -54,7 +9,8 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::{Registry, Unit};
 
-use crate::cache::{CacheError, CacheName, Caches};
+use crate::cache::start::Caches;
+use crate::cache::{CacheError, CacheName};
 
 /// The `result` values of `kube_construct_client_constructions_total`.
 pub const CONSTRUCTION_RESULTS: [&str; 7] = [
@@ -110,12 +66,12 @@ pub(crate) fn cache_labels(cluster: &str, cache: &CacheName) -> CacheLabels {
 /// the clients whose caches are read at scrape time. Cheap to clone.
 #[derive(Clone)]
 pub struct CacheMetrics {
-    inner: Arc<Shared>,
+    pub(super) inner: Arc<Shared>,
 }
 
 pub(crate) struct Shared {
-    sync: Family<CacheLabels, Histogram>,
-    constructions: Family<Vec<(&'static str, String)>, Counter>,
+    pub(super) sync: Family<CacheLabels, Histogram>,
+    pub(super) constructions: Family<Vec<(&'static str, String)>, Counter>,
     /// The caches of the clients built with these metrics, with their `cluster`
     /// label, oldest first (those of dropped clients are pruned at scrape time).
     pub(crate) clients: Mutex<Vec<(Weak<Caches>, String)>>,
@@ -169,7 +125,7 @@ impl CacheMetrics {
             constructions,
             clients: Mutex::new(Vec::new()),
         });
-        registry.register_collector(Box::new(collector::CacheCollector::new(&inner)));
+        registry.register_collector(Box::new(super::collector::CacheCollector::new(&inner)));
         Self { inner }
     }
 

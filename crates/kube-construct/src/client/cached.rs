@@ -1,43 +1,17 @@
-//! The cache-backed client: reads from the declared caches, writes to the API.
-//!
-//! Every constructor — [`ClientBuilder::in_cluster`], [`ClientBuilder::from_config`],
-//! [`ClientBuilder::from_options`] and [`ClientBuilder::from_client`] — ends in the
-//! same cache-proving step: it returns `Ok` only when every declared cache has
-//! completed its initial list (see [`crate::cache`] for the failure rules).
-//!
-//! Reads ([`CachedClient::get`], [`CachedClient::list`] and their `_dynamic`
-//! forms) never touch the network: they answer from the caches, typed or dynamic
-//! whichever way the cache was declared (a typed read of a dynamically declared
-//! cache, and the reverse, convert through JSON). A read that no declared cache
-//! covers is an error ([`ClientError::NotCached`]), never a silent API call; each
-//! is logged once and kept for [`CachedClient::undeclared_reads`].
-//!
-//! A kube-runtime `Controller` shares a cache's watch ([`CachedClient::shared_watch`])
-//! instead of watching its kind a second time.
-//!
-//! Writes (create, replace, patch, delete; in [`write`](write.rs); status
-//! writes in [`status`](status.rs)) go to the API
-//! server; the caches see their effect when the watch delivers it, like any other
-//! change.
+//! The cache-backed client and its builder (the module's guide is `overview.md`).
 
-mod error;
-mod shared;
-mod status;
-mod undeclared;
-mod write;
-
-pub use error::{ClientError, ConstructError};
-pub use shared::SharedWatch;
-pub use undeclared::{MAX_UNDECLARED_READS, UndeclaredRead};
-
+use super::undeclared::UndeclaredReads;
+use super::{ClientError, ConstructError, UndeclaredRead};
 use cluster_id::{ClusterClient, ClusterId, UnidentifiedCluster};
 use std::{fmt, sync::Arc, time::Duration};
-use undeclared::UndeclaredReads;
 
+use crate::cache::reader::{Query, StoreReader};
+use crate::cache::selection::resource_name;
+use crate::cache::start::{Caches, dedupe};
 use crate::{
     cache::{
-        CacheDeclaration, CacheName, CacheObject, CachedType, Caches, DEFAULT_SYNC_TIMEOUT,
-        HealthReport, Query, Selection, StoreReader, WatchLimits, dedupe, resource_name,
+        CacheDeclaration, CacheName, CacheObject, CachedType, DEFAULT_SYNC_TIMEOUT, HealthReport,
+        Selection, WatchLimits,
     },
     config::{ConfigSource, Environment, InClusterSource, KubeOptions},
     registry::{Registry, RegistryError},
@@ -50,11 +24,11 @@ use kube::{
 /// Declares the caches, then constructs a [`CachedClient`] from one of the sources.
 #[derive(Debug)]
 pub struct ClientBuilder {
-    declarations: Vec<CacheDeclaration>,
-    sync_timeout: Duration,
-    watch_limits: WatchLimits,
+    pub(super) declarations: Vec<CacheDeclaration>,
+    pub(super) sync_timeout: Duration,
+    pub(super) watch_limits: WatchLimits,
     #[cfg(feature = "metrics")]
-    metrics: Option<crate::metrics::CacheMetrics>,
+    pub(super) metrics: Option<crate::metrics::CacheMetrics>,
 }
 
 impl Default for ClientBuilder {
@@ -266,14 +240,14 @@ impl ClientBuilder {
     }
 }
 
-struct Inner {
-    client: kube::Client,
+pub(super) struct Inner {
+    pub(super) client: kube::Client,
     /// The client with its cluster's identity, when it is known.
-    cluster: Option<ClusterClient>,
+    pub(super) cluster: Option<ClusterClient>,
     /// Shared with the metrics collector (weakly), when metrics are on.
-    caches: Arc<Caches>,
-    source: Option<ConfigSource>,
-    undeclared: UndeclaredReads,
+    pub(super) caches: Arc<Caches>,
+    pub(super) source: Option<ConfigSource>,
+    pub(super) undeclared: UndeclaredReads,
 }
 
 /// A Kubernetes client whose reads come from caches proven synced at construction.
@@ -281,7 +255,7 @@ struct Inner {
 /// Cheap to clone; the caches stop when the last clone is dropped.
 #[derive(Clone)]
 pub struct CachedClient {
-    inner: Arc<Inner>,
+    pub(super) inner: Arc<Inner>,
 }
 
 impl fmt::Debug for CachedClient {
@@ -337,7 +311,7 @@ impl CachedClient {
     }
 
     /// Every distinct read this client refused as [`ClientError::NotCached`], with how
-    /// often (at most [`MAX_UNDECLARED_READS`] distinct ones kept), in order. A
+    /// often (at most [`MAX_UNDECLARED_READS`](super::MAX_UNDECLARED_READS) distinct ones kept), in order. A
     /// service's test runs its code paths against the API emulator and asserts this
     /// is empty: the list of reads its declarations miss, before it is deployed.
     pub fn undeclared_reads(&self) -> Vec<(UndeclaredRead, u64)> {
