@@ -25,19 +25,12 @@ fn check_like_for_like(doc: &str) -> Result<(), String> {
     if !doc.contains("### Like for like against Go") {
         return Err("the report has no like-for-like table".into());
     }
+    // key exchange | key | clients | ours reload | ...
     for kx in [
         "| X25519 on both sides | p256 | 1 | ",
         "| hybrid on both sides",
     ] {
-        let line = doc
-            .lines()
-            .find(|l| l.starts_with(kx))
-            .ok_or_else(|| format!("the report has no row {kx:?}"))?;
-        // key exchange | key | clients | ours reload | ...
-        let ours = line.split('|').nth(4).unwrap_or_default();
-        if !ours.trim().starts_with(|c: char| c.is_ascii_digit()) {
-            return Err(format!("our figure is missing in {line:?}"));
-        }
+        has_figure(doc, kx, 4)?;
     }
     Ok(())
 }
@@ -59,16 +52,24 @@ fn check_anchors(doc: &str) -> Result<(), String> {
         let at = doc
             .find(section)
             .ok_or_else(|| format!("the report has no {section:?}"))?;
-        let line = doc[at..]
-            .lines()
-            .find(|l| l.starts_with(row))
-            .ok_or_else(|| format!("the report has no row {row:?} after {section:?}"))?;
-        let first = line[row.len()..].split('|').next().unwrap_or_default();
-        if !first.trim().starts_with(|c: char| c.is_ascii_digit()) {
-            return Err(format!("our figure is missing in {line:?}"));
-        }
+        has_figure(&doc[at..], row, 2).map_err(|e| format!("{e} (after {section:?})"))?;
     }
     Ok(())
+}
+
+/// The first row of `text` that starts with `row` holds our figure (a number) in its
+/// cell `n` (the cells counted from 1).
+fn has_figure(text: &str, row: &str, n: usize) -> Result<(), String> {
+    let line = text
+        .lines()
+        .find(|l| l.starts_with(row))
+        .ok_or_else(|| format!("the report has no row {row:?}"))?;
+    let figure = line.split('|').nth(n).unwrap_or_default();
+    if figure.trim().starts_with(|c: char| c.is_ascii_digit()) {
+        Ok(())
+    } else {
+        Err(format!("our figure is missing in {line:?}"))
+    }
 }
 
 fn check_report(doc: &str, svg: &str) -> Result<(), String> {
@@ -100,14 +101,7 @@ fn check_report(doc: &str, svg: &str) -> Result<(), String> {
         "| rustls server | p256 | ",
         "| crypto/tls server | rsa2048 | ",
     ] {
-        let line = doc
-            .lines()
-            .find(|l| l.starts_with(row))
-            .ok_or_else(|| format!("the report has no row {row:?}"))?;
-        let first = line[row.len()..].split('|').next().unwrap_or_default();
-        if !first.trim().starts_with(|c: char| c.is_ascii_digit()) {
-            return Err(format!("our figure is missing in {line:?}"));
-        }
+        has_figure(doc, row, row.matches('|').count())?;
     }
     if !(svg.starts_with("<svg") && svg.contains("<rect") && svg.contains("handshakes")) {
         return Err("the chart is not an SVG with bars and labels".into());

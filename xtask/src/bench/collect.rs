@@ -13,10 +13,7 @@ use crate::stats::Estimate;
 
 /// Reads criterion's `new/estimates.json` (median and its bootstrap interval) with
 /// `new/benchmark.json` (the id) under the criterion home.
-pub(super) fn collect_criterion(
-    dir: &Path,
-    into: &mut BTreeMap<String, Estimate>,
-) -> Result<(), String> {
+pub(super) fn collect_criterion(dir: &Path, into: &mut BTreeMap<String, Estimate>) {
     let mut pending = vec![dir.to_path_buf()];
     while let Some(current) = pending.pop() {
         let Ok(entries) = std::fs::read_dir(&current) else {
@@ -36,7 +33,6 @@ pub(super) fn collect_criterion(
             }
         }
     }
-    Ok(())
 }
 
 fn read_json(path: &Path) -> Option<Value> {
@@ -73,89 +69,49 @@ pub(super) fn collect_samples(dir: &Path, results: &mut Results) -> Result<(), S
         }
         let text = std::fs::read_to_string(&path)
             .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-        for Line {
-            id,
-            unit,
-            samples,
-            paired,
-        } in parse_samples(&text).map_err(|e| format!("{}: {e}", path.display()))?
-        {
-            if unit == Unit::Count {
-                results.counts.insert(id, samples);
-                continue;
-            }
-            if let Some(group) = paired {
-                results.pairs.insert(id.clone(), group);
-            }
-            if let Some(estimate) = Estimate::from_samples(&samples) {
-                results.estimates.insert(id.clone(), estimate);
-            }
-            results.samples.insert(id, samples);
-        }
+        add_samples(&text, results).map_err(|e| format!("{}: {e}", path.display()))?;
     }
     Ok(())
 }
 
-/// What a line's samples are.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Unit {
-    /// Nanoseconds per operation.
-    Ns,
-    /// A count per event (e.g. key parses per handshake).
-    Count,
-}
-
-/// One line of sampled results.
-#[derive(Debug, PartialEq)]
-struct Line {
-    id: String,
-    unit: Unit,
-    samples: Vec<f64>,
-    /// The interleaved measurement the samples came from, one per round.
-    paired: Option<String>,
-}
-
 /// `{"id": ..., "unit": "ns" | "count", "samples": [...], "paired": "<group>"}` lines
-/// (`paired` optional).
-fn parse_samples(text: &str) -> Result<Vec<Line>, String> {
-    let mut out = Vec::new();
+/// (`paired` optional): nanoseconds per operation (with their estimate and their
+/// interleaving group), or a count per event (e.g. key parses per handshake).
+fn add_samples(text: &str, results: &mut Results) -> Result<(), String> {
     for (n, line) in text
         .lines()
         .enumerate()
         .filter(|(_, l)| !l.trim().is_empty())
     {
-        let value: Value =
-            serde_json::from_str(line).map_err(|e| format!("line {}: {e}", n + 1))?;
-        let id = value
-            .get("id")
-            .and_then(Value::as_str)
-            .ok_or_else(|| format!("line {}: no id", n + 1))?;
-        let unit = match value.get("unit").and_then(Value::as_str) {
-            Some("ns") => Unit::Ns,
-            Some("count") => Unit::Count,
-            _ => return Err(format!("line {}: unit is neither ns nor count", n + 1)),
-        };
-        let samples = value
-            .get("samples")
-            .and_then(Value::as_array)
-            .ok_or_else(|| format!("line {}: no samples", n + 1))?
+        let fail = |what: &str| format!("line {}: {what}", n + 1);
+        let value: Value = serde_json::from_str(line).map_err(|e| fail(&e.to_string()))?;
+        let id = value["id"]
+            .as_str()
+            .ok_or_else(|| fail("no id"))?
+            .to_owned();
+        let samples = value["samples"]
+            .as_array()
+            .ok_or_else(|| fail("no samples"))?
             .iter()
-            .map(|s| {
-                s.as_f64()
-                    .ok_or_else(|| format!("line {}: a sample is not a number", n + 1))
-            })
+            .map(|s| s.as_f64().ok_or_else(|| fail("a sample is not a number")))
             .collect::<Result<Vec<f64>, String>>()?;
-        out.push(Line {
-            id: id.to_owned(),
-            unit,
-            samples,
-            paired: value
-                .get("paired")
-                .and_then(Value::as_str)
-                .map(str::to_owned),
-        });
+        match value["unit"].as_str() {
+            Some("count") => {
+                results.counts.insert(id, samples);
+            }
+            Some("ns") => {
+                if let Some(group) = value["paired"].as_str() {
+                    results.pairs.insert(id.clone(), group.to_owned());
+                }
+                if let Some(estimate) = Estimate::from_samples(&samples) {
+                    results.estimates.insert(id.clone(), estimate);
+                }
+                results.samples.insert(id, samples);
+            }
+            _ => return Err(fail("unit is neither ns nor count")),
+        }
     }
-    Ok(out)
+    Ok(())
 }
 
 #[cfg(test)]
@@ -182,29 +138,28 @@ mod tests {
 
     #[test]
     fn sampled_lines() {
-        let parsed = parse_samples(
+        let mut results = Results::default();
+        add_samples(
             "{\"id\":\"go/x509keypair/p256-pkcs8\",\"unit\":\"ns\",\"samples\":[1,2.5,3],\"paired\":\"reload/p256-pkcs8\"}\n\n\
              {\"id\":\"identity-rotation-parses/p256-pkcs8\",\"unit\":\"count\",\"samples\":[0,1]}\n",
+            &mut results,
         )
         .unwrap();
-        assert_eq!(
-            parsed,
-            vec![
-                Line {
-                    id: "go/x509keypair/p256-pkcs8".to_owned(),
-                    unit: Unit::Ns,
-                    samples: vec![1.0, 2.5, 3.0],
-                    paired: Some("reload/p256-pkcs8".to_owned()),
-                },
-                Line {
-                    id: "identity-rotation-parses/p256-pkcs8".to_owned(),
-                    unit: Unit::Count,
-                    samples: vec![0.0, 1.0],
-                    paired: None,
-                },
-            ]
+        let ns = "go/x509keypair/p256-pkcs8";
+        assert_eq!(results.samples[ns], [1.0, 2.5, 3.0]);
+        assert_eq!(results.pairs[ns], "reload/p256-pkcs8");
+        assert_eq!(results.estimates[ns].median, 2.5);
+        let count = "identity-rotation-parses/p256-pkcs8";
+        assert_eq!(results.counts[count], [0.0, 1.0]);
+        assert!(!results.samples.contains_key(count) && !results.estimates.contains_key(count));
+        let mut results = Results::default();
+        assert!(
+            add_samples(
+                "{\"id\":\"x\",\"unit\":\"ms\",\"samples\":[1]}",
+                &mut results
+            )
+            .is_err()
         );
-        assert!(parse_samples("{\"id\":\"x\",\"unit\":\"ms\",\"samples\":[1]}").is_err());
-        assert!(parse_samples("not json").is_err());
+        assert!(add_samples("not json", &mut results).is_err());
     }
 }

@@ -10,7 +10,6 @@ use std::path::Path;
 use std::process::Command;
 
 use crate::golang::BuildInfo;
-use crate::report::Results;
 
 /// The Go modules the header names when the legacy program depends on them.
 const GO_MODULES: &[&str] = &[
@@ -22,11 +21,10 @@ const GO_MODULES: &[&str] = &[
 
 /// The Go line: what the binary was built with (`go1.26.8`, then each module of
 /// [`GO_MODULES`] it has with its version), or why Go was not measured.
-fn go_line(results: &Results, build: Option<&BuildInfo>) -> String {
-    match (&results.go, build) {
-        (Err(why), _) => format!("not measured ({why})"),
-        (Ok(version), None) => version.clone(),
-        (Ok(_), Some(info)) => {
+fn go_line(go: Result<&BuildInfo, &str>) -> String {
+    match go {
+        Err(why) => format!("not measured ({why})"),
+        Ok(info) => {
             let modules: Vec<String> = GO_MODULES
                 .iter()
                 .filter_map(|m| info.module(m).map(|v| format!("{m} {v}")))
@@ -68,10 +66,10 @@ pub(super) fn load_average() -> String {
         .unwrap_or_else(|| "unknown".into())
 }
 
+/// The header: `go` is what the Go program was built with, or why Go did not run.
 pub(super) fn header(
     root: &Path,
-    results: &Results,
-    go_build: Option<&BuildInfo>,
+    go: Result<&BuildInfo, &str>,
     quick: bool,
     elapsed: std::time::Duration,
     load_at_start: &str,
@@ -105,18 +103,17 @@ pub(super) fn header(
         elapsed.as_secs_f64()
     );
     let _ = writeln!(out, "- rustc: {rustc}");
-    let _ = writeln!(out, "- Go: {}", go_line(results, go_build));
+    let _ = writeln!(out, "- Go: {}", go_line(go));
     let _ = writeln!(
         out,
         "- crypto provider: aws-lc-rs {} (rustls {}); Go side: Go's crypto/tls, go-jose {}",
         locked_version(&lock, "aws-lc-rs").unwrap_or_else(|| "?".into()),
         locked_version(&lock, "rustls").unwrap_or_else(|| "?".into()),
-        match (&results.go, go_build) {
-            (Err(_), _) => "not measured".to_owned(),
-            (Ok(_), info) => info
-                .and_then(|i| i.module("github.com/go-jose/go-jose/v4"))
-                .unwrap_or("v4 (version unknown)")
-                .to_owned(),
+        match go {
+            Err(_) => "not measured",
+            Ok(info) => info
+                .module("github.com/go-jose/go-jose/v4")
+                .unwrap_or("v4 (version unknown)"),
         }
     );
     let _ = writeln!(
@@ -134,10 +131,6 @@ mod tests {
 
     #[test]
     fn the_go_line_names_go_and_the_modules_of_note() {
-        let results = Results {
-            go: Ok("go version go1.26.8 linux/amd64".into()),
-            ..Default::default()
-        };
         let info = BuildInfo {
             go: "go1.26.8".into(),
             modules: vec![
@@ -147,13 +140,11 @@ mod tests {
             ],
         };
         assert_eq!(
-            go_line(&results, Some(&info)),
+            go_line(Ok(&info)),
             "go1.26.8 (benches/go built with github.com/go-jose/go-jose/v4 v4.1.9, \
              k8s.io/client-go v0.35.0, from the Go module proxy)"
         );
-        assert_eq!(go_line(&results, None), "go version go1.26.8 linux/amd64");
-        let missing = Results::default();
-        assert_eq!(go_line(&missing, Some(&info)), "not measured (not run)");
+        assert_eq!(go_line(Err("not run")), "not measured (not run)");
     }
 
     #[test]

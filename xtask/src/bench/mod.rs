@@ -28,6 +28,7 @@ mod progress;
 
 use std::path::{Path, PathBuf};
 
+use crate::golang::BuildInfo;
 use crate::report::{self, Results};
 
 use collect::{collect_criterion, collect_samples};
@@ -74,14 +75,6 @@ fn target_dir(root: &Path) -> PathBuf {
     }
 }
 
-/// `CRITERION_HOME` or `<target>/criterion`, criterion's own default.
-fn criterion_home(root: &Path, target: &Path) -> PathBuf {
-    match std::env::var_os("CRITERION_HOME") {
-        Some(dir) if !dir.is_empty() => root.join(dir),
-        _ => target.join("criterion"),
-    }
-}
-
 fn reset(dir: &Path) -> Result<(), String> {
     if dir.exists() {
         std::fs::remove_dir_all(dir).map_err(|e| format!("cannot clear {}: {e}", dir.display()))?;
@@ -93,13 +86,12 @@ pub fn run(args: &[String]) -> Result<(), String> {
     let options = parse(args)?;
     let root = super::process::workspace_root();
     let target = target_dir(&root);
-    let criterion = criterion_home(&root, &target);
+    if options.rejudge {
+        return rejudge(&root, &target, options.check);
+    }
+    let criterion = target.join("criterion");
     let work = target.join("bench-run");
     let material = work.join("material");
-    let samples_dir = work.join("samples");
-    if options.rejudge {
-        return rejudge(&root, &target, &criterion, &samples_dir, options.check);
-    }
     reset(&criterion)?;
     reset(&work)?;
     // The material directory is created by the first benchmark that runs.
@@ -138,7 +130,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
             .current_dir(root.join("benches"))
             .env("CRITERION_HOME", &criterion)
             .env("BENCH_MATERIAL_DIR", &material)
-            .env("BENCH_RESULTS_DIR", &samples_dir)
+            .env("BENCH_RESULTS_DIR", work.join("samples"))
             .env("BENCH_QUICK", if options.quick { "1" } else { "0" });
         match &go {
             Ok((binary, _, _)) => command.env("BENCH_GO_BINARY", binary),
@@ -149,30 +141,12 @@ pub fn run(args: &[String]) -> Result<(), String> {
     }
     eprintln!("{}", timings.summary());
     timings.save();
-    let go_build = go.as_ref().ok().map(|(_, _, info)| info.clone());
-    let go = go.map(|(_, version, _)| version);
 
-    let mut results = Results {
-        go: go.clone(),
-        go_modules: go_build
-            .iter()
-            .flat_map(|info| info.modules.iter().cloned())
-            .collect(),
-        ..Default::default()
-    };
-    collect_criterion(&criterion, &mut results.estimates)?;
-    collect_samples(&samples_dir, &mut results)?;
-    if results.estimates.is_empty() {
-        return Err(format!(
-            "the benchmarks ran but left no results in {}",
-            criterion.display()
-        ));
-    }
-
+    let go = go.map(|(_, version, info)| (version, info));
+    let results = collect(&target, &go)?;
     let header = header(
         &root,
-        &results,
-        go_build.as_ref(),
+        go.as_ref().map(|(_, info)| info).map_err(String::as_str),
         options.quick,
         started.elapsed(),
         &load_at_start,
@@ -194,14 +168,34 @@ pub fn run(args: &[String]) -> Result<(), String> {
 /// The header a full run saves beside its figures, for `--rejudge`.
 const HEADER_FILE: &str = "header.md";
 
+/// The figures a run left under `target` (criterion's estimates, the samplers'
+/// lines), with the Go side's version and build facts or why it did not run.
+fn collect(target: &Path, go: &Result<(String, BuildInfo), String>) -> Result<Results, String> {
+    let criterion = target.join("criterion");
+    let mut results = Results {
+        go: go
+            .as_ref()
+            .map(|(version, _)| version.clone())
+            .map_err(Clone::clone),
+        go_modules: go
+            .iter()
+            .flat_map(|(_, info)| info.modules.iter().cloned())
+            .collect(),
+        ..Default::default()
+    };
+    collect_criterion(&criterion, &mut results.estimates);
+    collect_samples(&target.join("bench-run/samples"), &mut results)?;
+    if results.estimates.is_empty() {
+        return Err(format!(
+            "the run left no results in {}",
+            criterion.display()
+        ));
+    }
+    Ok(results)
+}
+
 /// `--rejudge`: the table and chart of the last run, judged by today's bars.
-fn rejudge(
-    root: &Path,
-    target: &Path,
-    criterion: &Path,
-    samples_dir: &Path,
-    check: bool,
-) -> Result<(), String> {
+fn rejudge(root: &Path, target: &Path, check: bool) -> Result<(), String> {
     let work = target.join("bench-run");
     let saved = work.join(HEADER_FILE);
     let header = std::fs::read_to_string(&saved).map_err(|e| {
@@ -216,29 +210,11 @@ fn rejudge(
         );
     }
     // The Go side's version and modules, read again from the binary the run built.
-    let go_facts = super::golang::ensure().and_then(|(go, version)| {
+    let go = super::golang::ensure().and_then(|(go, version)| {
         let info = super::golang::build_info(&go, &work.join("legacy"))?;
         Ok((version, info))
     });
-    let mut results = Results {
-        go: go_facts
-            .as_ref()
-            .map(|(v, _)| v.clone())
-            .map_err(Clone::clone),
-        go_modules: go_facts
-            .iter()
-            .flat_map(|(_, info)| info.modules.iter().cloned())
-            .collect(),
-        ..Default::default()
-    };
-    collect_criterion(criterion, &mut results.estimates)?;
-    collect_samples(samples_dir, &mut results)?;
-    if results.estimates.is_empty() {
-        return Err(format!(
-            "bench --rejudge: the last run left no results in {}",
-            criterion.display()
-        ));
-    }
+    let results = collect(target, &go).map_err(|e| format!("bench --rejudge: {e}"))?;
     write_report(root, target, &header, &results, false, check)
 }
 

@@ -59,31 +59,21 @@ fn bench_executables(messages: &str) -> BTreeMap<String, PathBuf> {
 /// they run in).
 pub(super) fn bench_targets(root: &Path) -> Result<Vec<String>, String> {
     let path = root.join("benches/Cargo.toml");
-    let text = std::fs::read_to_string(&path)
-        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    Ok(parse_bench_targets(&text))
+    std::fs::read_to_string(&path)
+        .map_err(|e| e.to_string())
+        .and_then(|text| parse_bench_targets(&text))
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))
 }
 
-fn parse_bench_targets(manifest: &str) -> Vec<String> {
-    let mut names = Vec::new();
-    let mut in_bench = false;
-    for line in manifest.lines().map(str::trim) {
-        if line.starts_with('[') {
-            in_bench = line == "[[bench]]";
-            continue;
-        }
-        if !in_bench {
-            continue;
-        }
-        if let Some(value) = line
-            .strip_prefix("name")
-            .map(str::trim_start)
-            .and_then(|rest| rest.strip_prefix('='))
-        {
-            names.push(value.trim().trim_matches('"').to_owned());
-        }
-    }
-    names
+fn parse_bench_targets(manifest: &str) -> Result<Vec<String>, String> {
+    let manifest: toml::Table = toml::from_str(manifest).map_err(|e| e.to_string())?;
+    Ok(manifest
+        .get("bench")
+        .and_then(toml::Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|bench| Some(bench.get("name")?.as_str()?.to_owned()))
+        .collect())
 }
 
 /// The durations of the last run of one kind, per benchmark, kept across runs.
@@ -175,7 +165,10 @@ mod tests {
     #[test]
     fn the_bench_targets_are_read_in_order_and_only_from_bench_tables() {
         let manifest = "[package]\nname = \"platform-benches\"\n\n[[bench]]\nname = \"handshake\"\nharness = false\n\n[dependencies]\nname = \"x\"\n\n[[bench]]\nharness = false\nname = \"serving\"\n";
-        assert_eq!(parse_bench_targets(manifest), ["handshake", "serving"]);
+        assert_eq!(
+            parse_bench_targets(manifest).unwrap(),
+            ["handshake", "serving"]
+        );
     }
 
     #[test]
