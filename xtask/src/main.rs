@@ -151,6 +151,10 @@ fn alert_rule_tests() -> Result<(), String> {
 }
 
 fn ci() -> Result<(), String> {
+    // The real peers (Go builds, once per machine) are built beside the checks below
+    // rather than after them: their module downloads and the checks' single-crate
+    // stretches leave a core idle that the other fills (a cold run's largest phases).
+    let peers = std::thread::spawn(real_peers::ensure);
     run_checked(cargo().args(["fmt", "--all", "--", "--check"]))?;
     codegen::run(&["--check".to_owned()])?;
     docs_check::run(&[])?;
@@ -164,8 +168,12 @@ fn ci() -> Result<(), String> {
         "warnings",
     ]))?;
     deny()?;
-    release::every_change()?;
+    release::every_change_before_tests()?;
+    peers
+        .join()
+        .map_err(|_| "the real peers' build panicked".to_owned())??;
     test(&[])?;
+    release::every_change_after_tests()?;
     bench_smoke()
 }
 

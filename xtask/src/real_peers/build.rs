@@ -95,7 +95,16 @@ pub(super) fn ensure(go: &Path, root: &Path, component: &Component) -> Result<()
         .env("GOMODCACHE", root.join("gomodcache"))
         .env("GOCACHE", root.join("gocache"))
         .env("CGO_ENABLED", cgo)
-        .args(["build", "-trimpath", "-ldflags", &ldflags, "-o"])
+        // `-s -w`: no symbol table and no DWARF, which nothing here reads and whose
+        // writing is much of a large binary's link; not in the stamp, so a binary
+        // cached with them is not built again.
+        .args([
+            "build",
+            "-trimpath",
+            "-ldflags",
+            &format!("-s -w {ldflags}"),
+            "-o",
+        ])
         .arg(&partial)
         .arg(component.package);
     run_checked(&mut build).map_err(|e| {
