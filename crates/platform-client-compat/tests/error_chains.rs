@@ -111,7 +111,7 @@ fn svc_tls_errors() -> Vec<(&'static str, Box<dyn Error>)> {
                 validity: svc_tls::material::CertificateValidity::Expired {
                     not_after: SystemTime::UNIX_EPOCH,
                 },
-                source: boxed("expired"),
+                source: boxed("notAfter Jan  1 00:00:00 2020 +00:00 has passed"),
             }),
         ),
         (
