@@ -114,8 +114,8 @@ pub mod material {
     };
     pub use provider::crypto_provider;
     pub use trust::{
-        ConfigMapTrustError, ConfigMapTrustProblem, configmap_value,
-        load_configmap_trust, load_trust, load_trust_detailed,
+        ConfigMapTrustError, ConfigMapTrustProblem, configmap_value, load_configmap_trust,
+        load_trust, load_trust_detailed,
     };
     pub use validity::CertificateValidity;
 }
@@ -133,11 +133,17 @@ pub mod last_good {
     pub(crate) mod slot;
     pub(crate) mod watch_health;
 
-    pub use clock::{ManualClock, MonotonicClock, SystemClock};
+    pub use clock::{MonotonicClock, SystemClock};
     pub use events::{OutsideValidity, Recovery, ReloadOrigin, ReloadRecorder, StaleWarning};
     pub use limiter::{DEFAULT_WARNING_PERIOD, MAX_WARNING_PERIOD, WarningLimiter};
     pub use slot::NoopRecorder;
     pub use watch_health::{DEFAULT_WATCH_FAILURE_THRESHOLD, WatchHealthState};
+
+    /// Where it was before `svc_tls::testing` held the test-only names (issue 53):
+    /// kept so that old imports compile, out of the docs. Name
+    /// `svc_tls::testing::ManualClock`.
+    #[doc(hidden)]
+    pub use clock::ManualClock;
 }
 
 pub mod watch {
@@ -327,7 +333,7 @@ pub mod principal {
     };
     pub use payload::{PRINCIPAL_HEADER, Principal};
     pub use recorder::{SIGN_RESULTS, TokenRecorder, VERIFY_RESULTS};
-    pub use replay::{DEFAULT_REPLAY_CAPACITY, MAX_JTI_BYTES, ReplayCache};
+    pub use replay::{DEFAULT_REPLAY_CAPACITY, ReplayCache};
     pub use sign::{PrincipalSigner, SignError, attach_principal, sign_with, sign_with_key};
     /// The URL a principal is signed for (the `url` crate's type, which is also
     /// `reqwest::Url`): re-exported so that callers of [`sign_with`] and
@@ -450,7 +456,7 @@ pub mod serving {
     pub use caller::{Caller, CallerError, CallerPrincipalError, request_principal};
     pub use caller_verifier::CallerVerifier;
     pub use config::{ClientAuth, ServerTls, ServerTlsBuilder, ServerTlsError};
-    pub use gateway::{ForwardedError, ForwardedFormat, Gateways, XFCC_HEADER};
+    pub use gateway::{ForwardedFormat, Gateways, XFCC_HEADER};
     pub use layer::{CallerLayer, CallerService, FORWARDED_CERTIFICATE_HEADERS};
     pub use names::ServerNameError;
     pub use serve::{CLOSE_GRACE, HANDSHAKE_TIMEOUT, TRUST_CHECK_INTERVAL, serve};
@@ -482,6 +488,16 @@ pub mod readiness {
     mod verdict;
 
     pub use report::{Check, Readiness, Report, Summary, Verdict};
+}
+
+/// Names only tests use, fenced here out of the docs (issue 53): a service's tests
+/// import them from `svc_tls::testing`; nothing a service runs needs them.
+#[doc(hidden)]
+pub mod testing {
+    /// A monotonic clock that moves only when told to: give it to a builder's
+    /// `clock(..)` ([`MonotonicClock`](crate::last_good::MonotonicClock)) to drive
+    /// warning periods and stale ages (what Go's `SetNow` was for).
+    pub use crate::last_good::ManualClock;
 }
 
 #[cfg(feature = "otel")]

@@ -202,7 +202,7 @@ fn verify(trust: &svc_tls::trust::TrustVerifier, server: &Leaf) -> Result<(), St
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_withdrawn_grant_fails_trust_closed_once_the_watch_must_be_re_established() {
-    use svc_tls::last_good::ManualClock;
+    use svc_tls::testing::ManualClock;
     use svc_tls::trust::TrustVerifier;
 
     let server = control_plane();

@@ -100,7 +100,7 @@ async fn a_rotated_svid_is_presented_on_the_next_connection() {
     let state = resolver.state();
     assert_eq!(state.spiffe_id.as_deref(), Some(CLIENT_ID));
     assert!(
-        matches!(state.source, IdentityOrigin::Spiffe { ref endpoint } if *endpoint == agent.endpoint())
+        matches!(state.origin, IdentityOrigin::Spiffe { ref endpoint } if *endpoint == agent.endpoint())
     );
     assert_eq!(state.serial_hex, hex(first.serial));
 

@@ -13,10 +13,11 @@ use std::time::Duration;
 use kube_testbed::Testbed;
 use support::*;
 use svc_tls::identity::IdentityResolver;
-use svc_tls::last_good::{ManualClock, OutsideValidity, ReloadRecorder};
+use svc_tls::last_good::{OutsideValidity, ReloadRecorder};
 use svc_tls::material::{CertificateValidity, Identity};
 use svc_tls::origin::IdentityOrigin;
 use svc_tls::origin::SecretRef;
+use svc_tls::testing::ManualClock;
 use test_support::logs::CapturedLogs;
 use test_support::pki::Leaf;
 

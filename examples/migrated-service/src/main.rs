@@ -362,7 +362,7 @@ async fn run(
             PeerTls::from_options(&cluster, &audit_peer, &me_towards_audit, SYNC_TIMEOUT).await?;
         let presented = audit
             .identity()
-            .map(|r| r.state().source.to_string())
+            .map(|r| r.state().origin.to_string())
             .unwrap_or_else(|| "none".to_owned());
         // An unusable --audit-host (a bare `collector:443`, a rendered `https://`) does
         // not stop the service, as it did not stop the Go binary: audit calls fail,
@@ -468,6 +468,6 @@ fn print_state(state: &IdentityState) {
         .unwrap_or_default();
     println!(
         "identity state: source={}{spiffe_id} serial={} not_after_unix={not_after} failures={} stale={}",
-        state.source, state.serial_hex, state.failures, state.stale
+        state.origin, state.serial_hex, state.failures, state.stale
     );
 }

@@ -329,7 +329,7 @@ impl IdentityResolver {
         let served = inner.core.served();
         let identity = &served.value;
         IdentityState {
-            source: inner.source.origin().clone(),
+            origin: inner.source.origin().clone(),
             serial_hex: identity.serial_hex().to_string(),
             spiffe_id: identity.spiffe_id().map(str::to_owned),
             not_after: identity.not_after(),

@@ -13,9 +13,9 @@ use crate::origin::IdentityOrigin;
 /// [`IdentityResolver::state`](crate::identity::IdentityResolver::state).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct IdentityState {
-    /// Where the identity is read from (the client-certificate Secret, or the SPIFFE
-    /// Workload API).
-    pub source: IdentityOrigin,
+    /// Where the identity is read from (the client-certificate Secret, mounted
+    /// files, or the SPIFFE Workload API). Was `source` before issue 53.
+    pub origin: IdentityOrigin,
     /// Serial number (hex) of the identity currently served (the last good one).
     pub serial_hex: String,
     /// The served SVID's SPIFFE ID, when the identity comes from the SPIFFE

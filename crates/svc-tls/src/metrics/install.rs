@@ -187,7 +187,7 @@ impl Metrics {
     /// resolver of the same source tracked before). Construction path.
     pub fn track_identity(&self, resolver: &IdentityResolver, cluster: Option<&ClusterId>) {
         let state = resolver.state();
-        let labels = SourceLabels::identity(&state.source, state.spiffe_id.as_deref())
+        let labels = SourceLabels::identity(&state.origin, state.spiffe_id.as_deref())
             .in_cluster(self.cluster_label(cluster));
         self.tracked()
             .identities

@@ -14,7 +14,7 @@ use std::sync::{Mutex, PoisonError};
 pub const DEFAULT_REPLAY_CAPACITY: usize = 100_000;
 
 /// The longest `jti` accepted, in bytes (this crate's senders write 22).
-pub const MAX_JTI_BYTES: usize = 64;
+pub(crate) const MAX_JTI_BYTES: usize = 64;
 
 /// Why [`ReplayCache::accept`] refused a token.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

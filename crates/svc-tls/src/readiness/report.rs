@@ -300,7 +300,7 @@ mod tests {
     fn state(stale: bool, validity: CertificateValidity, connected: bool) -> IdentityState {
         let now = SystemTime::now();
         IdentityState {
-            source: IdentityOrigin::Secret(SecretRef::new("platform", "billing")),
+            origin: IdentityOrigin::Secret(SecretRef::new("platform", "billing")),
             serial_hex: "07".to_owned(),
             spiffe_id: None,
             not_after: now + Duration::from_secs(3600),
@@ -361,7 +361,7 @@ mod tests {
     fn trust_state(stale: bool, connected: bool) -> TrustState {
         let now = SystemTime::now();
         TrustState {
-            source: TrustOrigin::Secret(SecretRef::new("platform", "ca")),
+            origin: TrustOrigin::Secret(SecretRef::new("platform", "ca")),
             roots: 3,
             not_after: Some(now + Duration::from_secs(3600)),
             last_good_reload: now,

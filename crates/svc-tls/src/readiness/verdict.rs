@@ -35,13 +35,13 @@ pub(super) fn identity_verdict(
     grace: Duration,
     now: SystemTime,
 ) -> Verdict {
-    let source = &state.source;
+    let origin = &state.origin;
     let serial = &state.serial_hex;
     match state.validity {
         CertificateValidity::Expired { not_after } => {
             return Verdict::NotReady {
                 reason: format!(
-                    "{source}: the certificate served (serial {serial}) expired {} ago; every peer refuses it{}",
+                    "{origin}: the certificate served (serial {serial}) expired {} ago; every peer refuses it{}",
                     ago(now, not_after),
                     error
                         .map(|e| format!("; its reload fails: {e}"))
@@ -52,7 +52,7 @@ pub(super) fn identity_verdict(
         CertificateValidity::NotYetValid { not_before } => {
             return Verdict::NotReady {
                 reason: format!(
-                    "{source}: the certificate served (serial {serial}) is not valid for another {}; every peer refuses it",
+                    "{origin}: the certificate served (serial {serial}) is not valid for another {}; every peer refuses it",
                     ago(not_before, now)
                 ),
             };
@@ -61,9 +61,9 @@ pub(super) fn identity_verdict(
     }
     if let Some(stale_for) = stale_for {
         let serving = format!("serving the last good identity (serial {serial}); reloading it");
-        return stale(source, stale_for, &serving, error.as_deref(), grace);
+        return stale(origin, stale_for, &serving, error.as_deref(), grace);
     }
-    watched(source, state.watch.as_ref(), "a rotation")
+    watched(origin, state.watch.as_ref(), "a rotation")
 }
 
 /// The verdict on a trust's state.
@@ -74,25 +74,25 @@ pub(super) fn trust_verdict(
     grace: Duration,
     now: SystemTime,
 ) -> Verdict {
-    let source = &state.source;
+    let origin = &state.origin;
     if state.withdrawn {
         return Verdict::NotReady {
-            reason: format!("{source}: trust withdrawn; every server is refused"),
+            reason: format!("{origin}: trust withdrawn; every server is refused"),
         };
     }
     if let Some(not_after) = state.not_after.filter(|t| *t < now) {
         return Verdict::NotReady {
             reason: format!(
-                "{source}: a root expired {} ago; servers chaining to it are refused",
+                "{origin}: a root expired {} ago; servers chaining to it are refused",
                 ago(now, not_after)
             ),
         };
     }
     if let Some(stale_for) = stale_for {
         let serving = format!("using the last good {} roots; reloading them", state.roots);
-        return stale(source, stale_for, &serving, error.as_deref(), grace);
+        return stale(origin, stale_for, &serving, error.as_deref(), grace);
     }
-    watched(source, state.watch.as_ref(), "a CA rotation")
+    watched(origin, state.watch.as_ref(), "a CA rotation")
 }
 
 /// A stale source, for both halves: degraded for the first `grace`, then not ready,
@@ -100,14 +100,14 @@ pub(super) fn trust_verdict(
 /// what is served meanwhile and what fails to reload; `error` is the reload's error,
 /// absent when it cleared between the probe's read and this verdict.
 fn stale(
-    source: &dyn fmt::Display,
+    origin: &dyn fmt::Display,
     stale_for: Seconds,
     serving: &str,
     error: Option<&str>,
     grace: Duration,
 ) -> Verdict {
     let reason = format!(
-        "{source}: stale for {stale_for}, {serving} fails: {}",
+        "{origin}: stale for {stale_for}, {serving} fails: {}",
         error.unwrap_or("(the failure has just cleared)")
     );
     if stale_for < Seconds(grace.as_secs()) {
@@ -120,11 +120,11 @@ fn stale(
 /// A fresh source's verdict from its watch, for both halves: a failing watch is only
 /// degraded (an API server outage must not take every replica out of its Service),
 /// saying that `change` would not be seen.
-fn watched(source: &dyn fmt::Display, watch: Option<&WatchHealthState>, change: &str) -> Verdict {
+fn watched(origin: &dyn fmt::Display, watch: Option<&WatchHealthState>, change: &str) -> Verdict {
     match watch {
         Some(watch) if !watch.connected => Verdict::Degraded {
             reason: format!(
-                "{source}: its watch is failing ({}); {change} would not be seen",
+                "{origin}: its watch is failing ({}); {change} would not be seen",
                 watch.last_error.as_deref().unwrap_or("no detail")
             ),
         },

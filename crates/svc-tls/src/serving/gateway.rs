@@ -92,7 +92,7 @@ impl Gateways {
 /// no caller).
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
-pub enum ForwardedError {
+pub(crate) enum ForwardedError {
     /// The header was repeated.
     #[error("the forwarded certificate header is repeated")]
     Repeated,

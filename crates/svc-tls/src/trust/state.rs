@@ -11,8 +11,8 @@ use crate::origin::TrustOrigin;
 /// [`TrustVerifier::state`](super::TrustVerifier::state).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TrustState {
-    /// Where the roots are read from.
-    pub source: TrustOrigin,
+    /// Where the roots are read from. Was `source` before issue 53.
+    pub origin: TrustOrigin,
     /// How many roots are used (the last good set).
     pub roots: usize,
     /// The earliest `notAfter` among the roots used, when known.

@@ -376,7 +376,7 @@ impl TrustVerifier {
         let watch = inner.watch_state();
         let served = inner.core.served();
         TrustState {
-            source: inner.source.origin().clone(),
+            origin: inner.source.origin().clone(),
             roots: served.value.anchors.len(),
             not_after: served.value.anchors.not_after(),
             last_good_reload: served.loaded_at,

@@ -147,7 +147,7 @@ impl<T: BuiltFromWatch> WatchedBuilder<T> {
     }
 
     /// The clock of the warning limiter and staleness durations (default: the
-    /// system's monotonic clock). Tests use [`ManualClock`](crate::last_good::ManualClock).
+    /// system's monotonic clock). Tests use `svc_tls::testing::ManualClock`.
     #[must_use]
     pub fn clock(mut self, clock: Arc<dyn MonotonicClock>) -> Self {
         self.clock = clock;

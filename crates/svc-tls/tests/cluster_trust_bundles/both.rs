@@ -10,10 +10,10 @@ use std::time::Duration;
 
 use real_apiserver::ApiServerUnderTest;
 use svc_tls::IdentityResolver;
-use svc_tls::last_good::ManualClock;
 use svc_tls::options::{ClientIdentityOptions, PeerOptions};
 use svc_tls::origin::{ClusterTrustBundlesRef, SecretRef, TrustOrigin};
 use svc_tls::serving::{ClientAuth, ServerTls};
+use svc_tls::testing::ManualClock;
 use svc_tls::trust::{
     ClusterTrustBundleProblem, TrustError, TrustReloadError, TrustSettings, TrustVerifier,
 };
@@ -85,11 +85,11 @@ async fn a_signers_bundles_are_trusted_together_and_nothing_else(
     let state = verifier.state();
     assert_eq!(state.roots, 3, "{}: the signer's three bundles", api.name());
     assert_eq!(
-        state.source,
+        state.origin,
         TrustOrigin::ClusterTrustBundles(Box::new(all))
     );
     assert_eq!(
-        state.source.to_string(),
+        state.origin.to_string(),
         format!("ClusterTrustBundles signer={signer}")
     );
     let members = verifier

@@ -88,14 +88,14 @@ async fn configmap_anchors_verify_a_server_chain_in_a_handshake(
         api.name()
     );
     assert_eq!(
-        state.source,
+        state.origin,
         TrustOrigin::ConfigMap {
             configmap: Box::new(ConfigMapRef::new(ns, BUNDLE)),
             key: KEY.to_owned(),
         }
     );
     assert_eq!(
-        state.source.to_string(),
+        state.origin.to_string(),
         format!("CA ConfigMap {ns}/{BUNDLE} key {KEY}")
     );
 
@@ -269,7 +269,7 @@ async fn from_options_with_configmap_flags_calls_the_server_without_secret_acces
         .unwrap_or_else(|e| panic!("{}: {e}", api.name()));
     match tls.trust() {
         TrustMode::Watched(verifier) => assert_eq!(
-            verifier.state().source,
+            verifier.state().origin,
             TrustOrigin::ConfigMap {
                 configmap: Box::new(ConfigMapRef::new(ns, BUNDLE)),
                 key: KEY.to_owned(),

@@ -107,7 +107,7 @@ fn verify(trust: &svc_tls::trust::TrustVerifier, server: &Leaf) -> Result<(), St
 /// permitted caller of the same cluster and Secret keeps following CA rotations.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_revoked_credential_fails_trust_closed_after_the_bound_and_nobody_else() {
-    use svc_tls::last_good::ManualClock;
+    use svc_tls::testing::ManualClock;
     use svc_tls::trust::TrustVerifier;
 
     let tb = Testbed::start().await;
@@ -188,7 +188,7 @@ async fn a_revoked_credential_fails_trust_closed_after_the_bound_and_nobody_else
 /// [`max_roots_without_source`](svc_tls::trust::TrustSettings::max_roots_without_source).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_refused_watch_fails_closed_past_its_own_bound() {
-    use svc_tls::last_good::ManualClock;
+    use svc_tls::testing::ManualClock;
     use svc_tls::trust::{TrustSettings, TrustVerifier};
 
     let tb = Testbed::start().await;

@@ -25,7 +25,7 @@ async fn a_mounted_kubernetes_tls_secret_gives_identity_and_trust() {
     let trust = TrustVerifier::from_files(&files, ServerAuthorization::HostName).unwrap();
     assert_eq!(identity.state().serial_hex, "11");
     assert!(matches!(
-        identity.state().source,
+        identity.state().origin,
         IdentityOrigin::Files { .. }
     ));
     assert_eq!(trust.state().roots, 1);

@@ -13,10 +13,11 @@ use std::time::Duration;
 use kube_testbed::Testbed;
 use support::*;
 use svc_tls::identity::{IdentityError, IdentityReloadError, IdentityResolver};
-use svc_tls::last_good::{self, ManualClock, StaleWarning};
+use svc_tls::last_good::{self, StaleWarning};
 use svc_tls::material::{CertificateValidity, Identity, MaterialError, MaterialErrorKind};
 use svc_tls::origin::IdentityOrigin;
 use svc_tls::origin::SecretRef;
+use svc_tls::testing::ManualClock;
 
 const NAME: &str = "malformed-client-certificate";
 

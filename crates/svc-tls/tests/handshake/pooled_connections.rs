@@ -605,7 +605,7 @@ fn assert_refused_for(result: Result<Answer, PeerRequestError>, reason: &str) {
 /// new connection, refused (`TrustChanged`).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn past_the_bound_for_a_deleted_ca_secret_the_warm_pool_takes_no_request() {
-    let clock = svc_tls::last_good::ManualClock::new();
+    let clock = svc_tls::testing::ManualClock::new();
     let bound = Duration::from_secs(600);
     let gone = warm_pool_then_ca_deleted(&TestCa::new("server"), |builder| {
         builder

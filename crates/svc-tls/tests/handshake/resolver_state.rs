@@ -16,12 +16,12 @@ use kube_testbed::Testbed;
 use support::*;
 use svc_tls::identity::{IdentityReloadError, IdentityResolver, IdentitySource};
 use svc_tls::last_good::{
-    ManualClock, NoopRecorder, OutsideValidity, Recovery, ReloadRecorder, StaleWarning,
-    WatchHealthState,
+    NoopRecorder, OutsideValidity, Recovery, ReloadRecorder, StaleWarning, WatchHealthState,
 };
 use svc_tls::material::{CertificateValidity, Identity, load_identity_from_pem};
 use svc_tls::origin::IdentityOrigin;
 use svc_tls::origin::SecretRef;
+use svc_tls::testing::ManualClock;
 
 const NAME: &str = "state-client-certificate";
 

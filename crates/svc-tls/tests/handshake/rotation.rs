@@ -16,10 +16,11 @@ use rustls_pki_types::pem::PemObject;
 use kube_testbed::Testbed;
 use support::*;
 use svc_tls::identity::{IdentityError, IdentityReloadError, IdentityResolver};
-use svc_tls::last_good::{self, ManualClock, StaleWarning};
+use svc_tls::last_good::{self, StaleWarning};
 use svc_tls::material::Identity;
 use svc_tls::origin::IdentityOrigin;
 use svc_tls::origin::SecretRef;
+use svc_tls::testing::ManualClock;
 use svc_tls::watch::WatchError;
 
 const NAME: &str = "region-client-certificate";

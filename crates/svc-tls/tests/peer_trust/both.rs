@@ -8,7 +8,7 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use real_apiserver::{ApiServerUnderTest, both};
-use svc_tls::last_good::ManualClock;
+use svc_tls::testing::ManualClock;
 
 use crate::support::*;
 use crate::{CA_NAME, Recorded, cached_ca_is, call, switching_server, verifier, watched};

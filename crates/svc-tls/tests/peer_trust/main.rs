@@ -21,11 +21,12 @@ use real_apiserver::ApiServerUnderTest;
 use rustls::ClientConfig;
 use support::*;
 use svc_tls::client::{PeerClientError, TrustMode, client_config};
-use svc_tls::last_good::{ManualClock, ReloadRecorder, StaleWarning};
+use svc_tls::last_good::{ReloadRecorder, StaleWarning};
 use svc_tls::material::TrustAnchors;
 use svc_tls::options::{ClientIdentityOptions, PeerOptions};
 use svc_tls::origin::SecretRef;
 use svc_tls::origin::TrustOrigin;
+use svc_tls::testing::ManualClock;
 use svc_tls::trust::{TrustError, TrustReloadError, TrustVerifier};
 use test_support::poll_until;
 

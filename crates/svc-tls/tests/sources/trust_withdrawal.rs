@@ -241,7 +241,7 @@ async fn last_good_roots_are_not_used_past_their_not_after() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn roots_of_a_deleted_ca_secret_fail_closed_after_the_limit() {
     use svc_tls::client::{TrustMode, client_config};
-    use svc_tls::last_good::ManualClock;
+    use svc_tls::testing::ManualClock;
     use svc_tls::{SecretRef, TrustVerifier};
     use test_support::tls_server::request;
 
