@@ -79,8 +79,8 @@ impl TrustAnchors {
 /// with an unchanged Secret costs a byte comparison and an `Arc` clone.
 ///
 /// Contract: [`TrustCache::load`] succeeds exactly when
-/// [`load_trust_detailed`] would, with the same roots. A hit needs the Secret type
-/// `kubernetes.io/tls` and `tls.crt` and `ca.crt` byte-for-byte equal to the last
+/// [`load_trust_detailed`](super::load_trust_detailed) would, with the same roots. A
+/// hit needs the Secret type `kubernetes.io/tls` and `tls.crt` and `ca.crt` byte-for-byte equal to the last
 /// good load's (an absent `ca.crt` equals only an absent one). A miss is fully
 /// loaded. A failed load does not evict the last good entry, so a Secret restored to
 /// its old bytes is a hit again; the failing bytes are remembered with their error,
