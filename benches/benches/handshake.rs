@@ -65,6 +65,8 @@
 
 #[path = "../common/mod.rs"]
 mod common;
+
+use common::tls::{certs, provider, roots, serve, server_config};
 #[path = "handshake/spiffe.rs"]
 mod spiffe;
 
@@ -73,16 +75,15 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rustls::crypto::CryptoProvider;
-use rustls::server::WebPkiClientVerifier;
-use rustls::{ClientConfig, NamedGroup, RootCertStore, ServerConfig};
+use rustls::{ClientConfig, NamedGroup};
 use rustls_pki_types::pem::PemObject;
-use rustls_pki_types::{CertificateDer, PrivateKeyDer, ServerName};
+use rustls_pki_types::{PrivateKeyDer, ServerName};
 use svc_tls::client::{TrustMode, client_config};
 use svc_tls::identity::IdentityResolver;
 use svc_tls::origin::SecretRef;
 use svc_tls::trust::TrustVerifier;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::io::AsyncReadExt;
+use tokio::net::TcpStream;
 
 use common::go::{Arm, GoChild, GoServer, interleave, thread_cpu_ns};
 
@@ -96,9 +97,6 @@ const IP_NAME: &str = "127.0.0.1";
 const SVID_SERVER_NAME: &str = "localhost";
 
 /// svc-tls's provider (aws-lc-rs, `X25519MLKEM768` offered first).
-fn provider() -> Arc<CryptoProvider> {
-    Arc::new(svc_tls::material::crypto_provider())
-}
 
 /// svc-tls's provider offering classical X25519 only.
 fn x25519_provider() -> Arc<CryptoProvider> {
@@ -106,43 +104,6 @@ fn x25519_provider() -> Arc<CryptoProvider> {
         kx_groups: vec![rustls::crypto::aws_lc_rs::kx_group::X25519],
         ..svc_tls::material::crypto_provider()
     })
-}
-
-fn certs(pem: &str) -> Vec<CertificateDer<'static>> {
-    CertificateDer::pem_slice_iter(pem.as_bytes())
-        .collect::<Result<_, _>>()
-        .unwrap()
-}
-
-fn roots(pem: &str) -> RootCertStore {
-    let mut roots = RootCertStore::empty();
-    for cert in certs(pem) {
-        roots.add(cert).unwrap();
-    }
-    roots
-}
-
-async fn serve(config: Arc<ServerConfig>) -> SocketAddr {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let acceptor = tokio_rustls::TlsAcceptor::from(config);
-    tokio::spawn(async move {
-        loop {
-            let Ok((tcp, _)) = listener.accept().await else {
-                continue;
-            };
-            let acceptor = acceptor.clone();
-            // As Go's net package does by default.
-            let _ = tcp.set_nodelay(true);
-            tokio::spawn(async move {
-                if let Ok(mut tls) = acceptor.accept(tcp).await {
-                    let _ = tls.write_all(b"k").await;
-                    let _ = tls.shutdown().await;
-                }
-            });
-        }
-    });
-    addr
 }
 
 /// One handshake; the key exchange group it negotiated.
@@ -223,23 +184,7 @@ fn main() {
     // kube's client spawns its service task on creation.
     let _guard = rt.enter();
 
-    let server_config = {
-        let verifier = WebPkiClientVerifier::builder_with_provider(
-            Arc::new(roots(&material.client_ca_pem)),
-            provider(),
-        )
-        .build()
-        .unwrap();
-        ServerConfig::builder_with_provider(provider())
-            .with_protocol_versions(&[&rustls::version::TLS13])
-            .unwrap()
-            .with_client_cert_verifier(verifier)
-            .with_single_cert(
-                certs(&material.server_cert_pem),
-                PrivateKeyDer::from_pem_slice(material.server_key_pem.as_bytes()).unwrap(),
-            )
-            .unwrap()
-    };
+    let server_config = server_config(&material);
     let testbed = rt.block_on(kube_testbed::Testbed::start());
     let addr = rt.block_on(serve(Arc::new(server_config)));
     // The server CA in a CA Secret as cert-manager writes it (tls.crt and ca.crt).

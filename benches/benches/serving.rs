@@ -33,6 +33,8 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+use common::tls::certs;
+
 use std::cell::RefCell;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -66,12 +68,6 @@ const SVID_NAME: &str = "localhost";
 
 fn provider() -> Arc<rustls::crypto::CryptoProvider> {
     Arc::new(svc_tls::material::crypto_provider())
-}
-
-fn certs(pem: &str) -> Vec<CertificateDer<'static>> {
-    CertificateDer::pem_slice_iter(pem.as_bytes())
-        .collect::<Result<_, _>>()
-        .unwrap()
 }
 
 fn upsert(testbed: &kube_testbed::Testbed, secret: &Secret) {

@@ -37,6 +37,8 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+use common::tls::{certs, provider, serve, server_config};
+
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -45,16 +47,14 @@ use std::time::Duration;
 use opentelemetry::trace::TracerProvider as _;
 use opentelemetry_sdk::error::OTelSdkResult;
 use opentelemetry_sdk::trace::{SdkTracerProvider, SpanData, SpanExporter};
-use rustls::server::WebPkiClientVerifier;
-use rustls::{ClientConfig, RootCertStore, ServerConfig};
-use rustls_pki_types::pem::PemObject;
-use rustls_pki_types::{CertificateDer, PrivateKeyDer, ServerName};
+use rustls::ClientConfig;
+use rustls_pki_types::ServerName;
 use svc_tls::client::{PeerClient, PeerTls, TrustMode, client_config};
 use svc_tls::identity::{IdentityResolver, IdentitySettings};
 use svc_tls::options::SecretRef;
 use svc_tls::trust::{TrustSettings, TrustVerifier};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::io::AsyncReadExt;
+use tokio::net::TcpStream;
 use tracing::{Dispatch, Instrument as _};
 use tracing_subscriber::filter::LevelFilter;
 use tracing_subscriber::layer::SubscriberExt as _;
@@ -75,24 +75,6 @@ impl SpanExporter for DropExporter {
         self.0.fetch_add(batch.len() as u64, Ordering::Relaxed);
         Ok(())
     }
-}
-
-fn provider() -> Arc<rustls::crypto::CryptoProvider> {
-    Arc::new(svc_tls::material::crypto_provider())
-}
-
-fn certs(pem: &str) -> Vec<CertificateDer<'static>> {
-    CertificateDer::pem_slice_iter(pem.as_bytes())
-        .collect::<Result<_, _>>()
-        .unwrap()
-}
-
-fn roots(pem: &str) -> RootCertStore {
-    let mut roots = RootCertStore::empty();
-    for cert in certs(pem) {
-        roots.add(cert).unwrap();
-    }
-    roots
 }
 
 fn upsert(testbed: &kube_testbed::Testbed, secret: k8s_openapi::api::core::v1::Secret) {
@@ -121,29 +103,6 @@ fn under<T>(dispatch: Option<&Dispatch>, f: impl FnOnce() -> T) -> T {
         Some(dispatch) => tracing::dispatcher::with_default(dispatch, f),
         None => f(),
     }
-}
-
-/// The handshake server: handshake, one byte, close.
-async fn serve(config: Arc<ServerConfig>) -> SocketAddr {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let acceptor = tokio_rustls::TlsAcceptor::from(config);
-    tokio::spawn(async move {
-        loop {
-            let Ok((tcp, _)) = listener.accept().await else {
-                continue;
-            };
-            let acceptor = acceptor.clone();
-            let _ = tcp.set_nodelay(true);
-            tokio::spawn(async move {
-                if let Ok(mut tls) = acceptor.accept(tcp).await {
-                    let _ = tls.write_all(b"k").await;
-                    let _ = tls.shutdown().await;
-                }
-            });
-        }
-    });
-    addr
 }
 
 async fn handshake(config: &Arc<ClientConfig>, addr: SocketAddr) {
@@ -323,23 +282,7 @@ fn main() {
     );
 
     // Handshakes, with and without the layer.
-    let server_config = {
-        let verifier = WebPkiClientVerifier::builder_with_provider(
-            Arc::new(roots(&material.client_ca_pem)),
-            provider(),
-        )
-        .build()
-        .unwrap();
-        ServerConfig::builder_with_provider(provider())
-            .with_protocol_versions(&[&rustls::version::TLS13])
-            .unwrap()
-            .with_client_cert_verifier(verifier)
-            .with_single_cert(
-                certs(&material.server_cert_pem),
-                PrivateKeyDer::from_pem_slice(material.server_key_pem.as_bytes()).unwrap(),
-            )
-            .unwrap()
-    };
+    let server_config = server_config(&material);
     let addr = bg.block_on(serve(Arc::new(server_config)));
     let config = Arc::new(
         client_config(

@@ -13,6 +13,7 @@
 #![allow(dead_code)]
 
 pub(crate) mod go;
+pub(crate) mod tls;
 
 use std::collections::BTreeMap;
 use std::io::Write as _;

@@ -15,24 +15,21 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+use common::tls::{certs, roots, serve, server_config};
+
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use rustls::ClientConfig;
 use rustls::crypto::CryptoProvider;
-use rustls::server::WebPkiClientVerifier;
-use rustls::{ClientConfig, RootCertStore, ServerConfig};
 use rustls_pki_types::pem::PemObject;
-use rustls_pki_types::{CertificateDer, PrivateKeyDer, ServerName};
+use rustls_pki_types::{PrivateKeyDer, ServerName};
 use svc_tls::client::{TrustMode, client_config};
 use svc_tls::identity::IdentityResolver;
 use svc_tls::origin::SecretRef;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
-
-fn provider() -> Arc<CryptoProvider> {
-    Arc::new(svc_tls::material::crypto_provider())
-}
+use tokio::io::AsyncReadExt;
+use tokio::net::TcpStream;
 
 /// X25519 only, as the bench's client rows; `first` moves one cipher suite to the
 /// front (to compare suites); `plain` takes rustls's own suites and signature checks
@@ -51,42 +48,6 @@ fn x25519_provider(first: Option<rustls::CipherSuite>, plain: bool) -> Arc<Crypt
         provider.cipher_suites.sort_by_key(|s| s.suite() != first);
     }
     Arc::new(provider)
-}
-
-fn certs(pem: &str) -> Vec<CertificateDer<'static>> {
-    CertificateDer::pem_slice_iter(pem.as_bytes())
-        .collect::<Result<_, _>>()
-        .unwrap()
-}
-
-fn roots(pem: &str) -> RootCertStore {
-    let mut roots = RootCertStore::empty();
-    for cert in certs(pem) {
-        roots.add(cert).unwrap();
-    }
-    roots
-}
-
-async fn serve(config: Arc<ServerConfig>) -> SocketAddr {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let acceptor = tokio_rustls::TlsAcceptor::from(config);
-    tokio::spawn(async move {
-        loop {
-            let Ok((tcp, _)) = listener.accept().await else {
-                continue;
-            };
-            let acceptor = acceptor.clone();
-            let _ = tcp.set_nodelay(true);
-            tokio::spawn(async move {
-                if let Ok(mut tls) = acceptor.accept(tcp).await {
-                    let _ = tls.write_all(b"k").await;
-                    let _ = tls.shutdown().await;
-                }
-            });
-        }
-    });
-    addr
 }
 
 async fn handshake(config: Arc<ClientConfig>, addr: SocketAddr) {
@@ -114,23 +75,7 @@ fn main() {
         .build()
         .unwrap();
     let _guard = rt.enter();
-    let server_config = {
-        let verifier = WebPkiClientVerifier::builder_with_provider(
-            Arc::new(roots(&material.client_ca_pem)),
-            provider(),
-        )
-        .build()
-        .unwrap();
-        ServerConfig::builder_with_provider(provider())
-            .with_protocol_versions(&[&rustls::version::TLS13])
-            .unwrap()
-            .with_client_cert_verifier(verifier)
-            .with_single_cert(
-                certs(&material.server_cert_pem),
-                PrivateKeyDer::from_pem_slice(material.server_key_pem.as_bytes()).unwrap(),
-            )
-            .unwrap()
-    };
+    let server_config = server_config(&material);
     let addr = rt.block_on(serve(Arc::new(server_config)));
     let testbed = rt.block_on(kube_testbed::Testbed::start());
     let case = material.case(&format!("{key}-pkcs8"));
