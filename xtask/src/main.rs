@@ -168,12 +168,11 @@ fn ci() -> Result<(), String> {
         "warnings",
     ]))?;
     deny()?;
-    release::every_change_before_tests()?;
+    release::every_change()?;
     peers
         .join()
         .map_err(|_| "the real peers' build panicked".to_owned())??;
     test(&[])?;
-    release::every_change_after_tests()?;
     bench_smoke()
 }
 

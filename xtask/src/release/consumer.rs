@@ -22,7 +22,10 @@ use super::Workspace;
 use super::metadata::REGISTRY;
 use crate::process::{cargo, run_checked, workspace_root};
 
-pub(super) fn check(workspace: &Workspace) -> Result<(), String> {
+/// The `package` step: `cargo package` of every published crate for the internal
+/// registry (manifests, included files, the siblings named from the registry), a few
+/// seconds; run on every change. Returns the target directory and the local index.
+pub(super) fn pack(workspace: &Workspace) -> Result<(PathBuf, String), String> {
     let target = PathBuf::from(
         workspace.metadata["target_directory"]
             .as_str()
@@ -37,7 +40,14 @@ pub(super) fn check(workspace: &Workspace) -> Result<(), String> {
         package.args(["-p", name]);
     }
     run_checked(&mut package)?;
+    Ok((target, index))
+}
 
+/// The `consumer` step: the packages again, then the consumer workspace built from
+/// them alone (every README example and the packed binary); run at a release: on a
+/// cold machine it compiles every dependency once more, ten minutes.
+pub(super) fn check(workspace: &Workspace) -> Result<(), String> {
+    let (target, index) = pack(workspace)?;
     let dir = std::env::temp_dir().join(format!("platform-client-consumer-{}", std::process::id()));
     let result = build_consumer(workspace, &target, &dir, &index);
     let _ = std::fs::remove_dir_all(&dir);

@@ -2,16 +2,16 @@
 //! (docs/versioning.md, "The checks").
 //!
 //! In order, cheapest first: the changelog entries, the declared minimum Rust
-//! version, the docs (warnings as errors), each optional feature on its own, the
-//! packages and a consumer workspace built from them, cargo-semver-checks (after
-//! checking itself on a fixture), and cargo-release's dry run.
+//! version, the docs (warnings as errors), the packages, each optional feature on its
+//! own, a consumer workspace built from the packages alone, cargo-semver-checks
+//! (after checking itself on a fixture), and cargo-release's dry run.
 //!
-//! CI runs four on every change ([`EVERY_CHANGE`], from `cargo xtask ci`): all but
-//! the features, SemVer and the dry run; the packages after the tests, whose build
-//! their consumer reuses. The last two need a version bump to mean
-//! something; the features step builds each crate's dependency graph under each of
-//! its feature sets, fifteen minutes of a cold CI run. All three run when a release
-//! is made (docs/decisions/release-checks-at-release.md).
+//! CI runs four on every change ([`EVERY_CHANGE`], from `cargo xtask ci`): the
+//! changelog, the MSRV, the docs and the packages. SemVer and the dry run need a
+//! version bump to mean something; the features step builds each crate's dependency
+//! graph under each of its feature sets (fifteen minutes of a cold CI run) and the
+//! consumer build every dependency once more (ten). All four run when a release is
+//! made (docs/decisions/release-checks-at-release.md).
 
 mod changelog;
 mod consumer;
@@ -27,41 +27,28 @@ pub(crate) use metadata::Workspace;
 
 const USAGE: &str = "usage: cargo xtask release-check [--only <step>[,<step>...]]
 
-  steps: changelog, msrv, doc, features, package, semver, release";
+  steps: changelog, msrv, doc, package, features, consumer, semver, release";
 
-const STEPS: [&str; 7] = [
+const STEPS: [&str; 8] = [
     "changelog",
     "msrv",
     "doc",
-    "features",
     "package",
+    "features",
+    "consumer",
     "semver",
     "release",
 ];
 
-/// The steps `cargo xtask ci` runs on every change: all but cargo-semver-checks
-/// and cargo-release's dry run, which compare against the last release and only mean
-/// something once `main`'s version has been bumped for the next one.
+/// The steps `cargo xtask ci` runs on every change: all but the feature sets, the
+/// consumer build, cargo-semver-checks and cargo-release's dry run (the last two
+/// compare against the last release and only mean something once `main`'s version
+/// has been bumped for the next one; the first two are a cold run's longest builds).
 pub(crate) const EVERY_CHANGE: [&str; 4] = ["changelog", "msrv", "doc", "package"];
 
-/// The checks of every change that build nothing (`cargo xtask ci` runs them before
-/// the tests): [`EVERY_CHANGE`] but `package`.
-pub(crate) fn every_change_before_tests() -> Result<(), String> {
-    let steps: Vec<&str> = EVERY_CHANGE
-        .iter()
-        .copied()
-        .filter(|s| *s != "package")
-        .collect();
-    run(&["--only".to_owned(), steps.join(",")])
-}
-
-/// The `package` step of every change, which `cargo xtask ci` runs after the tests:
-/// its consumer build shares the target directory and the build profile with the
-/// test build, so on a cold machine it compiles our crates again and reuses the
-/// dependencies the tests built (run first, it compiled every dependency once more
-/// for a profile nothing else used yet: nine and a half minutes of a cold run).
-pub(crate) fn every_change_after_tests() -> Result<(), String> {
-    run(&["--only".to_owned(), "package".to_owned()])
+/// The checks of every change (`cargo xtask ci`): [`EVERY_CHANGE`].
+pub(crate) fn every_change() -> Result<(), String> {
+    run(&["--only".to_owned(), EVERY_CHANGE.join(",")])
 }
 
 pub(crate) fn run(args: &[String]) -> Result<(), String> {
@@ -96,7 +83,8 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
             "msrv" => msrv::check(&workspace)?,
             "doc" => doc(&workspace)?,
             "features" => features::check(&workspace)?,
-            "package" => consumer::check(&workspace)?,
+            "package" => consumer::pack(&workspace).map(drop)?,
+            "consumer" => consumer::check(&workspace)?,
             "semver" => semver::check(&workspace, &baseline)?,
             "release" => release_dry_run()?,
             _ => unreachable!("steps are checked above"),
@@ -194,13 +182,13 @@ mod tests {
     use super::{EVERY_CHANGE, STEPS};
 
     #[test]
-    fn every_change_is_every_step_but_features_semver_and_the_dry_run() {
+    fn every_change_is_every_step_but_features_consumer_semver_and_the_dry_run() {
         let skipped: Vec<&str> = STEPS
             .iter()
             .copied()
             .filter(|s| !EVERY_CHANGE.contains(s))
             .collect();
-        assert_eq!(skipped, ["features", "semver", "release"]);
+        assert_eq!(skipped, ["features", "consumer", "semver", "release"]);
         assert!(EVERY_CHANGE.iter().all(|s| STEPS.contains(s)));
     }
 }
