@@ -115,7 +115,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
     // then the built executables run one at a time (as `cargo bench` runs them: from
     // the package's directory, with `--bench`), each announced with the time left: an
     // edit to the sources during the run changes nothing measured.
-    let executables = progress::build_benches(&root)?;
+    let executables = progress::build_benches(&root, options.quick)?;
     let names = progress::bench_targets(&root)?;
     let mut timings = progress::Timings::load(&target, options.quick);
     for (index, name) in names.iter().enumerate() {

@@ -8,16 +8,28 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// Builds the benchmarks (`cargo bench --no-run`): each bench target's executable.
-pub(super) fn build_benches(root: &Path) -> Result<BTreeMap<String, PathBuf>, String> {
+///
+/// A `--quick` run (CI's smoke run: the table and chart are produced, no timing is
+/// judged) builds them with the `dev` profile for the whole workspace, the profile and
+/// feature set of `cargo test --workspace`, so that after the tests it compiles the
+/// bench targets and little else; the bench profile's optimised build of every
+/// dependency was a quarter of an hour of a cold CI run.
+pub(super) fn build_benches(root: &Path, quick: bool) -> Result<BTreeMap<String, PathBuf>, String> {
     let mut command = super::super::process::cargo();
-    command
-        .args([
-            "bench",
-            "--package",
-            "platform-benches",
-            "--benches",
+    command.arg("bench");
+    if quick {
+        command.args([
+            "--workspace",
+            "--bench",
+            "*",
+            "--profile",
+            "dev",
             "--no-run",
-        ])
+        ]);
+    } else {
+        command.args(["--package", "platform-benches", "--benches", "--no-run"]);
+    }
+    command
         .args(["--message-format", "json-render-diagnostics"])
         .current_dir(root)
         .stderr(std::process::Stdio::inherit());
