@@ -96,8 +96,6 @@ const IP_NAME: &str = "127.0.0.1";
 /// The name the SVID server is reached by (the DNS SAN of the agent-issued SVID).
 const SVID_SERVER_NAME: &str = "localhost";
 
-/// svc-tls's provider (aws-lc-rs, `X25519MLKEM768` offered first).
-
 /// svc-tls's provider offering classical X25519 only.
 fn x25519_provider() -> Arc<CryptoProvider> {
     Arc::new(CryptoProvider {
