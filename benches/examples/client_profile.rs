@@ -6,7 +6,8 @@
 //! where a mode is `resolver` or `static`, optionally `+aes128`, `+aes256` or `+chacha`
 //! (that TLS 1.3 suite offered first), then optionally `/rustls` (rustls's own cipher
 //! order and signature checks instead of svc-tls's); several modes alternate batch
-//! by batch.
+//! by batch. A mode ending in `@go` dials the bench's crypto/tls server instead (the
+//! `client/go-server/<key>` row; needs `BENCH_GO_BINARY`).
 //! with `BENCH_MATERIAL_DIR` pointing at the material `cargo xtask bench` wrote (made
 //! anew in a temporary directory otherwise). The client runs on the thread named
 //! `client` (`perf report --comm client`).
@@ -132,9 +133,19 @@ fn main() {
             )
         }
     };
-    let configs: Vec<(String, Arc<ClientConfig>)> = mode
+    let go_server = mode
+        .contains("@go")
+        .then(|| common::go::GoServer::spawn(&material.dir).expect("BENCH_GO_BINARY"));
+    let configs: Vec<(String, Arc<ClientConfig>, SocketAddr)> = mode
         .split(',')
-        .map(|mode| (mode.to_owned(), config_for(mode)))
+        .map(|mode| match mode.strip_suffix("@go") {
+            Some(base) => (
+                mode.to_owned(),
+                config_for(base),
+                go_server.as_ref().unwrap().tls,
+            ),
+            None => (mode.to_owned(), config_for(mode), addr),
+        })
         .collect();
     let client = std::thread::Builder::new()
         .name("client".to_owned())
@@ -149,17 +160,17 @@ fn main() {
             let mut totals = vec![(0f64, 0u64); configs.len()];
             client_rt.block_on(async {
                 while Instant::now() < until {
-                    for ((_, config), total) in configs.iter().zip(totals.iter_mut()) {
+                    for ((_, config, addr), total) in configs.iter().zip(totals.iter_mut()) {
                         let cpu = common::go::thread_cpu_ns();
                         for _ in 0..50 {
-                            handshake(config.clone(), addr).await;
+                            handshake(config.clone(), *addr).await;
                         }
                         total.0 += common::go::thread_cpu_ns() - cpu;
                         total.1 += 50;
                     }
                 }
             });
-            for ((mode, _), (cpu, n)) in configs.iter().zip(totals) {
+            for ((mode, _, _), (cpu, n)) in configs.iter().zip(totals) {
                 eprintln!(
                     "{key} {mode}: {n} handshakes, {:.1} us client CPU each",
                     cpu / n as f64 / 1e3
@@ -168,5 +179,6 @@ fn main() {
         })
         .unwrap();
     client.join().unwrap();
+    drop(go_server);
     drop(testbed);
 }

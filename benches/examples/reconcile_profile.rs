@@ -10,10 +10,12 @@
 //!   Secrets), `PeerTls::client()`, one GET and its body, in a task on a 2-worker
 //!   runtime (one spawn per batch);
 //! - `construct`: construction and `PeerTls::client()` only;
-//! - `held`: one GET and its body on a `PeerClient` held across the batch
-//!   (`get(url)?.send()`, reqwest's own send);
-//! - `held-send`: the same through `PeerClient::send` (the per-peer metrics and the
-//!   OpenTelemetry hooks compiled in, no layer installed);
+//! - `held`: one GET and its body on a `PeerClient` held across the batch, sent by
+//!   reqwest's own send (`get(url)?.into_builder().send()`, around
+//!   `PeerClient::send`);
+//! - `held-send`: the same through `PeerClient::send` (`get(url)?.send()`, as the
+//!   bench: the per-peer metrics and the OpenTelemetry hooks compiled in, no layer
+//!   installed);
 //! - `floor`: one GET on a kept-alive connection with a blocking rustls client over a
 //!   `std::net::TcpStream` on this thread, the same client certificate and server: the
 //!   server's and the kernel's part, with no HTTP client and no async runtime.
@@ -135,8 +137,10 @@ fn main() {
 
     let material = common::material();
     let case = material.case(&case_name);
+    // `PROFILE_WORKERS` sets the runtime's workers (2, as the bench, by default).
+    let workers = std::env::var("PROFILE_WORKERS").map_or(2, |w| w.parse().unwrap());
     let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
+        .worker_threads(workers)
         .enable_all()
         .build()
         .unwrap();
@@ -203,9 +207,9 @@ fn main() {
                 for _ in 0..n {
                     let request = held.get(&url).unwrap();
                     let response = if via_send {
-                        held.send(request).await.unwrap()
-                    } else {
                         request.send().await.unwrap()
+                    } else {
+                        request.into_builder().send().await.unwrap()
                     };
                     black_box(response.bytes().await.unwrap());
                 }

@@ -424,6 +424,7 @@ pub mod client {
     mod pooled;
     mod recorded;
     mod redirect;
+    mod request;
     #[cfg(test)]
     mod spiffe_sharing;
 
@@ -437,6 +438,7 @@ pub mod client {
     pub use peer::PeerTls;
     pub use pooled::PeerClient;
     pub use redirect::{RedirectRefused, same_origin_policy};
+    pub use request::PeerRequest;
 }
 
 pub mod serving {

@@ -361,6 +361,69 @@ fn raw_client(server_ca: &TestCa, leaf: Option<&Leaf>) -> Arc<rustls::ClientConf
     })
 }
 
+/// A request built with `PeerClient::get` and sent with its own `send` goes through
+/// `PeerClient::send`: counted for its peer, its body capped. (Before, `get` returned
+/// reqwest's builder, whose `send` went around both.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_sent_from_the_builder_is_counted_and_capped() {
+    let tb = Testbed::start().await;
+    let mut registry = Registry::default();
+    let watches = Metrics::new_watches(&mut registry);
+    let (server_ca, client_ca) = (TestCa::new("server"), TestCa::new("clients"));
+    let leaf = client_ca.client_leaf("region", 1);
+    tb.upsert(secret_with(
+        CA,
+        "kubernetes.io/tls",
+        &[("tls.crt", &server_ca.pem()), ("ca.crt", &server_ca.pem())],
+    ));
+    tb.upsert(tls_secret(IDENTITY, &leaf.cert_pem, &leaf.key_pem));
+    let server = VerifyingServer::builder(&server_ca, &client_ca)
+        .handler(handler())
+        .keep_alive(true)
+        .start()
+        .await;
+    // The handler's body is "ok": two bytes, one over this cap.
+    let client = peer_tls(&tb, &watches, &server)
+        .await
+        .with_max_response_body(1)
+        .client()
+        .unwrap();
+
+    let response = client
+        .get(server.url())
+        .unwrap()
+        .header("x-request-id", "7")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 200);
+    let error = response.bytes().await.unwrap_err();
+    let too_large = svc_tls::client::ResponseBodyTooLarge::find(&error)
+        .unwrap_or_else(|| panic!("not capped: {error:?}"));
+    assert_eq!(too_large.cap, 1);
+
+    let peer = peer_of(&server);
+    assert_value(
+        &text(&registry),
+        &format!(r#"svc_tls_peer_requests_total{{peer="{peer}",class="2xx"}}"#),
+        1.0,
+    );
+    // Its Debug names the method and origin, never a header.
+    let request = client
+        .get(format!("{}secret/path?token=abc", server.url()))
+        .unwrap()
+        .bearer_auth("hunter2");
+    let debug = format!("{request:?}");
+    assert!(
+        debug.contains("GET") && debug.contains("127.0.0.1"),
+        "{debug}"
+    );
+    assert!(
+        !debug.contains("hunter2") && !debug.contains("token=abc"),
+        "{debug}"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn callers_failed_handshakes_are_counted_per_listener() {
     const SERVER_IDENTITY: &str = "region-server-certificate";

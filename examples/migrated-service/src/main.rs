@@ -399,8 +399,11 @@ async fn run(
         // reused across calls, and retired when the identity or the CA rotates.
         let http = identity.client()?;
         let url = identity.host()?.join(&path)?;
-        let request = signer.attach(http.get(url.clone())?, &principal)?;
-        let response = http.send(request).await?;
+        let response = http
+            .get(url.clone())?
+            .try_map(|request| signer.attach(request, &principal))?
+            .send()
+            .await?;
         let status = response.status();
         let version = response.version();
         let body = response.text().await?;

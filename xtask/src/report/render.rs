@@ -97,7 +97,8 @@ pub fn render(results: &Results) -> String {
              the registry's watches, Go controller-runtime's cache-backed client). Plus \
              one request (issue 30): ours \
              the construction, `PeerTls::client()` (the process's pooled client for the \
-             peer) and one GET, in a task on the runtime's workers as a controller's \
+             peer) and one GET sent through `PeerClient::send` (its body cap and per-peer \
+             series hook), in a task on the runtime's workers as a controller's \
              reconcile runs; Go `TLSClientConfig`, a new `http.Transport` and one GET; \
              both to the same crypto/tls HTTPS server in a process of its own, which \
              verifies client certificates. The server is shared, so the CPU row says what \

@@ -32,7 +32,7 @@ use arc_swap::ArcSwap;
 use rustls::sign::CertifiedKey;
 
 use super::recorded::PeerSeriesSet;
-use super::{PeerClientError, PeerRequestError, PeerTls, TrustMode};
+use super::{PeerClientError, PeerRequest, PeerRequestError, PeerTls, TrustMode};
 use crate::material::TrustAnchors;
 
 /// One peer's HTTP client: a `reqwest::Client` replaced whenever the identity it
@@ -55,7 +55,7 @@ use crate::material::TrustAnchors;
 /// # async fn f(tls: svc_tls::PeerTls) -> Result<(), Box<dyn std::error::Error>> {
 /// let peer = tls.client()?;
 /// let url = tls.host()?.join("api/v1/regions")?;
-/// let response = peer.send(peer.get(url)?).await?;
+/// let response = peer.get(url)?.send().await?; // through `PeerClient::send`
 /// # let _ = response; Ok(()) }
 /// ```
 #[derive(Clone)]
@@ -252,33 +252,40 @@ impl PeerClient {
         Ok(fresh)
     }
 
-    /// A request to `url` on [`PeerClient::current`].
+    /// A request to `url` on [`PeerClient::current`], sent by
+    /// [`PeerRequest::send`] through [`PeerClient::send`].
+    ///
+    /// # Errors
+    /// [`PeerClientError`] when the generation's client cannot be built.
     pub fn request(
         &self,
         method: reqwest::Method,
         url: impl reqwest::IntoUrl,
-    ) -> Result<reqwest::RequestBuilder, PeerClientError> {
-        Ok(self.current()?.request(method, url))
+    ) -> Result<PeerRequest, PeerClientError> {
+        Ok(PeerRequest::new(
+            self.clone(),
+            self.current()?.request(method, url),
+        ))
     }
 
-    /// A `GET` of `url` on [`PeerClient::current`].
-    pub fn get(
-        &self,
-        url: impl reqwest::IntoUrl,
-    ) -> Result<reqwest::RequestBuilder, PeerClientError> {
+    /// A `GET` of `url` (see [`PeerClient::request`]).
+    ///
+    /// # Errors
+    /// As [`PeerClient::request`].
+    pub fn get(&self, url: impl reqwest::IntoUrl) -> Result<PeerRequest, PeerClientError> {
         self.request(reqwest::Method::GET, url)
     }
 
-    /// A `POST` to `url` on [`PeerClient::current`].
-    pub fn post(
-        &self,
-        url: impl reqwest::IntoUrl,
-    ) -> Result<reqwest::RequestBuilder, PeerClientError> {
+    /// A `POST` to `url` (see [`PeerClient::request`]).
+    ///
+    /// # Errors
+    /// As [`PeerClient::request`].
+    pub fn post(&self, url: impl reqwest::IntoUrl) -> Result<PeerRequest, PeerClientError> {
         self.request(reqwest::Method::POST, url)
     }
 
-    /// Sends `request` on the current generation, whichever client built it: a
-    /// request built before an identity or trust change (or cloned by a retry
+    /// Sends `request` (a [`PeerRequest`] or any `reqwest::RequestBuilder`) on the
+    /// current generation, whichever client built it: a request built before an identity or trust change (or cloned by a retry
     /// helper) never rides a connection made under the old identity or trust.
     ///
     /// Its timeout is [`PeerTls::with_request_timeout`]'s (30 s by default) and its
@@ -290,9 +297,9 @@ impl PeerClient {
     /// was sent then, so the request is safe to retry (rebuild it from this client).
     pub async fn send(
         &self,
-        request: reqwest::RequestBuilder,
+        request: impl Into<reqwest::RequestBuilder>,
     ) -> Result<reqwest::Response, PeerRequestError> {
-        let (_, request) = request.build_split();
+        let (_, request) = request.into().build_split();
         #[cfg_attr(not(feature = "otel"), allow(unused_mut))]
         let mut request = request?;
         #[cfg(feature = "otel")]
