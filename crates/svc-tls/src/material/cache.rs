@@ -3,7 +3,7 @@
 
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex, PoisonError};
+use std::sync::{Arc, Condvar, Mutex, PoisonError, Weak};
 use std::time::{Duration, SystemTime};
 
 use k8s_openapi::api::core::v1::Secret;
@@ -20,7 +20,9 @@ use crate::origin::MaterialOrigin;
 ///
 /// Contract: [`IdentityCache::load`] returns what [`load_identity`](super::load_identity)
 /// would. A hit needs `tls.crt` and `tls.key` byte-for-byte equal to the last good
-/// load's, and validity is re-checked against the current time on every call. A
+/// load's (or the very object the watch's loader loaded them from, still alive: the
+/// same bytes without comparing them), and validity is re-checked against the
+/// current time on every call. A
 /// miss is fully loaded at once; a failed load does not evict the last good entry.
 /// Lock-free (`ArcSwapOption`).
 ///
@@ -123,6 +125,19 @@ struct Cached {
     cert_pem: Box<[u8]>,
     key_pem: Box<[u8]>,
     identity: Identity,
+    /// The shared Secret these bytes were read from, when the watch's loader named
+    /// it ([`IdentityCache::load_shared`]); `Weak::new()` otherwise. A handshake
+    /// reading that same object skips the byte comparison: while this `Weak` lives,
+    /// the object's allocation is not freed, so no other object can have its
+    /// address, and an `Arc`'s value cannot be changed in place while a `Weak` to
+    /// it exists (`Arc::get_mut` refuses, `Arc::make_mut` moves it out).
+    object: Weak<Secret>,
+}
+
+impl Cached {
+    fn valid_at(&self, now: SystemTime) -> bool {
+        self.identity.not_before() <= now && now <= self.identity.not_after()
+    }
 }
 
 impl IdentityCache {
@@ -154,6 +169,44 @@ impl IdentityCache {
     /// `tls.key` are byte-for-byte the same as last time.
     pub fn load(&self, secret: &Secret) -> Result<Identity, MaterialError> {
         self.load_at(secret, SystemTime::now())
+    }
+
+    /// [`IdentityCache::load`] of the watch's shared object, remembered as the
+    /// object these bytes came from: a handshake that then reads the same object
+    /// ([`IdentityCache::load_on_handshake`] with a reference into this `Arc`) is
+    /// answered without comparing the bytes again (on the first handshake after a
+    /// rotation, the loader's copy is in another core's cache).
+    pub(crate) fn load_shared(&self, secret: &Arc<Secret>) -> Result<Identity, MaterialError> {
+        let identity = self.load(secret)?;
+        self.remember_object(secret);
+        Ok(identity)
+    }
+
+    /// Names `secret` as the object of the remembered bytes, when they are its bytes.
+    fn remember_object(&self, secret: &Arc<Secret>) {
+        let current = self.last.load_full();
+        let Some(cached) = &current else {
+            return;
+        };
+        if std::ptr::eq(cached.object.as_ptr(), Arc::as_ptr(secret)) {
+            return;
+        }
+        let name = || secret_ref_of(secret);
+        let Ok((cert_pem, key_pem)) = pems(secret, &name) else {
+            return;
+        };
+        if *cached.cert_pem != *cert_pem || *cached.key_pem != *key_pem {
+            // Another version was stored meanwhile: nothing to name.
+            return;
+        }
+        let named = Arc::new(Cached {
+            cert_pem: cached.cert_pem.clone(),
+            key_pem: cached.key_pem.clone(),
+            identity: cached.identity.clone(),
+            object: Arc::downgrade(secret),
+        });
+        // Lost to a newer store: that one stands.
+        let _ = self.last.compare_and_swap(&current, Some(named));
     }
 
     /// [`IdentityCache::load`] with validity checked at `now`. A load of the same
@@ -192,7 +245,22 @@ impl IdentityCache {
     /// instead of parsing (no lock, no wait): a handshake racing the watch's loader
     /// never pays a key parse, and concurrent handshakes never parse one version twice.
     pub fn load_on_handshake(&self, secret: &Secret) -> Result<HandshakeLoad, MaterialError> {
-        let now = SystemTime::now();
+        self.load_on_handshake_at(secret, SystemTime::now())
+    }
+
+    /// [`IdentityCache::load_on_handshake`] with validity checked at `now`.
+    pub(crate) fn load_on_handshake_at(
+        &self,
+        secret: &Secret,
+        now: SystemTime,
+    ) -> Result<HandshakeLoad, MaterialError> {
+        // The object the loader named: no byte comparison (see `Cached::object`).
+        if let Some(cached) = &*self.last.load()
+            && std::ptr::eq(cached.object.as_ptr(), secret)
+            && cached.valid_at(now)
+        {
+            return Ok(HandshakeLoad::Loaded(cached.identity.clone()));
+        }
         let name = || secret_ref_of(secret);
         let (cert_pem, key_pem) = pems(secret, &name)?;
         if let Some(hit) = self.hit(cert_pem, key_pem, now) {
@@ -220,8 +288,7 @@ impl IdentityCache {
         if let Some(cached) = &*self.last.load()
             && *cached.cert_pem == *cert_pem
             && *cached.key_pem == *key_pem
-            && cached.identity.not_before() <= now
-            && now <= cached.identity.not_after()
+            && cached.valid_at(now)
         {
             return Some(Ok(cached.identity.clone()));
         }
@@ -283,6 +350,7 @@ impl IdentityCache {
             cert_pem: cert_pem.into(),
             key_pem: key_pem.into(),
             identity: identity.clone(),
+            object: Weak::new(),
         });
         let before = self.last.compare_and_swap(&seen, Some(fresh));
         let stored_meanwhile = match (&*before, &seen) {
@@ -384,6 +452,68 @@ mod tests {
             HandshakeLoad::Loaded(_)
         ));
         assert_eq!(cache.full_loads(), 1);
+    }
+
+    fn loaded(load: HandshakeLoad) -> Identity {
+        match load {
+            HandshakeLoad::Loaded(identity) => identity,
+            HandshakeLoad::InProgress => panic!("in progress"),
+        }
+    }
+
+    #[test]
+    fn a_handshake_on_the_loaders_object_is_answered_and_another_object_never_taken_for_it() {
+        let ca = TestCa::new("clients");
+        let (one, two) = (ca.client_leaf("a", 1), ca.client_leaf("b", 2));
+        let cache = cache();
+        let first = Arc::new(secret(&one.cert_pem, &one.key_pem));
+        let identity = cache.load_shared(&first).unwrap();
+        assert_eq!(cache.full_loads(), 1);
+        let read = loaded(cache.load_on_handshake(&first).unwrap());
+        assert!(Arc::ptr_eq(read.certified_key(), identity.certified_key()));
+        assert_eq!(cache.full_loads(), 1);
+
+        // The loader's object gone: a new object (the allocator's next block of
+        // that size, were the old one freed) is read by its bytes, never by address.
+        drop(first);
+        let second = Arc::new(secret(&two.cert_pem, &two.key_pem));
+        let read = loaded(cache.load_on_handshake(&second).unwrap());
+        assert_eq!(read.serial_hex(), "02");
+        assert_eq!(cache.full_loads(), 2);
+    }
+
+    #[test]
+    fn the_loaders_object_is_still_checked_for_validity_and_renamed_on_a_metadata_change() {
+        let leaf = TestCa::new("clients").client_leaf("a", 1);
+        let cache = cache();
+        let first = Arc::new(secret(&leaf.cert_pem, &leaf.key_pem));
+        let identity = cache.load_shared(&first).unwrap();
+        let later = identity.not_after() + Duration::from_secs(86_400);
+        let error = cache.load_on_handshake_at(&first, later).err().unwrap();
+        assert!(
+            matches!(error.kind(), MaterialErrorKind::CertificateExpired { .. }),
+            "{error:?}"
+        );
+
+        // A new version with the same bytes (a label changed): no parse, and the
+        // new object is the one named.
+        let mut relabelled = (*first).clone();
+        relabelled
+            .metadata
+            .labels
+            .get_or_insert_default()
+            .insert("rotated".into(), "no".into());
+        let relabelled = Arc::new(relabelled);
+        let before = cache.full_loads();
+        cache.load_shared(&relabelled).unwrap();
+        assert_eq!(cache.full_loads(), before);
+        let named = cache.last.load_full().unwrap();
+        assert!(std::ptr::eq(
+            named.object.as_ptr(),
+            Arc::as_ptr(&relabelled)
+        ));
+        let read = loaded(cache.load_on_handshake(&relabelled).unwrap());
+        assert!(Arc::ptr_eq(read.certified_key(), identity.certified_key()));
     }
 
     #[test]

@@ -41,7 +41,7 @@ pub(crate) mod sealed {
 
         /// Loads `object`, the version the watch just delivered, into `loads`.
         /// Runs on a blocking thread of the registry's runtime.
-        fn load(_loads: &Self::Loads, _object: &Self) {}
+        fn load(_loads: &Self::Loads, _object: &std::sync::Arc<Self>) {}
 
         /// Drops, before the cache keeps a version, what a reader of the object's
         /// trust only must never hold; says what it dropped. Nothing, for a kind

@@ -69,7 +69,7 @@ impl sealed::Sealed for Secret {
         }
     }
 
-    fn load(loads: &SecretLoads, secret: &Secret) {
+    fn load(loads: &SecretLoads, secret: &Arc<Secret>) {
         if loads.wants_identity.load(Ordering::Acquire) {
             loads.load_identity(secret);
         }
@@ -97,8 +97,8 @@ pub struct SecretLoads {
 impl SecretLoads {
     /// Loads `secret` as an identity (a failure is remembered by the cache and
     /// reported by the resolver) and warms a new key with one signature.
-    fn load_identity(&self, secret: &Secret) {
-        if let Ok(identity) = self.identity.load(secret) {
+    fn load_identity(&self, secret: &Arc<Secret>) {
+        if let Ok(identity) = self.identity.load_shared(secret) {
             warm(identity.certified_key());
         }
     }
