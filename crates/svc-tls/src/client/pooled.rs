@@ -51,6 +51,11 @@ use crate::material::TrustAnchors;
 /// peer (see [`crate::recording`]); a request built on [`PeerClient::current`]'s
 /// `reqwest::Client` and sent by hand is not seen.
 ///
+/// A pooled connection is driven by a task on the Tokio runtime of the request that
+/// opened it. Share one client among tasks of runtimes that keep running: a request
+/// handed a connection whose runtime is not being driven (a current-thread runtime
+/// between two `block_on` calls, say) waits until that runtime runs again.
+///
 /// ```no_run
 /// # async fn f(tls: svc_tls::PeerTls) -> Result<(), Box<dyn std::error::Error>> {
 /// let peer = tls.client()?;
