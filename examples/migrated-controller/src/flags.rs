@@ -71,6 +71,17 @@ impl LogLevel {
     }
 }
 
+/// How log lines are written (`--zap-encoder`; zap's default follows `--zap-devel`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LogEncoder {
+    /// One JSON object per line (tracing-subscriber's fields: `timestamp`, `level`,
+    /// `fields.message`, `target`; not zap's `ts`, `msg`, `logger`): zap's
+    /// production default, and `--zap-encoder=json`.
+    Json,
+    /// Text lines: `--zap-devel`'s default, and `--zap-encoder=console`.
+    Console,
+}
+
 /// What the manager's flags asked for.
 #[derive(Clone, Debug)]
 pub struct ManagerFlags {
@@ -78,6 +89,8 @@ pub struct ManagerFlags {
     pub manager: Manager,
     /// The log level (`--zap-log-level`, `--zap-devel`).
     pub log_level: LogLevel,
+    /// How log lines are written (`--zap-encoder`, `--zap-devel`).
+    pub log_encoder: LogEncoder,
     /// Where `/metrics` is served (`--metrics-bind-address`); `None`: nowhere (`0`,
     /// empty or not given). An address for [`crate::endpoints::serve_metrics`].
     pub metrics_address: Option<String>,
@@ -190,7 +203,7 @@ pub fn augment(cmd: Command) -> Command {
     ))
     .arg(text_flag(
         "zap-encoder",
-        "json or console; logs are text here (json warned)",
+        "json or console (json unless --zap-devel, as zap's production config)",
     ))
     .arg(text_flag(
         "zap-stacktrace-level",
@@ -266,15 +279,15 @@ pub fn from_matches(matches: &ArgMatches, namespace: &str) -> Result<ManagerFlag
         }
         Some(value) => zap_level(&value)?,
     };
-    if let Some(value) = text("zap-encoder") {
-        match value.as_str() {
-            "console" => {}
-            "json" => ignored.push(
-                "--zap-encoder=json: logs are written as text lines by this binary".to_owned(),
-            ),
-            _ => return Err(invalid("zap-encoder", &value, "json or console")),
-        }
-    }
+    // controller-runtime's zap options: the development config writes console
+    // lines, the production config JSON; --zap-encoder overrides either.
+    let log_encoder = match text("zap-encoder").as_deref() {
+        None if devel => LogEncoder::Console,
+        None => LogEncoder::Json,
+        Some("json") => LogEncoder::Json,
+        Some("console") => LogEncoder::Console,
+        Some(value) => return Err(invalid("zap-encoder", value, "json or console")),
+    };
     if let Some(value) = text("zap-stacktrace-level") {
         if !matches!(value.as_str(), "info" | "error" | "panic") {
             return Err(invalid(
@@ -332,6 +345,7 @@ pub fn from_matches(matches: &ArgMatches, namespace: &str) -> Result<ManagerFlag
             leader_election,
         },
         log_level,
+        log_encoder,
         metrics_address,
         probe_address,
         otlp_endpoint,
@@ -392,6 +406,8 @@ mod tests {
         assert_eq!(election.renew_deadline, Duration::from_secs(10));
         assert_eq!(election.retry_period, Duration::from_secs(2));
         assert_eq!(flags.log_level, LogLevel::Info);
+        // zap's production config: JSON lines.
+        assert_eq!(flags.log_encoder, LogEncoder::Json);
         assert_eq!(flags.metrics_address, None);
         assert_eq!(flags.probe_address, None);
         assert_eq!(flags.otlp_endpoint, None);
@@ -441,7 +457,17 @@ mod tests {
         assert_eq!(flags.manager.max_concurrency, 4);
         assert!(flags.manager.leader_election.is_none());
         assert_eq!(flags.log_level, LogLevel::Debug);
-        assert_eq!(flags.ignored.len(), 4, "{:?}", flags.ignored);
+        // --zap-encoder=json is taken (over --zap-devel's console), not warned about.
+        assert_eq!(flags.log_encoder, LogEncoder::Json);
+        assert_eq!(flags.ignored.len(), 3, "{:?}", flags.ignored);
+        assert_eq!(
+            parse(&["--zap-devel"]).unwrap().log_encoder,
+            LogEncoder::Console
+        );
+        assert_eq!(
+            parse(&["--zap-encoder=console"]).unwrap().log_encoder,
+            LogEncoder::Console
+        );
         assert_eq!(flags.otlp_endpoint.as_deref(), Some("collector:4318"));
         assert_eq!(flags.metrics_address.as_deref(), Some("0.0.0.0:8080"));
         assert_eq!(flags.probe_address, None);

@@ -181,13 +181,22 @@ fn main() -> ExitCode {
     {
         use tracing_subscriber::layer::SubscriberExt as _;
         use tracing_subscriber::util::SubscriberInitExt as _;
+        // One of the two (an `Option` of a layer is a layer).
+        let json = manager.log_encoder == flags::LogEncoder::Json;
+        let json_lines = json.then(|| {
+            tracing_subscriber::fmt::layer()
+                .json()
+                .with_writer(std::io::stderr)
+        });
+        let text_lines = (!json).then(|| {
+            tracing_subscriber::fmt::layer()
+                .with_writer(std::io::stderr)
+                .with_ansi(false)
+        });
         tracing_subscriber::registry()
             .with(filter)
-            .with(
-                tracing_subscriber::fmt::layer()
-                    .with_writer(std::io::stderr)
-                    .with_ansi(false),
-            )
+            .with(json_lines)
+            .with(text_lines)
             .with(telemetry.layer())
             .init();
     }

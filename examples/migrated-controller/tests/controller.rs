@@ -442,12 +442,32 @@ async fn the_binary_takes_the_deployed_flags() {
     );
     for flag in [
         "--cd-driver=",
-        "--zap-encoder=json",
         "--zap-stacktrace-level=",
         "--zap-time-encoding=",
     ] {
         assert_eq!(stderr.matches(flag).count(), 1, "{flag}:\n{stderr}");
     }
+    // --zap-encoder=json is taken: every line is a JSON object with its level and
+    // message (a log pipeline fed the Go manager's JSON keeps parsing lines).
+    assert!(!stderr.contains("--zap-encoder"), "{stderr}");
+    let lines: Vec<serde_json::Value> = stderr
+        .lines()
+        .filter(|line| !line.trim().is_empty())
+        .map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}")))
+        .collect();
+    assert!(
+        lines.iter().all(|l| l["level"].is_string()
+            && l["timestamp"].is_string()
+            && l["fields"]["message"].is_string()),
+        "{stderr}"
+    );
+    assert!(
+        lines.iter().any(|l| l["level"] == "WARN"
+            && l["fields"]["message"]
+                .as_str()
+                .is_some_and(|m| m.starts_with("--cd-driver=argocd"))),
+        "{stderr}"
+    );
     // --otlp-endpoint is taken: spans go there (a collector that does not resolve
     // fails exports, counted and warned about, never the reconcile above).
     assert!(
