@@ -17,7 +17,7 @@
 //! | `svc_tls_trust_stale` | gauge | `source`, `name`, `cluster` |
 //! | `svc_tls_trust_source_healthy` | gauge | `source`, `name`, `cluster` |
 //! | `svc_tls_secret_watch_healthy` | gauge | `secret`, `cluster` |
-//! | `svc_tls_registry_entries` | gauge | `kind` (`secret`, `configmap`, `api_client`, `peer_pool`) |
+//! | `svc_tls_registry_entries` | gauge | `kind` (`secret`, `configmap`, `cluster_trust_bundle_set`, `api_client`, `peer_pool`) |
 //! | `svc_tls_secret_watch_errors_total` | counter | `secret`, `cluster` |
 //! | `svc_tls_secret_watch_relists_total` | counter | `secret`, `cluster` |
 //! | `svc_tls_secret_watch_ignored_objects_total` | counter | `secret`, `cluster` |
@@ -407,12 +407,14 @@ impl Collector for StateCollector {
             let counts = watches.counts();
             totals.secrets += counts.secrets;
             totals.configmaps += counts.configmaps;
+            totals.cluster_trust_bundles += counts.cluster_trust_bundles;
             totals.kube_clients += counts.kube_clients;
             totals.shared_values += counts.shared_values;
         }
         for (kind, count) in [
             ("secret", totals.secrets),
             ("configmap", totals.configmaps),
+            ("cluster_trust_bundle_set", totals.cluster_trust_bundles),
             ("api_client", totals.kube_clients),
             ("peer_pool", totals.shared_values),
         ] {
@@ -425,7 +427,7 @@ impl Collector for StateCollector {
         emit(
             &mut encoder,
             "svc_tls_registry_entries",
-            "What the registry of shared watches holds now, by kind: watched Secrets and ConfigMaps (per cluster, credential and use), API clients (per cluster and credential) and shared peer pools",
+            "What the registry of shared watches holds now, by kind: watched Secrets and ConfigMaps (per cluster, credential and use), watched sets of ClusterTrustBundles (per cluster, credential, signer and selector), API clients (per cluster and credential) and shared peer pools",
             None,
             &entries,
         )?;

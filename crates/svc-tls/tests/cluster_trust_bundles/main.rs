@@ -356,6 +356,12 @@ async fn metrics_name_the_set_and_a_replaced_bundle_retires_the_pool() {
 
     let mut text = String::new();
     prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
+    // The registry's size counts the watched set.
+    assert!(
+        text.lines()
+            .any(|l| l == "svc_tls_registry_entries{kind=\"cluster_trust_bundle_set\"} 1"),
+        "{text}"
+    );
     let labels = format!("source=\"clustertrustbundles\",name=\"signer={signer}\"");
     assert!(
         text.lines()
