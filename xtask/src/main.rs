@@ -111,6 +111,8 @@ fn main() -> ExitCode {
 }
 
 fn test(extra: &[String]) -> Result<(), String> {
+    prepare::test_prerequisites()?;
+    alert_rule_tests()?;
     // Go 1.26+ for svc-tls's go-jose interop test, which builds its Go verifier with
     // modules from the Go module proxy as `cargo xtask bench` builds benches/go: the
     // test finds the toolchain through $GO and gets the same environment (the local
@@ -120,35 +122,16 @@ fn test(extra: &[String]) -> Result<(), String> {
     // The default target set: libraries, binaries, integration tests, examples and
     // doctests. Benchmarks are left to `cargo xtask bench` (criterion would run them
     // in full here).
-    // `flag` before the caller's arguments (which may end in `-- <test args>`).
-    let tests = |flag: &str| {
-        let mut command = cargo();
-        command
-            .args(["test", "--workspace", flag])
-            .args(extra)
-            .env("GO", &go)
-            .envs(golang::environment());
-        command
-    };
-    // The test build needs no real peer: on a fresh machine it compiles while the
-    // peers build (their module downloads and links leave a core idle), instead of
-    // after them. Both are waited for before anything else is reported.
-    let build = {
-        let mut command = tests("--no-run");
-        std::thread::spawn(move || run_checked(&mut command))
-    };
-    let prepared = prepare::test_prerequisites().and_then(|()| alert_rule_tests());
-    let built = build
-        .join()
-        .map_err(|_| "the test build's thread panicked".to_owned())?;
-    prepared?;
-    built.map_err(|e| format!("the test build failed: {e}"))?;
     // The output passes through unchanged; at the end, the counts in all and in
     // each real-peer tier (test_summary.rs says which tests those are).
     test_summary::run_summarised(
-        // Every test binary runs even when one fails, so a run reports every
-        // failure at once; any failure still fails the task.
-        &mut tests("--no-fail-fast"),
+        cargo()
+            // Every test binary runs even when one fails, so a run reports every
+            // failure at once; any failure still fails the task.
+            .args(["test", "--workspace", "--no-fail-fast"])
+            .args(extra)
+            .env("GO", go)
+            .envs(golang::environment()),
     )
 }
 
