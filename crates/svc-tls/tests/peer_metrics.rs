@@ -144,13 +144,23 @@ async fn get(client: &PeerClient, url: &str) -> Result<u16, String> {
         .map_err(|error| format!("{error:?}"))
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn peer_requests_are_counted_per_peer_class_and_handshake_failure() {
+/// A registry with metrics over kube-testbed holding the CA Secret (the server CA)
+/// and the client identity Secret (issued by the client CA), and a kept-alive server
+/// under the server CA that verifies callers against the client CA.
+struct Peered {
+    tb: Testbed,
+    registry: Registry,
+    watches: WatchedObjects,
+    server_ca: TestCa,
+    client_ca: TestCa,
+    server: VerifyingServer,
+}
+
+async fn peered() -> Peered {
     let tb = Testbed::start().await;
     let mut registry = Registry::default();
     let watches = Metrics::new_watches(&mut registry);
     let (server_ca, client_ca) = (TestCa::new("server"), TestCa::new("clients"));
-    let (stranger_ca, other_clients) = (TestCa::new("stranger"), TestCa::new("other clients"));
     let leaf = client_ca.client_leaf("region", 1);
     tb.upsert(secret_with(
         CA,
@@ -158,12 +168,32 @@ async fn peer_requests_are_counted_per_peer_class_and_handshake_failure() {
         &[("tls.crt", &server_ca.pem()), ("ca.crt", &server_ca.pem())],
     ));
     tb.upsert(tls_secret(IDENTITY, &leaf.cert_pem, &leaf.key_pem));
-
-    let good = VerifyingServer::builder(&server_ca, &client_ca)
+    let server = VerifyingServer::builder(&server_ca, &client_ca)
         .handler(handler())
         .keep_alive(true)
         .start()
         .await;
+    Peered {
+        tb,
+        registry,
+        watches,
+        server_ca,
+        client_ca,
+        server,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn peer_requests_are_counted_per_peer_class_and_handshake_failure() {
+    let Peered {
+        tb,
+        registry,
+        watches,
+        server_ca,
+        client_ca,
+        server: good,
+    } = peered().await;
+    let (stranger_ca, other_clients) = (TestCa::new("stranger"), TestCa::new("other clients"));
     let unknown_ca = VerifyingServer::start(&stranger_ca, &client_ca).await;
     let other_name = VerifyingServer::builder(&server_ca, &client_ca)
         .server_leaf(&server_ca.server_leaf_with(&["elsewhere.example"], &[]))
@@ -366,22 +396,13 @@ fn raw_client(server_ca: &TestCa, leaf: Option<&Leaf>) -> Arc<rustls::ClientConf
 /// reqwest's builder, whose `send` went around both.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_request_sent_from_the_builder_is_counted_and_capped() {
-    let tb = Testbed::start().await;
-    let mut registry = Registry::default();
-    let watches = Metrics::new_watches(&mut registry);
-    let (server_ca, client_ca) = (TestCa::new("server"), TestCa::new("clients"));
-    let leaf = client_ca.client_leaf("region", 1);
-    tb.upsert(secret_with(
-        CA,
-        "kubernetes.io/tls",
-        &[("tls.crt", &server_ca.pem()), ("ca.crt", &server_ca.pem())],
-    ));
-    tb.upsert(tls_secret(IDENTITY, &leaf.cert_pem, &leaf.key_pem));
-    let server = VerifyingServer::builder(&server_ca, &client_ca)
-        .handler(handler())
-        .keep_alive(true)
-        .start()
-        .await;
+    let Peered {
+        tb,
+        registry,
+        watches,
+        server,
+        ..
+    } = peered().await;
     // The handler's body is "ok": two bytes, one over this cap.
     let client = peer_tls(&tb, &watches, &server)
         .await
