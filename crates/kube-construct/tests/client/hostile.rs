@@ -83,6 +83,9 @@ async fn a_list_body_over_its_cap_is_refused_and_the_cache_keeps_serving() {
         .await
         .unwrap();
     assert_eq!(value_of(&client, "c").as_deref(), Some("good"));
+    // The cache is synced once its LIST is read, before its WATCH is sent: the body
+    // below must meet the re-list, not that WATCH.
+    poll_until("the cache's watch is open", || tb.open_watches() == 1).await;
 
     // The next request (the re-list forced by the expired history) gets the body.
     tb.inject(Fault::ReplyNextWith {
