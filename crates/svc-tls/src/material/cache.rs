@@ -177,7 +177,9 @@ impl IdentityCache {
     /// answered without comparing the bytes again (on the first handshake after a
     /// rotation, the loader's copy is in another core's cache).
     pub(crate) fn load_shared(&self, secret: &Arc<Secret>) -> Result<Identity, MaterialError> {
-        let identity = self.load(secret)?;
+        let identity = self.load_from(secret, Arc::downgrade(secret), SystemTime::now())?;
+        // A hit (a new object with the same bytes: a label changed) names it here; a
+        // full load stored it with the entry.
         self.remember_object(secret);
         Ok(identity)
     }
@@ -212,6 +214,17 @@ impl IdentityCache {
     /// [`IdentityCache::load`] with validity checked at `now`. A load of the same
     /// bytes already in flight (another caller's) is waited for, not repeated.
     pub fn load_at(&self, secret: &Secret, now: SystemTime) -> Result<Identity, MaterialError> {
+        self.load_from(secret, Weak::new(), now)
+    }
+
+    /// [`IdentityCache::load_at`], a full load remembering `object` (see
+    /// `Cached::object`) with its bytes.
+    fn load_from(
+        &self,
+        secret: &Secret,
+        object: Weak<Secret>,
+        now: SystemTime,
+    ) -> Result<Identity, MaterialError> {
         let name = || secret_ref_of(secret);
         let (cert_pem, key_pem) = pems(secret, &name)?;
         if let Some(hit) = self.hit(cert_pem, key_pem, now) {
@@ -235,7 +248,7 @@ impl IdentityCache {
             // Other bytes in flight: these are loaded too.
             Err(_) => None,
         };
-        let loaded = self.full_load(&name, cert_pem, key_pem, now);
+        let loaded = self.full_load(&name, cert_pem, key_pem, now, object);
         drop(claimed);
         loaded
     }
@@ -273,7 +286,7 @@ impl IdentityCache {
         if let Some(hit) = self.hit(cert_pem, key_pem, now) {
             return hit.map(HandshakeLoad::Loaded);
         }
-        let loaded = self.full_load(&name, cert_pem, key_pem, now);
+        let loaded = self.full_load(&name, cert_pem, key_pem, now, Weak::new());
         drop(claimed);
         loaded.map(HandshakeLoad::Loaded)
     }
@@ -322,13 +335,15 @@ impl IdentityCache {
         }
     }
 
-    /// Parses the certificate and key, remembering the result.
+    /// Parses the certificate and key, remembering the result (and `object`, the
+    /// shared Secret they were read from when the loader names it).
     fn full_load(
         &self,
         name: &dyn Fn() -> MaterialOrigin,
         cert_pem: &[u8],
         key_pem: &[u8],
         now: SystemTime,
+        object: Weak<Secret>,
     ) -> Result<Identity, MaterialError> {
         // A miss, or a hit outside the validity period (the full load then
         // reports the precise error). What is stored now, to detect a load of the
@@ -350,7 +365,7 @@ impl IdentityCache {
             cert_pem: cert_pem.into(),
             key_pem: key_pem.into(),
             identity: identity.clone(),
-            object: Weak::new(),
+            object,
         });
         let before = self.last.compare_and_swap(&seen, Some(fresh));
         let stored_meanwhile = match (&*before, &seen) {
@@ -538,7 +553,7 @@ mod tests {
         let name = || secret_ref_of(&secret);
         let (cert, key) = pems(&secret, &name).unwrap();
         cache
-            .full_load(&name, cert, key, SystemTime::now())
+            .full_load(&name, cert, key, SystemTime::now(), Weak::new())
             .unwrap();
         drop(claimed);
         assert_eq!(waiter.join().unwrap().unwrap(), "01");
